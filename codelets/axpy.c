@@ -1,0 +1,147 @@
+/* StarPU codelets of axpy / scale / add (fp32). */
+#include <config.h>
+
+#include "codelets/axpy.h"
+#include "runtime/codelet.h"
+
+struct alpha_beta {
+	float alpha, beta;
+};
+
+/* ------------------------------------------------------------------ axpy */
+
+static void axpy_cpu(void *buffers[], void *cl_arg)
+{
+	const struct alpha_beta *a = cl_arg;
+	struct starnn_mat x = starnn_buffer(buffers, 0), y = starnn_buffer(buffers, 1);
+	starnn_axpy_cpu(y.rows, y.cols, a->alpha, x.ptr, x.ld, y.ptr, y.ld);
+}
+
+#ifdef STARNN_USE_CUDA
+static void axpy_cuda(void *buffers[], void *cl_arg)
+{
+	const struct alpha_beta *a = cl_arg;
+	struct starnn_mat x = starnn_buffer(buffers, 0), y = starnn_buffer(buffers, 1);
+	starnn_axpy_cuda(y.rows, y.cols, a->alpha, x.ptr, x.ld, y.ptr, y.ld, starnn_cuda_stream());
+	STARNN_CUDA_LAUNCHED("axpy");
+}
+#endif
+
+static STARNN_PERFMODEL(axpy, fp32);
+struct starpu_codelet starnn_axpy_cl = {
+	.name = "axpy",
+	.cpu_funcs = {axpy_cpu},
+	.cpu_funcs_name = {"axpy_cpu"},
+#ifdef STARNN_USE_CUDA
+	.cuda_funcs = {axpy_cuda},
+	.cuda_flags = {STARPU_CUDA_ASYNC},
+#endif
+	.nbuffers = 2,
+	.modes = {STARPU_R, STARPU_RW},
+	.model = &starnn_axpy_fp32_model,
+};
+
+/* ----------------------------------------------------------------- scale */
+
+static void scale_cpu(void *buffers[], void *cl_arg)
+{
+	const struct alpha_beta *a = cl_arg;
+	struct starnn_mat y = starnn_buffer(buffers, 0);
+	starnn_scale_cpu(y.rows, y.cols, a->alpha, y.ptr, y.ld);
+}
+
+#ifdef STARNN_USE_CUDA
+static void scale_cuda(void *buffers[], void *cl_arg)
+{
+	const struct alpha_beta *a = cl_arg;
+	struct starnn_mat y = starnn_buffer(buffers, 0);
+	starnn_scale_cuda(y.rows, y.cols, a->alpha, y.ptr, y.ld, starnn_cuda_stream());
+	STARNN_CUDA_LAUNCHED("scale");
+}
+#endif
+
+static STARNN_PERFMODEL(scale, fp32);
+struct starpu_codelet starnn_scale_cl = {
+	.name = "scale",
+	.cpu_funcs = {scale_cpu},
+	.cpu_funcs_name = {"scale_cpu"},
+#ifdef STARNN_USE_CUDA
+	.cuda_funcs = {scale_cuda},
+	.cuda_flags = {STARPU_CUDA_ASYNC},
+#endif
+	.nbuffers = 1,
+	.modes = {STARPU_RW},
+	.model = &starnn_scale_fp32_model,
+};
+
+/* ------------------------------------------------------------------- add */
+
+static void add_cpu(void *buffers[], void *cl_arg)
+{
+	const struct alpha_beta *a = cl_arg;
+	struct starnn_mat x = starnn_buffer(buffers, 0), y = starnn_buffer(buffers, 1), z = starnn_buffer(buffers, 2);
+	starnn_add_cpu(z.rows, z.cols, a->alpha, x.ptr, x.ld, a->beta, y.ptr, y.ld, z.ptr, z.ld);
+}
+
+#ifdef STARNN_USE_CUDA
+static void add_cuda(void *buffers[], void *cl_arg)
+{
+	const struct alpha_beta *a = cl_arg;
+	struct starnn_mat x = starnn_buffer(buffers, 0), y = starnn_buffer(buffers, 1), z = starnn_buffer(buffers, 2);
+	starnn_add_cuda(z.rows, z.cols, a->alpha, x.ptr, x.ld, a->beta, y.ptr, y.ld, z.ptr, z.ld, starnn_cuda_stream());
+	STARNN_CUDA_LAUNCHED("add");
+}
+#endif
+
+static STARNN_PERFMODEL(add, fp32);
+struct starpu_codelet starnn_add_cl = {
+	.name = "add",
+	.cpu_funcs = {add_cpu},
+	.cpu_funcs_name = {"add_cpu"},
+#ifdef STARNN_USE_CUDA
+	.cuda_funcs = {add_cuda},
+	.cuda_flags = {STARPU_CUDA_ASYNC},
+#endif
+	.nbuffers = 3,
+	.modes = {STARPU_R, STARPU_R, STARPU_W},
+	.model = &starnn_add_fp32_model,
+};
+
+/* ------------------------------------------------------------ submission */
+
+static int check_same(const char *op, const starnn_tensor *a, const starnn_tensor *b)
+{
+	char da[128], db[128];
+	if (a->dtype != STARNN_FP32 || b->dtype != STARNN_FP32)
+		return starnn_error(STARNN_EINVAL, "%s: fp32 tensors expected, got %s and %s", op,
+		                    starnn_tensor_describe(a, da, sizeof da), starnn_tensor_describe(b, db, sizeof db));
+	if (a->rows != b->rows || a->cols != b->cols)
+		return starnn_error(STARNN_EINVAL, "%s: shapes differ: %s and %s", op,
+		                    starnn_tensor_describe(a, da, sizeof da), starnn_tensor_describe(b, db, sizeof db));
+	return 0;
+}
+
+int starnn_axpy(float alpha, starnn_tensor *x, starnn_tensor *y)
+{
+	STARNN_CHECK(check_same("axpy", x, y));
+	struct alpha_beta a = {alpha, 1.0f};
+	struct starnn_task_desc d = {.cl = &starnn_axpy_cl, .args = &a, .args_size = sizeof a, .tensors = {x, y}};
+	return starnn_submit(&d);
+}
+
+int starnn_scale(float alpha, starnn_tensor *y)
+{
+	STARNN_CHECK(check_same("scale", y, y));
+	struct alpha_beta a = {alpha, 0.0f};
+	struct starnn_task_desc d = {.cl = &starnn_scale_cl, .args = &a, .args_size = sizeof a, .tensors = {y}};
+	return starnn_submit(&d);
+}
+
+int starnn_add(float alpha, starnn_tensor *x, float beta, starnn_tensor *y, starnn_tensor *z)
+{
+	STARNN_CHECK(check_same("add", x, y));
+	STARNN_CHECK(check_same("add", x, z));
+	struct alpha_beta a = {alpha, beta};
+	struct starnn_task_desc d = {.cl = &starnn_add_cl, .args = &a, .args_size = sizeof a, .tensors = {x, y, z}};
+	return starnn_submit(&d);
+}

@@ -1,0 +1,62 @@
+#include <config.h>
+
+#include <string.h>
+
+#include "runtime/codelet.h"
+
+#ifdef STARNN_USE_CUDA
+#include <cuda_runtime.h>
+#include <starpu_cublas_v2.h>
+#endif
+
+uint32_t starnn_footprint_args(struct starpu_task *task, size_t key_bytes)
+{
+	uint32_t fp = starpu_task_data_footprint(task);
+	if (task->cl_arg && key_bytes) {
+		if (key_bytes > task->cl_arg_size)
+			key_bytes = task->cl_arg_size;
+		fp = starpu_hash_crc32c_be_n(task->cl_arg, key_bytes, fp);
+	}
+	return fp;
+}
+
+uint32_t starnn_footprint_shape(struct starpu_task *task)
+{
+	return starpu_task_data_footprint(task);
+}
+
+#ifdef STARNN_USE_CUDA
+void *starnn_cuda_stream(void)
+{
+	return (void *)starpu_cuda_get_local_stream();
+}
+
+void *starnn_cublas_handle(void)
+{
+	return (void *)starpu_cublas_get_local_handle();
+}
+
+void starnn_cuda_check_launch(const char *op, const char *file, int line)
+{
+	cudaError_t err = cudaGetLastError();
+	if (err != cudaSuccess)
+		starnn_defer_error_at(file, line, STARNN_ECUDA, "%s: CUDA kernel launch failed: %s", op, cudaGetErrorString(err));
+}
+#else
+void *starnn_cuda_stream(void)
+{
+	return NULL;
+}
+
+void *starnn_cublas_handle(void)
+{
+	return NULL;
+}
+
+void starnn_cuda_check_launch(const char *op, const char *file, int line)
+{
+	(void)op;
+	(void)file;
+	(void)line;
+}
+#endif

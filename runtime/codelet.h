@@ -1,0 +1,75 @@
+/* What a codelet file (codelets/<op>.c) needs: buffer accessors, the
+ * performance-model declaration, the CUDA stream / cuBLAS handle of the
+ * running worker, and error reporting from inside a task.
+ *
+ * Pattern of a codelet file (see codelets/axpy.c):
+ *   - an args struct (copied into the task) whose leading fields are those
+ *     that change the cost (shapes, transposes), listed in its footprint;
+ *   - cpu and cuda functions that unpack buffers and call the pure kernels
+ *     of codelets/cpu/<op>.c and codelets/cuda/<op>.cu;
+ *   - STARNN_PERFMODEL(op, fp32) and the struct starpu_codelet;
+ *   - the public submit function, which checks shapes and calls
+ *     starnn_submit(). */
+#ifndef STARNN_CODELET_H
+#define STARNN_CODELET_H
+
+#include <starpu.h>
+
+#include "runtime/error.h"
+#include "runtime/submit.h"
+#include "runtime/tensor.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* A task buffer as a strided matrix: rows x cols, rows ld elements apart. */
+struct starnn_mat {
+	void *ptr;
+	size_t rows, cols, ld;
+};
+
+static inline struct starnn_mat starnn_buffer(void *buffers[], int i)
+{
+	struct starnn_mat m;
+	m.ptr = (void *)STARPU_MATRIX_GET_PTR(buffers[i]);
+	m.cols = STARPU_MATRIX_GET_NX(buffers[i]);
+	m.rows = STARPU_MATRIX_GET_NY(buffers[i]);
+	m.ld = STARPU_MATRIX_GET_LD(buffers[i]);
+	return m;
+}
+
+/* Footprint = StarPU's data footprint (every buffer's rows and cols)
+ * combined with the first key_bytes of the args struct. */
+uint32_t starnn_footprint_args(struct starpu_task *task, size_t key_bytes);
+uint32_t starnn_footprint_shape(struct starpu_task *task);
+
+/* History-based model with the stable symbol starnn_<op>_<dtype>, keyed by
+ * the shapes of the buffers. */
+#define STARNN_PERFMODEL(op, dtype)                                            \
+	struct starpu_perfmodel starnn_##op##_##dtype##_model = {              \
+		.type = STARPU_HISTORY_BASED,                                  \
+		.symbol = "starnn_" #op "_" #dtype,                            \
+		.footprint = starnn_footprint_shape,                           \
+	}
+/* Same, with a footprint function of the op's own (shape-like args). */
+#define STARNN_PERFMODEL_FP(op, dtype, fn)                                     \
+	struct starpu_perfmodel starnn_##op##_##dtype##_model = {              \
+		.type = STARPU_HISTORY_BASED,                                  \
+		.symbol = "starnn_" #op "_" #dtype,                            \
+		.footprint = fn,                                               \
+	}
+
+/* The running CUDA worker's stream and cuBLAS handle (void * to keep CUDA
+ * headers out of C files that do not need them); NULL without CUDA. */
+void *starnn_cuda_stream(void);
+void *starnn_cublas_handle(void);
+
+/* For CUDA implementations: records a deferred error when a launch failed. */
+void starnn_cuda_check_launch(const char *op, const char *file, int line);
+#define STARNN_CUDA_LAUNCHED(op) starnn_cuda_check_launch((op), __FILE__, __LINE__)
+
+#ifdef __cplusplus
+}
+#endif
+#endif

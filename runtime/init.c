@@ -1,0 +1,95 @@
+#include <config.h>
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <starpu.h>
+
+#include "runtime/starnn.h"
+
+#ifdef HAVE_OPENBLAS_SET_NUM_THREADS
+void openblas_set_num_threads(int);
+#endif
+
+static char summary[256];
+
+void starnn_config_init(struct starnn_config *cfg)
+{
+	memset(cfg, 0, sizeof *cfg);
+	cfg->ncpus = -1;
+	cfg->ncuda = -1;
+}
+
+int starnn_init(const struct starnn_config *user_cfg)
+{
+	struct starnn_config cfg;
+	struct starpu_conf conf;
+
+	if (starpu_is_initialized())
+		return starnn_error(STARNN_ESTATE, "starnn_init: already initialised");
+	if (user_cfg)
+		cfg = *user_cfg;
+	else
+		starnn_config_init(&cfg);
+
+	starpu_conf_init(&conf);
+	/* Environment variables keep precedence over these (StarPU's rule). */
+	conf.ncpus = cfg.ncpus;
+	conf.ncuda = cfg.ncuda;
+	conf.nopencl = 0;
+	conf.nmic = 0;
+	conf.nmpi_ms = 0;
+	if (cfg.sched)
+		conf.sched_policy_name = cfg.sched;
+
+#ifdef HAVE_OPENBLAS_SET_NUM_THREADS
+	/* StarPU runs one task per core: a BLAS call must not spawn threads. */
+	openblas_set_num_threads(1);
+#endif
+	int rc = starpu_init(&conf);
+	if (rc == -ENODEV)
+		return starnn_error(STARNN_ENODEV, "starpu_init: no worker available (check STARPU_NCPU / STARPU_NCUDA)");
+	if (rc)
+		return starnn_error(STARNN_ESTARPU, "starpu_init failed (%d)", rc);
+#ifdef STARNN_USE_CUDA
+	if (starpu_cuda_worker_get_count() > 0)
+		starpu_cublas_init();
+#endif
+	struct starpu_sched_policy *policy = starpu_sched_ctx_get_sched_policy(0);
+	snprintf(summary, sizeof summary, "StarPU %d.%d.%d, scheduler %s, %d CPU worker(s), %d CUDA worker(s)",
+	         STARPU_MAJOR_VERSION, STARPU_MINOR_VERSION, STARPU_RELEASE_VERSION, policy ? policy->policy_name : "?",
+	         starpu_cpu_worker_get_count(), starpu_cuda_worker_get_count());
+	if (!cfg.quiet && !getenv("STARNN_QUIET"))
+		fprintf(stderr, "starnn: %s\n", summary);
+	return 0;
+}
+
+int starnn_shutdown(void)
+{
+	if (!starpu_is_initialized())
+		return starnn_error(STARNN_ESTATE, "starnn_shutdown: not initialised");
+	starpu_task_wait_for_all();
+#ifdef STARNN_USE_CUDA
+	if (starpu_cuda_worker_get_count() > 0)
+		starpu_cublas_shutdown();
+#endif
+	starpu_shutdown();
+	starnn_submit_shutdown();
+	return starnn_take_deferred_error();
+}
+
+int starnn_ncpu_workers(void)
+{
+	return (int)starpu_cpu_worker_get_count();
+}
+
+int starnn_ncuda_workers(void)
+{
+	return (int)starpu_cuda_worker_get_count();
+}
+
+const char *starnn_runtime_summary(void)
+{
+	return summary;
+}

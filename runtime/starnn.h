@@ -1,0 +1,43 @@
+/* starnn: a deep-learning training runtime on StarPU. Umbrella header. */
+#ifndef STARNN_H
+#define STARNN_H
+
+#include "runtime/error.h"
+#include "runtime/tensor.h"
+#include "runtime/submit.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+struct starnn_config {
+	/* Defaults that STARPU_* environment variables override, as in StarPU:
+	 * -1 means StarPU's own default. */
+	int ncpus;            /* STARPU_NCPU */
+	int ncuda;            /* STARPU_NCUDA */
+	const char *sched;    /* STARPU_SCHED; NULL: StarPU's default (lws) */
+	int quiet;            /* no "starnn: ..." worker summary on stderr */
+};
+
+void starnn_config_init(struct starnn_config *cfg);
+
+/* Starts StarPU (every STARPU_* variable applies), initialises cuBLAS on the
+ * CUDA workers, keeps OpenBLAS single-threaded inside workers (each worker
+ * is one core), and creates no OpenCL worker unless STARPU_NOPENCL asks
+ * (starnn has no OpenCL codelets; an OpenCL worker would idle a core).
+ * cfg may be NULL. Returns STARNN_ENODEV when no worker could be started. */
+int starnn_init(const struct starnn_config *cfg);
+/* Waits for all tasks and shuts StarPU down. Returns the first deferred
+ * task error, if any. */
+int starnn_shutdown(void);
+
+/* Worker counts after starnn_init(). */
+int starnn_ncpu_workers(void);
+int starnn_ncuda_workers(void);
+/* One line describing the workers and the scheduler, e.g. for logs. */
+const char *starnn_runtime_summary(void);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,222 @@
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "runtime/submit.h"
+
+static _Thread_local int placement = STARNN_ANYWHERE;
+static _Thread_local uint32_t where_mask;
+static starnn_edge_fn edge_hook;
+static void *edge_ctx;
+
+/* ------------------------------------------------------------ interning */
+
+struct interned {
+	struct interned *next;
+	char s[];
+};
+static struct interned *interned_head;
+static pthread_mutex_t intern_lock = PTHREAD_MUTEX_INITIALIZER;
+
+const char *starnn_intern(const char *s)
+{
+	const char *found = NULL;
+	pthread_mutex_lock(&intern_lock);
+	for (struct interned *i = interned_head; i; i = i->next)
+		if (strcmp(i->s, s) == 0) {
+			found = i->s;
+			break;
+		}
+	if (!found) {
+		size_t n = strlen(s) + 1;
+		struct interned *i = malloc(sizeof *i + n);
+		if (i) {
+			memcpy(i->s, s, n);
+			i->next = interned_head;
+			interned_head = i;
+			found = i->s;
+		}
+	}
+	pthread_mutex_unlock(&intern_lock);
+	return found;
+}
+
+void starnn_submit_shutdown(void)
+{
+	pthread_mutex_lock(&intern_lock);
+	while (interned_head) {
+		struct interned *next = interned_head->next;
+		free(interned_head);
+		interned_head = next;
+	}
+	pthread_mutex_unlock(&intern_lock);
+	edge_hook = NULL;
+	edge_ctx = NULL;
+}
+
+/* ------------------------------------------------------------ placement */
+
+void starnn_set_placement(int memory_node)
+{
+	placement = memory_node;
+}
+
+int starnn_get_placement(void)
+{
+	return placement;
+}
+
+int starnn_memory_nodes(int *nodes, int max)
+{
+	int n = 0;
+	unsigned nworkers = starpu_worker_get_count();
+	for (unsigned w = 0; w < nworkers; w++) {
+		int node = (int)starpu_worker_get_memory_node(w);
+		int seen = 0;
+		for (int i = 0; i < n && i < max; i++)
+			seen |= nodes[i] == node;
+		if (!seen) {
+			if (n < max)
+				nodes[n] = node;
+			n++;
+		}
+	}
+	return n;
+}
+
+void starnn_set_where(uint32_t where)
+{
+	where_mask = where;
+}
+
+void starnn_set_edge_hook(starnn_edge_fn fn, void *ctx)
+{
+	edge_hook = fn;
+	edge_ctx = ctx;
+}
+
+/* Workers of memory node `node` that can run an implementation of cl, as a
+ * StarPU worker bitmap. Returns the number of such workers. */
+static int placement_mask(const struct starpu_codelet *cl, int node, uint32_t *mask, unsigned words)
+{
+	int n = 0;
+	unsigned nworkers = starpu_worker_get_count();
+	memset(mask, 0, words * sizeof *mask);
+	for (unsigned w = 0; w < nworkers && w / 32 < words; w++) {
+		if ((int)starpu_worker_get_memory_node(w) != node)
+			continue;
+		enum starpu_worker_archtype type = starpu_worker_get_type((int)w);
+		if ((type == STARPU_CPU_WORKER && cl->cpu_funcs[0]) ||
+		    (type == STARPU_CUDA_WORKER && cl->cuda_funcs[0])) {
+			mask[w / 32] |= 1u << (w % 32);
+			n++;
+		}
+	}
+	return n;
+}
+
+static void free_workerids(void *arg)
+{
+	free(arg);
+}
+
+int starnn_submit(const struct starnn_task_desc *d)
+{
+	const struct starpu_codelet *cl = d->cl;
+	if (!cl || cl->nbuffers < 0 || cl->nbuffers > STARNN_MAX_BUFFERS)
+		return starnn_error(STARNN_EINVAL, "starnn_submit: bad codelet");
+	int nbuffers = cl->nbuffers;
+	starnn_tensor *tensors[STARNN_MAX_BUFFERS];
+	const starnn_tensor *written = NULL;
+
+	for (int i = 0; i < nbuffers; i++) {
+		starnn_tensor *t = d->tensors[i];
+		if (!t)
+			return starnn_error(STARNN_EINVAL, "%s: buffer %d is NULL", cl->name, i);
+		enum starpu_data_access_mode mode = cl->modes[i];
+		/* A placed consumer of data produced on another node: the edge. */
+		if (edge_hook && placement != STARNN_ANYWHERE && (mode & STARPU_R) && t->node >= 0 &&
+		    t->node != placement) {
+			starnn_tensor *repl = t;
+			int rc = edge_hook(edge_ctx, t, t->node, placement, &repl);
+			if (rc < 0)
+				return rc;
+			if (!repl || !starnn_tensor_same_shape(repl, t) || repl->dtype != t->dtype)
+				return starnn_error(STARNN_EINVAL, "%s: edge hook returned a tensor unlike '%s'", cl->name, t->name);
+			t = repl;
+		}
+		starnn_tensor_make_whole(t);
+		tensors[i] = t;
+		if (!written && (mode & STARPU_W))
+			written = t;
+	}
+
+	struct starpu_task *task = starpu_task_create();
+	task->cl = (struct starpu_codelet *)cl;
+	for (int i = 0; i < nbuffers; i++)
+		task->handles[i] = tensors[i]->handle;
+	if (d->args_size) {
+		task->cl_arg = malloc(d->args_size);
+		if (!task->cl_arg) {
+			starpu_task_destroy(task);
+			return starnn_error(STARNN_ENOMEM, "%s: out of memory", cl->name);
+		}
+		memcpy(task->cl_arg, d->args, d->args_size);
+		task->cl_arg_size = d->args_size;
+		task->cl_arg_free = 1;
+	}
+	if (d->name) {
+		task->name = starnn_intern(d->name);
+	} else {
+		char buf[STARNN_NAME_MAX + 64];
+		snprintf(buf, sizeof buf, "%s %s", cl->name, written ? written->name : "");
+		task->name = starnn_intern(buf);
+	}
+	task->priority = d->priority;
+	if (where_mask)
+		task->where = (int32_t)where_mask;
+
+	if (placement != STARNN_ANYWHERE) {
+		unsigned words = (starpu_worker_get_count() + 31) / 32;
+		uint32_t *mask = calloc(words ? words : 1, sizeof *mask);
+		if (!mask) {
+			starpu_task_destroy(task);
+			return starnn_error(STARNN_ENOMEM, "%s: out of memory", cl->name);
+		}
+		if (placement_mask(cl, placement, mask, words) == 0) {
+			free(mask);
+			starpu_task_destroy(task);
+			return starnn_error(STARNN_ENODEV, "%s: no worker of memory node %d can run it", cl->name, placement);
+		}
+		task->workerids = mask;
+		task->workerids_len = words;
+		/* StarPU does not own workerids: free it when the task is done. */
+		task->callback_func = free_workerids;
+		task->callback_arg = mask;
+	}
+
+	int rc = starpu_task_submit(task);
+	if (rc) {
+		if (task->callback_arg)
+			free(task->callback_arg);
+		task->callback_func = NULL;
+		task->callback_arg = NULL;
+		starpu_task_destroy(task);
+		if (rc == -ENODEV)
+			return starnn_error(STARNN_ENODEV, "%s: no worker can run this task (check STARPU_NCPU / STARPU_NCUDA)", cl->name);
+		return starnn_error(STARNN_ESTARPU, "%s: starpu_task_submit failed (%d)", cl->name, rc);
+	}
+	for (int i = 0; i < nbuffers; i++)
+		if (cl->modes[i] & STARPU_W)
+			tensors[i]->node = placement;
+	return 0;
+}
+
+int starnn_wait(void)
+{
+	int rc = starpu_task_wait_for_all();
+	if (rc)
+		return starnn_error(STARNN_ESTARPU, "starpu_task_wait_for_all failed (%d)", rc);
+	return starnn_take_deferred_error();
+}

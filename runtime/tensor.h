@@ -1,0 +1,102 @@
+/* Tensors: up to 4-D (NCHW), fp32 / fp16 / bf16, registered with StarPU.
+ *
+ * A tensor is seen by StarPU as a matrix: one row per sample (shape[0]) and
+ * `cols` = product of the other dimensions elements per row, rows `ld`
+ * elements apart. That makes the two partitions a training step needs free:
+ *   - batch (axis 0): rows [r0, r1): micro-batches;
+ *   - channels (axis 1): columns [c0*H*W, c1*H*W) of every row, same ld:
+ *     the halves of a concatenation, without a copy.
+ * Kernels therefore receive (rows, cols, ld) and never assume ld == cols.
+ *
+ * A 1-D tensor of n elements is one row of n columns. */
+#ifndef STARNN_TENSOR_H
+#define STARNN_TENSOR_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <starpu.h>
+
+#include "runtime/error.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef enum starnn_dtype {
+	STARNN_FP32 = 0,
+	STARNN_FP16 = 1,
+	STARNN_BF16 = 2,
+} starnn_dtype;
+
+#define STARNN_NDTYPES 3
+#define STARNN_MAX_DIMS 4
+#define STARNN_NAME_MAX 64
+
+size_t starnn_dtype_size(starnn_dtype dtype);
+const char *starnn_dtype_name(starnn_dtype dtype); /* "fp32", "fp16", "bf16" */
+int starnn_dtype_parse(const char *name, starnn_dtype *dtype);
+
+typedef struct starnn_tensor starnn_tensor;
+struct starnn_tensor {
+	char name[STARNN_NAME_MAX];      /* shown in task names and traces */
+	starnn_dtype dtype;
+	int ndim;
+	int64_t shape[STARNN_MAX_DIMS];
+	size_t rows, cols, ld;           /* the StarPU matrix view (see above) */
+	void *host;                      /* owned host buffer; NULL for parts */
+	starpu_data_handle_t handle;
+
+	/* Partitioning: a tensor has at most one plan; its parts are tensors
+	 * too. `partitioned` tells whether the parts currently hold the data
+	 * (switched by starnn_submit on demand, asynchronously). */
+	starnn_tensor *parent;
+	starnn_tensor **parts;
+	int nparts;
+	int split_axis;
+	int partitioned;
+	uint32_t *bounds;                /* nparts + 1 boundaries along the split */
+
+	/* Memory node of the last placed task that wrote it, -1 if unknown;
+	 * see starnn_set_edge_hook(). */
+	int node;
+};
+
+/* Creates a tensor with zeroed host storage registered in main memory.
+ * shape has ndim (1..4) positive entries. */
+int starnn_tensor_create(starnn_tensor **out, const char *name, starnn_dtype dtype,
+                         int ndim, const int64_t *shape);
+/* Same, shape given as arguments: starnn_tensor_new(&t, "x", STARNN_FP32, 2, 8, 16). */
+int starnn_tensor_new(starnn_tensor **out, const char *name, starnn_dtype dtype, int ndim, ...);
+/* Waits for the tasks using it, then unregisters and frees it (and its
+ * parts). NULL is accepted. */
+void starnn_tensor_destroy(starnn_tensor *t);
+
+size_t starnn_tensor_numel(const starnn_tensor *t);
+/* Product of the dimensions after the first two (H*W for NCHW). */
+size_t starnn_tensor_inner(const starnn_tensor *t);
+int starnn_tensor_same_shape(const starnn_tensor *a, const starnn_tensor *b);
+/* "x[8,16,32,32] fp32" into buf. */
+const char *starnn_tensor_describe(const starnn_tensor *t, char *buf, size_t size);
+
+/* Copies between the tensor and a dense host array of numel elements of the
+ * tensor's dtype. Both wait for the tasks that use the tensor; read also
+ * returns any error raised by those tasks. */
+int starnn_tensor_write(starnn_tensor *t, const void *src);
+int starnn_tensor_read(starnn_tensor *t, void *dst);
+/* Reads one fp32/fp16/bf16 tensor as fp32. */
+int starnn_tensor_read_f32(starnn_tensor *t, float *dst);
+int starnn_tensor_write_f32(starnn_tensor *t, const float *src);
+
+/* Plans a partition of t into nparts along axis 0 (batch: rows) or axis 1
+ * (channels: columns, by whole channels). sizes gives the extent of each
+ * part along the axis, or NULL for a split as even as possible. The parts
+ * (t->parts[i], named "<name>[i]") are used like any tensor; starnn_submit
+ * partitions and gathers the data as the tasks need, without waiting. */
+int starnn_tensor_split(starnn_tensor *t, int axis, int nparts, const int64_t *sizes);
+/* Submits the gather of the parts into t now (normally automatic). */
+int starnn_tensor_gather(starnn_tensor *t);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -98,6 +98,7 @@ int starnn_tensor_create(starnn_tensor **out, const char *name, starnn_dtype dty
 	snprintf(t->name, sizeof t->name, "%s", name);
 	t->dtype = dtype;
 	t->node = -1;
+	t->active_plan = -1;
 	set_geometry(t, ndim, shape);
 	if (t->cols > UINT32_MAX || t->rows > UINT32_MAX) {
 		int rc = starnn_error(STARNN_EINVAL, "tensor '%s': %zu x %zu is too large for a StarPU matrix", name, t->rows, t->cols);
@@ -134,29 +135,36 @@ int starnn_tensor_new(starnn_tensor **out, const char *name, starnn_dtype dtype,
 	return starnn_tensor_create(out, name, dtype, ndim, shape);
 }
 
-static void free_parts(starnn_tensor *t)
+static void collect(const struct starnn_plan *plan, starpu_data_handle_t *children)
 {
-	if (!t->parts)
-		return;
-	for (int i = 0; i < t->nparts; i++)
-		free_parts(t->parts[i]);
-	if (t->partitioned) {
-		starpu_data_handle_t children[t->nparts];
-		for (int i = 0; i < t->nparts; i++)
-			children[i] = t->parts[i]->handle;
-		starpu_data_unpartition_submit(t->handle, (unsigned)t->nparts, children, STARPU_MAIN_RAM);
-		t->partitioned = 0;
+	for (int i = 0; i < plan->nparts; i++)
+		children[i] = plan->parts[i]->handle;
+}
+
+/* Parts' own plans go first (that may activate one of t's plans), then t
+ * gathers its data and its plans are cleaned. */
+static void free_plans(starnn_tensor *t)
+{
+	for (int p = 0; p < t->nplans; p++)
+		for (int i = 0; i < t->plans[p]->nparts; i++)
+			if (t->plans[p]->parts[i]->nplans)
+				free_plans(t->plans[p]->parts[i]);
+	starnn_tensor_make_whole(t);
+	for (int p = 0; p < t->nplans; p++) {
+		struct starnn_plan *plan = t->plans[p];
+		starpu_data_handle_t children[plan->nparts];
+		collect(plan, children);
+		starpu_data_partition_clean(t->handle, (unsigned)plan->nparts, children);
+		for (int i = 0; i < plan->nparts; i++)
+			free(plan->parts[i]);
+		free(plan->parts);
+		free(plan->bounds);
+		free(plan);
 	}
-	starpu_data_handle_t children[t->nparts];
-	for (int i = 0; i < t->nparts; i++)
-		children[i] = t->parts[i]->handle;
-	starpu_data_partition_clean(t->handle, (unsigned)t->nparts, children);
-	for (int i = 0; i < t->nparts; i++)
-		free(t->parts[i]);
-	free(t->parts);
-	free(t->bounds);
+	free(t->plans);
+	t->plans = NULL;
+	t->nplans = 0;
 	t->parts = NULL;
-	t->bounds = NULL;
 	t->nparts = 0;
 }
 
@@ -166,7 +174,7 @@ void starnn_tensor_destroy(starnn_tensor *t)
 		return;
 	if (t->parent) /* parts belong to their parent */
 		return;
-	free_parts(t);
+	free_plans(t);
 	starpu_data_unregister(t->handle);
 	starpu_free(t->host);
 	free(t);
@@ -174,30 +182,28 @@ void starnn_tensor_destroy(starnn_tensor *t)
 
 /* --------------------------------------------------------------- partitions */
 
-/* filter_arg_ptr: the starnn_tensor being split (bounds, axis and inner
- * size are read from it). Axis 0 takes rows, axis 1 takes column ranges of
- * every row; ld is kept, so parts are views with no copy. */
+/* filter_arg_ptr: the struct starnn_plan. Axis 0 takes rows, axis 1 takes
+ * column ranges of every row; ld is kept, so parts are views, no copy. */
 static void filter_func(void *father_interface, void *child_interface, struct starpu_data_filter *f,
                         unsigned id, unsigned nparts)
 {
 	struct starpu_matrix_interface *father = father_interface;
 	struct starpu_matrix_interface *child = child_interface;
-	const starnn_tensor *t = f->filter_arg_ptr;
+	const struct starnn_plan *plan = f->filter_arg_ptr;
 	size_t elemsize = father->elemsize;
 	size_t offset;
 	(void)nparts;
 
 	child->id = father->id;
 	child->elemsize = elemsize;
-	if (t->split_axis == 0) {
+	if (plan->axis == 0) {
 		child->nx = father->nx;
-		child->ny = t->bounds[id + 1] - t->bounds[id];
-		offset = (size_t)t->bounds[id] * father->ld * elemsize;
+		child->ny = plan->bounds[id + 1] - plan->bounds[id];
+		offset = (size_t)plan->bounds[id] * father->ld * elemsize;
 	} else {
-		size_t inner = starnn_tensor_inner(t);
-		child->nx = (uint32_t)((t->bounds[id + 1] - t->bounds[id]) * inner);
+		child->nx = (uint32_t)((plan->bounds[id + 1] - plan->bounds[id]) * plan->inner);
 		child->ny = father->ny;
-		offset = (size_t)t->bounds[id] * inner * elemsize;
+		offset = (size_t)plan->bounds[id] * plan->inner * elemsize;
 	}
 	child->allocsize = (size_t)child->nx * child->ny * elemsize;
 	if (father->dev_handle) {
@@ -209,122 +215,142 @@ static void filter_func(void *father_interface, void *child_interface, struct st
 	}
 }
 
-int starnn_tensor_split(starnn_tensor *t, int axis, int nparts, const int64_t *sizes)
+static int plan_bounds(const starnn_tensor *t, int axis, int nparts, const int64_t *sizes, uint32_t *bounds)
 {
-	if (t->parts)
-		return starnn_error(STARNN_EINVAL, "tensor '%s' is already split", t->name);
-	if (axis != 0 && axis != 1)
-		return starnn_error(STARNN_EINVAL, "tensor '%s': split axis %d (0 = batch, 1 = channels)", t->name, axis);
-	if (axis == 1 && t->ndim < 2)
-		return starnn_error(STARNN_EINVAL, "tensor '%s': a 1-D tensor has no channel axis", t->name);
 	int64_t extent = t->shape[axis];
-	if (t->ndim == 1)
-		extent = 1;
-	if (nparts < 1 || nparts > extent)
-		return starnn_error(STARNN_EINVAL, "tensor '%s': cannot split %lld along axis %d into %d parts",
-		                    t->name, (long long)extent, axis, nparts);
-
-	uint32_t *bounds = malloc(sizeof *bounds * (size_t)(nparts + 1));
-	starnn_tensor **parts = calloc((size_t)nparts, sizeof *parts);
-	if (!bounds || !parts) {
-		free(bounds);
-		free(parts);
-		return starnn_error(STARNN_ENOMEM, "tensor '%s': out of memory", t->name);
-	}
 	bounds[0] = 0;
 	for (int i = 0; i < nparts; i++) {
 		int64_t n = sizes ? sizes[i] : extent / nparts + (i < extent % nparts);
-		if (n <= 0 || bounds[i] + n > extent) {
-			free(bounds);
-			free(parts);
+		if (n <= 0 || bounds[i] + n > extent)
 			return starnn_error(STARNN_EINVAL, "tensor '%s': part sizes along axis %d do not add up to %lld",
 			                    t->name, axis, (long long)extent);
-		}
 		bounds[i + 1] = bounds[i] + (uint32_t)n;
 	}
-	if (bounds[nparts] != extent) {
-		free(bounds);
-		free(parts);
+	if (bounds[nparts] != extent)
 		return starnn_error(STARNN_EINVAL, "tensor '%s': part sizes along axis %d add up to %u, not %lld",
 		                    t->name, axis, bounds[nparts], (long long)extent);
-	}
-	for (int i = 0; i < nparts; i++) {
-		parts[i] = calloc(1, sizeof **parts);
-		if (!parts[i]) {
-			while (i--)
-				free(parts[i]);
-			free(parts);
-			free(bounds);
-			return starnn_error(STARNN_ENOMEM, "tensor '%s': out of memory", t->name);
+	return 0;
+}
+
+int starnn_tensor_split(starnn_tensor *t, int axis, int nparts, const int64_t *sizes,
+                        starnn_tensor ***parts_out)
+{
+	if (axis != 0 && axis != 1)
+		return starnn_error(STARNN_EINVAL, "tensor '%s': split axis %d (0 = batch, 1 = channels)", t->name, axis);
+	if (t->ndim < 2)
+		return starnn_error(STARNN_EINVAL, "tensor '%s': a 1-D tensor cannot be split", t->name);
+	if (nparts < 1 || nparts > t->shape[axis])
+		return starnn_error(STARNN_EINVAL, "tensor '%s': cannot split %lld along axis %d into %d parts",
+		                    t->name, (long long)t->shape[axis], axis, nparts);
+	uint32_t bounds[nparts + 1];
+	STARNN_CHECK(plan_bounds(t, axis, nparts, sizes, bounds));
+
+	/* Reuse an identical plan. */
+	for (int p = 0; p < t->nplans; p++) {
+		struct starnn_plan *plan = t->plans[p];
+		if (plan->axis == axis && plan->nparts == nparts &&
+		    memcmp(plan->bounds, bounds, sizeof bounds) == 0) {
+			if (parts_out)
+				*parts_out = plan->parts;
+			return 0;
 		}
 	}
-	t->split_axis = axis;
-	t->bounds = bounds;
+
+	struct starnn_plan **plans = realloc(t->plans, sizeof *plans * (size_t)(t->nplans + 1));
+	if (!plans)
+		return starnn_error(STARNN_ENOMEM, "tensor '%s': out of memory", t->name);
+	t->plans = plans;
+	struct starnn_plan *plan = calloc(1, sizeof *plan);
+	if (!plan)
+		return starnn_error(STARNN_ENOMEM, "tensor '%s': out of memory", t->name);
+	plan->axis = axis;
+	plan->nparts = nparts;
+	plan->inner = starnn_tensor_inner(t);
+	plan->bounds = malloc(sizeof bounds);
+	plan->parts = calloc((size_t)nparts, sizeof *plan->parts);
+	int ok = plan->bounds && plan->parts;
+	for (int i = 0; ok && i < nparts; i++)
+		ok = (plan->parts[i] = calloc(1, sizeof **plan->parts)) != NULL;
+	if (!ok) {
+		for (int i = 0; plan->parts && i < nparts; i++)
+			free(plan->parts[i]);
+		free(plan->parts);
+		free(plan->bounds);
+		free(plan);
+		return starnn_error(STARNN_ENOMEM, "tensor '%s': out of memory", t->name);
+	}
+	memcpy(plan->bounds, bounds, sizeof bounds);
+	plans[t->nplans] = plan;
 
 	starpu_data_handle_t children[nparts];
 	struct starpu_data_filter f = {
 		.filter_func = filter_func,
 		.nchildren = (unsigned)nparts,
-		.filter_arg_ptr = t,
+		.filter_arg_ptr = plan,
 	};
 	starpu_data_partition_plan(t->handle, &f, children);
 	for (int i = 0; i < nparts; i++) {
-		starnn_tensor *p = parts[i];
-		snprintf(p->name, sizeof p->name, "%.*s[%d]", STARNN_NAME_MAX - 16, t->name, i);
-		p->dtype = t->dtype;
-		p->ndim = t->ndim;
-		memcpy(p->shape, t->shape, sizeof p->shape);
-		p->shape[t->ndim == 1 ? 0 : axis] = bounds[i + 1] - bounds[i];
-		if (t->ndim == 1)
-			p->shape[0] = t->shape[0];
-		p->rows = axis == 0 ? bounds[i + 1] - bounds[i] : t->rows;
-		p->cols = axis == 0 ? t->cols : (bounds[i + 1] - bounds[i]) * starnn_tensor_inner(t);
-		p->ld = t->ld;
-		p->handle = children[i];
-		p->parent = t;
-		p->node = -1;
-		starpu_data_set_name(p->handle, p->name);
+		starnn_tensor *part = plan->parts[i];
+		if (t->nplans == 0)
+			snprintf(part->name, sizeof part->name, "%.*s[%d]", STARNN_NAME_MAX - 16, t->name, i);
+		else
+			snprintf(part->name, sizeof part->name, "%.*s[%s%d]", STARNN_NAME_MAX - 20, t->name,
+			         axis ? "c" : "n", i);
+		part->dtype = t->dtype;
+		part->ndim = t->ndim;
+		memcpy(part->shape, t->shape, sizeof part->shape);
+		part->shape[axis] = bounds[i + 1] - bounds[i];
+		part->rows = axis == 0 ? bounds[i + 1] - bounds[i] : t->rows;
+		part->cols = axis == 0 ? t->cols : (bounds[i + 1] - bounds[i]) * plan->inner;
+		part->ld = t->ld;
+		part->handle = children[i];
+		part->parent = t;
+		part->parent_plan = t->nplans;
+		part->active_plan = -1;
+		part->node = -1;
+		starpu_data_set_name(part->handle, part->name);
 	}
-	t->parts = parts;
-	t->nparts = nparts;
+	if (t->nplans == 0) {
+		t->parts = plan->parts;
+		t->nparts = nparts;
+	}
+	t->nplans++;
+	if (parts_out)
+		*parts_out = plan->parts;
 	return 0;
 }
 
-/* The data of t lives either in t's own handle ("whole") or in its parts
- * ("split"). These submit the switches, asynchronously, in submission
- * order, so tasks on parts and on the whole can be mixed freely. */
-static void collect(starnn_tensor *t, starpu_data_handle_t *children)
-{
-	for (int i = 0; i < t->nparts; i++)
-		children[i] = t->parts[i]->handle;
-}
-
-static void ensure_split(starnn_tensor *t);
+/* The data of t lives in t's own handle, or in the parts of its active
+ * plan. These submit the switches, asynchronously, in submission order, so
+ * tasks on parts and on the whole can be mixed freely. */
+static void activate_plan(starnn_tensor *t, int p);
 
 void starnn_tensor_make_whole(starnn_tensor *t)
 {
 	if (t->parent)
-		ensure_split(t->parent);
-	if (t->partitioned) {
-		starpu_data_handle_t children[t->nparts];
-		for (int i = 0; i < t->nparts; i++)
-			if (t->parts[i]->partitioned)
-				starnn_tensor_make_whole(t->parts[i]);
-		collect(t, children);
-		starpu_data_unpartition_submit(t->handle, (unsigned)t->nparts, children, -1);
-		t->partitioned = 0;
+		activate_plan(t->parent, t->parent_plan);
+	if (t->active_plan >= 0) {
+		struct starnn_plan *plan = t->plans[t->active_plan];
+		starpu_data_handle_t children[plan->nparts];
+		for (int i = 0; i < plan->nparts; i++)
+			if (plan->parts[i]->active_plan >= 0)
+				starnn_tensor_make_whole(plan->parts[i]);
+		collect(plan, children);
+		starpu_data_unpartition_submit(t->handle, (unsigned)plan->nparts, children, -1);
+		t->active_plan = -1;
 	}
 }
 
-static void ensure_split(starnn_tensor *t)
+static void activate_plan(starnn_tensor *t, int p)
 {
-	if (t->partitioned)
+	if (t->active_plan == p)
 		return;
 	starnn_tensor_make_whole(t);
-	starpu_data_handle_t children[t->nparts];
-	collect(t, children);
-	starpu_data_partition_submit(t->handle, (unsigned)t->nparts, children);
-	t->partitioned = 1;
+	struct starnn_plan *plan = t->plans[p];
+	starpu_data_handle_t children[plan->nparts];
+	collect(plan, children);
+	starpu_data_partition_submit(t->handle, (unsigned)plan->nparts, children);
+	t->active_plan = p;
 }
 
 int starnn_tensor_gather(starnn_tensor *t)

@@ -46,15 +46,18 @@ struct starnn_tensor {
 	void *host;                      /* owned host buffer; NULL for parts */
 	starpu_data_handle_t handle;
 
-	/* Partitioning: a tensor has at most one plan; its parts are tensors
-	 * too. `partitioned` tells whether the parts currently hold the data
-	 * (switched by starnn_submit on demand, asynchronously). */
-	starnn_tensor *parent;
+	/* Partition plans (starnn_tensor_split): each plan's parts are tensors
+	 * too. At most one plan is active (holds the data) at a time; the
+	 * submit layer switches plans as tasks need, asynchronously.
+	 * parts / nparts are those of the first plan made (the usual case of a
+	 * single plan: micro-batches, or the halves of a concatenation). */
 	starnn_tensor **parts;
 	int nparts;
-	int split_axis;
-	int partitioned;
-	uint32_t *bounds;                /* nparts + 1 boundaries along the split */
+	struct starnn_plan **plans;      /* each allocated once: StarPU keeps filter args */
+	int nplans;
+	int active_plan;                 /* index into plans, -1: t holds its data */
+	starnn_tensor *parent;           /* for a part: the tensor split */
+	int parent_plan;                 /* for a part: which plan of parent */
 
 	/* Memory node of the last placed task that wrote it, -1 if unknown;
 	 * see starnn_set_edge_hook(). */
@@ -87,12 +90,24 @@ int starnn_tensor_read(starnn_tensor *t, void *dst);
 int starnn_tensor_read_f32(starnn_tensor *t, float *dst);
 int starnn_tensor_write_f32(starnn_tensor *t, const float *src);
 
+struct starnn_plan {
+	int axis;                        /* 0: batch (rows), 1: channels */
+	int nparts;
+	uint32_t *bounds;                /* nparts + 1 boundaries along axis */
+	size_t inner;                    /* elements per channel (axis 1) */
+	starnn_tensor **parts;
+};
+
 /* Plans a partition of t into nparts along axis 0 (batch: rows) or axis 1
  * (channels: columns, by whole channels). sizes gives the extent of each
  * part along the axis, or NULL for a split as even as possible. The parts
- * (t->parts[i], named "<name>[i]") are used like any tensor; starnn_submit
- * partitions and gathers the data as the tasks need, without waiting. */
-int starnn_tensor_split(starnn_tensor *t, int axis, int nparts, const int64_t *sizes);
+ * (named "<name>[i]"; t->parts for the first plan of t) are used like any
+ * tensor; starnn_submit partitions and gathers the data as the tasks need,
+ * without waiting. A tensor may have several plans (e.g. micro-batches for
+ * the trainer and channel blocks inside an operation); an identical plan
+ * is reused. parts_out may be NULL. */
+int starnn_tensor_split(starnn_tensor *t, int axis, int nparts, const int64_t *sizes,
+                        starnn_tensor ***parts_out);
 /* Submits the gather of the parts into t now (normally automatic). */
 int starnn_tensor_gather(starnn_tensor *t);
 

@@ -65,7 +65,7 @@ static void codelets_vs_kernels(int64_t n, int64_t c, int64_t h, int64_t w)
 
 	/* The same through partitions: micro-batches for y, channel halves for z. */
 	if (n >= 2) {
-		TEST_OK(starnn_tensor_split(ty, 0, 2, NULL));
+		TEST_OK(starnn_tensor_split(ty, 0, 2, NULL, NULL));
 		for (int p = 0; p < 2; p++)
 			TEST_OK(starnn_scale(0.5f, ty->parts[p]));
 		starnn_scale_cpu(rows, cols, 0.5f, ref, cols);
@@ -75,7 +75,7 @@ static void codelets_vs_kernels(int64_t n, int64_t c, int64_t h, int64_t w)
 	}
 	if (c >= 2) {
 		int64_t sizes[2] = {1, c - 1};
-		TEST_OK(starnn_tensor_split(tz, 1, 2, sizes));
+		TEST_OK(starnn_tensor_split(tz, 1, 2, sizes, NULL));
 		/* z channel 0 += x channel 0 would need x split too: scale the parts differently. */
 		TEST_OK(starnn_scale(2.0f, tz->parts[0]));
 		TEST_OK(starnn_scale(-1.0f, tz->parts[1]));

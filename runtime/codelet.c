@@ -8,6 +8,64 @@
 #include <cuda_runtime.h>
 #include <starpu_cublas_v2.h>
 #endif
+#ifdef STARNN_USE_CUDNN
+#include <cudnn.h>
+
+/* One cuDNN handle per CUDA worker, created on the worker's own thread and
+ * bound to its stream (cuDNN handles are not to be shared across streams). */
+static cudnnHandle_t cudnn_handles[STARPU_NMAXWORKERS];
+
+static void cudnn_create(void *arg)
+{
+	int w = starpu_worker_get_id();
+	(void)arg;
+	cudnnStatus_t st = cudnnCreate(&cudnn_handles[w]);
+	if (st != CUDNN_STATUS_SUCCESS) {
+		starnn_defer_error(STARNN_ECUDA, "cudnnCreate on worker %d: %s", w, cudnnGetErrorString(st));
+		cudnn_handles[w] = NULL;
+		return;
+	}
+	cudnnSetStream(cudnn_handles[w], starpu_cuda_get_local_stream());
+}
+
+static void cudnn_destroy(void *arg)
+{
+	int w = starpu_worker_get_id();
+	(void)arg;
+	if (cudnn_handles[w])
+		cudnnDestroy(cudnn_handles[w]);
+	cudnn_handles[w] = NULL;
+}
+
+void starnn_cudnn_init(void)
+{
+	starpu_execute_on_each_worker(cudnn_create, NULL, STARPU_CUDA);
+}
+
+void starnn_cudnn_shutdown(void)
+{
+	starpu_execute_on_each_worker(cudnn_destroy, NULL, STARPU_CUDA);
+}
+
+void *starnn_cudnn_handle(void)
+{
+	int w = starpu_worker_get_id();
+	return w >= 0 ? (void *)cudnn_handles[w] : NULL;
+}
+#else
+void starnn_cudnn_init(void)
+{
+}
+
+void starnn_cudnn_shutdown(void)
+{
+}
+
+void *starnn_cudnn_handle(void)
+{
+	return NULL;
+}
+#endif
 
 uint32_t starnn_footprint_args(struct starpu_task *task, size_t key_bytes)
 {

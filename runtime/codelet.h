@@ -64,6 +64,12 @@ uint32_t starnn_footprint_shape(struct starpu_task *task);
  * headers out of C files that do not need them); NULL without CUDA. */
 void *starnn_cuda_stream(void);
 void *starnn_cublas_handle(void);
+/* The running CUDA worker's cuDNN handle, bound to its stream; NULL when
+ * starnn was built without cuDNN. */
+void *starnn_cudnn_handle(void);
+/* Called by starnn_init / starnn_shutdown. */
+void starnn_cudnn_init(void);
+void starnn_cudnn_shutdown(void);
 
 /* For CUDA implementations: records a deferred error when a launch failed. */
 void starnn_cuda_check_launch(const char *op, const char *file, int line);

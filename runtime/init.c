@@ -6,6 +6,7 @@
 
 #include <starpu.h>
 
+#include "runtime/codelet.h"
 #include "runtime/starnn.h"
 
 #ifdef HAVE_OPENBLAS_SET_NUM_THREADS
@@ -53,8 +54,10 @@ int starnn_init(const struct starnn_config *user_cfg)
 	if (rc)
 		return starnn_error(STARNN_ESTARPU, "starpu_init failed (%d)", rc);
 #ifdef STARNN_USE_CUDA
-	if (starpu_cuda_worker_get_count() > 0)
+	if (starpu_cuda_worker_get_count() > 0) {
 		starpu_cublas_init();
+		starnn_cudnn_init();
+	}
 #endif
 	struct starpu_sched_policy *policy = starpu_sched_ctx_get_sched_policy(0);
 	snprintf(summary, sizeof summary, "StarPU %d.%d.%d, scheduler %s, %d CPU worker(s), %d CUDA worker(s)",
@@ -71,8 +74,10 @@ int starnn_shutdown(void)
 		return starnn_error(STARNN_ESTATE, "starnn_shutdown: not initialised");
 	starpu_task_wait_for_all();
 #ifdef STARNN_USE_CUDA
-	if (starpu_cuda_worker_get_count() > 0)
+	if (starpu_cuda_worker_get_count() > 0) {
+		starnn_cudnn_shutdown();
 		starpu_cublas_shutdown();
+	}
 #endif
 	starpu_shutdown();
 	starnn_submit_shutdown();

@@ -152,43 +152,46 @@ int starnn_submit(const struct starnn_task_desc *d)
 			written = t;
 	}
 
+	uint32_t *mask = NULL;
+	unsigned words = 0;
+	if (placement != STARNN_ANYWHERE) {
+		words = (starpu_worker_get_count() + 31) / 32;
+		mask = calloc(words ? words : 1, sizeof *mask);
+		if (!mask)
+			return starnn_error(STARNN_ENOMEM, "%s: out of memory", cl->name);
+		if (placement_mask(cl, placement, mask, words) == 0) {
+			free(mask);
+			return starnn_error(STARNN_ENODEV, "%s: no worker of memory node %d can run it", cl->name, placement);
+		}
+	}
+	void *args = NULL;
+	if (d->args_size) {
+		args = malloc(d->args_size);
+		if (!args) {
+			free(mask);
+			return starnn_error(STARNN_ENOMEM, "%s: out of memory", cl->name);
+		}
+		memcpy(args, d->args, d->args_size);
+	}
+	const char *name = d->name;
+	if (!name) {
+		char buf[STARNN_NAME_MAX + 64];
+		snprintf(buf, sizeof buf, "%s %s", cl->name, written ? written->name : "");
+		name = buf;
+	}
+
 	struct starpu_task *task = starpu_task_create();
 	task->cl = (struct starpu_codelet *)cl;
 	for (int i = 0; i < nbuffers; i++)
 		task->handles[i] = tensors[i]->handle;
-	if (d->args_size) {
-		task->cl_arg = malloc(d->args_size);
-		if (!task->cl_arg) {
-			starpu_task_destroy(task);
-			return starnn_error(STARNN_ENOMEM, "%s: out of memory", cl->name);
-		}
-		memcpy(task->cl_arg, d->args, d->args_size);
-		task->cl_arg_size = d->args_size;
-		task->cl_arg_free = 1;
-	}
-	if (d->name) {
-		task->name = starnn_intern(d->name);
-	} else {
-		char buf[STARNN_NAME_MAX + 64];
-		snprintf(buf, sizeof buf, "%s %s", cl->name, written ? written->name : "");
-		task->name = starnn_intern(buf);
-	}
+	task->cl_arg = args;
+	task->cl_arg_size = d->args_size;
+	task->cl_arg_free = 1;
+	task->name = starnn_intern(name);
 	task->priority = d->priority;
 	if (where_mask)
 		task->where = (int32_t)where_mask;
-
-	if (placement != STARNN_ANYWHERE) {
-		unsigned words = (starpu_worker_get_count() + 31) / 32;
-		uint32_t *mask = calloc(words ? words : 1, sizeof *mask);
-		if (!mask) {
-			starpu_task_destroy(task);
-			return starnn_error(STARNN_ENOMEM, "%s: out of memory", cl->name);
-		}
-		if (placement_mask(cl, placement, mask, words) == 0) {
-			free(mask);
-			starpu_task_destroy(task);
-			return starnn_error(STARNN_ENODEV, "%s: no worker of memory node %d can run it", cl->name, placement);
-		}
+	if (mask) {
 		task->workerids = mask;
 		task->workerids_len = words;
 		/* StarPU does not own workerids: free it when the task is done. */
@@ -198,10 +201,9 @@ int starnn_submit(const struct starnn_task_desc *d)
 
 	int rc = starpu_task_submit(task);
 	if (rc) {
-		if (task->callback_arg)
-			free(task->callback_arg);
+		free(mask);
 		task->callback_func = NULL;
-		task->callback_arg = NULL;
+		task->destroy = 0; /* never submitted: destroy it here (frees args) */
 		starpu_task_destroy(task);
 		if (rc == -ENODEV)
 			return starnn_error(STARNN_ENODEV, "%s: no worker can run this task (check STARPU_NCPU / STARPU_NCUDA)", cl->name);

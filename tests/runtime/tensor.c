@@ -1,0 +1,132 @@
+/* Tensors: creation and validation, host I/O in every dtype, partitions
+ * (batch, channels, nested, several plans on one tensor) with tasks mixing
+ * parts and wholes, and the error paths. */
+#include "codelets/axpy.h"
+#include "runtime/half.h"
+#include "tests/testlib.h"
+
+static void creation_and_errors(void)
+{
+	starnn_tensor *t = NULL;
+	char d[128];
+	TEST_OK(starnn_tensor_new(&t, "x", STARNN_FP32, 4, (int64_t)2, (int64_t)3, (int64_t)4, (int64_t)5));
+	TEST_ASSERT(t->rows == 2 && t->cols == 60 && t->ld == 60, "x: rows %zu cols %zu", t->rows, t->cols);
+	TEST_ASSERT(starnn_tensor_numel(t) == 120 && starnn_tensor_inner(t) == 20, "numel / inner");
+	TEST_ASSERT(strcmp(starnn_tensor_describe(t, d, sizeof d), "x[2,3,4,5] fp32") == 0, "describe: %s", d);
+	starnn_tensor_destroy(t);
+
+	TEST_OK(starnn_tensor_new(&t, "v", STARNN_BF16, 1, (int64_t)7));
+	TEST_ASSERT(t->rows == 1 && t->cols == 7, "1-D tensor is one row");
+	TEST_ASSERT(starnn_tensor_split(t, 0, 1, NULL, NULL) == STARNN_EINVAL, "1-D split refused");
+	starnn_tensor_destroy(t);
+
+	int64_t bad[2] = {3, 0};
+	TEST_ASSERT(starnn_tensor_create(&t, "bad", STARNN_FP32, 2, bad) == STARNN_EINVAL && !t, "zero dim refused");
+	TEST_ASSERT(strstr(starnn_last_error(), "dimension 1 is 0") != NULL, "message names the dimension: %s", starnn_last_error());
+	TEST_ASSERT(starnn_tensor_create(&t, "bad", STARNN_FP32, 5, bad) == STARNN_EINVAL, "5-D refused");
+	TEST_ASSERT(starnn_tensor_create(&t, "bad", (starnn_dtype)9, 2, bad) == STARNN_EINVAL, "bad dtype refused");
+	starnn_dtype dt;
+	TEST_ASSERT(starnn_dtype_parse("bf16", &dt) == 0 && dt == STARNN_BF16, "parse bf16");
+	TEST_ASSERT(starnn_dtype_parse("fp64", &dt) == STARNN_EINVAL, "parse fp64 refused");
+	starnn_tensor_destroy(NULL);
+}
+
+static void half_io(void)
+{
+	float src[6] = {1.0f, -2.5f, 65504.0f, 1e-7f, 3.14159265f, -0.0f};
+	float got[6];
+	for (int dt = STARNN_FP16; dt <= STARNN_BF16; dt++) {
+		starnn_tensor *t;
+		TEST_OK(starnn_tensor_new(&t, "h", (starnn_dtype)dt, 2, (int64_t)2, (int64_t)3));
+		TEST_OK(starnn_tensor_write_f32(t, src));
+		TEST_OK(starnn_tensor_read_f32(t, got));
+		for (int i = 0; i < 6; i++) {
+			float want = dt == STARNN_FP16 ? starnn_half_to_float(starnn_float_to_half(src[i]))
+			                               : starnn_bf16_to_float(starnn_float_to_bf16(src[i]));
+			TEST_ASSERT(memcmp(&got[i], &want, sizeof want) == 0, "%s [%d]: %g != %g",
+			            starnn_dtype_name((starnn_dtype)dt), i, got[i], want);
+		}
+		uint16_t raw[6];
+		TEST_OK(starnn_tensor_read(t, raw));
+		TEST_ASSERT(raw[0] == (dt == STARNN_FP16 ? 0x3c00 : 0x3f80), "raw 1.0 in %s: %04x",
+		            starnn_dtype_name((starnn_dtype)dt), raw[0]);
+		starnn_tensor_destroy(t);
+	}
+}
+
+/* Writes 0..n-1 into x; then tasks on batch parts, channel parts of a batch
+ * part (nested), a second plan, and the whole, in one asynchronous chain. */
+static void partitions(void)
+{
+	const int64_t N = 5, C = 4, H = 3, W = 2;
+	size_t n = (size_t)(N * C * H * W), cols = (size_t)(C * H * W), inner = (size_t)(H * W);
+	float *x = malloc(n * sizeof *x), *ref = malloc(n * sizeof *ref);
+	for (size_t i = 0; i < n; i++)
+		x[i] = ref[i] = (float)i;
+	int64_t shape[4] = {N, C, H, W};
+	starnn_tensor *t = test_tensor("t", 4, shape, x);
+
+	starnn_tensor **mb;
+	int64_t sizes[3] = {2, 1, 2};
+	TEST_OK(starnn_tensor_split(t, 0, 3, sizes, &mb));
+	TEST_ASSERT(t->parts == mb && t->nparts == 3, "first plan is t->parts");
+	TEST_ASSERT(mb[1]->rows == 1 && mb[2]->shape[0] == 2 && mb[0]->cols == cols, "batch part geometry");
+	TEST_ASSERT(strcmp(mb[1]->name, "t[1]") == 0, "part name %s", mb[1]->name);
+	for (int p = 0; p < 3; p++)
+		TEST_OK(starnn_scale((float)(p + 2), mb[p])); /* rows 0-1 x2, row 2 x3, rows 3-4 x4 */
+	for (size_t r = 0; r < (size_t)N; r++)
+		for (size_t k = 0; k < cols; k++)
+			ref[r * cols + k] *= r < 2 ? 2.0f : r < 3 ? 3.0f : 4.0f;
+
+	/* Nested: channels of micro-batch 2 (rows 3-4), 3 + 1 channels. */
+	starnn_tensor **ch;
+	int64_t csizes[2] = {3, 1};
+	TEST_OK(starnn_tensor_split(mb[2], 1, 2, csizes, &ch));
+	TEST_ASSERT(ch[0]->cols == 3 * inner && ch[0]->ld == cols && ch[1]->shape[1] == 1, "channel part geometry");
+	TEST_OK(starnn_scale(-1.0f, ch[1]));
+	for (size_t r = 3; r < 5; r++)
+		for (size_t k = 3 * inner; k < cols; k++)
+			ref[r * cols + k] *= -1.0f;
+
+	/* A second plan of t (channel halves), while the first is active. */
+	starnn_tensor **halves, **again;
+	TEST_OK(starnn_tensor_split(t, 1, 2, NULL, &halves));
+	TEST_OK(starnn_tensor_split(t, 1, 2, NULL, &again));
+	TEST_ASSERT(halves == again && t->nplans == 2, "identical plan reused (%d plans)", t->nplans);
+	TEST_OK(starnn_axpy(1.0f, halves[1], halves[0])); /* channels 0-1 += channels 2-3 */
+	for (size_t r = 0; r < (size_t)N; r++)
+		for (size_t k = 0; k < 2 * inner; k++)
+			ref[r * cols + k] += ref[r * cols + k + 2 * inner];
+
+	/* The whole again, then a part of the first plan again. */
+	TEST_OK(starnn_scale(0.5f, t));
+	TEST_OK(starnn_scale(10.0f, mb[1]));
+	for (size_t k = 0; k < n; k++)
+		ref[k] *= 0.5f;
+	for (size_t k = 0; k < cols; k++)
+		ref[2 * cols + k] *= 10.0f;
+
+	float *got = test_read(t);
+	test_close("mixed partitions", got, ref, n, 0, 0);
+	float *part = test_read(ch[0]);
+	float pref[2 * 3 * 6];
+	for (size_t r = 0; r < 2; r++)
+		memcpy(pref + r * 3 * inner, ref + (3 + r) * cols, 3 * inner * sizeof *ref);
+	test_close("read of a nested part", part, pref, 2 * 3 * inner, 0, 0);
+
+	TEST_ASSERT(starnn_tensor_split(t, 2, 2, NULL, NULL) == STARNN_EINVAL, "axis 2 refused");
+	TEST_ASSERT(starnn_tensor_split(t, 0, 6, NULL, NULL) == STARNN_EINVAL, "6 parts of 5 refused");
+	int64_t wrong[2] = {2, 2};
+	TEST_ASSERT(starnn_tensor_split(t, 0, 2, wrong, NULL) == STARNN_EINVAL, "sizes not adding up refused");
+	starnn_tensor_destroy(t);
+	free(x), free(ref), free(got), free(part);
+}
+
+int main(void)
+{
+	test_init();
+	creation_and_errors();
+	half_io();
+	partitions();
+	return test_finish();
+}

@@ -1,0 +1,133 @@
+/* StarPU codelets of bias_add / bias_grad (fp32).
+ * Buffers: bias_add (b, y), bias_grad (dy, db). The channel count is b's
+ * (db's) length and inner = y's cols / channels, so the shape footprint of
+ * the buffers determines the cost. bias_grad has two codelets: db in
+ * STARPU_W when beta == 0 (StarPU need not fetch db), STARPU_RW otherwise;
+ * both use the model starnn_bias_grad_fp32. */
+#include <config.h>
+
+#include "codelets/bias.h"
+#include "runtime/codelet.h"
+
+struct bias_grad_args {
+	float beta;
+};
+
+/* -------------------------------------------------------------- bias_add */
+
+static void bias_add_cpu(void *buffers[], void *cl_arg)
+{
+	struct starnn_mat b = starnn_buffer(buffers, 0), y = starnn_buffer(buffers, 1);
+	starnn_bias_add_cpu(y.rows, b.cols, y.cols / b.cols, b.ptr, y.ptr, y.ld);
+}
+
+#ifdef STARNN_USE_CUDA
+static void bias_add_cuda(void *buffers[], void *cl_arg)
+{
+	struct starnn_mat b = starnn_buffer(buffers, 0), y = starnn_buffer(buffers, 1);
+	starnn_bias_add_cuda(y.rows, b.cols, y.cols / b.cols, b.ptr, y.ptr, y.ld, starnn_cuda_stream());
+	STARNN_CUDA_LAUNCHED("bias_add");
+}
+#endif
+
+static STARNN_PERFMODEL(bias_add, fp32);
+struct starpu_codelet starnn_bias_add_cl = {
+	.name = "bias_add",
+	.cpu_funcs = {bias_add_cpu},
+	.cpu_funcs_name = {"bias_add_cpu"},
+#ifdef STARNN_USE_CUDA
+	.cuda_funcs = {bias_add_cuda},
+	.cuda_flags = {STARPU_CUDA_ASYNC},
+#endif
+	.nbuffers = 2,
+	.modes = {STARPU_R, STARPU_RW},
+	.model = &starnn_bias_add_fp32_model,
+};
+
+/* ------------------------------------------------------------- bias_grad */
+
+static void bias_grad_cpu(void *buffers[], void *cl_arg)
+{
+	const struct bias_grad_args *g = cl_arg;
+	struct starnn_mat dy = starnn_buffer(buffers, 0), db = starnn_buffer(buffers, 1);
+	starnn_bias_grad_cpu(dy.rows, db.cols, dy.cols / db.cols, dy.ptr, dy.ld, g->beta, db.ptr);
+}
+
+#ifdef STARNN_USE_CUDA
+static void bias_grad_cuda(void *buffers[], void *cl_arg)
+{
+	const struct bias_grad_args *g = cl_arg;
+	struct starnn_mat dy = starnn_buffer(buffers, 0), db = starnn_buffer(buffers, 1);
+	starnn_bias_grad_cuda(dy.rows, db.cols, dy.cols / db.cols, dy.ptr, dy.ld, g->beta, db.ptr,
+	                      starnn_cuda_stream());
+	STARNN_CUDA_LAUNCHED("bias_grad");
+}
+#endif
+
+static STARNN_PERFMODEL(bias_grad, fp32);
+struct starpu_codelet starnn_bias_grad_cl = {
+	.name = "bias_grad",
+	.cpu_funcs = {bias_grad_cpu},
+	.cpu_funcs_name = {"bias_grad_cpu"},
+#ifdef STARNN_USE_CUDA
+	.cuda_funcs = {bias_grad_cuda},
+	.cuda_flags = {STARPU_CUDA_ASYNC},
+#endif
+	.nbuffers = 2,
+	.modes = {STARPU_R, STARPU_RW},
+	.model = &starnn_bias_grad_fp32_model,
+};
+
+struct starpu_codelet starnn_bias_grad_w_cl = {
+	.name = "bias_grad",
+	.cpu_funcs = {bias_grad_cpu},
+	.cpu_funcs_name = {"bias_grad_cpu"},
+#ifdef STARNN_USE_CUDA
+	.cuda_funcs = {bias_grad_cuda},
+	.cuda_flags = {STARPU_CUDA_ASYNC},
+#endif
+	.nbuffers = 2,
+	.modes = {STARPU_R, STARPU_W},
+	.model = &starnn_bias_grad_fp32_model,
+};
+
+/* ------------------------------------------------------------ submission */
+
+/* y: [N, C, ...] fp32; b: one row of C fp32 values, not y itself. */
+static int check(const char *op, const char *yname, const starnn_tensor *y, const char *bname, const starnn_tensor *b)
+{
+	char dy[128], dbuf[128];
+	if (!y || !b)
+		return starnn_error(STARNN_EINVAL, "%s: NULL tensor", op);
+	starnn_tensor_describe(y, dy, sizeof dy);
+	starnn_tensor_describe(b, dbuf, sizeof dbuf);
+	if (y->dtype != STARNN_FP32 || b->dtype != STARNN_FP32)
+		return starnn_error(STARNN_EINVAL, "%s: fp32 tensors expected, got %s %s and %s %s", op, yname, dy, bname,
+		                    dbuf);
+	if (y->ndim < 2)
+		return starnn_error(STARNN_EINVAL, "%s: %s must be [N, C] or [N, C, H, W], got %s", op, yname, dy);
+	if (b->rows != 1 || b->cols != (size_t)y->shape[1] || b == y)
+		return starnn_error(STARNN_EINVAL, "%s: %s must hold one value per channel of %s %s (%lld), got %s", op,
+		                    bname, yname, dy, (long long)y->shape[1], dbuf);
+	return 0;
+}
+
+int starnn_bias_add(starnn_tensor *b, starnn_tensor *y)
+{
+	STARNN_CHECK(check("bias_add", "y", y, "b", b));
+	struct starnn_task_desc d = {.cl = &starnn_bias_add_cl, .tensors = {b, y}};
+	return starnn_submit(&d);
+}
+
+int starnn_bias_grad(starnn_tensor *dy, float beta, starnn_tensor *db)
+{
+	STARNN_CHECK(check("bias_grad", "dy", dy, "db", db));
+	struct bias_grad_args g = {beta};
+	struct starnn_task_desc d = {
+		.cl = beta == 0.0f ? &starnn_bias_grad_w_cl : &starnn_bias_grad_cl,
+		.args = &g,
+		.args_size = sizeof g,
+		.tensors = {dy, db},
+	};
+	return starnn_submit(&d);
+}

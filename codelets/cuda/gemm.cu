@@ -1,0 +1,26 @@
+/* CUDA kernel of gemm: cuBLAS (column-major) on row-major data.
+ * A row-major matrix X (r x c, ld) is, read column-major, X^T (c x r, ld).
+ * So the row-major product C = op(A) op(B) (M x N) is computed as the
+ * column-major product C^T = op(B)^T op(A)^T (N x M, ldc): swap the
+ * operands, keep each operand's own transpose flag, swap M and N. */
+#include <cublas_v2.h>
+#include <cuda_runtime.h>
+
+#include "codelets/gemm.h"
+#include "runtime/error.h"
+
+extern "C" void starnn_gemm_cuda(int transA, int transB, size_t m, size_t n, size_t k, float alpha, const float *a,
+                                 size_t lda, const float *b, size_t ldb, float beta, float *c, size_t ldc,
+                                 void *cublas_handle)
+{
+	if (m == 0 || n == 0)
+		return;
+	/* alpha and beta are host values: StarPU's handles keep the default
+	 * CUBLAS_POINTER_MODE_HOST. */
+	cublasStatus_t st = cublasSgemm((cublasHandle_t)cublas_handle, transB ? CUBLAS_OP_T : CUBLAS_OP_N,
+	                                transA ? CUBLAS_OP_T : CUBLAS_OP_N, (int)n, (int)m, (int)k, &alpha, b, (int)ldb,
+	                                a, (int)lda, &beta, c, (int)ldc);
+	if (st != CUBLAS_STATUS_SUCCESS)
+		starnn_defer_error(STARNN_ECUDA, "gemm: cublasSgemm(%c%c, m %zu, n %zu, k %zu) failed: %s",
+		                   transA ? 'T' : 'N', transB ? 'T' : 'N', m, n, k, cublasGetStatusString(st));
+}

@@ -1,0 +1,115 @@
+/* StarPU codelets of gemm (fp32): C = alpha * op(A) * op(B) + beta * C.
+ *
+ * Two codelets share the kernels and the performance model: with beta == 0
+ * the result does not depend on C, so C is accessed in STARPU_W mode and
+ * StarPU neither fetches C to the worker's memory node nor orders the task
+ * after readers of the old C beyond what W requires; with beta != 0 C is
+ * STARPU_RW. */
+#include <config.h>
+
+#include <limits.h>
+#include <stddef.h>
+
+#include "codelets/gemm.h"
+#include "runtime/codelet.h"
+
+/* Copied into the task. The transposes lead: they change the cost for the
+ * same buffer shapes, so the footprint covers them (alpha, beta do not). */
+struct gemm_args {
+	int transA, transB;
+	float alpha, beta;
+};
+
+static uint32_t gemm_footprint(struct starpu_task *task)
+{
+	return starnn_footprint_args(task, offsetof(struct gemm_args, alpha));
+}
+
+/* Buffers: A, B, C. M, N from C; K from A (its cols, or rows if transposed). */
+static void gemm_cpu(void *buffers[], void *cl_arg)
+{
+	const struct gemm_args *g = cl_arg;
+	struct starnn_mat a = starnn_buffer(buffers, 0), b = starnn_buffer(buffers, 1), c = starnn_buffer(buffers, 2);
+	size_t k = g->transA ? a.rows : a.cols;
+	starnn_gemm_cpu(g->transA, g->transB, c.rows, c.cols, k, g->alpha, a.ptr, a.ld, b.ptr, b.ld, g->beta, c.ptr,
+	                c.ld);
+}
+
+#ifdef STARNN_USE_CUDA
+static void gemm_cuda(void *buffers[], void *cl_arg)
+{
+	const struct gemm_args *g = cl_arg;
+	struct starnn_mat a = starnn_buffer(buffers, 0), b = starnn_buffer(buffers, 1), c = starnn_buffer(buffers, 2);
+	size_t k = g->transA ? a.rows : a.cols;
+	starnn_gemm_cuda(g->transA, g->transB, c.rows, c.cols, k, g->alpha, a.ptr, a.ld, b.ptr, b.ld, g->beta, c.ptr,
+	                 c.ld, starnn_cublas_handle());
+}
+#endif
+
+static STARNN_PERFMODEL_FP(gemm, fp32, gemm_footprint);
+
+struct starpu_codelet starnn_gemm_cl = {
+	.name = "gemm",
+	.cpu_funcs = {gemm_cpu},
+	.cpu_funcs_name = {"gemm_cpu"},
+#ifdef STARNN_USE_CUDA
+	.cuda_funcs = {gemm_cuda},
+	.cuda_flags = {STARPU_CUDA_ASYNC},
+#endif
+	.nbuffers = 3,
+	.modes = {STARPU_R, STARPU_R, STARPU_RW},
+	.model = &starnn_gemm_fp32_model,
+};
+
+struct starpu_codelet starnn_gemm_w_cl = {
+	.name = "gemm",
+	.cpu_funcs = {gemm_cpu},
+	.cpu_funcs_name = {"gemm_cpu"},
+#ifdef STARNN_USE_CUDA
+	.cuda_funcs = {gemm_cuda},
+	.cuda_flags = {STARPU_CUDA_ASYNC},
+#endif
+	.nbuffers = 3,
+	.modes = {STARPU_R, STARPU_R, STARPU_W},
+	.model = &starnn_gemm_fp32_model,
+};
+
+/* ------------------------------------------------------------ submission */
+
+int starnn_gemm(int transA, int transB, float alpha, starnn_tensor *A, starnn_tensor *B, float beta,
+                starnn_tensor *C)
+{
+	char da[128], db[128], dc[128];
+	if (!A || !B || !C)
+		return starnn_error(STARNN_EINVAL, "gemm: NULL tensor (A %p, B %p, C %p)", (void *)A, (void *)B, (void *)C);
+	starnn_tensor_describe(A, da, sizeof da);
+	starnn_tensor_describe(B, db, sizeof db);
+	starnn_tensor_describe(C, dc, sizeof dc);
+	if ((transA != 0 && transA != 1) || (transB != 0 && transB != 1))
+		return starnn_error(STARNN_EINVAL, "gemm: transA and transB must be 0 or 1, got %d and %d", transA, transB);
+	if (A->dtype != STARNN_FP32 || B->dtype != STARNN_FP32 || C->dtype != STARNN_FP32)
+		return starnn_error(STARNN_EINVAL, "gemm: fp32 tensors expected, got A %s, B %s, C %s", da, db, dc);
+	if (C == A || C == B)
+		return starnn_error(STARNN_EINVAL, "gemm: C must not be an input: A %s, B %s, C %s", da, db, dc);
+
+	size_t m = transA ? A->cols : A->rows, k = transA ? A->rows : A->cols;
+	size_t kb = transB ? B->cols : B->rows, n = transB ? B->rows : B->cols;
+	if (k != kb || C->rows != m || C->cols != n)
+		return starnn_error(STARNN_EINVAL,
+		                    "gemm: shapes do not match: op(A) is %zu x %zu (A %s as %zu x %zu%s), op(B) is %zu x %zu "
+		                    "(B %s as %zu x %zu%s), C %s is %zu x %zu; need op(A) M x K, op(B) K x N, C M x N",
+		                    m, k, da, A->rows, A->cols, transA ? ", transposed" : "", kb, n, db, B->rows, B->cols,
+		                    transB ? ", transposed" : "", dc, C->rows, C->cols);
+	/* BLAS and cuBLAS take int dimensions and leading dimensions. */
+	if (m > INT_MAX || n > INT_MAX || k > INT_MAX || A->ld > INT_MAX || B->ld > INT_MAX || C->ld > INT_MAX)
+		return starnn_error(STARNN_EINVAL, "gemm: dimensions beyond INT_MAX: A %s, B %s, C %s", da, db, dc);
+
+	struct gemm_args g = {transA, transB, alpha, beta};
+	struct starnn_task_desc d = {
+		.cl = beta == 0.0f ? &starnn_gemm_w_cl : &starnn_gemm_cl,
+		.args = &g,
+		.args_size = sizeof g,
+		.tensors = {A, B, C},
+	};
+	return starnn_submit(&d);
+}

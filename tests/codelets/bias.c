@@ -1,0 +1,217 @@
+/* bias_add / bias_grad: the CPU kernels against naive loops (strided rows,
+ * padding untouched, beta = 0 ignoring NaN in db, beta != 0 accumulating);
+ * the codelets (CPU, or CUDA in the _cuda build) against direct kernel
+ * calls on [N, C], [N, C, H, W] and channel parts of a 4-D tensor (ld >
+ * cols), including the accumulation of micro-batch gradients; bias_grad
+ * against central finite differences of L = sum(w .* bias_add(b, y)) with
+ * respect to b; bad shapes -> EINVAL. */
+#include "codelets/bias.h"
+#include "tests/testlib.h"
+
+#define PAD_VALUE 1.0e6f
+
+static void kernels_vs_naive(size_t n, size_t ch, size_t inner)
+{
+	size_t cols = ch * inner, ld = cols + 5, len = n * ld;
+	float *y = test_random(len, -1, 1), *b = test_random(ch, -1, 1);
+	for (size_t r = 0; r < n; r++)
+		for (size_t k = cols; k < ld; k++)
+			y[r * ld + k] = PAD_VALUE;
+	float *ref = malloc(len * sizeof *ref);
+	memcpy(ref, y, len * sizeof *ref);
+	for (size_t r = 0; r < n; r++)
+		for (size_t c = 0; c < ch; c++)
+			for (size_t i = 0; i < inner; i++)
+				ref[r * ld + c * inner + i] += b[c];
+	starnn_bias_add_cpu(n, ch, inner, b, y, ld);
+	char what[128];
+	snprintf(what, sizeof what, "bias_add_cpu n %zu c %zu inner %zu", n, ch, inner);
+	test_close(what, y, ref, len, 0, 0); /* one float add per element: exact */
+
+	/* bias_grad of y: naive sum in double. */
+	double *sum = calloc(ch, sizeof *sum);
+	for (size_t r = 0; r < n; r++)
+		for (size_t c = 0; c < ch; c++)
+			for (size_t i = 0; i < inner; i++)
+				sum[c] += y[r * ld + c * inner + i];
+	float *db = malloc(ch * sizeof *db), *dref = malloc(ch * sizeof *dref);
+	static const float betas[] = {0.0f, 1.0f, -0.5f};
+	for (size_t v = 0; v < 3; v++) {
+		float beta = betas[v];
+		for (size_t c = 0; c < ch; c++) {
+			db[c] = beta == 0.0f ? NAN : (float)c - 2.0f;
+			dref[c] = (float)((beta == 0.0f ? 0.0 : (double)beta * db[c]) + sum[c]);
+		}
+		starnn_bias_grad_cpu(n, ch, inner, y, ld, beta, db);
+		snprintf(what, sizeof what, "bias_grad_cpu n %zu c %zu inner %zu beta %g", n, ch, inner, beta);
+		/* |values| <= 2 here; float partial sums of up to n * inner terms. */
+		test_close(what, db, dref, ch, 1e-5f, 1e-6f * (float)(n * inner + 8));
+	}
+	free(y), free(b), free(ref), free(sum), free(db), free(dref);
+}
+
+/* The codelets against direct kernel calls. y is [n, ch, h, w] (ndim 4) or
+ * [n, ch] (ndim 2); with view, y is channel part 1 of a parent of ch + 2
+ * channels (ld > cols, the part starting at a channel offset). */
+static void codelets_vs_kernels(int ndim, int64_t n, int64_t ch, int64_t h, int64_t w, int view)
+{
+	int64_t extra = view ? 2 : 0;
+	int64_t shape[4] = {n, ch + extra, h, w};
+	size_t inner = ndim == 4 ? (size_t)(h * w) : 1;
+	size_t ld = (size_t)(ch + extra) * inner, len = (size_t)n * ld, cols = (size_t)ch * inner;
+	size_t off = view ? inner : 0; /* part 1 starts after 1 channel */
+	float *hy = test_random(len, -1, 1), *hb = test_random((size_t)ch, -1, 1);
+	starnn_tensor *py = test_tensor("y", ndim, shape, hy), *y = py;
+	if (view) {
+		int64_t sizes[3] = {1, ch, 1};
+		TEST_OK(starnn_tensor_split(py, 1, 3, sizes, NULL));
+		y = py->parts[1];
+	}
+	TEST_ASSERT(y->cols == cols && y->ld == ld, "y view: cols %zu (want %zu), ld %zu (want %zu)", y->cols, cols,
+	            y->ld, ld);
+	int64_t bshape[1] = {ch};
+	starnn_tensor *b = test_tensor("b", 1, bshape, hb), *db = test_tensor("db", 1, bshape, NULL);
+
+	/* bias_add on the codelet vs the kernel. */
+	float *ref = malloc(len * sizeof *ref);
+	memcpy(ref, hy, len * sizeof *ref);
+	starnn_bias_add_cpu((size_t)n, (size_t)ch, inner, hb, ref + off, ld);
+	TEST_OK(starnn_bias_add(b, y));
+	float *got = test_read(py);
+	char what[160];
+	snprintf(what, sizeof what, "bias_add codelet %dD [%lld,%lld,%lld,%lld]%s", ndim, (long long)n, (long long)ch,
+	         (long long)h, (long long)w, view ? " channel part" : "");
+	test_close(what, got, ref, len, 0, 0); /* same float add on CPU and GPU */
+
+	/* bias_grad of the new y: beta = 0 over db full of NaN (W mode). */
+	float *nan = malloc((size_t)ch * sizeof *nan), *dref = malloc((size_t)ch * sizeof *dref);
+	for (int64_t c = 0; c < ch; c++)
+		nan[c] = NAN;
+	TEST_OK(starnn_tensor_write(db, nan));
+	starnn_bias_grad_cpu((size_t)n, (size_t)ch, inner, ref + off, ld, 0.0f, dref);
+	TEST_OK(starnn_bias_grad(y, 0.0f, db));
+	float *gdb = test_read(db);
+	/* The CUDA reduction sums in another order (float partial sums). */
+	float atol = 1e-6f * (float)((size_t)n * inner + 8);
+	snprintf(what, sizeof what, "bias_grad codelet beta 0 %dD [%lld,%lld,%lld,%lld]%s", ndim, (long long)n,
+	         (long long)ch, (long long)h, (long long)w, view ? " channel part" : "");
+	test_close(what, gdb, dref, (size_t)ch, 1e-5f, atol);
+	free(gdb);
+
+	/* Micro-batch accumulation: db = 0.5 * db + grad(rows [0, n1)), then
+	 * db += grad(rows [n1, n)) through a batch split of y (of its parent
+	 * for a view: the parts' channel parts). */
+	if (n >= 2 && !view) {
+		TEST_OK(starnn_tensor_split(py, 0, 2, NULL, NULL));
+		TEST_OK(starnn_bias_grad(py->parts[0], 0.5f, db));
+		TEST_OK(starnn_bias_grad(py->parts[1], 1.0f, db));
+		size_t n1 = py->parts[0]->rows;
+		float *acc = malloc((size_t)ch * sizeof *acc);
+		memcpy(acc, dref, (size_t)ch * sizeof *acc);
+		starnn_bias_grad_cpu(n1, (size_t)ch, inner, ref, ld, 0.5f, acc);
+		starnn_bias_grad_cpu((size_t)n - n1, (size_t)ch, inner, ref + n1 * ld, ld, 1.0f, acc);
+		gdb = test_read(db);
+		/* vs the whole batch: 0.5 * db + sum over all rows */
+		for (int64_t c = 0; c < ch; c++)
+			dref[c] = 1.5f * dref[c];
+		test_close("bias_grad micro-batch accumulation vs kernels", gdb, acc, (size_t)ch, 1e-5f, 2 * atol);
+		test_close("bias_grad micro-batch accumulation vs 1.5 x whole batch", gdb, dref, (size_t)ch, 1e-5f,
+		           2 * atol);
+		free(gdb), free(acc);
+	}
+	starnn_tensor_destroy(py), starnn_tensor_destroy(b), starnn_tensor_destroy(db);
+	free(hy), free(hb), free(ref), free(got), free(nan), free(dref);
+}
+
+/* L(b) = sum(w .* (y0 + b)), on the CPU kernel, in double. */
+struct fd_ctx {
+	size_t n, ch, inner;
+	const float *y0, *w;
+	float *y;
+};
+
+static double objective(const float *b, void *vctx)
+{
+	struct fd_ctx *x = vctx;
+	size_t len = x->n * x->ch * x->inner;
+	memcpy(x->y, x->y0, len * sizeof *x->y);
+	starnn_bias_add_cpu(x->n, x->ch, x->inner, b, x->y, x->ch * x->inner);
+	double s = 0;
+	for (size_t i = 0; i < len; i++)
+		s += (double)x->w[i] * x->y[i];
+	return s;
+}
+
+static void finite_differences(int64_t n, int64_t ch, int64_t h, int64_t w)
+{
+	size_t inner = (size_t)(h * w), len = (size_t)(n * ch) * inner;
+	float *y0 = test_random(len, -1, 1), *wt = test_random(len, -1, 1), *b = test_random((size_t)ch, -1, 1);
+	float *y = malloc(len * sizeof *y);
+	struct fd_ctx ctx = {(size_t)n, (size_t)ch, inner, y0, wt, y};
+	int64_t shape[4] = {n, ch, h, w}, bshape[1] = {ch};
+	starnn_tensor *tw = test_tensor("w", 4, shape, wt), *db = test_tensor("db", 1, bshape, NULL);
+	TEST_OK(starnn_bias_grad(tw, 0.0f, db)); /* dL/db = bias_grad(w) */
+	float *g = test_read(db);
+	for (int64_t c = 0; c < ch; c++) {
+		double fd = test_fd(objective, b, (size_t)c, 0.05, &ctx);
+		/* L is linear in b: only the rounding of y0 + b (~1e-7 per term)
+		 * divided by the step remains. */
+		TEST_ASSERT(fabs(fd - g[c]) <= 1e-3 * fabs(fd) + 1e-3, "bias_grad vs finite differences [%lld]: %.7g vs %.7g",
+		            (long long)c, (double)g[c], fd);
+	}
+	starnn_tensor_destroy(tw), starnn_tensor_destroy(db);
+	free(y0), free(wt), free(b), free(y), free(g);
+}
+
+static void bad_shapes(void)
+{
+	starnn_tensor *y, *y2, *v, *b, *b4, *b2d, *h, *row;
+	TEST_OK(starnn_tensor_new(&y, "y", STARNN_FP32, 4, 2, 3, 4, 5));
+	TEST_OK(starnn_tensor_new(&y2, "y2", STARNN_FP32, 2, 2, 3));
+	TEST_OK(starnn_tensor_new(&v, "v", STARNN_FP32, 1, 3));
+	TEST_OK(starnn_tensor_new(&b, "b", STARNN_FP32, 1, 3));
+	TEST_OK(starnn_tensor_new(&b4, "b4", STARNN_FP32, 1, 4));
+	TEST_OK(starnn_tensor_new(&b2d, "b2d", STARNN_FP32, 2, 2, 3));
+	TEST_OK(starnn_tensor_new(&h, "h", STARNN_FP16, 1, 3));
+	TEST_OK(starnn_tensor_new(&row, "row", STARNN_FP32, 2, 1, 3));
+	int rc;
+	TEST_ASSERT((rc = starnn_bias_add(b, y)) == 0, "valid bias_add refused (%d): %s", rc, starnn_last_error());
+	TEST_ASSERT((rc = starnn_bias_grad(y2, 1.0f, b)) == 0, "valid bias_grad refused (%d): %s", rc,
+	            starnn_last_error());
+	TEST_ASSERT(starnn_bias_add(b4, y) == STARNN_EINVAL, "4 biases for 3 channels must fail");
+	TEST_ASSERT(strstr(starnn_last_error(), "y[2,3,4,5]") && strstr(starnn_last_error(), "b4[4]"),
+	            "message should name both shapes: %s", starnn_last_error());
+	TEST_ASSERT(starnn_bias_grad(y, 0.0f, b4) == STARNN_EINVAL, "db of 4 for 3 channels must fail");
+	TEST_ASSERT(starnn_bias_add(b2d, y) == STARNN_EINVAL, "a 2 x 3 bias must fail");
+	TEST_ASSERT(starnn_bias_add(b, v) == STARNN_EINVAL, "a 1-D y must fail");
+	TEST_ASSERT(starnn_bias_add(h, y) == STARNN_EINVAL, "an fp16 bias must fail");
+	TEST_ASSERT(starnn_bias_add(row, row) == STARNN_EINVAL, "b aliasing y must fail");
+	TEST_ASSERT(starnn_bias_grad(NULL, 0.0f, b) == STARNN_EINVAL, "NULL dy must fail");
+	TEST_OK(starnn_wait());
+	starnn_tensor_destroy(y), starnn_tensor_destroy(y2), starnn_tensor_destroy(v), starnn_tensor_destroy(b);
+	starnn_tensor_destroy(b4), starnn_tensor_destroy(b2d), starnn_tensor_destroy(h), starnn_tensor_destroy(row);
+}
+
+int main(void)
+{
+	test_init();
+	if (!TEST_ON_CUDA) {
+		kernels_vs_naive(1, 1, 1);
+		kernels_vs_naive(3, 5, 1);
+		kernels_vs_naive(2, 3, 7);
+		kernels_vs_naive(4, 16, 33);
+		kernels_vs_naive(2, 300, 9); /* more channels than one accumulator block */
+		kernels_vs_naive(2, 4, 4099);
+		finite_differences(2, 3, 4, 5);
+		finite_differences(3, 7, 1, 1);
+	}
+	for (int view = 0; view < 2; view++) {
+		codelets_vs_kernels(4, 1, 1, 1, 1, view);
+		codelets_vs_kernels(4, 4, 3, 5, 7, view);
+		codelets_vs_kernels(2, 5, 9, 1, 1, view);
+		codelets_vs_kernels(4, 3, 16, 32, 32, view);
+		codelets_vs_kernels(4, 2, 300, 3, 3, view);
+	}
+	bad_shapes();
+	return test_finish();
+}

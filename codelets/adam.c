@@ -1,0 +1,98 @@
+/* StarPU codelet of the Adam / AdamW update (fp32). The step's bias
+ * corrections travel in the args but are not part of the footprint: the
+ * cost depends on the shapes only (default shape footprint). */
+#include <config.h>
+
+#include <math.h>
+
+#include "codelets/adam.h"
+#include "runtime/codelet.h"
+
+static void adam_cpu(void *buffers[], void *cl_arg)
+{
+	const struct starnn_adam_step *s = cl_arg;
+	struct starnn_mat w = starnn_buffer(buffers, 0), g = starnn_buffer(buffers, 1);
+	struct starnn_mat m = starnn_buffer(buffers, 2), v = starnn_buffer(buffers, 3);
+	starnn_adam_cpu(w.rows, w.cols, s, w.ptr, w.ld, g.ptr, g.ld, m.ptr, m.ld, v.ptr, v.ld);
+}
+
+#ifdef STARNN_USE_CUDA
+static void adam_cuda(void *buffers[], void *cl_arg)
+{
+	const struct starnn_adam_step *s = cl_arg;
+	struct starnn_mat w = starnn_buffer(buffers, 0), g = starnn_buffer(buffers, 1);
+	struct starnn_mat m = starnn_buffer(buffers, 2), v = starnn_buffer(buffers, 3);
+	starnn_adam_cuda(w.rows, w.cols, s, w.ptr, w.ld, g.ptr, g.ld, m.ptr, m.ld, v.ptr, v.ld, starnn_cuda_stream());
+	STARNN_CUDA_LAUNCHED("adam");
+}
+#endif
+
+static STARNN_PERFMODEL(adam, fp32);
+struct starpu_codelet starnn_adam_cl = {
+	.name = "adam",
+	.cpu_funcs = {adam_cpu},
+	.cpu_funcs_name = {"adam_cpu"},
+#ifdef STARNN_USE_CUDA
+	.cuda_funcs = {adam_cuda},
+	.cuda_flags = {STARPU_CUDA_ASYNC},
+#endif
+	.nbuffers = 4,
+	.modes = {STARPU_RW, STARPU_R, STARPU_RW, STARPU_RW},
+	.model = &starnn_adam_fp32_model,
+};
+
+void starnn_adam_step_init(struct starnn_adam_step *s, const struct starnn_adam_params *p, int64_t t,
+                           float grad_scale)
+{
+	double bc1 = 1.0 - pow((double)p->beta1, (double)t), bc2 = 1.0 - pow((double)p->beta2, (double)t);
+	s->p = *p;
+	s->p.decoupled = p->decoupled != 0;
+	s->grad_scale = grad_scale;
+	s->step_size = (float)((double)p->lr / bc1);
+	s->bc2_sqrt = (float)sqrt(bc2);
+	s->decay = p->decoupled ? (float)(1.0 - (double)p->lr * (double)p->weight_decay) : 1.0f;
+}
+
+static int check_same(const starnn_tensor *a, const starnn_tensor *b)
+{
+	char da[128], db[128];
+	if (a->dtype != STARNN_FP32 || b->dtype != STARNN_FP32)
+		return starnn_error(STARNN_EINVAL, "adam: fp32 tensors expected, got %s and %s",
+		                    starnn_tensor_describe(a, da, sizeof da), starnn_tensor_describe(b, db, sizeof db));
+	if (a->rows != b->rows || a->cols != b->cols)
+		return starnn_error(STARNN_EINVAL, "adam: shapes differ: %s and %s",
+		                    starnn_tensor_describe(a, da, sizeof da), starnn_tensor_describe(b, db, sizeof db));
+	if (a == b)
+		return starnn_error(STARNN_EINVAL, "adam: %s passed twice", starnn_tensor_describe(a, da, sizeof da));
+	return 0;
+}
+
+int starnn_adam(starnn_tensor *w, starnn_tensor *grad, starnn_tensor *m, starnn_tensor *v,
+                const struct starnn_adam_params *params, int64_t t, float grad_scale)
+{
+	if (!w || !grad || !m || !v || !params)
+		return starnn_error(STARNN_EINVAL, "adam: w, grad, m, v and params are required");
+	starnn_tensor *all[4] = {w, grad, m, v};
+	for (int i = 0; i < 4; i++)
+		for (int j = i + 1; j < 4; j++)
+			STARNN_CHECK(check_same(all[i], all[j]));
+	const struct starnn_adam_params *p = params;
+	if (!(p->lr >= 0.0f) || !isfinite(p->lr))
+		return starnn_error(STARNN_EINVAL, "adam: invalid learning rate %g", (double)p->lr);
+	if (!(p->eps >= 0.0f) || !isfinite(p->eps))
+		return starnn_error(STARNN_EINVAL, "adam: invalid eps %g", (double)p->eps);
+	if (!(p->beta1 >= 0.0f && p->beta1 < 1.0f) || !(p->beta2 >= 0.0f && p->beta2 < 1.0f))
+		return starnn_error(STARNN_EINVAL, "adam: betas must lie in [0, 1), got (%g, %g)", (double)p->beta1,
+		                    (double)p->beta2);
+	if (!(p->weight_decay >= 0.0f) || !isfinite(p->weight_decay))
+		return starnn_error(STARNN_EINVAL, "adam: invalid weight_decay %g", (double)p->weight_decay);
+	if (t < 1)
+		return starnn_error(STARNN_EINVAL, "adam: steps count from 1, got %lld", (long long)t);
+	if (!isfinite(grad_scale))
+		return starnn_error(STARNN_EINVAL, "adam: invalid grad_scale %g", (double)grad_scale);
+
+	struct starnn_adam_step s;
+	starnn_adam_step_init(&s, p, t, grad_scale);
+	struct starnn_task_desc d = {.cl = &starnn_adam_cl, .args = &s, .args_size = sizeof s, .tensors = {w, grad, m, v}};
+	return starnn_submit(&d);
+}

@@ -1,0 +1,58 @@
+/* Adam as PyTorch's torch.optim.Adam (amsgrad = False, maximize = False),
+ * or AdamW (torch.optim.AdamW) with `decoupled`, on fp32 tensors:
+ *   g  = grad_scale * grad (+ weight_decay * w      unless decoupled)
+ *   w  = w * (1 - lr * weight_decay)                 if decoupled
+ *   m  = beta1 * m + (1 - beta1) * g
+ *   v  = beta2 * v + (1 - beta2) * g^2
+ *   w -= lr / (1 - beta1^t) * m / (sqrt(v) / sqrt(1 - beta2^t) + eps)
+ * which is lr * mhat / (sqrt(vhat) + eps) evaluated in PyTorch's order. The
+ * bias corrections are computed on the host at submission (double) and
+ * passed with the step, so the kernels do not depend on t otherwise.
+ * grad_scale unscales gradients of mixed precision (1 = none).
+ * Shapes: w, grad, m, v are rows x cols, each with its own leading
+ * dimension. m and v start at zero (step 1). */
+#ifndef STARNN_ADAM_H
+#define STARNN_ADAM_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "runtime/tensor.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+struct starnn_adam_params {
+	float lr, beta1, beta2, eps, weight_decay;
+	int decoupled; /* AdamW: decay the weights, not the gradient */
+};
+
+/* What the kernels get: the parameters of one step. */
+struct starnn_adam_step {
+	struct starnn_adam_params p;
+	float grad_scale;
+	float step_size; /* lr / (1 - beta1^t) */
+	float bc2_sqrt;  /* sqrt(1 - beta2^t) */
+	float decay;     /* 1 - lr * weight_decay if decoupled, else 1 */
+};
+
+/* Fills s for step t (1-based) with the bias corrections computed in double. */
+void starnn_adam_step_init(struct starnn_adam_step *s, const struct starnn_adam_params *p, int64_t t,
+                           float grad_scale);
+
+/* Kernels (codelets/cpu/adam.c, codelets/cuda/adam.cu). */
+void starnn_adam_cpu(size_t rows, size_t cols, const struct starnn_adam_step *s, float *w, size_t ldw,
+                     const float *grad, size_t ldg, float *m, size_t ldm, float *v, size_t ldv);
+void starnn_adam_cuda(size_t rows, size_t cols, const struct starnn_adam_step *s, float *w, size_t ldw,
+                      const float *grad, size_t ldg, float *m, size_t ldm, float *v, size_t ldv, void *stream);
+
+/* Submits one update of w at step t (1-based). Like PyTorch, rejects a
+ * negative lr / eps / weight_decay and betas outside [0, 1). */
+int starnn_adam(starnn_tensor *w, starnn_tensor *grad, starnn_tensor *m, starnn_tensor *v,
+                const struct starnn_adam_params *params, int64_t t, float grad_scale);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

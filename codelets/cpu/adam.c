@@ -1,0 +1,27 @@
+/* CPU kernel of the Adam / AdamW update. Row by row (strided views); the
+ * inner loop vectorises (sqrtf and division have vector forms). */
+#include <math.h>
+
+#include "codelets/adam.h"
+
+void starnn_adam_cpu(size_t rows, size_t cols, const struct starnn_adam_step *s, float *w, size_t ldw,
+                     const float *grad, size_t ldg, float *m, size_t ldm, float *v, size_t ldv)
+{
+	const float b1 = s->p.beta1, b2 = s->p.beta2, eps = s->p.eps, gs = s->grad_scale;
+	const float l2 = s->p.decoupled ? 0.0f : s->p.weight_decay, decay = s->decay;
+	const float step_size = s->step_size, bc2_sqrt = s->bc2_sqrt;
+	for (size_t r = 0; r < rows; r++) {
+		float *restrict wr = w + r * ldw, *restrict mr = m + r * ldm, *restrict vr = v + r * ldv;
+		const float *restrict gr = grad + r * ldg;
+		for (size_t c = 0; c < cols; c++) {
+			float wv = wr[c];
+			float g = gs * gr[c] + l2 * wv;
+			float mv = b1 * mr[c] + (1.0f - b1) * g;
+			float vv = b2 * vr[c] + (1.0f - b2) * g * g;
+			mr[c] = mv;
+			vr[c] = vv;
+			float denom = sqrtf(vv) / bc2_sqrt + eps;
+			wr[c] = wv * decay - step_size * mv / denom;
+		}
+	}
+}

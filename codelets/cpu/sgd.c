@@ -1,0 +1,42 @@
+/* CPU kernel of the SGD update. Row by row (strided views). The variants
+ * (no momentum / first step / momentum / Nesterov) are separate loops over
+ * restrict pointers so that each one vectorises at -O2. */
+#include "codelets/sgd.h"
+
+/* One row; the int flags are constants in each call below. */
+static inline void sgd_row(size_t n, float lr, float mom, float keep, float wd, float gs, int momentum, int first,
+                           int nesterov, float *restrict w, const float *restrict grad, float *restrict buf)
+{
+	for (size_t c = 0; c < n; c++) {
+		float g = gs * grad[c] + wd * w[c];
+		float d = g;
+		if (momentum) {
+			float b = first ? g : mom * buf[c] + keep * g;
+			buf[c] = b;
+			d = nesterov ? g + mom * b : b;
+		}
+		w[c] -= lr * d;
+	}
+}
+
+void starnn_sgd_cpu(size_t rows, size_t cols, const struct starnn_sgd_step *s, float *w, size_t ldw,
+                    const float *grad, size_t ldg, float *buf, size_t ldb)
+{
+	const float lr = s->p.lr, mom = s->p.momentum, keep = 1.0f - s->p.dampening, wd = s->p.weight_decay;
+	const float gs = s->grad_scale;
+	const int nesterov = s->p.nesterov != 0, first = s->first != 0;
+	for (size_t r = 0; r < rows; r++) {
+		float *wr = w + r * ldw, *br = buf + r * ldb;
+		const float *gr = grad + r * ldg;
+		if (mom == 0.0f)
+			sgd_row(cols, lr, mom, keep, wd, gs, 0, 0, 0, wr, gr, br);
+		else if (first && nesterov)
+			sgd_row(cols, lr, mom, keep, wd, gs, 1, 1, 1, wr, gr, br);
+		else if (first)
+			sgd_row(cols, lr, mom, keep, wd, gs, 1, 1, 0, wr, gr, br);
+		else if (nesterov)
+			sgd_row(cols, lr, mom, keep, wd, gs, 1, 0, 1, wr, gr, br);
+		else
+			sgd_row(cols, lr, mom, keep, wd, gs, 1, 0, 0, wr, gr, br);
+	}
+}

@@ -1,0 +1,83 @@
+/* StarPU codelet of the SGD update (fp32). */
+#include <config.h>
+
+#include <math.h>
+
+#include "codelets/sgd.h"
+#include "runtime/codelet.h"
+
+static void sgd_cpu(void *buffers[], void *cl_arg)
+{
+	const struct starnn_sgd_step *s = cl_arg;
+	struct starnn_mat w = starnn_buffer(buffers, 0), g = starnn_buffer(buffers, 1), b = starnn_buffer(buffers, 2);
+	starnn_sgd_cpu(w.rows, w.cols, s, w.ptr, w.ld, g.ptr, g.ld, b.ptr, b.ld);
+}
+
+#ifdef STARNN_USE_CUDA
+static void sgd_cuda(void *buffers[], void *cl_arg)
+{
+	const struct starnn_sgd_step *s = cl_arg;
+	struct starnn_mat w = starnn_buffer(buffers, 0), g = starnn_buffer(buffers, 1), b = starnn_buffer(buffers, 2);
+	starnn_sgd_cuda(w.rows, w.cols, s, w.ptr, w.ld, g.ptr, g.ld, b.ptr, b.ld, starnn_cuda_stream());
+	STARNN_CUDA_LAUNCHED("sgd");
+}
+#endif
+
+static STARNN_PERFMODEL(sgd, fp32);
+struct starpu_codelet starnn_sgd_cl = {
+	.name = "sgd",
+	.cpu_funcs = {sgd_cpu},
+	.cpu_funcs_name = {"sgd_cpu"},
+#ifdef STARNN_USE_CUDA
+	.cuda_funcs = {sgd_cuda},
+	.cuda_flags = {STARPU_CUDA_ASYNC},
+#endif
+	.nbuffers = 3,
+	.modes = {STARPU_RW, STARPU_R, STARPU_RW},
+	.model = &starnn_sgd_fp32_model,
+};
+
+static int check_same(const starnn_tensor *a, const starnn_tensor *b)
+{
+	char da[128], db[128];
+	if (a->dtype != STARNN_FP32 || b->dtype != STARNN_FP32)
+		return starnn_error(STARNN_EINVAL, "sgd: fp32 tensors expected, got %s and %s",
+		                    starnn_tensor_describe(a, da, sizeof da), starnn_tensor_describe(b, db, sizeof db));
+	if (a->rows != b->rows || a->cols != b->cols)
+		return starnn_error(STARNN_EINVAL, "sgd: shapes differ: %s and %s", starnn_tensor_describe(a, da, sizeof da),
+		                    starnn_tensor_describe(b, db, sizeof db));
+	if (a == b)
+		return starnn_error(STARNN_EINVAL, "sgd: %s passed twice", starnn_tensor_describe(a, da, sizeof da));
+	return 0;
+}
+
+int starnn_sgd(starnn_tensor *w, starnn_tensor *grad, starnn_tensor *buf, const struct starnn_sgd_params *params,
+               int64_t step, float grad_scale)
+{
+	if (!w || !grad || !buf || !params)
+		return starnn_error(STARNN_EINVAL, "sgd: w, grad, buf and params are required (buf even without momentum)");
+	STARNN_CHECK(check_same(w, grad));
+	STARNN_CHECK(check_same(w, buf));
+	STARNN_CHECK(check_same(grad, buf));
+	const struct starnn_sgd_params *p = params;
+	if (!(p->lr >= 0.0f) || !isfinite(p->lr))
+		return starnn_error(STARNN_EINVAL, "sgd: invalid learning rate %g", (double)p->lr);
+	if (!(p->momentum >= 0.0f) || !isfinite(p->momentum))
+		return starnn_error(STARNN_EINVAL, "sgd: invalid momentum %g", (double)p->momentum);
+	if (!(p->weight_decay >= 0.0f) || !isfinite(p->weight_decay))
+		return starnn_error(STARNN_EINVAL, "sgd: invalid weight_decay %g", (double)p->weight_decay);
+	if (!isfinite(p->dampening))
+		return starnn_error(STARNN_EINVAL, "sgd: invalid dampening %g", (double)p->dampening);
+	if (p->nesterov && (p->momentum <= 0.0f || p->dampening != 0.0f))
+		return starnn_error(STARNN_EINVAL, "sgd: Nesterov momentum requires a momentum and zero dampening "
+		                    "(momentum %g, dampening %g)", (double)p->momentum, (double)p->dampening);
+	if (step < 1)
+		return starnn_error(STARNN_EINVAL, "sgd: steps count from 1, got %lld", (long long)step);
+	if (!isfinite(grad_scale))
+		return starnn_error(STARNN_EINVAL, "sgd: invalid grad_scale %g", (double)grad_scale);
+
+	struct starnn_sgd_step s = {*p, grad_scale, step == 1};
+	s.p.nesterov = p->nesterov != 0;
+	struct starnn_task_desc d = {.cl = &starnn_sgd_cl, .args = &s, .args_size = sizeof s, .tensors = {w, grad, buf}};
+	return starnn_submit(&d);
+}

@@ -1,0 +1,51 @@
+/* SGD with momentum, dampening, weight decay and Nesterov, as PyTorch's
+ * torch.optim.SGD (maximize = False), on fp32 tensors:
+ *   g   = grad_scale * grad + weight_decay * w
+ *   buf = first ? g : momentum * buf + (1 - dampening) * g   (momentum != 0)
+ *   d   = momentum == 0 ? g : nesterov ? g + momentum * buf : buf
+ *   w  -= lr * d
+ * `first` (step 1) initialises the momentum buffer with g as PyTorch does
+ * when it creates it. With momentum == 0 buf is neither read nor written.
+ * grad_scale unscales gradients of mixed precision (1 = none).
+ * Shapes: w, grad, buf are rows x cols, each with its own leading dimension. */
+#ifndef STARNN_SGD_H
+#define STARNN_SGD_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "runtime/tensor.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+struct starnn_sgd_params {
+	float lr, momentum, dampening, weight_decay;
+	int nesterov;
+};
+
+/* What the kernels get: the parameters of one step. */
+struct starnn_sgd_step {
+	struct starnn_sgd_params p;
+	float grad_scale;
+	int first;
+};
+
+/* Kernels (codelets/cpu/sgd.c, codelets/cuda/sgd.cu). */
+void starnn_sgd_cpu(size_t rows, size_t cols, const struct starnn_sgd_step *s, float *w, size_t ldw,
+                    const float *grad, size_t ldg, float *buf, size_t ldb);
+void starnn_sgd_cuda(size_t rows, size_t cols, const struct starnn_sgd_step *s, float *w, size_t ldw,
+                     const float *grad, size_t ldg, float *buf, size_t ldb, void *stream);
+
+/* Submits one update of w. step is 1-based (step 1 initialises buf);
+ * grad_scale multiplies grad first (1 = none). Like PyTorch, rejects
+ * negative lr / momentum / weight_decay and Nesterov without momentum or
+ * with dampening. */
+int starnn_sgd(starnn_tensor *w, starnn_tensor *grad, starnn_tensor *buf, const struct starnn_sgd_params *params,
+               int64_t step, float grad_scale);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

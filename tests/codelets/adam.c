@@ -1,0 +1,211 @@
+/* adam: the kernel against a double-precision reference of torch.optim.Adam
+ * / AdamW over 5 steps (written with mhat / vhat as in the papers; L2 and
+ * decoupled weight decay, betas, eps, grad_scale variants; strided views),
+ * the codelet (CPU, or CUDA in the _cuda build) against direct kernel calls
+ * on whole tensors and channel parts, the host bias corrections, and bad
+ * arguments -> STARNN_EINVAL. */
+#include "codelets/adam.h"
+#include "tests/testlib.h"
+
+#define STEPS 5
+
+/* One step of Adam in double, m and v from zero at t = 1. */
+static void reference_step(size_t n, const struct starnn_adam_params *p, double gs, int t, double *w,
+                           const float *grad, double *m, double *v)
+{
+	double b1 = p->beta1, b2 = p->beta2, lr = p->lr, wd = p->weight_decay;
+	for (size_t i = 0; i < n; i++) {
+		double g = gs * grad[i];
+		if (p->decoupled)
+			w[i] *= 1.0 - lr * wd;
+		else
+			g += wd * w[i];
+		m[i] = b1 * m[i] + (1 - b1) * g;
+		v[i] = b2 * v[i] + (1 - b2) * g * g;
+		double mhat = m[i] / (1 - pow(b1, t)), vhat = v[i] / (1 - pow(b2, t));
+		w[i] -= lr * mhat / (sqrt(vhat) + (double)p->eps);
+	}
+}
+
+struct variant {
+	const char *name;
+	struct starnn_adam_params p;
+	float grad_scale;
+};
+
+static const struct variant variants[] = {
+	{"defaults", {1e-3f, 0.9f, 0.999f, 1e-8f, 0, 0}, 1.0f},
+	{"L2 weight decay", {1e-2f, 0.9f, 0.999f, 1e-8f, 0.1f, 0}, 1.0f},
+	{"AdamW", {1e-2f, 0.9f, 0.999f, 1e-8f, 0.1f, 1}, 1.0f},
+	{"betas, eps, grad_scale", {5e-3f, 0.8f, 0.99f, 1e-3f, 0, 0}, 1.0f / 256},
+	{"beta1 0, AdamW, grad_scale", {1e-3f, 0.0f, 0.9f, 1e-6f, 0.01f, 1}, 4.0f},
+};
+#define NVARIANTS (sizeof variants / sizeof variants[0])
+
+static void kernel_vs_reference(const struct variant *vr)
+{
+	/* w, grad, m, v: 3 rows of 7 inside rows of 8, 9, 10, 11; padding must
+	 * stay untouched. */
+	size_t rows = 3, cols = 7, ldw = 8, ldg = 9, ldm = 10, ldv = 11, n = rows * cols;
+	float *w = test_random(rows * ldw, -1, 1), *m = test_random(rows * ldm, 5, 6), *v = test_random(rows * ldv, 5, 6);
+	for (size_t r = 0; r < rows; r++) {
+		for (size_t c = 0; c < cols; c++)
+			m[r * ldm + c] = v[r * ldv + c] = 0; /* the state starts at zero */
+	}
+	float *wexp = malloc(rows * ldw * sizeof *wexp), *mexp = malloc(rows * ldm * sizeof *mexp);
+	float *vexp = malloc(rows * ldv * sizeof *vexp);
+	memcpy(wexp, w, rows * ldw * sizeof *w);
+	memcpy(mexp, m, rows * ldm * sizeof *m);
+	memcpy(vexp, v, rows * ldv * sizeof *v);
+	double *rw = malloc(n * sizeof *rw), *rm = calloc(n, sizeof *rm), *rv = calloc(n, sizeof *rv);
+	for (size_t r = 0; r < rows; r++)
+		for (size_t c = 0; c < cols; c++)
+			rw[r * cols + c] = w[r * ldw + c];
+
+	for (int t = 1; t <= STEPS; t++) {
+		float *g = test_random(rows * ldg, -1.0f / vr->grad_scale, 1.0f / vr->grad_scale);
+		float *gd = malloc(n * sizeof *gd);
+		for (size_t r = 0; r < rows; r++)
+			for (size_t c = 0; c < cols; c++)
+				gd[r * cols + c] = g[r * ldg + c];
+		struct starnn_adam_step s;
+		starnn_adam_step_init(&s, &vr->p, t, vr->grad_scale);
+		starnn_adam_cpu(rows, cols, &s, w, ldw, g, ldg, m, ldm, v, ldv);
+		reference_step(n, &vr->p, vr->grad_scale, t, rw, gd, rm, rv);
+		free(g), free(gd);
+	}
+	for (size_t r = 0; r < rows; r++)
+		for (size_t c = 0; c < cols; c++) {
+			wexp[r * ldw + c] = (float)rw[r * cols + c];
+			mexp[r * ldm + c] = (float)rm[r * cols + c];
+			vexp[r * ldv + c] = (float)rv[r * cols + c];
+		}
+	/* fp32 vs double over 5 steps: a few ulps. Updates are ~lr per step, so
+	 * an error in the update direction would show far above 1e-6. */
+	char what[128];
+	snprintf(what, sizeof what, "adam_cpu %s: w after %d steps", vr->name, STEPS);
+	test_close(what, w, wexp, rows * ldw, 1e-5f, 1e-7f);
+	snprintf(what, sizeof what, "adam_cpu %s: m after %d steps", vr->name, STEPS);
+	test_close(what, m, mexp, rows * ldm, 1e-5f, 1e-9f);
+	snprintf(what, sizeof what, "adam_cpu %s: v after %d steps", vr->name, STEPS);
+	test_close(what, v, vexp, rows * ldv, 1e-5f, 1e-12f);
+	free(w), free(m), free(v), free(wexp), free(mexp), free(vexp), free(rw), free(rm), free(rv);
+}
+
+static void step_init(void)
+{
+	/* Bias corrections in double: t = 1000 with beta2 = 0.999 gives
+	 * 1 - 0.999^1000 = 0.6323..., and beta1 = 0 gives step_size = lr. */
+	struct starnn_adam_params p = {1e-3f, 0.9f, 0.999f, 1e-8f, 0, 0};
+	struct starnn_adam_step s;
+	starnn_adam_step_init(&s, &p, 1000, 1.0f);
+	float bc2 = (float)sqrt(1.0 - pow((double)0.999f, 1000.0)), ss = (float)((double)1e-3f / (1.0 - pow((double)0.9f, 1000.0)));
+	TEST_ASSERT(s.bc2_sqrt == bc2 && s.step_size == ss && s.decay == 1.0f,
+	            "adam step 1000: bc2_sqrt %.9g (expected %.9g), step_size %.9g (expected %.9g), decay %g",
+	            (double)s.bc2_sqrt, (double)bc2, (double)s.step_size, (double)ss, (double)s.decay);
+	p.beta1 = 0, p.decoupled = 1, p.weight_decay = 0.5f;
+	starnn_adam_step_init(&s, &p, 1, 1.0f);
+	TEST_ASSERT(s.step_size == 1e-3f && s.decay == (float)(1.0 - (double)1e-3f * 0.5),
+	            "adam beta1 = 0, AdamW: step_size %.9g, decay %.9g", (double)s.step_size, (double)s.decay);
+}
+
+/* STEPS codelet updates against the same kernel calls on host copies. */
+static void codelet_vs_kernel(const struct variant *vr, int64_t n, int64_t c, int64_t h, int64_t wd)
+{
+	int64_t shape[4] = {n, c, h, wd};
+	size_t numel = (size_t)(n * c * h * wd), rows = (size_t)n, cols = numel / rows, inner = (size_t)(h * wd);
+	float *w = test_random(numel, -1, 1), *m = calloc(numel, sizeof *m), *v = calloc(numel, sizeof *v);
+	starnn_tensor *tw = test_tensor("w", 4, shape, w), *tg = test_tensor("grad", 4, shape, NULL);
+	starnn_tensor *tm = test_tensor("m", 4, shape, NULL), *tv = test_tensor("v", 4, shape, NULL);
+	for (int t = 1; t <= STEPS; t++) {
+		float *g = test_random(numel, -1, 1);
+		TEST_OK(starnn_tensor_write(tg, g));
+		TEST_OK(starnn_adam(tw, tg, tm, tv, &vr->p, t, vr->grad_scale));
+		struct starnn_adam_step s;
+		starnn_adam_step_init(&s, &vr->p, t, vr->grad_scale);
+		starnn_adam_cpu(rows, cols, &s, w, cols, g, cols, m, cols, v, cols);
+		free(g);
+	}
+	/* CPU: the same kernel, bit-exact. CUDA: FMA contraction differs. */
+	float rtol = TEST_ON_CUDA ? 1e-5f : 0, atol = TEST_ON_CUDA ? 1e-7f : 0;
+	float *gw = test_read(tw), *gm = test_read(tm), *gv = test_read(tv);
+	char what[128];
+	snprintf(what, sizeof what, "adam codelet %s: w", vr->name);
+	test_close(what, gw, w, numel, rtol, atol);
+	snprintf(what, sizeof what, "adam codelet %s: m", vr->name);
+	test_close(what, gm, m, numel, rtol, atol * 1e-2f);
+	snprintf(what, sizeof what, "adam codelet %s: v", vr->name);
+	test_close(what, gv, v, numel, rtol, atol * 1e-5f);
+	free(gw), free(gm), free(gv);
+
+	if (c >= 2) {
+		/* One more step on channel parts (strided views). */
+		int64_t sizes[2] = {c - 1, 1};
+		float *g = test_random(numel, -1, 1);
+		TEST_OK(starnn_tensor_write(tg, g));
+		starnn_tensor *ts[4] = {tw, tg, tm, tv};
+		for (int i = 0; i < 4; i++)
+			TEST_OK(starnn_tensor_split(ts[i], 1, 2, sizes));
+		for (int k = 0; k < 2; k++)
+			TEST_OK(starnn_adam(tw->parts[k], tg->parts[k], tm->parts[k], tv->parts[k], &vr->p, STEPS + 1,
+			                    vr->grad_scale));
+		struct starnn_adam_step s;
+		starnn_adam_step_init(&s, &vr->p, STEPS + 1, vr->grad_scale);
+		size_t c0 = (size_t)(c - 1) * inner;
+		starnn_adam_cpu(rows, c0, &s, w, cols, g, cols, m, cols, v, cols);
+		starnn_adam_cpu(rows, cols - c0, &s, w + c0, cols, g + c0, cols, m + c0, cols, v + c0, cols);
+		gw = test_read(tw);
+		gv = test_read(tv);
+		snprintf(what, sizeof what, "adam codelet %s on channel parts: w", vr->name);
+		test_close(what, gw, w, numel, rtol, atol);
+		snprintf(what, sizeof what, "adam codelet %s on channel parts: v", vr->name);
+		test_close(what, gv, v, numel, rtol, atol * 1e-5f);
+		free(gw), free(gv), free(g);
+	}
+	starnn_tensor_destroy(tw), starnn_tensor_destroy(tg), starnn_tensor_destroy(tm), starnn_tensor_destroy(tv);
+	free(w), free(m), free(v);
+}
+
+static void bad_arguments(void)
+{
+	starnn_tensor *a, *b, *c, *d, *t, *h;
+	TEST_OK(starnn_tensor_new(&a, "a", STARNN_FP32, 2, 3, 4));
+	TEST_OK(starnn_tensor_new(&b, "b", STARNN_FP32, 2, 3, 4));
+	TEST_OK(starnn_tensor_new(&c, "c", STARNN_FP32, 2, 3, 4));
+	TEST_OK(starnn_tensor_new(&d, "d", STARNN_FP32, 2, 3, 4));
+	TEST_OK(starnn_tensor_new(&t, "t", STARNN_FP32, 2, 4, 3));
+	TEST_OK(starnn_tensor_new(&h, "h", STARNN_FP16, 2, 3, 4));
+	struct starnn_adam_params ok = {1e-3f, 0.9f, 0.999f, 1e-8f, 0, 0}, p;
+	TEST_ASSERT(starnn_adam(a, t, c, d, &ok, 1, 1.0f) == STARNN_EINVAL, "adam with a 4x3 grad for 3x4 w must fail");
+	TEST_ASSERT(starnn_adam(a, b, c, t, &ok, 1, 1.0f) == STARNN_EINVAL, "adam with a 4x3 v for 3x4 w must fail");
+	TEST_ASSERT(starnn_adam(a, b, h, d, &ok, 1, 1.0f) == STARNN_EINVAL, "adam with an fp16 m must fail");
+	TEST_ASSERT(starnn_adam(a, b, c, c, &ok, 1, 1.0f) == STARNN_EINVAL, "adam with m == v must fail");
+	TEST_ASSERT(starnn_adam(a, b, c, d, &ok, 0, 1.0f) == STARNN_EINVAL, "adam at step 0 must fail");
+	TEST_ASSERT(starnn_adam(a, b, c, d, &ok, 1, INFINITY) == STARNN_EINVAL, "adam with an infinite grad_scale must fail");
+	p = ok, p.beta1 = 1.0f;
+	TEST_ASSERT(starnn_adam(a, b, c, d, &p, 1, 1.0f) == STARNN_EINVAL, "adam with beta1 = 1 must fail");
+	p = ok, p.beta2 = -0.5f;
+	TEST_ASSERT(starnn_adam(a, b, c, d, &p, 1, 1.0f) == STARNN_EINVAL, "adam with beta2 < 0 must fail");
+	p = ok, p.eps = -1e-8f;
+	TEST_ASSERT(starnn_adam(a, b, c, d, &p, 1, 1.0f) == STARNN_EINVAL, "adam with eps < 0 must fail");
+	p = ok, p.lr = NAN;
+	TEST_ASSERT(starnn_adam(a, b, c, d, &p, 1, 1.0f) == STARNN_EINVAL, "adam with lr NaN must fail");
+	starnn_tensor_destroy(a), starnn_tensor_destroy(b), starnn_tensor_destroy(c), starnn_tensor_destroy(d);
+	starnn_tensor_destroy(t), starnn_tensor_destroy(h);
+}
+
+int main(void)
+{
+	test_init();
+	if (!TEST_ON_CUDA)
+		step_init();
+	for (size_t i = 0; i < NVARIANTS; i++) {
+		if (!TEST_ON_CUDA)
+			kernel_vs_reference(&variants[i]);
+		codelet_vs_kernel(&variants[i], 1, 1, 1, 1);
+		codelet_vs_kernel(&variants[i], 4, 3, 5, 7);
+		codelet_vs_kernel(&variants[i], 2, 16, 32, 32);
+	}
+	bad_arguments();
+	return test_finish();
+}

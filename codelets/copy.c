@@ -1,0 +1,84 @@
+/* StarPU codelets of copy: one per dtype (its own performance model); the
+ * element size comes from the dtype. */
+#include <config.h>
+
+#include "codelets/copy.h"
+#include "runtime/codelet.h"
+
+#ifdef STARNN_USE_CUDA
+#include <cuda_runtime.h>
+#endif
+
+struct copy_args {
+	size_t elem_size;
+};
+
+static void copy_cpu(void *buffers[], void *cl_arg)
+{
+	const struct copy_args *a = cl_arg;
+	struct starnn_mat x = starnn_buffer(buffers, 0), y = starnn_buffer(buffers, 1);
+	starnn_copy_cpu(y.rows, y.cols, a->elem_size, x.ptr, x.ld, y.ptr, y.ld);
+}
+
+#ifdef STARNN_USE_CUDA
+static void copy_cuda(void *buffers[], void *cl_arg)
+{
+	const struct copy_args *a = cl_arg;
+	struct starnn_mat x = starnn_buffer(buffers, 0), y = starnn_buffer(buffers, 1);
+	int err = starnn_copy_cuda(y.rows, y.cols, a->elem_size, x.ptr, x.ld, y.ptr, y.ld, starnn_cuda_stream());
+	if (err)
+		starnn_defer_error(STARNN_ECUDA, "copy: cudaMemcpy2DAsync of %zu x %zu failed: %s", y.rows, y.cols,
+		                   cudaGetErrorString((cudaError_t)err));
+}
+#define COPY_CUDA .cuda_funcs = {copy_cuda}, .cuda_flags = {STARPU_CUDA_ASYNC},
+#else
+#define COPY_CUDA
+#endif
+
+#define COPY_CODELET(dtype)                                                            \
+	static STARNN_PERFMODEL(copy, dtype);                                          \
+	struct starpu_codelet starnn_copy_##dtype##_cl = {                             \
+		.name = "copy",                                                        \
+		.cpu_funcs = {copy_cpu},                                               \
+		.cpu_funcs_name = {"copy_cpu"},                                        \
+		COPY_CUDA                                                              \
+		.nbuffers = 2,                                                         \
+		.modes = {STARPU_R, STARPU_W},                                         \
+		.model = &starnn_copy_##dtype##_model,                                 \
+	}
+
+COPY_CODELET(fp32);
+COPY_CODELET(fp16);
+COPY_CODELET(bf16);
+
+int starnn_copy(starnn_tensor *x, starnn_tensor *y)
+{
+	char dx[128], dy[128];
+	if (!x || !y)
+		return starnn_error(STARNN_EINVAL, "copy: %s is NULL", !x ? "x" : "y");
+	if (x->dtype != y->dtype)
+		return starnn_error(STARNN_EINVAL, "copy: dtypes differ (use starnn_convert): %s and %s",
+		                    starnn_tensor_describe(x, dx, sizeof dx), starnn_tensor_describe(y, dy, sizeof dy));
+	if (x->rows != y->rows || x->cols != y->cols)
+		return starnn_error(STARNN_EINVAL, "copy: shapes differ: %s and %s",
+		                    starnn_tensor_describe(x, dx, sizeof dx), starnn_tensor_describe(y, dy, sizeof dy));
+	if (x == y)
+		return 0;
+	struct starpu_codelet *cl;
+	switch (y->dtype) {
+	case STARNN_FP32:
+		cl = &starnn_copy_fp32_cl;
+		break;
+	case STARNN_FP16:
+		cl = &starnn_copy_fp16_cl;
+		break;
+	case STARNN_BF16:
+		cl = &starnn_copy_bf16_cl;
+		break;
+	default:
+		return starnn_error(STARNN_EINVAL, "copy: tensor '%s' has an unknown dtype %d", y->name, (int)y->dtype);
+	}
+	struct copy_args a = {starnn_dtype_size(y->dtype)};
+	struct starnn_task_desc d = {.cl = cl, .args = &a, .args_size = sizeof a, .tensors = {x, y}};
+	return starnn_submit(&d);
+}

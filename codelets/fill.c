@@ -1,0 +1,94 @@
+/* StarPU codelets of fill: one per dtype (fp32, fp16, bf16), so that each
+ * has its own performance model. The value travels as its bit pattern in
+ * the tensor's dtype, converted once at submission. */
+#include <config.h>
+
+#include <string.h>
+
+#include "codelets/fill.h"
+#include "runtime/codelet.h"
+#include "runtime/half.h"
+
+struct fill_args {
+	float f32;     /* the value, for fp32 */
+	uint16_t bits; /* the value converted to fp16 or bf16 */
+};
+
+static void fill_f32_cpu(void *buffers[], void *cl_arg)
+{
+	const struct fill_args *a = cl_arg;
+	struct starnn_mat y = starnn_buffer(buffers, 0);
+	starnn_fill_f32_cpu(y.rows, y.cols, a->f32, y.ptr, y.ld);
+}
+
+static void fill_16_cpu(void *buffers[], void *cl_arg)
+{
+	const struct fill_args *a = cl_arg;
+	struct starnn_mat y = starnn_buffer(buffers, 0);
+	starnn_fill_16_cpu(y.rows, y.cols, a->bits, y.ptr, y.ld);
+}
+
+#ifdef STARNN_USE_CUDA
+static void fill_f32_cuda(void *buffers[], void *cl_arg)
+{
+	const struct fill_args *a = cl_arg;
+	struct starnn_mat y = starnn_buffer(buffers, 0);
+	starnn_fill_f32_cuda(y.rows, y.cols, a->f32, y.ptr, y.ld, starnn_cuda_stream());
+	STARNN_CUDA_LAUNCHED("fill");
+}
+
+static void fill_16_cuda(void *buffers[], void *cl_arg)
+{
+	const struct fill_args *a = cl_arg;
+	struct starnn_mat y = starnn_buffer(buffers, 0);
+	starnn_fill_16_cuda(y.rows, y.cols, a->bits, y.ptr, y.ld, starnn_cuda_stream());
+	STARNN_CUDA_LAUNCHED("fill");
+}
+#define FILL_CUDA(fn) .cuda_funcs = {fn}, .cuda_flags = {STARPU_CUDA_ASYNC},
+#else
+#define FILL_CUDA(fn)
+#endif
+
+/* One codelet per dtype: name "fill", perfmodel starnn_fill_<dtype>. */
+#define FILL_CODELET(dtype, cpu_fn, cuda_fn)                                           \
+	static STARNN_PERFMODEL(fill, dtype);                                          \
+	struct starpu_codelet starnn_fill_##dtype##_cl = {                             \
+		.name = "fill",                                                        \
+		.cpu_funcs = {cpu_fn},                                                 \
+		.cpu_funcs_name = {#cpu_fn},                                           \
+		FILL_CUDA(cuda_fn)                                                     \
+		.nbuffers = 1,                                                         \
+		.modes = {STARPU_W},                                                   \
+		.model = &starnn_fill_##dtype##_model,                                 \
+	}
+
+FILL_CODELET(fp32, fill_f32_cpu, fill_f32_cuda);
+FILL_CODELET(fp16, fill_16_cpu, fill_16_cuda);
+FILL_CODELET(bf16, fill_16_cpu, fill_16_cuda);
+
+int starnn_fill(float value, starnn_tensor *y)
+{
+	if (!y)
+		return starnn_error(STARNN_EINVAL, "fill: y is NULL");
+	struct fill_args a;
+	memset(&a, 0, sizeof a); /* no uninitialised padding in the task args */
+	a.f32 = value;
+	struct starpu_codelet *cl;
+	switch (y->dtype) {
+	case STARNN_FP32:
+		cl = &starnn_fill_fp32_cl;
+		break;
+	case STARNN_FP16:
+		cl = &starnn_fill_fp16_cl;
+		a.bits = starnn_float_to_half(value);
+		break;
+	case STARNN_BF16:
+		cl = &starnn_fill_bf16_cl;
+		a.bits = starnn_float_to_bf16(value);
+		break;
+	default:
+		return starnn_error(STARNN_EINVAL, "fill: tensor '%s' has an unknown dtype %d", y->name, (int)y->dtype);
+	}
+	struct starnn_task_desc d = {.cl = cl, .args = &a, .args_size = sizeof a, .tensors = {y}};
+	return starnn_submit(&d);
+}

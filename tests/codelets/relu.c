@@ -1,0 +1,203 @@
+/* relu_fwd / relu_bwd: kernels against naive loops (dense, strided, in
+ * place, NaN), codelets (CPU, or CUDA in the _cuda build) against direct
+ * kernel calls on whole tensors and on channel views, the in-place forms,
+ * relu_bwd against finite differences of L = sum(w .* relu(x)), and bad
+ * arguments -> STARNN_EINVAL. ReLU is a select, so every comparison is exact. */
+#include "codelets/relu.h"
+#include "tests/testlib.h"
+
+static float naive_relu(float v)
+{
+	return isnan(v) ? v : v > 0 ? v : 0.0f;
+}
+
+static void kernels_vs_naive(void)
+{
+	/* 5 rows of 7 inside rows of 11; values include exact zeros. */
+	size_t rows = 5, cols = 7, ld = 11, n = rows * ld;
+	float *x = test_random(n, -1, 1), *dy = test_random(n, -1, 1), *y = test_random(n, -1, 1);
+	for (size_t i = 0; i < n; i += 5)
+		x[i] = 0.0f;
+	float *yref = malloc(n * sizeof *yref), *dxref = malloc(n * sizeof *dxref), *dx = malloc(n * sizeof *dx);
+	memcpy(yref, y, n * sizeof *y);
+	memcpy(dx, y, n * sizeof *y);
+	memcpy(dxref, y, n * sizeof *y);
+
+	starnn_relu_fwd_cpu(rows, cols, x, ld, y, ld);
+	starnn_relu_bwd_cpu(rows, cols, x, ld, dy, ld, dx, ld);
+	for (size_t r = 0; r < rows; r++)
+		for (size_t c = 0; c < cols; c++) {
+			size_t i = r * ld + c;
+			yref[i] = naive_relu(x[i]);
+			dxref[i] = x[i] > 0 ? dy[i] : 0.0f;
+		}
+	test_close("relu_fwd_cpu strided", y, yref, n, 0, 0); /* padding untouched too */
+	test_close("relu_bwd_cpu strided", dx, dxref, n, 0, 0);
+
+	/* Different leading dimensions for each operand: dense y from strided x. */
+	float *yd = malloc(rows * cols * sizeof *yd), *ydref = malloc(rows * cols * sizeof *ydref);
+	starnn_relu_fwd_cpu(rows, cols, x, ld, yd, cols);
+	for (size_t r = 0; r < rows; r++)
+		for (size_t c = 0; c < cols; c++)
+			ydref[r * cols + c] = naive_relu(x[r * ld + c]);
+	test_close("relu_fwd_cpu strided -> dense", yd, ydref, rows * cols, 0, 0);
+
+	/* In place: dy's padding stays dy's. */
+	for (size_t r = 0; r < rows; r++)
+		for (size_t c = cols; c < ld; c++)
+			dxref[r * ld + c] = dy[r * ld + c];
+	starnn_relu_bwd_cpu(rows, cols, x, ld, dy, ld, dy, ld);
+	test_close("relu_bwd_cpu in place", dy, dxref, n, 0, 0);
+	for (size_t r = 0; r < rows; r++)
+		for (size_t c = 0; c < cols; c++)
+			yref[r * ld + c] = naive_relu(x[r * ld + c]);
+	for (size_t r = 0; r < rows; r++)
+		for (size_t c = cols; c < ld; c++)
+			yref[r * ld + c] = x[r * ld + c];
+	starnn_relu_fwd_cpu(rows, cols, x, ld, x, ld);
+	test_close("relu_fwd_cpu in place", x, yref, n, 0, 0);
+
+	/* NaN propagates forward; -Inf / +Inf behave. */
+	float s[4] = {NAN, -INFINITY, INFINITY, -0.0f}, t[4];
+	starnn_relu_fwd_cpu(1, 4, s, 4, t, 4);
+	TEST_ASSERT(isnan(t[0]) && t[1] == 0.0f && t[2] == INFINITY && t[3] == 0.0f,
+	            "relu_fwd of NaN, -Inf, Inf, -0: got %g %g %g %g", t[0], t[1], t[2], t[3]);
+	free(x), free(dy), free(y), free(yref), free(dxref), free(dx), free(yd), free(ydref);
+}
+
+/* Codelet results vs the CPU kernels called directly on the same data. */
+static void codelets_vs_kernels(int64_t n, int64_t c, int64_t h, int64_t w)
+{
+	int64_t shape[4] = {n, c, h, w};
+	size_t numel = (size_t)(n * c * h * w), rows = (size_t)n, cols = numel / rows;
+	float *x = test_random(numel, -1, 1), *dy = test_random(numel, -1, 1);
+	starnn_tensor *tx = test_tensor("x", 4, shape, x), *tdy = test_tensor("dy", 4, shape, dy);
+	starnn_tensor *ty = test_tensor("y", 4, shape, NULL), *tdx = test_tensor("dx", 4, shape, NULL);
+	starnn_tensor *tz = test_tensor("z", 4, shape, x), *tg = test_tensor("g", 4, shape, dy);
+
+	float *yref = malloc(numel * sizeof *yref), *dxref = malloc(numel * sizeof *dxref);
+	starnn_relu_fwd_cpu(rows, cols, x, cols, yref, cols);
+	starnn_relu_bwd_cpu(rows, cols, x, cols, dy, cols, dxref, cols);
+
+	TEST_OK(starnn_relu_fwd(tx, ty));
+	TEST_OK(starnn_relu_bwd(tx, tdy, tdx));
+	TEST_OK(starnn_relu_fwd(tz, tz)); /* in place */
+	TEST_OK(starnn_relu_bwd(tx, tg, tg));
+	float *gy = test_read(ty), *gdx = test_read(tdx), *gz = test_read(tz), *gg = test_read(tg);
+	test_close("relu_fwd codelet", gy, yref, numel, 0, 0);
+	test_close("relu_bwd codelet", gdx, dxref, numel, 0, 0);
+	test_close("relu_fwd codelet in place", gz, yref, numel, 0, 0);
+	test_close("relu_bwd codelet in place", gg, dxref, numel, 0, 0);
+
+	/* Channel views (ld > cols): channel 0 and channels 1.. of every tensor. */
+	if (c >= 2) {
+		int64_t sizes[2] = {1, c - 1};
+		starnn_tensor **px, **py, **pdy, **pdx, **pz;
+		TEST_OK(starnn_tensor_split(tx, 1, 2, sizes, &px));
+		TEST_OK(starnn_tensor_split(ty, 1, 2, sizes, &py));
+		TEST_OK(starnn_tensor_split(tdy, 1, 2, sizes, &pdy));
+		TEST_OK(starnn_tensor_split(tdx, 1, 2, sizes, &pdx));
+		TEST_OK(starnn_tensor_write(ty, dy)); /* y, dx := dy, so stale results cannot pass */
+		TEST_OK(starnn_tensor_write(tdx, dy));
+		for (int p = 0; p < 2; p++) {
+			TEST_OK(starnn_relu_fwd(px[p], py[p]));
+			TEST_OK(starnn_relu_bwd(px[p], pdy[p], pdx[p]));
+		}
+		free(gy), free(gdx);
+		gy = test_read(ty), gdx = test_read(tdx);
+		test_close("relu_fwd codelet on channel views", gy, yref, numel, 0, 0);
+		test_close("relu_bwd codelet on channel views", gdx, dxref, numel, 0, 0);
+
+		/* In place on one view only: channels 1.. of z := relu(x) there, channel 0 := x. */
+		TEST_OK(starnn_tensor_write(tz, x));
+		TEST_OK(starnn_tensor_split(tz, 1, 2, sizes, &pz));
+		TEST_OK(starnn_relu_fwd(pz[1], pz[1]));
+		float *zref = malloc(numel * sizeof *zref);
+		size_t inner = (size_t)(h * w);
+		for (size_t r = 0; r < rows; r++)
+			for (size_t k = 0; k < cols; k++)
+				zref[r * cols + k] = k < inner ? x[r * cols + k] : yref[r * cols + k];
+		free(gz);
+		gz = test_read(tz);
+		test_close("relu_fwd in place on a channel view", gz, zref, numel, 0, 0);
+
+		/* A strided view into a dense tensor of its own shape. */
+		starnn_tensor *td;
+		int64_t dshape[4] = {n, c - 1, h, w};
+		TEST_OK(starnn_tensor_create(&td, "d", STARNN_FP32, 4, dshape));
+		TEST_OK(starnn_relu_fwd(px[1], td));
+		float *gd = test_read(td), *dref = malloc(rows * (cols - inner) * sizeof *dref);
+		for (size_t r = 0; r < rows; r++)
+			for (size_t k = inner; k < cols; k++)
+				dref[r * (cols - inner) + k - inner] = yref[r * cols + k];
+		test_close("relu_fwd channel view -> dense", gd, dref, rows * (cols - inner), 0, 0);
+		starnn_tensor_destroy(td);
+		free(zref), free(gd), free(dref);
+	}
+	starnn_tensor_destroy(tx), starnn_tensor_destroy(ty), starnn_tensor_destroy(tdy);
+	starnn_tensor_destroy(tdx), starnn_tensor_destroy(tz), starnn_tensor_destroy(tg);
+	free(x), free(dy), free(yref), free(dxref), free(gy), free(gdx), free(gz), free(gg);
+}
+
+/* L(x) = sum_i w_i relu(x_i), accumulated in double. */
+static double loss(const float *x, void *ctx)
+{
+	const float *w = ((const float *const *)ctx)[0];
+	size_t n = (size_t)(uintptr_t)((const float *const *)ctx)[1];
+	double s = 0;
+	for (size_t i = 0; i < n; i++)
+		s += (double)w[i] * (double)naive_relu(x[i]);
+	return s;
+}
+
+static void backward_vs_fd(void)
+{
+	int64_t shape[2] = {6, 40};
+	size_t n = 240;
+	float *x = test_random(n, -1, 1), *w = test_random(n, -2, 2);
+	for (size_t i = 0; i < n; i++) /* keep |x| >= 0.05: away from the kink */
+		if (fabsf(x[i]) < 0.05f)
+			x[i] = x[i] < 0 ? x[i] - 0.05f : x[i] + 0.05f;
+	starnn_tensor *tx = test_tensor("x", 2, shape, x), *tw = test_tensor("w", 2, shape, w);
+	starnn_tensor *tdx = test_tensor("dx", 2, shape, NULL);
+	TEST_OK(starnn_relu_bwd(tx, tw, tdx)); /* dL/dx = relu_bwd(x, dL/dy = w) */
+	float *dx = test_read(tdx), *fd = malloc(n * sizeof *fd);
+	const void *ctx[2] = {w, (const void *)(uintptr_t)n};
+	for (size_t i = 0; i < n; i++)
+		fd[i] = (float)test_fd(loss, x, i, 1e-2, ctx);
+	test_close("relu_bwd vs finite differences", dx, fd, n, 1e-4f, 1e-5f);
+	starnn_tensor_destroy(tx), starnn_tensor_destroy(tw), starnn_tensor_destroy(tdx);
+	free(x), free(w), free(dx), free(fd);
+}
+
+static void bad_arguments(void)
+{
+	starnn_tensor *a, *b, *hh;
+	TEST_OK(starnn_tensor_new(&a, "a", STARNN_FP32, 2, 4, 5));
+	TEST_OK(starnn_tensor_new(&b, "b", STARNN_FP32, 2, 5, 4));
+	TEST_OK(starnn_tensor_new(&hh, "h", STARNN_FP16, 2, 4, 5));
+	TEST_ASSERT(starnn_relu_fwd(a, b) == STARNN_EINVAL, "relu_fwd with shapes 4x5 -> 5x4 must fail");
+	TEST_ASSERT(starnn_relu_fwd(a, hh) == STARNN_EINVAL, "relu_fwd fp32 -> fp16 must fail");
+	TEST_ASSERT(starnn_relu_fwd(hh, hh) == STARNN_EINVAL, "relu_fwd on fp16 must fail");
+	TEST_ASSERT(starnn_relu_fwd(a, NULL) == STARNN_EINVAL, "relu_fwd with NULL y must fail");
+	TEST_ASSERT(starnn_relu_bwd(a, a, b) == STARNN_EINVAL, "relu_bwd with a 5x4 dx must fail");
+	TEST_ASSERT(starnn_relu_bwd(a, b, a) == STARNN_EINVAL, "relu_bwd with a 5x4 dy must fail");
+	TEST_ASSERT(starnn_relu_bwd(a, hh, a) == STARNN_EINVAL, "relu_bwd with an fp16 dy must fail");
+	starnn_tensor *c;
+	TEST_OK(starnn_tensor_new(&c, "c", STARNN_FP32, 2, 4, 5));
+	TEST_ASSERT(starnn_relu_bwd(a, c, a) == STARNN_EINVAL, "relu_bwd with dx == x must fail");
+	starnn_tensor_destroy(a), starnn_tensor_destroy(b), starnn_tensor_destroy(hh), starnn_tensor_destroy(c);
+}
+
+int main(void)
+{
+	test_init();
+	if (!TEST_ON_CUDA)
+		kernels_vs_naive();
+	codelets_vs_kernels(1, 1, 1, 1);
+	codelets_vs_kernels(4, 3, 5, 7);
+	codelets_vs_kernels(3, 16, 32, 32);
+	backward_vs_fd();
+	bad_arguments();
+	return test_finish();
+}

@@ -26,6 +26,7 @@ ${t}_cuda_CPPFLAGS = \$(AM_CPPFLAGS) -DSTARNN_TEST_CUDA
 endif
 AM
   done
+  for h in codelets/cuda/*.cuh; do echo "EXTRA_DIST += $h"; done
 } > "$out"
 mv "$out" ops.am
 

@@ -12,18 +12,24 @@ static void *edge_ctx;
 
 /* ------------------------------------------------------------ interning */
 
+/* A chained hash set: task names are looked up at every submission. */
+#define INTERN_BUCKETS 1024
 struct interned {
 	struct interned *next;
 	char s[];
 };
-static struct interned *interned_head;
+static struct interned *interned[INTERN_BUCKETS];
 static pthread_mutex_t intern_lock = PTHREAD_MUTEX_INITIALIZER;
 
 const char *starnn_intern(const char *s)
 {
+	uint32_t h = 2166136261u; /* FNV-1a */
+	for (const char *c = s; *c; c++)
+		h = (h ^ (unsigned char)*c) * 16777619u;
+	struct interned **bucket = &interned[h % INTERN_BUCKETS];
 	const char *found = NULL;
 	pthread_mutex_lock(&intern_lock);
-	for (struct interned *i = interned_head; i; i = i->next)
+	for (struct interned *i = *bucket; i; i = i->next)
 		if (strcmp(i->s, s) == 0) {
 			found = i->s;
 			break;
@@ -33,8 +39,8 @@ const char *starnn_intern(const char *s)
 		struct interned *i = malloc(sizeof *i + n);
 		if (i) {
 			memcpy(i->s, s, n);
-			i->next = interned_head;
-			interned_head = i;
+			i->next = *bucket;
+			*bucket = i;
 			found = i->s;
 		}
 	}
@@ -45,11 +51,12 @@ const char *starnn_intern(const char *s)
 void starnn_submit_shutdown(void)
 {
 	pthread_mutex_lock(&intern_lock);
-	while (interned_head) {
-		struct interned *next = interned_head->next;
-		free(interned_head);
-		interned_head = next;
-	}
+	for (int b = 0; b < INTERN_BUCKETS; b++)
+		while (interned[b]) {
+			struct interned *next = interned[b]->next;
+			free(interned[b]);
+			interned[b] = next;
+		}
 	pthread_mutex_unlock(&intern_lock);
 	edge_hook = NULL;
 	edge_ctx = NULL;
@@ -173,12 +180,10 @@ int starnn_submit(const struct starnn_task_desc *d)
 		}
 		memcpy(args, d->args, d->args_size);
 	}
-	const char *name = d->name;
-	if (!name) {
-		char buf[STARNN_NAME_MAX + 64];
+	char buf[STARNN_NAME_MAX + 64];
+	if (!d->name)
 		snprintf(buf, sizeof buf, "%s %s", cl->name, written ? written->name : "");
-		name = buf;
-	}
+	const char *name = d->name ? d->name : buf;
 
 	struct starpu_task *task = starpu_task_create();
 	task->cl = (struct starpu_codelet *)cl;

@@ -145,7 +145,7 @@ static void codelet_vs_kernel(const struct variant *vr, int64_t n, int64_t c, in
 		TEST_OK(starnn_tensor_write(tg, g));
 		starnn_tensor *ts[4] = {tw, tg, tm, tv};
 		for (int i = 0; i < 4; i++)
-			TEST_OK(starnn_tensor_split(ts[i], 1, 2, sizes));
+			TEST_OK(starnn_tensor_split(ts[i], 1, 2, sizes, NULL));
 		for (int k = 0; k < 2; k++)
 			TEST_OK(starnn_adam(tw->parts[k], tg->parts[k], tm->parts[k], tv->parts[k], &vr->p, STEPS + 1,
 			                    vr->grad_scale));

@@ -99,9 +99,9 @@ static void codelets_vs_kernels(int64_t n, int64_t c, int64_t h, int64_t w)
 
 	if (n >= 2) {
 		/* Micro-batches: the partial losses add up to the batch loss. */
-		TEST_OK(starnn_tensor_split(tp, 0, 2, NULL));
-		TEST_OK(starnn_tensor_split(tt, 0, 2, NULL));
-		TEST_OK(starnn_tensor_split(td, 0, 2, NULL));
+		TEST_OK(starnn_tensor_split(tp, 0, 2, NULL, NULL));
+		TEST_OK(starnn_tensor_split(tt, 0, 2, NULL, NULL));
+		TEST_OK(starnn_tensor_split(td, 0, 2, NULL, NULL));
 		TEST_OK(starnn_mse_fwd(tp->parts[0], tt->parts[0], tl, scale, 0.0f));
 		TEST_OK(starnn_mse_fwd(tp->parts[1], tt->parts[1], tl, scale, 1.0f));
 		for (int k = 0; k < 2; k++)
@@ -128,9 +128,9 @@ static void codelets_vs_kernels(int64_t n, int64_t c, int64_t h, int64_t w)
 		TEST_OK(starnn_tensor_create(&td2, "dpred2", STARNN_FP32, 4, shape));
 		TEST_OK(starnn_tensor_write(tp2, p));
 		TEST_OK(starnn_tensor_write(tt2, t));
-		TEST_OK(starnn_tensor_split(tp2, 1, 2, sizes));
-		TEST_OK(starnn_tensor_split(tt2, 1, 2, sizes));
-		TEST_OK(starnn_tensor_split(td2, 1, 2, sizes));
+		TEST_OK(starnn_tensor_split(tp2, 1, 2, sizes, NULL));
+		TEST_OK(starnn_tensor_split(tt2, 1, 2, sizes, NULL));
+		TEST_OK(starnn_tensor_split(td2, 1, 2, sizes, NULL));
 		TEST_OK(starnn_mse_fwd(tp2->parts[1], tt2->parts[1], tl, scale, 0.0f));
 		TEST_OK(starnn_mse_fwd(tp2->parts[0], tt2->parts[0], tl, scale, 1.0f));
 		TEST_OK(starnn_mse_bwd(tp2->parts[0], tt2->parts[0], td2->parts[0], scale));

@@ -111,7 +111,7 @@ static void codelets_vs_kernels(int64_t n, int64_t c, int64_t h, int64_t w)
 
 	/* Micro-batches: part 0 overwrites, the others accumulate. */
 	if (n >= 2) {
-		TEST_OK(starnn_tensor_split(tx, 0, 2, NULL));
+		TEST_OK(starnn_tensor_split(tx, 0, 2, NULL, NULL));
 		TEST_OK(starnn_sumsq(tx->parts[0], tq, 0.0f));
 		TEST_OK(starnn_sumsq(tx->parts[1], tq, 1.0f));
 		size_t r0 = tx->parts[0]->rows;
@@ -127,7 +127,7 @@ static void codelets_vs_kernels(int64_t n, int64_t c, int64_t h, int64_t w)
 	} else if (c >= 2) {
 		/* Channel parts: strided views (ld = cols > part cols). */
 		int64_t sizes[2] = {1, c - 1};
-		TEST_OK(starnn_tensor_split(tx, 1, 2, sizes));
+		TEST_OK(starnn_tensor_split(tx, 1, 2, sizes, NULL));
 		TEST_OK(starnn_sum(tx->parts[1], ts, 0.0f));
 		TEST_OK(starnn_sum(tx->parts[0], ts, 1.0f));
 		float ref = 0;
@@ -149,7 +149,7 @@ static void channel_parts(void)
 	size_t numel = 3 * 4 * 6 * 5, cols = numel / 3, inner = 30;
 	float *x = test_random(numel, -1, 1);
 	starnn_tensor *tx = test_tensor("x", 4, shape, x), *tq = test_tensor("q", 1, &one, NULL);
-	TEST_OK(starnn_tensor_split(tx, 1, 2, sizes));
+	TEST_OK(starnn_tensor_split(tx, 1, 2, sizes, NULL));
 	TEST_OK(starnn_sumsq(tx->parts[0], tq, 0.0f));
 	TEST_OK(starnn_sumsq(tx->parts[1], tq, 1.0f));
 	float ref = 0, *got;

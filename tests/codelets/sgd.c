@@ -119,9 +119,9 @@ static void codelet_vs_kernel(const struct variant *v, int64_t n, int64_t c, int
 		int64_t sizes[2] = {1, c - 1};
 		float *g = test_random(numel, -1, 1);
 		TEST_OK(starnn_tensor_write(tg, g));
-		TEST_OK(starnn_tensor_split(tw, 1, 2, sizes));
-		TEST_OK(starnn_tensor_split(tg, 1, 2, sizes));
-		TEST_OK(starnn_tensor_split(tb, 1, 2, sizes));
+		TEST_OK(starnn_tensor_split(tw, 1, 2, sizes, NULL));
+		TEST_OK(starnn_tensor_split(tg, 1, 2, sizes, NULL));
+		TEST_OK(starnn_tensor_split(tb, 1, 2, sizes, NULL));
 		struct starnn_sgd_params p1 = v->p;
 		p1.lr *= 0.5f;
 		TEST_OK(starnn_sgd(tw->parts[0], tg->parts[0], tb->parts[0], &v->p, STEPS + 1, v->grad_scale));

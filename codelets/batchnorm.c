@@ -515,13 +515,13 @@ void starnn_batchnorm_destroy(starnn_batchnorm *bn)
 /* Checks the parts of one batch against each other; gives the values per
  * channel over all of them. */
 static int check_parts(const char *op, const starnn_batchnorm *bn, int nparts, starnn_tensor *const *x,
-                       double *count)
+                       int need_slots, double *count)
 {
 	if (!bn || !bn->work)
 		return starnn_error(STARNN_EINVAL, "%s: batchnorm not initialised", op);
 	if (nparts < 1 || !x)
 		return starnn_error(STARNN_EINVAL, "%s: need at least one part, got %d", op, nparts);
-	if ((size_t)nparts > bn->work->rows)
+	if (need_slots && (size_t)nparts > bn->work->rows)
 		return starnn_error(STARNN_EINVAL, "%s: %d parts but the workspace has %zu slots (max_parts)", op, nparts,
 		                    bn->work->rows);
 	double total = 0;
@@ -560,7 +560,7 @@ int starnn_batchnorm_fwd(starnn_batchnorm *bn, int training, int nparts, starnn_
 {
 	const char *op = "batchnorm_fwd";
 	double count;
-	STARNN_CHECK(check_parts(op, bn, nparts, x, &count));
+	STARNN_CHECK(check_parts(op, bn, nparts, x, training, &count));
 	if (!y)
 		return starnn_error(STARNN_EINVAL, "%s: y is NULL", op);
 	for (int p = 0; p < nparts; p++)
@@ -592,7 +592,7 @@ int starnn_batchnorm_bwd(starnn_batchnorm *bn, int nparts, starnn_tensor *const 
 {
 	const char *op = "batchnorm_bwd";
 	double count;
-	STARNN_CHECK(check_parts(op, bn, nparts, x, &count));
+	STARNN_CHECK(check_parts(op, bn, nparts, x, 1, &count));
 	if (!dy || !dx || (bn->relu && !y))
 		return starnn_error(STARNN_EINVAL, "%s: dy, dx%s are required", op, bn->relu ? " and y (fused ReLU)" : "");
 	if (!dgamma != !dbeta)

@@ -607,6 +607,7 @@ static void bad_shapes(void)
 	EXPECT_EINVAL(starnn_batchnorm_fwd(&bn, 1, 0, &x, &y));            /* no part */
 	starnn_tensor *xs[3] = {x, x, x}, *ys[3] = {y, y, y};
 	EXPECT_EINVAL(starnn_batchnorm_fwd(&bn, 1, 3, xs, ys));            /* more parts than slots */
+	TEST_OK(starnn_batchnorm_fwd(&bn, 0, 3, xs, ys));                  /* evaluation needs no slot */
 	starnn_tensor *mixed[2] = {x, ysmall}, *ymixed[2] = {y, ysmall};
 	EXPECT_EINVAL(starnn_batchnorm_fwd(&bn, 1, 2, mixed, ymixed));     /* parts of different images */
 	EXPECT_EINVAL(starnn_batchnorm_bwd(&bn, 1, &x, &y, &y, &ysmall, 0, NULL, NULL, 0)); /* dx shape */

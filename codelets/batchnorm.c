@@ -1,0 +1,611 @@
+/* StarPU codelets of batch normalisation (fp32) and the whole-operation
+ * submit functions over the parts of a batch (see codelets/batchnorm.h). */
+#include <config.h>
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "codelets/batchnorm.h"
+#include "runtime/codelet.h"
+
+struct bn_args {
+	double count;            /* values per channel over the whole batch */
+	float eps, momentum;
+	float beta;              /* output scaling (dx, dgamma / dbeta) */
+	int accumulate;          /* reductions: add to the slot */
+	int relu;                /* fused ReLU: a y buffer follows dy */
+	int var_given;           /* bn_apply in evaluation mode */
+	int update_running;
+	int nslots;              /* workspace slots read */
+};
+
+/* The workspace's rows as slots of doubles. */
+#define SLOTS(m) ((double *)(m).ptr)
+#define SLOT_LD(m) ((m).ld / 2)
+
+/* Defines a codelet NAME of n buffers with the given modes, sharing the
+ * model MODEL (variants of one step, e.g. W / RW on the output). */
+#ifdef STARNN_USE_CUDA
+#define BN_CODELET(var, cname, fn, pm, n, ...)                                       \
+	static struct starpu_codelet var = {                                             \
+		.name = cname,                                                           \
+		.cpu_funcs = {fn##_cpu},                                                 \
+		.cpu_funcs_name = {#fn "_cpu"},                                          \
+		.cuda_funcs = {fn##_cuda},                                               \
+		.cuda_flags = {STARPU_CUDA_ASYNC},                                       \
+		.nbuffers = n,                                                           \
+		.modes = {__VA_ARGS__},                                                  \
+		.model = &pm,                                                            \
+	}
+#else
+#define BN_CODELET(var, cname, fn, pm, n, ...)                                       \
+	static struct starpu_codelet var = {                                             \
+		.name = cname,                                                           \
+		.cpu_funcs = {fn##_cpu},                                                 \
+		.cpu_funcs_name = {#fn "_cpu"},                                          \
+		.nbuffers = n,                                                           \
+		.modes = {__VA_ARGS__},                                                  \
+		.model = &pm,                                                            \
+	}
+#endif
+
+/* --------------------------------------------------------------- bn_stats
+ * buffers: x [N, C*inner] (R), slot [1, 4C] (RW) */
+
+static void bn_stats_cpu(void *buffers[], void *cl_arg)
+{
+	const struct bn_args *a = cl_arg;
+	struct starnn_mat x = starnn_buffer(buffers, 0), s = starnn_buffer(buffers, 1);
+	size_t c = s.cols / 4;
+	starnn_bn_stats_cpu(x.rows, c, x.cols / c, x.ptr, x.ld, SLOTS(s), a->accumulate);
+}
+
+#ifdef STARNN_USE_CUDA
+static void bn_stats_cuda(void *buffers[], void *cl_arg)
+{
+	const struct bn_args *a = cl_arg;
+	struct starnn_mat x = starnn_buffer(buffers, 0), s = starnn_buffer(buffers, 1);
+	size_t c = s.cols / 4;
+	starnn_bn_stats_cuda(x.rows, c, x.cols / c, x.ptr, x.ld, SLOTS(s), a->accumulate, starnn_cuda_stream());
+	STARNN_CUDA_LAUNCHED("bn_stats");
+}
+#endif
+
+static STARNN_PERFMODEL(bn_stats, fp32);
+BN_CODELET(bn_stats_cl, "bn_stats", bn_stats, starnn_bn_stats_fp32_model, 2, STARPU_R, STARPU_RW);
+
+/* ------------------------------------------------------------ bn_finalize
+ * buffers: work [S, 4C] (R), mean, invstd (W), running_mean, running_var (RW) */
+
+static void bn_finalize_cpu(void *buffers[], void *cl_arg)
+{
+	const struct bn_args *a = cl_arg;
+	struct starnn_mat w = starnn_buffer(buffers, 0), m = starnn_buffer(buffers, 1), is = starnn_buffer(buffers, 2),
+	                  rm = starnn_buffer(buffers, 3), rv = starnn_buffer(buffers, 4);
+	starnn_bn_finalize_cpu(m.cols, (size_t)a->nslots, SLOTS(w), SLOT_LD(w), a->count, a->eps, a->momentum,
+	                       a->update_running, m.ptr, is.ptr, rm.ptr, rv.ptr);
+}
+
+#ifdef STARNN_USE_CUDA
+static void bn_finalize_cuda(void *buffers[], void *cl_arg)
+{
+	const struct bn_args *a = cl_arg;
+	struct starnn_mat w = starnn_buffer(buffers, 0), m = starnn_buffer(buffers, 1), is = starnn_buffer(buffers, 2),
+	                  rm = starnn_buffer(buffers, 3), rv = starnn_buffer(buffers, 4);
+	starnn_bn_finalize_cuda(m.cols, (size_t)a->nslots, SLOTS(w), SLOT_LD(w), a->count, a->eps, a->momentum,
+	                        a->update_running, m.ptr, is.ptr, rm.ptr, rv.ptr, starnn_cuda_stream());
+	STARNN_CUDA_LAUNCHED("bn_finalize");
+}
+#endif
+
+static STARNN_PERFMODEL(bn_finalize, fp32);
+BN_CODELET(bn_finalize_cl, "bn_finalize", bn_finalize, starnn_bn_finalize_fp32_model, 5, STARPU_R, STARPU_W,
+           STARPU_W, STARPU_RW, STARPU_RW);
+
+/* --------------------------------------------------------------- bn_apply
+ * buffers: x (R), mean (R), invstd or var (R), gamma (R), beta (R), y (W) */
+
+static void bn_apply_cpu(void *buffers[], void *cl_arg)
+{
+	const struct bn_args *a = cl_arg;
+	struct starnn_mat x = starnn_buffer(buffers, 0), m = starnn_buffer(buffers, 1), st = starnn_buffer(buffers, 2),
+	                  g = starnn_buffer(buffers, 3), b = starnn_buffer(buffers, 4), y = starnn_buffer(buffers, 5);
+	size_t c = m.cols;
+	starnn_bn_apply_cpu(x.rows, c, x.cols / c, x.ptr, x.ld, m.ptr, st.ptr, a->var_given, a->eps, g.ptr, b.ptr,
+	                    a->relu, y.ptr, y.ld);
+}
+
+#ifdef STARNN_USE_CUDA
+static void bn_apply_cuda(void *buffers[], void *cl_arg)
+{
+	const struct bn_args *a = cl_arg;
+	struct starnn_mat x = starnn_buffer(buffers, 0), m = starnn_buffer(buffers, 1), st = starnn_buffer(buffers, 2),
+	                  g = starnn_buffer(buffers, 3), b = starnn_buffer(buffers, 4), y = starnn_buffer(buffers, 5);
+	size_t c = m.cols;
+	starnn_bn_apply_cuda(x.rows, c, x.cols / c, x.ptr, x.ld, m.ptr, st.ptr, a->var_given, a->eps, g.ptr, b.ptr,
+	                     a->relu, y.ptr, y.ld, starnn_cuda_stream());
+	STARNN_CUDA_LAUNCHED("bn_apply");
+}
+#endif
+
+static STARNN_PERFMODEL(bn_apply, fp32);
+BN_CODELET(bn_apply_cl, "bn_apply", bn_apply, starnn_bn_apply_fp32_model, 6, STARPU_R, STARPU_R, STARPU_R, STARPU_R,
+           STARPU_R, STARPU_W);
+
+/* ---------------------------------------------------------- bn_bwd_reduce
+ * buffers: x (R), dy (R), [y (R) with the fused ReLU], mean (R), slot (RW) */
+
+static void bn_bwd_reduce_cpu(void *buffers[], void *cl_arg)
+{
+	const struct bn_args *a = cl_arg;
+	int i = 0;
+	struct starnn_mat x = starnn_buffer(buffers, i++), dy = starnn_buffer(buffers, i++);
+	struct starnn_mat y = a->relu ? starnn_buffer(buffers, i++) : (struct starnn_mat){0};
+	struct starnn_mat m = starnn_buffer(buffers, i++), s = starnn_buffer(buffers, i++);
+	size_t c = m.cols;
+	starnn_bn_bwd_reduce_cpu(x.rows, c, x.cols / c, x.ptr, x.ld, dy.ptr, dy.ld, y.ptr, y.ld, m.ptr, SLOTS(s),
+	                         a->accumulate);
+}
+
+#ifdef STARNN_USE_CUDA
+static void bn_bwd_reduce_cuda(void *buffers[], void *cl_arg)
+{
+	const struct bn_args *a = cl_arg;
+	int i = 0;
+	struct starnn_mat x = starnn_buffer(buffers, i++), dy = starnn_buffer(buffers, i++);
+	struct starnn_mat y = a->relu ? starnn_buffer(buffers, i++) : (struct starnn_mat){0};
+	struct starnn_mat m = starnn_buffer(buffers, i++), s = starnn_buffer(buffers, i++);
+	size_t c = m.cols;
+	starnn_bn_bwd_reduce_cuda(x.rows, c, x.cols / c, x.ptr, x.ld, dy.ptr, dy.ld, y.ptr, y.ld, m.ptr, SLOTS(s),
+	                          a->accumulate, starnn_cuda_stream());
+	STARNN_CUDA_LAUNCHED("bn_bwd_reduce");
+}
+#endif
+
+static STARNN_PERFMODEL(bn_bwd_reduce, fp32);
+static STARNN_PERFMODEL(bn_bwd_reduce_relu, fp32);
+BN_CODELET(bn_bwd_reduce_cl, "bn_bwd_reduce", bn_bwd_reduce, starnn_bn_bwd_reduce_fp32_model, 4, STARPU_R, STARPU_R,
+           STARPU_R, STARPU_RW);
+BN_CODELET(bn_bwd_reduce_relu_cl, "bn_bwd_reduce_relu", bn_bwd_reduce, starnn_bn_bwd_reduce_relu_fp32_model, 5,
+           STARPU_R, STARPU_R, STARPU_R, STARPU_R, STARPU_RW);
+
+/* ---------------------------------------------------------- bn_bwd_params
+ * buffers: work (R), invstd (R), dgamma, dbeta (W when beta == 0, else RW) */
+
+static void bn_bwd_params_cpu(void *buffers[], void *cl_arg)
+{
+	const struct bn_args *a = cl_arg;
+	struct starnn_mat w = starnn_buffer(buffers, 0), is = starnn_buffer(buffers, 1), dg = starnn_buffer(buffers, 2),
+	                  db = starnn_buffer(buffers, 3);
+	starnn_bn_bwd_params_cpu(is.cols, (size_t)a->nslots, SLOTS(w), SLOT_LD(w), is.ptr, a->beta, dg.ptr, db.ptr);
+}
+
+#ifdef STARNN_USE_CUDA
+static void bn_bwd_params_cuda(void *buffers[], void *cl_arg)
+{
+	const struct bn_args *a = cl_arg;
+	struct starnn_mat w = starnn_buffer(buffers, 0), is = starnn_buffer(buffers, 1), dg = starnn_buffer(buffers, 2),
+	                  db = starnn_buffer(buffers, 3);
+	starnn_bn_bwd_params_cuda(is.cols, (size_t)a->nslots, SLOTS(w), SLOT_LD(w), is.ptr, a->beta, dg.ptr, db.ptr,
+	                          starnn_cuda_stream());
+	STARNN_CUDA_LAUNCHED("bn_bwd_params");
+}
+#endif
+
+static STARNN_PERFMODEL(bn_bwd_params, fp32);
+BN_CODELET(bn_bwd_params_cl, "bn_bwd_params", bn_bwd_params, starnn_bn_bwd_params_fp32_model, 4, STARPU_R, STARPU_R,
+           STARPU_RW, STARPU_RW);
+BN_CODELET(bn_bwd_params_w_cl, "bn_bwd_params", bn_bwd_params, starnn_bn_bwd_params_fp32_model, 4, STARPU_R,
+           STARPU_R, STARPU_W, STARPU_W);
+
+/* ----------------------------------------------------------- bn_bwd_apply
+ * buffers: x, dy, [y with the fused ReLU], mean, invstd, gamma, work (R),
+ * dx (W when beta == 0, else RW) */
+
+static void bn_bwd_apply_cpu(void *buffers[], void *cl_arg)
+{
+	const struct bn_args *a = cl_arg;
+	int i = 0;
+	struct starnn_mat x = starnn_buffer(buffers, i++), dy = starnn_buffer(buffers, i++);
+	struct starnn_mat y = a->relu ? starnn_buffer(buffers, i++) : (struct starnn_mat){0};
+	struct starnn_mat m = starnn_buffer(buffers, i++), is = starnn_buffer(buffers, i++), g = starnn_buffer(buffers, i++);
+	struct starnn_mat w = starnn_buffer(buffers, i++), dx = starnn_buffer(buffers, i++);
+	size_t c = m.cols;
+	starnn_bn_bwd_apply_cpu(x.rows, c, x.cols / c, x.ptr, x.ld, dy.ptr, dy.ld, y.ptr, y.ld, m.ptr, is.ptr, g.ptr,
+	                        (size_t)a->nslots, SLOTS(w), SLOT_LD(w), a->count, a->beta, dx.ptr, dx.ld);
+}
+
+#ifdef STARNN_USE_CUDA
+static void bn_bwd_apply_cuda(void *buffers[], void *cl_arg)
+{
+	const struct bn_args *a = cl_arg;
+	int i = 0;
+	struct starnn_mat x = starnn_buffer(buffers, i++), dy = starnn_buffer(buffers, i++);
+	struct starnn_mat y = a->relu ? starnn_buffer(buffers, i++) : (struct starnn_mat){0};
+	struct starnn_mat m = starnn_buffer(buffers, i++), is = starnn_buffer(buffers, i++), g = starnn_buffer(buffers, i++);
+	struct starnn_mat w = starnn_buffer(buffers, i++), dx = starnn_buffer(buffers, i++);
+	size_t c = m.cols;
+	starnn_bn_bwd_apply_cuda(x.rows, c, x.cols / c, x.ptr, x.ld, dy.ptr, dy.ld, y.ptr, y.ld, m.ptr, is.ptr, g.ptr,
+	                         (size_t)a->nslots, SLOTS(w), SLOT_LD(w), a->count, a->beta, dx.ptr, dx.ld,
+	                         starnn_cuda_stream());
+	STARNN_CUDA_LAUNCHED("bn_bwd_apply");
+}
+#endif
+
+static STARNN_PERFMODEL(bn_bwd_apply, fp32);
+static STARNN_PERFMODEL(bn_bwd_apply_relu, fp32);
+BN_CODELET(bn_bwd_apply_cl, "bn_bwd_apply", bn_bwd_apply, starnn_bn_bwd_apply_fp32_model, 7, STARPU_R, STARPU_R,
+           STARPU_R, STARPU_R, STARPU_R, STARPU_R, STARPU_RW);
+BN_CODELET(bn_bwd_apply_w_cl, "bn_bwd_apply", bn_bwd_apply, starnn_bn_bwd_apply_fp32_model, 7, STARPU_R, STARPU_R,
+           STARPU_R, STARPU_R, STARPU_R, STARPU_R, STARPU_W);
+BN_CODELET(bn_bwd_apply_relu_cl, "bn_bwd_apply_relu", bn_bwd_apply, starnn_bn_bwd_apply_relu_fp32_model, 8,
+           STARPU_R, STARPU_R, STARPU_R, STARPU_R, STARPU_R, STARPU_R, STARPU_R, STARPU_RW);
+BN_CODELET(bn_bwd_apply_relu_w_cl, "bn_bwd_apply_relu", bn_bwd_apply, starnn_bn_bwd_apply_relu_fp32_model, 8,
+           STARPU_R, STARPU_R, STARPU_R, STARPU_R, STARPU_R, STARPU_R, STARPU_R, STARPU_W);
+
+/* ------------------------------------------------------------ shape checks */
+
+/* x: fp32, [N, C, ...] with ndim >= 2; gives C and N*inner. */
+static int check_data(const char *op, const char *what, const starnn_tensor *x, int64_t *c, size_t *per_channel)
+{
+	char d[128];
+	if (!x)
+		return starnn_error(STARNN_EINVAL, "%s: %s is NULL", op, what);
+	if (x->dtype != STARNN_FP32 || x->ndim < 2)
+		return starnn_error(STARNN_EINVAL, "%s: %s must be an fp32 tensor [N, C, ...], got %s", op, what,
+		                    starnn_tensor_describe(x, d, sizeof d));
+	*c = x->shape[1];
+	if (per_channel)
+		*per_channel = x->rows * starnn_tensor_inner(x);
+	return 0;
+}
+
+/* b has the shape of a (same N, C, inner). */
+static int check_like(const char *op, const char *what, const starnn_tensor *a, const starnn_tensor *b)
+{
+	char da[128], db[128];
+	if (!b)
+		return starnn_error(STARNN_EINVAL, "%s: %s is NULL", op, what);
+	if (b->dtype != STARNN_FP32 || b->ndim < 2 || b->rows != a->rows || b->cols != a->cols ||
+	    b->shape[1] != a->shape[1])
+		return starnn_error(STARNN_EINVAL, "%s: %s must be fp32 of the shape of %s, got %s", op, what,
+		                    starnn_tensor_describe(a, da, sizeof da), starnn_tensor_describe(b, db, sizeof db));
+	return 0;
+}
+
+/* A per-channel vector: fp32, C elements in one row. */
+static int check_vec(const char *op, const char *what, const starnn_tensor *v, int64_t c)
+{
+	char d[128];
+	if (!v)
+		return starnn_error(STARNN_EINVAL, "%s: %s is NULL", op, what);
+	if (v->dtype != STARNN_FP32 || v->rows != 1 || v->cols != (size_t)c)
+		return starnn_error(STARNN_EINVAL, "%s: %s must be fp32 with %lld elements in one row, got %s", op, what,
+		                    (long long)c, starnn_tensor_describe(v, d, sizeof d));
+	return 0;
+}
+
+/* A workspace for c channels with at least nslots rows (slot: exactly one). */
+static int check_work(const char *op, const starnn_tensor *w, int64_t c, int nslots)
+{
+	char d[128];
+	if (!w)
+		return starnn_error(STARNN_EINVAL, "%s: workspace is NULL", op);
+	if (w->dtype != STARNN_FP32 || w->cols != 4 * (size_t)c || w->ld % 2 || nslots < 1 || w->rows < (size_t)nslots)
+		return starnn_error(STARNN_EINVAL,
+		                    "%s: workspace must be fp32 [>= %d, %lld] (starnn_batchnorm_work_create), got %s", op,
+		                    nslots, (long long)(4 * c), starnn_tensor_describe(w, d, sizeof d));
+	return 0;
+}
+
+static int check_distinct(const char *op, const starnn_tensor *out, const starnn_tensor *in)
+{
+	if (out == in)
+		return starnn_error(STARNN_EINVAL, "%s: output %s must not be an input too", op, out->name);
+	return 0;
+}
+
+/* ------------------------------------------------------------- the steps */
+
+int starnn_batchnorm_work_create(starnn_tensor **out, const char *name, int64_t c, int nslots)
+{
+	if (c < 1 || nslots < 1)
+		return starnn_error(STARNN_EINVAL, "batchnorm workspace: need c >= 1 and nslots >= 1, got %lld, %d",
+		                    (long long)c, nslots);
+	return starnn_tensor_new(out, name, STARNN_FP32, 2, (int64_t)nslots, 4 * c);
+}
+
+int starnn_bn_stats(starnn_tensor *x, starnn_tensor *slot, int accumulate)
+{
+	int64_t c = 0;
+	STARNN_CHECK(check_data("bn_stats", "x", x, &c, NULL));
+	STARNN_CHECK(check_work("bn_stats", slot, c, 1));
+	if (slot->rows != 1)
+		return starnn_error(STARNN_EINVAL, "bn_stats: the slot must be one workspace row, got %zu rows", slot->rows);
+	struct bn_args a = {.accumulate = accumulate != 0};
+	struct starnn_task_desc d = {.cl = &bn_stats_cl, .args = &a, .args_size = sizeof a, .tensors = {x, slot}};
+	return starnn_submit(&d);
+}
+
+int starnn_bn_finalize(starnn_tensor *work, int nslots, double count, float eps, float momentum, int update_running,
+                       starnn_tensor *mean, starnn_tensor *invstd, starnn_tensor *running_mean,
+                       starnn_tensor *running_var)
+{
+	const char *op = "bn_finalize";
+	if (!mean)
+		return starnn_error(STARNN_EINVAL, "%s: mean is NULL", op);
+	int64_t c = (int64_t)mean->cols;
+	STARNN_CHECK(check_vec(op, "mean", mean, c));
+	STARNN_CHECK(check_vec(op, "invstd", invstd, c));
+	STARNN_CHECK(check_vec(op, "running_mean", running_mean, c));
+	STARNN_CHECK(check_vec(op, "running_var", running_var, c));
+	STARNN_CHECK(check_work(op, work, c, nslots));
+	if (!(count > 1))
+		return starnn_error(STARNN_EINVAL, "%s: expected more than 1 value per channel when training, got %g", op,
+		                    count);
+	if (!(eps > 0) || !(momentum >= 0 && momentum <= 1))
+		return starnn_error(STARNN_EINVAL, "%s: need eps > 0 and 0 <= momentum <= 1, got %g and %g", op, eps,
+		                    momentum);
+	struct bn_args a = {.count = count, .eps = eps, .momentum = momentum, .update_running = update_running != 0,
+	                    .nslots = nslots};
+	struct starnn_task_desc d = {.cl = &bn_finalize_cl, .args = &a, .args_size = sizeof a,
+	                             .tensors = {work, mean, invstd, running_mean, running_var}};
+	return starnn_submit(&d);
+}
+
+int starnn_bn_apply(starnn_tensor *x, starnn_tensor *mean, starnn_tensor *stat, int var_given, float eps,
+                    starnn_tensor *gamma, starnn_tensor *beta, int relu, starnn_tensor *y)
+{
+	const char *op = "bn_apply";
+	int64_t c = 0;
+	STARNN_CHECK(check_data(op, "x", x, &c, NULL));
+	STARNN_CHECK(check_like(op, "y", x, y));
+	STARNN_CHECK(check_distinct(op, y, x));
+	STARNN_CHECK(check_vec(op, "mean", mean, c));
+	STARNN_CHECK(check_vec(op, var_given ? "var" : "invstd", stat, c));
+	STARNN_CHECK(check_vec(op, "gamma", gamma, c));
+	STARNN_CHECK(check_vec(op, "beta", beta, c));
+	if (var_given && !(eps > 0))
+		return starnn_error(STARNN_EINVAL, "%s: need eps > 0, got %g", op, eps);
+	struct bn_args a = {.eps = eps, .relu = relu != 0, .var_given = var_given != 0};
+	struct starnn_task_desc d = {.cl = &bn_apply_cl, .args = &a, .args_size = sizeof a,
+	                             .tensors = {x, mean, stat, gamma, beta, y}};
+	return starnn_submit(&d);
+}
+
+int starnn_bn_bwd_reduce(starnn_tensor *x, starnn_tensor *dy, starnn_tensor *y, starnn_tensor *mean,
+                         starnn_tensor *slot, int accumulate)
+{
+	const char *op = "bn_bwd_reduce";
+	int64_t c = 0;
+	STARNN_CHECK(check_data(op, "x", x, &c, NULL));
+	STARNN_CHECK(check_like(op, "dy", x, dy));
+	if (y)
+		STARNN_CHECK(check_like(op, "y", x, y));
+	STARNN_CHECK(check_vec(op, "mean", mean, c));
+	STARNN_CHECK(check_work(op, slot, c, 1));
+	if (slot->rows != 1)
+		return starnn_error(STARNN_EINVAL, "%s: the slot must be one workspace row, got %zu rows", op, slot->rows);
+	struct bn_args a = {.accumulate = accumulate != 0, .relu = y != NULL};
+	struct starnn_task_desc d = {.args = &a, .args_size = sizeof a};
+	if (y) {
+		d.cl = &bn_bwd_reduce_relu_cl;
+		starnn_tensor *t[] = {x, dy, y, mean, slot};
+		memcpy(d.tensors, t, sizeof t);
+	} else {
+		d.cl = &bn_bwd_reduce_cl;
+		starnn_tensor *t[] = {x, dy, mean, slot};
+		memcpy(d.tensors, t, sizeof t);
+	}
+	return starnn_submit(&d);
+}
+
+int starnn_bn_bwd_params(starnn_tensor *work, int nslots, starnn_tensor *invstd, float beta, starnn_tensor *dgamma,
+                         starnn_tensor *dbeta)
+{
+	const char *op = "bn_bwd_params";
+	if (!invstd)
+		return starnn_error(STARNN_EINVAL, "%s: invstd is NULL", op);
+	int64_t c = (int64_t)invstd->cols;
+	STARNN_CHECK(check_vec(op, "invstd", invstd, c));
+	STARNN_CHECK(check_vec(op, "dgamma", dgamma, c));
+	STARNN_CHECK(check_vec(op, "dbeta", dbeta, c));
+	STARNN_CHECK(check_work(op, work, c, nslots));
+	if (dgamma == dbeta)
+		return starnn_error(STARNN_EINVAL, "%s: dgamma and dbeta must be distinct tensors", op);
+	struct bn_args a = {.beta = beta, .nslots = nslots};
+	struct starnn_task_desc d = {.cl = beta == 0 ? &bn_bwd_params_w_cl : &bn_bwd_params_cl, .args = &a,
+	                             .args_size = sizeof a, .tensors = {work, invstd, dgamma, dbeta}};
+	return starnn_submit(&d);
+}
+
+int starnn_bn_bwd_apply(starnn_tensor *x, starnn_tensor *dy, starnn_tensor *y, starnn_tensor *mean,
+                        starnn_tensor *invstd, starnn_tensor *gamma, starnn_tensor *work, int nslots, double count,
+                        float beta, starnn_tensor *dx)
+{
+	const char *op = "bn_bwd_apply";
+	int64_t c = 0;
+	STARNN_CHECK(check_data(op, "x", x, &c, NULL));
+	STARNN_CHECK(check_like(op, "dy", x, dy));
+	if (y)
+		STARNN_CHECK(check_like(op, "y", x, y));
+	STARNN_CHECK(check_like(op, "dx", x, dx));
+	STARNN_CHECK(check_distinct(op, dx, x));
+	STARNN_CHECK(check_distinct(op, dx, dy));
+	if (y)
+		STARNN_CHECK(check_distinct(op, dx, y));
+	STARNN_CHECK(check_vec(op, "mean", mean, c));
+	STARNN_CHECK(check_vec(op, "invstd", invstd, c));
+	STARNN_CHECK(check_vec(op, "gamma", gamma, c));
+	STARNN_CHECK(check_work(op, work, c, nslots));
+	if (!(count > 1))
+		return starnn_error(STARNN_EINVAL, "%s: expected more than 1 value per channel, got %g", op, count);
+	struct bn_args a = {.count = count, .beta = beta, .relu = y != NULL, .nslots = nslots};
+	struct starnn_task_desc d = {.args = &a, .args_size = sizeof a};
+	if (y) {
+		d.cl = beta == 0 ? &bn_bwd_apply_relu_w_cl : &bn_bwd_apply_relu_cl;
+		starnn_tensor *t[] = {x, dy, y, mean, invstd, gamma, work, dx};
+		memcpy(d.tensors, t, sizeof t);
+	} else {
+		d.cl = beta == 0 ? &bn_bwd_apply_w_cl : &bn_bwd_apply_cl;
+		starnn_tensor *t[] = {x, dy, mean, invstd, gamma, work, dx};
+		memcpy(d.tensors, t, sizeof t);
+	}
+	return starnn_submit(&d);
+}
+
+/* ------------------------------------------------------ a batch-norm layer */
+
+int starnn_batchnorm_init(starnn_batchnorm *bn, const char *name, int64_t channels, int max_parts, int relu)
+{
+	memset(bn, 0, sizeof *bn);
+	if (channels < 1 || max_parts < 1)
+		return starnn_error(STARNN_EINVAL, "batchnorm %s: need channels >= 1 and max_parts >= 1, got %lld, %d",
+		                    name, (long long)channels, max_parts);
+	bn->channels = channels;
+	bn->momentum = STARNN_BN_MOMENTUM;
+	bn->eps = STARNN_BN_EPS;
+	bn->relu = relu != 0;
+	char n[STARNN_NAME_MAX];
+	struct {
+		starnn_tensor **t;
+		const char *suffix;
+		float fill;
+	} v[] = {
+		{&bn->gamma, "gamma", 1}, {&bn->beta, "beta", 0}, {&bn->running_mean, "running_mean", 0},
+		{&bn->running_var, "running_var", 1}, {&bn->mean, "mean", 0}, {&bn->invstd, "invstd", 0},
+	};
+	float *ones = malloc((size_t)channels * sizeof *ones);
+	if (!ones)
+		return starnn_error(STARNN_ENOMEM, "batchnorm %s: out of memory", name);
+	for (int64_t k = 0; k < channels; k++)
+		ones[k] = 1;
+	int rc = 0;
+	for (size_t i = 0; i < sizeof v / sizeof v[0] && rc == 0; i++) {
+		snprintf(n, sizeof n, "%s.%s", name, v[i].suffix);
+		rc = starnn_tensor_new(v[i].t, n, STARNN_FP32, 1, channels);
+		if (rc == 0 && v[i].fill == 1)
+			rc = starnn_tensor_write(*v[i].t, ones); /* created zeroed otherwise */
+	}
+	free(ones);
+	if (rc == 0) {
+		snprintf(n, sizeof n, "%s.work", name);
+		rc = starnn_batchnorm_work_create(&bn->work, n, channels, max_parts);
+	}
+	if (rc < 0)
+		starnn_batchnorm_destroy(bn);
+	return rc;
+}
+
+void starnn_batchnorm_destroy(starnn_batchnorm *bn)
+{
+	if (!bn)
+		return;
+	starnn_tensor_destroy(bn->gamma);
+	starnn_tensor_destroy(bn->beta);
+	starnn_tensor_destroy(bn->running_mean);
+	starnn_tensor_destroy(bn->running_var);
+	starnn_tensor_destroy(bn->mean);
+	starnn_tensor_destroy(bn->invstd);
+	starnn_tensor_destroy(bn->work);
+	memset(bn, 0, sizeof *bn);
+}
+
+/* Checks the parts of one batch against each other; gives the values per
+ * channel over all of them. */
+static int check_parts(const char *op, const starnn_batchnorm *bn, int nparts, starnn_tensor *const *x,
+                       int need_slots, double *count)
+{
+	if (!bn || !bn->work)
+		return starnn_error(STARNN_EINVAL, "%s: batchnorm not initialised", op);
+	if (nparts < 1 || !x)
+		return starnn_error(STARNN_EINVAL, "%s: need at least one part, got %d", op, nparts);
+	if (need_slots && (size_t)nparts > bn->work->rows)
+		return starnn_error(STARNN_EINVAL, "%s: %d parts but the workspace has %zu slots (max_parts)", op, nparts,
+		                    bn->work->rows);
+	double total = 0;
+	for (int p = 0; p < nparts; p++) {
+		int64_t c = 0;
+		size_t per;
+		STARNN_CHECK(check_data(op, "x", x[p], &c, &per));
+		if (c != bn->channels)
+			return starnn_error(STARNN_EINVAL, "%s: %s has %lld channels, the batchnorm %lld", op, x[p]->name,
+			                    (long long)c, (long long)bn->channels);
+		if (starnn_tensor_inner(x[p]) != starnn_tensor_inner(x[0]))
+			return starnn_error(STARNN_EINVAL, "%s: parts %s and %s differ in image size", op, x[0]->name,
+			                    x[p]->name);
+		total += (double)per;
+	}
+	*count = total;
+	return 0;
+}
+
+/* Slot p of the workspace: the workspace itself when it has one row, else
+ * a row of its split into single rows. */
+static int work_slot(starnn_batchnorm *bn, int p, starnn_tensor **slot)
+{
+	if (bn->work->rows == 1) {
+		*slot = bn->work;
+		return 0;
+	}
+	starnn_tensor **rows;
+	STARNN_CHECK(starnn_tensor_split(bn->work, 0, (int)bn->work->rows, NULL, &rows));
+	*slot = rows[p];
+	return 0;
+}
+
+int starnn_batchnorm_fwd(starnn_batchnorm *bn, int training, int nparts, starnn_tensor *const *x,
+                         starnn_tensor *const *y)
+{
+	const char *op = "batchnorm_fwd";
+	double count;
+	STARNN_CHECK(check_parts(op, bn, nparts, x, training, &count));
+	if (!y)
+		return starnn_error(STARNN_EINVAL, "%s: y is NULL", op);
+	for (int p = 0; p < nparts; p++)
+		STARNN_CHECK(check_like(op, "y", x[p], y[p]));
+	if (!training) {
+		for (int p = 0; p < nparts; p++)
+			STARNN_CHECK(starnn_bn_apply(x[p], bn->running_mean, bn->running_var, 1, bn->eps, bn->gamma,
+			                             bn->beta, bn->relu, y[p]));
+		return 0;
+	}
+	if (!(count > 1))
+		return starnn_error(STARNN_EINVAL, "%s: expected more than 1 value per channel when training, got %g", op,
+		                    count);
+	for (int p = 0; p < nparts; p++) {
+		starnn_tensor *slot;
+		STARNN_CHECK(work_slot(bn, p, &slot));
+		STARNN_CHECK(starnn_bn_stats(x[p], slot, 0));
+	}
+	STARNN_CHECK(starnn_bn_finalize(bn->work, nparts, count, bn->eps, bn->momentum, 1, bn->mean, bn->invstd,
+	                                bn->running_mean, bn->running_var));
+	for (int p = 0; p < nparts; p++)
+		STARNN_CHECK(starnn_bn_apply(x[p], bn->mean, bn->invstd, 0, bn->eps, bn->gamma, bn->beta, bn->relu, y[p]));
+	return 0;
+}
+
+int starnn_batchnorm_bwd(starnn_batchnorm *bn, int nparts, starnn_tensor *const *x, starnn_tensor *const *y,
+                         starnn_tensor *const *dy, starnn_tensor *const *dx, float dx_beta, starnn_tensor *dgamma,
+                         starnn_tensor *dbeta, float param_beta)
+{
+	const char *op = "batchnorm_bwd";
+	double count;
+	STARNN_CHECK(check_parts(op, bn, nparts, x, 1, &count));
+	if (!dy || !dx || (bn->relu && !y))
+		return starnn_error(STARNN_EINVAL, "%s: dy, dx%s are required", op, bn->relu ? " and y (fused ReLU)" : "");
+	if (!dgamma != !dbeta)
+		return starnn_error(STARNN_EINVAL, "%s: give both dgamma and dbeta, or neither", op);
+	for (int p = 0; p < nparts; p++) {
+		starnn_tensor *slot;
+		STARNN_CHECK(work_slot(bn, p, &slot));
+		STARNN_CHECK(starnn_bn_bwd_reduce(x[p], dy[p], bn->relu ? y[p] : NULL, bn->mean, slot, 0));
+	}
+	if (dgamma)
+		STARNN_CHECK(starnn_bn_bwd_params(bn->work, nparts, bn->invstd, param_beta, dgamma, dbeta));
+	for (int p = 0; p < nparts; p++)
+		STARNN_CHECK(starnn_bn_bwd_apply(x[p], dy[p], bn->relu ? y[p] : NULL, bn->mean, bn->invstd, bn->gamma,
+		                                 bn->work, nparts, count, dx_beta, dx[p]));
+	return 0;
+}

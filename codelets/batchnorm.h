@@ -1,0 +1,164 @@
+/* Batch normalisation over NCHW fp32 tensors (also [N, C] and [N, C, L]),
+ * as torch.nn.BatchNorm2d, with an optional fused ReLU:
+ *   training:  mean, var = per-channel batch mean and biased variance over
+ *              N, H, W (M = N*H*W values per channel);
+ *              y = gamma * (x - mean) * invstd + beta, invstd = 1/sqrt(var + eps)
+ *              running_mean = (1 - momentum) * running_mean + momentum * mean
+ *              running_var  = (1 - momentum) * running_var  + momentum * var * M/(M-1)
+ *   evaluation: the same with mean = running_mean, var = running_var;
+ *   fused ReLU: y = max(bn(x), 0).
+ *   backward (training): with dy masked by (y > 0) under the fused ReLU,
+ *              dx = gamma*invstd/M * (M*dy - sum(dy) - xhat*sum(dy*xhat)),
+ *              dgamma = sum(dy*xhat), dbeta = sum(dy).
+ *
+ * Micro-batches: the statistics are over the whole batch, so the work is cut
+ * into steps that run on any part of a batch split and combine through a
+ * small workspace (the "work" tensor, see below):
+ *   forward:  bn_stats (each part -> its own workspace slot: per-channel sum
+ *             and sum of squares, in double) -> bn_finalize (all slots ->
+ *             mean, invstd, running stats) -> bn_apply (each part);
+ *   backward: bn_bwd_reduce (each part -> its slot: sum(dy), sum(dy*(x-mean)))
+ *             -> bn_bwd_params (dgamma, dbeta) and bn_bwd_apply (each part).
+ * Each part writes its own slot, so the per-part tasks run in parallel; the
+ * combining tasks add the slots in a fixed order (deterministic on CPU).
+ * starnn_batchnorm_fwd / _bwd submit all of it for an array of parts.
+ *
+ * The workspace: an fp32 tensor [S, 4*C] whose rows are S slots, each slot
+ * holding 2*C doubles (the floats' storage reinterpreted: sums of fp32 data
+ * in fp32 would lose the variance to cancellation). Its contents are opaque:
+ * create it with starnn_batchnorm_work_create(), read it only through these
+ * operations. The tasks that fill a slot take a one-row tensor (the
+ * workspace itself when S = 1, else a part of its split into S rows).
+ *
+ * Shapes: x, y, dy, dx: [N, C, ...] with inner = H*W elements per channel,
+ * rows N elements ld apart (micro-batch parts and strided views are fine);
+ * per-channel vectors (gamma, beta, running stats, mean, invstd, dgamma,
+ * dbeta): C elements in one row ([C] or [1, C]).
+ * Outputs must not alias inputs (distinct tensors). */
+#ifndef STARNN_BATCHNORM_H
+#define STARNN_BATCHNORM_H
+
+#include <stddef.h>
+
+#include "runtime/tensor.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define STARNN_BN_MOMENTUM 0.1f
+#define STARNN_BN_EPS 1e-5f
+
+/* ------------------------------------------------------------- kernels
+ * n samples, c channels, inner elements per channel, rows ld apart.
+ * sums: one slot of 2*c doubles; slots: nslots slots, lds doubles apart. */
+
+/* sums[0:c) (+)= sum of x, sums[c:2c) (+)= sum of x^2, per channel. */
+void starnn_bn_stats_cpu(size_t n, size_t c, size_t inner, const float *x, size_t ldx, double *sums, int accumulate);
+/* From the slots' totals over count values per channel: mean, invstd, and
+ * (when update_running) the running statistics. */
+void starnn_bn_finalize_cpu(size_t c, size_t nslots, const double *slots, size_t lds, double count, float eps,
+                            float momentum, int update_running, float *mean, float *invstd, float *running_mean,
+                            float *running_var);
+/* y = gamma * (x - mean) * invstd + beta (then max(., 0) when relu). With
+ * var_given, stat is a variance (evaluation mode: invstd = 1/sqrt(stat + eps)),
+ * else it is invstd. */
+void starnn_bn_apply_cpu(size_t n, size_t c, size_t inner, const float *x, size_t ldx, const float *mean,
+                         const float *stat, int var_given, float eps, const float *gamma, const float *beta, int relu,
+                         float *y, size_t ldy);
+/* g = dy, masked by (y > 0) when y is not NULL (fused ReLU):
+ * sums[0:c) (+)= sum g, sums[c:2c) (+)= sum g * (x - mean). */
+void starnn_bn_bwd_reduce_cpu(size_t n, size_t c, size_t inner, const float *x, size_t ldx, const float *dy,
+                              size_t lddy, const float *y, size_t ldy, const float *mean, double *sums, int accumulate);
+/* dgamma = sum(g*xhat) + beta * dgamma, dbeta = sum(g) + beta * dbeta, the
+ * sums taken over the nslots slots (beta 0: old values not read). */
+void starnn_bn_bwd_params_cpu(size_t c, size_t nslots, const double *slots, size_t lds, const float *invstd,
+                              float beta, float *dgamma, float *dbeta);
+/* dx = gamma*invstd * (g - sum(g)/count - xhat * sum(g*xhat)/count) + beta * dx,
+ * the sums over the nslots slots; y (NULL: no ReLU) masks dy as above. */
+void starnn_bn_bwd_apply_cpu(size_t n, size_t c, size_t inner, const float *x, size_t ldx, const float *dy,
+                             size_t lddy, const float *y, size_t ldy, const float *mean, const float *invstd,
+                             const float *gamma, size_t nslots, const double *slots, size_t lds, double count,
+                             float beta, float *dx, size_t lddx);
+
+/* The same on a CUDA stream (device pointers). The reductions sum in double
+ * with atomics: not bitwise reproducible from run to run. */
+void starnn_bn_stats_cuda(size_t n, size_t c, size_t inner, const float *x, size_t ldx, double *sums, int accumulate,
+                          void *stream);
+void starnn_bn_finalize_cuda(size_t c, size_t nslots, const double *slots, size_t lds, double count, float eps,
+                             float momentum, int update_running, float *mean, float *invstd, float *running_mean,
+                             float *running_var, void *stream);
+void starnn_bn_apply_cuda(size_t n, size_t c, size_t inner, const float *x, size_t ldx, const float *mean,
+                          const float *stat, int var_given, float eps, const float *gamma, const float *beta, int relu,
+                          float *y, size_t ldy, void *stream);
+void starnn_bn_bwd_reduce_cuda(size_t n, size_t c, size_t inner, const float *x, size_t ldx, const float *dy,
+                               size_t lddy, const float *y, size_t ldy, const float *mean, double *sums,
+                               int accumulate, void *stream);
+void starnn_bn_bwd_params_cuda(size_t c, size_t nslots, const double *slots, size_t lds, const float *invstd,
+                               float beta, float *dgamma, float *dbeta, void *stream);
+void starnn_bn_bwd_apply_cuda(size_t n, size_t c, size_t inner, const float *x, size_t ldx, const float *dy,
+                              size_t lddy, const float *y, size_t ldy, const float *mean, const float *invstd,
+                              const float *gamma, size_t nslots, const double *slots, size_t lds, double count,
+                              float beta, float *dx, size_t lddx, void *stream);
+
+/* ------------------------------------------------------- the steps as tasks
+ * slot: a one-row workspace tensor [1, 4C]; work: the whole workspace
+ * [S, 4C], of which the first nslots rows are read. count: values per
+ * channel over the whole batch (N_total * H * W). */
+
+/* A workspace of nslots slots for c channels, named name. */
+int starnn_batchnorm_work_create(starnn_tensor **out, const char *name, int64_t c, int nslots);
+
+int starnn_bn_stats(starnn_tensor *x, starnn_tensor *slot, int accumulate);
+int starnn_bn_finalize(starnn_tensor *work, int nslots, double count, float eps, float momentum, int update_running,
+                       starnn_tensor *mean, starnn_tensor *invstd, starnn_tensor *running_mean,
+                       starnn_tensor *running_var);
+/* Training mode: stat = invstd from bn_finalize; evaluation mode (var_given):
+ * mean = running_mean, stat = running_var. */
+int starnn_bn_apply(starnn_tensor *x, starnn_tensor *mean, starnn_tensor *stat, int var_given, float eps,
+                    starnn_tensor *gamma, starnn_tensor *beta, int relu, starnn_tensor *y);
+/* y: the fused forward's output, or NULL without ReLU. */
+int starnn_bn_bwd_reduce(starnn_tensor *x, starnn_tensor *dy, starnn_tensor *y, starnn_tensor *mean,
+                         starnn_tensor *slot, int accumulate);
+int starnn_bn_bwd_params(starnn_tensor *work, int nslots, starnn_tensor *invstd, float beta, starnn_tensor *dgamma,
+                         starnn_tensor *dbeta);
+int starnn_bn_bwd_apply(starnn_tensor *x, starnn_tensor *dy, starnn_tensor *y, starnn_tensor *mean,
+                        starnn_tensor *invstd, starnn_tensor *gamma, starnn_tensor *work, int nslots, double count,
+                        float beta, starnn_tensor *dx);
+
+/* ---------------------------------------------------- a batch-norm layer
+ * The tensors of one BatchNorm2d (+ReLU), for the whole-operation calls. */
+typedef struct starnn_batchnorm {
+	int64_t channels;
+	starnn_tensor *gamma, *beta;               /* [C] affine parameters */
+	starnn_tensor *running_mean, *running_var; /* [C] */
+	starnn_tensor *mean, *invstd;              /* [C] saved by the training forward */
+	starnn_tensor *work;                       /* workspace, one slot per part */
+	float momentum, eps;
+	int relu;                                  /* fused ReLU after the affine map */
+} starnn_batchnorm;
+
+/* Creates the tensors (gamma 1, beta 0, running mean 0, running var 1, as
+ * PyTorch) with a workspace for up to max_parts parts; momentum and eps at
+ * their defaults. The fields may be changed afterwards (e.g. gamma replaced
+ * by a tensor of the model's parameter store: then destroy() still frees
+ * only what init created, as long as the field is restored before). */
+int starnn_batchnorm_init(starnn_batchnorm *bn, const char *name, int64_t channels, int max_parts, int relu);
+void starnn_batchnorm_destroy(starnn_batchnorm *bn);
+
+/* Forward on the nparts parts x[i] -> y[i] of one batch (nparts = 1: a whole
+ * tensor). Training: batch statistics over all parts, running statistics
+ * updated, mean / invstd saved; else evaluation with the running statistics. */
+int starnn_batchnorm_fwd(starnn_batchnorm *bn, int training, int nparts, starnn_tensor *const *x,
+                         starnn_tensor *const *y);
+/* Backward of the training forward: dx[i] = dL/dx[i] + dx_beta * dx[i];
+ * dgamma, dbeta (both, or both NULL) = dL/dgamma + param_beta * old value.
+ * y: the forward outputs (needed with the fused ReLU, else may be NULL). */
+int starnn_batchnorm_bwd(starnn_batchnorm *bn, int nparts, starnn_tensor *const *x, starnn_tensor *const *y,
+                         starnn_tensor *const *dy, starnn_tensor *const *dx, float dx_beta, starnn_tensor *dgamma,
+                         starnn_tensor *dbeta, float param_beta);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,659 @@
+/* batchnorm: the CPU kernels against a double-precision reference of
+ * torch.nn.BatchNorm2d (training forward with running statistics, backward,
+ * evaluation, fused ReLU, strided views), against PyTorch itself on one small
+ * fixed input, against central finite differences; the codelets (CPU, or
+ * CUDA in the _cuda build) through starnn_batchnorm_fwd / _bwd against direct
+ * kernel calls, on whole batches and on batches split into 2 and 3
+ * micro-batches; bad shapes -> STARNN_EINVAL.
+ *
+ * Tolerances (|got - ref| <= atol + rtol*|ref|), data in [-2, 3) plus a
+ * per-channel offset, gamma in [0.5, 1.5) with random signs:
+ *   kernels vs double reference: y, mean, running stats rtol 1e-5 atol 1e-5;
+ *     invstd rtol 1e-5; dx rtol 1e-4 atol 1e-5 * max|gamma*invstd| * max|dy|
+ *     (dx cancels to ~0 for M = 2, so its own size is no scale);
+ *     dgamma, dbeta rtol 1e-5 atol 1e-5 * (sum |dy|) (sums of M terms);
+ *   kernels vs PyTorch 1.13 (tools/ref-batchnorm.py): rtol 1e-5 atol 1e-5;
+ *   codelets vs direct kernel calls: CPU bit-exact (same code, same order),
+ *     CUDA rtol 1e-5 atol 1e-5 (dx: 1e-4 as above);
+ *   micro-batch parts vs whole batch: as CUDA above (the partial sums are
+ *     combined in double, so only the last float rounding can differ);
+ *   finite differences of L = sum(g .* bn(x)) computed with the float
+ *     kernels, accumulated in double, h = 1e-2: |fd - analytic| <=
+ *     5e-4 + 5e-3 * |analytic| (float rounding of L ~ 1e-6 over 2h gives
+ *     noise ~1e-4; the O(h^2) truncation is ~1e-4 relative; measured worst
+ *     |fd - analytic| 6e-5, printed with BN_VERBOSE=1). */
+#include "codelets/batchnorm.h"
+#include "tests/testlib.h"
+
+#define MOM 0.1
+#define EPS 1e-5
+
+struct dims {
+	int64_t n, c, h, w; /* h = w = 0: a 2-D [N, C] tensor */
+};
+
+static size_t inner_of(struct dims d)
+{
+	return d.h ? (size_t)(d.h * d.w) : 1;
+}
+
+/* ------------------------------------------------------------ reference */
+
+struct ref {
+	double *y, *mean, *var, *invstd, *rm, *rv; /* forward */
+	double *dx, *dgamma, *dbeta;               /* backward */
+};
+
+/* BatchNorm2d training forward in double; rm / rv in: initial running stats. */
+static void ref_forward(size_t n, size_t c, size_t inner, const float *x, const float *gamma, const float *beta,
+                        int relu, const float *rm0, const float *rv0, struct ref *r)
+{
+	double m = (double)(n * inner);
+	for (size_t k = 0; k < c; k++) {
+		double s = 0, v = 0;
+		for (size_t i = 0; i < n; i++)
+			for (size_t j = 0; j < inner; j++)
+				s += x[(i * c + k) * inner + j];
+		double mean = s / m;
+		for (size_t i = 0; i < n; i++)
+			for (size_t j = 0; j < inner; j++) {
+				double e = x[(i * c + k) * inner + j] - mean;
+				v += e * e;
+			}
+		v /= m;
+		r->mean[k] = mean;
+		r->var[k] = v;
+		r->invstd[k] = 1 / sqrt(v + EPS);
+		r->rm[k] = (1 - MOM) * rm0[k] + MOM * mean;
+		r->rv[k] = (1 - MOM) * rv0[k] + MOM * v * m / (m - 1);
+		for (size_t i = 0; i < n; i++)
+			for (size_t j = 0; j < inner; j++) {
+				size_t e = (i * c + k) * inner + j;
+				double yv = gamma[k] * (x[e] - mean) * r->invstd[k] + beta[k];
+				r->y[e] = relu && yv < 0 ? 0 : yv;
+			}
+	}
+}
+
+/* Backward; mask: the forward output when the ReLU is fused (its own float
+ * y, so that elements at the kink agree), else NULL. */
+static void ref_backward(size_t n, size_t c, size_t inner, const float *x, const float *dy, const float *mask,
+                         const float *gamma, struct ref *r)
+{
+	double m = (double)(n * inner);
+	for (size_t k = 0; k < c; k++) {
+		double sg = 0, sgx = 0;
+		for (size_t i = 0; i < n; i++)
+			for (size_t j = 0; j < inner; j++) {
+				size_t e = (i * c + k) * inner + j;
+				double g = !mask || mask[e] > 0 ? dy[e] : 0;
+				sg += g;
+				sgx += g * (x[e] - r->mean[k]) * r->invstd[k];
+			}
+		r->dbeta[k] = sg;
+		r->dgamma[k] = sgx;
+		for (size_t i = 0; i < n; i++)
+			for (size_t j = 0; j < inner; j++) {
+				size_t e = (i * c + k) * inner + j;
+				double g = !mask || mask[e] > 0 ? dy[e] : 0;
+				double xhat = (x[e] - r->mean[k]) * r->invstd[k];
+				r->dx[e] = gamma[k] * r->invstd[k] / m * (m * g - sg - xhat * sgx);
+			}
+	}
+}
+
+static struct ref ref_alloc(size_t numel, size_t c)
+{
+	struct ref r;
+	r.y = calloc(numel, sizeof(double)), r.dx = calloc(numel, sizeof(double));
+	r.mean = calloc(c, sizeof(double)), r.var = calloc(c, sizeof(double)), r.invstd = calloc(c, sizeof(double));
+	r.rm = calloc(c, sizeof(double)), r.rv = calloc(c, sizeof(double));
+	r.dgamma = calloc(c, sizeof(double)), r.dbeta = calloc(c, sizeof(double));
+	return r;
+}
+
+static void ref_free(struct ref *r)
+{
+	free(r->y), free(r->dx), free(r->mean), free(r->var), free(r->invstd), free(r->rm), free(r->rv);
+	free(r->dgamma), free(r->dbeta);
+}
+
+static float *to_float(const double *d, size_t n)
+{
+	float *f = malloc((n ? n : 1) * sizeof *f);
+	for (size_t i = 0; i < n; i++)
+		f[i] = (float)d[i];
+	return f;
+}
+
+/* Compares got (float) with a double reference. */
+static void close_d(const char *what, const float *got, const double *ref, size_t n, float rtol, float atol)
+{
+	float *r = to_float(ref, n);
+	test_close(what, got, r, n, rtol, atol);
+	free(r);
+}
+
+/* Dense <-> strided copies (rows of cols, ld apart). */
+static float *strided(const float *dense, size_t rows, size_t cols, size_t ld, float pad)
+{
+	float *s = malloc(rows * ld * sizeof *s);
+	for (size_t r = 0; r < rows; r++)
+		for (size_t k = 0; k < ld; k++)
+			s[r * ld + k] = k < cols ? dense[r * cols + k] : pad;
+	return s;
+}
+
+static float *dense_of(const float *s, size_t rows, size_t cols, size_t ld)
+{
+	float *d = malloc(rows * cols * sizeof *d);
+	for (size_t r = 0; r < rows; r++)
+		memcpy(d + r * cols, s + r * ld, cols * sizeof *d);
+	return d;
+}
+
+static int pads_untouched(const float *s, size_t rows, size_t cols, size_t ld, float pad)
+{
+	for (size_t r = 0; r < rows; r++)
+		for (size_t k = cols; k < ld; k++)
+			if (s[r * ld + k] != pad)
+				return 0;
+	return 1;
+}
+
+/* Test data of one case. */
+struct data {
+	struct dims d;
+	size_t n, c, inner, cols, numel;
+	float *x, *dy, *gamma, *beta, *rm0, *rv0;
+};
+
+static struct data data_make(struct dims d, uint64_t seed)
+{
+	struct data t = {.d = d};
+	test_seed(seed);
+	t.n = (size_t)d.n, t.c = (size_t)d.c, t.inner = inner_of(d);
+	t.cols = t.c * t.inner, t.numel = t.n * t.cols;
+	t.x = test_random(t.numel, -2, 3);
+	for (size_t e = 0; e < t.numel; e++)
+		t.x[e] += 0.75f * (float)((e / t.inner) % t.c); /* per-channel offsets */
+	t.dy = test_random(t.numel, -1, 1);
+	t.gamma = test_random(t.c, 0.5f, 1.5f);
+	for (size_t k = 0; k < t.c; k += 2)
+		t.gamma[k] = -t.gamma[k];
+	t.beta = test_random(t.c, -0.5f, 0.5f);
+	t.rm0 = test_random(t.c, -0.5f, 0.5f);
+	t.rv0 = test_random(t.c, 0.5f, 2.0f);
+	return t;
+}
+
+static void data_free(struct data *t)
+{
+	free(t->x), free(t->dy), free(t->gamma), free(t->beta), free(t->rm0), free(t->rv0);
+}
+
+static const char *dims_str(struct dims d, int relu)
+{
+	static char buf[96];
+	if (d.h)
+		snprintf(buf, sizeof buf, "[%lld,%lld,%lld,%lld]%s", (long long)d.n, (long long)d.c, (long long)d.h,
+		         (long long)d.w, relu ? "+relu" : "");
+	else
+		snprintf(buf, sizeof buf, "[%lld,%lld]%s", (long long)d.n, (long long)d.c, relu ? "+relu" : "");
+	return buf;
+}
+
+/* ------------------------------------------------ direct kernel pipeline */
+
+struct out {
+	float *y, *mean, *invstd, *rm, *rv, *dx, *dgamma, *dbeta;
+};
+
+static void out_free(struct out *o)
+{
+	free(o->y), free(o->mean), free(o->invstd), free(o->rm), free(o->rv), free(o->dx), free(o->dgamma);
+	free(o->dbeta);
+}
+
+/* Training forward and backward by direct CPU kernel calls on dense data,
+ * the batch cut into nslots slices of rows, one workspace slot each. */
+static struct out kernels_run(const struct data *t, int relu, int nslots)
+{
+	size_t n = t->n, c = t->c, inner = t->inner, cols = t->cols, lds = 2 * c;
+	double *slots = calloc((size_t)nslots * lds, sizeof *slots), count = (double)(n * inner);
+	struct out o = {
+		.y = calloc(t->numel, sizeof(float)), .dx = calloc(t->numel, sizeof(float)),
+		.mean = calloc(c, sizeof(float)), .invstd = calloc(c, sizeof(float)),
+		.rm = malloc(c * sizeof(float)), .rv = malloc(c * sizeof(float)),
+		.dgamma = calloc(c, sizeof(float)), .dbeta = calloc(c, sizeof(float)),
+	};
+	memcpy(o.rm, t->rm0, c * sizeof(float));
+	memcpy(o.rv, t->rv0, c * sizeof(float));
+	for (int s = 0; s < nslots; s++) {
+		size_t r0 = n * (size_t)s / (size_t)nslots, r1 = n * (size_t)(s + 1) / (size_t)nslots;
+		starnn_bn_stats_cpu(r1 - r0, c, inner, t->x + r0 * cols, cols, slots + (size_t)s * lds, 0);
+	}
+	starnn_bn_finalize_cpu(c, (size_t)nslots, slots, lds, count, (float)EPS, (float)MOM, 1, o.mean, o.invstd, o.rm,
+	                       o.rv);
+	starnn_bn_apply_cpu(n, c, inner, t->x, cols, o.mean, o.invstd, 0, (float)EPS, t->gamma, t->beta, relu, o.y, cols);
+	const float *ym = relu ? o.y : NULL;
+	for (int s = 0; s < nslots; s++) {
+		size_t r0 = n * (size_t)s / (size_t)nslots, r1 = n * (size_t)(s + 1) / (size_t)nslots;
+		starnn_bn_bwd_reduce_cpu(r1 - r0, c, inner, t->x + r0 * cols, cols, t->dy + r0 * cols, cols,
+		                         ym ? ym + r0 * cols : NULL, cols, o.mean, slots + (size_t)s * lds, 0);
+	}
+	starnn_bn_bwd_params_cpu(c, (size_t)nslots, slots, lds, o.invstd, 0, o.dgamma, o.dbeta);
+	starnn_bn_bwd_apply_cpu(n, c, inner, t->x, cols, t->dy, cols, ym, cols, o.mean, o.invstd, t->gamma,
+	                        (size_t)nslots, slots, lds, count, 0, o.dx, cols);
+	free(slots);
+	return o;
+}
+
+/* ------------------------------------------------ kernels vs the reference */
+
+static void kernels_vs_ref(struct dims dm, int relu)
+{
+	struct data t = data_make(dm, (uint64_t)(dm.n * 1000 + dm.c * 100 + dm.h * 10 + dm.w + relu));
+	size_t n = t.n, c = t.c, inner = t.inner, cols = t.cols, numel = t.numel;
+	size_t ldx = cols + 3, lddy = cols + 1, ldy = cols + 5, lddx = cols + 2, lds = 2 * c + 2;
+	double count = (double)(n * inner);
+	const float pad = 7.25f;
+	char what[160];
+	const char *ds = dims_str(dm, relu);
+
+	struct ref r = ref_alloc(numel, c);
+	ref_forward(n, c, inner, t.x, t.gamma, t.beta, relu, t.rm0, t.rv0, &r);
+
+	float *x = strided(t.x, n, cols, ldx, pad), *dy = strided(t.dy, n, cols, lddy, pad);
+	float *y = strided(t.dy, n, cols, ldy, pad), *dx = strided(t.dy, n, cols, lddx, pad);
+	float *mean = calloc(c, sizeof *mean), *invstd = calloc(c, sizeof *invstd);
+	float *rm = malloc(c * sizeof *rm), *rv = malloc(c * sizeof *rv);
+	float *dgamma = calloc(c, sizeof *dgamma), *dbeta = calloc(c, sizeof *dbeta);
+	memcpy(rm, t.rm0, c * sizeof *rm);
+	memcpy(rv, t.rv0, c * sizeof *rv);
+	double *slots = calloc(2 * lds, sizeof *slots);
+
+	/* Two slots; the first filled by two accumulated calls when n >= 3. */
+	size_t a = n / 3, b = n >= 2 ? n / 2 + (n >= 3) : n;
+	starnn_bn_stats_cpu(a, c, inner, x, ldx, slots, 0);
+	starnn_bn_stats_cpu(b - a, c, inner, x + a * ldx, ldx, slots, 1);
+	starnn_bn_stats_cpu(n - b, c, inner, x + b * ldx, ldx, slots + lds, 0);
+	starnn_bn_finalize_cpu(c, 2, slots, lds, count, (float)EPS, (float)MOM, 1, mean, invstd, rm, rv);
+	starnn_bn_apply_cpu(n, c, inner, x, ldx, mean, invstd, 0, (float)EPS, t.gamma, t.beta, relu, y, ldy);
+
+	snprintf(what, sizeof what, "mean %s", ds);
+	close_d(what, mean, r.mean, c, 1e-5f, 1e-5f);
+	snprintf(what, sizeof what, "invstd %s", ds);
+	close_d(what, invstd, r.invstd, c, 1e-5f, 0);
+	snprintf(what, sizeof what, "running_mean %s", ds);
+	close_d(what, rm, r.rm, c, 1e-5f, 1e-5f);
+	snprintf(what, sizeof what, "running_var %s", ds);
+	close_d(what, rv, r.rv, c, 1e-5f, 1e-5f);
+	float *yd = dense_of(y, n, cols, ldy);
+	snprintf(what, sizeof what, "y %s", ds);
+	close_d(what, yd, r.y, numel, 1e-5f, 1e-5f);
+	TEST_ASSERT(pads_untouched(y, n, cols, ldy, pad), "bn_apply wrote past cols (%s)", ds);
+
+	/* Backward, same slots layout. */
+	ref_backward(n, c, inner, t.x, t.dy, relu ? yd : NULL, t.gamma, &r);
+	const float *ym = relu ? y : NULL;
+	starnn_bn_bwd_reduce_cpu(a, c, inner, x, ldx, dy, lddy, ym, ldy, mean, slots, 0);
+	starnn_bn_bwd_reduce_cpu(b - a, c, inner, x + a * ldx, ldx, dy + a * lddy, lddy, ym ? ym + a * ldy : NULL, ldy,
+	                         mean, slots, 1);
+	starnn_bn_bwd_reduce_cpu(n - b, c, inner, x + b * ldx, ldx, dy + b * lddy, lddy, ym ? ym + b * ldy : NULL, ldy,
+	                         mean, slots + lds, 0);
+	starnn_bn_bwd_params_cpu(c, 2, slots, lds, invstd, 0, dgamma, dbeta);
+	starnn_bn_bwd_apply_cpu(n, c, inner, x, ldx, dy, lddy, ym, ldy, mean, invstd, t.gamma, 2, slots, lds, count, 0,
+	                        dx, lddx);
+	double sabs = 0;
+	for (size_t e = 0; e < numel; e++)
+		sabs += fabs(t.dy[e]);
+	/* dx scale: |gamma * invstd| * |dy| (dx itself cancels to ~0 when M = 2). */
+	double gi = 0, dymax = 0;
+	for (size_t k = 0; k < c; k++)
+		gi = fmax(gi, fabs(t.gamma[k] * r.invstd[k]));
+	for (size_t e = 0; e < numel; e++)
+		dymax = fmax(dymax, fabs(t.dy[e]));
+	float dxmax = (float)(gi * dymax), datol = 1e-5f * (float)sabs;
+	float *dxd = dense_of(dx, n, cols, lddx);
+	snprintf(what, sizeof what, "dx %s", ds);
+	close_d(what, dxd, r.dx, numel, 1e-4f, 1e-5f * dxmax);
+	TEST_ASSERT(pads_untouched(dx, n, cols, lddx, pad), "bn_bwd_apply wrote past cols (%s)", ds);
+	snprintf(what, sizeof what, "dgamma %s", ds);
+	close_d(what, dgamma, r.dgamma, c, 1e-5f, datol);
+	snprintf(what, sizeof what, "dbeta %s", ds);
+	close_d(what, dbeta, r.dbeta, c, 1e-5f, datol);
+
+	/* Accumulation: dgamma, dbeta += (beta 1); dx = new + 0.5 * old. */
+	starnn_bn_bwd_params_cpu(c, 2, slots, lds, invstd, 1, dgamma, dbeta);
+	starnn_bn_bwd_apply_cpu(n, c, inner, x, ldx, dy, lddy, ym, ldy, mean, invstd, t.gamma, 2, slots, lds, count,
+	                        0.5f, dx, lddx);
+	for (size_t k = 0; k < c; k++)
+		r.dgamma[k] *= 2, r.dbeta[k] *= 2;
+	for (size_t e = 0; e < numel; e++)
+		r.dx[e] *= 1.5;
+	free(dxd);
+	dxd = dense_of(dx, n, cols, lddx);
+	snprintf(what, sizeof what, "dx accumulated %s", ds);
+	close_d(what, dxd, r.dx, numel, 1e-4f, 2e-5f * dxmax);
+	snprintf(what, sizeof what, "dgamma accumulated %s", ds);
+	close_d(what, dgamma, r.dgamma, c, 1e-5f, 2 * datol);
+	snprintf(what, sizeof what, "dbeta accumulated %s", ds);
+	close_d(what, dbeta, r.dbeta, c, 1e-5f, 2 * datol);
+
+	/* Evaluation mode with the initial running statistics. */
+	starnn_bn_apply_cpu(n, c, inner, x, ldx, t.rm0, t.rv0, 1, (float)EPS, t.gamma, t.beta, relu, y, ldy);
+	for (size_t i = 0; i < n; i++)
+		for (size_t k = 0; k < c; k++)
+			for (size_t j = 0; j < inner; j++) {
+				size_t e = (i * c + k) * inner + j;
+				double v = t.gamma[k] * (t.x[e] - t.rm0[k]) / sqrt(t.rv0[k] + EPS) + t.beta[k];
+				r.y[e] = relu && v < 0 ? 0 : v;
+			}
+	free(yd);
+	yd = dense_of(y, n, cols, ldy);
+	snprintf(what, sizeof what, "eval y %s", ds);
+	close_d(what, yd, r.y, numel, 1e-5f, 1e-5f);
+
+	free(x), free(dy), free(y), free(dx), free(mean), free(invstd), free(rm), free(rv), free(dgamma), free(dbeta);
+	free(slots), free(yd), free(dxd);
+	ref_free(&r);
+	data_free(&t);
+}
+
+/* --------------------------------------------------------- PyTorch itself */
+
+/* Printed by tools/ref-batchnorm.py with Debian's python3-torch (torch 1.13.0a0). */
+static const float torch_y[] = {-1.1967001, 0.833462656, 1.90880823, 1.5235846, -0.141031355, -2.30214477, 0.689136147, 0.762320459, 0.530520082, 0.102754466, -0.319791585, -0.538388073, 1.00260997, 0.389702588, -0.394975424, -0.982377768, -1.09623992, -0.683010697, -1.09074175, 0.913356364, 1.92506182, 1.46855378, -0.241464615, -2.40074515, 0.699691176, 0.757814527, 0.513072431, 0.0805709809, -0.336277664, -0.541423082, 0.982073009, 0.353024662, -0.430544108, -1.00010872, -1.08779395, -0.652360082};
+static const float torch_dx[] = {0.55666697, 0.22516346, -0.117991924, -0.389449358, -0.583838105, -0.765367508, 0.0528732426, 0.161166251, 0.185133487, 0.142742291, 0.0748873651, 0.0242852066, 0.0362252593, 0.0286246277, 0.0286056101, 0.0875606835, 0.238694221, 0.475963086, -0.0325692743, 0.0248227417, 0.0923738182, 0.213627979, 0.355382949, 0.421177894, -0.22047703, -0.120869905, -0.0800042674, -0.080299519, -0.0842104405, -0.0552267581, 0.0244702734, -0.130073309, -0.260457098, -0.303716123, -0.218683898, -0.00721330522};
+static const float torch_dgamma[] = {1.46935618, -4.13955879, -2.70345592};
+static const float torch_dbeta[] = {9.03076935, -4.85352373, -6.82530785};
+static const float torch_running_mean[] = {0.26229459, -0.0661033168, 0.0433002785};
+static const float torch_running_var[] = {0.998862088, 0.70039916, 1.9873693};
+static const float torch_eval_y[] = {-0.293663949, 1.64007986, 2.66435385, 2.29742575, 0.71186769, -1.34660757, 0.903215349, 1.03569984, 0.61607492, -0.158303186, -0.923232377, -1.31895447, 1.11828768, 0.548502982, -0.180967018, -0.727041185, -0.832892239, -0.448736817, -0.192737877, 1.71617913, 2.67983556, 2.24500847, 0.616204321, -1.44052505, 0.922322989, 1.02754283, 0.584489703, -0.198461637, -0.953076899, -1.3244487, 1.0991956, 0.514405608, -0.214033186, -0.743524551, -0.825040519, -0.420242727};
+static const float torch_relu_y[] = {0, 0.833462656, 1.90880823, 1.5235846, 0, 0, 0.689136147, 0.762320459, 0.530520082, 0.102754466, 0, 0, 1.00260997, 0.389702588, 0, 0, 0, 0, 0, 0.913356364, 1.92506182, 1.46855378, 0, 0, 0.699691176, 0.757814527, 0.513072431, 0.0805709809, 0, 0, 0.982073009, 0.353024662, 0, 0, 0, 0};
+static const float torch_relu_dx[] = {-0.161910892, 0.528490543, -0.107991323, -0.274369776, -0.585654557, 0.281812757, 0.0303522386, 0.121921331, 0.198859125, 0.254220128, -0.0437976718, -0.0436173081, 0.0398244858, -0.0435018986, 0.140094876, -0.0334554911, -0.0670965239, 0.054993704, -0.204442397, 0.306356847, 0.0979408175, 0.343718529, -0.545340836, 0.321390808, -0.24541001, -0.15908514, -0.0622915104, 0.0362476557, -0.0437840708, -0.0436148047, 0.0255321227, -0.206731468, 0.129585981, -0.0386941656, -0.0646011233, 0.0640495494};
+static const float torch_relu_dgamma[] = {4.58542776, 0.0150007308, -4.64651632};
+static const float torch_relu_dbeta[] = {5.19702339, -1.60811639, -3.52604628};
+static const float torch_relu_running_mean[] = {0.26229459, -0.0661033168, 0.0433002785};
+static const float torch_relu_running_var[] = {0.998862088, 0.70039916, 1.9873693};
+
+static void kernels_vs_torch(void)
+{
+	struct dims dm = {2, 3, 2, 3};
+	struct data t = data_make(dm, 1);
+	const float gamma[] = {1.5f, -0.5f, 0.75f}, beta[] = {0.1f, 0.2f, -0.3f};
+	const float rm0[] = {0.2f, -0.1f, 0.0f}, rv0[] = {1.0f, 0.5f, 2.0f};
+	for (size_t i = 0; i < t.numel; i++) {
+		t.x[i] = (float)(2 * sin(0.7 * (double)i) + 0.5 * (double)((i / t.inner) % t.c));
+		t.dy[i] = (float)cos(0.3 * (double)i);
+	}
+	memcpy(t.gamma, gamma, sizeof gamma), memcpy(t.beta, beta, sizeof beta);
+	memcpy(t.rm0, rm0, sizeof rm0), memcpy(t.rv0, rv0, sizeof rv0);
+
+	struct out o = kernels_run(&t, 0, 1);
+	test_close("torch y", o.y, torch_y, t.numel, 1e-5f, 1e-5f);
+	test_close("torch dx", o.dx, torch_dx, t.numel, 1e-5f, 1e-5f);
+	test_close("torch dgamma", o.dgamma, torch_dgamma, t.c, 1e-5f, 1e-5f);
+	test_close("torch dbeta", o.dbeta, torch_dbeta, t.c, 1e-5f, 1e-5f);
+	test_close("torch running_mean", o.rm, torch_running_mean, t.c, 1e-5f, 1e-5f);
+	test_close("torch running_var", o.rv, torch_running_var, t.c, 1e-5f, 1e-5f);
+	float *ye = malloc(t.numel * sizeof *ye);
+	starnn_bn_apply_cpu(t.n, t.c, t.inner, t.x, t.cols, o.rm, o.rv, 1, (float)EPS, t.gamma, t.beta, 0, ye, t.cols);
+	test_close("torch eval y", ye, torch_eval_y, t.numel, 1e-5f, 1e-5f);
+	out_free(&o);
+
+	o = kernels_run(&t, 1, 1);
+	test_close("torch relu y", o.y, torch_relu_y, t.numel, 1e-5f, 1e-5f);
+	test_close("torch relu dx", o.dx, torch_relu_dx, t.numel, 1e-5f, 1e-5f);
+	test_close("torch relu dgamma", o.dgamma, torch_relu_dgamma, t.c, 1e-5f, 1e-5f);
+	test_close("torch relu dbeta", o.dbeta, torch_relu_dbeta, t.c, 1e-5f, 1e-5f);
+	test_close("torch relu running_mean", o.rm, torch_relu_running_mean, t.c, 1e-5f, 1e-5f);
+	test_close("torch relu running_var", o.rv, torch_relu_running_var, t.c, 1e-5f, 1e-5f);
+	out_free(&o);
+	free(ye);
+	data_free(&t);
+}
+
+/* ------------------------------------------------- finite differences */
+
+struct fd_ctx {
+	const struct data *t;
+	const float *g; /* weights of the objective */
+	int relu;
+};
+
+/* L = sum(g .* bn(x)) with the float kernels (training mode), in double. */
+static double fd_objective(const float *unused, void *p)
+{
+	const struct fd_ctx *f = p;
+	const struct data *t = f->t;
+	size_t c = t->c;
+	double *sums = calloc(2 * c, sizeof *sums);
+	float *mean = malloc(c * sizeof *mean), *invstd = malloc(c * sizeof *invstd);
+	float *y = malloc(t->numel * sizeof *y);
+	(void)unused;
+	starnn_bn_stats_cpu(t->n, c, t->inner, t->x, t->cols, sums, 0);
+	starnn_bn_finalize_cpu(c, 1, sums, 2 * c, (double)(t->n * t->inner), (float)EPS, (float)MOM, 0, mean, invstd,
+	                       NULL, NULL);
+	starnn_bn_apply_cpu(t->n, c, t->inner, t->x, t->cols, mean, invstd, 0, (float)EPS, t->gamma, t->beta, f->relu,
+	                    y, t->cols);
+	double l = 0;
+	for (size_t e = 0; e < t->numel; e++)
+		l += (double)f->g[e] * y[e];
+	free(sums), free(mean), free(invstd), free(y);
+	return l;
+}
+
+static void fd_check(struct dims dm)
+{
+	struct data t = data_make(dm, (uint64_t)(dm.n * 31 + dm.c * 7 + dm.h));
+	struct fd_ctx f = {.t = &t, .g = t.dy, .relu = 0};
+	struct out o = kernels_run(&t, 0, 1); /* dy = g: dx = dL/dx */
+	const double h = 1e-2;
+	char what[160];
+	double worst = 0;
+	for (int q = 0; q < 6; q++) {
+		size_t e = (size_t)q * (t.numel - 1) / 5;
+		double fd = test_fd(fd_objective, t.x, e, h, &f), an = o.dx[e];
+		worst = fmax(worst, fabs(fd - an));
+		snprintf(what, sizeof what, "fd dx[%zu] %s", e, dims_str(dm, 0));
+		TEST_ASSERT(fabs(fd - an) <= 5e-4 + 5e-3 * fabs(an), "%s: fd %.6g, analytic %.6g", what, fd, an);
+	}
+	for (size_t k = 0; k < t.c; k++) {
+		double fd = test_fd(fd_objective, t.gamma, k, h, &f), an = o.dgamma[k];
+		worst = fmax(worst, fabs(fd - an));
+		TEST_ASSERT(fabs(fd - an) <= 5e-4 + 5e-3 * fabs(an), "fd dgamma[%zu] %s: fd %.6g, analytic %.6g", k,
+		            dims_str(dm, 0), fd, an);
+		fd = test_fd(fd_objective, t.beta, k, h, &f), an = o.dbeta[k];
+		worst = fmax(worst, fabs(fd - an));
+		TEST_ASSERT(fabs(fd - an) <= 5e-4 + 5e-3 * fabs(an), "fd dbeta[%zu] %s: fd %.6g, analytic %.6g", k,
+		            dims_str(dm, 0), fd, an);
+	}
+	if (getenv("BN_VERBOSE"))
+		printf("fd %s: worst |fd - analytic| %.3g\n", dims_str(dm, 0), worst);
+	out_free(&o);
+	data_free(&t);
+}
+
+/* ------------------------------------------------------------- codelets */
+
+static starnn_tensor *data_tensor(const char *name, struct dims d, const float *v)
+{
+	int64_t shape[4] = {d.n, d.c, d.h, d.w};
+	return test_tensor(name, d.h ? 4 : 2, shape, v);
+}
+
+static void reset_params(starnn_batchnorm *bn, const struct data *t)
+{
+	TEST_OK(starnn_tensor_write(bn->gamma, t->gamma));
+	TEST_OK(starnn_tensor_write(bn->beta, t->beta));
+	TEST_OK(starnn_tensor_write(bn->running_mean, t->rm0));
+	TEST_OK(starnn_tensor_write(bn->running_var, t->rv0));
+}
+
+static void compare_run(const char *how, const struct data *t, const struct out *e, starnn_batchnorm *bn,
+                        starnn_tensor *ty, starnn_tensor *tdx, starnn_tensor *tdg, starnn_tensor *tdb, float tol,
+                        float dxtol, const char *ds)
+{
+	char what[200];
+	float *y = test_read(ty), *dx = test_read(tdx), *dg = test_read(tdg), *db = test_read(tdb);
+	float *rm = test_read(bn->running_mean), *rv = test_read(bn->running_var);
+	float *mean = test_read(bn->mean), *invstd = test_read(bn->invstd);
+	float dxmax = 0, gmax = 0; /* dx scale: |gamma * invstd| * |dy| */
+	for (size_t k = 0; k < t->c; k++)
+		for (size_t i = 0; i < t->numel; i++)
+			dxmax = fmaxf(dxmax, fabsf(t->gamma[k] * e->invstd[k] * t->dy[i]));
+	for (size_t k = 0; k < t->c; k++)
+		gmax = fmaxf(gmax, fmaxf(fabsf(e->dgamma[k]), fabsf(e->dbeta[k])));
+#define CMP(name, got, ref, n, rt, at)                                             \
+	snprintf(what, sizeof what, "%s %s %s", how, name, ds);                    \
+	test_close(what, got, ref, n, rt, at)
+	CMP("y", y, e->y, t->numel, tol, tol);
+	CMP("mean", mean, e->mean, t->c, tol, tol);
+	CMP("invstd", invstd, e->invstd, t->c, tol, 0);
+	CMP("running_mean", rm, e->rm, t->c, tol, tol);
+	CMP("running_var", rv, e->rv, t->c, tol, tol);
+	CMP("dx", dx, e->dx, t->numel, dxtol, tol * dxmax);
+	CMP("dgamma", dg, e->dgamma, t->c, tol, tol * gmax);
+	CMP("dbeta", db, e->dbeta, t->c, tol, tol * gmax);
+#undef CMP
+	free(y), free(dx), free(dg), free(db), free(rm), free(rv), free(mean), free(invstd);
+}
+
+/* starnn_batchnorm_fwd / _bwd against direct kernel calls: whole batch,
+ * then the batch split into 2 and 3 micro-batches, then evaluation. */
+static void codelets_vs_kernels(struct dims dm, int relu)
+{
+	struct data t = data_make(dm, (uint64_t)(dm.n * 7 + dm.c * 3 + dm.h * 11 + dm.w + relu));
+	const char *ds0 = dims_str(dm, relu);
+	char ds[96];
+	snprintf(ds, sizeof ds, "%s", ds0);
+	struct out e = kernels_run(&t, relu, 1);
+	float tol = TEST_ON_CUDA ? 1e-5f : 0, dxtol = TEST_ON_CUDA ? 1e-4f : 0;
+
+	starnn_tensor *tx = data_tensor("x", dm, t.x), *tdy = data_tensor("dy", dm, t.dy);
+	starnn_tensor *ty = data_tensor("y", dm, NULL), *tdx = data_tensor("dx", dm, NULL);
+	starnn_tensor *tdg, *tdb;
+	TEST_OK(starnn_tensor_new(&tdg, "dgamma", STARNN_FP32, 1, dm.c));
+	TEST_OK(starnn_tensor_new(&tdb, "dbeta", STARNN_FP32, 1, dm.c));
+	starnn_batchnorm bn;
+	TEST_OK(starnn_batchnorm_init(&bn, "bn", dm.c, 3, relu));
+	reset_params(&bn, &t);
+
+	TEST_OK(starnn_batchnorm_fwd(&bn, 1, 1, &tx, &ty));
+	TEST_OK(starnn_batchnorm_bwd(&bn, 1, &tx, &ty, &tdy, &tdx, 0, tdg, tdb, 0));
+	compare_run("whole", &t, &e, &bn, ty, tdx, tdg, tdb, tol, dxtol, ds);
+
+	for (int k = 2; k <= 3; k++) {
+		if (t.n < (size_t)k)
+			continue;
+		starnn_tensor **px, **py, **pdy, **pdx;
+		TEST_OK(starnn_tensor_split(tx, 0, k, NULL, &px));
+		TEST_OK(starnn_tensor_split(ty, 0, k, NULL, &py));
+		TEST_OK(starnn_tensor_split(tdy, 0, k, NULL, &pdy));
+		TEST_OK(starnn_tensor_split(tdx, 0, k, NULL, &pdx));
+		reset_params(&bn, &t);
+		TEST_OK(starnn_batchnorm_fwd(&bn, 1, k, px, py));
+		TEST_OK(starnn_batchnorm_bwd(&bn, k, px, py, pdy, pdx, 0, tdg, tdb, 0));
+		char how[32];
+		snprintf(how, sizeof how, "%d parts", k);
+		compare_run(how, &t, &e, &bn, ty, tdx, tdg, tdb, 1e-5f, 1e-4f, ds);
+	}
+
+	/* Evaluation with the initial running statistics. */
+	reset_params(&bn, &t);
+	TEST_OK(starnn_batchnorm_fwd(&bn, 0, 1, &tx, &ty));
+	float *ye = malloc(t.numel * sizeof *ye), *y = test_read(ty);
+	starnn_bn_apply_cpu(t.n, t.c, t.inner, t.x, t.cols, t.rm0, t.rv0, 1, (float)EPS, t.gamma, t.beta, relu, ye,
+	                    t.cols);
+	char what[160];
+	snprintf(what, sizeof what, "eval codelet %s", ds);
+	test_close(what, y, ye, t.numel, tol, tol);
+	float *rm = test_read(bn.running_mean);
+	snprintf(what, sizeof what, "eval leaves running_mean %s", ds);
+	test_close(what, rm, t.rm0, t.c, 0, 0);
+
+	free(ye), free(y), free(rm);
+	starnn_batchnorm_destroy(&bn);
+	starnn_tensor_destroy(tx), starnn_tensor_destroy(ty), starnn_tensor_destroy(tdy), starnn_tensor_destroy(tdx);
+	starnn_tensor_destroy(tdg), starnn_tensor_destroy(tdb);
+	out_free(&e);
+	data_free(&t);
+}
+
+/* ------------------------------------------------------------ bad shapes */
+
+#define EXPECT_EINVAL(expr) TEST_ASSERT((expr) == STARNN_EINVAL, "%s must give STARNN_EINVAL", #expr)
+
+static void bad_shapes(void)
+{
+	struct dims d = {4, 3, 5, 6}, d1 = {1, 3, 1, 1};
+	starnn_tensor *x = data_tensor("x", d, NULL), *y = data_tensor("y", d, NULL), *x1 = data_tensor("x1", d1, NULL);
+	starnn_tensor *y1 = data_tensor("y1", d1, NULL), *ysmall = data_tensor("ys", (struct dims){4, 3, 5, 5}, NULL);
+	starnn_tensor *y5 = data_tensor("y5", (struct dims){4, 5, 5, 6}, NULL), *v1d, *v4, *w;
+	starnn_tensor *x5 = data_tensor("x5", (struct dims){4, 5, 5, 6}, NULL);
+	TEST_OK(starnn_tensor_new(&v1d, "v", STARNN_FP32, 1, (int64_t)120));
+	TEST_OK(starnn_tensor_new(&v4, "v4", STARNN_FP32, 1, (int64_t)4));
+	TEST_OK(starnn_batchnorm_work_create(&w, "w", 3, 2));
+	starnn_batchnorm bn;
+	TEST_OK(starnn_batchnorm_init(&bn, "bn", 3, 2, 0));
+
+	EXPECT_EINVAL(starnn_batchnorm_fwd(&bn, 1, 1, &v1d, &y));          /* 1-D x */
+	EXPECT_EINVAL(starnn_batchnorm_fwd(&bn, 1, 1, &x, &ysmall));       /* y shape */
+	EXPECT_EINVAL(starnn_batchnorm_fwd(&bn, 1, 1, &x5, &y5));          /* 5 channels, bn of 3 */
+	EXPECT_EINVAL(starnn_batchnorm_fwd(&bn, 1, 1, &x1, &y1));          /* 1 value per channel */
+	EXPECT_EINVAL(starnn_batchnorm_fwd(&bn, 1, 1, &x, &x));            /* y aliases x */
+	EXPECT_EINVAL(starnn_batchnorm_fwd(&bn, 1, 0, &x, &y));            /* no part */
+	starnn_tensor *xs[3] = {x, x, x}, *ys[3] = {y, y, y};
+	EXPECT_EINVAL(starnn_batchnorm_fwd(&bn, 1, 3, xs, ys));            /* more parts than slots */
+	TEST_OK(starnn_batchnorm_fwd(&bn, 0, 3, xs, ys));                  /* evaluation needs no slot */
+	starnn_tensor *mixed[2] = {x, ysmall}, *ymixed[2] = {y, ysmall};
+	EXPECT_EINVAL(starnn_batchnorm_fwd(&bn, 1, 2, mixed, ymixed));     /* parts of different images */
+	EXPECT_EINVAL(starnn_batchnorm_bwd(&bn, 1, &x, &y, &y, &ysmall, 0, NULL, NULL, 0)); /* dx shape */
+	EXPECT_EINVAL(starnn_batchnorm_bwd(&bn, 1, &x, &y, &y, &y, 0, bn.gamma, NULL, 0)); /* dgamma alone */
+	EXPECT_EINVAL(starnn_bn_stats(x, w, 0));                           /* whole workspace, not a slot */
+	EXPECT_EINVAL(starnn_bn_stats(x5, w, 0));                          /* workspace for 3 channels */
+	EXPECT_EINVAL(starnn_bn_apply(x, bn.mean, bn.invstd, 0, 1e-5f, v4, bn.beta, 0, y)); /* gamma size */
+	EXPECT_EINVAL(starnn_bn_finalize(w, 3, 100, 1e-5f, 0.1f, 1, bn.mean, bn.invstd, bn.running_mean,
+	                                 bn.running_var));                  /* 3 slots of 2 */
+	EXPECT_EINVAL(starnn_bn_finalize(w, 2, 1, 1e-5f, 0.1f, 1, bn.mean, bn.invstd, bn.running_mean,
+	                                 bn.running_var));                  /* count 1 */
+	EXPECT_EINVAL(starnn_bn_finalize(w, 2, 100, 0, 0.1f, 1, bn.mean, bn.invstd, bn.running_mean,
+	                                 bn.running_var));                  /* eps 0 */
+	EXPECT_EINVAL(starnn_bn_bwd_params(w, 2, bn.invstd, 0, v4, bn.beta)); /* dgamma size */
+	EXPECT_EINVAL(starnn_bn_bwd_apply(x, y, NULL, bn.mean, bn.invstd, bn.gamma, w, 2, 120, 0, y)); /* dx = dy */
+	EXPECT_EINVAL(starnn_batchnorm_init(&(starnn_batchnorm){0}, "b", 0, 1, 0));
+	EXPECT_EINVAL(starnn_batchnorm_work_create(&(starnn_tensor *){NULL}, "w", 3, 0));
+
+	starnn_batchnorm_destroy(&bn);
+	starnn_tensor_destroy(x), starnn_tensor_destroy(y), starnn_tensor_destroy(x1), starnn_tensor_destroy(y1);
+	starnn_tensor_destroy(ysmall), starnn_tensor_destroy(y5), starnn_tensor_destroy(x5);
+	starnn_tensor_destroy(v1d), starnn_tensor_destroy(v4), starnn_tensor_destroy(w);
+}
+
+int main(void)
+{
+	/* N 1..16, odd C, images 1x1 .. 32x32, non-square, and 2-D [N, C]. */
+	static const struct dims shapes[] = {
+		{1, 3, 4, 5}, {2, 1, 1, 1}, {4, 5, 1, 1}, {3, 3, 7, 2}, {16, 5, 8, 6},
+		{2, 3, 32, 32}, {5, 1, 32, 17}, {1, 5, 2, 2}, {8, 3, 0, 0}, {16, 5, 0, 0},
+	};
+	const int nshapes = (int)(sizeof shapes / sizeof shapes[0]);
+	test_init();
+	if (!TEST_ON_CUDA) {
+		for (int s = 0; s < nshapes; s++)
+			for (int relu = 0; relu <= 1; relu++)
+				kernels_vs_ref(shapes[s], relu);
+		kernels_vs_torch();
+		fd_check((struct dims){2, 3, 3, 4});
+		fd_check((struct dims){5, 1, 2, 3});
+		fd_check((struct dims){3, 5, 0, 0});
+		bad_shapes();
+	}
+	for (int s = 0; s < nshapes; s++)
+		codelets_vs_kernels(shapes[s], s % 2);
+	codelets_vs_kernels((struct dims){6, 3, 9, 10}, 0);
+	codelets_vs_kernels((struct dims){6, 3, 9, 10}, 1);
+	return test_finish();
+}

@@ -8,6 +8,7 @@
  * |fd - analytic| <= 1e-3 (the objective is piecewise linear, step 1e-3,
  * gaps between values >= 1e-2); codelets exact on CPU, 1e-6 relative on CUDA
  * (FMA in beta * dx + v). */
+#include "codelets/axpy.h"
 #include "codelets/maxpool.h"
 #include "tests/testlib.h"
 

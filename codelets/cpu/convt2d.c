@@ -8,6 +8,12 @@
 #include "codelets/convt2d.h"
 #include "runtime/error.h"
 
+/* The build's -O2 does not vectorise the scatter / gather / bias loops
+ * (GCC's very-cheap cost model). */
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC optimize("O3")
+#endif
+
 /* Input rows per tile. */
 static size_t tile_rows(size_t o, size_t h, size_t w)
 {

@@ -1,0 +1,74 @@
+/* Transposed convolution 2x2, stride 2, with bias, NCHW fp32
+ * (torch.nn.ConvTranspose2d(C, O, kernel_size=2, stride=2)):
+ *   x [N, C, H, W], w [C, O, 2, 2] (PyTorch's in, out, kh, kw), b [O]
+ *   y [N, O, 2H, 2W]:  y[n,o,2i+a,2j+b] = b[o] + sum_c x[n,c,i,j] w[c,o,a,b]
+ * The 2x2 windows of y do not overlap, so with O4 = 4*O, HW = H*W:
+ *   forward:     Z_n (O4 x HW) = w^T (O4 x C) x_n (C x HW), scattered to y
+ *                 (row (o,a,b) of Z, column (i,j) -> y[n,o,2i+a,2j+b]) + b;
+ *   bwd_data:    dx_n (C x HW) = beta dx_n + w (C x O4) G_n (O4 x HW),
+ *                 G_n = dy_n gathered the same way;
+ *   bwd_weight:  dw (C x O4) = beta dw + sum_n x_n G_n^T,
+ *                db[o] = beta db[o] + sum_{n,p,q} dy[n,o,p,q].
+ * beta == 0 overwrites without reading (the codelets then access the
+ * outputs in STARPU_W mode); beta = 1 accumulates micro-batch gradients.
+ *
+ * CPU: OpenBLAS sgemm per sample on tiles of whole input rows (the tile of
+ * Z / G stays small), with the scatter / gather in plain loops. CUDA:
+ * strided-batched cuBLAS sgemm over samples, own scatter / gather / bias
+ * kernels, the Z / G workspace from cudaMallocAsync on the worker's stream.
+ *
+ * Kernels see the tensors as matrices (runtime/tensor.h): x, dx: n rows of
+ * c*h*w with ld; y, dy: n rows of o*4*h*w with ld; w, dw: c rows of 4*o with
+ * ld; b, db: o contiguous floats. Each row of x / y is dense inside (the
+ * channels of one sample), so channel and batch partitions work. Kernels
+ * return 0 or a negative STARNN_E* code (workspace allocation); the CUDA
+ * kernels also record deferred errors for CUDA / cuBLAS failures. */
+#ifndef STARNN_CONVT2D_H
+#define STARNN_CONVT2D_H
+
+#include <stddef.h>
+#include <starpu.h>
+
+#include "runtime/tensor.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Kernels (codelets/cpu/convt2d.c, codelets/cuda/convt2d.cu). c, 4*o,
+ * h*w and every ld must fit in an int (the submit function checks). */
+int starnn_convt2d_fwd_cpu(size_t n, size_t c, size_t o, size_t h, size_t w, const float *x, size_t ldx,
+                           const float *wt, size_t ldw, const float *bias, float *y, size_t ldy);
+int starnn_convt2d_bwd_data_cpu(size_t n, size_t c, size_t o, size_t h, size_t w, const float *wt, size_t ldw,
+                                const float *dy, size_t lddy, float beta, float *dx, size_t lddx);
+int starnn_convt2d_bwd_weight_cpu(size_t n, size_t c, size_t o, size_t h, size_t w, const float *x, size_t ldx,
+                                  const float *dy, size_t lddy, float beta, float *dw, size_t lddw, float *db);
+int starnn_convt2d_fwd_cuda(size_t n, size_t c, size_t o, size_t h, size_t w, const float *x, size_t ldx,
+                            const float *wt, size_t ldw, const float *bias, float *y, size_t ldy,
+                            void *cublas_handle, void *stream);
+int starnn_convt2d_bwd_data_cuda(size_t n, size_t c, size_t o, size_t h, size_t w, const float *wt, size_t ldw,
+                                 const float *dy, size_t lddy, float beta, float *dx, size_t lddx,
+                                 void *cublas_handle, void *stream);
+int starnn_convt2d_bwd_weight_cuda(size_t n, size_t c, size_t o, size_t h, size_t w, const float *x, size_t ldx,
+                                   const float *dy, size_t lddy, float beta, float *dw, size_t lddw, float *db,
+                                   void *cublas_handle, void *stream);
+
+/* Codelets; the _w variants access the outputs in STARPU_W (beta == 0) and
+ * share the models starnn_convt2d_bwd_data_fp32 / _bwd_weight_fp32. */
+extern struct starpu_codelet starnn_convt2d_fwd_cl;
+extern struct starpu_codelet starnn_convt2d_bwd_data_cl;
+extern struct starpu_codelet starnn_convt2d_bwd_data_w_cl;
+extern struct starpu_codelet starnn_convt2d_bwd_weight_cl;
+extern struct starpu_codelet starnn_convt2d_bwd_weight_w_cl;
+
+/* Task submission: checks dtypes (fp32) and shapes as above, else
+ * STARNN_EINVAL. */
+int starnn_convt2d_fwd(starnn_tensor *x, starnn_tensor *w, starnn_tensor *b, starnn_tensor *y);
+int starnn_convt2d_bwd_data(starnn_tensor *w, starnn_tensor *dy, float beta, starnn_tensor *dx);
+int starnn_convt2d_bwd_weight(starnn_tensor *x, starnn_tensor *dy, float beta, starnn_tensor *dw,
+                              starnn_tensor *db);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

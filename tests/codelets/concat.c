@@ -1,0 +1,204 @@
+/* concat: the CPU kernels against naive loops on strided data; the copy
+ * codelets (CPU, or CUDA in the _cuda build) against direct kernel calls,
+ * with every beta combination of the backward (beta 0 must not read the
+ * NaN-filled output); the no-copy path (starnn_concat_views) against the
+ * copy path: producers (convt2d, add) write into the views, tasks then read
+ * the whole tensor, write into the views again, and the backward reads
+ * dcat's views; the shape checks. Copies are exact everywhere; beta * d + s
+ * is compared exactly on CPU and within 1e-6 relative on CUDA (FMA). */
+#include "codelets/axpy.h"
+#include "codelets/concat.h"
+#include "codelets/convt2d.h"
+#include "tests/testlib.h"
+
+static void kernels_vs_naive(void)
+{
+	size_t rows = 3, ca = 10, cb = 7, lda = 13, ldb = 9, ldc = 20;
+	float *a = test_random(rows * lda, -1, 1), *b = test_random(rows * ldb, -1, 1);
+	float *cat = test_random(rows * ldc, -1, 1), *ref = malloc(rows * ldc * sizeof *ref);
+	memcpy(ref, cat, rows * ldc * sizeof *ref);
+	starnn_concat_fwd_cpu(rows, ca, a, lda, cb, b, ldb, cat, ldc);
+	for (size_t r = 0; r < rows; r++)
+		for (size_t c = 0; c < ca + cb; c++)
+			ref[r * ldc + c] = c < ca ? a[r * lda + c] : b[r * ldb + c - ca];
+	test_close("concat_fwd_cpu strided", cat, ref, rows * ldc, 0, 0);
+
+	float betas[3][2] = {{0, 1}, {1, 0}, {0.5f, 2}};
+	for (int k = 0; k < 3; k++) {
+		float ba = betas[k][0], bb = betas[k][1];
+		float *da = test_random(rows * lda, -1, 1), *db = test_random(rows * ldb, -1, 1);
+		for (size_t r = 0; r < rows; r++) {
+			for (size_t c = 0; ba == 0 && c < ca; c++)
+				da[r * lda + c] = NAN;
+			for (size_t c = 0; bb == 0 && c < cb; c++)
+				db[r * ldb + c] = NAN;
+		}
+		float *ra = malloc(rows * lda * sizeof *ra), *rb = malloc(rows * ldb * sizeof *rb);
+		memcpy(ra, da, rows * lda * sizeof *ra);
+		memcpy(rb, db, rows * ldb * sizeof *rb);
+		starnn_concat_bwd_cpu(rows, ca, cb, cat, ldc, ba, da, lda, bb, db, ldb);
+		for (size_t r = 0; r < rows; r++) {
+			for (size_t c = 0; c < ca; c++)
+				ra[r * lda + c] = (ba == 0 ? 0 : ba * ra[r * lda + c]) + cat[r * ldc + c];
+			for (size_t c = 0; c < cb; c++)
+				rb[r * ldb + c] = (bb == 0 ? 0 : bb * rb[r * ldb + c]) + cat[r * ldc + ca + c];
+		}
+		char what[64];
+		snprintf(what, sizeof what, "concat_bwd_cpu da beta %g", ba);
+		test_close(what, da, ra, rows * lda, 0, 0);
+		snprintf(what, sizeof what, "concat_bwd_cpu db beta %g", bb);
+		test_close(what, db, rb, rows * ldb, 0, 0);
+		free(da), free(db), free(ra), free(rb);
+	}
+	free(a), free(b), free(cat), free(ref);
+}
+
+/* The copy codelets vs the kernels, on dense tensors and with a and cat's
+ * backward targets being channel views of other tensors. */
+static void codelets_vs_kernels(int64_t n, int64_t c1, int64_t c2, int64_t h, int64_t w)
+{
+	int64_t as[4] = {n, c1, h, w}, bs[4] = {n, c2, h, w}, cs[4] = {n, c1 + c2, h, w};
+	size_t hw = (size_t)(h * w), na = (size_t)(n * c1) * hw, nb = (size_t)(n * c2) * hw, nc = na + nb;
+	size_t ca = (size_t)c1 * hw, cb = (size_t)c2 * hw, rows = (size_t)n;
+	float *a = test_random(na, -1, 1), *b = test_random(nb, -1, 1), *dcat = test_random(nc, -1, 1);
+	starnn_tensor *ta = test_tensor("a", 4, as, a), *tb = test_tensor("b", 4, bs, b);
+	starnn_tensor *tc = test_tensor("cat", 4, cs, NULL), *tdc = test_tensor("dcat", 4, cs, dcat);
+	float *ref = malloc(nc * sizeof *ref);
+	starnn_concat_fwd_cpu(rows, ca, a, ca, cb, b, cb, ref, ca + cb);
+	TEST_OK(starnn_concat_fwd(ta, tb, tc));
+	float *got = test_read(tc);
+	char what[96];
+	snprintf(what, sizeof what, "concat_fwd codelet %lldx(%lld+%lld)x%lldx%lld", (long long)n, (long long)c1,
+	         (long long)c2, (long long)h, (long long)w);
+	test_close(what, got, ref, nc, 0, 0);
+	free(got);
+
+	float tol = TEST_ON_CUDA ? 1e-6f : 0;
+	float betas[4][2] = {{0, 0}, {0, 1}, {1, 0}, {0.5f, 2}};
+	for (int k = 0; k < 4; k++) {
+		float ba = betas[k][0], bb = betas[k][1];
+		float *da = test_random(na, -1, 1), *db = test_random(nb, -1, 1);
+		for (size_t i = 0; ba == 0 && i < na; i++)
+			da[i] = NAN;
+		for (size_t i = 0; bb == 0 && i < nb; i++)
+			db[i] = NAN;
+		starnn_tensor *tda = test_tensor("da", 4, as, da), *tdb = test_tensor("db", 4, bs, db);
+		starnn_concat_bwd_cpu(rows, ca, cb, dcat, ca + cb, ba, da, ca, bb, db, cb);
+		TEST_OK(starnn_concat_bwd(tdc, ba, tda, bb, tdb));
+		float *ga = test_read(tda), *gb = test_read(tdb);
+		snprintf(what, sizeof what, "concat_bwd codelet da beta %g, c1 %lld", ba, (long long)c1);
+		test_close(what, ga, da, na, tol, tol);
+		snprintf(what, sizeof what, "concat_bwd codelet db beta %g, c2 %lld", bb, (long long)c2);
+		test_close(what, gb, db, nb, tol, tol);
+		free(ga), free(gb), free(da), free(db);
+		starnn_tensor_destroy(tda), starnn_tensor_destroy(tdb);
+	}
+	starnn_tensor_destroy(ta), starnn_tensor_destroy(tb), starnn_tensor_destroy(tc), starnn_tensor_destroy(tdc);
+	free(a), free(b), free(dcat), free(ref);
+}
+
+/* The decoder's pattern without a copy: convt2d writes the upsampled half
+ * straight into cat's first view, the skip is written into the second, and
+ * the whole cat is then read (by the host and by tasks). Compared with the
+ * copy path built from separate tensors. */
+static void views_vs_copy(int64_t n, int64_t c, int64_t up, int64_t skip, int64_t h, int64_t w)
+{
+	int64_t xs[4] = {n, c, h, w}, ws[4] = {c, up, 2, 2}, bs[1] = {up};
+	int64_t us[4] = {n, up, 2 * h, 2 * w}, ss[4] = {n, skip, 2 * h, 2 * w}, cs[4] = {n, up + skip, 2 * h, 2 * w};
+	size_t nx = (size_t)(n * c * h * w), ns = (size_t)(n * skip * 4 * h * w), nc = (size_t)(n * (up + skip) * 4 * h * w);
+	float *x = test_random(nx, -1, 1), *wt = test_random((size_t)(c * up * 4), -1, 1);
+	float *bias = test_random((size_t)up, -1, 1), *s = test_random(ns, -1, 1);
+	starnn_tensor *tx = test_tensor("x", 4, xs, x), *tw = test_tensor("w", 4, ws, wt), *tb = test_tensor("b", 1, bs, bias);
+	starnn_tensor *ts = test_tensor("skip", 4, ss, s);
+
+	/* Copy path. */
+	starnn_tensor *tu = test_tensor("up", 4, us, NULL), *tcopy = test_tensor("cat_copy", 4, cs, NULL);
+	TEST_OK(starnn_convt2d_fwd(tx, tw, tb, tu));
+	TEST_OK(starnn_concat_fwd(tu, ts, tcopy));
+	float *want = test_read(tcopy);
+
+	/* View path. */
+	starnn_tensor *tcat = test_tensor("cat", 4, cs, NULL), *va, *vb, *va2, *vb2;
+	TEST_OK(starnn_concat_views(tcat, up, &va, &vb));
+	TEST_OK(starnn_concat_views(tcat, up, &va2, &vb2));
+	TEST_ASSERT(va == va2 && vb == vb2, "concat_views: the same split must give the same views");
+	TEST_ASSERT(va->shape[1] == up && vb->shape[1] == skip && va->shape[2] == 2 * h && vb->shape[3] == 2 * w,
+	            "concat_views: view shapes");
+	TEST_OK(starnn_convt2d_fwd(tx, tw, tb, va));
+	TEST_OK(starnn_add(1.0f, ts, 0.0f, ts, vb)); /* the skip, copied by another op */
+	float *got = test_read(tcat);
+	float tol = TEST_ON_CUDA ? 1e-6f : 0;
+	char what[96];
+	snprintf(what, sizeof what, "views vs copy n%lld up%lld skip%lld %lldx%lld", (long long)n, (long long)up,
+	         (long long)skip, (long long)(2 * h), (long long)(2 * w));
+	test_close(what, got, want, nc, tol, tol);
+	free(got);
+
+	/* A task on the whole, then producers on the views again, then the whole. */
+	TEST_OK(starnn_scale(2.0f, tcat));
+	TEST_OK(starnn_scale(-1.0f, vb));
+	got = test_read(tcat);
+	size_t ld = nc / (size_t)n, ca = (size_t)(up * 4 * h * w);
+	for (size_t r = 0; r < (size_t)n; r++)
+		for (size_t k = 0; k < ld; k++)
+			want[r * ld + k] *= k < ca ? 2.0f : -2.0f;
+	test_close("whole, then views, then whole", got, want, nc, tol, tol);
+	free(got);
+
+	/* Backward: dcat's views are the two gradients (no copy); the copy path
+	 * with beta = 1 accumulates the skip gradient into an existing one. */
+	starnn_tensor *tdc = test_tensor("dcat", 4, cs, want), *dva, *dvb;
+	TEST_OK(starnn_concat_views(tdc, up, &dva, &dvb));
+	starnn_tensor *tdu = test_tensor("dup", 4, us, NULL), *tds = test_tensor("dskip", 4, ss, s);
+	TEST_OK(starnn_concat_bwd(tdc, 0.0f, tdu, 1.0f, tds));
+	starnn_tensor *viewsum = test_tensor("viewsum", 4, ss, NULL);
+	TEST_OK(starnn_add(1.0f, dvb, 1.0f, ts, viewsum)); /* skip + dcat[:, up:] read through the view */
+	float *g1 = test_read(tds), *g2 = test_read(viewsum), *g3 = test_read(tdu), *g4 = test_read(dva);
+	test_close("concat_bwd beta 1 vs the view's sum", g1, g2, ns, tol, tol);
+	test_close("concat_bwd beta 0 vs the view", g3, g4, nc - ns, 0, 0);
+	free(g1), free(g2), free(g3), free(g4);
+
+	starnn_tensor_destroy(tx), starnn_tensor_destroy(tw), starnn_tensor_destroy(tb), starnn_tensor_destroy(ts);
+	starnn_tensor_destroy(tu), starnn_tensor_destroy(tcopy), starnn_tensor_destroy(tcat), starnn_tensor_destroy(tdc);
+	starnn_tensor_destroy(tdu), starnn_tensor_destroy(tds), starnn_tensor_destroy(viewsum);
+	free(x), free(wt), free(bias), free(s), free(want);
+}
+
+static void bad_shapes(void)
+{
+	starnn_tensor *a, *b, *cat, *bad, *bh, *cath, *va, *vb;
+	TEST_OK(starnn_tensor_new(&a, "a", STARNN_FP32, 4, 2, 3, 4, 5));
+	TEST_OK(starnn_tensor_new(&b, "b", STARNN_FP32, 4, 2, 2, 4, 5));
+	TEST_OK(starnn_tensor_new(&cat, "cat", STARNN_FP32, 4, 2, 5, 4, 5));
+	TEST_OK(starnn_tensor_new(&bad, "bad", STARNN_FP32, 4, 2, 2, 5, 4));
+	TEST_OK(starnn_tensor_new(&bh, "bh", STARNN_FP16, 4, 2, 2, 4, 5));
+	TEST_OK(starnn_tensor_new(&cath, "cath", STARNN_FP32, 4, 2, 6, 4, 5));
+	TEST_ASSERT(starnn_concat_fwd(a, bad, cat) == STARNN_EINVAL, "concat_fwd: spatial mismatch accepted");
+	TEST_ASSERT(starnn_concat_fwd(a, b, cath) == STARNN_EINVAL, "concat_fwd: channel sum mismatch accepted");
+	TEST_ASSERT(starnn_concat_fwd(a, bh, cat) == STARNN_EINVAL, "concat_fwd: fp16 accepted");
+	TEST_ASSERT(starnn_concat_bwd(cat, 0.0f, a, 0.0f, bad) == STARNN_EINVAL, "concat_bwd: mismatch accepted");
+	TEST_ASSERT(starnn_concat_views(cat, 0, &va, &vb) == STARNN_EINVAL, "concat_views: c1 = 0 accepted");
+	TEST_ASSERT(starnn_concat_views(cat, 5, &va, &vb) == STARNN_EINVAL, "concat_views: c1 = C accepted");
+	TEST_OK(starnn_concat_fwd(a, b, cat));
+	TEST_OK(starnn_concat_bwd(cat, 0.0f, a, 1.0f, b));
+	TEST_OK(starnn_wait());
+	starnn_tensor_destroy(a), starnn_tensor_destroy(b), starnn_tensor_destroy(cat), starnn_tensor_destroy(bad);
+	starnn_tensor_destroy(bh), starnn_tensor_destroy(cath);
+}
+
+int main(void)
+{
+	test_init();
+	if (!TEST_ON_CUDA)
+		kernels_vs_naive();
+	codelets_vs_kernels(1, 1, 1, 1, 1);
+	codelets_vs_kernels(2, 3, 5, 7, 4);
+	codelets_vs_kernels(8, 16, 16, 32, 32);
+	codelets_vs_kernels(3, 5, 3, 64, 48);
+	views_vs_copy(1, 3, 2, 2, 1, 1);
+	views_vs_copy(2, 5, 3, 4, 3, 7);
+	views_vs_copy(4, 32, 16, 16, 16, 16);
+	views_vs_copy(8, 8, 4, 5, 32, 32);
+	bad_shapes();
+	return test_finish();
+}

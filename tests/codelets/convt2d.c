@@ -1,0 +1,357 @@
+/* convt2d (transposed convolution 2x2, stride 2, bias): the CPU kernels
+ * against loops written from the definition (double accumulation) on dense
+ * and strided operands, including shapes that take several row tiles; the
+ * backward kernels against central finite differences of
+ * L = sum(R * y); the codelets (CPU, or CUDA in the _cuda build) against
+ * direct kernel calls on shapes across the UNet's range, on channel views
+ * (the decoder writes into half of a concatenation) and on micro-batches
+ * accumulating the weight gradient; the shape checks.
+ * Tolerances: kernels vs definition |d| <= 1e-5 + 1e-4 |ref| (sgemm in
+ * float vs double sums of <= 256 terms of size <= 1); finite differences
+ * |d| <= 2e-3 + 1e-3 |ref| (L is linear in each parameter; step 0.05, the
+ * error is L's float rounding / step); codelets vs kernels 1e-5 on CPU
+ * (same code; OpenBLAS may block differently across threads), 1e-4 on CUDA
+ * (cuBLAS' summation order). */
+#include "codelets/axpy.h"
+#include "codelets/convt2d.h"
+#include "tests/testlib.h"
+
+struct shape {
+	size_t n, c, o, h, w;
+};
+
+/* Strided layouts: every matrix gets `pad` spare elements per row. */
+struct bufs {
+	size_t lx, ly, lw;
+	float *x, *wt, *b, *y, *dy, *dx, *dw, *db;
+};
+
+static void naive_fwd(struct shape s, const struct bufs *t, float *y)
+{
+	for (size_t r = 0; r < s.n; r++)
+		for (size_t o = 0; o < s.o; o++)
+			for (size_t p = 0; p < 2 * s.h; p++)
+				for (size_t q = 0; q < 2 * s.w; q++) {
+					double acc = t->b[o];
+					for (size_t c = 0; c < s.c; c++)
+						acc += (double)t->x[r * t->lx + (c * s.h + p / 2) * s.w + q / 2] *
+						       t->wt[c * t->lw + o * 4 + (p % 2) * 2 + q % 2];
+					y[r * t->ly + (o * 2 * s.h + p) * 2 * s.w + q] = (float)acc;
+				}
+}
+
+static void naive_bwd_data(struct shape s, const struct bufs *t, float beta, float *dx)
+{
+	for (size_t r = 0; r < s.n; r++)
+		for (size_t c = 0; c < s.c; c++)
+			for (size_t i = 0; i < s.h; i++)
+				for (size_t j = 0; j < s.w; j++) {
+					double acc = 0;
+					for (size_t o = 0; o < s.o; o++)
+						for (size_t a = 0; a < 2; a++)
+							for (size_t b = 0; b < 2; b++)
+								acc += (double)t->wt[c * t->lw + o * 4 + a * 2 + b] *
+								       t->dy[r * t->ly + (o * 2 * s.h + 2 * i + a) * 2 * s.w + 2 * j + b];
+					float *d = &dx[r * t->lx + (c * s.h + i) * s.w + j];
+					*d = (float)(beta == 0.0f ? acc : beta * (double)*d + acc);
+				}
+}
+
+static void naive_bwd_weight(struct shape s, const struct bufs *t, float beta, float *dw, float *db)
+{
+	for (size_t c = 0; c < s.c; c++)
+		for (size_t o = 0; o < s.o; o++)
+			for (size_t a = 0; a < 2; a++)
+				for (size_t b = 0; b < 2; b++) {
+					double acc = 0;
+					for (size_t r = 0; r < s.n; r++)
+						for (size_t i = 0; i < s.h; i++)
+							for (size_t j = 0; j < s.w; j++)
+								acc += (double)t->x[r * t->lx + (c * s.h + i) * s.w + j] *
+								       t->dy[r * t->ly + (o * 2 * s.h + 2 * i + a) * 2 * s.w + 2 * j + b];
+					float *d = &dw[c * t->lw + o * 4 + a * 2 + b];
+					*d = (float)(beta == 0.0f ? acc : beta * (double)*d + acc);
+				}
+	for (size_t o = 0; o < s.o; o++) {
+		double acc = 0;
+		for (size_t r = 0; r < s.n; r++)
+			for (size_t k = 0; k < 4 * s.h * s.w; k++)
+				acc += t->dy[r * t->ly + o * 4 * s.h * s.w + k];
+		db[o] = (float)(beta == 0.0f ? acc : beta * (double)db[o] + acc);
+	}
+}
+
+static struct bufs make_bufs(struct shape s, size_t pad)
+{
+	struct bufs t;
+	t.lx = s.c * s.h * s.w + pad;
+	t.ly = s.o * 4 * s.h * s.w + pad;
+	t.lw = s.o * 4 + pad;
+	t.x = test_random(s.n * t.lx, -1, 1);
+	t.wt = test_random(s.c * t.lw, -1, 1);
+	t.b = test_random(s.o, -1, 1);
+	t.y = test_random(s.n * t.ly, -1, 1);
+	t.dy = test_random(s.n * t.ly, -1, 1);
+	t.dx = test_random(s.n * t.lx, -1, 1);
+	t.dw = test_random(s.c * t.lw, -1, 1);
+	t.db = test_random(s.o, -1, 1);
+	return t;
+}
+
+static void free_bufs(struct bufs *t)
+{
+	free(t->x), free(t->wt), free(t->b), free(t->y), free(t->dy), free(t->dx), free(t->dw), free(t->db);
+}
+
+static float *dupf(const float *p, size_t n)
+{
+	float *q = malloc(n * sizeof *q);
+	memcpy(q, p, n * sizeof *q);
+	return q;
+}
+
+/* Sets the first `cols` of each of `rows` rows (ld) to NaN: outputs that
+ * beta == 0 must not read. */
+static void poison(float *p, size_t rows, size_t cols, size_t ld)
+{
+	for (size_t r = 0; r < rows; r++)
+		for (size_t c = 0; c < cols; c++)
+			p[r * ld + c] = NAN;
+}
+
+static void kernels_vs_naive(struct shape s, size_t pad)
+{
+	struct bufs t = make_bufs(s, pad);
+	size_t ny = s.n * t.ly, nx = s.n * t.lx, nw = s.c * t.lw;
+	char what[128], sh[64];
+	snprintf(sh, sizeof sh, "n%zu c%zu o%zu %zux%zu pad %zu", s.n, s.c, s.o, s.h, s.w, pad);
+	const float rtol = 1e-4f, atol = 1e-5f;
+
+	float *yref = dupf(t.y, ny);
+	TEST_OK(starnn_convt2d_fwd_cpu(s.n, s.c, s.o, s.h, s.w, t.x, t.lx, t.wt, t.lw, t.b, t.y, t.ly));
+	naive_fwd(s, &t, yref);
+	snprintf(what, sizeof what, "fwd_cpu %s", sh);
+	test_close(what, t.y, yref, ny, rtol, atol);
+
+	for (int k = 0; k < 2; k++) {
+		float beta = k ? 0.75f : 0.0f;
+		if (beta == 0.0f) {
+			poison(t.dx, s.n, s.c * s.h * s.w, t.lx);
+			poison(t.dw, s.c, s.o * 4, t.lw);
+			poison(t.db, 1, s.o, s.o);
+		}
+		float *dxref = dupf(t.dx, nx), *dwref = dupf(t.dw, nw), *dbref = dupf(t.db, s.o);
+		TEST_OK(starnn_convt2d_bwd_data_cpu(s.n, s.c, s.o, s.h, s.w, t.wt, t.lw, t.dy, t.ly, beta, t.dx, t.lx));
+		TEST_OK(starnn_convt2d_bwd_weight_cpu(s.n, s.c, s.o, s.h, s.w, t.x, t.lx, t.dy, t.ly, beta, t.dw, t.lw,
+		                                      t.db));
+		naive_bwd_data(s, &t, beta, dxref);
+		naive_bwd_weight(s, &t, beta, dwref, dbref);
+		/* Padding: random on both sides, compared exactly (untouched). */
+		snprintf(what, sizeof what, "bwd_data_cpu beta %g %s", beta, sh);
+		test_close(what, t.dx, dxref, nx, rtol, atol);
+		snprintf(what, sizeof what, "bwd_weight_cpu beta %g %s", beta, sh);
+		test_close(what, t.dw, dwref, nw, rtol, atol);
+		snprintf(what, sizeof what, "bwd_bias_cpu beta %g %s", beta, sh);
+		test_close(what, t.db, dbref, s.o, rtol, 1e-4f); /* sums of up to 16k terms */
+		free(dxref), free(dwref), free(dbref);
+	}
+	free(yref);
+	free_bufs(&t);
+}
+
+/* ------------------------------------------------------ finite differences */
+
+enum fd_var { FD_X, FD_W, FD_B };
+struct fd_ctx {
+	struct shape s;
+	struct bufs *t;
+	enum fd_var var;
+};
+
+/* L = sum(R * y), R = t->dy; the perturbed array is passed as p. */
+static double objective(const float *p, void *vctx)
+{
+	struct fd_ctx *ctx = vctx;
+	struct bufs *t = ctx->t;
+	struct shape s = ctx->s;
+	starnn_convt2d_fwd_cpu(s.n, s.c, s.o, s.h, s.w, ctx->var == FD_X ? p : t->x, t->lx,
+	                       ctx->var == FD_W ? p : t->wt, t->lw, ctx->var == FD_B ? p : t->b, t->y, t->ly);
+	double l = 0;
+	for (size_t r = 0; r < s.n; r++)
+		for (size_t k = 0; k < s.o * 4 * s.h * s.w; k++)
+			l += (double)t->dy[r * t->ly + k] * t->y[r * t->ly + k];
+	return l;
+}
+
+static void finite_differences(struct shape s)
+{
+	struct bufs t = make_bufs(s, 0);
+	size_t nx = s.n * t.lx, nw = s.c * t.lw;
+	TEST_OK(starnn_convt2d_bwd_data_cpu(s.n, s.c, s.o, s.h, s.w, t.wt, t.lw, t.dy, t.ly, 0.0f, t.dx, t.lx));
+	TEST_OK(starnn_convt2d_bwd_weight_cpu(s.n, s.c, s.o, s.h, s.w, t.x, t.lx, t.dy, t.ly, 0.0f, t.dw, t.lw, t.db));
+	float *fx = malloc(nx * sizeof *fx), *fw = malloc(nw * sizeof *fw), *fb = malloc(s.o * sizeof *fb);
+	struct fd_ctx ctx = {s, &t, FD_X};
+	for (size_t i = 0; i < nx; i++)
+		fx[i] = (float)test_fd(objective, t.x, i, 0.05, &ctx);
+	ctx.var = FD_W;
+	for (size_t i = 0; i < nw; i++)
+		fw[i] = (float)test_fd(objective, t.wt, i, 0.05, &ctx);
+	ctx.var = FD_B;
+	for (size_t i = 0; i < s.o; i++)
+		fb[i] = (float)test_fd(objective, t.b, i, 0.05, &ctx);
+	char what[96];
+	snprintf(what, sizeof what, "bwd_data vs fd n%zu c%zu o%zu %zux%zu", s.n, s.c, s.o, s.h, s.w);
+	test_close(what, t.dx, fx, nx, 1e-3f, 2e-3f);
+	snprintf(what, sizeof what, "bwd_weight vs fd n%zu c%zu o%zu %zux%zu", s.n, s.c, s.o, s.h, s.w);
+	test_close(what, t.dw, fw, nw, 1e-3f, 2e-3f);
+	snprintf(what, sizeof what, "bias grad vs fd n%zu c%zu o%zu %zux%zu", s.n, s.c, s.o, s.h, s.w);
+	test_close(what, t.db, fb, s.o, 1e-3f, 2e-3f);
+	free(fx), free(fw), free(fb);
+	free_bufs(&t);
+}
+
+/* ----------------------------------------------------------------- codelets */
+
+static void codelets_vs_kernels(struct shape s)
+{
+	int64_t n = (int64_t)s.n, c = (int64_t)s.c, o = (int64_t)s.o, h = (int64_t)s.h, w = (int64_t)s.w;
+	struct bufs t = make_bufs(s, 0);
+	size_t nx = s.n * t.lx, ny = s.n * t.ly, nw = s.c * t.lw;
+	float tol = TEST_ON_CUDA ? 1e-4f : 1e-5f;
+	char what[128], sh[64];
+	snprintf(sh, sizeof sh, "n%zu c%zu o%zu %zux%zu", s.n, s.c, s.o, s.h, s.w);
+
+	/* x is channels [1, c+1) of a bigger tensor, y channels [2, o+2) of a
+	 * concatenation: both strided views, as in the UNet's decoder. */
+	int64_t xbig_s[4] = {n, c + 1, h, w}, ybig_s[4] = {n, o + 3, 2 * h, 2 * w};
+	int64_t ws[4] = {c, o, 2, 2}, bs[1] = {o}, xs[4] = {n, c, h, w}, ys[4] = {n, o, 2 * h, 2 * w};
+	starnn_tensor *xbig = test_tensor("xbig", 4, xbig_s, NULL), *ybig = test_tensor("ybig", 4, ybig_s, NULL);
+	starnn_tensor *tw = test_tensor("w", 4, ws, t.wt), *tb = test_tensor("b", 1, bs, t.b);
+	starnn_tensor *tdy = test_tensor("dy", 4, ys, t.dy), *tdx = test_tensor("dx", 4, xs, t.dx);
+	starnn_tensor *tdw = test_tensor("dw", 4, ws, t.dw), *tdb = test_tensor("db", 1, bs, t.db);
+	starnn_tensor *tx = test_tensor("x", 4, xs, t.x);
+	starnn_tensor **xp, **yp;
+	int64_t xsz[2] = {1, c}, ysz[3] = {2, o, 1};
+	TEST_OK(starnn_tensor_split(xbig, 1, 2, xsz, &xp));
+	TEST_OK(starnn_tensor_split(ybig, 1, 3, ysz, &yp));
+	TEST_OK(starnn_add(1.0f, tx, 0.0f, tx, xp[1])); /* x into the view */
+
+	float *yref = malloc(ny * sizeof *yref), *dxref = dupf(t.dx, nx), *dwref = dupf(t.dw, nw), *dbref = dupf(t.db, s.o);
+	TEST_OK(starnn_convt2d_fwd_cpu(s.n, s.c, s.o, s.h, s.w, t.x, t.lx, t.wt, t.lw, t.b, yref, t.ly));
+	TEST_OK(starnn_convt2d_bwd_data_cpu(s.n, s.c, s.o, s.h, s.w, t.wt, t.lw, t.dy, t.ly, 1.0f, dxref, t.lx));
+	TEST_OK(starnn_convt2d_bwd_weight_cpu(s.n, s.c, s.o, s.h, s.w, t.x, t.lx, t.dy, t.ly, 1.0f, dwref, t.lw, dbref));
+
+	TEST_OK(starnn_convt2d_fwd(xp[1], tw, tb, yp[1]));
+	TEST_OK(starnn_convt2d_bwd_data(tw, tdy, 1.0f, tdx));
+	/* The weight gradient over two micro-batches (when n >= 2): beta 1 on
+	 * the first accumulates into the initial dw, beta 1 on the second
+	 * accumulates the rest. */
+	if (n >= 2) {
+		starnn_tensor **xb, **dyb;
+		TEST_OK(starnn_tensor_split(tx, 0, 2, NULL, &xb));
+		TEST_OK(starnn_tensor_split(tdy, 0, 2, NULL, &dyb));
+		TEST_OK(starnn_convt2d_bwd_weight(xb[0], dyb[0], 1.0f, tdw, tdb));
+		TEST_OK(starnn_convt2d_bwd_weight(xb[1], dyb[1], 1.0f, tdw, tdb));
+	} else {
+		TEST_OK(starnn_convt2d_bwd_weight(tx, tdy, 1.0f, tdw, tdb));
+	}
+
+	float *gbig = test_read(ybig), *gy = calloc(ny, sizeof *gy);
+	size_t inner = 4 * s.h * s.w, lbig = (size_t)(o + 3) * inner;
+	for (size_t r = 0; r < s.n; r++)
+		memcpy(gy + r * t.ly, gbig + r * lbig + 2 * inner, t.ly * sizeof *gy);
+	snprintf(what, sizeof what, "fwd codelet on views %s", sh);
+	test_close(what, gy, yref, ny, tol, tol);
+	/* The channels around the view stay zero. */
+	double around = 0;
+	for (size_t r = 0; r < s.n; r++)
+		for (size_t k = 0; k < lbig; k++)
+			if (k < 2 * inner || k >= (size_t)(o + 2) * inner)
+				around += fabs(gbig[r * lbig + k]);
+	TEST_ASSERT(around == 0, "fwd codelet wrote outside its view (%g)", around);
+
+	float *gdx = test_read(tdx), *gdw = test_read(tdw), *gdb = test_read(tdb);
+	snprintf(what, sizeof what, "bwd_data codelet beta 1 %s", sh);
+	test_close(what, gdx, dxref, nx, tol, tol);
+	snprintf(what, sizeof what, "bwd_weight codelet beta 1 %s", sh);
+	test_close(what, gdw, dwref, nw, tol, tol);
+	snprintf(what, sizeof what, "bias grad codelet beta 1 %s", sh);
+	test_close(what, gdb, dbref, s.o, tol, 10 * tol);
+	free(gbig), free(gy), free(gdx), free(gdw), free(gdb);
+
+	/* beta = 0 overwrites. */
+	TEST_OK(starnn_convt2d_bwd_data(tw, tdy, 0.0f, tdx));
+	TEST_OK(starnn_convt2d_bwd_weight(tx, tdy, 0.0f, tdw, tdb));
+	TEST_OK(starnn_convt2d_bwd_data_cpu(s.n, s.c, s.o, s.h, s.w, t.wt, t.lw, t.dy, t.ly, 0.0f, dxref, t.lx));
+	TEST_OK(starnn_convt2d_bwd_weight_cpu(s.n, s.c, s.o, s.h, s.w, t.x, t.lx, t.dy, t.ly, 0.0f, dwref, t.lw, dbref));
+	gdx = test_read(tdx), gdw = test_read(tdw), gdb = test_read(tdb);
+	snprintf(what, sizeof what, "bwd_data codelet beta 0 %s", sh);
+	test_close(what, gdx, dxref, nx, tol, tol);
+	snprintf(what, sizeof what, "bwd_weight codelet beta 0 %s", sh);
+	test_close(what, gdw, dwref, nw, tol, tol);
+	snprintf(what, sizeof what, "bias grad codelet beta 0 %s", sh);
+	test_close(what, gdb, dbref, s.o, tol, 10 * tol);
+	free(gdx), free(gdw), free(gdb);
+
+	starnn_tensor_destroy(xbig), starnn_tensor_destroy(ybig), starnn_tensor_destroy(tw), starnn_tensor_destroy(tb);
+	starnn_tensor_destroy(tdy), starnn_tensor_destroy(tdx), starnn_tensor_destroy(tdw), starnn_tensor_destroy(tdb);
+	starnn_tensor_destroy(tx);
+	free(yref), free(dxref), free(dwref), free(dbref);
+	free_bufs(&t);
+}
+
+static void bad_shapes(void)
+{
+	starnn_tensor *x, *w, *b, *y, *w3, *b2, *ybad, *xh, *bw2;
+	TEST_OK(starnn_tensor_new(&x, "x", STARNN_FP32, 4, 2, 3, 4, 5));
+	TEST_OK(starnn_tensor_new(&w, "w", STARNN_FP32, 4, 3, 6, 2, 2));
+	TEST_OK(starnn_tensor_new(&b, "b", STARNN_FP32, 1, 6));
+	TEST_OK(starnn_tensor_new(&y, "y", STARNN_FP32, 4, 2, 6, 8, 10));
+	TEST_OK(starnn_tensor_new(&w3, "w3", STARNN_FP32, 4, 3, 6, 3, 3));
+	TEST_OK(starnn_tensor_new(&b2, "b2", STARNN_FP32, 1, 5));
+	TEST_OK(starnn_tensor_new(&ybad, "ybad", STARNN_FP32, 4, 2, 6, 8, 9));
+	TEST_OK(starnn_tensor_new(&xh, "xh", STARNN_FP16, 4, 2, 3, 4, 5));
+	TEST_OK(starnn_tensor_new(&bw2, "bw2", STARNN_FP32, 2, 1, 6));
+	TEST_ASSERT(starnn_convt2d_fwd(x, w3, b, y) == STARNN_EINVAL, "3x3 kernel accepted");
+	TEST_ASSERT(starnn_convt2d_fwd(x, w, b2, y) == STARNN_EINVAL, "bias of the wrong size accepted");
+	TEST_ASSERT(starnn_convt2d_fwd(x, w, bw2, y) == STARNN_EINVAL, "2-D bias accepted");
+	TEST_ASSERT(starnn_convt2d_fwd(x, w, b, ybad) == STARNN_EINVAL, "output of the wrong width accepted");
+	TEST_ASSERT(starnn_convt2d_fwd(xh, w, b, y) == STARNN_EINVAL, "fp16 input accepted");
+	TEST_ASSERT(starnn_convt2d_fwd(y, w, b, x) == STARNN_EINVAL, "swapped input / output accepted");
+	TEST_ASSERT(starnn_convt2d_fwd(x, w, NULL, y) == STARNN_EINVAL, "missing bias accepted");
+	TEST_ASSERT(starnn_convt2d_bwd_data(w, ybad, 0.0f, x) == STARNN_EINVAL, "bwd_data: wrong dy accepted");
+	TEST_ASSERT(starnn_convt2d_bwd_data(w3, y, 0.0f, x) == STARNN_EINVAL, "bwd_data: wrong weight accepted");
+	TEST_ASSERT(starnn_convt2d_bwd_weight(x, y, 0.0f, w, b2) == STARNN_EINVAL, "bwd_weight: wrong db accepted");
+	TEST_ASSERT(starnn_convt2d_bwd_weight(x, ybad, 0.0f, w, b) == STARNN_EINVAL, "bwd_weight: wrong dy accepted");
+	TEST_ASSERT(starnn_convt2d_bwd_weight(x, y, 0.0f, w, NULL) == STARNN_EINVAL, "bwd_weight: missing db accepted");
+	TEST_OK(starnn_convt2d_fwd(x, w, b, y)); /* the good ones pass */
+	TEST_OK(starnn_convt2d_bwd_data(w, y, 0.0f, x));
+	TEST_OK(starnn_convt2d_bwd_weight(x, y, 0.0f, w, b));
+	TEST_OK(starnn_wait());
+	starnn_tensor_destroy(x), starnn_tensor_destroy(w), starnn_tensor_destroy(b), starnn_tensor_destroy(y);
+	starnn_tensor_destroy(w3), starnn_tensor_destroy(b2), starnn_tensor_destroy(ybad), starnn_tensor_destroy(xh);
+	starnn_tensor_destroy(bw2);
+}
+
+int main(void)
+{
+	test_init();
+	if (!TEST_ON_CUDA) {
+		kernels_vs_naive((struct shape){1, 1, 1, 1, 1}, 0);
+		kernels_vs_naive((struct shape){2, 3, 5, 4, 6}, 3);
+		kernels_vs_naive((struct shape){3, 16, 8, 7, 5}, 1);
+		kernels_vs_naive((struct shape){1, 5, 32, 40, 64}, 2);  /* several row tiles, a short last one */
+		kernels_vs_naive((struct shape){2, 64, 32, 16, 16}, 0); /* K = 64 */
+		kernels_vs_naive((struct shape){1, 7, 3, 3, 9}, 4);
+		finite_differences((struct shape){2, 3, 2, 3, 4});
+		finite_differences((struct shape){1, 5, 3, 2, 2});
+	}
+	codelets_vs_kernels((struct shape){1, 3, 5, 1, 1});
+	codelets_vs_kernels((struct shape){2, 5, 3, 3, 7});
+	codelets_vs_kernels((struct shape){4, 16, 8, 8, 8});
+	codelets_vs_kernels((struct shape){8, 8, 4, 16, 16});
+	codelets_vs_kernels((struct shape){1, 32, 16, 32, 32});
+	codelets_vs_kernels((struct shape){3, 7, 6, 12, 5});
+	bad_shapes();
+	return test_finish();
+}

@@ -1,0 +1,286 @@
+/* maxpool (2x2, stride 2): the CPU kernels against naive loops on dense and
+ * strided data (ties, negative values, -inf, NaN, odd sizes), the backward
+ * against central finite differences (distinct values, away from ties), the
+ * codelets (CPU, or CUDA in the _cuda build) against direct kernel calls on
+ * shapes across the UNet's range and on batch / channel partitions, and the
+ * shape checks. Tolerances: kernels vs naive exact (selection and copies;
+ * beta * dx + v is one rounding on both sides); finite differences
+ * |fd - analytic| <= 1e-3 (the objective is piecewise linear, step 1e-3,
+ * gaps between values >= 1e-2); codelets exact on CPU, 1e-6 relative on CUDA
+ * (FMA in beta * dx + v). */
+#include "codelets/axpy.h"
+#include "codelets/maxpool.h"
+#include "tests/testlib.h"
+
+/* The definition: the window in row-major order, the first strict maximum,
+ * a NaN replacing whatever came before (PyTorch's CPU rule). Returns the
+ * offset (di * 2 + dj) of the chosen element. */
+static int naive_pick(const float *x, size_t w, size_t i, size_t j, float *val)
+{
+	float best = -INFINITY;
+	int arg = 0;
+	for (int di = 0; di < 2; di++)
+		for (int dj = 0; dj < 2; dj++) {
+			float v = x[(2 * i + di) * w + 2 * j + dj];
+			if (isnan(v) || v > best) {
+				best = v;
+				arg = di * 2 + dj;
+			}
+		}
+	*val = best;
+	return arg;
+}
+
+/* x, dx: n x (c h w) with ld lx; y, dy: n x (c ho wo) with ld ly. */
+static void naive_fwd(size_t n, size_t c, size_t h, size_t w, const float *x, size_t lx, float *y, size_t ly)
+{
+	size_t ho = h / 2, wo = w / 2;
+	for (size_t r = 0; r < n; r++)
+		for (size_t ch = 0; ch < c; ch++)
+			for (size_t i = 0; i < ho; i++)
+				for (size_t j = 0; j < wo; j++)
+					naive_pick(x + r * lx + ch * h * w, w, i, j, &y[r * ly + (ch * ho + i) * wo + j]);
+}
+
+static void naive_bwd(size_t n, size_t c, size_t h, size_t w, const float *x, size_t lx, const float *dy, size_t ly,
+                      float beta, float *dx)
+{
+	size_t ho = h / 2, wo = w / 2;
+	for (size_t r = 0; r < n; r++)
+		for (size_t ch = 0; ch < c; ch++) {
+			float *d = dx + r * lx + ch * h * w;
+			for (size_t k = 0; k < h * w; k++)
+				d[k] = beta == 0.0f ? 0.0f : beta * d[k];
+			for (size_t i = 0; i < ho; i++)
+				for (size_t j = 0; j < wo; j++) {
+					float v;
+					int k = naive_pick(x + r * lx + ch * h * w, w, i, j, &v);
+					d[(2 * i + k / 2) * w + 2 * j + k % 2] += dy[r * ly + (ch * ho + i) * wo + j];
+				}
+		}
+}
+
+/* Values on a coarse grid of negatives and positives: many ties. */
+static float *tie_data(size_t n)
+{
+	float *p = test_random(n, 0, 1);
+	for (size_t i = 0; i < n; i++)
+		p[i] = floorf(p[i] * 5.0f) * 0.5f - 1.5f; /* -1.5 .. 0.5 */
+	return p;
+}
+
+static void kernels_vs_naive(size_t n, size_t c, size_t h, size_t w, size_t pad)
+{
+	size_t ho = h / 2, wo = w / 2, lx = c * h * w + pad, ly = c * ho * wo + pad;
+	float *x = tie_data(n * lx), *y = test_random(n * ly, -1, 1), *yref = malloc(n * ly * sizeof *yref);
+	memcpy(yref, y, n * ly * sizeof *y);
+	if (n * c * h * w > 5) { /* a few special values */
+		x[1] = -INFINITY;
+		x[3] = NAN;
+		x[4] = INFINITY;
+	}
+	starnn_maxpool_fwd_cpu(n, c, h, w, x, lx, y, ly);
+	naive_fwd(n, c, h, w, x, lx, yref, ly);
+	char what[96];
+	snprintf(what, sizeof what, "fwd_cpu %zux%zux%zux%zu pad %zu", n, c, h, w, pad);
+	/* NaN == NaN here (both NaN at the same places), and equal infinities
+	 * are equal (test_close would see inf - inf = NaN). */
+	int nan_ok = 1;
+	for (size_t i = 0; i < n * ly; i++)
+		if (isnan(y[i]) != isnan(yref[i]))
+			nan_ok = 0;
+		else if (isnan(y[i]) || (isinf(y[i]) && y[i] == yref[i]))
+			y[i] = yref[i] = 0;
+	TEST_ASSERT(nan_ok, "%s: NaN in different places", what);
+	test_close(what, y, yref, n * ly, 0, 0); /* padding untouched too */
+
+	float *dy = test_random(n * ly, -1, 1);
+	for (int t = 0; t < 2; t++) {
+		float beta = t ? 0.5f : 0.0f;
+		float *dx = test_random(n * lx, -1, 1), *dref = malloc(n * lx * sizeof *dref);
+		if (beta == 0.0f) /* must not be read */
+			for (size_t r = 0; r < n; r++)
+				for (size_t k = 0; k < c * h * w; k++)
+					dx[r * lx + k] = NAN;
+		memcpy(dref, dx, n * lx * sizeof *dx);
+		starnn_maxpool_bwd_cpu(n, c, h, w, x, lx, dy, ly, beta, dx, lx);
+		naive_bwd(n, c, h, w, x, lx, dy, ly, beta, dref);
+		snprintf(what, sizeof what, "bwd_cpu beta %g %zux%zux%zux%zu pad %zu", beta, n, c, h, w, pad);
+		for (size_t i = 0; i < n * lx; i++) /* the padding keeps its NaN on both sides */
+			if (isnan(dx[i]) && isnan(dref[i]))
+				dx[i] = dref[i] = 0;
+		test_close(what, dx, dref, n * lx, 0, 0);
+		free(dx), free(dref);
+	}
+	free(x), free(y), free(yref), free(dy);
+}
+
+/* The rule on hand-made windows: ties, NaN, -inf. */
+static void special_windows(void)
+{
+	/* 4 windows side by side in a 2 x 8 plane. */
+	float x[16] = {
+		1, 2, /**/ 3, NAN, /**/ -INFINITY, -INFINITY, /**/ -1, -1,
+		2, 2, /**/ NAN, 9, /**/ -INFINITY, -INFINITY, /**/ -1, -2,
+	};
+	float y[4], dy[4] = {10, 20, 30, 40}, dx[16];
+	starnn_maxpool_fwd_cpu(1, 1, 2, 8, x, 16, y, 4);
+	TEST_ASSERT(y[0] == 2 && isnan(y[1]) && y[2] == -INFINITY && y[3] == -1, "special windows fwd: %g %g %g %g",
+	            y[0], y[1], y[2], y[3]);
+	starnn_maxpool_bwd_cpu(1, 1, 2, 8, x, 16, dy, 4, 0.0f, dx, 16);
+	/* first max of the tie 2/2/2 (position 1), the last NaN (position 2 of
+	 * window 1), the first -inf, the first -1. */
+	float want[16] = {0, 10, 0, 0, 30, 0, 40, 0, 0, 0, 20, 0, 0, 0, 0, 0};
+	test_close("special windows bwd", dx, want, 16, 0, 0);
+}
+
+/* ------------------------------------------------------ finite differences */
+
+struct fd_ctx {
+	size_t n, c, h, w;
+	const float *r; /* the objective's weights on y */
+	float *y;
+};
+
+static double objective(const float *x, void *vctx)
+{
+	struct fd_ctx *ctx = vctx;
+	size_t ny = ctx->n * ctx->c * (ctx->h / 2) * (ctx->w / 2);
+	starnn_maxpool_fwd_cpu(ctx->n, ctx->c, ctx->h, ctx->w, x, ctx->c * ctx->h * ctx->w, ctx->y,
+	                       ctx->c * (ctx->h / 2) * (ctx->w / 2));
+	double s = 0;
+	for (size_t i = 0; i < ny; i++)
+		s += (double)ctx->r[i] * ctx->y[i];
+	return s;
+}
+
+static void finite_differences(size_t n, size_t c, size_t h, size_t w)
+{
+	size_t nx = n * c * h * w, ny = n * c * (h / 2) * (w / 2);
+	/* Distinct values 0.01 apart, shuffled: no ties, margins >> step. */
+	float *x = malloc(nx * sizeof *x);
+	for (size_t i = 0; i < nx; i++)
+		x[i] = (float)i * 0.01f - 1.0f;
+	for (size_t i = nx - 1; i > 0; i--) {
+		size_t j = (size_t)test_uniform(0, (float)(i + 1));
+		if (j > i)
+			j = i;
+		float t = x[i];
+		x[i] = x[j], x[j] = t;
+	}
+	float *r = test_random(ny, -1, 1), *dx = malloc(nx * sizeof *dx), *fd = malloc(nx * sizeof *fd);
+	struct fd_ctx ctx = {n, c, h, w, r, malloc(ny * sizeof(float))};
+	starnn_maxpool_bwd_cpu(n, c, h, w, x, c * h * w, r, c * (h / 2) * (w / 2), 0.0f, dx, c * h * w);
+	for (size_t i = 0; i < nx; i++)
+		fd[i] = (float)test_fd(objective, x, i, 1e-3, &ctx);
+	char what[64];
+	snprintf(what, sizeof what, "bwd vs finite differences %zux%zux%zux%zu", n, c, h, w);
+	test_close(what, dx, fd, nx, 0, 1e-3f);
+	free(x), free(r), free(dx), free(fd), free(ctx.y);
+}
+
+/* ----------------------------------------------------------------- codelets */
+
+static void codelets_vs_kernels(int64_t n, int64_t c, int64_t h, int64_t w)
+{
+	int64_t xs[4] = {n, c, h, w}, ys[4] = {n, c, h / 2, w / 2};
+	size_t nx = (size_t)(n * c * h * w), ny = (size_t)(n * c * (h / 2) * (w / 2));
+	size_t lx = nx / (size_t)n, ly = ny / (size_t)n;
+	float *x = tie_data(nx), *dy = test_random(ny, -1, 1), *dx0 = test_random(nx, -1, 1);
+	starnn_tensor *tx = test_tensor("x", 4, xs, x), *ty = test_tensor("y", 4, ys, NULL);
+	starnn_tensor *tdy = test_tensor("dy", 4, ys, dy), *tdx = test_tensor("dx", 4, xs, dx0);
+	float *yref = malloc(ny * sizeof *yref), *dref = malloc(nx * sizeof *dref);
+	starnn_maxpool_fwd_cpu((size_t)n, (size_t)c, (size_t)h, (size_t)w, x, lx, yref, ly);
+	memcpy(dref, dx0, nx * sizeof *dref);
+	starnn_maxpool_bwd_cpu((size_t)n, (size_t)c, (size_t)h, (size_t)w, x, lx, dy, ly, 0.5f, dref, lx);
+
+	TEST_OK(starnn_maxpool_fwd(tx, ty));
+	TEST_OK(starnn_maxpool_bwd(tx, tdy, 0.5f, tdx));
+	float *gy = test_read(ty), *gdx = test_read(tdx);
+	float rtol = TEST_ON_CUDA ? 1e-6f : 0;
+	char what[96];
+	snprintf(what, sizeof what, "fwd codelet %lldx%lldx%lldx%lld", (long long)n, (long long)c, (long long)h,
+	         (long long)w);
+	test_close(what, gy, yref, ny, 0, 0);
+	snprintf(what, sizeof what, "bwd codelet beta 0.5 %lldx%lldx%lldx%lld", (long long)n, (long long)c, (long long)h,
+	         (long long)w);
+	test_close(what, gdx, dref, nx, rtol, rtol);
+	free(gy), free(gdx);
+
+	/* On partitions: channel halves for the forward (the parts are strided
+	 * views), micro-batches with beta = 0 for the backward. */
+	if (c >= 2) {
+		int64_t sizes[2] = {1, c - 1};
+		starnn_tensor **xp, **yp;
+		TEST_OK(starnn_tensor_split(tx, 1, 2, sizes, &xp));
+		TEST_OK(starnn_tensor_split(ty, 1, 2, sizes, &yp));
+		TEST_OK(starnn_scale(0.0f, ty));
+		for (int p = 0; p < 2; p++)
+			TEST_OK(starnn_maxpool_fwd(xp[p], yp[p]));
+		gy = test_read(ty);
+		snprintf(what, sizeof what, "fwd codelet on channel parts, c %lld", (long long)c);
+		test_close(what, gy, yref, ny, 0, 0);
+		free(gy);
+	}
+	if (n >= 2) {
+		starnn_tensor **xp, **dyp, **dxp;
+		TEST_OK(starnn_tensor_split(tx, 0, 2, NULL, &xp));
+		TEST_OK(starnn_tensor_split(tdy, 0, 2, NULL, &dyp));
+		TEST_OK(starnn_tensor_split(tdx, 0, 2, NULL, &dxp));
+		for (int p = 0; p < 2; p++)
+			TEST_OK(starnn_maxpool_bwd(xp[p], dyp[p], 0.0f, dxp[p]));
+		starnn_maxpool_bwd_cpu((size_t)n, (size_t)c, (size_t)h, (size_t)w, x, lx, dy, ly, 0.0f, dref, lx);
+		gdx = test_read(tdx);
+		snprintf(what, sizeof what, "bwd codelet beta 0 on batch parts, n %lld", (long long)n);
+		test_close(what, gdx, dref, nx, 0, 0);
+		free(gdx);
+	}
+	starnn_tensor_destroy(tx), starnn_tensor_destroy(ty), starnn_tensor_destroy(tdy), starnn_tensor_destroy(tdx);
+	free(x), free(dy), free(dx0), free(yref), free(dref);
+}
+
+static void bad_shapes(void)
+{
+	starnn_tensor *x, *y, *yodd, *y2, *x1, *y1, *h16, *dxbad;
+	TEST_OK(starnn_tensor_new(&x, "x", STARNN_FP32, 4, 2, 3, 8, 6));
+	TEST_OK(starnn_tensor_new(&y, "y", STARNN_FP32, 4, 2, 3, 4, 3));
+	TEST_OK(starnn_tensor_new(&yodd, "y", STARNN_FP32, 4, 2, 3, 4, 4));
+	TEST_OK(starnn_tensor_new(&y2, "y", STARNN_FP32, 4, 2, 2, 4, 3));
+	TEST_OK(starnn_tensor_new(&x1, "x1", STARNN_FP32, 4, 2, 3, 1, 6));
+	TEST_OK(starnn_tensor_new(&y1, "y1", STARNN_FP32, 4, 2, 3, 1, 3));
+	TEST_OK(starnn_tensor_new(&h16, "h", STARNN_FP16, 4, 2, 3, 4, 3));
+	TEST_OK(starnn_tensor_new(&dxbad, "dx", STARNN_FP32, 4, 2, 3, 8, 7));
+	TEST_ASSERT(starnn_maxpool_fwd(x, yodd) == STARNN_EINVAL, "wrong output width accepted");
+	TEST_ASSERT(starnn_maxpool_fwd(x, y2) == STARNN_EINVAL, "wrong channel count accepted");
+	TEST_ASSERT(starnn_maxpool_fwd(x1, y1) == STARNN_EINVAL, "height 1 accepted");
+	TEST_ASSERT(starnn_maxpool_fwd(x, h16) == STARNN_EINVAL, "fp16 accepted");
+	TEST_ASSERT(starnn_maxpool_fwd(y, x) == STARNN_EINVAL, "swapped arguments accepted");
+	TEST_ASSERT(starnn_maxpool_bwd(x, y, 0.0f, dxbad) == STARNN_EINVAL, "dx of a wrong shape accepted");
+	TEST_ASSERT(starnn_maxpool_bwd(x, yodd, 1.0f, x) == STARNN_EINVAL, "dy of a wrong shape accepted");
+	TEST_OK(starnn_maxpool_fwd(x, y)); /* the good one passes */
+	TEST_OK(starnn_wait());
+	starnn_tensor_destroy(x), starnn_tensor_destroy(y), starnn_tensor_destroy(yodd), starnn_tensor_destroy(y2);
+	starnn_tensor_destroy(x1), starnn_tensor_destroy(y1), starnn_tensor_destroy(h16), starnn_tensor_destroy(dxbad);
+}
+
+int main(void)
+{
+	test_init();
+	if (!TEST_ON_CUDA) {
+		special_windows();
+		kernels_vs_naive(1, 1, 2, 2, 0);
+		kernels_vs_naive(2, 3, 5, 7, 3); /* odd sizes, strided */
+		kernels_vs_naive(3, 5, 6, 10, 0);
+		kernels_vs_naive(1, 2, 64, 64, 5);
+		kernels_vs_naive(2, 1, 3, 2, 1);
+		finite_differences(2, 3, 6, 8);
+		finite_differences(1, 2, 5, 7);
+	}
+	codelets_vs_kernels(1, 1, 2, 2);
+	codelets_vs_kernels(2, 3, 5, 7);
+	codelets_vs_kernels(4, 5, 16, 10);
+	codelets_vs_kernels(8, 16, 64, 64);
+	codelets_vs_kernels(3, 32, 9, 33);
+	bad_shapes();
+	return test_finish();
+}

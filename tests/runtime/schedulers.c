@@ -1,8 +1,24 @@
 /* One small task graph (a reduction tree of axpy / scale / add over
  * micro-batches, with partitioning) gives bit-identical results under every
  * scheduling policy this StarPU ships. */
+#include <signal.h>
+#include <unistd.h>
+
 #include "codelets/axpy.h"
 #include "tests/testlib.h"
+
+/* A policy that deadlocks must fail the test, naming itself, not hang it. */
+static const char *volatile current_policy = "";
+
+static void watchdog(int sig)
+{
+	(void)sig;
+	static const char msg[] = "FAIL: timed out under policy ";
+	write(2, msg, sizeof msg - 1);
+	write(2, current_policy, strlen(current_policy));
+	write(2, "\n", 1);
+	_exit(1);
+}
 
 #define NB 8
 #define NCOLS 257
@@ -40,8 +56,12 @@ int main(void)
 	struct starpu_sched_policy **policies = starpu_sched_get_predefined_policies();
 	float ref[NB * NCOLS], got[NB * NCOLS];
 	int first = 1, npolicies = 0;
+	setvbuf(stdout, NULL, _IOLBF, 0);
+	signal(SIGALRM, watchdog);
 	for (int i = 0; policies[i]; i++) {
 		const char *name = policies[i]->policy_name;
+		current_policy = name;
+		alarm(60);
 		struct starnn_config cfg;
 		starnn_config_init(&cfg);
 		cfg.sched = name;
@@ -64,6 +84,7 @@ int main(void)
 		npolicies++;
 		rc = starnn_shutdown();
 		TEST_ASSERT(rc == 0, "%s: shutdown: %s", name, starnn_last_error());
+		alarm(0);
 		printf("%-16s ok\n", name);
 	}
 	TEST_ASSERT(npolicies >= 10, "only %d scheduling policies ran", npolicies);

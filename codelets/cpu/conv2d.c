@@ -54,6 +54,9 @@ static struct block_plan plan_blocks(const struct starnn_conv2d_geom *g, size_t 
 	return p;
 }
 
+static int bwd_data_col2im(const struct starnn_conv2d_geom *g);
+static int bwd_weight_transposed(const struct starnn_conv2d_geom *g);
+
 size_t starnn_conv2d_cpu_workspace(const struct starnn_conv2d_geom *g, enum starnn_conv2d_pass pass)
 {
 	if (g->k == 1)
@@ -65,12 +68,17 @@ size_t starnn_conv2d_cpu_workspace(const struct starnn_conv2d_geom *g, enum star
 		return g->c * kk * p.cols + (p.samples ? g->o * p.cols : 0);
 	}
 	case STARNN_CONV2D_BWD_DATA: {
+		if (bwd_data_col2im(g)) {
+			struct block_plan p = plan_blocks(g, g->c * kk);
+			return g->c * kk * p.cols + (p.samples ? g->o * p.cols : 0);
+		}
 		struct block_plan p = plan_blocks(g, g->o * kk);
 		return g->c * g->o * kk + g->o * kk * p.cols + (p.samples ? g->c * p.cols : 0);
 	}
 	case STARNN_CONV2D_BWD_WEIGHT: {
 		struct block_plan p = plan_blocks(g, g->c * kk);
-		return g->c * kk * p.cols + (p.samples ? g->o * p.cols : 0);
+		return g->c * kk * p.cols + (p.samples ? g->o * p.cols : 0) +
+		       (bwd_weight_transposed(g) ? g->c * kk * g->o : 0);
 	}
 	}
 	return 0;
@@ -83,35 +91,87 @@ double starnn_conv2d_flops(const struct starnn_conv2d_geom *g, enum starnn_conv2
 }
 
 /* col[(c*k+i)*k+j][(h-h0)*W + q] = x[c][h+i-pad][q+j-pad] (0 outside) for
- * output rows h0 <= h < h1; col rows are ldcol apart. x is C x H*W. */
+ * output rows h0 <= h < h1; col rows are ldcol apart. x is C x H*W.
+ * For one (c, i, j) the valid rows are a contiguous run of x shifted by
+ * j - pad: one copy, then the |j - pad| wrapped elements of each row are
+ * zeroed, so small images cost no more per element than large ones. */
 static void im2col(const float *x, size_t C, size_t H, size_t W, size_t k, size_t h0, size_t h1, float *col,
                    size_t ldcol)
 {
 	const ptrdiff_t pad = (ptrdiff_t)(k / 2), w = (ptrdiff_t)W;
 	for (size_t c = 0; c < C; c++)
-		for (size_t i = 0; i < k; i++)
+		for (size_t i = 0; i < k; i++) {
+			/* output rows whose input row h + i - pad exists */
+			ptrdiff_t hs = pad - (ptrdiff_t)i, he = (ptrdiff_t)H + pad - (ptrdiff_t)i;
+			if (hs < (ptrdiff_t)h0)
+				hs = (ptrdiff_t)h0;
+			if (he > (ptrdiff_t)h1)
+				he = (ptrdiff_t)h1;
+			if (he < hs)
+				he = hs;
+			const float *src = x + c * H * W + (size_t)(hs + (ptrdiff_t)i - pad) * W;
 			for (size_t j = 0; j < k; j++) {
 				float *dst = col + ((c * k + i) * k + j) * ldcol;
 				const ptrdiff_t off = (ptrdiff_t)j - pad; /* dst[q] = src[q + off] */
-				ptrdiff_t lo = off < 0 ? -off : 0, hi = off > 0 ? w - off : w;
-				if (hi < lo)
-					hi = lo = w;
-				for (size_t h = h0; h < h1; h++) {
-					float *d = dst + (h - h0) * W;
-					ptrdiff_t ih = (ptrdiff_t)h + (ptrdiff_t)i - pad;
-					if (ih < 0 || ih >= (ptrdiff_t)H) {
-						memset(d, 0, W * sizeof *d);
-						continue;
-					}
-					const float *s = x + c * H * W + (size_t)ih * W;
-					if (lo > 0)
-						memset(d, 0, (size_t)lo * sizeof *d);
-					if (hi > lo)
-						memcpy(d + lo, s + lo + off, (size_t)(hi - lo) * sizeof *d);
-					if (hi < w)
-						memset(d + hi, 0, (size_t)(w - hi) * sizeof *d);
+				const ptrdiff_t lo = off < 0 ? -off : 0, hi = off > 0 ? w - off : w;
+				memset(dst, 0, (size_t)(hs - (ptrdiff_t)h0) * W * sizeof *dst);
+				memset(dst + (size_t)(he - (ptrdiff_t)h0) * W, 0, (size_t)((ptrdiff_t)h1 - he) * W * sizeof *dst);
+				float *d = dst + (size_t)(hs - (ptrdiff_t)h0) * W;
+				size_t rows = (size_t)(he - hs);
+				if (!rows)
+					continue;
+				if (hi <= lo) { /* kernel wider than the image */
+					memset(d, 0, rows * W * sizeof *d);
+					continue;
+				}
+				memcpy(d + lo, src + lo + off, (rows * W - (size_t)lo - (size_t)(w - hi)) * sizeof *d);
+				for (size_t r = 0; r < rows; r++) {
+					for (ptrdiff_t q = 0; q < lo; q++)
+						d[r * W + (size_t)q] = 0.0f;
+					for (ptrdiff_t q = hi; q < w; q++)
+						d[r * W + (size_t)q] = 0.0f;
 				}
 			}
+		}
+}
+
+/* The adjoint of im2col: dx[c][h+i-pad][q+j-pad] += col[(c*k+i)*k+j][(h-h0)*W + q]
+ * for output rows h0 <= h < h1 (terms falling in the padding dropped). */
+static void col2im_add(const float *col, size_t ldcol, size_t C, size_t H, size_t W, size_t k, size_t h0, size_t h1,
+                       float *dx)
+{
+	const ptrdiff_t pad = (ptrdiff_t)(k / 2), w = (ptrdiff_t)W;
+	for (size_t c = 0; c < C; c++)
+		for (size_t i = 0; i < k; i++)
+			for (size_t j = 0; j < k; j++) {
+				const float *src = col + ((c * k + i) * k + j) * ldcol;
+				const ptrdiff_t off = (ptrdiff_t)j - pad;
+				ptrdiff_t lo = off < 0 ? -off : 0, hi = off > 0 ? w - off : w;
+				for (size_t h = h0; h < h1; h++) {
+					ptrdiff_t ih = (ptrdiff_t)h + (ptrdiff_t)i - pad;
+					if (ih < 0 || ih >= (ptrdiff_t)H)
+						continue;
+					float *d = dx + c * H * W + (size_t)ih * W + off;
+					const float *sr = src + (h - h0) * W;
+					for (ptrdiff_t q = lo; q < hi; q++)
+						d[q] += sr[q];
+				}
+			}
+}
+
+/* Backward data: with many output channels (K = O is a good GEMM depth)
+ * col = w^T dy then col2im, which needs no copy of w; with few, the
+ * flipped kernel (K = O*k*k), whose transposed copy is then cheap. */
+static int bwd_data_col2im(const struct starnn_conv2d_geom *g)
+{
+	return g->o >= 64;
+}
+
+/* Backward weight: with few output channels a GEMM with M = O is slow in
+ * OpenBLAS; accumulate dw^T = col dy^T (M = C*k*k) and transpose once. */
+static int bwd_weight_transposed(const struct starnn_conv2d_geom *g)
+{
+	return g->o < 64;
 }
 
 void starnn_conv2d_fwd_cpu(const struct starnn_conv2d_geom *g, const float *x, size_t ldx, const float *w,
@@ -176,6 +236,35 @@ void starnn_conv2d_bwd_data_cpu(const struct starnn_conv2d_geom *g, const float 
 			            dy + n * ldy, (int)HW, beta, dx + n * ldx, (int)HW);
 		return;
 	}
+	if (bwd_data_col2im(g)) {
+		const size_t ckk = C * kk;
+		struct block_plan p = plan_blocks(g, ckk);
+		float *col = work, *dyp = work + ckk * p.cols;
+		for (size_t n = 0; n < N; n++) /* dx = beta * dx, then accumulate */
+			for (size_t q = 0; q < C * HW; q++)
+				dx[n * ldx + q] = beta == 0.0f ? 0.0f : beta * dx[n * ldx + q];
+		if (!p.samples) {
+			for (size_t n = 0; n < N; n++)
+				for (size_t h0 = 0; h0 < H; h0 += p.rows) {
+					size_t h1 = h0 + p.rows < H ? h0 + p.rows : H, cols = (h1 - h0) * W;
+					cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, (int)ckk, (int)cols, (int)O, 1.0f, w,
+					            (int)ldw, dy + n * ldy + h0 * W, (int)HW, 0.0f, col, (int)cols);
+					col2im_add(col, cols, C, H, W, k, h0, h1, dx + n * ldx);
+				}
+			return;
+		}
+		for (size_t n0 = 0; n0 < N; n0 += p.samples) {
+			size_t ns = n0 + p.samples < N ? p.samples : N - n0, cols = ns * HW;
+			for (size_t s = 0; s < ns; s++)
+				for (size_t o = 0; o < O; o++)
+					memcpy(dyp + o * cols + s * HW, dy + (n0 + s) * ldy + o * HW, HW * sizeof *dyp);
+			cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, (int)ckk, (int)cols, (int)O, 1.0f, w, (int)ldw,
+			            dyp, (int)cols, 0.0f, col, (int)cols);
+			for (size_t s = 0; s < ns; s++)
+				col2im_add(col + s * HW, cols, C, H, W, k, 0, H, dx + (n0 + s) * ldx);
+		}
+		return;
+	}
 	/* w' = flipped, transposed kernel: C x O*k*k. */
 	float *wt = work;
 	for (size_t c = 0; c < C; c++)
@@ -231,6 +320,36 @@ void starnn_conv2d_bwd_weight_cpu(const struct starnn_conv2d_geom *g, const floa
 	}
 	struct block_plan p = plan_blocks(g, ckk);
 	float *col = work;
+	if (bwd_weight_transposed(g)) {
+		float *dwt = work + ckk * p.cols + (p.samples ? O * p.cols : 0), *dyp = work + ckk * p.cols;
+		float b0 = 0.0f; /* dw^T (C*k*k x O) = sum col dy^T */
+		if (!p.samples) {
+			for (size_t n = 0; n < N; n++)
+				for (size_t h0 = 0; h0 < H; h0 += p.rows, b0 = 1.0f) {
+					size_t h1 = h0 + p.rows < H ? h0 + p.rows : H, cols = (h1 - h0) * W;
+					im2col(x + n * ldx, C, H, W, k, h0, h1, col, cols);
+					cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)ckk, (int)O, (int)cols, 1.0f, col,
+					            (int)cols, dy + n * ldy + h0 * W, (int)HW, b0, dwt, (int)O);
+				}
+		} else {
+			for (size_t n0 = 0; n0 < N; n0 += p.samples, b0 = 1.0f) {
+				size_t ns = n0 + p.samples < N ? p.samples : N - n0, cols = ns * HW;
+				for (size_t s = 0; s < ns; s++) {
+					im2col(x + (n0 + s) * ldx, C, H, W, k, 0, H, col + s * HW, cols);
+					for (size_t o = 0; o < O; o++)
+						memcpy(dyp + o * cols + s * HW, dy + (n0 + s) * ldy + o * HW, HW * sizeof *dyp);
+				}
+				cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)ckk, (int)O, (int)cols, 1.0f, col,
+				            (int)cols, dyp, (int)cols, b0, dwt, (int)O);
+			}
+		}
+		for (size_t o = 0; o < O; o++) {
+			float *d = dw + o * ldw;
+			for (size_t r = 0; r < ckk; r++)
+				d[r] = (beta == 0.0f ? 0.0f : beta * d[r]) + dwt[r * O + o];
+		}
+		return;
+	}
 	if (!p.samples) {
 		for (size_t n = 0; n < N; n++)
 			for (size_t h0 = 0; h0 < H; h0 += p.rows, bt = 1.0f) {

@@ -16,8 +16,11 @@
 #include "codelets/conv2d.h"
 #include "runtime/codelet.h"
 
-/* A task should be worth at least a few ms of one core. */
-#define MIN_TASK_FLOPS 1e8
+/* Smallest task worth splitting off: about 0.2 ms of one core with AVX-512
+ * sgemm, 1 ms with SSE kernels; StarPU's per-task cost is some 10 us. The
+ * UNet's smaller passes (0.15 GFLOP at 128x128, f = 16) must still use
+ * both cores. */
+#define MIN_TASK_FLOPS 2.5e7
 
 struct conv_args {
 	/* footprint key: the geometry of this task's parts */

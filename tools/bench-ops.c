@@ -9,7 +9,8 @@
  * warm-up run), and beside each the OpenBLAS sgemm of the GEMM the pass
  * lowers to, split over the same workers as one task per worker (the
  * ideal: no im2col, no halo, perfect balance). One line per pass and shape,
- * ending with ratio=<ours/sgemm>. Times are the best of --reps runs (the
+ * ending with ratio=<ours/sgemm>. Times are the best of --reps runs, or of
+ * about 0.2 s worth of runs for short passes (the
  * machine may be shared: the minimum is the least disturbed), ours and
  * sgemm interleaved so that a noisy period hits both alike.
  *
@@ -30,6 +31,8 @@
 #include "codelets/conv2d.h"
 #include "runtime/codelet.h"
 #include "runtime/starnn.h"
+
+#define MAX_REPS 100
 
 struct conv_shape {
 	char name[32];
@@ -233,8 +236,8 @@ int main(int argc, char **argv)
 			return 2;
 		}
 	}
-	if ((size != 128 && size != 384) || reps < 1) {
-		fprintf(stderr, "bench-ops: --size must be 128 or 384, --reps >= 1\n");
+	if ((size != 128 && size != 384) || reps < 1 || reps > MAX_REPS) {
+		fprintf(stderr, "bench-ops: --size must be 128 or 384, --reps 1..%d\n", MAX_REPS);
 		return 2;
 	}
 	if (quick)
@@ -250,8 +253,8 @@ int main(int argc, char **argv)
 	int workers = starnn_ncpu_workers();
 	printf("# bench-ops: UNet convolutions at %zux%zu, f = %zu, batch %zu; %s\n", size, size, f, batch,
 	       starnn_runtime_summary());
-	printf("# GFLOP/s = 2*N*O*C*k*k*H*W / best wall time of %d run(s); sgemm: the pass's GEMM as %d task(s)\n",
-	       reps, workers);
+	printf("# GFLOP/s = 2*N*O*C*k*k*H*W / best wall time of max(%d, 0.2 s worth) run(s); sgemm: the pass's GEMM"
+	       " as %d task(s)\n", reps, workers);
 #ifdef HAVE_OPENBLAS_SET_NUM_THREADS
 	{
 		const char *core = openblas_get_corename();
@@ -263,7 +266,7 @@ int main(int argc, char **argv)
 	struct conv_shape shapes[32];
 	int nshapes = unet_shapes(size, f, shapes);
 	const char *pass_names[3] = {"fwd", "bwd_data", "bwd_weight"};
-	double *tours = malloc((size_t)reps * sizeof *tours), *tgemm = malloc((size_t)reps * sizeof *tgemm);
+	double *tours = malloc(MAX_REPS * sizeof *tours), *tgemm = malloc(MAX_REPS * sizeof *tgemm);
 	double worst3 = 1e30;
 	for (int si = 0; si < nshapes; si++) {
 		struct conv_shape *s = &shapes[si];
@@ -289,11 +292,18 @@ int main(int argc, char **argv)
 			struct gemm_set gs = gemm_make(workers, m, n, k);
 			conv_run(&t, (enum starnn_conv2d_pass)p); /* warm-up: workspaces, pages, plans */
 			gemm_run(&gs);
-			for (int r = 0; r < reps; r++) {
+			/* short passes get more runs (about 0.2 s of each), up to 100 */
+			double t1 = conv_run(&t, (enum starnn_conv2d_pass)p);
+			int nr = quick ? 1 : (int)(0.2 / t1);
+			if (nr < reps)
+				nr = reps;
+			if (nr > MAX_REPS)
+				nr = MAX_REPS;
+			for (int r = 0; r < nr; r++) {
 				tours[r] = conv_run(&t, (enum starnn_conv2d_pass)p);
 				tgemm[r] = gemm_run(&gs);
 			}
-			double to = best(tours, reps), tg = best(tgemm, reps);
+			double to = best(tours, nr), tg = best(tgemm, nr);
 			double go = flops / to * 1e-9, gg = flops / tg * 1e-9, ratio = go / gg;
 			if (s->k == 3 && ratio < worst3)
 				worst3 = ratio;

@@ -159,12 +159,13 @@ static void col2im_add(const float *col, size_t ldcol, size_t C, size_t H, size_
 			}
 }
 
-/* Backward data: with many output channels (K = O is a good GEMM depth)
- * col = w^T dy then col2im, which needs no copy of w; with few, the
- * flipped kernel (K = O*k*k), whose transposed copy is then cheap. */
+/* Backward data: the flipped kernel (GEMM depth O*k*k) costs a transposed
+ * copy of w per call, negligible unless the images are small; when there
+ * are fewer pixels than about 2 O (the deep levels), col = w^T dy then
+ * col2im is faster (no copy; depth O >= 64 is enough for the GEMM). */
 static int bwd_data_col2im(const struct starnn_conv2d_geom *g)
 {
-	return g->o >= 64;
+	return g->o >= 64 && g->n * g->h * g->w <= 2 * g->o;
 }
 
 /* Backward weight: with few output channels a GEMM with M = O is slow in

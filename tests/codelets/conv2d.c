@@ -485,12 +485,15 @@ int main(void)
 			{1, 3, 5, 2, 2, 3},   {2, 5, 13, 6, 10, 3}, {3, 13, 16, 7, 5, 3},  {16, 3, 5, 4, 4, 3},
 			{2, 13, 5, 6, 10, 1}, {1, 16, 12, 9, 11, 1}, {40, 64, 8, 4, 4, 3}, {20, 8, 64, 6, 6, 3},
 			{1, 5, 13, 96, 96, 3}, {2, 3, 3, 1, 1, 3},  {1, 2, 3, 3, 17, 5},
+			/* deep levels: backward data through col2im (few pixels, O >= 64),
+			 * one sample, grouped samples, a partial group */
+			{1, 8, 64, 6, 6, 3}, {3, 8, 64, 4, 5, 3}, {130, 64, 260, 2, 2, 3},
 		};
 		for (size_t i = 0; i < sizeof shapes / sizeof *shapes; i++)
 			kernels_vs_naive(shapes[i], 1);
 		kernels_vs_naive((struct shape){1, 3, 5, 384, 384, 3}, 0); /* full-scale image, forward */
 
-		const struct shape fd_shapes[] = {{2, 3, 5, 6, 10, 3}, {1, 5, 3, 2, 2, 3}, {3, 4, 2, 5, 3, 1}};
+		const struct shape fd_shapes[] = {{2, 3, 5, 6, 10, 3}, {1, 5, 3, 2, 2, 3}, {3, 4, 2, 5, 3, 1}, {1, 3, 64, 2, 3, 3}};
 		for (size_t i = 0; i < sizeof fd_shapes / sizeof *fd_shapes; i++)
 			finite_differences(fd_shapes[i]);
 	}

@@ -1,0 +1,466 @@
+/* StarPU codelets of conv2d (fp32): forward, backward data, backward weight
+ * and the bias gradient.
+ *
+ * One task is single-threaded on a CPU, so a large convolution is split
+ * into several tasks: along the batch when it has enough samples, else
+ * along channels (forward: output channels of y and w; backward data:
+ * input channels of dx and w; backward weight: input channels of x and dw,
+ * whose parts are disjoint column blocks of dw). The bias gradient is its
+ * own small task that reads the whole dy beside them. */
+#include <config.h>
+
+#include <pthread.h>
+#include <stdint.h>
+#include <stdlib.h>
+
+#include "codelets/conv2d.h"
+#include "runtime/codelet.h"
+
+/* Smallest task worth splitting off: about 0.2 ms of one core with AVX-512
+ * sgemm, 1 ms with SSE kernels; StarPU's per-task cost is some 10 us. The
+ * UNet's smaller passes (0.15 GFLOP at 128x128, f = 16) must still use
+ * both cores. */
+#define MIN_TASK_FLOPS 2.5e7
+
+struct conv_args {
+	/* footprint key: the geometry of this task's parts */
+	uint32_t n, c, o, h, w, k;
+	uint32_t o0;  /* forward: first output channel of this part (bias offset) */
+	float beta;   /* backward passes: dx / dw / db = beta * old + new */
+};
+#define CONV_KEY_BYTES (6 * sizeof(uint32_t))
+
+static struct starnn_conv2d_geom geom_of(const struct conv_args *a)
+{
+	struct starnn_conv2d_geom g = {a->n, a->c, a->o, a->h, a->w, a->k};
+	return g;
+}
+
+static uint32_t conv_footprint(struct starpu_task *task)
+{
+	return starnn_footprint_args(task, CONV_KEY_BYTES);
+}
+
+/* ------------------------------------------------- per-worker workspace */
+
+/* Each CPU worker keeps its largest im2col buffer; freed when the worker
+ * thread exits (starpu_shutdown). */
+struct workspace {
+	float *p;
+	size_t n;
+};
+static pthread_key_t workspace_key;
+static pthread_once_t workspace_once = PTHREAD_ONCE_INIT;
+static int workspace_key_ok;
+
+static void workspace_free(void *arg)
+{
+	struct workspace *ws = arg;
+	free(ws->p);
+	free(ws);
+}
+
+static void workspace_make_key(void)
+{
+	workspace_key_ok = pthread_key_create(&workspace_key, workspace_free) == 0;
+}
+
+static float *workspace_get(size_t n, const char *op)
+{
+	if (n == 0)
+		return NULL;
+	pthread_once(&workspace_once, workspace_make_key);
+	if (!workspace_key_ok) {
+		starnn_defer_error(STARNN_ENOMEM, "%s: cannot create the workspace key", op);
+		return NULL;
+	}
+	struct workspace *ws = pthread_getspecific(workspace_key);
+	if (!ws) {
+		ws = calloc(1, sizeof *ws);
+		if (!ws || pthread_setspecific(workspace_key, ws) != 0) {
+			free(ws);
+			starnn_defer_error(STARNN_ENOMEM, "%s: out of memory", op);
+			return NULL;
+		}
+	}
+	if (ws->n < n) {
+		free(ws->p);
+		ws->n = 0;
+		ws->p = NULL;
+		if (posix_memalign((void **)&ws->p, 64, n * sizeof(float)) != 0) {
+			ws->p = NULL;
+			starnn_defer_error(STARNN_ENOMEM, "%s: cannot allocate a %zu-float workspace", op, n);
+			return NULL;
+		}
+		ws->n = n;
+	}
+	return ws->p;
+}
+
+/* -------------------------------------------------------------- forward */
+
+static void fwd_cpu(void *buffers[], void *cl_arg)
+{
+	const struct conv_args *a = cl_arg;
+	struct starnn_conv2d_geom g = geom_of(a);
+	struct starnn_mat x = starnn_buffer(buffers, 0), w = starnn_buffer(buffers, 1), b = starnn_buffer(buffers, 2),
+	                  y = starnn_buffer(buffers, 3);
+	size_t nwork = starnn_conv2d_cpu_workspace(&g, STARNN_CONV2D_FWD);
+	float *work = workspace_get(nwork, "conv2d_fwd");
+	if (nwork && !work)
+		return;
+	starnn_conv2d_fwd_cpu(&g, x.ptr, x.ld, w.ptr, w.ld, (const float *)b.ptr + a->o0, y.ptr, y.ld, work);
+}
+
+#if defined(STARNN_USE_CUDA) && defined(STARNN_USE_CUDNN)
+#define CONV_CUDA 1
+static void fwd_cuda(void *buffers[], void *cl_arg)
+{
+	const struct conv_args *a = cl_arg;
+	struct starnn_conv2d_geom g = geom_of(a);
+	struct starnn_mat x = starnn_buffer(buffers, 0), w = starnn_buffer(buffers, 1), b = starnn_buffer(buffers, 2),
+	                  y = starnn_buffer(buffers, 3);
+	int rc = starnn_conv2d_fwd_cuda(&g, x.ptr, x.ld, w.ptr, w.ld, (const float *)b.ptr + a->o0, y.ptr, y.ld,
+	                                starnn_cudnn_handle(), starnn_cuda_stream());
+	if (rc < 0)
+		starnn_defer_error(rc, "%s", starnn_last_error());
+}
+#endif
+
+static STARNN_PERFMODEL_FP(conv2d_fwd, fp32, conv_footprint);
+struct starpu_codelet starnn_conv2d_fwd_cl = {
+	.name = "conv2d_fwd",
+	.cpu_funcs = {fwd_cpu},
+	.cpu_funcs_name = {"fwd_cpu"},
+#ifdef CONV_CUDA
+	.cuda_funcs = {fwd_cuda},
+	.cuda_flags = {STARPU_CUDA_ASYNC},
+#endif
+	.nbuffers = 4,
+	.modes = {STARPU_R, STARPU_R, STARPU_R, STARPU_W},
+	.model = &starnn_conv2d_fwd_fp32_model,
+};
+
+/* -------------------------------------------------------- backward data */
+
+static void bwd_data_cpu(void *buffers[], void *cl_arg)
+{
+	const struct conv_args *a = cl_arg;
+	struct starnn_conv2d_geom g = geom_of(a);
+	struct starnn_mat dy = starnn_buffer(buffers, 0), w = starnn_buffer(buffers, 1), dx = starnn_buffer(buffers, 2);
+	size_t nwork = starnn_conv2d_cpu_workspace(&g, STARNN_CONV2D_BWD_DATA);
+	float *work = workspace_get(nwork, "conv2d_bwd_data");
+	if (nwork && !work)
+		return;
+	starnn_conv2d_bwd_data_cpu(&g, dy.ptr, dy.ld, w.ptr, w.ld, a->beta, dx.ptr, dx.ld, work);
+}
+
+#ifdef CONV_CUDA
+static void bwd_data_cuda(void *buffers[], void *cl_arg)
+{
+	const struct conv_args *a = cl_arg;
+	struct starnn_conv2d_geom g = geom_of(a);
+	struct starnn_mat dy = starnn_buffer(buffers, 0), w = starnn_buffer(buffers, 1), dx = starnn_buffer(buffers, 2);
+	int rc = starnn_conv2d_bwd_data_cuda(&g, dy.ptr, dy.ld, w.ptr, w.ld, a->beta, dx.ptr, dx.ld,
+	                                     starnn_cudnn_handle(), starnn_cuda_stream());
+	if (rc < 0)
+		starnn_defer_error(rc, "%s", starnn_last_error());
+}
+#endif
+
+static STARNN_PERFMODEL_FP(conv2d_bwd_data, fp32, conv_footprint);
+struct starpu_codelet starnn_conv2d_bwd_data_cl = {
+	.name = "conv2d_bwd_data",
+	.cpu_funcs = {bwd_data_cpu},
+	.cpu_funcs_name = {"bwd_data_cpu"},
+#ifdef CONV_CUDA
+	.cuda_funcs = {bwd_data_cuda},
+	.cuda_flags = {STARPU_CUDA_ASYNC},
+#endif
+	.nbuffers = 3,
+	.modes = {STARPU_R, STARPU_R, STARPU_RW},
+	.model = &starnn_conv2d_bwd_data_fp32_model,
+};
+
+/* ------------------------------------------------------ backward weight */
+
+static void bwd_weight_cpu(void *buffers[], void *cl_arg)
+{
+	const struct conv_args *a = cl_arg;
+	struct starnn_conv2d_geom g = geom_of(a);
+	struct starnn_mat x = starnn_buffer(buffers, 0), dy = starnn_buffer(buffers, 1), dw = starnn_buffer(buffers, 2);
+	size_t nwork = starnn_conv2d_cpu_workspace(&g, STARNN_CONV2D_BWD_WEIGHT);
+	float *work = workspace_get(nwork, "conv2d_bwd_weight");
+	if (nwork && !work)
+		return;
+	starnn_conv2d_bwd_weight_cpu(&g, x.ptr, x.ld, dy.ptr, dy.ld, a->beta, dw.ptr, dw.ld, work);
+}
+
+#ifdef CONV_CUDA
+static void bwd_weight_cuda(void *buffers[], void *cl_arg)
+{
+	const struct conv_args *a = cl_arg;
+	struct starnn_conv2d_geom g = geom_of(a);
+	struct starnn_mat x = starnn_buffer(buffers, 0), dy = starnn_buffer(buffers, 1), dw = starnn_buffer(buffers, 2);
+	int rc = starnn_conv2d_bwd_weight_cuda(&g, x.ptr, x.ld, dy.ptr, dy.ld, a->beta, dw.ptr, dw.ld,
+	                                       starnn_cudnn_handle(), starnn_cuda_stream());
+	if (rc < 0)
+		starnn_defer_error(rc, "%s", starnn_last_error());
+}
+#endif
+
+static STARNN_PERFMODEL_FP(conv2d_bwd_weight, fp32, conv_footprint);
+struct starpu_codelet starnn_conv2d_bwd_weight_cl = {
+	.name = "conv2d_bwd_weight",
+	.cpu_funcs = {bwd_weight_cpu},
+	.cpu_funcs_name = {"bwd_weight_cpu"},
+#ifdef CONV_CUDA
+	.cuda_funcs = {bwd_weight_cuda},
+	.cuda_flags = {STARPU_CUDA_ASYNC},
+#endif
+	.nbuffers = 3,
+	.modes = {STARPU_R, STARPU_R, STARPU_RW},
+	.model = &starnn_conv2d_bwd_weight_fp32_model,
+};
+
+/* --------------------------------------------------------- bias gradient */
+
+static void bwd_bias_cpu(void *buffers[], void *cl_arg)
+{
+	const struct conv_args *a = cl_arg;
+	struct starnn_mat dy = starnn_buffer(buffers, 0), db = starnn_buffer(buffers, 1);
+	starnn_conv2d_bwd_bias_cpu(a->n, a->o, (size_t)a->h * a->w, dy.ptr, dy.ld, a->beta, db.ptr);
+}
+
+#ifdef CONV_CUDA
+static void bwd_bias_cuda(void *buffers[], void *cl_arg)
+{
+	const struct conv_args *a = cl_arg;
+	struct starnn_mat dy = starnn_buffer(buffers, 0), db = starnn_buffer(buffers, 1);
+	int rc = starnn_conv2d_bwd_bias_cuda(a->n, a->o, a->h, a->w, dy.ptr, dy.ld, a->beta, db.ptr,
+	                                     starnn_cudnn_handle(), starnn_cuda_stream());
+	if (rc < 0)
+		starnn_defer_error(rc, "%s", starnn_last_error());
+}
+#endif
+
+static STARNN_PERFMODEL_FP(conv2d_bwd_bias, fp32, conv_footprint);
+struct starpu_codelet starnn_conv2d_bwd_bias_cl = {
+	.name = "conv2d_bwd_bias",
+	.cpu_funcs = {bwd_bias_cpu},
+	.cpu_funcs_name = {"bwd_bias_cpu"},
+#ifdef CONV_CUDA
+	.cuda_funcs = {bwd_bias_cuda},
+	.cuda_flags = {STARPU_CUDA_ASYNC},
+#endif
+	.nbuffers = 2,
+	.modes = {STARPU_R, STARPU_RW},
+	.model = &starnn_conv2d_bwd_bias_fp32_model,
+};
+
+/* ------------------------------------------------------------ submission */
+
+/* Checks x [N,C,H,W], w [O,C,k,k], y [N,O,H,W] (y is dy for the backward
+ * passes, x is dx for backward data) and fills the geometry. */
+static int check_shapes(const char *op, const starnn_tensor *x, const starnn_tensor *w, const starnn_tensor *y,
+                        struct starnn_conv2d_geom *g)
+{
+	char dx[128], dw[128], dy[128];
+	const starnn_tensor *all[3] = {x, w, y};
+	for (int i = 0; i < 3; i++) {
+		if (!all[i])
+			return starnn_error(STARNN_EINVAL, "%s: a tensor is NULL", op);
+		if (all[i]->dtype != STARNN_FP32 || all[i]->ndim != 4)
+			return starnn_error(STARNN_EINVAL, "%s: 4-D fp32 tensors expected, got %s", op,
+			                    starnn_tensor_describe(all[i], dx, sizeof dx));
+	}
+	starnn_tensor_describe(x, dx, sizeof dx);
+	starnn_tensor_describe(w, dw, sizeof dw);
+	starnn_tensor_describe(y, dy, sizeof dy);
+	int64_t k = w->shape[2];
+	if (w->shape[3] != k || k % 2 == 0)
+		return starnn_error(STARNN_EINVAL, "%s: the kernel must be square of odd size (3x3, 1x1 ...): %s", op, dw);
+	if (w->shape[1] != x->shape[1])
+		return starnn_error(STARNN_EINVAL, "%s: input channels differ: %s and %s", op, dx, dw);
+	if (y->shape[0] != x->shape[0] || y->shape[1] != w->shape[0] || y->shape[2] != x->shape[2] ||
+	    y->shape[3] != x->shape[3])
+		return starnn_error(STARNN_EINVAL, "%s: output %s does not match input %s and weights %s (stride 1, 'same')",
+		                    op, dy, dx, dw);
+	/* OpenBLAS takes int dimensions. */
+	if (x->cols > INT32_MAX || y->cols > INT32_MAX || w->cols * (size_t)x->shape[2] * (size_t)x->shape[3] > INT32_MAX)
+		return starnn_error(STARNN_EINVAL, "%s: too large for int BLAS dimensions: %s, %s", op, dx, dw);
+	g->n = (size_t)x->shape[0];
+	g->c = (size_t)x->shape[1];
+	g->o = (size_t)w->shape[0];
+	g->h = (size_t)x->shape[2];
+	g->w = (size_t)x->shape[3];
+	g->k = (size_t)k;
+	return 0;
+}
+
+static struct conv_args args_of(const struct starnn_conv2d_geom *g, float beta)
+{
+	struct conv_args a = {(uint32_t)g->n, (uint32_t)g->c, (uint32_t)g->o, (uint32_t)g->h, (uint32_t)g->w,
+	                      (uint32_t)g->k, 0, beta};
+	return a;
+}
+
+/* How many tasks: one per worker when each gets enough work. */
+static int task_count(const struct starnn_conv2d_geom *g, enum starnn_conv2d_pass pass)
+{
+	double parts = starnn_conv2d_flops(g, pass) / MIN_TASK_FLOPS;
+	int nw = (int)starpu_worker_get_count();
+	if (parts < 1)
+		return 1;
+	return parts < nw ? (int)parts : nw;
+}
+
+/* Splits along the batch when every task gets as many samples (or enough
+ * of them that the remainder hardly matters). */
+static int batch_split(size_t n, int parts)
+{
+	return parts > 1 && n >= (size_t)parts && (n % (size_t)parts == 0 || n >= 4 * (size_t)parts);
+}
+
+/* Even sizes of nparts parts of extent (the runtime's default split). */
+static void even_sizes(int64_t extent, int nparts, int64_t *sizes)
+{
+	for (int i = 0; i < nparts; i++)
+		sizes[i] = extent / nparts + (i < extent % nparts);
+}
+
+int starnn_conv2d_fwd(starnn_tensor *x, starnn_tensor *w, starnn_tensor *b, starnn_tensor *y)
+{
+	struct starnn_conv2d_geom g;
+	STARNN_CHECK(check_shapes("conv2d_fwd", x, w, y, &g));
+	char db[128];
+	if (!b || b->dtype != STARNN_FP32 || b->ndim != 1 || b->shape[0] != (int64_t)g.o)
+		return starnn_error(STARNN_EINVAL, "conv2d_fwd: bias must be fp32 [%zu], got %s", g.o,
+		                    b ? starnn_tensor_describe(b, db, sizeof db) : "NULL");
+	int parts = task_count(&g, STARNN_CONV2D_FWD);
+	struct conv_args a = args_of(&g, 0.0f);
+	if (parts == 1) {
+		struct starnn_task_desc d = {.cl = &starnn_conv2d_fwd_cl, .args = &a, .args_size = sizeof a,
+		                             .tensors = {x, w, b, y}};
+		return starnn_submit(&d);
+	}
+	int64_t sizes[parts];
+	starnn_tensor **xp, **yp, **wp;
+	if (batch_split(g.n, parts)) {
+		even_sizes((int64_t)g.n, parts, sizes);
+		STARNN_CHECK(starnn_tensor_split(x, 0, parts, sizes, &xp));
+		STARNN_CHECK(starnn_tensor_split(y, 0, parts, sizes, &yp));
+		for (int i = 0; i < parts; i++) {
+			a.n = (uint32_t)sizes[i];
+			struct starnn_task_desc d = {.cl = &starnn_conv2d_fwd_cl, .args = &a, .args_size = sizeof a,
+			                             .tensors = {xp[i], w, b, yp[i]}};
+			STARNN_CHECK(starnn_submit(&d));
+		}
+		return 0;
+	}
+	if ((size_t)parts > g.o)
+		parts = (int)g.o;
+	if (parts == 1) {
+		struct starnn_task_desc d = {.cl = &starnn_conv2d_fwd_cl, .args = &a, .args_size = sizeof a,
+		                             .tensors = {x, w, b, y}};
+		return starnn_submit(&d);
+	}
+	even_sizes((int64_t)g.o, parts, sizes);
+	STARNN_CHECK(starnn_tensor_split(y, 1, parts, sizes, &yp));
+	STARNN_CHECK(starnn_tensor_split(w, 0, parts, sizes, &wp));
+	for (int i = 0; i < parts; i++) {
+		a.o = (uint32_t)sizes[i];
+		struct starnn_task_desc d = {.cl = &starnn_conv2d_fwd_cl, .args = &a, .args_size = sizeof a,
+		                             .tensors = {x, wp[i], b, yp[i]}};
+		STARNN_CHECK(starnn_submit(&d));
+		a.o0 += (uint32_t)sizes[i];
+	}
+	return 0;
+}
+
+int starnn_conv2d_bwd_data(starnn_tensor *dy, starnn_tensor *w, float beta, starnn_tensor *dx)
+{
+	struct starnn_conv2d_geom g;
+	STARNN_CHECK(check_shapes("conv2d_bwd_data", dx, w, dy, &g));
+	int parts = task_count(&g, STARNN_CONV2D_BWD_DATA);
+	struct conv_args a = args_of(&g, beta);
+	if (parts == 1) {
+		struct starnn_task_desc d = {.cl = &starnn_conv2d_bwd_data_cl, .args = &a, .args_size = sizeof a,
+		                             .tensors = {dy, w, dx}};
+		return starnn_submit(&d);
+	}
+	int64_t sizes[parts];
+	starnn_tensor **dyp, **dxp, **wp;
+	if (batch_split(g.n, parts)) {
+		even_sizes((int64_t)g.n, parts, sizes);
+		STARNN_CHECK(starnn_tensor_split(dy, 0, parts, sizes, &dyp));
+		STARNN_CHECK(starnn_tensor_split(dx, 0, parts, sizes, &dxp));
+		for (int i = 0; i < parts; i++) {
+			a.n = (uint32_t)sizes[i];
+			struct starnn_task_desc d = {.cl = &starnn_conv2d_bwd_data_cl, .args = &a, .args_size = sizeof a,
+			                             .tensors = {dyp[i], w, dxp[i]}};
+			STARNN_CHECK(starnn_submit(&d));
+		}
+		return 0;
+	}
+	/* Input channels: dx[:, c-block] needs w[:, c-block] (axis 1 of w). */
+	if ((size_t)parts > g.c)
+		parts = (int)g.c;
+	if (parts == 1) {
+		struct starnn_task_desc d = {.cl = &starnn_conv2d_bwd_data_cl, .args = &a, .args_size = sizeof a,
+		                             .tensors = {dy, w, dx}};
+		return starnn_submit(&d);
+	}
+	even_sizes((int64_t)g.c, parts, sizes);
+	STARNN_CHECK(starnn_tensor_split(dx, 1, parts, sizes, &dxp));
+	STARNN_CHECK(starnn_tensor_split(w, 1, parts, sizes, &wp));
+	for (int i = 0; i < parts; i++) {
+		a.c = (uint32_t)sizes[i];
+		struct starnn_task_desc d = {.cl = &starnn_conv2d_bwd_data_cl, .args = &a, .args_size = sizeof a,
+		                             .tensors = {dy, wp[i], dxp[i]}};
+		STARNN_CHECK(starnn_submit(&d));
+	}
+	return 0;
+}
+
+int starnn_conv2d_bwd_weight(starnn_tensor *x, starnn_tensor *dy, float beta, starnn_tensor *dw, starnn_tensor *db)
+{
+	struct starnn_conv2d_geom g;
+	STARNN_CHECK(check_shapes("conv2d_bwd_weight", x, dw, dy, &g));
+	char d1[128];
+	if (db && (db->dtype != STARNN_FP32 || db->ndim != 1 || db->shape[0] != (int64_t)g.o))
+		return starnn_error(STARNN_EINVAL, "conv2d_bwd_weight: bias gradient must be fp32 [%zu], got %s", g.o,
+		                    starnn_tensor_describe(db, d1, sizeof d1));
+	struct conv_args a = args_of(&g, beta);
+	/* Input channels: dw[:, c-block] needs x[:, c-block] and all of dy;
+	 * the parts of dw are disjoint, so no reduction is needed. */
+	int parts = task_count(&g, STARNN_CONV2D_BWD_WEIGHT);
+	if ((size_t)parts > g.c)
+		parts = (int)g.c;
+	if (parts == 1) {
+		struct starnn_task_desc d = {.cl = &starnn_conv2d_bwd_weight_cl, .args = &a, .args_size = sizeof a,
+		                             .tensors = {x, dy, dw}};
+		STARNN_CHECK(starnn_submit(&d));
+	} else {
+		int64_t sizes[parts];
+		starnn_tensor **xp, **dwp;
+		even_sizes((int64_t)g.c, parts, sizes);
+		STARNN_CHECK(starnn_tensor_split(x, 1, parts, sizes, &xp));
+		STARNN_CHECK(starnn_tensor_split(dw, 1, parts, sizes, &dwp));
+		for (int i = 0; i < parts; i++) {
+			a.c = (uint32_t)sizes[i];
+			struct starnn_task_desc d = {.cl = &starnn_conv2d_bwd_weight_cl, .args = &a,
+			                             .args_size = sizeof a, .tensors = {xp[i], dy, dwp[i]}};
+			STARNN_CHECK(starnn_submit(&d));
+		}
+	}
+	if (db) {
+		struct conv_args ab = args_of(&g, beta);
+		ab.c = 0; /* not part of the bias gradient's cost */
+		ab.k = 0;
+		struct starnn_task_desc d = {.cl = &starnn_conv2d_bwd_bias_cl, .args = &ab, .args_size = sizeof ab,
+		                             .tensors = {dy, db}};
+		STARNN_CHECK(starnn_submit(&d));
+	}
+	return 0;
+}

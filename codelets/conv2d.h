@@ -1,0 +1,84 @@
+/* 2-D convolution on NCHW fp32 tensors: odd square kernel k (3x3, 1x1 ...),
+ * stride 1, 'same' zero padding (pad = k / 2), with bias. Cross-correlation
+ * with PyTorch's OIHW weight layout:
+ *   fwd:         y[n,o,h,w] = b[o] + sum_{c,i,j} w[o,c,i,j] x[n,c,h+i-pad,w+j-pad]
+ *   bwd_data:    dx = beta * dx + conv_transpose(dy, w)
+ *   bwd_weight:  dw = beta * dw + sum_n dy[n] (x) x[n]
+ *   bwd_bias:    db = beta * db + sum_{n,h,w} dy[n,:,h,w]
+ * (beta = 1 accumulates: skip gradients in a UNet, micro-batch gradients).
+ *
+ * Shapes as tensors: x [N,C,H,W], y / dy [N,O,H,W], w [O,C,k,k], b [O].
+ * As matrices (runtime/tensor.h) x is N x C*H*W with leading dimension ldx,
+ * w is O x C*k*k with ldw; a channel part of x (axis 1) or of w (axis 1)
+ * is the same with fewer columns, so every kernel takes its C and O from
+ * the geometry and its leading dimensions separately. */
+#ifndef STARNN_CONV2D_H
+#define STARNN_CONV2D_H
+
+#include <stddef.h>
+
+#include "runtime/tensor.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* The geometry of one kernel call (of the parts a task sees). */
+struct starnn_conv2d_geom {
+	size_t n, c, o;  /* batch, input channels, output channels */
+	size_t h, w, k;  /* image height and width, kernel size (odd) */
+};
+
+enum starnn_conv2d_pass {
+	STARNN_CONV2D_FWD = 0,
+	STARNN_CONV2D_BWD_DATA = 1,
+	STARNN_CONV2D_BWD_WEIGHT = 2,
+};
+
+/* CPU kernels (codelets/cpu/conv2d.c): im2col into a workspace (blocks of
+ * output rows sized for the cache) + single-threaded OpenBLAS sgemm; 1x1
+ * kernels are plain GEMMs. work holds starnn_conv2d_cpu_workspace(g, pass)
+ * floats (0 for k = 1: work may be NULL). b may be NULL (no bias). */
+size_t starnn_conv2d_cpu_workspace(const struct starnn_conv2d_geom *g, enum starnn_conv2d_pass pass);
+void starnn_conv2d_fwd_cpu(const struct starnn_conv2d_geom *g, const float *x, size_t ldx, const float *w,
+                           size_t ldw, const float *b, float *y, size_t ldy, float *work);
+void starnn_conv2d_bwd_data_cpu(const struct starnn_conv2d_geom *g, const float *dy, size_t ldy, const float *w,
+                                size_t ldw, float beta, float *dx, size_t ldx, float *work);
+void starnn_conv2d_bwd_weight_cpu(const struct starnn_conv2d_geom *g, const float *x, size_t ldx, const float *dy,
+                                  size_t ldy, float beta, float *dw, size_t ldw, float *work);
+/* db[o] = beta * db[o] + sum of dy[n, o, :, :] over n (n x o*hw, ldy). */
+void starnn_conv2d_bwd_bias_cpu(size_t n, size_t o, size_t hw, const float *dy, size_t ldy, float beta, float *db);
+
+/* CUDA implementations (codelets/cuda/conv2d.cu) on cuDNN, given the
+ * worker's cuDNN handle (bound to stream). They return 0 or a STARNN_E*
+ * code with the message recorded (starnn_error). Built with cuDNN only
+ * (STARNN_USE_CUDNN). */
+int starnn_conv2d_fwd_cuda(const struct starnn_conv2d_geom *g, const float *x, size_t ldx, const float *w,
+                           size_t ldw, const float *b, float *y, size_t ldy, void *cudnn, void *stream);
+int starnn_conv2d_bwd_data_cuda(const struct starnn_conv2d_geom *g, const float *dy, size_t ldy, const float *w,
+                                size_t ldw, float beta, float *dx, size_t ldx, void *cudnn, void *stream);
+int starnn_conv2d_bwd_weight_cuda(const struct starnn_conv2d_geom *g, const float *x, size_t ldx,
+                                  const float *dy, size_t ldy, float beta, float *dw, size_t ldw, void *cudnn,
+                                  void *stream);
+int starnn_conv2d_bwd_bias_cuda(size_t n, size_t o, size_t h, size_t w, const float *dy, size_t ldy, float beta,
+                                float *db, void *cudnn, void *stream);
+
+/* Task submission. x [N,C,H,W], w [O,C,k,k], b [O], y [N,O,H,W]; all fp32;
+ * any of them may be a part (micro-batch, channel slice) of a larger
+ * tensor. Large problems are split into several tasks (along the batch, or
+ * along channels) so that every worker gets a share even at batch 1. */
+int starnn_conv2d_fwd(starnn_tensor *x, starnn_tensor *w, starnn_tensor *b, starnn_tensor *y);
+/* dx = beta * dx + conv_transpose(dy, w); beta is 0 or 1 (accumulate). */
+int starnn_conv2d_bwd_data(starnn_tensor *dy, starnn_tensor *w, float beta, starnn_tensor *dx);
+/* dw = beta * dw + sum_n dy (x) x and db = beta * db + sum dy (db may be
+ * NULL: no bias gradient). */
+int starnn_conv2d_bwd_weight(starnn_tensor *x, starnn_tensor *dy, float beta, starnn_tensor *dw, starnn_tensor *db);
+
+/* The cost of one pass in floating-point operations (2 per multiply-add),
+ * for benchmarks and task sizing. */
+double starnn_conv2d_flops(const struct starnn_conv2d_geom *g, enum starnn_conv2d_pass pass);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,399 @@
+/* CPU kernels of conv2d: im2col + OpenBLAS sgemm (single-threaded: one task
+ * per core, parallelism comes from several tasks).
+ *
+ * Legend (one sample, row-major matrices):
+ *   x   C x HW           (channel rows HW apart; samples ldx apart)
+ *   col C*k*k x cols     im2col of a block of output pixels:
+ *                        col[(c*k+i)*k+j][p] = x[c, h(p)+i-pad, w(p)+j-pad] or 0
+ *   w   O x C*k*k        (rows ldw apart)
+ *   y   O x HW           y[:, block] = w * col + b
+ * Backward data is the forward convolution of dy with the flipped,
+ * transposed kernel w'[c][(o*k+i)*k+j] = w[o][c][k-1-i][k-1-j] (C x O*k*k),
+ * so it needs no col2im scatter; backward weight is dw += dy[:, block] *
+ * col^T.
+ *
+ * Blocking: the column buffer covers a block of output rows of one sample,
+ * sized to stay in L2 (about 1 MiB) but at least MIN_COLS columns so that
+ * each sgemm call amortises the packing of w (and, in backward weight, the
+ * read-modify-write of dw). Images smaller than that (the deep levels of a
+ * UNet) are grouped: a block then holds several whole samples, and the
+ * output goes through a small buffer because samples are not one stride
+ * apart. */
+#include <cblas.h>
+#include <string.h>
+
+#include "codelets/conv2d.h"
+
+#define TARGET_BYTES ((size_t)1 << 20)
+#define MIN_COLS ((size_t)512)
+
+struct block_plan {
+	size_t samples; /* > 0: blocks of that many whole samples; 0: blocks of rows of one sample */
+	size_t rows;    /* rows of the image per block (when samples == 0) */
+	size_t cols;    /* largest number of columns of a block */
+};
+
+static struct block_plan plan_blocks(const struct starnn_conv2d_geom *g, size_t col_rows)
+{
+	struct block_plan p = {0, 0, 0};
+	size_t hw = g->h * g->w;
+	size_t target = TARGET_BYTES / (col_rows * sizeof(float));
+	if (target < MIN_COLS)
+		target = MIN_COLS;
+	if (g->n > 1 && 2 * hw <= target) {
+		p.samples = target / hw;
+		if (p.samples > g->n)
+			p.samples = g->n;
+		p.cols = p.samples * hw;
+	} else {
+		p.rows = (target + g->w - 1) / g->w;
+		if (p.rows > g->h)
+			p.rows = g->h;
+		p.cols = p.rows * g->w;
+	}
+	return p;
+}
+
+static int bwd_data_col2im(const struct starnn_conv2d_geom *g);
+static int bwd_weight_transposed(const struct starnn_conv2d_geom *g);
+
+size_t starnn_conv2d_cpu_workspace(const struct starnn_conv2d_geom *g, enum starnn_conv2d_pass pass)
+{
+	if (g->k == 1)
+		return 0;
+	size_t kk = g->k * g->k;
+	switch (pass) {
+	case STARNN_CONV2D_FWD: {
+		struct block_plan p = plan_blocks(g, g->c * kk);
+		return g->c * kk * p.cols + (p.samples ? g->o * p.cols : 0);
+	}
+	case STARNN_CONV2D_BWD_DATA: {
+		if (bwd_data_col2im(g)) {
+			struct block_plan p = plan_blocks(g, g->c * kk);
+			return g->c * kk * p.cols + (p.samples ? g->o * p.cols : 0);
+		}
+		struct block_plan p = plan_blocks(g, g->o * kk);
+		return g->c * g->o * kk + g->o * kk * p.cols + (p.samples ? g->c * p.cols : 0);
+	}
+	case STARNN_CONV2D_BWD_WEIGHT: {
+		struct block_plan p = plan_blocks(g, g->c * kk);
+		return g->c * kk * p.cols + (p.samples ? g->o * p.cols : 0) +
+		       (bwd_weight_transposed(g) ? g->c * kk * g->o : 0);
+	}
+	}
+	return 0;
+}
+
+double starnn_conv2d_flops(const struct starnn_conv2d_geom *g, enum starnn_conv2d_pass pass)
+{
+	(void)pass; /* the three passes are GEMMs of the same size */
+	return 2.0 * (double)g->n * (double)g->o * (double)g->c * (double)(g->k * g->k) * (double)(g->h * g->w);
+}
+
+/* col[(c*k+i)*k+j][(h-h0)*W + q] = x[c][h+i-pad][q+j-pad] (0 outside) for
+ * output rows h0 <= h < h1; col rows are ldcol apart. x is C x H*W.
+ * For one (c, i, j) the valid rows are a contiguous run of x shifted by
+ * j - pad: one copy, then the |j - pad| wrapped elements of each row are
+ * zeroed, so small images cost no more per element than large ones. */
+static void im2col(const float *x, size_t C, size_t H, size_t W, size_t k, size_t h0, size_t h1, float *col,
+                   size_t ldcol)
+{
+	const ptrdiff_t pad = (ptrdiff_t)(k / 2), w = (ptrdiff_t)W;
+	for (size_t c = 0; c < C; c++)
+		for (size_t i = 0; i < k; i++) {
+			/* output rows whose input row h + i - pad exists */
+			ptrdiff_t hs = pad - (ptrdiff_t)i, he = (ptrdiff_t)H + pad - (ptrdiff_t)i;
+			if (hs < (ptrdiff_t)h0)
+				hs = (ptrdiff_t)h0;
+			if (he > (ptrdiff_t)h1)
+				he = (ptrdiff_t)h1;
+			if (he < hs)
+				he = hs;
+			const float *src = x + c * H * W + (size_t)(hs + (ptrdiff_t)i - pad) * W;
+			for (size_t j = 0; j < k; j++) {
+				float *dst = col + ((c * k + i) * k + j) * ldcol;
+				const ptrdiff_t off = (ptrdiff_t)j - pad; /* dst[q] = src[q + off] */
+				const ptrdiff_t lo = off < 0 ? -off : 0, hi = off > 0 ? w - off : w;
+				memset(dst, 0, (size_t)(hs - (ptrdiff_t)h0) * W * sizeof *dst);
+				memset(dst + (size_t)(he - (ptrdiff_t)h0) * W, 0, (size_t)((ptrdiff_t)h1 - he) * W * sizeof *dst);
+				float *d = dst + (size_t)(hs - (ptrdiff_t)h0) * W;
+				size_t rows = (size_t)(he - hs);
+				if (!rows)
+					continue;
+				if (hi <= lo) { /* kernel wider than the image */
+					memset(d, 0, rows * W * sizeof *d);
+					continue;
+				}
+				memcpy(d + lo, src + lo + off, (rows * W - (size_t)lo - (size_t)(w - hi)) * sizeof *d);
+				for (size_t r = 0; r < rows; r++) {
+					for (ptrdiff_t q = 0; q < lo; q++)
+						d[r * W + (size_t)q] = 0.0f;
+					for (ptrdiff_t q = hi; q < w; q++)
+						d[r * W + (size_t)q] = 0.0f;
+				}
+			}
+		}
+}
+
+/* The adjoint of im2col: dx[c][h+i-pad][q+j-pad] += col[(c*k+i)*k+j][(h-h0)*W + q]
+ * for output rows h0 <= h < h1 (terms falling in the padding dropped). */
+static void col2im_add(const float *col, size_t ldcol, size_t C, size_t H, size_t W, size_t k, size_t h0, size_t h1,
+                       float *dx)
+{
+	const ptrdiff_t pad = (ptrdiff_t)(k / 2), w = (ptrdiff_t)W;
+	for (size_t c = 0; c < C; c++)
+		for (size_t i = 0; i < k; i++)
+			for (size_t j = 0; j < k; j++) {
+				const float *src = col + ((c * k + i) * k + j) * ldcol;
+				const ptrdiff_t off = (ptrdiff_t)j - pad;
+				ptrdiff_t lo = off < 0 ? -off : 0, hi = off > 0 ? w - off : w;
+				for (size_t h = h0; h < h1; h++) {
+					ptrdiff_t ih = (ptrdiff_t)h + (ptrdiff_t)i - pad;
+					if (ih < 0 || ih >= (ptrdiff_t)H)
+						continue;
+					float *d = dx + c * H * W + (size_t)ih * W + off;
+					const float *sr = src + (h - h0) * W;
+					for (ptrdiff_t q = lo; q < hi; q++)
+						d[q] += sr[q];
+				}
+			}
+}
+
+/* Backward data: the flipped kernel (GEMM depth O*k*k) costs a transposed
+ * copy of w per call, negligible unless the images are small; when there
+ * are fewer pixels than about 2 O (the deep levels), col = w^T dy then
+ * col2im is faster (no copy; depth O >= 64 is enough for the GEMM). */
+static int bwd_data_col2im(const struct starnn_conv2d_geom *g)
+{
+	return g->o >= 64 && g->n * g->h * g->w <= 2 * g->o;
+}
+
+/* Backward weight: with few output channels a GEMM with M = O is slow in
+ * OpenBLAS; accumulate dw^T = col dy^T (M = C*k*k) and transpose once. */
+static int bwd_weight_transposed(const struct starnn_conv2d_geom *g)
+{
+	return g->o < 64;
+}
+
+void starnn_conv2d_fwd_cpu(const struct starnn_conv2d_geom *g, const float *x, size_t ldx, const float *w,
+                           size_t ldw, const float *b, float *y, size_t ldy, float *work)
+{
+	const size_t N = g->n, C = g->c, O = g->o, H = g->h, W = g->w, k = g->k, HW = H * W, ckk = C * k * k;
+	if (k == 1) {
+		for (size_t n = 0; n < N; n++) {
+			float *yn = y + n * ldy;
+			if (b)
+				for (size_t o = 0; o < O; o++)
+					for (size_t p = 0; p < HW; p++)
+						yn[o * HW + p] = b[o];
+			cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)O, (int)HW, (int)C, 1.0f, w, (int)ldw,
+			            x + n * ldx, (int)HW, b ? 1.0f : 0.0f, yn, (int)HW);
+		}
+		return;
+	}
+	struct block_plan p = plan_blocks(g, ckk);
+	float *col = work;
+	if (!p.samples) {
+		for (size_t n = 0; n < N; n++)
+			for (size_t h0 = 0; h0 < H; h0 += p.rows) {
+				size_t h1 = h0 + p.rows < H ? h0 + p.rows : H, cols = (h1 - h0) * W;
+				im2col(x + n * ldx, C, H, W, k, h0, h1, col, cols);
+				float *yb = y + n * ldy + h0 * W;
+				if (b)
+					for (size_t o = 0; o < O; o++)
+						for (size_t q = 0; q < cols; q++)
+							yb[o * HW + q] = b[o];
+				cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)O, (int)cols, (int)ckk, 1.0f, w,
+				            (int)ldw, col, (int)cols, b ? 1.0f : 0.0f, yb, (int)HW);
+			}
+		return;
+	}
+	float *tmp = work + ckk * p.cols;
+	for (size_t n0 = 0; n0 < N; n0 += p.samples) {
+		size_t ns = n0 + p.samples < N ? p.samples : N - n0, cols = ns * HW;
+		for (size_t s = 0; s < ns; s++)
+			im2col(x + (n0 + s) * ldx, C, H, W, k, 0, H, col + s * HW, cols);
+		cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)O, (int)cols, (int)ckk, 1.0f, w, (int)ldw,
+		            col, (int)cols, 0.0f, tmp, (int)cols);
+		for (size_t s = 0; s < ns; s++)
+			for (size_t o = 0; o < O; o++) {
+				float *yr = y + (n0 + s) * ldy + o * HW;
+				const float *tr = tmp + o * cols + s * HW;
+				float bo = b ? b[o] : 0.0f;
+				for (size_t q = 0; q < HW; q++)
+					yr[q] = tr[q] + bo;
+			}
+	}
+}
+
+void starnn_conv2d_bwd_data_cpu(const struct starnn_conv2d_geom *g, const float *dy, size_t ldy, const float *w,
+                                size_t ldw, float beta, float *dx, size_t ldx, float *work)
+{
+	const size_t N = g->n, C = g->c, O = g->o, H = g->h, W = g->w, k = g->k, HW = H * W, kk = k * k;
+	const size_t okk = O * kk;
+	if (k == 1) {
+		for (size_t n = 0; n < N; n++)
+			cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, (int)C, (int)HW, (int)O, 1.0f, w, (int)ldw,
+			            dy + n * ldy, (int)HW, beta, dx + n * ldx, (int)HW);
+		return;
+	}
+	if (bwd_data_col2im(g)) {
+		const size_t ckk = C * kk;
+		struct block_plan p = plan_blocks(g, ckk);
+		float *col = work, *dyp = work + ckk * p.cols;
+		for (size_t n = 0; n < N; n++) /* dx = beta * dx, then accumulate */
+			for (size_t q = 0; q < C * HW; q++)
+				dx[n * ldx + q] = beta == 0.0f ? 0.0f : beta * dx[n * ldx + q];
+		if (!p.samples) {
+			for (size_t n = 0; n < N; n++)
+				for (size_t h0 = 0; h0 < H; h0 += p.rows) {
+					size_t h1 = h0 + p.rows < H ? h0 + p.rows : H, cols = (h1 - h0) * W;
+					cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, (int)ckk, (int)cols, (int)O, 1.0f, w,
+					            (int)ldw, dy + n * ldy + h0 * W, (int)HW, 0.0f, col, (int)cols);
+					col2im_add(col, cols, C, H, W, k, h0, h1, dx + n * ldx);
+				}
+			return;
+		}
+		for (size_t n0 = 0; n0 < N; n0 += p.samples) {
+			size_t ns = n0 + p.samples < N ? p.samples : N - n0, cols = ns * HW;
+			for (size_t s = 0; s < ns; s++)
+				for (size_t o = 0; o < O; o++)
+					memcpy(dyp + o * cols + s * HW, dy + (n0 + s) * ldy + o * HW, HW * sizeof *dyp);
+			cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, (int)ckk, (int)cols, (int)O, 1.0f, w, (int)ldw,
+			            dyp, (int)cols, 0.0f, col, (int)cols);
+			for (size_t s = 0; s < ns; s++)
+				col2im_add(col + s * HW, cols, C, H, W, k, 0, H, dx + (n0 + s) * ldx);
+		}
+		return;
+	}
+	/* w' = flipped, transposed kernel: C x O*k*k. */
+	float *wt = work;
+	for (size_t c = 0; c < C; c++)
+		for (size_t o = 0; o < O; o++) {
+			const float *src = w + o * ldw + c * kk;
+			float *dst = wt + c * okk + o * kk;
+			for (size_t t = 0; t < kk; t++)
+				dst[t] = src[kk - 1 - t];
+		}
+	float *col = work + C * okk;
+	struct block_plan p = plan_blocks(g, okk);
+	if (!p.samples) {
+		for (size_t n = 0; n < N; n++)
+			for (size_t h0 = 0; h0 < H; h0 += p.rows) {
+				size_t h1 = h0 + p.rows < H ? h0 + p.rows : H, cols = (h1 - h0) * W;
+				im2col(dy + n * ldy, O, H, W, k, h0, h1, col, cols);
+				cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)C, (int)cols, (int)okk, 1.0f, wt,
+				            (int)okk, col, (int)cols, beta, dx + n * ldx + h0 * W, (int)HW);
+			}
+		return;
+	}
+	float *tmp = col + okk * p.cols;
+	for (size_t n0 = 0; n0 < N; n0 += p.samples) {
+		size_t ns = n0 + p.samples < N ? p.samples : N - n0, cols = ns * HW;
+		for (size_t s = 0; s < ns; s++)
+			im2col(dy + (n0 + s) * ldy, O, H, W, k, 0, H, col + s * HW, cols);
+		cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)C, (int)cols, (int)okk, 1.0f, wt, (int)okk,
+		            col, (int)cols, 0.0f, tmp, (int)cols);
+		for (size_t s = 0; s < ns; s++)
+			for (size_t c = 0; c < C; c++) {
+				float *dr = dx + (n0 + s) * ldx + c * HW;
+				const float *tr = tmp + c * cols + s * HW;
+				if (beta == 0.0f) /* overwrite: no 0 * NaN from stale memory */
+					for (size_t q = 0; q < HW; q++)
+						dr[q] = tr[q];
+				else
+					for (size_t q = 0; q < HW; q++)
+						dr[q] = beta * dr[q] + tr[q];
+			}
+	}
+}
+
+void starnn_conv2d_bwd_weight_cpu(const struct starnn_conv2d_geom *g, const float *x, size_t ldx, const float *dy,
+                                  size_t ldy, float beta, float *dw, size_t ldw, float *work)
+{
+	const size_t N = g->n, C = g->c, O = g->o, H = g->h, W = g->w, k = g->k, HW = H * W, ckk = C * k * k;
+	float bt = beta; /* beta for the first product, then accumulate */
+	if (k == 1) {
+		for (size_t n = 0; n < N; n++, bt = 1.0f)
+			cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)O, (int)C, (int)HW, 1.0f, dy + n * ldy,
+			            (int)HW, x + n * ldx, (int)HW, bt, dw, (int)ldw);
+		return;
+	}
+	struct block_plan p = plan_blocks(g, ckk);
+	float *col = work;
+	if (bwd_weight_transposed(g)) {
+		float *dwt = work + ckk * p.cols + (p.samples ? O * p.cols : 0), *dyp = work + ckk * p.cols;
+		float b0 = 0.0f; /* dw^T (C*k*k x O) = sum col dy^T */
+		if (!p.samples) {
+			for (size_t n = 0; n < N; n++)
+				for (size_t h0 = 0; h0 < H; h0 += p.rows, b0 = 1.0f) {
+					size_t h1 = h0 + p.rows < H ? h0 + p.rows : H, cols = (h1 - h0) * W;
+					im2col(x + n * ldx, C, H, W, k, h0, h1, col, cols);
+					cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)ckk, (int)O, (int)cols, 1.0f, col,
+					            (int)cols, dy + n * ldy + h0 * W, (int)HW, b0, dwt, (int)O);
+				}
+		} else {
+			for (size_t n0 = 0; n0 < N; n0 += p.samples, b0 = 1.0f) {
+				size_t ns = n0 + p.samples < N ? p.samples : N - n0, cols = ns * HW;
+				for (size_t s = 0; s < ns; s++) {
+					im2col(x + (n0 + s) * ldx, C, H, W, k, 0, H, col + s * HW, cols);
+					for (size_t o = 0; o < O; o++)
+						memcpy(dyp + o * cols + s * HW, dy + (n0 + s) * ldy + o * HW, HW * sizeof *dyp);
+				}
+				cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)ckk, (int)O, (int)cols, 1.0f, col,
+				            (int)cols, dyp, (int)cols, b0, dwt, (int)O);
+			}
+		}
+		for (size_t o = 0; o < O; o++) {
+			float *d = dw + o * ldw;
+			for (size_t r = 0; r < ckk; r++)
+				d[r] = (beta == 0.0f ? 0.0f : beta * d[r]) + dwt[r * O + o];
+		}
+		return;
+	}
+	if (!p.samples) {
+		for (size_t n = 0; n < N; n++)
+			for (size_t h0 = 0; h0 < H; h0 += p.rows, bt = 1.0f) {
+				size_t h1 = h0 + p.rows < H ? h0 + p.rows : H, cols = (h1 - h0) * W;
+				im2col(x + n * ldx, C, H, W, k, h0, h1, col, cols);
+				cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)O, (int)ckk, (int)cols, 1.0f,
+				            dy + n * ldy + h0 * W, (int)HW, col, (int)cols, bt, dw, (int)ldw);
+			}
+		return;
+	}
+	float *dyp = work + ckk * p.cols;
+	for (size_t n0 = 0; n0 < N; n0 += p.samples, bt = 1.0f) {
+		size_t ns = n0 + p.samples < N ? p.samples : N - n0, cols = ns * HW;
+		for (size_t s = 0; s < ns; s++) {
+			im2col(x + (n0 + s) * ldx, C, H, W, k, 0, H, col + s * HW, cols);
+			for (size_t o = 0; o < O; o++)
+				memcpy(dyp + o * cols + s * HW, dy + (n0 + s) * ldy + o * HW, HW * sizeof *dyp);
+		}
+		cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)O, (int)ckk, (int)cols, 1.0f, dyp, (int)cols,
+		            col, (int)cols, bt, dw, (int)ldw);
+	}
+}
+
+void starnn_conv2d_bwd_bias_cpu(size_t n, size_t o, size_t hw, const float *dy, size_t ldy, float beta, float *db)
+{
+	/* 16 float partial sums per row (vectorised), rows summed in double. */
+	enum { LANES = 16 };
+	for (size_t c = 0; c < o; c++) {
+		double total = 0;
+		for (size_t s = 0; s < n; s++) {
+			const float *r = dy + s * ldy + c * hw;
+			float acc[LANES] = {0};
+			size_t q = 0;
+			for (; q + LANES <= hw; q += LANES)
+				for (int l = 0; l < LANES; l++)
+					acc[l] += r[q + l];
+			double part = 0;
+			for (; q < hw; q++)
+				part += r[q];
+			for (int l = 0; l < LANES; l++)
+				part += acc[l];
+			total += part;
+		}
+		db[c] = (beta == 0.0f ? 0.0f : beta * db[c]) + (float)total;
+	}
+}

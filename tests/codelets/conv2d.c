@@ -1,0 +1,512 @@
+/* conv2d: the CPU kernels against naive loops (double accumulation) on
+ * strided views, the backward passes against central finite differences,
+ * the codelets (CPU, or CUDA in the _cuda build) against direct CPU kernel
+ * calls on whole tensors, on tensors the submit function splits itself
+ * (batch, output channels, input channels), and on tensors the caller
+ * split (micro-batches, channel parts of a concatenation), and bad shapes.
+ *
+ * Tolerances (fp32 results against double references): an element passes
+ * when |got - ref| <= 1e-5 * sum|terms| + 1e-6, where sum|terms| is the sum
+ * of the absolute values of the products that make the element (the
+ * condition of the sum; fp32 GEMMs stay far inside it, a wrong term or
+ * index does not). Finite differences: L = sum(g .* conv(x, w, b)) is
+ * linear in each variable, so the central difference with h = 1e-2 is exact
+ * up to double rounding; |fd - analytic| <= 1e-4 * (1 + |fd|). Codelet vs
+ * direct kernel: |got - ref| <= 1e-4 * |ref| + 1e-5 * max|ref|. */
+#include <config.h>
+
+#include "codelets/conv2d.h"
+#include "tests/testlib.h"
+
+struct shape {
+	size_t n, c, o, h, w, k;
+};
+
+static struct starnn_conv2d_geom geom(struct shape s)
+{
+	struct starnn_conv2d_geom g = {s.n, s.c, s.o, s.h, s.w, s.k};
+	return g;
+}
+
+static float *work_for(const struct starnn_conv2d_geom *g, enum starnn_conv2d_pass pass)
+{
+	size_t n = starnn_conv2d_cpu_workspace(g, pass);
+	return malloc((n ? n : 1) * sizeof(float));
+}
+
+/* ------------------------------------------------------ naive references */
+
+/* Dense arrays: x N x C*H*W, w O x C*k*k, y N x O*H*W. ref / mag are the
+ * double result and the sum of |terms| of each element. */
+static void naive_fwd(const struct starnn_conv2d_geom *g, const float *x, const float *w, const float *b, double *ref,
+                      double *mag)
+{
+	const long N = (long)g->n, C = (long)g->c, O = (long)g->o, H = (long)g->h, W = (long)g->w, k = (long)g->k,
+	           pad = k / 2;
+	for (long n = 0; n < N; n++)
+		for (long o = 0; o < O; o++)
+			for (long h = 0; h < H; h++)
+				for (long q = 0; q < W; q++) {
+					double s = b ? b[o] : 0, a = b ? fabs(b[o]) : 0;
+					for (long c = 0; c < C; c++)
+						for (long i = 0; i < k; i++)
+							for (long j = 0; j < k; j++) {
+								long ih = h + i - pad, iw = q + j - pad;
+								if (ih < 0 || ih >= H || iw < 0 || iw >= W)
+									continue;
+								double t = (double)w[((o * C + c) * k + i) * k + j] *
+								           x[((n * C + c) * H + ih) * W + iw];
+								s += t;
+								a += fabs(t);
+							}
+					ref[((n * O + o) * H + h) * W + q] = s;
+					mag[((n * O + o) * H + h) * W + q] = a;
+				}
+}
+
+/* ref = beta * dx0 + conv_transpose(dy, w). */
+static void naive_bwd_data(const struct starnn_conv2d_geom *g, const float *dy, const float *w, float beta,
+                           const float *dx0, double *ref, double *mag)
+{
+	const long N = (long)g->n, C = (long)g->c, O = (long)g->o, H = (long)g->h, W = (long)g->w, k = (long)g->k,
+	           pad = k / 2;
+	for (long e = 0; e < N * C * H * W; e++) {
+		ref[e] = beta != 0 ? (double)beta * dx0[e] : 0;
+		mag[e] = fabs(ref[e]);
+	}
+	for (long n = 0; n < N; n++)
+		for (long o = 0; o < O; o++)
+			for (long h = 0; h < H; h++)
+				for (long q = 0; q < W; q++) {
+					double d = dy[((n * O + o) * H + h) * W + q];
+					for (long c = 0; c < C; c++)
+						for (long i = 0; i < k; i++)
+							for (long j = 0; j < k; j++) {
+								long ih = h + i - pad, iw = q + j - pad;
+								if (ih < 0 || ih >= H || iw < 0 || iw >= W)
+									continue;
+								double t = d * w[((o * C + c) * k + i) * k + j];
+								long e = ((n * C + c) * H + ih) * W + iw;
+								ref[e] += t;
+								mag[e] += fabs(t);
+							}
+				}
+}
+
+/* ref_w = beta * dw0 + sum dy (x) x; ref_b = beta * db0 + sum dy. */
+static void naive_bwd_weight(const struct starnn_conv2d_geom *g, const float *x, const float *dy, float beta,
+                             const float *dw0, const float *db0, double *ref_w, double *mag_w, double *ref_b,
+                             double *mag_b)
+{
+	const long N = (long)g->n, C = (long)g->c, O = (long)g->o, H = (long)g->h, W = (long)g->w, k = (long)g->k,
+	           pad = k / 2;
+	for (long e = 0; e < O * C * k * k; e++) {
+		ref_w[e] = beta != 0 ? (double)beta * dw0[e] : 0;
+		mag_w[e] = fabs(ref_w[e]);
+	}
+	for (long o = 0; o < O; o++) {
+		ref_b[o] = beta != 0 ? (double)beta * db0[o] : 0;
+		mag_b[o] = fabs(ref_b[o]);
+	}
+	for (long n = 0; n < N; n++)
+		for (long o = 0; o < O; o++)
+			for (long h = 0; h < H; h++)
+				for (long q = 0; q < W; q++) {
+					double d = dy[((n * O + o) * H + h) * W + q];
+					ref_b[o] += d;
+					mag_b[o] += fabs(d);
+					for (long c = 0; c < C; c++)
+						for (long i = 0; i < k; i++)
+							for (long j = 0; j < k; j++) {
+								long ih = h + i - pad, iw = q + j - pad;
+								if (ih < 0 || ih >= H || iw < 0 || iw >= W)
+									continue;
+								double t = d * x[((n * C + c) * H + ih) * W + iw];
+								long e = ((o * C + c) * k + i) * k + j;
+								ref_w[e] += t;
+								mag_w[e] += fabs(t);
+							}
+				}
+}
+
+static int check_cond(const char *what, const float *got, const double *ref, const double *mag, size_t n)
+{
+	size_t bad = 0, worst = 0;
+	double worst_ratio = -1;
+	for (size_t i = 0; i < n; i++) {
+		double lim = 1e-5 * mag[i] + 1e-6, d = fabs((double)got[i] - ref[i]);
+		double ratio = isnan(d) ? INFINITY : d / lim;
+		if (ratio > 1)
+			bad++;
+		if (ratio > worst_ratio) {
+			worst_ratio = ratio;
+			worst = i;
+		}
+	}
+	TEST_ASSERT(bad == 0, "%s: %zu of %zu elements off; worst [%zu]: got %.9g, expected %.9g (sum|terms| %.3g)", what,
+	            bad, n, worst, (double)got[worst], ref[worst], mag[worst]);
+	return bad == 0;
+}
+
+/* ------------------------------------------------ strided copies (views) */
+
+#define SENTINEL 12345.0f
+
+/* rows x cols dense -> rows x cols inside rows of ld, padding = SENTINEL. */
+static float *to_strided(const float *dense, size_t rows, size_t cols, size_t ld)
+{
+	float *s = malloc(rows * ld * sizeof *s);
+	for (size_t r = 0; r < rows; r++)
+		for (size_t c = 0; c < ld; c++)
+			s[r * ld + c] = c < cols ? dense[r * cols + c] : SENTINEL;
+	return s;
+}
+
+/* The inverse; checks that the padding still holds SENTINEL. */
+static float *from_strided(const char *what, const float *s, size_t rows, size_t cols, size_t ld)
+{
+	float *d = malloc(rows * cols * sizeof *d);
+	size_t touched = 0;
+	for (size_t r = 0; r < rows; r++)
+		for (size_t c = 0; c < ld; c++) {
+			if (c < cols)
+				d[r * cols + c] = s[r * ld + c];
+			else
+				touched += s[r * ld + c] != SENTINEL;
+		}
+	TEST_ASSERT(touched == 0, "%s: %zu padding elements written", what, touched);
+	return d;
+}
+
+/* ---------------------------------------------------- kernels vs naive */
+
+static void kernels_vs_naive(struct shape s, int do_backward)
+{
+	struct starnn_conv2d_geom g = geom(s);
+	char what[160];
+	const size_t HW = s.h * s.w, kk = s.k * s.k;
+	const size_t xc = s.c * HW, yc = s.o * HW, wc = s.c * kk;
+	const size_t ldx = xc + 7, ldy = yc + 3, ldw = wc + 5;
+	float *x = test_random(s.n * xc, -1, 1), *w = test_random(s.o * wc, -1, 1), *b = test_random(s.o, -1, 1);
+	float *xs = to_strided(x, s.n, xc, ldx), *ws = to_strided(w, s.o, wc, ldw);
+	double *ref = malloc(s.n * (xc > yc ? xc : yc) * sizeof *ref), *mag = malloc(s.n * (xc > yc ? xc : yc) * sizeof *mag);
+
+	/* forward */
+	float *ys = to_strided(test_random(s.n * yc, -1, 1), s.n, yc, ldy);
+	float *work = work_for(&g, STARNN_CONV2D_FWD);
+	starnn_conv2d_fwd_cpu(&g, xs, ldx, ws, ldw, b, ys, ldy, work);
+	free(work);
+	snprintf(what, sizeof what, "fwd N%zu C%zu O%zu %zux%zu k%zu", s.n, s.c, s.o, s.h, s.w, s.k);
+	float *y = from_strided(what, ys, s.n, yc, ldy);
+	naive_fwd(&g, x, w, b, ref, mag);
+	check_cond(what, y, ref, mag, s.n * yc);
+	free(y), free(ys);
+
+	if (do_backward) {
+		float *dy = test_random(s.n * yc, -1, 1), *dys = to_strided(dy, s.n, yc, ldy);
+		for (int acc = 0; acc < 2; acc++) {
+			float beta = acc ? 1.0f : 0.0f;
+			/* backward data; beta = 0 must ignore stale (NaN) memory */
+			float *dx0 = test_random(s.n * xc, -1, 1), *dxs = to_strided(dx0, s.n, xc, ldx);
+			if (!acc)
+				for (size_t r = 0; r < s.n; r++)
+					dxs[r * ldx] = NAN;
+			work = work_for(&g, STARNN_CONV2D_BWD_DATA);
+			starnn_conv2d_bwd_data_cpu(&g, dys, ldy, ws, ldw, beta, dxs, ldx, work);
+			free(work);
+			snprintf(what, sizeof what, "bwd_data beta %g N%zu C%zu O%zu %zux%zu k%zu", beta, s.n, s.c, s.o, s.h,
+			         s.w, s.k);
+			float *dx = from_strided(what, dxs, s.n, xc, ldx);
+			naive_bwd_data(&g, dy, w, beta, dx0, ref, mag);
+			check_cond(what, dx, ref, mag, s.n * xc);
+			free(dx0), free(dxs), free(dx);
+
+			/* backward weight and bias */
+			float *dw0 = test_random(s.o * wc, -1, 1), *dws = to_strided(dw0, s.o, wc, ldw);
+			float *db = test_random(s.o, -1, 1), *db0 = malloc(s.o * sizeof *db0);
+			memcpy(db0, db, s.o * sizeof *db);
+			if (!acc)
+				dws[0] = db[0] = NAN;
+			work = work_for(&g, STARNN_CONV2D_BWD_WEIGHT);
+			starnn_conv2d_bwd_weight_cpu(&g, xs, ldx, dys, ldy, beta, dws, ldw, work);
+			free(work);
+			starnn_conv2d_bwd_bias_cpu(s.n, s.o, HW, dys, ldy, beta, db);
+			snprintf(what, sizeof what, "bwd_weight beta %g N%zu C%zu O%zu %zux%zu k%zu", beta, s.n, s.c, s.o,
+			         s.h, s.w, s.k);
+			float *dw = from_strided(what, dws, s.o, wc, ldw);
+			double *refb = malloc(s.o * sizeof *refb), *magb = malloc(s.o * sizeof *magb);
+			double *refw = malloc(s.o * wc * sizeof *refw), *magw = malloc(s.o * wc * sizeof *magw);
+			naive_bwd_weight(&g, x, dy, beta, dw0, db0, refw, magw, refb, magb);
+			check_cond(what, dw, refw, magw, s.o * wc);
+			snprintf(what, sizeof what, "bwd_bias beta %g N%zu O%zu %zux%zu", beta, s.n, s.o, s.h, s.w);
+			check_cond(what, db, refb, magb, s.o);
+			free(dw0), free(dws), free(dw), free(db), free(db0), free(refb), free(magb), free(refw), free(magw);
+		}
+		free(dy), free(dys);
+	}
+	free(x), free(w), free(b), free(xs), free(ws), free(ref), free(mag);
+}
+
+/* ------------------------------------------------- finite differences */
+
+struct fd_ctx {
+	struct starnn_conv2d_geom g;
+	const float *x, *w, *b, *gy;
+	int which; /* 0: x varies, 1: w, 2: b */
+};
+
+/* L = sum(g .* conv(x, w, b)), in double. */
+static double loss(const float *v, void *arg)
+{
+	struct fd_ctx *f = arg;
+	const float *x = f->which == 0 ? v : f->x, *w = f->which == 1 ? v : f->w, *b = f->which == 2 ? v : f->b;
+	size_t ny = f->g.n * f->g.o * f->g.h * f->g.w;
+	double *y = malloc(ny * sizeof *y), *mag = malloc(ny * sizeof *mag), l = 0;
+	naive_fwd(&f->g, x, w, b, y, mag);
+	for (size_t i = 0; i < ny; i++)
+		l += (double)f->gy[i] * y[i];
+	free(y), free(mag);
+	return l;
+}
+
+static void finite_differences(struct shape s)
+{
+	struct starnn_conv2d_geom g = geom(s);
+	const size_t HW = s.h * s.w, xn = s.n * s.c * HW, yn = s.n * s.o * HW, wn = s.o * s.c * s.k * s.k;
+	float *x = test_random(xn, -1, 1), *w = test_random(wn, -1, 1), *b = test_random(s.o, -1, 1);
+	float *gy = test_random(yn, -1, 1);
+	float *dx = malloc(xn * sizeof *dx), *dw = malloc(wn * sizeof *dw), *db = malloc(s.o * sizeof *db);
+	float *work = work_for(&g, STARNN_CONV2D_BWD_DATA);
+	starnn_conv2d_bwd_data_cpu(&g, gy, s.o * HW, w, s.c * s.k * s.k, 0.0f, dx, s.c * HW, work);
+	free(work);
+	work = work_for(&g, STARNN_CONV2D_BWD_WEIGHT);
+	starnn_conv2d_bwd_weight_cpu(&g, x, s.c * HW, gy, s.o * HW, 0.0f, dw, s.c * s.k * s.k, work);
+	free(work);
+	starnn_conv2d_bwd_bias_cpu(s.n, s.o, HW, gy, s.o * HW, 0.0f, db);
+
+	struct fd_ctx f = {g, x, w, b, gy, 0};
+	float *vars[3] = {x, w, b}, *grads[3] = {dx, dw, db};
+	size_t sizes[3] = {xn, wn, s.o};
+	const char *names[3] = {"dx", "dw", "db"};
+	for (int v = 0; v < 3; v++) {
+		f.which = v;
+		for (int t = 0; t < 6; t++) {
+			/* first and last elements (corners, padding) and random ones */
+			size_t i = t == 0 ? 0 : t == 1 ? sizes[v] - 1 : (size_t)test_uniform(0, (float)sizes[v]) % sizes[v];
+			double fd = test_fd(loss, vars[v], i, 1e-2, &f);
+			TEST_ASSERT(fabs(fd - grads[v][i]) <= 1e-4 * (1 + fabs(fd)),
+			            "finite differences N%zu C%zu O%zu %zux%zu k%zu: %s[%zu] = %.9g, central difference %.9g",
+			            s.n, s.c, s.o, s.h, s.w, s.k, names[v], i, (double)grads[v][i], fd);
+		}
+	}
+	free(x), free(w), free(b), free(gy), free(dx), free(dw), free(db);
+}
+
+/* ---------------------------------------------------- codelets vs kernels */
+
+static void compare(const char *what, const float *got, const float *ref, size_t n)
+{
+	float m = 0;
+	for (size_t i = 0; i < n; i++)
+		m = fmaxf(m, fabsf(ref[i]));
+	test_close(what, got, ref, n, 1e-4f, 1e-5f * m);
+}
+
+static starnn_tensor *tensor4(const char *name, size_t a, size_t b, size_t c, size_t d, const float *data)
+{
+	int64_t shape[4] = {(int64_t)a, (int64_t)b, (int64_t)c, (int64_t)d};
+	return test_tensor(name, 4, shape, data);
+}
+
+static starnn_tensor *tensor1(const char *name, size_t n, const float *data)
+{
+	int64_t shape[1] = {(int64_t)n};
+	return test_tensor(name, 1, shape, data);
+}
+
+/* Whole tensors (the submit function may split them itself). */
+static void codelets_vs_kernels(struct shape s)
+{
+	struct starnn_conv2d_geom g = geom(s);
+	char what[160];
+	const size_t HW = s.h * s.w, xn = s.n * s.c * HW, yn = s.n * s.o * HW, wc = s.c * s.k * s.k, wn = s.o * wc;
+	float *x = test_random(xn, -1, 1), *w = test_random(wn, -1, 1), *b = test_random(s.o, -1, 1);
+	float *dy = test_random(yn, -1, 1), *dx0 = test_random(xn, -1, 1), *dw0 = test_random(wn, -1, 1);
+	float *db0 = test_random(s.o, -1, 1);
+	starnn_tensor *tx = tensor4("x", s.n, s.c, s.h, s.w, x), *tw = tensor4("w", s.o, s.c, s.k, s.k, w);
+	starnn_tensor *tb = tensor1("b", s.o, b), *ty = tensor4("y", s.n, s.o, s.h, s.w, NULL);
+	starnn_tensor *tdy = tensor4("dy", s.n, s.o, s.h, s.w, dy), *tdx = tensor4("dx", s.n, s.c, s.h, s.w, dx0);
+	starnn_tensor *tdw = tensor4("dw", s.o, s.c, s.k, s.k, dw0), *tdb = tensor1("db", s.o, db0);
+
+	for (int acc = 0; acc < 2; acc++) {
+		float beta = acc ? 1.0f : 0.0f;
+		float *ry = malloc(yn * sizeof *ry), *rdx = malloc(xn * sizeof *rdx), *rdw = malloc(wn * sizeof *rdw);
+		float *rdb = malloc(s.o * sizeof *rdb);
+		/* references: direct CPU kernel calls */
+		float *work = work_for(&g, STARNN_CONV2D_FWD);
+		starnn_conv2d_fwd_cpu(&g, x, s.c * HW, w, wc, b, ry, s.o * HW, work);
+		free(work);
+		TEST_OK(starnn_tensor_read_f32(tdx, rdx));
+		TEST_OK(starnn_tensor_read_f32(tdw, rdw));
+		TEST_OK(starnn_tensor_read_f32(tdb, rdb));
+		work = work_for(&g, STARNN_CONV2D_BWD_DATA);
+		starnn_conv2d_bwd_data_cpu(&g, dy, s.o * HW, w, wc, beta, rdx, s.c * HW, work);
+		free(work);
+		work = work_for(&g, STARNN_CONV2D_BWD_WEIGHT);
+		starnn_conv2d_bwd_weight_cpu(&g, x, s.c * HW, dy, s.o * HW, beta, rdw, wc, work);
+		free(work);
+		starnn_conv2d_bwd_bias_cpu(s.n, s.o, HW, dy, s.o * HW, beta, rdb);
+
+		TEST_OK(starnn_conv2d_fwd(tx, tw, tb, ty));
+		TEST_OK(starnn_conv2d_bwd_data(tdy, tw, beta, tdx));
+		TEST_OK(starnn_conv2d_bwd_weight(tx, tdy, beta, tdw, tdb));
+		float *gy = test_read(ty), *gdx = test_read(tdx), *gdw = test_read(tdw), *gdb = test_read(tdb);
+		snprintf(what, sizeof what, "N%zu C%zu O%zu %zux%zu k%zu beta %g", s.n, s.c, s.o, s.h, s.w, s.k, beta);
+		char w2[200];
+		snprintf(w2, sizeof w2, "codelet fwd %s", what);
+		compare(w2, gy, ry, yn);
+		snprintf(w2, sizeof w2, "codelet bwd_data %s", what);
+		compare(w2, gdx, rdx, xn);
+		snprintf(w2, sizeof w2, "codelet bwd_weight %s", what);
+		compare(w2, gdw, rdw, wn);
+		snprintf(w2, sizeof w2, "codelet bwd_bias %s", what);
+		compare(w2, gdb, rdb, s.o);
+		free(ry), free(rdx), free(rdw), free(rdb), free(gy), free(gdx), free(gdw), free(gdb);
+	}
+	starnn_tensor_destroy(tx), starnn_tensor_destroy(tw), starnn_tensor_destroy(tb), starnn_tensor_destroy(ty);
+	starnn_tensor_destroy(tdy), starnn_tensor_destroy(tdx), starnn_tensor_destroy(tdw), starnn_tensor_destroy(tdb);
+	free(x), free(w), free(b), free(dy), free(dx0), free(dw0), free(db0);
+}
+
+/* Tensors split by the caller: the input is the second channel part of a
+ * concatenation [N, C0 + C, H, W] (a strided view) and the batch is cut in
+ * two micro-batches; the input gradient accumulates into the concatenation's
+ * gradient (beta = 1, as a UNet skip does) and the weight gradient
+ * accumulates over the micro-batches. Compared with whole-batch kernels. */
+static void caller_split(struct shape s, size_t c0)
+{
+	struct starnn_conv2d_geom g = geom(s);
+	const size_t HW = s.h * s.w, ct = c0 + s.c, catn = s.n * ct * HW, yn = s.n * s.o * HW;
+	const size_t wc = s.c * s.k * s.k, wn = s.o * wc;
+	float *cat = test_random(catn, -1, 1), *dcat0 = test_random(catn, -1, 1);
+	float *w = test_random(wn, -1, 1), *b = test_random(s.o, -1, 1), *dy = test_random(yn, -1, 1);
+	starnn_tensor *tcat = tensor4("cat", s.n, ct, s.h, s.w, cat), *tdcat = tensor4("dcat", s.n, ct, s.h, s.w, dcat0);
+	starnn_tensor *tw = tensor4("w", s.o, s.c, s.k, s.k, w), *tb = tensor1("b", s.o, b);
+	starnn_tensor *ty = tensor4("y", s.n, s.o, s.h, s.w, NULL), *tdy = tensor4("dy", s.n, s.o, s.h, s.w, dy);
+	starnn_tensor *tdw = tensor4("dw", s.o, s.c, s.k, s.k, NULL), *tdb = tensor1("db", s.o, NULL);
+
+	/* channel parts, then micro-batches of the second part */
+	int64_t csizes[2] = {(int64_t)c0, (int64_t)s.c}, nsizes[2] = {(int64_t)(s.n / 2), (int64_t)(s.n - s.n / 2)};
+	starnn_tensor **catp, **dcatp, **xmb, **dxmb, **ymb, **dymb;
+	TEST_OK(starnn_tensor_split(tcat, 1, 2, csizes, &catp));
+	TEST_OK(starnn_tensor_split(tdcat, 1, 2, csizes, &dcatp));
+	TEST_OK(starnn_tensor_split(catp[1], 0, 2, nsizes, &xmb));
+	TEST_OK(starnn_tensor_split(dcatp[1], 0, 2, nsizes, &dxmb));
+	TEST_OK(starnn_tensor_split(ty, 0, 2, nsizes, &ymb));
+	TEST_OK(starnn_tensor_split(tdy, 0, 2, nsizes, &dymb));
+	for (int m = 0; m < 2; m++) {
+		TEST_OK(starnn_conv2d_fwd(xmb[m], tw, tb, ymb[m]));
+		TEST_OK(starnn_conv2d_bwd_data(dymb[m], tw, 1.0f, dxmb[m]));
+		TEST_OK(starnn_conv2d_bwd_weight(xmb[m], dymb[m], m ? 1.0f : 0.0f, tdw, tdb));
+	}
+	/* the whole batch through the CPU kernels on the strided view */
+	float *ry = malloc(yn * sizeof *ry), *rdw = malloc(wn * sizeof *rdw), *rdb = malloc(s.o * sizeof *rdb);
+	float *rdcat = malloc(catn * sizeof *rdcat);
+	memcpy(rdcat, dcat0, catn * sizeof *rdcat);
+	float *work = work_for(&g, STARNN_CONV2D_FWD);
+	starnn_conv2d_fwd_cpu(&g, cat + c0 * HW, ct * HW, w, wc, b, ry, s.o * HW, work);
+	free(work);
+	work = work_for(&g, STARNN_CONV2D_BWD_DATA);
+	starnn_conv2d_bwd_data_cpu(&g, dy, s.o * HW, w, wc, 1.0f, rdcat + c0 * HW, ct * HW, work);
+	free(work);
+	work = work_for(&g, STARNN_CONV2D_BWD_WEIGHT);
+	starnn_conv2d_bwd_weight_cpu(&g, cat + c0 * HW, ct * HW, dy, s.o * HW, 0.0f, rdw, wc, work);
+	free(work);
+	starnn_conv2d_bwd_bias_cpu(s.n, s.o, HW, dy, s.o * HW, 0.0f, rdb);
+
+	float *gy = test_read(ty), *gdcat = test_read(tdcat), *gdw = test_read(tdw), *gdb = test_read(tdb);
+	compare("caller-split fwd (micro-batches of a channel part)", gy, ry, yn);
+	compare("caller-split bwd_data accumulated into a channel part", gdcat, rdcat, catn);
+	compare("caller-split bwd_weight accumulated over micro-batches", gdw, rdw, wn);
+	compare("caller-split bwd_bias accumulated over micro-batches", gdb, rdb, s.o);
+	starnn_tensor_destroy(tcat), starnn_tensor_destroy(tdcat), starnn_tensor_destroy(tw), starnn_tensor_destroy(tb);
+	starnn_tensor_destroy(ty), starnn_tensor_destroy(tdy), starnn_tensor_destroy(tdw), starnn_tensor_destroy(tdb);
+	free(cat), free(dcat0), free(w), free(b), free(dy), free(ry), free(rdw), free(rdb), free(rdcat);
+	free(gy), free(gdcat), free(gdw), free(gdb);
+}
+
+/* --------------------------------------------------------- bad shapes */
+
+static void bad_shapes(void)
+{
+	starnn_tensor *x = tensor4("x", 2, 3, 8, 8, NULL), *w = tensor4("w", 4, 3, 3, 3, NULL), *b = tensor1("b", 4, NULL);
+	starnn_tensor *y = tensor4("y", 2, 4, 8, 8, NULL);
+	starnn_tensor *w_even = tensor4("w_even", 4, 3, 2, 2, NULL), *w_rect = tensor4("w_rect", 4, 3, 3, 1, NULL);
+	starnn_tensor *w_c = tensor4("w_c", 4, 5, 3, 3, NULL), *y_hw = tensor4("y_hw", 2, 4, 8, 6, NULL);
+	starnn_tensor *y_n = tensor4("y_n", 3, 4, 8, 8, NULL), *y_o = tensor4("y_o", 2, 5, 8, 8, NULL);
+	starnn_tensor *b5 = tensor1("b5", 5, NULL), *x16, *x2d;
+	int64_t s4[4] = {2, 3, 8, 8}, s2[2] = {2, 192};
+	TEST_OK(starnn_tensor_create(&x16, "x16", STARNN_FP16, 4, s4));
+	TEST_OK(starnn_tensor_create(&x2d, "x2d", STARNN_FP32, 2, s2));
+
+	TEST_ASSERT(starnn_conv2d_fwd(x, w_even, b, y) == STARNN_EINVAL, "fwd: even kernel accepted");
+	TEST_ASSERT(starnn_conv2d_fwd(x, w_rect, b, y) == STARNN_EINVAL, "fwd: 3x1 kernel accepted");
+	TEST_ASSERT(starnn_conv2d_fwd(x, w_c, b, y) == STARNN_EINVAL, "fwd: channel mismatch accepted");
+	TEST_ASSERT(starnn_conv2d_fwd(x, w, b, y_hw) == STARNN_EINVAL, "fwd: wrong output size accepted");
+	TEST_ASSERT(starnn_conv2d_fwd(x, w, b, y_n) == STARNN_EINVAL, "fwd: wrong output batch accepted");
+	TEST_ASSERT(starnn_conv2d_fwd(x, w, b, y_o) == STARNN_EINVAL, "fwd: wrong output channels accepted");
+	TEST_ASSERT(starnn_conv2d_fwd(x, w, b5, y) == STARNN_EINVAL, "fwd: wrong bias size accepted");
+	TEST_ASSERT(starnn_conv2d_fwd(x, w, NULL, y) == STARNN_EINVAL, "fwd: NULL bias accepted");
+	TEST_ASSERT(starnn_conv2d_fwd(x16, w, b, y) == STARNN_EINVAL, "fwd: fp16 input accepted");
+	TEST_ASSERT(starnn_conv2d_fwd(x2d, w, b, y) == STARNN_EINVAL, "fwd: 2-D input accepted");
+	TEST_ASSERT(starnn_conv2d_bwd_data(y_o, w, 0.0f, x) == STARNN_EINVAL, "bwd_data: wrong dy accepted");
+	TEST_ASSERT(starnn_conv2d_bwd_data(y, w_c, 0.0f, x) == STARNN_EINVAL, "bwd_data: channel mismatch accepted");
+	TEST_ASSERT(starnn_conv2d_bwd_weight(x, y_hw, 0.0f, w, b) == STARNN_EINVAL, "bwd_weight: wrong dy accepted");
+	TEST_ASSERT(starnn_conv2d_bwd_weight(x, y, 0.0f, w_even, b) == STARNN_EINVAL, "bwd_weight: even dw accepted");
+	TEST_ASSERT(starnn_conv2d_bwd_weight(x, y, 0.0f, w, b5) == STARNN_EINVAL, "bwd_weight: wrong db accepted");
+	TEST_OK(starnn_wait());
+	starnn_tensor *all[] = {x, w, b, y, w_even, w_rect, w_c, y_hw, y_n, y_o, b5, x16, x2d};
+	for (size_t i = 0; i < sizeof all / sizeof *all; i++)
+		starnn_tensor_destroy(all[i]);
+}
+
+int main(void)
+{
+	test_init();
+#if TEST_ON_CUDA && !defined(STARNN_USE_CUDNN)
+	printf("SKIP: conv2d runs on CUDA through cuDNN, and this build has no cuDNN\n");
+	starnn_shutdown();
+	return TEST_SKIP;
+#endif
+	if (!TEST_ON_CUDA) {
+		/* N, C, O, H, W, k: odd channels, tiny to 96x96, non-square, 1x1,
+		 * batches grouped into blocks (small images), partial blocks */
+		const struct shape shapes[] = {
+			{1, 3, 5, 2, 2, 3},   {2, 5, 13, 6, 10, 3}, {3, 13, 16, 7, 5, 3},  {16, 3, 5, 4, 4, 3},
+			{2, 13, 5, 6, 10, 1}, {1, 16, 12, 9, 11, 1}, {40, 64, 8, 4, 4, 3}, {20, 8, 64, 6, 6, 3},
+			{1, 5, 13, 96, 96, 3}, {2, 3, 3, 1, 1, 3},  {1, 2, 3, 3, 17, 5},
+			/* deep levels: backward data through col2im (few pixels, O >= 64),
+			 * one sample, grouped samples, a partial group */
+			{1, 8, 64, 6, 6, 3}, {3, 8, 64, 4, 5, 3}, {130, 64, 260, 2, 2, 3},
+		};
+		for (size_t i = 0; i < sizeof shapes / sizeof *shapes; i++)
+			kernels_vs_naive(shapes[i], 1);
+		kernels_vs_naive((struct shape){1, 3, 5, 384, 384, 3}, 0); /* full-scale image, forward */
+
+		const struct shape fd_shapes[] = {{2, 3, 5, 6, 10, 3}, {1, 5, 3, 2, 2, 3}, {3, 4, 2, 5, 3, 1}, {1, 3, 64, 2, 3, 3}};
+		for (size_t i = 0; i < sizeof fd_shapes / sizeof *fd_shapes; i++)
+			finite_differences(fd_shapes[i]);
+	}
+	/* single tasks, and problems large enough for the submit function to
+	 * split: batch 1 (channel splits), batch 4 (batch splits) */
+	const struct shape cl_shapes[] = {
+		{3, 13, 16, 6, 10, 1}, {16, 5, 13, 8, 8, 3}, {1, 32, 40, 96, 96, 3}, {4, 32, 32, 64, 64, 3},
+		{1, 48, 13, 64, 64, 3},
+	};
+	for (size_t i = 0; i < sizeof cl_shapes / sizeof *cl_shapes; i++)
+		codelets_vs_kernels(cl_shapes[i]);
+	caller_split((struct shape){4, 5, 13, 6, 10, 3}, 3);
+	caller_split((struct shape){2, 48, 64, 64, 64, 3}, 16);
+	bad_shapes();
+	return test_finish();
+}

@@ -6,7 +6,6 @@
 
 /* The build's -O2 does not vectorise the accumulating loops. */
 #if defined(__GNUC__) && !defined(__clang__)
-#pragma GCC optimize("O3")
 #endif
 
 void starnn_concat_fwd_cpu(size_t rows, size_t ca, const float *a, size_t lda, size_t cb, const float *b, size_t ldb,

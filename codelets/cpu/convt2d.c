@@ -11,7 +11,6 @@
 /* The build's -O2 does not vectorise the scatter / gather / bias loops
  * (GCC's very-cheap cost model). */
 #if defined(__GNUC__) && !defined(__clang__)
-#pragma GCC optimize("O3")
 #endif
 
 /* Input rows per tile. */

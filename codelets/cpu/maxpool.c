@@ -8,7 +8,6 @@
 /* The build's -O2 does not vectorise these loops (GCC's very-cheap cost
  * model); they run ~4x faster vectorised. */
 #if defined(__GNUC__) && !defined(__clang__)
-#pragma GCC optimize("O3")
 #endif
 
 /* Running max step of PyTorch's rule: take v when v > m or v is NaN. */

@@ -1,0 +1,48 @@
+/* Checkpoints of models/unet in HDF5.
+ *
+ * One dataset per tensor, named by its path in the model ("enc0/conv1/weight",
+ * "enc0/bn1/running_mean", ...), stored in PyTorch / ONNX layouts (conv
+ * weights OIHW, transposed conv IOHW; the model's tensors already use them),
+ * fp32. Optimizer state is stored under "optimizer/<param path>/<slot>"
+ * (e.g. "optimizer/enc0/conv1/weight/exp_avg"), plus scalar attributes.
+ * Architecture and training state are root attributes (integers, doubles,
+ * strings). Files are written atomically: a temporary file in the same
+ * directory, fsync, rename; a failure leaves no partial file. */
+#ifndef STARNN_SEVIR_CHECKPOINT_H
+#define STARNN_SEVIR_CHECKPOINT_H
+
+#include <stdint.h>
+
+#include "runtime/tensor.h"
+
+struct ckpt_entry {
+	const char *path;        /* dataset path, '/'-separated */
+	starnn_tensor *tensor;   /* fp32 */
+};
+
+struct ckpt_attr {
+	const char *name;
+	enum { CKPT_INT, CKPT_DOUBLE, CKPT_STRING } type;
+	int64_t i;
+	double d;
+	const char *s;
+};
+
+/* Writes every entry (reading tensors back from StarPU: this waits for the
+ * tasks that write them) and the attributes. */
+int ckpt_write(const char *file, const struct ckpt_entry *entries, int nentries, const struct ckpt_attr *attrs,
+               int nattrs);
+
+typedef struct ckpt_file ckpt_file;
+int ckpt_open(ckpt_file **out, const char *file);
+void ckpt_close(ckpt_file *f);
+/* Attribute lookups: STARNN_EINVAL with a message if absent or of another type. */
+int ckpt_get_int(ckpt_file *f, const char *name, int64_t *value);
+int ckpt_get_double(ckpt_file *f, const char *name, double *value);
+int ckpt_get_string(ckpt_file *f, const char *name, char *buf, size_t size);
+int ckpt_has(ckpt_file *f, const char *path); /* dataset exists */
+/* Reads dataset `path` into the tensor: the shape must match exactly
+ * (message names the path, both shapes). */
+int ckpt_read_tensor(ckpt_file *f, const char *path, starnn_tensor *t);
+
+#endif

@@ -1,0 +1,24 @@
+/* Forecast outputs of models/unet predict: an HDF5 file in the prepared
+ * layout (`OUT`, N x H x W x lead_times float32 raw VIL values, plus `IN`
+ * when asked) and PNG pictures in a VIL colour map. */
+#ifndef STARNN_SEVIR_OUTPUT_H
+#define STARNN_SEVIR_OUTPUT_H
+
+#include <stdint.h>
+
+/* Streams forecasts into an HDF5 file written atomically: create, append
+ * batches (NCHW normalised, converted to NHWC raw), commit (fsync, rename)
+ * or abort (the temporary file is removed). */
+typedef struct forecast_file forecast_file;
+int forecast_create(forecast_file **out, const char *path, int nsamples, int lead_times, int h, int w);
+int forecast_append(forecast_file *f, const float *pred, int n);
+int forecast_commit(forecast_file *f);
+void forecast_abort(forecast_file *f);
+
+/* Writes DIR/sample<i>_lead<t>.png for each lead time: three panels side
+ * by side (last input frame, truth, forecast) in the SEVIR VIL colour map,
+ * with a colour bar; normalised inputs. Creates DIR if needed. */
+int forecast_png(const char *dir, int sample, const float *x_last, const float *y, const float *pred,
+                 int lead_times, int h, int w);
+
+#endif

@@ -1,0 +1,92 @@
+/* SEVIR nowcasting data for models/unet: the embedded synthetic generator,
+ * raw SEVIR event files and prepared nowcast files, as normalised NCHW
+ * float batches, with a prefetching loader thread.
+ *
+ * Layouts (see ../../README.md, "File formats"):
+ *   raw event file   HDF5: `id` (N strings), `vil` (N x H x W x 49 uint8,
+ *                    0..254, 255 = missing); events chosen from CATALOG.csv
+ *                    (img_type == vil, pct_missing == 0, file_name matching
+ *                    the file's base name, file_index = row of `vil`).
+ *                    Each event gives 3 samples: inputs frames [0:13],
+ *                    [12:25], [24:37]; targets [13:25], [25:37], [37:49].
+ *                    Split by time_utc: train < 2019-06-01 <= test.
+ *   prepared file    HDF5: `IN` (N x H x W x 13), `OUT` (N x H x W x 12),
+ *                    float32 raw VIL values 0..255.
+ *   synthetic        generated on the fly, deterministic by (seed, index):
+ *                    storm cells that move, grow and decay over a
+ *                    background; uint8-like VIL values 0..254.
+ * Batches are NCHW: x[b][t][h][w] with t = input frame, y likewise with
+ * t = lead time; values normalised: (v - 33.44) / 47.54. */
+#ifndef STARNN_SEVIR_SEVIR_H
+#define STARNN_SEVIR_SEVIR_H
+
+#include <stdint.h>
+
+#define SEVIR_FRAMES 49
+#define SEVIR_IN_FRAMES 13
+#define SEVIR_OUT_FRAMES 12
+#define SEVIR_NATIVE_SIZE 384
+#define SEVIR_NORM_MEAN 33.44f
+#define SEVIR_NORM_SCALE 47.54f
+/* VIL thresholds of the metrics, raw units */
+#define SEVIR_NTHRESHOLDS 6
+extern const float sevir_thresholds[SEVIR_NTHRESHOLDS]; /* 16, 74, 133, 160, 181, 219 */
+
+enum sevir_split { SEVIR_TRAIN = 0, SEVIR_TEST = 1 };
+enum sevir_resize { SEVIR_CROP = 0, SEVIR_DOWNSAMPLE = 1 };
+
+struct sevir_options {
+	const char *path;        /* "synthetic" (or NULL) or an HDF5 file (raw or prepared, detected) */
+	const char *catalog;     /* raw files: CATALOG.csv (default: CATALOG.csv beside the file) */
+	enum sevir_split split;  /* raw: date split; synthetic: a distinct stream per split */
+	int size;                /* H = W of the batches; 0 = the data's own size */
+	enum sevir_resize resize;/* how a larger image is brought to size: random crop
+	                            (training) / centre crop (split TEST), or block-average downsampling */
+	int in_frames, out_frames; /* 13 and 12 by default; raw files allow in + out <= 49 */
+	int synthetic_samples;   /* synthetic: number of samples (default 256 train / 64 test) */
+	int synthetic_size;      /* synthetic: native image size (default 128) */
+	uint64_t seed;           /* synthetic content; crops */
+};
+void sevir_options_init(struct sevir_options *o);
+
+typedef struct sevir_data sevir_data;
+
+/* Opens a data source. Errors (missing file, wrong datasets or shapes,
+ * values out of range, NaN): a starnn error code with a message naming the
+ * file and the problem (starnn_last_error()). */
+int sevir_open(sevir_data **out, const struct sevir_options *o);
+void sevir_close(sevir_data *d);
+int sevir_count(const sevir_data *d);          /* samples */
+int sevir_size(const sevir_data *d);           /* H = W of the batches */
+const char *sevir_describe(const sevir_data *d); /* one line: kind, file, samples, size */
+
+/* Reads samples idx[0..n) into x (n x in_frames x H x W) and y
+ * (n x out_frames x H x W), normalised. `crop_seed` picks the random crops
+ * (ignored for centre crops / downsampling). Thread-safe for distinct
+ * buffers. */
+int sevir_read(sevir_data *d, const int *idx, int n, uint64_t crop_seed, float *x, float *y);
+
+/* Prefetching loader: a thread that prepares the next `depth` batches of
+ * an epoch while the caller trains on the current one. Epoch e's order is a
+ * permutation seeded by (seed, e) when shuffle, else file order. The batch
+ * counter starts at `first_batch` (resume: batches already done). The last
+ * incomplete batch of an epoch is dropped. */
+typedef struct sevir_loader sevir_loader;
+int sevir_loader_start(sevir_loader **out, sevir_data *d, int batch, int shuffle, uint64_t seed,
+                       int depth, int64_t first_batch);
+/* Blocks until the next batch is ready; x and y stay valid until the next
+ * call. *epoch (0-based) and *index_in_epoch tell where it comes from. */
+int sevir_loader_next(sevir_loader *l, const float **x, const float **y, int64_t *epoch, int64_t *index_in_epoch);
+int sevir_batches_per_epoch(const sevir_loader *l);
+void sevir_loader_stop(sevir_loader *l);
+
+/* Writers used by tools/sevir-synth and the tests: synthetic events in the
+ * real layouts. Written atomically (temporary file, fsync, rename). */
+int sevir_write_raw(const char *h5_path, const char *catalog_path, int nevents, int size, uint64_t seed);
+int sevir_write_prepared(const char *h5_path, int nsamples, int size, uint64_t seed);
+
+/* raw VIL value <-> normalised, physical kg/m^2 */
+static inline float sevir_normalise(float raw) { return (raw - SEVIR_NORM_MEAN) / SEVIR_NORM_SCALE; }
+static inline float sevir_denormalise(float v) { return v * SEVIR_NORM_SCALE + SEVIR_NORM_MEAN; }
+
+#endif

@@ -1,0 +1,93 @@
+/* The SEVIR nowcasting UNet as a StarPU task graph (no devices here: the
+ * runtime and StarPU place the tasks).
+ *
+ * Architecture (../shared/docs/brief.md and README.md):
+ *   conv_block(c): [conv 3x3 'same' -> BatchNorm -> ReLU] x 2 (BN+ReLU fused)
+ *   encoder level i = 0..depth-1: conv_block(f*2^i), skip, max-pool 2x2/2
+ *   centre: conv_block(32*f)
+ *   decoder level i = depth-1..0: transposed conv 2x2/2 to f*2^i channels,
+ *     concat [up, skip] (channel views of one tensor: no copy), BatchNorm +
+ *     ReLU, conv_block(f*2^i)
+ *   output: conv 1x1 to out_frames channels, linear
+ *   loss: MSE over all output elements (normalised values)
+ * Depth 4, f = 32, 13 -> 12 frames: 16,556,044 parameters.
+ *
+ * Parameter paths (checkpoint dataset names, PyTorch-like, '/'-separated):
+ *   enc<i>/conv1/weight, enc<i>/conv1/bias, enc<i>/bn1/{weight,bias,running_mean,running_var},
+ *   enc<i>/conv2/..., enc<i>/bn2/..., centre/conv1 ... centre/bn2,
+ *   dec<i>/up/{weight,bias} (IOHW), dec<i>/bn0/... (after the concat),
+ *   dec<i>/conv1, dec<i>/bn1, dec<i>/conv2, dec<i>/bn2, out/{weight,bias}
+ * with dec<i> the decoder level of resolution i. */
+#ifndef STARNN_UNET_MODEL_H
+#define STARNN_UNET_MODEL_H
+
+#include <stdint.h>
+
+#include "runtime/starnn.h"
+
+struct unet_config {
+	int depth;          /* 1..5 */
+	int filters;        /* f */
+	int in_frames;      /* 13 */
+	int out_frames;     /* 12 */
+	int size;           /* H = W; a multiple of 2^depth */
+	int batch;          /* samples per step */
+	int micro;          /* micro-batches per step (<= batch) */
+};
+
+enum unet_optimizer { UNET_ADAM = 0, UNET_SGD = 1 };
+
+struct unet_optim {
+	enum unet_optimizer kind;
+	float lr;           /* peak learning rate */
+	int warmup;         /* linear warm-up over this many steps (0: none) */
+	float momentum;     /* SGD */
+	float beta1, beta2, eps, weight_decay; /* Adam (PyTorch defaults) */
+};
+void unet_optim_defaults(struct unet_optim *o); /* Adam, lr 1e-3 */
+
+typedef struct unet unet;
+
+/* Creates the model for cfg (parameters initialised as PyTorch does for
+ * Conv2d / ConvTranspose2d / BatchNorm2d, from `seed`), the activation and
+ * gradient tensors for cfg.batch split into cfg.micro micro-batches, and
+ * the optimizer state. Bad configurations: STARNN_EINVAL with a message. */
+int unet_create(unet **out, const struct unet_config *cfg, const struct unet_optim *opt, uint64_t seed);
+void unet_destroy(unet *m);
+int64_t unet_parameter_count(const unet *m);
+
+/* Prints the layers, their output shapes and parameter counts, and a last
+ * line "parameters: N". */
+void unet_print(const unet *m, FILE *f);
+
+/* The input and target tensors of a step ([batch, in_frames, H, W] and
+ * [batch, out_frames, H, W], normalised): write them with
+ * starnn_tensor_write_f32() before submitting a step. */
+starnn_tensor *unet_input(unet *m);
+starnn_tensor *unet_target(unet *m);
+/* The prediction of the last forward ([batch, out_frames, H, W]). */
+starnn_tensor *unet_prediction(unet *m);
+
+/* Submits one training step (forward, loss, backward, gradient reduction
+ * across micro-batches, optimizer update at step `step`, 1-based, with the
+ * warm-up applied). Returns without waiting. */
+int unet_train_step(unet *m, int64_t step);
+/* Submits an evaluation forward (running BN statistics) and its loss. */
+int unet_eval_step(unet *m);
+/* Waits for the loss of the last step: mean squared error over all output
+ * elements, normalised units. STARNN_ENUM if it is not finite. */
+int unet_read_loss(unet *m, double *loss);
+
+/* Every tensor of the model that a checkpoint holds: parameters and BN
+ * running statistics (paths above), then the optimizer state under
+ * "optimizer/<path>/<slot>" (Adam: exp_avg, exp_avg_sq; SGD:
+ * momentum_buffer). *n receives the count; the array lives with the model. */
+struct unet_tensor_ref {
+	const char *path;
+	starnn_tensor *tensor;
+	int is_parameter; /* trainable (gets a gradient) */
+};
+const struct unet_tensor_ref *unet_tensors(unet *m, int *n);
+const struct unet_config *unet_get_config(const unet *m);
+
+#endif

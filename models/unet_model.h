@@ -22,6 +22,7 @@
 #define STARNN_UNET_MODEL_H
 
 #include <stdint.h>
+#include <stdio.h>
 
 #include "runtime/starnn.h"
 
@@ -89,5 +90,26 @@ struct unet_tensor_ref {
 };
 const struct unet_tensor_ref *unet_tensors(unet *m, int *n);
 const struct unet_config *unet_get_config(const unet *m);
+
+/* ---------------------------------------------------------------- extensions
+ * (additive to the contract above) */
+
+/* Parameters of a configuration without creating a model (only depth,
+ * filters, frames and size are used); -1 for a bad configuration. */
+int64_t unet_count_parameters(const struct unet_config *cfg);
+/* unet_print for a configuration, without a model (no allocation).
+ * STARNN_EINVAL for a bad configuration. */
+int unet_print_config(const struct unet_config *cfg, FILE *f);
+/* Submits a forward and its loss without backward nor update: training = 1
+ * uses the batch statistics (and updates the BN running statistics as a
+ * training forward does), 0 the running statistics (= unet_eval_step). */
+int unet_loss_step(unet *m, int training);
+/* Submits forward, loss, backward and the reduction of the micro-batch
+ * gradients, without the optimizer update: then unet_gradient() holds
+ * dLoss/dparameter. */
+int unet_gradient_step(unet *m);
+/* The summed gradient of tensor i of unet_tensors() after a step (NULL if
+ * that tensor is not a parameter or i is out of range). */
+starnn_tensor *unet_gradient(unet *m, int i);
 
 #endif

@@ -1,0 +1,832 @@
+/* The SEVIR nowcasting UNet as a StarPU task graph (see unet_model.h for
+ * the architecture and the tensor paths).
+ *
+ * Shapes (per level i = 0..depth-1: c_i = f*2^i channels at s_i = size/2^i):
+ *   x [B, in, s0, s0] -> enc0 -> skip0 [B, c0, s0, s0] -> pool0 [B, c0, s1, s1]
+ *   -> enc1 ... -> pool_{d-1} -> centre [B, 32f, s_d, s_d]
+ *   dec_i: up_i = convT(below) [B, c_i, s_i, s_i]; cat_i = [up_i, skip_i]
+ *          [B, 2c_i, s_i, s_i]; a0 = relu(bn0(cat_i)); out_i = conv_block(a0)
+ *   pred = conv1x1(out_0) [B, out, s0, s0]; loss = mean((pred - y)^2)
+ * skip_i and up_i are channel views of cat_i: the encoder's last batch norm
+ * writes the skip in place and the transposed conv writes the up half, so
+ * the concatenation costs no copy (the same holds for their gradients in
+ * dcat_i). Every activation is allocated for the whole batch and split into
+ * M micro-batches along axis 0; a view's micro-batches are a split of the
+ * view (a nested plan).
+ *
+ * One training step is one asynchronous graph: per micro-batch convolution
+ * tasks, batch norms that combine the M parts (their statistics are over
+ * the whole batch), the loss per micro-batch, the backward mirrored, weight
+ * gradients written per micro-batch into slices (beta 0) and summed by a
+ * tree of axpy tasks (log2 M levels, as models/mlp.c), then the optimizer.
+ * Batch-norm parameter gradients come out of the batch-norm backward
+ * already summed over the parts. Nothing waits inside a step. */
+#include <config.h>
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "codelets/adam.h"
+#include "codelets/axpy.h"
+#include "codelets/batchnorm.h"
+#include "codelets/concat.h"
+#include "codelets/conv2d.h"
+#include "codelets/convt2d.h"
+#include "codelets/maxpool.h"
+#include "codelets/mse.h"
+#include "codelets/sgd.h"
+#include "models/unet_model.h"
+
+#define UNET_MAX_DEPTH 5
+#define CENTRE_MULT 32 /* centre: conv_block(32 * f), as the reference */
+
+/* ------------------------------------------------------------ tensors */
+
+/* A trainable tensor: its value, its gradient slices (one per micro-batch
+ * for convolutions, one for batch norms; g[0] holds the sum after the
+ * reduction) and its optimizer state (Adam: s1 = exp_avg, s2 = exp_avg_sq;
+ * SGD: s1 = momentum_buffer). */
+struct param {
+	char path[64];
+	starnn_tensor *w;
+	int borrowed;          /* w belongs to a starnn_batchnorm */
+	starnn_tensor **g;
+	int ng;
+	starnn_tensor *s1, *s2;
+};
+
+/* An activation: the whole-batch tensor and its micro-batch parts. For a
+ * channel view, t is the view (owned by the concatenation tensor). */
+struct act {
+	starnn_tensor *t;
+	starnn_tensor **p;
+};
+
+struct conv {
+	int cin, cout, k;
+	struct param w, b;
+};
+
+struct bn {
+	starnn_batchnorm bn;
+	struct param gamma, beta;
+	char path[48];
+};
+
+/* conv_block: [conv 3x3 -> BN -> ReLU] x 2; its input and output are given
+ * by the caller (the output may be a view). */
+struct block {
+	struct conv c1, c2;
+	struct bn n1, n2;
+	struct act z1, a1, z2, dz1, da1, dz2;
+};
+
+struct level {
+	int c, s;                        /* channels, image size */
+	struct block enc, dec;
+	struct act skip, dskip;          /* views [B, c, s, s] of cat / dcat */
+	struct act pool, dpool;          /* [B, c, s/2, s/2] */
+	starnn_tensor *cat, *dcat;       /* [B, 2c, s, s]: [up, skip] */
+	struct act catb, dcatb;          /* their micro-batch parts */
+	struct act up, dup;              /* views [B, c, s, s] */
+	struct conv upc;                 /* transposed conv below -> up */
+	struct bn n0;
+	struct act a0, da0;              /* relu(bn0(cat)) */
+	struct act out, dout;            /* decoder output [B, c, s, s] */
+};
+
+struct entry {
+	char path[96];
+	starnn_tensor *t;
+	int is_parameter;
+	starnn_tensor *grad;
+};
+
+struct unet {
+	struct unet_config cfg;
+	struct unet_optim opt;
+	struct level lv[UNET_MAX_DEPTH];
+	struct block centre;
+	struct act centre_out, dcentre_out;
+	struct conv outc;
+	struct act x, y, pred, dpred, loss;
+
+	struct param **params;           /* every trainable tensor, in layer order */
+	int nparams;
+	struct entry *entries;
+	struct unet_tensor_ref *refs;
+	int nentries;
+	int64_t nparameters;
+	uint64_t rng;
+};
+
+/* ------------------------------------------------------------ configuration */
+
+static int check_config(const struct unet_config *c)
+{
+	if (!c)
+		return starnn_error(STARNN_EINVAL, "unet: no configuration");
+	if (c->depth < 1 || c->depth > UNET_MAX_DEPTH)
+		return starnn_error(STARNN_EINVAL, "unet: depth must be in 1..%d, got %d", UNET_MAX_DEPTH, c->depth);
+	if (c->filters < 1 || c->filters > 4096)
+		return starnn_error(STARNN_EINVAL, "unet: filters must be in 1..4096, got %d", c->filters);
+	if (c->in_frames < 1 || c->in_frames > 4096 || c->out_frames < 1 || c->out_frames > 4096)
+		return starnn_error(STARNN_EINVAL, "unet: input and output frames must be in 1..4096, got %d and %d",
+		                    c->in_frames, c->out_frames);
+	int unit = 1 << c->depth;
+	if (c->size < unit || c->size % unit != 0 || c->size > 16384)
+		return starnn_error(STARNN_EINVAL,
+		                    "unet: the image size must be a positive multiple of 2^depth = %d (at most 16384), got %d",
+		                    unit, c->size);
+	return 0;
+}
+
+static int check_batch(const struct unet_config *c)
+{
+	if (c->batch < 1)
+		return starnn_error(STARNN_EINVAL, "unet: the batch must be at least 1, got %d", c->batch);
+	if (c->micro < 1 || c->micro > c->batch)
+		return starnn_error(STARNN_EINVAL, "unet: micro-batches must be in 1..batch (%d), got %d", c->batch,
+		                    c->micro);
+	return 0;
+}
+
+/* The layers in order, as (name, op, output C x H x W, parameters), for
+ * printing and counting without a model. */
+typedef void (*layer_fn)(void *ctx, const char *name, const char *op, int c, int h, int64_t params);
+
+static int64_t conv_params(int cin, int cout, int k)
+{
+	return (int64_t)cout * cin * k * k + cout;
+}
+
+static void walk_block(const char *prefix, int cin, int c, int s, layer_fn fn, void *ctx)
+{
+	char name[48];
+	snprintf(name, sizeof name, "%.16s/conv1", prefix);
+	fn(ctx, name, "conv 3x3", c, s, conv_params(cin, c, 3));
+	snprintf(name, sizeof name, "%.16s/bn1", prefix);
+	fn(ctx, name, "batchnorm + relu", c, s, 2 * (int64_t)c);
+	snprintf(name, sizeof name, "%.16s/conv2", prefix);
+	fn(ctx, name, "conv 3x3", c, s, conv_params(c, c, 3));
+	snprintf(name, sizeof name, "%.16s/bn2", prefix);
+	fn(ctx, name, "batchnorm + relu", c, s, 2 * (int64_t)c);
+}
+
+static void walk(const struct unet_config *cfg, layer_fn fn, void *ctx)
+{
+	int f = cfg->filters, cin = cfg->in_frames;
+	char name[32];
+	for (int i = 0; i < cfg->depth; i++) {
+		int c = f << i, s = cfg->size >> i;
+		snprintf(name, sizeof name, "enc%d", i);
+		walk_block(name, cin, c, s, fn, ctx);
+		snprintf(name, sizeof name, "enc%d/pool", i);
+		fn(ctx, name, "maxpool 2x2", c, s / 2, 0);
+		cin = c;
+	}
+	int cc = CENTRE_MULT * f;
+	walk_block("centre", cin, cc, cfg->size >> cfg->depth, fn, ctx);
+	int below = cc;
+	for (int i = cfg->depth - 1; i >= 0; i--) {
+		int c = f << i, s = cfg->size >> i;
+		snprintf(name, sizeof name, "dec%d/up", i);
+		fn(ctx, name, "conv-transpose 2x2/2", c, s, (int64_t)below * c * 4 + c);
+		snprintf(name, sizeof name, "dec%d/concat", i);
+		fn(ctx, name, "concat [up, enc skip]", 2 * c, s, 0);
+		snprintf(name, sizeof name, "dec%d/bn0", i);
+		fn(ctx, name, "batchnorm + relu", 2 * c, s, 4 * (int64_t)c);
+		snprintf(name, sizeof name, "dec%d", i);
+		walk_block(name, 2 * c, c, s, fn, ctx);
+		below = c;
+	}
+	fn(ctx, "out", "conv 1x1 (linear)", cfg->out_frames, cfg->size, conv_params(f, cfg->out_frames, 1));
+}
+
+static void count_fn(void *ctx, const char *name, const char *op, int c, int h, int64_t params)
+{
+	(void)name, (void)op, (void)c, (void)h;
+	*(int64_t *)ctx += params;
+}
+
+int64_t unet_count_parameters(const struct unet_config *cfg)
+{
+	if (check_config(cfg) < 0)
+		return -1;
+	int64_t n = 0;
+	walk(cfg, count_fn, &n);
+	return n;
+}
+
+static void print_fn(void *ctx, const char *name, const char *op, int c, int h, int64_t params)
+{
+	FILE *f = ctx;
+	fprintf(f, "%-14s %-22s %5d x %5d x %5d %12lld\n", name, op, c, h, h, (long long)params);
+}
+
+int unet_print_config(const struct unet_config *cfg, FILE *f)
+{
+	STARNN_CHECK(check_config(cfg));
+	fprintf(f, "UNet: depth %d, filters %d, %d -> %d frames, %d x %d images\n", cfg->depth, cfg->filters,
+	        cfg->in_frames, cfg->out_frames, cfg->size, cfg->size);
+	fprintf(f, "%-14s %-22s %-21s %12s\n", "layer", "operation", "output per sample", "parameters");
+	fprintf(f, "%-14s %-22s %5d x %5d x %5d %12d\n", "input", "", cfg->in_frames, cfg->size, cfg->size, 0);
+	walk(cfg, print_fn, f);
+	fprintf(f, "parameters: %lld\n", (long long)unet_count_parameters(cfg));
+	return 0;
+}
+
+void unet_print(const unet *m, FILE *f)
+{
+	unet_print_config(&m->cfg, f);
+}
+
+void unet_optim_defaults(struct unet_optim *o)
+{
+	*o = (struct unet_optim){.kind = UNET_ADAM, .lr = 1e-3f, .warmup = 0, .momentum = 0.0f,
+	                         .beta1 = 0.9f, .beta2 = 0.999f, .eps = 1e-8f, .weight_decay = 0.0f};
+}
+
+/* ------------------------------------------------------------ random */
+
+static uint64_t rng_next(uint64_t *s)
+{
+	/* splitmix64, as models/mlp.c */
+	uint64_t z = (*s += 0x9e3779b97f4a7c15ull);
+	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+	z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+	return z ^ (z >> 31);
+}
+
+static float rng_uniform(uint64_t *s, float lo, float hi)
+{
+	return lo + (hi - lo) * (float)((rng_next(s) >> 40) * (1.0 / 16777216.0));
+}
+
+/* ------------------------------------------------------------ creation */
+
+static int add_entry(unet *m, const char *path, starnn_tensor *t, int is_parameter, starnn_tensor *grad)
+{
+	struct entry *e = realloc(m->entries, sizeof *e * (size_t)(m->nentries + 1));
+	if (!e)
+		return starnn_error(STARNN_ENOMEM, "unet: out of memory");
+	m->entries = e;
+	e = &m->entries[m->nentries++];
+	memset(e, 0, sizeof *e);
+	snprintf(e->path, sizeof e->path, "%s", path);
+	e->t = t;
+	e->is_parameter = is_parameter;
+	e->grad = grad;
+	return 0;
+}
+
+static int register_param(unet *m, struct param *p)
+{
+	struct param **ps = realloc(m->params, sizeof *ps * (size_t)(m->nparams + 1));
+	if (!ps)
+		return starnn_error(STARNN_ENOMEM, "unet: out of memory");
+	m->params = ps;
+	ps[m->nparams++] = p;
+	m->nparameters += (int64_t)starnn_tensor_numel(p->w);
+	return add_entry(m, p->path, p->w, 1, p->g[0]);
+}
+
+/* StarPU names: the path with '.' for '/', shortened to fit. */
+static void tensor_name(char *buf, size_t size, const char *path, const char *suffix)
+{
+	snprintf(buf, size, "%.40s%s%s", path, *suffix ? "." : "", suffix);
+	for (char *c = buf; *c; c++)
+		if (*c == '/')
+			*c = '.';
+}
+
+/* Gradient slices (ng of them, shaped like w) and optimizer state. */
+static int param_state(unet *m, struct param *p, int ng)
+{
+	char name[STARNN_NAME_MAX], suffix[16];
+	p->g = calloc((size_t)ng, sizeof *p->g);
+	if (!p->g)
+		return starnn_error(STARNN_ENOMEM, "unet: out of memory");
+	p->ng = ng;
+	for (int i = 0; i < ng; i++) {
+		snprintf(suffix, sizeof suffix, "grad%d", i);
+		tensor_name(name, sizeof name, p->path, suffix);
+		STARNN_CHECK(starnn_tensor_create(&p->g[i], name, STARNN_FP32, p->w->ndim, p->w->shape));
+	}
+	tensor_name(name, sizeof name, p->path, m->opt.kind == UNET_ADAM ? "exp_avg" : "momentum");
+	STARNN_CHECK(starnn_tensor_create(&p->s1, name, STARNN_FP32, p->w->ndim, p->w->shape));
+	if (m->opt.kind == UNET_ADAM) {
+		tensor_name(name, sizeof name, p->path, "exp_avg_sq");
+		STARNN_CHECK(starnn_tensor_create(&p->s2, name, STARNN_FP32, p->w->ndim, p->w->shape));
+	}
+	return register_param(m, p);
+}
+
+static void param_free(struct param *p)
+{
+	if (!p->borrowed)
+		starnn_tensor_destroy(p->w);
+	for (int i = 0; i < p->ng && p->g; i++)
+		starnn_tensor_destroy(p->g[i]);
+	free(p->g);
+	starnn_tensor_destroy(p->s1);
+	starnn_tensor_destroy(p->s2);
+	memset(p, 0, sizeof *p);
+}
+
+/* Fills t with U(-bound, bound) from the model's generator. */
+static int init_uniform(unet *m, starnn_tensor *t, float bound)
+{
+	size_t n = starnn_tensor_numel(t);
+	float *v = malloc(sizeof *v * n);
+	if (!v)
+		return starnn_error(STARNN_ENOMEM, "unet: out of memory");
+	for (size_t i = 0; i < n; i++)
+		v[i] = rng_uniform(&m->rng, -bound, bound);
+	int rc = starnn_tensor_write(t, v);
+	free(v);
+	return rc;
+}
+
+/* Conv2d (transposed = 0: weight [O, C, k, k]) or ConvTranspose2d
+ * (transposed = 1: weight [C, O, k, k]) with bias [O], initialised as
+ * PyTorch's reset_parameters: kaiming_uniform(a = sqrt(5)) is
+ * U(-1/sqrt(fan_in), 1/sqrt(fan_in)), the bias the same bound, where fan_in
+ * = weight.size(1) * k * k: C*k*k for Conv2d, O*k*k for ConvTranspose2d. */
+static int conv_create(unet *m, struct conv *c, const char *path, int cin, int cout, int k, int transposed)
+{
+	char name[STARNN_NAME_MAX];
+	c->cin = cin, c->cout = cout, c->k = k;
+	snprintf(c->w.path, sizeof c->w.path, "%s/weight", path);
+	snprintf(c->b.path, sizeof c->b.path, "%s/bias", path);
+	tensor_name(name, sizeof name, path, "weight");
+	if (transposed)
+		STARNN_CHECK(starnn_tensor_new(&c->w.w, name, STARNN_FP32, 4, (int64_t)cin, (int64_t)cout, (int64_t)k,
+		                               (int64_t)k));
+	else
+		STARNN_CHECK(starnn_tensor_new(&c->w.w, name, STARNN_FP32, 4, (int64_t)cout, (int64_t)cin, (int64_t)k,
+		                               (int64_t)k));
+	tensor_name(name, sizeof name, path, "bias");
+	STARNN_CHECK(starnn_tensor_new(&c->b.w, name, STARNN_FP32, 1, (int64_t)cout));
+	float bound = 1.0f / sqrtf((float)((transposed ? cout : cin) * k * k));
+	STARNN_CHECK(init_uniform(m, c->w.w, bound));
+	STARNN_CHECK(init_uniform(m, c->b.w, bound));
+	STARNN_CHECK(param_state(m, &c->w, m->cfg.micro));
+	return param_state(m, &c->b, m->cfg.micro);
+}
+
+static int bn_create(unet *m, struct bn *n, const char *path, int c)
+{
+	char name[STARNN_NAME_MAX];
+	snprintf(n->path, sizeof n->path, "%s", path);
+	tensor_name(name, sizeof name, path, "");
+	STARNN_CHECK(starnn_batchnorm_init(&n->bn, name, c, m->cfg.micro, 1));
+	n->gamma.w = n->bn.gamma, n->gamma.borrowed = 1;
+	n->beta.w = n->bn.beta, n->beta.borrowed = 1;
+	snprintf(n->gamma.path, sizeof n->gamma.path, "%s/weight", path);
+	snprintf(n->beta.path, sizeof n->beta.path, "%s/bias", path);
+	STARNN_CHECK(param_state(m, &n->gamma, 1));
+	STARNN_CHECK(param_state(m, &n->beta, 1));
+	char p[96];
+	snprintf(p, sizeof p, "%s/running_mean", path);
+	STARNN_CHECK(add_entry(m, p, n->bn.running_mean, 0, NULL));
+	snprintf(p, sizeof p, "%s/running_var", path);
+	return add_entry(m, p, n->bn.running_var, 0, NULL);
+}
+
+static void bn_free(struct bn *n)
+{
+	param_free(&n->gamma);
+	param_free(&n->beta);
+	starnn_batchnorm_destroy(&n->bn);
+}
+
+/* A new whole-batch activation [B, c, s, s] split into M parts. */
+static int act_new(unet *m, struct act *a, const char *path, const char *what, int c, int s)
+{
+	char name[STARNN_NAME_MAX];
+	tensor_name(name, sizeof name, path, what);
+	STARNN_CHECK(starnn_tensor_new(&a->t, name, STARNN_FP32, 4, (int64_t)m->cfg.batch, (int64_t)c, (int64_t)s,
+	                               (int64_t)s));
+	return starnn_tensor_split(a->t, 0, m->cfg.micro, NULL, &a->p);
+}
+
+/* The micro-batch parts of a view (or of a tensor already owned elsewhere). */
+static int act_of(unet *m, struct act *a, starnn_tensor *t)
+{
+	a->t = t;
+	return starnn_tensor_split(t, 0, m->cfg.micro, NULL, &a->p);
+}
+
+static void act_free(struct act *a)
+{
+	starnn_tensor_destroy(a->t);
+	a->t = NULL;
+	a->p = NULL;
+}
+
+static int block_create(unet *m, struct block *b, const char *prefix, int cin, int c, int s)
+{
+	char path[48];
+	snprintf(path, sizeof path, "%s/conv1", prefix);
+	STARNN_CHECK(conv_create(m, &b->c1, path, cin, c, 3, 0));
+	snprintf(path, sizeof path, "%s/bn1", prefix);
+	STARNN_CHECK(bn_create(m, &b->n1, path, c));
+	snprintf(path, sizeof path, "%s/conv2", prefix);
+	STARNN_CHECK(conv_create(m, &b->c2, path, c, c, 3, 0));
+	snprintf(path, sizeof path, "%s/bn2", prefix);
+	STARNN_CHECK(bn_create(m, &b->n2, path, c));
+	STARNN_CHECK(act_new(m, &b->z1, prefix, "z1", c, s));
+	STARNN_CHECK(act_new(m, &b->a1, prefix, "a1", c, s));
+	STARNN_CHECK(act_new(m, &b->z2, prefix, "z2", c, s));
+	STARNN_CHECK(act_new(m, &b->dz1, prefix, "dz1", c, s));
+	STARNN_CHECK(act_new(m, &b->da1, prefix, "da1", c, s));
+	return act_new(m, &b->dz2, prefix, "dz2", c, s);
+}
+
+static void block_free(struct block *b)
+{
+	param_free(&b->c1.w), param_free(&b->c1.b), param_free(&b->c2.w), param_free(&b->c2.b);
+	bn_free(&b->n1), bn_free(&b->n2);
+	struct act *acts[] = {&b->z1, &b->a1, &b->z2, &b->dz1, &b->da1, &b->dz2};
+	for (size_t i = 0; i < sizeof acts / sizeof *acts; i++)
+		act_free(acts[i]);
+}
+
+/* The concatenation tensor of decoder level i (cat or dcat): its own
+ * micro-batches, and the [up, skip] channel views with theirs. */
+static int cat_create(unet *m, starnn_tensor **cat, struct act *whole, struct act *up, struct act *skip,
+                      const char *path, const char *what, int c, int s)
+{
+	STARNN_CHECK(act_new(m, whole, path, what, 2 * c, s));
+	*cat = whole->t;
+	starnn_tensor *u, *k;
+	STARNN_CHECK(starnn_concat_views(*cat, c, &u, &k));
+	STARNN_CHECK(act_of(m, up, u));
+	return act_of(m, skip, k);
+}
+
+static int ref_table(unet *m)
+{
+	/* Optimizer state after the model's tensors. */
+	for (int i = 0; i < m->nparams; i++) {
+		struct param *p = m->params[i];
+		char path[96];
+		if (m->opt.kind == UNET_ADAM) {
+			snprintf(path, sizeof path, "optimizer/%s/exp_avg", p->path);
+			STARNN_CHECK(add_entry(m, path, p->s1, 0, NULL));
+			snprintf(path, sizeof path, "optimizer/%s/exp_avg_sq", p->path);
+			STARNN_CHECK(add_entry(m, path, p->s2, 0, NULL));
+		} else {
+			snprintf(path, sizeof path, "optimizer/%s/momentum_buffer", p->path);
+			STARNN_CHECK(add_entry(m, path, p->s1, 0, NULL));
+		}
+	}
+	m->refs = calloc((size_t)m->nentries, sizeof *m->refs);
+	if (!m->refs)
+		return starnn_error(STARNN_ENOMEM, "unet: out of memory");
+	for (int i = 0; i < m->nentries; i++)
+		m->refs[i] = (struct unet_tensor_ref){m->entries[i].path, m->entries[i].t, m->entries[i].is_parameter};
+	return 0;
+}
+
+static int create(unet *m)
+{
+	const struct unet_config *cfg = &m->cfg;
+	int f = cfg->filters, d = cfg->depth, S = cfg->size;
+	char path[32];
+
+	STARNN_CHECK(act_new(m, &m->x, "", "x", cfg->in_frames, S));
+	STARNN_CHECK(act_new(m, &m->y, "", "y", cfg->out_frames, S));
+	STARNN_CHECK(act_new(m, &m->pred, "", "pred", cfg->out_frames, S));
+	STARNN_CHECK(act_new(m, &m->dpred, "", "dpred", cfg->out_frames, S));
+	STARNN_CHECK(starnn_tensor_new(&m->loss.t, "loss", STARNN_FP32, 2, (int64_t)cfg->micro, (int64_t)1));
+	STARNN_CHECK(starnn_tensor_split(m->loss.t, 0, cfg->micro, NULL, &m->loss.p));
+
+	/* Parameters in the order of the forward (the initialisation order). */
+	int cin = cfg->in_frames;
+	for (int i = 0; i < d; i++) {
+		struct level *L = &m->lv[i];
+		L->c = f << i, L->s = S >> i;
+		snprintf(path, sizeof path, "enc%d", i);
+		STARNN_CHECK(block_create(m, &L->enc, path, cin, L->c, L->s));
+		STARNN_CHECK(act_new(m, &L->pool, path, "pool", L->c, L->s / 2));
+		STARNN_CHECK(act_new(m, &L->dpool, path, "dpool", L->c, L->s / 2));
+		cin = L->c;
+	}
+	int cc = CENTRE_MULT * f, sc = S >> d;
+	STARNN_CHECK(block_create(m, &m->centre, "centre", cin, cc, sc));
+	STARNN_CHECK(act_new(m, &m->centre_out, "centre", "out", cc, sc));
+	STARNN_CHECK(act_new(m, &m->dcentre_out, "centre", "dout", cc, sc));
+	int below = cc;
+	for (int i = d - 1; i >= 0; i--) {
+		struct level *L = &m->lv[i];
+		snprintf(path, sizeof path, "dec%d/up", i);
+		STARNN_CHECK(conv_create(m, &L->upc, path, below, L->c, 2, 1));
+		snprintf(path, sizeof path, "dec%d/bn0", i);
+		STARNN_CHECK(bn_create(m, &L->n0, path, 2 * L->c));
+		snprintf(path, sizeof path, "dec%d", i);
+		STARNN_CHECK(block_create(m, &L->dec, path, 2 * L->c, L->c, L->s));
+		STARNN_CHECK(cat_create(m, &L->cat, &L->catb, &L->up, &L->skip, path, "cat", L->c, L->s));
+		STARNN_CHECK(cat_create(m, &L->dcat, &L->dcatb, &L->dup, &L->dskip, path, "dcat", L->c, L->s));
+		STARNN_CHECK(act_new(m, &L->a0, path, "a0", 2 * L->c, L->s));
+		STARNN_CHECK(act_new(m, &L->da0, path, "da0", 2 * L->c, L->s));
+		STARNN_CHECK(act_new(m, &L->out, path, "out", L->c, L->s));
+		STARNN_CHECK(act_new(m, &L->dout, path, "dout", L->c, L->s));
+		below = L->c;
+	}
+	STARNN_CHECK(conv_create(m, &m->outc, "out", f, cfg->out_frames, 1, 0));
+	return ref_table(m);
+}
+
+int unet_create(unet **out, const struct unet_config *cfg, const struct unet_optim *opt, uint64_t seed)
+{
+	*out = NULL;
+	STARNN_CHECK(check_config(cfg));
+	STARNN_CHECK(check_batch(cfg));
+	struct unet_optim o;
+	if (opt)
+		o = *opt;
+	else
+		unet_optim_defaults(&o);
+	if (o.kind != UNET_ADAM && o.kind != UNET_SGD)
+		return starnn_error(STARNN_EINVAL, "unet: unknown optimizer %d", (int)o.kind);
+	if (!(o.lr >= 0) || o.warmup < 0 || !(o.momentum >= 0 && o.momentum < 1) || !(o.weight_decay >= 0) ||
+	    !(o.beta1 >= 0 && o.beta1 < 1) || !(o.beta2 >= 0 && o.beta2 < 1) || !(o.eps >= 0))
+		return starnn_error(STARNN_EINVAL,
+		                    "unet: bad optimizer settings (lr %g, warmup %d, momentum %g, betas %g %g, eps %g, "
+		                    "weight decay %g)",
+		                    o.lr, o.warmup, o.momentum, o.beta1, o.beta2, o.eps, o.weight_decay);
+	unet *m = calloc(1, sizeof *m);
+	if (!m)
+		return starnn_error(STARNN_ENOMEM, "unet: out of memory");
+	m->cfg = *cfg;
+	m->opt = o;
+	m->rng = seed;
+	int rc = create(m);
+	if (rc < 0) {
+		unet_destroy(m);
+		return rc;
+	}
+	*out = m;
+	return 0;
+}
+
+void unet_destroy(unet *m)
+{
+	if (!m)
+		return;
+	for (int i = 0; i < m->cfg.depth; i++) {
+		struct level *L = &m->lv[i];
+		block_free(&L->enc);
+		block_free(&L->dec);
+		param_free(&L->upc.w), param_free(&L->upc.b);
+		bn_free(&L->n0);
+		struct act *acts[] = {&L->pool, &L->dpool, &L->catb, &L->dcatb, &L->a0, &L->da0, &L->out, &L->dout};
+		for (size_t k = 0; k < sizeof acts / sizeof *acts; k++)
+			act_free(acts[k]);
+	}
+	block_free(&m->centre);
+	act_free(&m->centre_out), act_free(&m->dcentre_out);
+	param_free(&m->outc.w), param_free(&m->outc.b);
+	act_free(&m->x), act_free(&m->y), act_free(&m->pred), act_free(&m->dpred), act_free(&m->loss);
+	free(m->params);
+	free(m->entries);
+	free(m->refs);
+	free(m);
+}
+
+int64_t unet_parameter_count(const unet *m)
+{
+	return m->nparameters;
+}
+
+starnn_tensor *unet_input(unet *m) { return m->x.t; }
+starnn_tensor *unet_target(unet *m) { return m->y.t; }
+starnn_tensor *unet_prediction(unet *m) { return m->pred.t; }
+const struct unet_config *unet_get_config(const unet *m) { return &m->cfg; }
+
+const struct unet_tensor_ref *unet_tensors(unet *m, int *n)
+{
+	*n = m->nentries;
+	return m->refs;
+}
+
+starnn_tensor *unet_gradient(unet *m, int i)
+{
+	if (i < 0 || i >= m->nentries)
+		return NULL;
+	return m->entries[i].grad;
+}
+
+/* ------------------------------------------------------------ forward */
+
+static int conv_fwd(unet *m, struct conv *c, struct act *in, struct act *out)
+{
+	for (int p = 0; p < m->cfg.micro; p++)
+		STARNN_CHECK(starnn_conv2d_fwd(in->p[p], c->w.w, c->b.w, out->p[p]));
+	return 0;
+}
+
+static int bn_fwd(unet *m, struct bn *n, int training, struct act *in, struct act *out)
+{
+	return starnn_batchnorm_fwd(&n->bn, training, m->cfg.micro, in->p, out->p);
+}
+
+static int block_fwd(unet *m, struct block *b, int training, struct act *in, struct act *out)
+{
+	STARNN_CHECK(conv_fwd(m, &b->c1, in, &b->z1));
+	STARNN_CHECK(bn_fwd(m, &b->n1, training, &b->z1, &b->a1));
+	STARNN_CHECK(conv_fwd(m, &b->c2, &b->a1, &b->z2));
+	return bn_fwd(m, &b->n2, training, &b->z2, out);
+}
+
+/* The forward and the loss of every micro-batch into loss[p] (their sum
+ * is the batch's mean squared error). */
+static int forward(unet *m, int training)
+{
+	int M = m->cfg.micro, d = m->cfg.depth;
+	struct act *in = &m->x;
+	for (int i = 0; i < d; i++) {
+		struct level *L = &m->lv[i];
+		STARNN_CHECK(block_fwd(m, &L->enc, training, in, &L->skip));
+		for (int p = 0; p < M; p++)
+			STARNN_CHECK(starnn_maxpool_fwd(L->skip.p[p], L->pool.p[p]));
+		in = &L->pool;
+	}
+	STARNN_CHECK(block_fwd(m, &m->centre, training, in, &m->centre_out));
+	struct act *below = &m->centre_out;
+	for (int i = d - 1; i >= 0; i--) {
+		struct level *L = &m->lv[i];
+		for (int p = 0; p < M; p++)
+			STARNN_CHECK(starnn_convt2d_fwd(below->p[p], L->upc.w.w, L->upc.b.w, L->up.p[p]));
+		STARNN_CHECK(bn_fwd(m, &L->n0, training, &L->catb, &L->a0));
+		STARNN_CHECK(block_fwd(m, &L->dec, training, &L->a0, &L->out));
+		below = &L->out;
+	}
+	STARNN_CHECK(conv_fwd(m, &m->outc, below, &m->pred));
+	float scale = (float)(1.0 / ((double)m->cfg.batch * m->cfg.out_frames * m->cfg.size * m->cfg.size));
+	for (int p = 0; p < M; p++)
+		STARNN_CHECK(starnn_mse_fwd(m->pred.p[p], m->y.p[p], m->loss.p[p], scale, 0.0f));
+	return 0;
+}
+
+/* ------------------------------------------------------------ backward */
+
+/* Weight gradients of micro-batch p into slice p (beta 0); din (may be
+ * NULL: not needed) = dL/din, overwritten. The data gradient first: it is
+ * on the critical path. */
+static int conv_bwd(unet *m, struct conv *c, struct act *in, struct act *dout, struct act *din)
+{
+	for (int p = 0; p < m->cfg.micro; p++) {
+		if (din)
+			STARNN_CHECK(starnn_conv2d_bwd_data(dout->p[p], c->w.w, 0.0f, din->p[p]));
+		STARNN_CHECK(starnn_conv2d_bwd_weight(in->p[p], dout->p[p], 0.0f, c->w.g[p], c->b.g[p]));
+	}
+	return 0;
+}
+
+static int bn_bwd(unet *m, struct bn *n, struct act *x, struct act *y, struct act *dy, struct act *dx)
+{
+	return starnn_batchnorm_bwd(&n->bn, m->cfg.micro, x->p, y->p, dy->p, dx->p, 0.0f, n->gamma.g[0],
+	                            n->beta.g[0], 0.0f);
+}
+
+static int block_bwd(unet *m, struct block *b, struct act *in, struct act *out, struct act *dout, struct act *din)
+{
+	STARNN_CHECK(bn_bwd(m, &b->n2, &b->z2, out, dout, &b->dz2));
+	STARNN_CHECK(conv_bwd(m, &b->c2, &b->a1, &b->dz2, &b->da1));
+	STARNN_CHECK(bn_bwd(m, &b->n1, &b->z1, &b->a1, &b->da1, &b->dz1));
+	return conv_bwd(m, &b->c1, in, &b->dz1, din);
+}
+
+static int backward(unet *m)
+{
+	int M = m->cfg.micro, d = m->cfg.depth;
+	float scale = (float)(1.0 / ((double)m->cfg.batch * m->cfg.out_frames * m->cfg.size * m->cfg.size));
+	for (int p = 0; p < M; p++)
+		STARNN_CHECK(starnn_mse_bwd(m->pred.p[p], m->y.p[p], m->dpred.p[p], scale));
+	STARNN_CHECK(conv_bwd(m, &m->outc, &m->lv[0].out, &m->dpred, &m->lv[0].dout));
+	for (int i = 0; i < d; i++) {
+		struct level *L = &m->lv[i];
+		struct act *below = i == d - 1 ? &m->centre_out : &m->lv[i + 1].out;
+		struct act *dbelow = i == d - 1 ? &m->dcentre_out : &m->lv[i + 1].dout;
+		STARNN_CHECK(block_bwd(m, &L->dec, &L->a0, &L->out, &L->dout, &L->da0));
+		/* dcat: both halves written here (beta 0); the skip half gets the
+		 * max-pool's gradient added later (beta 1). */
+		STARNN_CHECK(bn_bwd(m, &L->n0, &L->catb, &L->a0, &L->da0, &L->dcatb));
+		for (int p = 0; p < M; p++) {
+			STARNN_CHECK(starnn_convt2d_bwd_data(L->upc.w.w, L->dup.p[p], 0.0f, dbelow->p[p]));
+			STARNN_CHECK(starnn_convt2d_bwd_weight(below->p[p], L->dup.p[p], 0.0f, L->upc.w.g[p],
+			                                       L->upc.b.g[p]));
+		}
+	}
+	struct act *din = d ? &m->lv[d - 1].dpool : NULL;
+	STARNN_CHECK(block_bwd(m, &m->centre, &m->lv[d - 1].pool, &m->centre_out, &m->dcentre_out, din));
+	for (int i = d - 1; i >= 0; i--) {
+		struct level *L = &m->lv[i];
+		for (int p = 0; p < M; p++)
+			STARNN_CHECK(starnn_maxpool_bwd(L->skip.p[p], L->dpool.p[p], 1.0f, L->dskip.p[p]));
+		struct act *in = i ? &m->lv[i - 1].pool : &m->x;
+		STARNN_CHECK(block_bwd(m, &L->enc, in, &L->skip, &L->dskip, i ? &m->lv[i - 1].dpool : NULL));
+	}
+	return 0;
+}
+
+/* Sums the micro-batch slices into slice 0 with a tree of axpy tasks:
+ * log2(n) levels, the tasks of one level independent of each other. */
+static int reduce_slices(starnn_tensor **slices, int n)
+{
+	for (int stride = 1; stride < n; stride *= 2)
+		for (int i = 0; i + stride < n; i += 2 * stride)
+			STARNN_CHECK(starnn_axpy(1.0f, slices[i + stride], slices[i]));
+	return 0;
+}
+
+static int reduce_gradients(unet *m)
+{
+	for (int i = 0; i < m->nparams; i++)
+		STARNN_CHECK(reduce_slices(m->params[i]->g, m->params[i]->ng));
+	return 0;
+}
+
+static float step_lr(const unet *m, int64_t step)
+{
+	float lr = m->opt.lr;
+	if (m->opt.warmup > 0 && step < m->opt.warmup)
+		lr = (float)((double)lr * (double)step / (double)m->opt.warmup);
+	return lr;
+}
+
+static int update(unet *m, int64_t step)
+{
+	float lr = step_lr(m, step);
+	for (int i = 0; i < m->nparams; i++) {
+		struct param *p = m->params[i];
+		if (m->opt.kind == UNET_ADAM) {
+			struct starnn_adam_params ap = {lr, m->opt.beta1, m->opt.beta2, m->opt.eps, m->opt.weight_decay, 0};
+			STARNN_CHECK(starnn_adam(p->w, p->g[0], p->s1, p->s2, &ap, step, 1.0f));
+		} else {
+			struct starnn_sgd_params sp = {lr, m->opt.momentum, 0.0f, m->opt.weight_decay, 0};
+			STARNN_CHECK(starnn_sgd(p->w, p->g[0], p->s1, &sp, step, 1.0f));
+		}
+	}
+	return 0;
+}
+
+static int check_trainable(const unet *m)
+{
+	int sc = m->cfg.size >> m->cfg.depth;
+	if ((int64_t)m->cfg.batch * sc * sc < 2)
+		return starnn_error(STARNN_EINVAL,
+		                    "unet: training needs more than one value per channel in the centre's batch norm: "
+		                    "batch %d of %dx%d images at depth %d gives %dx%d (use a larger batch or size)",
+		                    m->cfg.batch, m->cfg.size, m->cfg.size, m->cfg.depth, sc, sc);
+	return 0;
+}
+
+int unet_train_step(unet *m, int64_t step)
+{
+	if (step < 1)
+		return starnn_error(STARNN_EINVAL, "unet_train_step: steps count from 1, got %lld", (long long)step);
+	STARNN_CHECK(check_trainable(m));
+	STARNN_CHECK(forward(m, 1));
+	STARNN_CHECK(backward(m));
+	STARNN_CHECK(reduce_gradients(m));
+	return update(m, step);
+}
+
+int unet_eval_step(unet *m)
+{
+	return forward(m, 0);
+}
+
+int unet_loss_step(unet *m, int training)
+{
+	if (training)
+		STARNN_CHECK(check_trainable(m));
+	return forward(m, training);
+}
+
+int unet_gradient_step(unet *m)
+{
+	STARNN_CHECK(check_trainable(m));
+	STARNN_CHECK(forward(m, 1));
+	STARNN_CHECK(backward(m));
+	return reduce_gradients(m);
+}
+
+int unet_read_loss(unet *m, double *loss)
+{
+	float parts[m->cfg.micro];
+	STARNN_CHECK(starnn_tensor_read(m->loss.t, parts));
+	double s = 0;
+	for (int p = 0; p < m->cfg.micro; p++)
+		s += parts[p];
+	*loss = s;
+	if (!isfinite(s))
+		return starnn_error(STARNN_ENUM, "unet: the loss is %g (diverged: lower --lr, or check the data)", s);
+	return 0;
+}

@@ -1,0 +1,1199 @@
+/* models/unet: train, evaluate and forecast SEVIR nowcasts with the UNet.
+ *
+ *   models/unet train   [options]   train (synthetic data or a SEVIR file)
+ *   models/unet eval    [options]   metrics of a checkpoint, persistence beside
+ *   models/unet predict [options]   forecasts to HDF5 (+ PNG pictures)
+ *   models/unet info    [options]   the layers and the parameter count
+ *
+ * Each training step is one asynchronous task graph (models/unet_model.c);
+ * the data loader thread (models/sevir/sevir.h) prepares the next batches
+ * meanwhile. The step's loss is read back when it is logged (every step:
+ * --log-json and the progress display need it). */
+#include <config.h>
+
+#include <errno.h>
+#include <getopt.h>
+#include <math.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "models/sevir/checkpoint.h"
+#include "models/sevir/metrics.h"
+#include "models/sevir/output.h"
+#include "models/sevir/sevir.h"
+#include "models/unet_model.h"
+#include "runtime/starnn.h"
+
+#define CKPT_FORMAT "starnn-unet"
+#define CKPT_VERSION 1
+/* Return codes of the commands besides starnn's (negative STARNN_E*): bad
+ * usage found late (exit 2, message already printed), interrupted (exit 130). */
+#define RC_USAGE (-1000)
+#define RC_INTERRUPTED (-1001)
+
+enum command { CMD_TRAIN, CMD_EVAL, CMD_PREDICT, CMD_INFO };
+
+/* Options; `given` records those set on the command line (a resumed run
+ * takes the others from its checkpoint). */
+enum opt_id {
+	O_DATA = 256, O_VAL_DATA, O_CATALOG, O_SIZE, O_RESIZE, O_SYN_SIZE, O_SAMPLES, O_VAL_SAMPLES,
+	O_DEPTH, O_FILTERS, O_IN_FRAMES, O_OUT_FRAMES, O_BATCH, O_MICRO, O_EPOCHS, O_STEPS, O_LR, O_WARMUP,
+	O_OPTIMIZER, O_MOMENTUM, O_WEIGHT_DECAY, O_SEED, O_SHUFFLE, O_CHECKPOINT, O_CHECKPOINT_EVERY, O_RESUME,
+	O_INIT, O_LOG_JSON, O_LOG_EVERY, O_EVAL_EVERY, O_OUTPUT, O_PNG, O_PNG_SAMPLES, O_PROGRESS, O_QUIET,
+	O_HELP, O_END
+};
+
+struct options {
+	enum command cmd;
+	const char *data, *val_data, *catalog;
+	int size, synthetic_size, samples, val_samples;
+	enum sevir_resize resize;
+	int depth, filters, in_frames, out_frames;
+	int batch, micro, epochs;
+	int64_t steps;
+	float lr, momentum, weight_decay;
+	int warmup;
+	enum unet_optimizer optimizer;
+	uint64_t seed;
+	int shuffle;
+	const char *checkpoint, *resume, *init, *log_json, *output, *png;
+	int64_t checkpoint_every, eval_every;
+	int log_every, png_samples, progress, quiet;
+	char given[O_END];
+	/* strings taken from a checkpoint live here */
+	char data_buf[4096], val_data_buf[4096], catalog_buf[4096];
+};
+
+static const char *prog = "unet";
+
+/* ------------------------------------------------------------ messages */
+
+static void fail(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static void fail(const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	fprintf(stderr, "%s: ", prog);
+	vfprintf(stderr, fmt, ap);
+	fputc('\n', stderr);
+	va_end(ap);
+}
+
+/* A starnn error message without its "file:line: " prefix. */
+static const char *last_error(void)
+{
+	const char *m = starnn_last_error();
+	const char *colon = strchr(m, ':');
+	if (!colon || colon == m || memchr(m, ' ', (size_t)(colon - m)))
+		return m;
+	const char *p = colon + 1;
+	while (*p >= '0' && *p <= '9')
+		p++;
+	if (p == colon + 1 || p[0] != ':' || p[1] != ' ')
+		return m;
+	return p + 2;
+}
+
+static double now(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+static volatile sig_atomic_t interrupted;
+static void on_sigint(int sig)
+{
+	(void)sig;
+	if (interrupted) /* second Ctrl-C: leave now */
+		_exit(130);
+	interrupted = 1;
+}
+
+/* ------------------------------------------------------------ command line */
+
+static void usage(FILE *f)
+{
+	fprintf(f,
+	        "Usage: models/unet train|eval|predict|info [OPTIONS]\n"
+	        "The SEVIR nowcasting UNet (13 VIL frames in, 12 out) on StarPU: every training\n"
+	        "step is one task graph spread over all workers. StarPU's variables apply\n"
+	        "(STARPU_SCHED, STARPU_NCPU, STARPU_NCUDA, ...).\n"
+	        "\n"
+	        "  train    train a model; --checkpoint FILE saves it (also every\n"
+	        "           --checkpoint-every steps), --resume FILE continues a run exactly\n"
+	        "  eval     metrics of --checkpoint FILE on the evaluation data, beside\n"
+	        "           persistence (the last input frame repeated)\n"
+	        "  predict  forecasts of --checkpoint FILE: --output FILE.h5 and/or --png DIR\n"
+	        "  info     the layers, output shapes and parameter count\n"
+	        "\n"
+	        "Data:\n"
+	        "  --data synthetic|FILE   training data (train) or the data to evaluate / forecast\n"
+	        "                          (eval, predict: its TEST split); FILE: a raw SEVIR event\n"
+	        "                          file (vil, id + CATALOG.csv) or a prepared file (IN, OUT);\n"
+	        "                          default synthetic\n"
+	        "  --val-data synthetic|FILE  evaluation data during training (default: the TEST\n"
+	        "                          split of --data: synthetic, or the same file)\n"
+	        "  --catalog FILE          CATALOG.csv of raw files (default: beside the file)\n"
+	        "  --size N                image size H = W (a multiple of 2^depth; default: the\n"
+	        "                          data's own size)\n"
+	        "  --resize crop|downsample  how larger images come to --size (default crop:\n"
+	        "                          random crops for training, centre crops for evaluation)\n"
+	        "  --synthetic-size N      size of the generated images (default: --size, else 128)\n"
+	        "  --samples N             synthetic training samples (default 256)\n"
+	        "  --val-samples N         synthetic evaluation samples (default 64)\n"
+	        "  --shuffle on|off        shuffle the training samples each epoch (default on;\n"
+	        "                          off: file order)\n"
+	        "\n"
+	        "Model:\n"
+	        "  --depth N               encoder levels, 1..5 (default 4)\n"
+	        "  --filters N             filters of the first level, f (default 32)\n"
+	        "  --in-frames N           input frames (default 13)\n"
+	        "  --out-frames N          predicted frames (default 12)\n"
+	        "\n"
+	        "Training:\n"
+	        "  --batch N               samples per step (default 8)\n"
+	        "  --micro-batches N       micro-batches per step (default: one per worker, at\n"
+	        "                          most 8 and the batch)\n"
+	        "  --epochs N              passes over the training data (default 1)\n"
+	        "  --steps N               total steps instead of epochs (a resumed run continues\n"
+	        "                          up to step N); 0 with --checkpoint saves the initial model\n"
+	        "  --optimizer adam|sgd    default adam\n"
+	        "  --lr X                  peak learning rate (default 0.001)\n"
+	        "  --warmup N              linear learning-rate warm-up over N steps (default 0)\n"
+	        "  --momentum X            SGD momentum (default 0.9)\n"
+	        "  --weight-decay X        L2 weight decay (default 0)\n"
+	        "  --seed N                initial weights, shuffling, crops, synthetic data (default 1)\n"
+	        "  --checkpoint FILE       train: write the model here at the end (atomically);\n"
+	        "                          eval, predict, info: the model to use\n"
+	        "  --checkpoint-every N    train: also write it every N steps\n"
+	        "  --resume FILE           continue the run saved in FILE (options not given are\n"
+	        "                          taken from it; another architecture is refused)\n"
+	        "  --init FILE             start from the weights of FILE (not its optimizer state)\n"
+	        "  --eval-every N          evaluate every N steps (default: at the end only; 0: never)\n"
+	        "\n"
+	        "Output:\n"
+	        "  --log-json FILE         one JSON object per line: per step {step, epoch (from 1),\n"
+	        "                          loss, lr, samples_per_s, elapsed (s)}, per evaluation\n"
+	        "                          {step, epoch, eval: metrics}; eval: the metrics\n"
+	        "  --log-every N           plain progress line every N steps when not on a terminal\n"
+	        "                          (default 10)\n"
+	        "  --progress on|off       progress bar (default: on when stdout is a terminal)\n"
+	        "  --output FILE.h5        predict: forecasts in the prepared layout (OUT, raw VIL)\n"
+	        "  --png DIR               predict: pictures (last input, truth, forecast per lead)\n"
+	        "  --png-samples N         predict: samples pictured (default 4)\n"
+	        "  --quiet                 only errors and final results\n"
+	        "  -h, --help              this text\n"
+	        "\n"
+	        "Exit status: 0 success, 1 runtime error (files, data, numerics), 2 bad usage.\n");
+}
+
+static int parse_i64(const char *opt, const char *s, int64_t lo, int64_t hi, int64_t *out)
+{
+	char *end;
+	errno = 0;
+	long long v = strtoll(s, &end, 10);
+	if (errno || end == s || *end || v < lo || v > hi) {
+		fail("%s wants an integer in [%lld, %lld], got '%s'", opt, (long long)lo, (long long)hi, s);
+		return -1;
+	}
+	*out = v;
+	return 0;
+}
+
+static int parse_int(const char *opt, const char *s, int lo, int hi, int *out)
+{
+	int64_t v;
+	if (parse_i64(opt, s, lo, hi, &v) < 0)
+		return -1;
+	*out = (int)v;
+	return 0;
+}
+
+static int parse_float(const char *opt, const char *s, float lo, float hi, float *out)
+{
+	char *end;
+	errno = 0;
+	float v = strtof(s, &end);
+	if (errno || end == s || *end || !(v >= lo && v <= hi)) {
+		fail("%s wants a number in [%g, %g], got '%s'", opt, lo, hi, s);
+		return -1;
+	}
+	*out = v;
+	return 0;
+}
+
+static int parse_onoff(const char *opt, const char *s, int *out)
+{
+	if (strcmp(s, "on") == 0 || strcmp(s, "yes") == 0 || strcmp(s, "1") == 0)
+		*out = 1;
+	else if (strcmp(s, "off") == 0 || strcmp(s, "no") == 0 || strcmp(s, "0") == 0)
+		*out = 0;
+	else {
+		fail("%s is on or off, not '%s'", opt, s);
+		return -1;
+	}
+	return 0;
+}
+
+static int parse_options(int argc, char **argv, struct options *o)
+{
+	static const struct option longopts[] = {
+		{"data", required_argument, 0, O_DATA},
+		{"val-data", required_argument, 0, O_VAL_DATA},
+		{"catalog", required_argument, 0, O_CATALOG},
+		{"size", required_argument, 0, O_SIZE},
+		{"resize", required_argument, 0, O_RESIZE},
+		{"synthetic-size", required_argument, 0, O_SYN_SIZE},
+		{"samples", required_argument, 0, O_SAMPLES},
+		{"val-samples", required_argument, 0, O_VAL_SAMPLES},
+		{"depth", required_argument, 0, O_DEPTH},
+		{"filters", required_argument, 0, O_FILTERS},
+		{"in-frames", required_argument, 0, O_IN_FRAMES},
+		{"out-frames", required_argument, 0, O_OUT_FRAMES},
+		{"batch", required_argument, 0, O_BATCH},
+		{"micro-batches", required_argument, 0, O_MICRO},
+		{"epochs", required_argument, 0, O_EPOCHS},
+		{"steps", required_argument, 0, O_STEPS},
+		{"lr", required_argument, 0, O_LR},
+		{"warmup", required_argument, 0, O_WARMUP},
+		{"optimizer", required_argument, 0, O_OPTIMIZER},
+		{"momentum", required_argument, 0, O_MOMENTUM},
+		{"weight-decay", required_argument, 0, O_WEIGHT_DECAY},
+		{"seed", required_argument, 0, O_SEED},
+		{"shuffle", required_argument, 0, O_SHUFFLE},
+		{"checkpoint", required_argument, 0, O_CHECKPOINT},
+		{"checkpoint-every", required_argument, 0, O_CHECKPOINT_EVERY},
+		{"resume", required_argument, 0, O_RESUME},
+		{"init", required_argument, 0, O_INIT},
+		{"log-json", required_argument, 0, O_LOG_JSON},
+		{"log-every", required_argument, 0, O_LOG_EVERY},
+		{"eval-every", required_argument, 0, O_EVAL_EVERY},
+		{"output", required_argument, 0, O_OUTPUT},
+		{"png", required_argument, 0, O_PNG},
+		{"png-samples", required_argument, 0, O_PNG_SAMPLES},
+		{"progress", required_argument, 0, O_PROGRESS},
+		{"quiet", no_argument, 0, O_QUIET},
+		{"help", no_argument, 0, O_HELP},
+		{0, 0, 0, 0},
+	};
+	memset(o, 0, sizeof *o);
+	o->data = "synthetic";
+	o->samples = 256, o->val_samples = 64;
+	o->depth = 4, o->filters = 32, o->in_frames = SEVIR_IN_FRAMES, o->out_frames = SEVIR_OUT_FRAMES;
+	o->batch = 8, o->epochs = 1, o->steps = -1;
+	o->lr = 1e-3f, o->momentum = 0.9f;
+	o->optimizer = UNET_ADAM;
+	o->seed = 1, o->shuffle = 1;
+	o->eval_every = -1, o->log_every = 10, o->png_samples = 4, o->progress = -1;
+
+	if (argc < 2) {
+		usage(stderr);
+		return -1;
+	}
+	const char *cmd = argv[1];
+	if (strcmp(cmd, "-h") == 0 || strcmp(cmd, "--help") == 0 || strcmp(cmd, "help") == 0) {
+		usage(stdout);
+		exit(0);
+	}
+	if (strcmp(cmd, "train") == 0)
+		o->cmd = CMD_TRAIN;
+	else if (strcmp(cmd, "eval") == 0)
+		o->cmd = CMD_EVAL;
+	else if (strcmp(cmd, "predict") == 0)
+		o->cmd = CMD_PREDICT;
+	else if (strcmp(cmd, "info") == 0)
+		o->cmd = CMD_INFO;
+	else {
+		fail("unknown command '%s': train, eval, predict or info (see --help)", cmd);
+		return -1;
+	}
+	optind = 2;
+	opterr = 0; /* our own messages, without the libtool wrapper's name */
+	int c;
+	while ((c = getopt_long(argc, argv, ":h", longopts, NULL)) != -1) {
+		int rc = 0;
+		int64_t v64;
+		int v;
+		if (c > 0 && c < O_END)
+			o->given[c] = 1;
+		switch (c) {
+		case O_DATA: o->data = optarg; break;
+		case O_VAL_DATA: o->val_data = optarg; break;
+		case O_CATALOG: o->catalog = optarg; break;
+		case O_SIZE: rc = parse_int("--size", optarg, 1, 16384, &o->size); break;
+		case O_RESIZE:
+			if (strcmp(optarg, "crop") == 0)
+				o->resize = SEVIR_CROP;
+			else if (strcmp(optarg, "downsample") == 0)
+				o->resize = SEVIR_DOWNSAMPLE;
+			else {
+				fail("--resize is crop or downsample, not '%s'", optarg);
+				rc = -1;
+			}
+			break;
+		case O_SYN_SIZE: rc = parse_int("--synthetic-size", optarg, 1, 16384, &o->synthetic_size); break;
+		case O_SAMPLES: rc = parse_int("--samples", optarg, 1, 100000000, &o->samples); break;
+		case O_VAL_SAMPLES: rc = parse_int("--val-samples", optarg, 1, 100000000, &o->val_samples); break;
+		case O_DEPTH: rc = parse_int("--depth", optarg, 1, 5, &o->depth); break;
+		case O_FILTERS: rc = parse_int("--filters", optarg, 1, 4096, &o->filters); break;
+		case O_IN_FRAMES: rc = parse_int("--in-frames", optarg, 1, SEVIR_FRAMES - 1, &o->in_frames); break;
+		case O_OUT_FRAMES: rc = parse_int("--out-frames", optarg, 1, SEVIR_OUT_FRAMES, &o->out_frames); break;
+		case O_BATCH: rc = parse_int("--batch", optarg, 1, 65536, &o->batch); break;
+		case O_MICRO: rc = parse_int("--micro-batches", optarg, 1, 64, &o->micro); break;
+		case O_EPOCHS: rc = parse_int("--epochs", optarg, 1, 1000000, &o->epochs); break;
+		case O_STEPS: rc = parse_i64("--steps", optarg, 0, INT64_C(1) << 40, &o->steps); break;
+		case O_LR: rc = parse_float("--lr", optarg, 0.0f, 10.0f, &o->lr); break;
+		case O_WARMUP: rc = parse_int("--warmup", optarg, 0, 1000000000, &o->warmup); break;
+		case O_MOMENTUM: rc = parse_float("--momentum", optarg, 0.0f, 0.9999f, &o->momentum); break;
+		case O_WEIGHT_DECAY: rc = parse_float("--weight-decay", optarg, 0.0f, 1.0f, &o->weight_decay); break;
+		case O_OPTIMIZER:
+			if (strcmp(optarg, "adam") == 0)
+				o->optimizer = UNET_ADAM;
+			else if (strcmp(optarg, "sgd") == 0)
+				o->optimizer = UNET_SGD;
+			else {
+				fail("--optimizer is adam or sgd, not '%s'", optarg);
+				rc = -1;
+			}
+			break;
+		case O_SEED:
+			rc = parse_i64("--seed", optarg, 0, INT64_MAX, &v64);
+			o->seed = (uint64_t)v64;
+			break;
+		case O_SHUFFLE: rc = parse_onoff("--shuffle", optarg, &o->shuffle); break;
+		case O_CHECKPOINT: o->checkpoint = optarg; break;
+		case O_CHECKPOINT_EVERY: rc = parse_i64("--checkpoint-every", optarg, 1, INT64_MAX, &o->checkpoint_every); break;
+		case O_RESUME: o->resume = optarg; break;
+		case O_INIT: o->init = optarg; break;
+		case O_LOG_JSON: o->log_json = optarg; break;
+		case O_LOG_EVERY: rc = parse_int("--log-every", optarg, 1, 1000000000, &o->log_every); break;
+		case O_EVAL_EVERY: rc = parse_i64("--eval-every", optarg, 0, INT64_MAX, &o->eval_every); break;
+		case O_OUTPUT: o->output = optarg; break;
+		case O_PNG: o->png = optarg; break;
+		case O_PNG_SAMPLES: rc = parse_int("--png-samples", optarg, 0, 1000000, &o->png_samples); break;
+		case O_PROGRESS:
+			rc = parse_onoff("--progress", optarg, &v);
+			o->progress = v;
+			break;
+		case O_QUIET: o->quiet = 1; break;
+		case 'h':
+		case O_HELP: usage(stdout); exit(0);
+		case ':': fail("%s needs a value (see --help)", argv[optind - 1]); return -1;
+		default:
+			if (optopt && optopt < 256)
+				fail("unknown option '-%c' (see --help)", optopt);
+			else
+				fail("unknown option '%s' (see --help)", argv[optind - 1]);
+			return -1;
+		}
+		if (rc)
+			return -1;
+	}
+	if (optind < argc) {
+		fail("unexpected argument '%s' (see --help)", argv[optind]);
+		return -1;
+	}
+
+	/* Options that make no sense for the command. */
+	struct {
+		int id;
+		const char *name;
+		int allowed; /* bit per command */
+	} only[] = {
+		{O_RESUME, "--resume", 1 << CMD_TRAIN},        {O_INIT, "--init", 1 << CMD_TRAIN},
+		{O_CHECKPOINT_EVERY, "--checkpoint-every", 1 << CMD_TRAIN},
+		{O_EVAL_EVERY, "--eval-every", 1 << CMD_TRAIN}, {O_EPOCHS, "--epochs", 1 << CMD_TRAIN},
+		{O_STEPS, "--steps", 1 << CMD_TRAIN},          {O_OUTPUT, "--output", 1 << CMD_PREDICT},
+		{O_PNG, "--png", 1 << CMD_PREDICT},            {O_PNG_SAMPLES, "--png-samples", 1 << CMD_PREDICT},
+		{O_VAL_DATA, "--val-data", 1 << CMD_TRAIN},
+	};
+	for (size_t i = 0; i < sizeof only / sizeof *only; i++)
+		if (o->given[only[i].id] && !(only[i].allowed & (1 << o->cmd))) {
+			fail("%s does not apply to '%s' (see --help)", only[i].name, cmd);
+			return -1;
+		}
+	if (o->resume && o->init) {
+		fail("--resume and --init exclude each other (--resume continues a run, --init starts one from weights)");
+		return -1;
+	}
+	if ((o->cmd == CMD_EVAL || o->cmd == CMD_PREDICT) && !o->checkpoint) {
+		fail("%s needs --checkpoint FILE (the model to use)", cmd);
+		return -1;
+	}
+	if (o->cmd == CMD_PREDICT && !o->output && !o->png) {
+		fail("predict needs --output FILE.h5 and/or --png DIR");
+		return -1;
+	}
+	if (o->cmd == CMD_TRAIN && o->steps == 0 && !o->checkpoint) {
+		fail("--steps 0 trains nothing: give --checkpoint FILE to save the initial model");
+		return -1;
+	}
+	if (o->given[O_MICRO] && o->micro > o->batch && o->given[O_BATCH]) {
+		fail("--micro-batches (%d) cannot exceed --batch (%d)", o->micro, o->batch);
+		return -1;
+	}
+	return 0;
+}
+
+/* ------------------------------------------------------------ checkpoints */
+
+static const char *optimizer_name(enum unet_optimizer k)
+{
+	return k == UNET_SGD ? "sgd" : "adam";
+}
+
+static const char *resize_name(enum sevir_resize r)
+{
+	return r == SEVIR_DOWNSAMPLE ? "downsample" : "crop";
+}
+
+struct train_state {
+	int64_t step;   /* steps done */
+	int64_t epoch;  /* epoch of the next batch */
+};
+
+static int write_checkpoint(const char *file, unet *m, const struct options *o, const struct unet_optim *opt,
+                            const struct train_state *st)
+{
+	int n;
+	const struct unet_tensor_ref *refs = unet_tensors(m, &n);
+	struct ckpt_entry *e = malloc(sizeof *e * (size_t)n);
+	if (!e)
+		return starnn_error(STARNN_ENOMEM, "out of memory");
+	for (int i = 0; i < n; i++)
+		e[i] = (struct ckpt_entry){refs[i].path, refs[i].tensor};
+	const struct unet_config *c = unet_get_config(m);
+	struct ckpt_attr a[] = {
+		{.name = "format", .type = CKPT_STRING, .s = CKPT_FORMAT},
+		{.name = "format_version", .type = CKPT_INT, .i = CKPT_VERSION},
+		{.name = "depth", .type = CKPT_INT, .i = c->depth},
+		{.name = "filters", .type = CKPT_INT, .i = c->filters},
+		{.name = "in_frames", .type = CKPT_INT, .i = c->in_frames},
+		{.name = "out_frames", .type = CKPT_INT, .i = c->out_frames},
+		{.name = "parameters", .type = CKPT_INT, .i = unet_parameter_count(m)},
+		{.name = "size", .type = CKPT_INT, .i = c->size},
+		{.name = "batch", .type = CKPT_INT, .i = c->batch},
+		{.name = "micro_batches", .type = CKPT_INT, .i = c->micro},
+		{.name = "step", .type = CKPT_INT, .i = st->step},
+		{.name = "epoch", .type = CKPT_INT, .i = st->epoch},
+		{.name = "optimizer", .type = CKPT_STRING, .s = optimizer_name(opt->kind)},
+		{.name = "lr", .type = CKPT_DOUBLE, .d = opt->lr},
+		{.name = "warmup", .type = CKPT_INT, .i = opt->warmup},
+		{.name = "momentum", .type = CKPT_DOUBLE, .d = opt->momentum},
+		{.name = "weight_decay", .type = CKPT_DOUBLE, .d = opt->weight_decay},
+		{.name = "beta1", .type = CKPT_DOUBLE, .d = opt->beta1},
+		{.name = "beta2", .type = CKPT_DOUBLE, .d = opt->beta2},
+		{.name = "eps", .type = CKPT_DOUBLE, .d = opt->eps},
+		{.name = "seed", .type = CKPT_INT, .i = (int64_t)o->seed},
+		{.name = "shuffle", .type = CKPT_INT, .i = o->shuffle},
+		{.name = "data", .type = CKPT_STRING, .s = o->data},
+		{.name = "val_data", .type = CKPT_STRING, .s = o->val_data ? o->val_data : ""},
+		{.name = "catalog", .type = CKPT_STRING, .s = o->catalog ? o->catalog : ""},
+		{.name = "resize", .type = CKPT_STRING, .s = resize_name(o->resize)},
+		{.name = "synthetic_size", .type = CKPT_INT, .i = o->synthetic_size},
+		{.name = "samples", .type = CKPT_INT, .i = o->samples},
+		{.name = "val_samples", .type = CKPT_INT, .i = o->val_samples},
+	};
+	int rc = ckpt_write(file, e, n, a, (int)(sizeof a / sizeof *a));
+	free(e);
+	return rc;
+}
+
+/* Reads the checkpoint's architecture into o: an option given on the command
+ * line must agree (else the message names the attribute). */
+static int checkpoint_architecture(ckpt_file *f, const char *file, struct options *o)
+{
+	char fmt[64];
+	if (ckpt_get_string(f, "format", fmt, sizeof fmt) < 0 || strcmp(fmt, CKPT_FORMAT) != 0)
+		return starnn_error(STARNN_EINVAL, "%s is not a models/unet checkpoint (no format attribute '%s')", file,
+		                    CKPT_FORMAT);
+	struct {
+		const char *attr, *option;
+		int *value;
+		int id;
+	} arch[] = {
+		{"depth", "--depth", &o->depth, O_DEPTH},
+		{"filters", "--filters", &o->filters, O_FILTERS},
+		{"in_frames", "--in-frames", &o->in_frames, O_IN_FRAMES},
+		{"out_frames", "--out-frames", &o->out_frames, O_OUT_FRAMES},
+	};
+	for (size_t i = 0; i < sizeof arch / sizeof *arch; i++) {
+		int64_t v;
+		STARNN_CHECK(ckpt_get_int(f, arch[i].attr, &v));
+		if (o->given[arch[i].id] && v != *arch[i].value)
+			return starnn_error(STARNN_EINVAL,
+			                    "%s holds another architecture: its %s is %lld, the options ask for %s %d", file,
+			                    arch[i].attr, (long long)v, arch[i].option, *arch[i].value);
+		*arch[i].value = (int)v;
+	}
+	return 0;
+}
+
+static int get_int_opt(ckpt_file *f, const char *name, int64_t *v)
+{
+	return ckpt_get_int(f, name, v);
+}
+
+/* For --resume: the training settings not given on the command line come
+ * from the checkpoint; the optimizer must be the same (its state is). */
+static int checkpoint_training(ckpt_file *f, const char *file, struct options *o, struct train_state *st)
+{
+	int64_t v;
+	double d;
+	char s[64];
+	STARNN_CHECK(ckpt_get_int(f, "step", &st->step));
+	STARNN_CHECK(ckpt_get_int(f, "epoch", &st->epoch));
+	STARNN_CHECK(ckpt_get_string(f, "optimizer", s, sizeof s));
+	enum unet_optimizer k = strcmp(s, "sgd") == 0 ? UNET_SGD : UNET_ADAM;
+	if (o->given[O_OPTIMIZER] && k != o->optimizer)
+		return starnn_error(STARNN_EINVAL, "%s was trained with --optimizer %s: it cannot resume with %s", file, s,
+		                    optimizer_name(o->optimizer));
+	o->optimizer = k;
+	struct {
+		const char *attr;
+		int id;
+		int *i;
+		float *f;
+	} settings[] = {
+		{"size", O_SIZE, &o->size, NULL},           {"batch", O_BATCH, &o->batch, NULL},
+		{"micro_batches", O_MICRO, &o->micro, NULL}, {"warmup", O_WARMUP, &o->warmup, NULL},
+		{"shuffle", O_SHUFFLE, &o->shuffle, NULL},  {"synthetic_size", O_SYN_SIZE, &o->synthetic_size, NULL},
+		{"samples", O_SAMPLES, &o->samples, NULL},  {"val_samples", O_VAL_SAMPLES, &o->val_samples, NULL},
+		{"lr", O_LR, NULL, &o->lr},                 {"momentum", O_MOMENTUM, NULL, &o->momentum},
+		{"weight_decay", O_WEIGHT_DECAY, NULL, &o->weight_decay},
+	};
+	for (size_t i = 0; i < sizeof settings / sizeof *settings; i++) {
+		if (settings[i].i) {
+			STARNN_CHECK(get_int_opt(f, settings[i].attr, &v));
+			if (!o->given[settings[i].id])
+				*settings[i].i = (int)v;
+			else if (v != *settings[i].i && !o->quiet)
+				fprintf(stderr, "%s: note: %s %lld in %s, %d now: not the run an uninterrupted one would be\n",
+				        prog, settings[i].attr, (long long)v, file, *settings[i].i);
+		} else {
+			STARNN_CHECK(ckpt_get_double(f, settings[i].attr, &d));
+			if (!o->given[settings[i].id])
+				*settings[i].f = (float)d;
+			else if ((float)d != *settings[i].f && !o->quiet)
+				fprintf(stderr, "%s: note: %s %g in %s, %g now: not the run an uninterrupted one would be\n",
+				        prog, settings[i].attr, d, file, (double)*settings[i].f);
+		}
+	}
+	STARNN_CHECK(ckpt_get_int(f, "seed", &v));
+	if (!o->given[O_SEED])
+		o->seed = (uint64_t)v;
+	STARNN_CHECK(ckpt_get_string(f, "resize", s, sizeof s));
+	if (!o->given[O_RESIZE])
+		o->resize = strcmp(s, "downsample") == 0 ? SEVIR_DOWNSAMPLE : SEVIR_CROP;
+	if (!o->given[O_DATA]) {
+		STARNN_CHECK(ckpt_get_string(f, "data", o->data_buf, sizeof o->data_buf));
+		o->data = o->data_buf;
+	}
+	if (!o->given[O_VAL_DATA]) {
+		STARNN_CHECK(ckpt_get_string(f, "val_data", o->val_data_buf, sizeof o->val_data_buf));
+		o->val_data = o->val_data_buf[0] ? o->val_data_buf : NULL;
+	}
+	if (!o->given[O_CATALOG]) {
+		STARNN_CHECK(ckpt_get_string(f, "catalog", o->catalog_buf, sizeof o->catalog_buf));
+		o->catalog = o->catalog_buf[0] ? o->catalog_buf : NULL;
+	}
+	return 0;
+}
+
+/* Loads the model's tensors from f: all of them (resume) or the weights and
+ * batch-norm statistics only (init, eval, predict). */
+static int load_tensors(ckpt_file *f, unet *m, int with_optimizer)
+{
+	int n;
+	const struct unet_tensor_ref *refs = unet_tensors(m, &n);
+	for (int i = 0; i < n; i++) {
+		if (!with_optimizer && strncmp(refs[i].path, "optimizer/", 10) == 0)
+			continue;
+		STARNN_CHECK(ckpt_read_tensor(f, refs[i].path, refs[i].tensor));
+	}
+	return 0;
+}
+
+/* ------------------------------------------------------------ data */
+
+static int is_synthetic(const char *path)
+{
+	return !path || strcmp(path, "synthetic") == 0;
+}
+
+static int open_data(sevir_data **d, const struct options *o, const char *path, enum sevir_split split, int samples)
+{
+	struct sevir_options so;
+	sevir_options_init(&so);
+	so.path = is_synthetic(path) ? NULL : path;
+	so.catalog = o->catalog;
+	so.split = split;
+	so.size = o->size;
+	so.resize = o->resize;
+	so.in_frames = o->in_frames;
+	so.out_frames = o->out_frames;
+	so.seed = o->seed;
+	if (is_synthetic(path)) {
+		so.synthetic_samples = samples;
+		so.synthetic_size = o->synthetic_size ? o->synthetic_size : o->size ? o->size : so.synthetic_size;
+	}
+	return sevir_open(d, &so);
+}
+
+/* ------------------------------------------------------------ model */
+
+static int default_micro(int batch)
+{
+	int workers = starnn_ncpu_workers() + starnn_ncuda_workers();
+	int m = workers < 1 ? 1 : workers > 8 ? 8 : workers;
+	return m > batch ? batch : m;
+}
+
+static int check_size(const struct options *o)
+{
+	int unit = 1 << o->depth;
+	if (o->size % unit != 0) {
+		fail("the image size %d is not a multiple of 2^depth = %d: choose --size (e.g. %d)", o->size, unit,
+		     o->size / unit * unit > 0 ? o->size / unit * unit : unit);
+		return -1;
+	}
+	return 0;
+}
+
+static void optim_of(const struct options *o, struct unet_optim *opt)
+{
+	unet_optim_defaults(opt);
+	opt->kind = o->optimizer;
+	opt->lr = o->lr;
+	opt->warmup = o->warmup;
+	opt->momentum = o->optimizer == UNET_SGD ? o->momentum : 0.0f;
+	opt->weight_decay = o->weight_decay;
+}
+
+static float lr_at(const struct unet_optim *opt, int64_t step)
+{
+	if (opt->warmup > 0 && step < opt->warmup)
+		return (float)((double)opt->lr * (double)step / (double)opt->warmup);
+	return opt->lr;
+}
+
+/* ------------------------------------------------------------ evaluation */
+
+struct batch_buf {
+	int batch;
+	size_t nx, ny;
+	float *x, *y, *pred;
+	int *idx;
+};
+
+static int batch_buf_init(struct batch_buf *b, const struct unet_config *c)
+{
+	size_t hw = (size_t)c->size * (size_t)c->size;
+	b->batch = c->batch;
+	b->nx = (size_t)c->batch * (size_t)c->in_frames * hw;
+	b->ny = (size_t)c->batch * (size_t)c->out_frames * hw;
+	b->x = malloc(sizeof(float) * b->nx);
+	b->y = malloc(sizeof(float) * b->ny);
+	b->pred = malloc(sizeof(float) * b->ny);
+	b->idx = malloc(sizeof(int) * (size_t)c->batch);
+	if (!b->x || !b->y || !b->pred || !b->idx)
+		return starnn_error(STARNN_ENOMEM, "out of memory for a batch of %d samples", c->batch);
+	return 0;
+}
+
+static void batch_buf_free(struct batch_buf *b)
+{
+	free(b->x), free(b->y), free(b->pred), free(b->idx);
+}
+
+/* Forecasts of samples [first, first + n) of d (n <= batch; the batch is
+ * padded with the last sample) into b->pred. */
+static int forecast_batch(unet *m, sevir_data *d, struct batch_buf *b, int first, int n)
+{
+	for (int j = 0; j < b->batch; j++)
+		b->idx[j] = first + (j < n ? j : n - 1);
+	STARNN_CHECK(sevir_read(d, b->idx, b->batch, 0, b->x, b->y));
+	STARNN_CHECK(starnn_tensor_write_f32(unet_input(m), b->x));
+	STARNN_CHECK(starnn_tensor_write_f32(unet_target(m), b->y));
+	STARNN_CHECK(unet_eval_step(m));
+	STARNN_CHECK(starnn_tensor_read_f32(unet_prediction(m), b->pred));
+	size_t per = b->ny / (size_t)b->batch;
+	for (size_t i = 0; i < (size_t)n * per; i++)
+		if (!isfinite(b->pred[i]))
+			return starnn_error(STARNN_ENUM, "the forecast of sample %d is not finite (diverged model?)",
+			                    first + (int)(i / per));
+	return 0;
+}
+
+static int evaluate(unet *m, sevir_data *d, struct batch_buf *b, struct nowcast_metrics *met)
+{
+	const struct unet_config *c = unet_get_config(m);
+	metrics_init(met, c->out_frames);
+	int n = sevir_count(d);
+	for (int first = 0; first < n && !interrupted; first += c->batch) {
+		int cnt = n - first < c->batch ? n - first : c->batch;
+		STARNN_CHECK(forecast_batch(m, d, b, first, cnt));
+		metrics_add(met, b->x, c->in_frames, b->y, b->pred, cnt, (int64_t)c->size * c->size);
+	}
+	return 0;
+}
+
+/* ------------------------------------------------------------ progress */
+
+static void format_time(double s, char *buf, size_t n)
+{
+	if (!(s >= 0) || s > 1e8)
+		snprintf(buf, n, "?");
+	else if (s < 60)
+		snprintf(buf, n, "%.0fs", s);
+	else if (s < 3600)
+		snprintf(buf, n, "%dm%02ds", (int)s / 60, (int)s % 60);
+	else
+		snprintf(buf, n, "%dh%02dm", (int)s / 3600, (int)s % 3600 / 60);
+}
+
+static void progress_bar(int64_t step, int64_t total, int64_t epoch, double loss, double sps, double eta)
+{
+	char e[32];
+	format_time(eta, e, sizeof e);
+	int width = 30, fill = total > 0 ? (int)((double)width * (double)step / (double)total) : width;
+	char bar[64];
+	for (int i = 0; i < width; i++)
+		bar[i] = i < fill ? '=' : i == fill ? '>' : ' ';
+	bar[width] = 0;
+	printf("\r[%s] step %lld/%lld  epoch %lld  loss %.5f  %.1f samples/s  ETA %s   ", bar, (long long)step,
+	       (long long)total, (long long)epoch + 1, loss, sps, e);
+	fflush(stdout);
+}
+
+/* ------------------------------------------------------------ commands */
+
+static int cmd_info(struct options *o)
+{
+	if (o->checkpoint) {
+		ckpt_file *f;
+		STARNN_CHECK(ckpt_open(&f, o->checkpoint));
+		int rc = checkpoint_architecture(f, o->checkpoint, o);
+		int64_t v;
+		if (rc == 0 && !o->given[O_SIZE] && ckpt_get_int(f, "size", &v) == 0)
+			o->size = (int)v;
+		ckpt_close(f);
+		STARNN_CHECK(rc);
+	}
+	struct unet_config c = {o->depth, o->filters, o->in_frames, o->out_frames,
+	                        o->size ? o->size : SEVIR_NATIVE_SIZE, o->batch, 1};
+	if (c.size % (1 << c.depth) != 0) {
+		fail("the image size %d is not a multiple of 2^depth = %d (see --size)", c.size, 1 << c.depth);
+		return RC_USAGE;
+	}
+	return unet_print_config(&c, stdout);
+}
+
+struct run {
+	struct options *o;
+	sevir_data *train, *val;
+	sevir_loader *loader;
+	unet *m;
+	struct unet_optim opt;
+	struct batch_buf buf;
+	FILE *log;
+};
+
+static void run_free(struct run *r)
+{
+	if (r->loader)
+		sevir_loader_stop(r->loader);
+	unet_destroy(r->m);
+	sevir_close(r->train);
+	sevir_close(r->val);
+	batch_buf_free(&r->buf);
+	if (r->log)
+		fclose(r->log);
+}
+
+/* Builds the model for o (architecture, size, batch) and loads a checkpoint's
+ * tensors when asked. */
+static int make_model(struct run *r, ckpt_file *ck, int with_optimizer)
+{
+	struct options *o = r->o;
+	if (!o->micro)
+		o->micro = default_micro(o->batch);
+	if (o->micro > o->batch) {
+		fail("--micro-batches (%d) cannot exceed the batch (%d)", o->micro, o->batch);
+		return RC_USAGE;
+	}
+	struct unet_config c = {o->depth, o->filters, o->in_frames, o->out_frames, o->size, o->batch, o->micro};
+	optim_of(o, &r->opt);
+	STARNN_CHECK(unet_create(&r->m, &c, &r->opt, o->seed));
+	if (ck)
+		STARNN_CHECK(load_tensors(ck, r->m, with_optimizer));
+	return batch_buf_init(&r->buf, &c);
+}
+
+static void log_eval(struct run *r, int64_t step, int64_t epoch, const struct nowcast_metrics *met)
+{
+	if (!r->log)
+		return;
+	fprintf(r->log, "{\"step\":%lld,\"epoch\":%lld,\"eval\":", (long long)step, (long long)epoch + 1);
+	metrics_json(met, r->log);
+	fprintf(r->log, "}\n");
+	fflush(r->log);
+}
+
+static int run_eval_during_training(struct run *r, int64_t step, int64_t epoch, int tty)
+{
+	struct nowcast_metrics met;
+	double t0 = now();
+	STARNN_CHECK(evaluate(r->m, r->val, &r->buf, &met));
+	if (interrupted)
+		return 0;
+	if (tty)
+		printf("\n");
+	if (!r->o->quiet || step > 0)
+		printf("eval at step %lld: MSE %.5f (persistence %.5f) normalised, MAE %.3f (persistence %.3f), "
+		       "mean CSI %.4f (persistence %.4f) [%d samples, %.1f s]\n",
+		       (long long)step, scores_mse_norm(&met.model, -1), scores_mse_norm(&met.persistence, -1),
+		       scores_mae(&met.model, -1), scores_mae(&met.persistence, -1), scores_mean_csi(&met.model),
+		       scores_mean_csi(&met.persistence), sevir_count(r->val), now() - t0);
+	fflush(stdout);
+	log_eval(r, step, epoch, &met);
+	return 0;
+}
+
+static int cmd_train(struct options *o)
+{
+	struct run r = {.o = o};
+	struct train_state st = {0, 0};
+	ckpt_file *ck = NULL;
+	const char *ckfile = o->resume ? o->resume : o->init;
+	int rc = 0;
+	if (ckfile) {
+		rc = ckpt_open(&ck, ckfile);
+		if (rc == 0)
+			rc = checkpoint_architecture(ck, ckfile, o);
+		if (rc == 0 && o->resume)
+			rc = checkpoint_training(ck, ckfile, o, &st);
+		if (rc < 0)
+			goto out;
+	}
+	rc = open_data(&r.train, o, o->data, SEVIR_TRAIN, o->samples);
+	if (rc < 0)
+		goto out;
+	if (!o->size)
+		o->size = sevir_size(r.train);
+	if (check_size(o) < 0) {
+		rc = RC_USAGE;
+		goto out;
+	}
+	rc = make_model(&r, ck, o->resume != NULL);
+	if (rc < 0)
+		goto out;
+	if (ck) {
+		ckpt_close(ck);
+		ck = NULL;
+	}
+	int bpe;
+	{
+		int count = sevir_count(r.train);
+		if (count < o->batch) {
+			rc = starnn_error(STARNN_EINVAL, "%s has %d training samples, fewer than the batch (%d)",
+			                  sevir_describe(r.train), count, o->batch);
+			goto out;
+		}
+		bpe = count / o->batch;
+	}
+	int64_t total = o->steps >= 0 ? o->steps : (int64_t)o->epochs * bpe;
+	if (o->resume && st.step > total) {
+		rc = starnn_error(STARNN_EINVAL, "%s is at step %lld, beyond the %lld steps asked (--steps / --epochs)",
+		                  o->resume, (long long)st.step, (long long)total);
+		goto out;
+	}
+	/* Evaluation data, when there is training to evaluate. */
+	if (o->eval_every != 0 && st.step < total) {
+		const char *vp = o->val_data ? o->val_data : o->data;
+		rc = open_data(&r.val, o, vp, SEVIR_TEST, o->val_samples);
+		if (rc < 0)
+			goto out;
+		if (sevir_count(r.val) == 0) {
+			if (!o->quiet)
+				fprintf(stderr, "%s: note: %s has no samples: no evaluation\n", prog, sevir_describe(r.val));
+			sevir_close(r.val);
+			r.val = NULL;
+		}
+	}
+	if (o->log_json) {
+		r.log = fopen(o->log_json, o->resume ? "a" : "w");
+		if (!r.log) {
+			rc = starnn_error(STARNN_EIO, "cannot write the log %s: %s", o->log_json, strerror(errno));
+			goto out;
+		}
+	}
+	int tty = o->progress >= 0 ? o->progress : isatty(STDOUT_FILENO);
+	if (o->quiet)
+		tty = 0;
+	if (!o->quiet) {
+		const struct unet_config *c = unet_get_config(r.m);
+		printf("unet: depth %d, filters %d, %d -> %d frames, %dx%d, %lld parameters\n", c->depth, c->filters,
+		       c->in_frames, c->out_frames, c->size, c->size, (long long)unet_parameter_count(r.m));
+		printf("data: %s\n", sevir_describe(r.train));
+		if (r.val)
+			printf("evaluation: %s\n", sevir_describe(r.val));
+		printf("training: batch %d in %d micro-batches, %s lr %g%s, %lld steps (%d per epoch)%s, %s\n", c->batch,
+		       c->micro, optimizer_name(r.opt.kind), (double)r.opt.lr,
+		       r.opt.warmup ? " with warm-up" : "", (long long)total, bpe,
+		       o->resume ? ", resumed" : o->init ? ", from --init weights" : "", starnn_runtime_summary());
+		fflush(stdout);
+	}
+	if (st.step < total) {
+		rc = sevir_loader_start(&r.loader, r.train, o->batch, o->shuffle, o->seed, 3, st.step);
+		if (rc < 0)
+			goto out;
+	}
+
+	double t_start = now(), t_last = t_start, t_window = t_start, t_drawn = 0, loss = NAN;
+	int64_t first_step = st.step, window_steps = 0, last_epoch = st.epoch;
+	while (st.step < total && !interrupted) {
+		const float *x, *y;
+		int64_t epoch, index;
+		rc = sevir_loader_next(r.loader, &x, &y, &epoch, &index);
+		if (rc == 0)
+			rc = starnn_tensor_write_f32(unet_input(r.m), x);
+		if (rc == 0)
+			rc = starnn_tensor_write_f32(unet_target(r.m), y);
+		if (rc == 0)
+			rc = unet_train_step(r.m, st.step + 1);
+		if (rc == 0)
+			rc = unet_read_loss(r.m, &loss);
+		if (rc < 0) {
+			if (rc == STARNN_ENUM)
+				starnn_error(STARNN_ENUM, "step %lld: the loss is %g (diverged: lower --lr or add --warmup)",
+				             (long long)st.step + 1, loss);
+			break;
+		}
+		st.step++;
+		st.epoch = st.step / bpe; /* epochs completed */
+		last_epoch = epoch;
+		double t = now(), dt = t - t_last;
+		t_last = t;
+		window_steps++;
+		if (r.log) {
+			fprintf(r.log,
+			        "{\"step\":%lld,\"epoch\":%lld,\"loss\":%.9g,\"lr\":%.7g,\"samples_per_s\":%.4g,"
+			        "\"elapsed\":%.3f}\n",
+			        (long long)st.step, (long long)epoch + 1, loss, (double)lr_at(&r.opt, st.step),
+			        dt > 0 ? o->batch / dt : 0.0, t - t_start);
+			fflush(r.log);
+		}
+		double sps = (double)(st.step - first_step) * o->batch / (t - t_start);
+		double eta = sps > 0 ? (double)(total - st.step) * o->batch / sps : NAN;
+		if (tty && (t - t_drawn >= 0.1 || st.step == total)) { /* at most 10 redraws a second */
+			progress_bar(st.step, total, epoch, loss, sps, eta);
+			t_drawn = t;
+		}
+		else if (!o->quiet && (st.step % o->log_every == 0 || st.step == total)) {
+			char e[32];
+			format_time(eta, e, sizeof e);
+			printf("step %lld/%lld  epoch %lld  loss %.6f  %.2f samples/s  elapsed %.1fs  ETA %s\n",
+			       (long long)st.step, (long long)total, (long long)epoch + 1, loss,
+			       window_steps * o->batch / (t - t_window), t - t_start, e);
+			fflush(stdout);
+			t_window = t;
+			window_steps = 0;
+		}
+		if (o->checkpoint && o->checkpoint_every && st.step % o->checkpoint_every == 0 && st.step < total) {
+			rc = write_checkpoint(o->checkpoint, r.m, o, &r.opt, &st);
+			if (rc < 0)
+				break;
+		}
+		if (r.val && o->eval_every > 0 && st.step % o->eval_every == 0 && st.step < total) {
+			rc = run_eval_during_training(&r, st.step, epoch, tty);
+			if (rc < 0)
+				break;
+			t_last = now(); /* the evaluation is not a step's time */
+		}
+	}
+	if (tty && st.step > first_step)
+		printf("\n");
+	if (rc == 0 && interrupted)
+		fprintf(stderr, "%s: interrupted at step %lld%s\n", prog, (long long)st.step,
+		        o->checkpoint ? ": saving the checkpoint" : "");
+	if (rc == 0 && o->checkpoint)
+		rc = write_checkpoint(o->checkpoint, r.m, o, &r.opt, &st);
+	if (rc == 0 && !o->quiet && st.step > first_step) {
+		double el = now() - t_start;
+		printf("trained %lld steps in %.1f s (%.2f samples/s); last loss %.6f\n", (long long)(st.step - first_step),
+		       el, (double)(st.step - first_step) * o->batch / el, loss);
+	}
+	if (rc == 0 && o->checkpoint && !o->quiet)
+		printf("checkpoint: %s (step %lld)\n", o->checkpoint, (long long)st.step);
+	if (rc == 0 && r.val && !interrupted && o->eval_every != 0)
+		rc = run_eval_during_training(&r, st.step, last_epoch, 0);
+out:
+	if (ck)
+		ckpt_close(ck);
+	int rc2 = starnn_wait();
+	run_free(&r);
+	if (rc == 0 && rc2 < 0)
+		rc = rc2;
+	if (rc == 0 && interrupted)
+		return RC_INTERRUPTED;
+	return rc;
+}
+
+/* eval and predict: the model of --checkpoint on the TEST split of --data. */
+static int open_for_inference(struct run *r, ckpt_file **ck)
+{
+	struct options *o = r->o;
+	STARNN_CHECK(ckpt_open(ck, o->checkpoint));
+	STARNN_CHECK(checkpoint_architecture(*ck, o->checkpoint, o));
+	int64_t v;
+	if (!o->given[O_SIZE]) {
+		STARNN_CHECK(ckpt_get_int(*ck, "size", &v));
+		o->size = (int)v;
+	}
+	if (!o->given[O_SEED] && ckpt_get_int(*ck, "seed", &v) == 0)
+		o->seed = (uint64_t)v;
+	STARNN_CHECK(open_data(&r->val, o, o->data, SEVIR_TEST, o->given[O_SAMPLES] ? o->samples : o->val_samples));
+	if (sevir_count(r->val) == 0)
+		return starnn_error(STARNN_EINVAL, "%s: no samples to evaluate", sevir_describe(r->val));
+	if (check_size(o) < 0)
+		return RC_USAGE;
+	if (!o->given[O_BATCH])
+		o->batch = sevir_count(r->val) < 8 ? sevir_count(r->val) : 8;
+	STARNN_CHECK(make_model(r, *ck, 0));
+	ckpt_close(*ck);
+	*ck = NULL;
+	return 0;
+}
+
+static int cmd_eval(struct options *o)
+{
+	struct run r = {.o = o};
+	ckpt_file *ck = NULL;
+	struct nowcast_metrics met;
+	int rc = open_for_inference(&r, &ck);
+	if (rc == 0 && o->log_json && !(r.log = fopen(o->log_json, "w")))
+		rc = starnn_error(STARNN_EIO, "cannot write the log %s: %s", o->log_json, strerror(errno));
+	if (rc == 0 && !o->quiet)
+		printf("evaluating %s on %s\n", o->checkpoint, sevir_describe(r.val));
+	if (rc == 0)
+		rc = evaluate(r.m, r.val, &r.buf, &met);
+	if (rc == 0 && interrupted)
+		rc = RC_INTERRUPTED;
+	if (rc == 0) {
+		metrics_print(&met, stdout);
+		if (r.log) {
+			metrics_json(&met, r.log);
+			fputc('\n', r.log);
+		}
+	}
+	if (ck)
+		ckpt_close(ck);
+	int rc2 = starnn_wait();
+	run_free(&r);
+	return rc ? rc : rc2;
+}
+
+static int cmd_predict(struct options *o)
+{
+	struct run r = {.o = o};
+	ckpt_file *ck = NULL;
+	forecast_file *ff = NULL;
+	int rc = open_for_inference(&r, &ck);
+	const struct unet_config *c = r.m ? unet_get_config(r.m) : NULL;
+	int n = rc == 0 ? sevir_count(r.val) : 0;
+	if (rc == 0 && o->output)
+		rc = forecast_create(&ff, o->output, n, c->out_frames, c->size, c->size);
+	if (rc == 0 && !o->quiet)
+		printf("forecasting %d samples of %s with %s\n", n, sevir_describe(r.val), o->checkpoint);
+	size_t hw = c ? (size_t)c->size * c->size : 0;
+	for (int first = 0; rc == 0 && first < n; first += c->batch) {
+		if (interrupted) {
+			rc = RC_INTERRUPTED;
+			break;
+		}
+		int cnt = n - first < c->batch ? n - first : c->batch;
+		rc = forecast_batch(r.m, r.val, &r.buf, first, cnt);
+		if (rc == 0 && ff)
+			rc = forecast_append(ff, r.buf.pred, cnt);
+		for (int j = 0; rc == 0 && o->png && j < cnt && first + j < o->png_samples; j++) {
+			const float *x = r.buf.x + (size_t)j * c->in_frames * hw;
+			rc = forecast_png(o->png, first + j, x + (size_t)(c->in_frames - 1) * hw,
+			                  r.buf.y + (size_t)j * c->out_frames * hw, r.buf.pred + (size_t)j * c->out_frames * hw,
+			                  c->out_frames, c->size, c->size);
+		}
+	}
+	if (ff) {
+		if (rc == 0) {
+			rc = forecast_commit(ff);
+			if (rc == 0 && !o->quiet)
+				printf("forecasts: %s (%d x %d x %d x %d, raw VIL)\n", o->output, n, c->size, c->size,
+				       c->out_frames);
+		} else {
+			forecast_abort(ff);
+		}
+	}
+	if (rc == 0 && o->png && !o->quiet)
+		printf("pictures: %s/sample<i>_lead<t>.png for %d samples\n", o->png,
+		       o->png_samples < n ? o->png_samples : n);
+	if (ck)
+		ckpt_close(ck);
+	int rc2 = starnn_wait();
+	run_free(&r);
+	return rc ? rc : rc2;
+}
+
+int main(int argc, char **argv)
+{
+	struct options *o = malloc(sizeof *o);
+	if (!o) {
+		fail("out of memory");
+		return 1;
+	}
+	if (parse_options(argc, argv, o) < 0) {
+		free(o);
+		return 2;
+	}
+	int rc;
+	if (o->cmd == CMD_INFO) {
+		rc = cmd_info(o);
+		if (rc < 0 && rc != RC_USAGE)
+			fail("%s", last_error());
+		free(o);
+		return rc == RC_USAGE ? 2 : rc < 0 ? 1 : 0;
+	}
+	struct starnn_config cfg;
+	starnn_config_init(&cfg);
+	cfg.quiet = 1;
+	rc = starnn_init(&cfg);
+	if (rc < 0) {
+		fail("%s", last_error());
+		free(o);
+		return 1;
+	}
+	struct sigaction sa;
+	memset(&sa, 0, sizeof sa);
+	sa.sa_handler = on_sigint;
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+	switch (o->cmd) {
+	case CMD_TRAIN: rc = cmd_train(o); break;
+	case CMD_EVAL: rc = cmd_eval(o); break;
+	default: rc = cmd_predict(o); break;
+	}
+	if (rc < 0 && rc != RC_USAGE && rc != RC_INTERRUPTED)
+		fail("%s", last_error());
+	int rc2 = starnn_shutdown();
+	if (rc == 0 && rc2 < 0) {
+		fail("%s", last_error());
+		rc = rc2;
+	}
+	free(o);
+	return rc == RC_USAGE ? 2 : rc == RC_INTERRUPTED ? 130 : rc < 0 ? 1 : 0;
+}

@@ -1,0 +1,173 @@
+#!/bin/sh
+# models/unet end to end (about 30 s on 2 cores):
+#  - info: "parameters: 16556044" for --depth 4 --filters 32; --help lists
+#    every option the parser knows;
+#  - a short synthetic training run (32x32, depth 2, f 4, batch 4 in 2
+#    micro-batches, 40 steps): the mean loss of the last 5 steps is below
+#    that of the first 5, and the final evaluation prints model and
+#    persistence scores;
+#  - resume: 10 steps + --resume to 20 give the same per-step losses (the
+#    --log-json lines, timing fields aside, compared as text), the same
+#    evaluation (printed metrics compared as text) and the same optimizer
+#    state (resuming both 20-step checkpoints to 25 steps gives the same
+#    losses) as an uninterrupted 20-step run;
+#  - a checkpoint of another architecture is refused with a message naming
+#    the attribute; --steps 0 --checkpoint saves the initial model, which
+#    --init starts from;
+#  - eval, predict (--output, --png) and training on tools/sevir-synth files
+#    of both layouts (raw + CATALOG.csv, prepared);
+#  - errors: bad options (exit 2), a missing file, a NaN in the data, an
+#    unwritable output (exit 1, a message, no file left behind).
+set -u
+B=${top_builddir:-.}
+unet=$B/models/unet
+synth=$B/tools/sevir-synth
+poke=$B/tests/models/unet_h5poke
+export STARPU_NCPU=${STARPU_NCPU:-2} STARPU_NCUDA=${STARPU_NCUDA:-0} STARPU_SILENT=1
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+status=0
+fail() { echo "FAIL: $*"; status=1; }
+ok() { echo "ok: $*"; }
+
+# Runs a command expecting exit status $1 and a message matching $2 on stderr.
+expect() {
+	want=$1 pattern=$2
+	shift 2
+	"$@" > "$tmp/out" 2> "$tmp/err"
+	rc=$?
+	if [ $rc != "$want" ]; then
+		fail "'$*' exited $rc, expected $want"
+		cat "$tmp/err"
+	elif ! grep -qi -- "$pattern" "$tmp/err"; then
+		fail "'$*': no message matching '$pattern':"
+		cat "$tmp/err"
+	else
+		ok "'$*' -> exit $rc: $(head -1 "$tmp/err")"
+	fi
+}
+
+# Per-step losses of a --log-json file, "step loss" lines.
+losses() { sed -n 's/^{"step":\([0-9]*\),"epoch":[0-9]*,"loss":\([^,]*\),.*/\1 \2/p' "$1"; }
+
+# ------------------------------------------------------------------ info, help
+n=$("$unet" info --depth 4 --filters 32 | tail -1)
+[ "$n" = "parameters: 16556044" ] && ok "info: $n" || fail "info --depth 4 --filters 32: '$n'"
+"$unet" --help > "$tmp/help" || fail "--help exited non-zero"
+src=${srcdir:-$(dirname "$0")/../..}
+nopts=0
+for opt in $(sed -n 's/^[[:space:]]*{"\([a-z-]*\)", [a-z_]*_argument.*/\1/p' "$src/models/unet.c"); do
+	nopts=$((nopts + 1))
+	grep -q -- "--$opt" "$tmp/help" || fail "--help does not list --$opt"
+done
+[ $nopts -gt 30 ] && ok "--help lists all $nopts options" || fail "found only $nopts options in $src/models/unet.c"
+
+# ------------------------------------------------------------------ training
+C="--size 32 --depth 2 --filters 4 --batch 4 --micro-batches 2 --samples 64 --val-samples 16"
+"$unet" train $C --steps 40 --lr 3e-3 --log-json "$tmp/t.json" --checkpoint "$tmp/t.h5" > "$tmp/t.out" 2>&1 ||
+	{ fail "training run exited $?"; cat "$tmp/t.out"; }
+losses "$tmp/t.json" > "$tmp/t.loss"
+if [ "$(wc -l < "$tmp/t.loss")" != 40 ]; then
+	fail "40 step lines expected in --log-json, got $(wc -l < "$tmp/t.loss")"
+else
+	first=$(head -5 "$tmp/t.loss" | awk '{ s += $2 } END { print s / 5 }')
+	last=$(tail -5 "$tmp/t.loss" | awk '{ s += $2 } END { print s / 5 }')
+	awk -v f="$first" -v l="$last" 'BEGIN { exit !(l < f) }' &&
+		ok "loss falls: $first (steps 1-5) -> $last (steps 36-40)" || fail "loss does not fall: $first -> $last"
+fi
+grep -q '"eval":{' "$tmp/t.json" || fail "no evaluation line in --log-json"
+grep -q "^eval at step 40: MSE .*persistence" "$tmp/t.out" && ok "$(grep '^eval at step 40' "$tmp/t.out")" ||
+	{ fail "no final evaluation line"; cat "$tmp/t.out"; }
+
+# ------------------------------------------------------------------ resume
+R="$C --eval-every 0 --quiet"
+"$unet" train $R --steps 20 --checkpoint "$tmp/a.h5" --log-json "$tmp/a.json" || fail "20-step run"
+"$unet" train $R --steps 10 --checkpoint "$tmp/b.h5" --log-json "$tmp/b.json" || fail "10-step run"
+"$unet" train --resume "$tmp/b.h5" --steps 20 --checkpoint "$tmp/b.h5" --log-json "$tmp/b.json" --eval-every 0 \
+	--quiet || fail "resumed run"
+losses "$tmp/a.json" > "$tmp/a.loss"
+losses "$tmp/b.json" > "$tmp/b.loss"
+if [ "$(wc -l < "$tmp/a.loss")" = 20 ] && cmp -s "$tmp/a.loss" "$tmp/b.loss"; then
+	ok "resume: 20 per-step losses identical to the uninterrupted run"
+else
+	fail "resume: losses differ"
+	diff "$tmp/a.loss" "$tmp/b.loss" | head
+fi
+"$unet" eval --checkpoint "$tmp/a.h5" --val-samples 16 --quiet > "$tmp/a.eval" 2>&1 || fail "eval a"
+"$unet" eval --checkpoint "$tmp/b.h5" --val-samples 16 --quiet > "$tmp/b.eval" 2>&1 || fail "eval b"
+cmp -s "$tmp/a.eval" "$tmp/b.eval" && grep -q persistence "$tmp/a.eval" &&
+	ok "resume: final checkpoints give identical metrics" || fail "resume: metrics differ"
+for x in a b; do
+	"$unet" train --resume "$tmp/$x.h5" --steps 25 --log-json "$tmp/$x.25.json" --eval-every 0 --quiet ||
+		fail "resume $x to 25"
+	losses "$tmp/$x.25.json" > "$tmp/$x.25.loss"
+done
+[ "$(wc -l < "$tmp/a.25.loss")" = 5 ] && cmp -s "$tmp/a.25.loss" "$tmp/b.25.loss" &&
+	ok "resume: both checkpoints continue identically (optimizer state)" || fail "resume to 25 steps differs"
+
+# Another architecture: refused, the message names the attribute.
+expect 1 "depth" "$unet" train --resume "$tmp/a.h5" --depth 3 --steps 30 --quiet
+expect 1 "filters" "$unet" eval --checkpoint "$tmp/a.h5" --filters 8 --quiet
+expect 1 "optimizer" "$unet" train --resume "$tmp/a.h5" --optimizer sgd --steps 30 --quiet
+
+# --steps 0 saves the initial model; --init starts from its weights.
+"$unet" train $R --steps 0 --checkpoint "$tmp/init.h5" && [ -s "$tmp/init.h5" ] &&
+	ok "--steps 0 --checkpoint wrote the initial model" || fail "--steps 0 --checkpoint"
+"$unet" train $R --init "$tmp/init.h5" --seed 9 --steps 2 --log-json "$tmp/i.json" || fail "--init run"
+"$unet" train $R --seed 9 --steps 2 --log-json "$tmp/j.json" || fail "seed 9 run"
+# Same data order (seed 9) and weights of seed 1: the first loss is that of
+# the seed-1 weights on seed-9 batches, not of the seed-9 weights.
+if [ "$(losses "$tmp/i.json" | head -1)" != "$(losses "$tmp/j.json" | head -1)" ]; then
+	ok "--init: the weights come from the file"
+else
+	fail "--init made no difference"
+fi
+
+# ------------------------------------------------------------------ files
+if [ -x "$synth" ]; then
+	"$synth" raw "$tmp/raw.h5" --events 12 --size 32 --seed 3 > /dev/null || fail "sevir-synth raw"
+	"$synth" prepared "$tmp/prep.h5" --samples 10 --size 32 --seed 4 > /dev/null || fail "sevir-synth prepared"
+	for f in raw prep; do
+		"$unet" eval --checkpoint "$tmp/a.h5" --data "$tmp/$f.h5" > "$tmp/e.out" 2>&1 &&
+			grep -q persistence "$tmp/e.out" && ok "eval on the $f file" || { fail "eval on $f"; cat "$tmp/e.out"; }
+		"$unet" predict --checkpoint "$tmp/a.h5" --data "$tmp/$f.h5" --output "$tmp/$f.out.h5" --png "$tmp/png.$f" \
+			--png-samples 2 --quiet > "$tmp/p.out" 2>&1 || { fail "predict on $f"; cat "$tmp/p.out"; }
+		npng=$(ls "$tmp/png.$f" 2> /dev/null | grep -c '\.png$')
+		[ -s "$tmp/$f.out.h5" ] && [ "$npng" = 24 ] && ok "predict on the $f file: HDF5 + $npng pictures" ||
+			fail "predict on $f: output $(ls -l "$tmp/$f.out.h5" 2>&1), $npng pictures (24 expected)"
+		"$unet" train $R --data "$tmp/$f.h5" --batch 2 --micro-batches 2 --steps 3 || fail "training on $f"
+	done
+	# The forecasts can be read back as a prepared file's `OUT` (same layout).
+	# A NaN in the data: refused with a message.
+	cp "$tmp/prep.h5" "$tmp/nan.h5"
+	if "$poke" "$tmp/nan.h5" IN 100 nan; then
+		expect 1 "nan\|not finite\|finite" "$unet" eval --checkpoint "$tmp/a.h5" --data "$tmp/nan.h5"
+		expect 1 "nan\|not finite\|finite" "$unet" predict --checkpoint "$tmp/a.h5" --data "$tmp/nan.h5" \
+			--output "$tmp/nan.out.h5"
+		[ -e "$tmp/nan.out.h5" ] && fail "a failed predict left $tmp/nan.out.h5"
+		expect 1 "nan\|not finite\|finite" "$unet" train $R --data "$tmp/nan.h5" --steps 2
+	else
+		fail "cannot poke a NaN into a prepared file"
+	fi
+else
+	echo "note: $synth not built: file layouts not tested"
+fi
+
+# ------------------------------------------------------------------ errors
+expect 2 "unknown command" "$unet" fly
+expect 2 "optimizer" "$unet" train --optimizer rmsprop
+expect 2 "batch" "$unet" train --batch 0
+expect 2 "depth" "$unet" train --depth 9
+expect 2 "checkpoint" "$unet" eval
+expect 2 "output" "$unet" predict --checkpoint "$tmp/a.h5"
+expect 2 "unknown option .--no-such-option" "$unet" train --no-such-option
+expect 2 "needs a value" "$unet" train --steps
+expect 2 "multiple of" "$unet" train $R --size 34 --steps 1
+expect 1 "missing.h5" "$unet" train --data "$tmp/missing.h5" --steps 1
+expect 1 "missing.h5" "$unet" eval --checkpoint "$tmp/missing.h5"
+echo "not hdf5" > "$tmp/junk.h5"
+expect 1 "junk.h5" "$unet" eval --checkpoint "$tmp/junk.h5"
+expect 1 "no-such-dir" "$unet" predict --checkpoint "$tmp/a.h5" --val-samples 4 --output "$tmp/no-such-dir/f.h5"
+expect 1 "no-such-dir" "$unet" train $R --steps 1 --checkpoint "$tmp/no-such-dir/c.h5"
+[ -e "$tmp/no-such-dir" ] && fail "a failed run created $tmp/no-such-dir"
+exit $status

@@ -1,0 +1,51 @@
+/* Test helper for tests/models/unet.sh: overwrites one element of a float
+ * dataset of an HDF5 file, to make a malformed data file (e.g. a NaN in a
+ * prepared file's `IN`).
+ *   unet_h5poke FILE DATASET INDEX VALUE    (INDEX: flat element index;
+ *                                            VALUE: a number, nan or inf)
+ * Exit status 0 when written, 1 otherwise. */
+#include <config.h>
+
+#include <hdf5.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+int main(int argc, char **argv)
+{
+	if (argc != 5) {
+		fprintf(stderr, "usage: unet_h5poke FILE DATASET INDEX VALUE\n");
+		return 1;
+	}
+	long long index = atoll(argv[3]);
+	float value = strtof(argv[4], NULL);
+	hid_t f = H5Fopen(argv[1], H5F_ACC_RDWR, H5P_DEFAULT);
+	if (f < 0)
+		return 1;
+	int rc = 1;
+	hid_t ds = H5Dopen2(f, argv[2], H5P_DEFAULT);
+	if (ds >= 0) {
+		hid_t space = H5Dget_space(ds);
+		int rank = H5Sget_simple_extent_ndims(space);
+		hsize_t dims[8], coord[8];
+		if (rank > 0 && rank <= 8 && H5Sget_simple_extent_dims(space, dims, NULL) == rank) {
+			long long rest = index;
+			for (int i = rank - 1; i >= 0; i--) {
+				coord[i] = (hsize_t)(rest % (long long)dims[i]);
+				rest /= (long long)dims[i];
+			}
+			hsize_t one = 1;
+			hid_t mem = H5Screate_simple(1, &one, NULL);
+			if (rest == 0 && H5Sselect_elements(space, H5S_SELECT_SET, 1, coord) >= 0 &&
+			    H5Dwrite(ds, H5T_NATIVE_FLOAT, mem, space, H5P_DEFAULT, &value) >= 0)
+				rc = 0;
+			H5Sclose(mem);
+		}
+		H5Sclose(space);
+		H5Dclose(ds);
+	}
+	if (H5Fclose(f) < 0)
+		rc = 1;
+	if (rc)
+		fprintf(stderr, "unet_h5poke: cannot write %s[%s] of %s\n", argv[2], argv[3], argv[1]);
+	return rc;
+}

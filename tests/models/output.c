@@ -6,7 +6,7 @@
  * boundary; PNG files (valid, read back with libpng; panels of the right
  * size holding the right colours, integer boundary values included; NaN
  * black), a nested directory created, no temporary file left.
- * STARNN_TEST_KEEP=1 keeps the directory (with a 128 x 128 demo picture). */
+ * STARNN_TEST_KEEP=1 (or =<size>) keeps the directory, with a demo picture. */
 #include <config.h>
 
 #include <dirent.h>
@@ -296,15 +296,17 @@ static void test_png(void)
 	free(x), free(y), free(p);
 }
 
-/* A 128 x 128 picture of moving blobs, to look at (STARNN_TEST_KEEP). */
-static void demo_png(void)
+/* A picture of moving blobs to look at: STARNN_TEST_KEEP=1 (128 x 128) or
+ * STARNN_TEST_KEEP=<size>. */
+static void demo_png(int S)
 {
-	enum { S = 128, L = 2 };
+	enum { L = 2 };
 	float *x = malloc(S * S * sizeof *x), *y = malloc(L * S * S * sizeof *y), *p = malloc(L * S * S * sizeof *p);
 	for (int t = -1; t < L; t++)
 		for (int i = 0; i < S; i++)
 			for (int j = 0; j < S; j++) {
-				float d1 = hypotf(i - 50.f, j - (40.f + 8 * t)), d2 = hypotf(i - 90.f, j - (85.f + 5 * t));
+				float u = i * 128.f / S, v0 = j * 128.f / S;
+				float d1 = hypotf(u - 50.f, v0 - (40.f + 8 * t)), d2 = hypotf(u - 90.f, v0 - (85.f + 5 * t));
 				float v = 240 * expf(-d1 * d1 / 300) + 180 * expf(-d2 * d2 / 120) + 8;
 				float blur = 230 * expf(-d1 * d1 / 420) + 150 * expf(-d2 * d2 / 180) + 8;
 				if (t < 0)
@@ -350,7 +352,8 @@ int main(void)
 	test_colours();
 	test_png();
 	if (getenv("STARNN_TEST_KEEP")) {
-		demo_png();
+		int size = atoi(getenv("STARNN_TEST_KEEP"));
+		demo_png(size >= 16 ? size : 128);
 		printf("kept %s\n", dir);
 	} else {
 		remove_tree(dir);

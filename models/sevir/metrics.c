@@ -29,6 +29,7 @@ void metrics_init(struct nowcast_metrics *m, int lead_times)
 	memset(m, 0, sizeof *m);
 	if (lead_times < 0)
 		lead_times = 0;
+	m->batch_lead_times = lead_times;
 	if (lead_times > SEVIR_OUT_FRAMES)
 		lead_times = SEVIR_OUT_FRAMES;
 	m->model.lead_times = lead_times;
@@ -116,15 +117,15 @@ static void add_errors(struct nowcast_scores *s, int t, const float *y, const fl
 void metrics_add(struct nowcast_metrics *m, const float *x, int in_frames, const float *y, const float *pred, int n,
                  int64_t hw)
 {
-	int lead = m->model.lead_times;
+	int lead = m->model.lead_times, stride = m->batch_lead_times;
 	float th[SEVIR_NTHRESHOLDS];
 	for (int k = 0; k < SEVIR_NTHRESHOLDS; k++)
 		th[k] = sevir_normalise(sevir_thresholds[k]);
 	for (int b = 0; b < n; b++) {
 		const float *last = x + ((int64_t)b * in_frames + in_frames - 1) * hw;
 		for (int t = 0; t < lead; t++) {
-			const float *yt = y + ((int64_t)b * lead + t) * hw;
-			const float *pt = pred + ((int64_t)b * lead + t) * hw;
+			const float *yt = y + ((int64_t)b * stride + t) * hw;
+			const float *pt = pred + ((int64_t)b * stride + t) * hw;
 			add_errors(&m->model, t, yt, pt, hw);
 			add_errors(&m->persistence, t, yt, last, hw);
 			for (int k = 0; k < SEVIR_NTHRESHOLDS; k++) {

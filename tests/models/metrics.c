@@ -340,12 +340,39 @@ static void test_speed(void)
 	free(x), free(y), free(p);
 }
 
+/* More lead times in the batches than the scores hold: the first
+ * SEVIR_OUT_FRAMES are scored, with the batches' strides. */
+static void test_long_leads(void)
+{
+	enum { N = 2, LEAD = SEVIR_OUT_FRAMES + 3, HW = 50 };
+	float *x = test_random(N * HW, -0.7f, 4.5f), *y = test_random(N * LEAD * HW, -0.7f, 4.5f),
+	      *p = test_random(N * LEAD * HW, -0.7f, 4.5f);
+	float *y12 = malloc(N * SEVIR_OUT_FRAMES * HW * sizeof *y12), *p12 = malloc(N * SEVIR_OUT_FRAMES * HW * sizeof *p12);
+	for (int b = 0; b < N; b++)
+		for (int t = 0; t < SEVIR_OUT_FRAMES; t++)
+			for (int i = 0; i < HW; i++) {
+				y12[(b * SEVIR_OUT_FRAMES + t) * HW + i] = y[(b * LEAD + t) * HW + i];
+				p12[(b * SEVIR_OUT_FRAMES + t) * HW + i] = p[(b * LEAD + t) * HW + i];
+			}
+	struct nowcast_metrics a, r;
+	metrics_init(&a, LEAD);
+	metrics_init(&r, SEVIR_OUT_FRAMES);
+	TEST_ASSERT(a.model.lead_times == SEVIR_OUT_FRAMES, "scored lead times %d", a.model.lead_times);
+	metrics_add(&a, x, 1, y, p, N, HW);
+	metrics_add(&r, x, 1, y12, p12, N, HW);
+	TEST_ASSERT(memcmp(&a.model, &r.model, sizeof a.model) == 0 &&
+	                    memcmp(&a.persistence, &r.persistence, sizeof a.persistence) == 0,
+	            "first %d of %d lead times scored with the right strides", SEVIR_OUT_FRAMES, LEAD);
+	free(x), free(y), free(p), free(y12), free(p12);
+}
+
 int main(void)
 {
 	test_seed(7);
 	test_hand();
 	test_random_data(3, 4, 5, 1000 + 7); /* tails of the 16-lane blocks */
 	test_random_data(2, 13, 12, 64 * 64 + 3);
+	test_long_leads();
 	test_json_and_print();
 	test_speed();
 	printf("%s: %d checks, %d failed\n", test_failures ? "FAIL" : "PASS", test_checks, test_failures);

@@ -103,7 +103,7 @@ static void syn_event_init(struct syn_event *ev, uint64_t seed, int64_t event, i
 	ev->noise_key = rng_next(&r);
 
 	/* the flow: speed 0.5..2.5 px / frame at 128 px, turning and accelerating gently */
-	double speed = rng_uniform(&r, 0.5, 2.5) * scale;
+	double speed = rng_uniform(&r, 0.4, 2.0) * scale;
 	double phi = rng_uniform(&r, 0, 2 * M_PI);
 	double turn = rng_uniform(&r, -0.012, 0.012);
 	double accel = rng_uniform(&r, -0.006, 0.006);
@@ -135,19 +135,19 @@ static void syn_event_init(struct syn_event *ev, uint64_t seed, int64_t event, i
 		b->parent = -1;
 	}
 	/* convective cells: 5..12, a third of them with satellites */
-	int ncells = 5 + (int)rng_below(&r, 8);
+	int ncells = 6 + (int)rng_below(&r, 9);
 	for (int i = 0; i < ncells && n < SYN_MAX_BLOBS; i++) {
 		int self = n;
 		struct syn_blob *b = &ev->blob[n++];
-		b->a = (float)(rng_uniform(&r, 3.5, 9) * scale);
+		b->a = (float)(rng_uniform(&r, 6, 14) * scale);
 		b->b = b->a * (float)rng_uniform(&r, 0.45, 1.0);
 		b->theta0 = (float)rng_uniform(&r, 0, M_PI);
 		b->omega = (float)rng_uniform(&r, -0.03, 0.03);
-		b->peak = (float)(rng_uniform(&r, 0, 1) < 0.7 ? rng_uniform(&r, 120, 262) : rng_uniform(&r, 40, 130));
+		b->peak = (float)(rng_uniform(&r, 0, 1) < 0.75 ? rng_uniform(&r, 140, 275) : rng_uniform(&r, 50, 140));
 		b->tpeak = (float)rng_uniform(&r, -15, 64);
-		b->tgrow = (float)rng_uniform(&r, 5, 18);
-		b->tdecay = (float)rng_uniform(&r, 8, 30);
-		b->core = (float)rng_uniform(&r, 0.3, 0.6);
+		b->tgrow = (float)rng_uniform(&r, 8, 25);
+		b->tdecay = (float)rng_uniform(&r, 12, 40);
+		b->core = (float)rng_uniform(&r, 0.35, 0.65);
 		b->vx = (float)(rng_uniform(&r, -0.3, 0.3) * scale);
 		b->vy = (float)(rng_uniform(&r, -0.3, 0.3) * scale);
 		b->parent = -1;
@@ -248,7 +248,7 @@ static void syn_render(const struct syn_event *ev, int t, float *restrict acc, u
 		/* q = (u / a)^2 + (v / b)^2 in the blob's frame, pre-divided by 9 (the skirt's support) */
 		float ca = c / (3 * a), sa = s / (3 * a), cb = c / (3 * bb), sb = s / (3 * bb);
 		float wskirt = amp * (1 - b->core), wcore = amp * b->core;
-		const float qcore = 0.35f / 9; /* core radius 0.6 a */
+		const float qcore = 1.5f / 9; /* core radius 1.2 a */
 		const float icore = 1 / qcore;
 		for (int y = y0; y <= y1; y++) {
 			float dy = y + 0.5f - cy;
@@ -1027,18 +1027,26 @@ int sevir_sample_source(const sevir_data *d, int i, int64_t *event, int *first_f
 
 /* ------------------------------------------------------------ reading */
 
-/* Transposes a region read as R x R x T (HWC) into T x R x R floats. */
-static void hwc_to_chw_u8(const uint8_t *restrict in, int rr, int frames, float *restrict out)
+/* Transposes a region read as R x R x T (HWC) into T x R x R floats, in
+ * tiles of 64 pixels so that both sides stay in cache. */
+#define TRANSPOSE_TILE 64
+static void hwc_to_chw_u8(const uint8_t *restrict in, int rr, int stride, int frames, float *restrict out)
 {
-	for (int p = 0; p < rr; p++)
+	for (int p0 = 0; p0 < rr; p0 += TRANSPOSE_TILE) {
+		int p1 = p0 + TRANSPOSE_TILE < rr ? p0 + TRANSPOSE_TILE : rr;
 		for (int t = 0; t < frames; t++)
-			out[(size_t)t * rr + p] = in[(size_t)p * frames + t];
+			for (int p = p0; p < p1; p++)
+				out[(size_t)t * rr + p] = in[(size_t)p * stride + t];
+	}
 }
 static void hwc_to_chw_f32(const float *restrict in, int rr, int frames, float *restrict out)
 {
-	for (int p = 0; p < rr; p++)
+	for (int p0 = 0; p0 < rr; p0 += TRANSPOSE_TILE) {
+		int p1 = p0 + TRANSPOSE_TILE < rr ? p0 + TRANSPOSE_TILE : rr;
 		for (int t = 0; t < frames; t++)
-			out[(size_t)t * rr + p] = in[(size_t)p * frames + t];
+			for (int p = p0; p < p1; p++)
+				out[(size_t)t * rr + p] = in[(size_t)p * frames + t];
+	}
 }
 
 /* One frame of the region (R x R raw) to size x size normalised: copy or block average. */
@@ -1101,9 +1109,12 @@ static int read_one(sevir_data *d, int i, int slot, uint64_t crop_seed, float *x
 					dst[xx] = src[xx];
 			}
 	} else if (d->kind == KIND_RAW) {
+		/* all frames of the pixels: long contiguous runs (a partial last dimension
+		 * makes HDF5 copy runs of T bytes); the transpose picks [t0, t0 + T) */
 		uint8_t *buf = scratch;
-		hsize_t start[4] = {(hsize_t)event, (hsize_t)oy, (hsize_t)ox, (hsize_t)t0};
-		hsize_t count[4] = {1, (hsize_t)r, (hsize_t)r, (hsize_t)T};
+		const int F = d->frames;
+		hsize_t start[4] = {(hsize_t)event, (hsize_t)oy, (hsize_t)ox, 0};
+		hsize_t count[4] = {1, (hsize_t)r, (hsize_t)r, (hsize_t)F};
 		hid_t fs = H5Dget_space(d->vil);
 		hid_t ms = H5Screate_simple(4, count, NULL);
 		herr_t e = fs < 0 || ms < 0 ? -1 : H5Sselect_hyperslab(fs, H5S_SELECT_SET, start, NULL, count, NULL);
@@ -1115,14 +1126,14 @@ static int read_one(sevir_data *d, int i, int slot, uint64_t crop_seed, float *x
 			H5Sclose(fs);
 		if (e < 0)
 			return starnn_error(STARNN_EIO, "%s: cannot read `vil` row %lld", d->path, (long long)event);
-		for (size_t p = 0; p < rr * T; p++)
-			if (buf[p] == 255)
-				return starnn_error(STARNN_EINVAL,
-				                    "%s: `vil` row %lld (id %s) has missing pixels (255) at frame %d, though "
-				                    "%s lists pct_missing 0",
-				                    d->path, (long long)event, d->ids ? d->ids[event] : "?",
-				                    t0 + (int)(p % (size_t)T), d->catalog);
-		hwc_to_chw_u8(buf, (int)rr, T, region);
+		for (size_t p = 0; p < rr; p++)
+			for (int t = t0; t < t0 + T; t++)
+				if (buf[p * F + t] == 255)
+					return starnn_error(STARNN_EINVAL,
+					                    "%s: `vil` row %lld (id %s) has missing pixels (255) at frame %d, "
+					                    "though %s lists pct_missing 0",
+					                    d->path, (long long)event, d->ids ? d->ids[event] : "?", t, d->catalog);
+		hwc_to_chw_u8(buf + t0, (int)rr, F, T, region);
 	} else {
 		float *buf = scratch;
 		STARNN_CHECK(read_prepared_block(d, d->in, "IN", event, oy, ox, r, d->in_frames, buf));
@@ -1149,7 +1160,7 @@ int sevir_read(sevir_data *d, const int *idx, int n, uint64_t crop_seed, float *
 	const int T = d->in_frames + d->out_frames;
 	const size_t nn = (size_t)d->native * d->native;
 	/* region: T x R x R floats; scratch: the synthetic frames (T x native^2 bytes) or the HDF5 block */
-	size_t scratch_bytes = d->kind == KIND_SYNTHETIC ? nn * T : d->kind == KIND_RAW ? nn * T : nn * T * sizeof(float);
+	size_t scratch_bytes = d->kind == KIND_SYNTHETIC ? nn * T : d->kind == KIND_RAW ? nn * d->frames : nn * T * sizeof(float);
 	float *region = malloc(nn * T * sizeof *region);
 	void *scratch = malloc(scratch_bytes);
 	if (!region || !scratch) {
@@ -1464,7 +1475,9 @@ static void tmp_discard(struct tmpfile *t)
 	t->tmp = t->path = NULL;
 }
 
-/* A chunked (1 x c x c x frames) dataset, gzip-compressed when available. */
+/* A chunked (1 x c x c x frames) dataset. Not compressed: gzip makes the
+ * files 3-7x smaller but reading 3-5x slower (zlib dominated a batch read),
+ * and the loader shares the cores with training. */
 static hid_t create_nhwc(hid_t file, const char *name, hid_t type, int n, int size, int frames)
 {
 	hsize_t dims[4] = {(hsize_t)n, (hsize_t)size, (hsize_t)size, (hsize_t)frames};
@@ -1473,11 +1486,6 @@ static hid_t create_nhwc(hid_t file, const char *name, hid_t type, int n, int si
 	hid_t sp = H5Screate_simple(4, dims, NULL);
 	hid_t dcpl = H5Pcreate(H5P_DATASET_CREATE);
 	H5Pset_chunk(dcpl, 4, chunk);
-	if (H5Zfilter_avail(H5Z_FILTER_DEFLATE) > 0) {
-		if (H5Tget_size(type) > 1)
-			H5Pset_shuffle(dcpl);
-		H5Pset_deflate(dcpl, 1);
-	}
 	hid_t ds = H5Dcreate2(file, name, type, sp, H5P_DEFAULT, dcpl, H5P_DEFAULT);
 	H5Pclose(dcpl);
 	H5Sclose(sp);

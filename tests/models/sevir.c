@@ -473,7 +473,7 @@ static void test_raw(void)
 		o.resize = SEVIR_CROP;
 		TEST_OK(sevir_open(&d, &o));
 		TEST_OK(sevir_read(d, &i, 1, 99, x, y));
-		int oy, ox;
+		int oy = -1, ox = -1;
 		TEST_ASSERT(find_offset(x, frames, N, 16, &oy, &ox) >= 1, "raw crop is no window of the frame");
 		if (split == SEVIR_TEST)
 			TEST_ASSERT(oy == 16 && ox == 16, "raw test split: centre crop at %d,%d", oy, ox);

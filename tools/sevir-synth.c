@@ -37,8 +37,8 @@ static void usage(FILE *f)
 	        "  --events N    raw: number of events (default 16)\n"
 	        "  --samples N   prepared: number of samples (default 64)\n"
 	        "  --size S      image size in pixels, 8..4096 (default 128; the real data: 384)\n"
-	        "  --seed N      content seed (default 1); the same seed gives the same data as\n"
-	        "                `models/unet ... --data synthetic --seed N` (training stream)\n"
+	        "  --seed N      content seed (default 1): the events of the embedded synthetic\n"
+	        "                data of the same seed and size (its training stream)\n"
 	        "  --catalog F   raw: where to write CATALOG.csv\n"
 	        "  -h, --help    this help\n"
 	        "Files are written atomically (temporary file, fsync, rename).\n");
@@ -105,7 +105,8 @@ int main(int argc, char **argv)
 	int rc = raw ? sevir_write_raw(path, catalog, (int)count, (int)size, (uint64_t)seed)
 	             : sevir_write_prepared(path, (int)count, (int)size, (uint64_t)seed);
 	if (rc < 0) {
-		fprintf(stderr, "sevir-synth: %s\n", starnn_last_error());
+		const char *m = starnn_last_error(), *p = strstr(m, ": "); /* drop the "source.c:line: " */
+		fprintf(stderr, "sevir-synth: %s\n", p && strstr(m, ".c:") && strstr(m, ".c:") < p ? p + 2 : m);
 		return 1;
 	}
 	clock_gettime(CLOCK_MONOTONIC, &t1);

@@ -75,6 +75,9 @@ uint64_t sevir_synthetic_stream(uint64_t seed, enum sevir_split split)
  * over each blob's bounding box only. */
 
 #define SYN_MAX_BLOBS 64
+#define SYN_LATTICE 32 /* power of two */
+#define SYN_CELL1 14.0f /* texture cells at 128 px */
+#define SYN_CELL2 6.0f
 
 struct syn_blob {
 	float x0, y0;        /* centre at t = 0 relative to the flow, px */
@@ -93,6 +96,9 @@ struct syn_event {
 	float dx[SEVIR_FRAMES], dy[SEVIR_FRAMES]; /* flow displacement since frame 0 */
 	struct syn_blob blob[SYN_MAX_BLOBS];
 	uint64_t noise_key;
+	/* texture: periodic value-noise lattices in [-1, 1] carried by the flow;
+	 * octave 1 fixed, octave 2 morphing from lattice 2a to 2b over the event */
+	float tex1[SYN_LATTICE * SYN_LATTICE], tex2a[SYN_LATTICE * SYN_LATTICE], tex2b[SYN_LATTICE * SYN_LATTICE];
 };
 
 static void syn_event_init(struct syn_event *ev, uint64_t seed, int64_t event, int size)
@@ -101,6 +107,11 @@ static void syn_event_init(struct syn_event *ev, uint64_t seed, int64_t event, i
 	double scale = size / 128.0;
 	ev->size = size;
 	ev->noise_key = rng_next(&r);
+	for (int i = 0; i < SYN_LATTICE * SYN_LATTICE; i++) {
+		ev->tex1[i] = (float)rng_uniform(&r, -1, 1);
+		ev->tex2a[i] = (float)rng_uniform(&r, -1, 1);
+		ev->tex2b[i] = (float)rng_uniform(&r, -1, 1);
+	}
 
 	/* the flow: speed 0.5..2.5 px / frame at 128 px, turning and accelerating gently */
 	double speed = rng_uniform(&r, 0.4, 2.0) * scale;
@@ -217,9 +228,70 @@ static inline uint32_t hash32(uint32_t x)
 	return x;
 }
 
-/* Renders frame t into out (size x size uint8); acc is size * size floats of scratch. */
-static void syn_render(const struct syn_event *ev, int t, float *restrict acc, uint8_t *restrict out)
+/* Adds amp * (value noise of lattice la, morphing to lb by w) sampled at
+ * (x - sx, y - sy) with cells of `cell` px to mul (n x n). Smoothstep
+ * bilinear interpolation; the lattice rows are interpolated along x once,
+ * then every pixel is one (vectorised) lerp between two of those rows. */
+static void syn_texture(const float *la, const float *lb, float w, float cell, float sx, float sy, float amp, int n,
+                        float *restrict mul, float *restrict rows, int *restrict xi, float *restrict xf)
 {
+	const int L = SYN_LATTICE;
+	float lat[SYN_LATTICE * SYN_LATTICE];
+	for (int i = 0; i < L * L; i++)
+		lat[i] = amp * ((1 - w) * la[i] + w * lb[i]);
+	for (int x = 0; x < n; x++) {
+		float u = (x + 0.5f - sx) / cell, fu = floorf(u), f = u - fu;
+		xi[x] = (int)fu & (L - 1);
+		xf[x] = f * f * (3 - 2 * f);
+	}
+	int j0 = (int)floorf((0.5f - sy) / cell), j1 = (int)floorf((n - 0.5f - sy) / cell) + 1;
+	for (int j = j0; j <= j1; j++) {
+		float *row = rows + (size_t)(j - j0) * n;
+		const float *lr = lat + (j & (L - 1)) * L;
+		for (int x = 0; x < n; x++) {
+			float a = lr[xi[x]], b = lr[(xi[x] + 1) & (L - 1)];
+			row[x] = a + xf[x] * (b - a);
+		}
+	}
+	for (int y = 0; y < n; y++) {
+		float v = (y + 0.5f - sy) / cell, fv = floorf(v), f = v - fv;
+		f = f * f * (3 - 2 * f);
+		const float *r0 = rows + (size_t)((int)fv - j0) * n, *r1 = r0 + n;
+		float *m = mul + (size_t)y * n;
+		for (int x = 0; x < n; x++)
+			m[x] += r0[x] + f * (r1[x] - r0[x]);
+	}
+}
+
+struct syn_scratch {
+	float *acc, *mul, *rows, *xf;
+	int *xi;
+};
+
+static int syn_scratch_alloc(struct syn_scratch *s, int n)
+{
+	size_t rows = (size_t)(n / (SYN_CELL2 * n / 128.0f)) + 4;
+	s->acc = malloc((size_t)n * n * sizeof(float));
+	s->mul = malloc((size_t)n * n * sizeof(float));
+	s->rows = malloc(rows * n * sizeof(float));
+	s->xf = malloc((size_t)n * sizeof(float));
+	s->xi = malloc((size_t)n * sizeof(int));
+	return s->acc && s->mul && s->rows && s->xf && s->xi ? 0 : -1;
+}
+
+static void syn_scratch_free(struct syn_scratch *s)
+{
+	free(s->acc);
+	free(s->mul);
+	free(s->rows);
+	free(s->xf);
+	free(s->xi);
+}
+
+/* Renders frame t into out (size x size uint8). */
+static void syn_render(const struct syn_event *ev, int t, struct syn_scratch *sc, uint8_t *restrict out)
+{
+	float *restrict acc = sc->acc;
 	const int n = ev->size;
 	memset(acc, 0, (size_t)n * n * sizeof *acc);
 	for (int i = 0; i < ev->nblobs; i++) {
@@ -265,6 +337,20 @@ static void syn_render(const struct syn_event *ev, int t, float *restrict acc, u
 			}
 		}
 	}
+	/* texture carried by the flow: irregular shapes, fragmented cores */
+	{
+		float *restrict mul = sc->mul;
+		float scale = n / 128.0f, sx = ev->dx[t], sy = ev->dy[t];
+		for (int p = 0; p < n * n; p++)
+			mul[p] = 1;
+		syn_texture(ev->tex1, ev->tex1, 0, SYN_CELL1 * scale, sx, sy, 0.45f, n, mul, sc->rows, sc->xi, sc->xf);
+		syn_texture(ev->tex2a, ev->tex2b, t / 48.0f, SYN_CELL2 * scale, sx, sy, 0.25f, n, mul, sc->rows, sc->xi,
+		            sc->xf);
+		for (int p = 0; p < n * n; p++) {
+			float m = mul[p];
+			acc[p] *= 0.5f * (m + fabsf(m));
+		}
+	}
 	/* measurement noise where there is weather; clear sky stays 0 */
 	uint32_t key = (uint32_t)ev->noise_key ^ hash32((uint32_t)(ev->noise_key >> 32) + (uint32_t)t * 0x9e3779b9u);
 	for (int p = 0; p < n * n; p++) {
@@ -282,18 +368,19 @@ static void syn_render(const struct syn_event *ev, int t, float *restrict acc, u
 void sevir_synthetic_frames(uint64_t seed, int64_t event, int size, int t0, int nt, uint8_t *out)
 {
 	struct syn_event *ev = malloc(sizeof *ev);
-	float *acc = malloc((size_t)size * size * sizeof *acc);
-	if (!ev || !acc) { /* cannot report from a void function: leave zeros */
+	struct syn_scratch sc;
+	if (!ev || syn_scratch_alloc(&sc, size)) { /* cannot report from a void function: leave zeros */
 		if (out)
 			memset(out, 0, (size_t)nt * size * size);
+		if (ev)
+			syn_scratch_free(&sc);
 		free(ev);
-		free(acc);
 		return;
 	}
 	syn_event_init(ev, seed, event, size);
 	for (int t = 0; t < nt; t++)
-		syn_render(ev, t0 + t, acc, out + (size_t)t * size * size);
-	free(acc);
+		syn_render(ev, t0 + t, &sc, out + (size_t)t * size * size);
+	syn_scratch_free(&sc);
 	free(ev);
 }
 

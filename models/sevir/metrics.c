@@ -22,7 +22,6 @@
 
 /* The thresholds of the metrics (declared in sevir.h; defined here, their
  * user: sevir.c must not define them). */
-const float sevir_thresholds[SEVIR_NTHRESHOLDS] = {16, 74, 133, 160, 181, 219};
 
 void metrics_init(struct nowcast_metrics *m, int lead_times)
 {

@@ -53,17 +53,13 @@ void starnn_adam_step_init(struct starnn_adam_step *s, const struct starnn_adam_
 	s->decay = p->decoupled ? (float)(1.0 - (double)p->lr * (double)p->weight_decay) : 1.0f;
 }
 
-static int check_same(const starnn_tensor *a, const starnn_tensor *b)
+static int check_same(const char *an, const starnn_tensor *a, const char *bn, const starnn_tensor *b)
 {
-	char da[128], db[128];
-	if (a->dtype != STARNN_FP32 || b->dtype != STARNN_FP32)
-		return starnn_error(STARNN_EINVAL, "adam: fp32 tensors expected, got %s and %s",
-		                    starnn_tensor_describe(a, da, sizeof da), starnn_tensor_describe(b, db, sizeof db));
-	if (a->rows != b->rows || a->cols != b->cols)
-		return starnn_error(STARNN_EINVAL, "adam: shapes differ: %s and %s",
-		                    starnn_tensor_describe(a, da, sizeof da), starnn_tensor_describe(b, db, sizeof db));
+	char d[128];
+	STARNN_CHECK(starnn_check_like("adam", an, a, bn, b));
 	if (a == b)
-		return starnn_error(STARNN_EINVAL, "adam: %s passed twice", starnn_tensor_describe(a, da, sizeof da));
+		return starnn_error(STARNN_EINVAL, "adam: %s and %s are the same tensor %s", an, bn,
+		                    starnn_tensor_describe(a, d, sizeof d));
 	return 0;
 }
 
@@ -73,9 +69,10 @@ int starnn_adam(starnn_tensor *w, starnn_tensor *grad, starnn_tensor *m, starnn_
 	if (!w || !grad || !m || !v || !params)
 		return starnn_error(STARNN_EINVAL, "adam: w, grad, m, v and params are required");
 	starnn_tensor *all[4] = {w, grad, m, v};
+	static const char *const names[4] = {"w", "grad", "m", "v"};
 	for (int i = 0; i < 4; i++)
 		for (int j = i + 1; j < 4; j++)
-			STARNN_CHECK(check_same(all[i], all[j]));
+			STARNN_CHECK(check_same(names[i], all[i], names[j], all[j]));
 	const struct starnn_adam_params *p = params;
 	if (!(p->lr >= 0.0f) || !isfinite(p->lr))
 		return starnn_error(STARNN_EINVAL, "adam: invalid learning rate %g", (double)p->lr);

@@ -109,21 +109,9 @@ struct starpu_codelet starnn_add_cl = {
 
 /* ------------------------------------------------------------ submission */
 
-static int check_same(const char *op, const starnn_tensor *a, const starnn_tensor *b)
-{
-	char da[128], db[128];
-	if (a->dtype != STARNN_FP32 || b->dtype != STARNN_FP32)
-		return starnn_error(STARNN_EINVAL, "%s: fp32 tensors expected, got %s and %s", op,
-		                    starnn_tensor_describe(a, da, sizeof da), starnn_tensor_describe(b, db, sizeof db));
-	if (a->rows != b->rows || a->cols != b->cols)
-		return starnn_error(STARNN_EINVAL, "%s: shapes differ: %s and %s", op,
-		                    starnn_tensor_describe(a, da, sizeof da), starnn_tensor_describe(b, db, sizeof db));
-	return 0;
-}
-
 int starnn_axpy(float alpha, starnn_tensor *x, starnn_tensor *y)
 {
-	STARNN_CHECK(check_same("axpy", x, y));
+	STARNN_CHECK(starnn_check_like("axpy", "x", x, "y", y));
 	struct alpha_beta a = {alpha, 1.0f};
 	struct starnn_task_desc d = {.cl = &starnn_axpy_cl, .args = &a, .args_size = sizeof a, .tensors = {x, y}};
 	return starnn_submit(&d);
@@ -131,7 +119,7 @@ int starnn_axpy(float alpha, starnn_tensor *x, starnn_tensor *y)
 
 int starnn_scale(float alpha, starnn_tensor *y)
 {
-	STARNN_CHECK(check_same("scale", y, y));
+	STARNN_CHECK(starnn_check_like("scale", "y", y, "y", y));
 	struct alpha_beta a = {alpha, 0.0f};
 	struct starnn_task_desc d = {.cl = &starnn_scale_cl, .args = &a, .args_size = sizeof a, .tensors = {y}};
 	return starnn_submit(&d);
@@ -139,8 +127,8 @@ int starnn_scale(float alpha, starnn_tensor *y)
 
 int starnn_add(float alpha, starnn_tensor *x, float beta, starnn_tensor *y, starnn_tensor *z)
 {
-	STARNN_CHECK(check_same("add", x, y));
-	STARNN_CHECK(check_same("add", x, z));
+	STARNN_CHECK(starnn_check_like("add", "x", x, "y", y));
+	STARNN_CHECK(starnn_check_like("add", "x", x, "z", z));
 	struct alpha_beta a = {alpha, beta};
 	struct starnn_task_desc d = {.cl = &starnn_add_cl, .args = &a, .args_size = sizeof a, .tensors = {x, y, z}};
 	return starnn_submit(&d);

@@ -85,22 +85,10 @@ struct starpu_codelet starnn_mse_bwd_cl = {
 
 /* ------------------------------------------------------------ submission */
 
-static int check_pair(const char *op, const starnn_tensor *a, const starnn_tensor *b)
-{
-	char da[128], db[128];
-	if (a->dtype != STARNN_FP32 || b->dtype != STARNN_FP32)
-		return starnn_error(STARNN_EINVAL, "%s: fp32 tensors expected, got %s and %s", op,
-		                    starnn_tensor_describe(a, da, sizeof da), starnn_tensor_describe(b, db, sizeof db));
-	if (a->rows != b->rows || a->cols != b->cols)
-		return starnn_error(STARNN_EINVAL, "%s: shapes differ: %s and %s", op,
-		                    starnn_tensor_describe(a, da, sizeof da), starnn_tensor_describe(b, db, sizeof db));
-	return 0;
-}
-
 int starnn_mse_fwd(starnn_tensor *pred, starnn_tensor *target, starnn_tensor *loss, float scale, float beta)
 {
 	char d[128];
-	STARNN_CHECK(check_pair("mse_fwd", pred, target));
+	STARNN_CHECK(starnn_check_like("mse_fwd", "pred", pred, "target", target));
 	if (loss->dtype != STARNN_FP32 || starnn_tensor_numel(loss) != 1)
 		return starnn_error(STARNN_EINVAL, "mse_fwd: the loss must be a 1-element fp32 tensor, got %s",
 		                    starnn_tensor_describe(loss, d, sizeof d));
@@ -119,8 +107,8 @@ int starnn_mse_fwd(starnn_tensor *pred, starnn_tensor *target, starnn_tensor *lo
 int starnn_mse_bwd(starnn_tensor *pred, starnn_tensor *target, starnn_tensor *dpred, float scale)
 {
 	char d[128];
-	STARNN_CHECK(check_pair("mse_bwd", pred, target));
-	STARNN_CHECK(check_pair("mse_bwd", pred, dpred));
+	STARNN_CHECK(starnn_check_like("mse_bwd", "pred", pred, "target", target));
+	STARNN_CHECK(starnn_check_like("mse_bwd", "pred", pred, "dpred", dpred));
 	if (dpred == pred || dpred == target)
 		return starnn_error(STARNN_EINVAL, "mse_bwd: the gradient %s is also an input",
 		                    starnn_tensor_describe(dpred, d, sizeof d));

@@ -124,23 +124,9 @@ struct starpu_codelet starnn_relu_bwd_inplace_cl = {
 
 /* ------------------------------------------------------------ submission */
 
-static int check_pair(const char *op, const char *an, const starnn_tensor *a, const char *bn, const starnn_tensor *b)
-{
-	char da[128], db[128];
-	if (!a || !b)
-		return starnn_error(STARNN_EINVAL, "%s: %s is NULL", op, !a ? an : bn);
-	if (a->dtype != STARNN_FP32 || b->dtype != STARNN_FP32)
-		return starnn_error(STARNN_EINVAL, "%s: fp32 tensors expected, got %s = %s and %s = %s", op, an,
-		                    starnn_tensor_describe(a, da, sizeof da), bn, starnn_tensor_describe(b, db, sizeof db));
-	if (a->rows != b->rows || a->cols != b->cols)
-		return starnn_error(STARNN_EINVAL, "%s: shapes differ: %s = %s and %s = %s", op, an,
-		                    starnn_tensor_describe(a, da, sizeof da), bn, starnn_tensor_describe(b, db, sizeof db));
-	return 0;
-}
-
 int starnn_relu_fwd(starnn_tensor *x, starnn_tensor *y)
 {
-	STARNN_CHECK(check_pair("relu_fwd", "x", x, "y", y));
+	STARNN_CHECK(starnn_check_like("relu_fwd", "x", x, "y", y));
 	if (x == y) {
 		struct starnn_task_desc d = {.cl = &starnn_relu_fwd_inplace_cl, .tensors = {y}};
 		return starnn_submit(&d);
@@ -151,8 +137,8 @@ int starnn_relu_fwd(starnn_tensor *x, starnn_tensor *y)
 
 int starnn_relu_bwd(starnn_tensor *x, starnn_tensor *dy, starnn_tensor *dx)
 {
-	STARNN_CHECK(check_pair("relu_bwd", "x", x, "dy", dy));
-	STARNN_CHECK(check_pair("relu_bwd", "x", x, "dx", dx));
+	STARNN_CHECK(starnn_check_like("relu_bwd", "x", x, "dy", dy));
+	STARNN_CHECK(starnn_check_like("relu_bwd", "x", x, "dx", dx));
 	if (dx == x)
 		return starnn_error(STARNN_EINVAL, "relu_bwd: dx cannot be the forward input x ('%s'): "
 		                    "the mask needs x; write into dy instead", x->name);

@@ -37,17 +37,13 @@ struct starpu_codelet starnn_sgd_cl = {
 	.model = &starnn_sgd_fp32_model,
 };
 
-static int check_same(const starnn_tensor *a, const starnn_tensor *b)
+static int check_same(const char *an, const starnn_tensor *a, const char *bn, const starnn_tensor *b)
 {
-	char da[128], db[128];
-	if (a->dtype != STARNN_FP32 || b->dtype != STARNN_FP32)
-		return starnn_error(STARNN_EINVAL, "sgd: fp32 tensors expected, got %s and %s",
-		                    starnn_tensor_describe(a, da, sizeof da), starnn_tensor_describe(b, db, sizeof db));
-	if (a->rows != b->rows || a->cols != b->cols)
-		return starnn_error(STARNN_EINVAL, "sgd: shapes differ: %s and %s", starnn_tensor_describe(a, da, sizeof da),
-		                    starnn_tensor_describe(b, db, sizeof db));
+	char d[128];
+	STARNN_CHECK(starnn_check_like("sgd", an, a, bn, b));
 	if (a == b)
-		return starnn_error(STARNN_EINVAL, "sgd: %s passed twice", starnn_tensor_describe(a, da, sizeof da));
+		return starnn_error(STARNN_EINVAL, "sgd: %s and %s are the same tensor %s", an, bn,
+		                    starnn_tensor_describe(a, d, sizeof d));
 	return 0;
 }
 
@@ -56,9 +52,9 @@ int starnn_sgd(starnn_tensor *w, starnn_tensor *grad, starnn_tensor *buf, const 
 {
 	if (!w || !grad || !buf || !params)
 		return starnn_error(STARNN_EINVAL, "sgd: w, grad, buf and params are required (buf even without momentum)");
-	STARNN_CHECK(check_same(w, grad));
-	STARNN_CHECK(check_same(w, buf));
-	STARNN_CHECK(check_same(grad, buf));
+	STARNN_CHECK(check_same("w", w, "grad", grad));
+	STARNN_CHECK(check_same("w", w, "buf", buf));
+	STARNN_CHECK(check_same("grad", grad, "buf", buf));
 	const struct starnn_sgd_params *p = params;
 	if (!(p->lr >= 0.0f) || !isfinite(p->lr))
 		return starnn_error(STARNN_EINVAL, "sgd: invalid learning rate %g", (double)p->lr);

@@ -571,6 +571,7 @@ static int train(const struct options *o)
 int main(int argc, char **argv)
 {
 	struct options o;
+	starnn_blas_autoselect(argv);
 	if (parse_options(argc, argv, &o) < 0)
 		return 2;
 	struct starnn_config cfg;

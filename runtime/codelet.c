@@ -67,6 +67,20 @@ void *starnn_cudnn_handle(void)
 }
 #endif
 
+int starnn_check_like(const char *op, const char *an, const starnn_tensor *a, const char *bn, const starnn_tensor *b)
+{
+	char da[128], db[128];
+	if (!a || !b)
+		return starnn_error(STARNN_EINVAL, "%s: %s is NULL", op, !a ? an : bn);
+	if (a->dtype != STARNN_FP32 || b->dtype != STARNN_FP32)
+		return starnn_error(STARNN_EINVAL, "%s: fp32 tensors expected, got %s = %s and %s = %s", op, an,
+		                    starnn_tensor_describe(a, da, sizeof da), bn, starnn_tensor_describe(b, db, sizeof db));
+	if (a->rows != b->rows || a->cols != b->cols)
+		return starnn_error(STARNN_EINVAL, "%s: shapes differ: %s = %s and %s = %s", op, an,
+		                    starnn_tensor_describe(a, da, sizeof da), bn, starnn_tensor_describe(b, db, sizeof db));
+	return 0;
+}
+
 uint32_t starnn_footprint_args(struct starpu_task *task, size_t key_bytes)
 {
 	uint32_t fp = starpu_task_data_footprint(task);

@@ -71,6 +71,11 @@ void *starnn_cudnn_handle(void);
 void starnn_cudnn_init(void);
 void starnn_cudnn_shutdown(void);
 
+/* Argument check shared by the element-wise operations: a and b are non-NULL
+ * fp32 tensors with the same matrix view (rows x cols); the message names
+ * the operation, both arguments and their shapes. */
+int starnn_check_like(const char *op, const char *an, const starnn_tensor *a, const char *bn, const starnn_tensor *b);
+
 /* For CUDA implementations: records a deferred error when a launch failed. */
 void starnn_cuda_check_launch(const char *op, const char *file, int line);
 #define STARNN_CUDA_LAUNCHED(op) starnn_cuda_check_launch((op), __FILE__, __LINE__)

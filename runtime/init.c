@@ -60,9 +60,11 @@ int starnn_init(const struct starnn_config *user_cfg)
 	}
 #endif
 	struct starpu_sched_policy *policy = starpu_sched_ctx_get_sched_policy(0);
-	snprintf(summary, sizeof summary, "StarPU %d.%d.%d, scheduler %s, %d CPU worker(s), %d CUDA worker(s)",
+	const char *core = starnn_blas_core();
+	snprintf(summary, sizeof summary, "StarPU %d.%d.%d, scheduler %s, %d CPU worker(s), %d CUDA worker(s)%s%s",
 	         STARPU_MAJOR_VERSION, STARPU_MINOR_VERSION, STARPU_RELEASE_VERSION, policy ? policy->policy_name : "?",
-	         starpu_cpu_worker_get_count(), starpu_cuda_worker_get_count());
+	         starpu_cpu_worker_get_count(), starpu_cuda_worker_get_count(), core ? ", OpenBLAS " : "",
+	         core ? core : "");
 	if (!cfg.quiet && !getenv("STARNN_QUIET"))
 		fprintf(stderr, "starnn: %s\n", summary);
 	return 0;

@@ -31,6 +31,15 @@ int starnn_init(const struct starnn_config *cfg);
  * task error, if any. */
 int starnn_shutdown(void);
 
+/* The OpenBLAS core in use ("SkylakeX", "Haswell", ...), NULL if the BLAS
+ * is not OpenBLAS. */
+const char *starnn_blas_core(void);
+/* Call first thing in main(): when OpenBLAS fell back to its generic
+ * "Prescott" kernels on a CPU with AVX-512 (OpenBLAS 0.3.21 does not know
+ * recent Xeons), restarts the program with OPENBLAS_CORETYPE=SkylakeX.
+ * Does nothing when OPENBLAS_CORETYPE or STARNN_KEEP_BLAS_CORE is set. */
+void starnn_blas_autoselect(char **argv);
+
 /* Worker counts after starnn_init(). */
 int starnn_ncpu_workers(void);
 int starnn_ncuda_workers(void);

@@ -222,6 +222,7 @@ static double conv_run(struct conv_tensors *t, enum starnn_conv2d_pass pass)
 
 int main(int argc, char **argv)
 {
+	starnn_blas_autoselect(argv);
 	size_t size = 128;
 	int quick = 0, reps = 3;
 	for (int i = 1; i < argc; i++) {

@@ -11,6 +11,7 @@
 #ifndef STARNN_SEVIR_CHECKPOINT_H
 #define STARNN_SEVIR_CHECKPOINT_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #include "runtime/tensor.h"
@@ -44,5 +45,26 @@ int ckpt_has(ckpt_file *f, const char *path); /* dataset exists */
 /* Reads dataset `path` into the tensor: the shape must match exactly
  * (message names the path, both shapes). */
 int ckpt_read_tensor(ckpt_file *f, const char *path, starnn_tensor *t);
+
+/* ---- Extensions (additive): helpers shared with output.c ----
+ *
+ * Atomic creation of a file: a temporary "<file>.tmp.XXXXXX" in the same
+ * directory (mode 0666 less the umask), written by the caller (by its
+ * name or its descriptor), then commit: fsync, close, rename over `file`,
+ * fsync of the directory. Any failure of commit, or abort, removes the
+ * temporary file: `file` is either untouched or complete. */
+struct ckpt_atomic {
+	char *file, *tmp;
+	int fd;
+};
+int ckpt_atomic_begin(struct ckpt_atomic *a, const char *file);
+int ckpt_atomic_commit(struct ckpt_atomic *a);
+void ckpt_atomic_abort(struct ckpt_atomic *a);
+
+/* HDF5 error handling of this thread: stops HDF5 from printing its error
+ * stack (call before HDF5 calls), and the reason of the last HDF5 failure
+ * (innermost message of the stack, which is then cleared) into buf. */
+void ckpt_hdf5_quiet(void);
+const char *ckpt_hdf5_reason(char *buf, size_t size);
 
 #endif

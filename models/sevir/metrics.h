@@ -23,6 +23,10 @@ struct nowcast_scores {
 
 struct nowcast_metrics {
 	struct nowcast_scores model, persistence;
+	/* Extension: lead times per sample in the batches given to
+	 * metrics_add; beyond SEVIR_OUT_FRAMES only the first
+	 * SEVIR_OUT_FRAMES are scored (lead_times above). */
+	int batch_lead_times;
 };
 
 void metrics_init(struct nowcast_metrics *m, int lead_times);

@@ -30,7 +30,7 @@
 #define SEVIR_NORM_SCALE 47.54f
 /* VIL thresholds of the metrics, raw units */
 #define SEVIR_NTHRESHOLDS 6
-extern const float sevir_thresholds[SEVIR_NTHRESHOLDS]; /* 16, 74, 133, 160, 181, 219 */
+static const float sevir_thresholds[SEVIR_NTHRESHOLDS] = {16, 74, 133, 160, 181, 219};
 
 enum sevir_split { SEVIR_TRAIN = 0, SEVIR_TEST = 1 };
 enum sevir_resize { SEVIR_CROP = 0, SEVIR_DOWNSAMPLE = 1 };
@@ -84,6 +84,29 @@ void sevir_loader_stop(sevir_loader *l);
  * real layouts. Written atomically (temporary file, fsync, rename). */
 int sevir_write_raw(const char *h5_path, const char *catalog_path, int nevents, int size, uint64_t seed);
 int sevir_write_prepared(const char *h5_path, int nsamples, int size, uint64_t seed);
+
+/* ---- additions (additive to the contract above) ---- */
+
+/* Where sample i comes from: the event (row of `vil` for raw files, event
+ * number of the synthetic stream, sample row of a prepared file) and its
+ * first input frame within the event (0 for prepared files). */
+int sevir_sample_source(const sevir_data *d, int i, int64_t *event, int *first_frame);
+
+/* The synthetic generator. A data source of seed s reads the events of
+ * stream sevir_synthetic_stream(s, split) (TRAIN: s itself, so that files
+ * written with seed s hold the training stream of seed s). Renders frames
+ * [t0, t0 + nt) of an event as nt x size x size uint8 (frame-major),
+ * values 0..254; deterministic by (stream, event, size). */
+uint64_t sevir_synthetic_stream(uint64_t seed, enum sevir_split split);
+void sevir_synthetic_frames(uint64_t stream, int64_t event, int size, int t0, int nt, uint8_t *out);
+/* The displacement (px) of the event's flow from frame t0 to t1 (cells
+ * also drift a little relative to it). */
+void sevir_synthetic_displacement(uint64_t stream, int64_t event, int size, int t0, int t1, float *dx, float *dy);
+
+/* The loader's plan, as a pure function: the sample indices (batch of them)
+ * and the crop seed of global batch number g (epoch g / (count / batch)). */
+int sevir_batch_plan(int count, int batch, int shuffle, uint64_t seed, int64_t g, int *idx, uint64_t *crop_seed);
+uint64_t sevir_batch_crop_seed(uint64_t seed, int64_t g);
 
 /* raw VIL value <-> normalised, physical kg/m^2 */
 static inline float sevir_normalise(float raw) { return (raw - SEVIR_NORM_MEAN) / SEVIR_NORM_SCALE; }

@@ -137,7 +137,6 @@ if [ -x "$synth" ]; then
 			fail "predict on $f: output $(ls -l "$tmp/$f.out.h5" 2>&1), $npng pictures (24 expected)"
 		"$unet" train $R --data "$tmp/$f.h5" --batch 2 --micro-batches 2 --steps 3 || fail "training on $f"
 	done
-	# The forecasts can be read back as a prepared file's `OUT` (same layout).
 	# A NaN in the data: refused with a message.
 	cp "$tmp/prep.h5" "$tmp/nan.h5"
 	if "$poke" "$tmp/nan.h5" IN 100 nan; then
@@ -150,7 +149,7 @@ if [ -x "$synth" ]; then
 		fail "cannot poke a NaN into a prepared file"
 	fi
 else
-	echo "note: $synth not built: file layouts not tested"
+	fail "$synth is missing: the file layouts are not tested"
 fi
 
 # ------------------------------------------------------------------ errors

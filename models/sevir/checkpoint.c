@@ -1,0 +1,567 @@
+/* HDF5 checkpoints of models/unet (see checkpoint.h), and the atomic file
+ * and HDF5 error helpers shared with output.c.
+ *
+ * Layout: one fp32 dataset per tensor at its '/'-separated path (groups
+ * made along the way), the tensor's shape as the dataset's; root
+ * attributes: int64, double, or variable-length UTF-8 strings (h5py reads
+ * them as str). File problems are STARNN_EIO; contents that do not fit
+ * (missing dataset or attribute, other shape or type, NaN) STARNN_EINVAL or
+ * STARNN_ENUM, with the file and the dataset named. */
+#include <config.h>
+
+#include <fcntl.h>
+#include <hdf5.h>
+#include <inttypes.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "models/sevir/checkpoint.h"
+
+/* ------------------------------------------------------ HDF5 errors */
+
+void ckpt_hdf5_quiet(void)
+{
+	/* Per thread in thread-safe builds of HDF5: done before every use. */
+	H5Eset_auto2(H5E_DEFAULT, NULL, NULL);
+}
+
+struct reason {
+	char inner[256], outer[256];
+	int n;
+};
+
+static herr_t reason_walk(unsigned n, const H5E_error2_t *e, void *data)
+{
+	struct reason *r = data;
+	/* upward walk: the most specific entry first, the API call last */
+	snprintf(n == 0 ? r->inner : r->outer, sizeof r->inner, "%s", e->desc ? e->desc : "");
+	r->n = (int)n + 1;
+	return 0;
+}
+
+const char *ckpt_hdf5_reason(char *buf, size_t size)
+{
+	struct reason r = {.n = 0};
+	H5Ewalk2(H5E_DEFAULT, H5E_WALK_UPWARD, reason_walk, &r);
+	H5Eclear2(H5E_DEFAULT);
+	if (r.n == 0)
+		snprintf(buf, size, "HDF5 error");
+	else if (r.n == 1)
+		snprintf(buf, size, "%s", r.inner);
+	else if (snprintf(buf, size, "%s (%s)", r.outer, r.inner) >= (int)size && size > 4)
+		memcpy(buf + size - 4, "...", 4); /* cut: say so */
+	return buf;
+}
+
+#define REASON(buf) ckpt_hdf5_reason((buf), sizeof(buf))
+
+/* ------------------------------------------------------ atomic files */
+
+static char *dup_string(const char *s)
+{
+	size_t n = strlen(s) + 1;
+	char *d = malloc(n);
+	if (d)
+		memcpy(d, s, n);
+	return d;
+}
+
+int ckpt_atomic_begin(struct ckpt_atomic *a, const char *file)
+{
+	static const char letters[] = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789";
+	a->fd = -1;
+	a->tmp = NULL;
+	a->file = NULL;
+	if (!file || !file[0])
+		return starnn_error(STARNN_EINVAL, "no output file name");
+	size_t n = strlen(file);
+	if (file[n - 1] == '/')
+		return starnn_error(STARNN_EINVAL, "%s: is a directory name, not a file name", file);
+	a->file = dup_string(file);
+	a->tmp = malloc(n + sizeof ".tmp.XXXXXX");
+	if (!a->file || !a->tmp) {
+		free(a->file), free(a->tmp);
+		a->file = a->tmp = NULL;
+		return starnn_error(STARNN_ENOMEM, "%s: out of memory", file);
+	}
+	/* Our own mkstemp: open(O_EXCL) with mode 0666 lets the umask apply. */
+	struct timespec ts;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	uint64_t seed = (uint64_t)ts.tv_nsec * 0x9e3779b97f4a7c15ull ^ (uint64_t)getpid() << 32 ^ (uint64_t)(uintptr_t)a;
+	int err = 0;
+	for (int attempt = 0; attempt < 100; attempt++) {
+		char suffix[7];
+		for (int i = 0; i < 6; i++) {
+			seed = seed * 6364136223846793005ull + 1442695040888963407ull;
+			suffix[i] = letters[(seed >> 33) % (sizeof letters - 1)];
+		}
+		suffix[6] = '\0';
+		snprintf(a->tmp, n + sizeof ".tmp.XXXXXX", "%s.tmp.%s", file, suffix);
+		a->fd = open(a->tmp, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
+		if (a->fd >= 0)
+			return 0;
+		err = errno;
+		if (err != EEXIST)
+			break;
+	}
+	free(a->file), free(a->tmp);
+	a->file = a->tmp = NULL;
+	return starnn_error(STARNN_EIO, "%s: cannot create a temporary file beside it: %s", file, strerror(err));
+}
+
+void ckpt_atomic_abort(struct ckpt_atomic *a)
+{
+	if (a->fd >= 0)
+		close(a->fd);
+	if (a->tmp)
+		unlink(a->tmp);
+	free(a->tmp), free(a->file);
+	a->fd = -1;
+	a->tmp = a->file = NULL;
+}
+
+int ckpt_atomic_commit(struct ckpt_atomic *a)
+{
+	int rc = 0;
+	if (fsync(a->fd) < 0)
+		rc = starnn_error(STARNN_EIO, "%s: fsync failed: %s", a->file, strerror(errno));
+	else if (close(a->fd) < 0)
+		rc = starnn_error(STARNN_EIO, "%s: close failed: %s", a->file, strerror(errno));
+	else
+		a->fd = -1;
+	if (rc == 0 && rename(a->tmp, a->file) < 0)
+		rc = starnn_error(STARNN_EIO, "%s: cannot rename %s to it: %s", a->file, a->tmp, strerror(errno));
+	if (rc < 0) {
+		ckpt_atomic_abort(a);
+		return rc;
+	}
+	/* The rename itself is durable once the directory is synced. */
+	char *dir = dup_string(a->file);
+	char *slash = dir ? strrchr(dir, '/') : NULL;
+	const char *dname = !dir ? NULL : !slash ? "." : slash == dir ? "/" : (*slash = '\0', dir);
+	int dfd = dname ? open(dname, O_RDONLY | O_DIRECTORY | O_CLOEXEC) : -1;
+	if (dfd >= 0) {
+		if (fsync(dfd) < 0 && errno == EIO)
+			rc = starnn_error(STARNN_EIO, "%s: fsync of its directory failed: %s", a->file, strerror(errno));
+		close(dfd);
+	}
+	free(dir);
+	free(a->tmp), free(a->file);
+	a->tmp = a->file = NULL;
+	return rc;
+}
+
+/* ------------------------------------------------------ writing */
+
+static int check_path(const char *file, const char *path)
+{
+	if (!path || !path[0])
+		return starnn_error(STARNN_EINVAL, "checkpoint %s: empty dataset path", file);
+	if (path[0] == '/' || path[strlen(path) - 1] == '/' || strstr(path, "//"))
+		return starnn_error(STARNN_EINVAL, "checkpoint %s: bad dataset path '%s' (relative, '/'-separated names)",
+		                    file, path);
+	return 0;
+}
+
+/* Whether every component of path exists (H5Lexists fails on a missing
+ * intermediate group instead of saying no). */
+static int link_exists(hid_t fid, const char *path)
+{
+	char *buf = dup_string(path);
+	if (!buf)
+		return 0;
+	int exists = 1;
+	for (size_t i = 0, n = strlen(buf); exists && i <= n; i++) {
+		if (buf[i] != '/' && buf[i] != '\0')
+			continue;
+		char c = buf[i];
+		buf[i] = '\0';
+		if (H5Lexists(fid, buf, H5P_DEFAULT) <= 0) {
+			H5Eclear2(H5E_DEFAULT);
+			exists = 0;
+		}
+		buf[i] = c;
+	}
+	free(buf);
+	return exists;
+}
+
+static int write_attr(hid_t root, const char *file, const struct ckpt_attr *at)
+{
+	char why[256];
+	if (!at->name || !at->name[0])
+		return starnn_error(STARNN_EINVAL, "checkpoint %s: attribute without a name", file);
+	if (H5Aexists(root, at->name) > 0)
+		return starnn_error(STARNN_EINVAL, "checkpoint %s: attribute '%s' given twice", file, at->name);
+	hid_t type, mtype;
+	const void *value;
+	const char *s = at->s ? at->s : "";
+	switch (at->type) {
+	case CKPT_INT:
+		type = H5Tcopy(H5T_STD_I64LE);
+		mtype = H5Tcopy(H5T_NATIVE_INT64);
+		value = &at->i;
+		break;
+	case CKPT_DOUBLE:
+		type = H5Tcopy(H5T_IEEE_F64LE);
+		mtype = H5Tcopy(H5T_NATIVE_DOUBLE);
+		value = &at->d;
+		break;
+	case CKPT_STRING:
+		type = H5Tcopy(H5T_C_S1);
+		H5Tset_size(type, H5T_VARIABLE);
+		H5Tset_cset(type, H5T_CSET_UTF8);
+		mtype = H5Tcopy(type);
+		value = &s;
+		break;
+	default:
+		return starnn_error(STARNN_EINVAL, "checkpoint %s: attribute '%s' of unknown type %d", file, at->name,
+		                    (int)at->type);
+	}
+	hid_t space = H5Screate(H5S_SCALAR);
+	hid_t attr = H5Acreate2(root, at->name, type, space, H5P_DEFAULT, H5P_DEFAULT);
+	herr_t st = attr < 0 ? -1 : H5Awrite(attr, mtype, value);
+	if (st < 0)
+		REASON(why); /* now: any later successful call clears the stack */
+	if (attr >= 0)
+		H5Aclose(attr);
+	H5Sclose(space);
+	H5Tclose(type);
+	H5Tclose(mtype);
+	if (st < 0)
+		return starnn_error(STARNN_EIO, "checkpoint %s: cannot write attribute '%s': %s", file, at->name, why);
+	return 0;
+}
+
+static int write_tensor(hid_t fid, hid_t lcpl, const char *file, const struct ckpt_entry *e, float *buf)
+{
+	char why[256], desc[128];
+	starnn_tensor *t = e->tensor;
+	if (link_exists(fid, e->path))
+		return starnn_error(STARNN_EINVAL, "checkpoint %s: dataset '%s' given twice", file, e->path);
+	int rc = starnn_tensor_read_f32(t, buf);
+	if (rc < 0) {
+		char prev[512];
+		snprintf(prev, sizeof prev, "%s", starnn_last_error());
+		return starnn_error(rc, "checkpoint %s: cannot read tensor %s for '%s': %s", file,
+		                    starnn_tensor_describe(t, desc, sizeof desc), e->path, prev);
+	}
+	hsize_t dims[STARNN_MAX_DIMS];
+	for (int d = 0; d < t->ndim; d++)
+		dims[d] = (hsize_t)t->shape[d];
+	hid_t space = H5Screate_simple(t->ndim, dims, NULL);
+	hid_t dset = H5Dcreate2(fid, e->path, H5T_IEEE_F32LE, space, lcpl, H5P_DEFAULT, H5P_DEFAULT);
+	herr_t st = dset < 0 ? -1 : H5Dwrite(dset, H5T_NATIVE_FLOAT, H5S_ALL, H5S_ALL, H5P_DEFAULT, buf);
+	if (st < 0)
+		REASON(why);
+	if (dset >= 0)
+		H5Dclose(dset);
+	H5Sclose(space);
+	if (st < 0)
+		return starnn_error(STARNN_EIO, "checkpoint %s: cannot write dataset '%s': %s", file, e->path, why);
+	return 0;
+}
+
+int ckpt_write(const char *file, const struct ckpt_entry *entries, int nentries, const struct ckpt_attr *attrs,
+               int nattrs)
+{
+	ckpt_hdf5_quiet();
+	if (nentries < 0 || nattrs < 0 || (nentries && !entries) || (nattrs && !attrs))
+		return starnn_error(STARNN_EINVAL, "checkpoint %s: bad arguments", file ? file : "(null)");
+	size_t maxn = 1;
+	for (int i = 0; i < nentries; i++) {
+		STARNN_CHECK(check_path(file ? file : "(null)", entries[i].path));
+		if (!entries[i].tensor)
+			return starnn_error(STARNN_EINVAL, "checkpoint %s: no tensor for '%s'", file, entries[i].path);
+		size_t n = starnn_tensor_numel(entries[i].tensor);
+		maxn = n > maxn ? n : maxn;
+	}
+	float *buf = malloc(maxn * sizeof *buf);
+	if (!buf)
+		return starnn_error(STARNN_ENOMEM, "checkpoint %s: out of memory (%zu elements)", file, maxn);
+
+	struct ckpt_atomic a;
+	int rc = ckpt_atomic_begin(&a, file);
+	if (rc < 0) {
+		free(buf);
+		return rc;
+	}
+	char why[256];
+	hid_t lcpl = -1, root = -1;
+	hid_t fid = H5Fcreate(a.tmp, H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT);
+	if (fid < 0) {
+		rc = starnn_error(STARNN_EIO, "checkpoint %s: cannot create HDF5 file %s: %s", file, a.tmp, REASON(why));
+		goto fail;
+	}
+	lcpl = H5Pcreate(H5P_LINK_CREATE);
+	H5Pset_create_intermediate_group(lcpl, 1);
+	for (int i = 0; i < nentries && rc == 0; i++)
+		rc = write_tensor(fid, lcpl, file, &entries[i], buf);
+	if (rc < 0)
+		goto fail;
+	root = H5Gopen2(fid, "/", H5P_DEFAULT);
+	for (int i = 0; i < nattrs && rc == 0; i++)
+		rc = write_attr(root, file, &attrs[i]);
+	if (rc < 0)
+		goto fail;
+	H5Gclose(root);
+	root = -1;
+	H5Pclose(lcpl);
+	lcpl = -1;
+	if (H5Fflush(fid, H5F_SCOPE_GLOBAL) < 0 || H5Fclose(fid) < 0) {
+		fid = -1;
+		rc = starnn_error(STARNN_EIO, "checkpoint %s: cannot finish the HDF5 file: %s", file, REASON(why));
+		goto fail;
+	}
+	free(buf);
+	return ckpt_atomic_commit(&a);
+
+fail:
+	if (root >= 0)
+		H5Gclose(root);
+	if (lcpl >= 0)
+		H5Pclose(lcpl);
+	if (fid >= 0)
+		H5Fclose(fid);
+	H5Eclear2(H5E_DEFAULT);
+	ckpt_atomic_abort(&a);
+	free(buf);
+	return rc;
+}
+
+/* ------------------------------------------------------ reading */
+
+struct ckpt_file {
+	hid_t fid;
+	char *name;
+};
+
+int ckpt_open(ckpt_file **out, const char *file)
+{
+	ckpt_hdf5_quiet();
+	*out = NULL;
+	char why[256];
+	struct stat st;
+	if (!file || !file[0])
+		return starnn_error(STARNN_EINVAL, "no checkpoint file name");
+	if (stat(file, &st) < 0)
+		return starnn_error(STARNN_EIO, "checkpoint %s: %s", file, strerror(errno));
+	if (S_ISDIR(st.st_mode))
+		return starnn_error(STARNN_EIO, "checkpoint %s: is a directory", file);
+	if (access(file, R_OK) < 0)
+		return starnn_error(STARNN_EIO, "checkpoint %s: %s", file, strerror(errno));
+	htri_t is = H5Fis_hdf5(file);
+	if (is <= 0) {
+		H5Eclear2(H5E_DEFAULT);
+		return starnn_error(STARNN_EIO, "checkpoint %s: not an HDF5 file", file);
+	}
+	hid_t fid = H5Fopen(file, H5F_ACC_RDONLY, H5P_DEFAULT);
+	if (fid < 0)
+		return starnn_error(STARNN_EIO, "checkpoint %s: cannot open: %s", file, REASON(why));
+	ckpt_file *f = calloc(1, sizeof *f);
+	if (!f || !(f->name = dup_string(file))) {
+		free(f);
+		H5Fclose(fid);
+		return starnn_error(STARNN_ENOMEM, "checkpoint %s: out of memory", file);
+	}
+	f->fid = fid;
+	*out = f;
+	return 0;
+}
+
+void ckpt_close(ckpt_file *f)
+{
+	if (!f)
+		return;
+	ckpt_hdf5_quiet();
+	H5Fclose(f->fid);
+	free(f->name);
+	free(f);
+}
+
+/* Opens root attribute `name` of type class `cls` holding one value. */
+static int open_attr(ckpt_file *f, const char *name, H5T_class_t cls, const char *what, hid_t *attr)
+{
+	ckpt_hdf5_quiet();
+	if (!name || H5Aexists(f->fid, name) <= 0) {
+		H5Eclear2(H5E_DEFAULT);
+		return starnn_error(STARNN_EINVAL, "checkpoint %s: no attribute '%s'", f->name, name ? name : "(null)");
+	}
+	hid_t a = H5Aopen(f->fid, name, H5P_DEFAULT);
+	if (a < 0) {
+		char why[256];
+		return starnn_error(STARNN_EIO, "checkpoint %s: cannot open attribute '%s': %s", f->name, name, REASON(why));
+	}
+	hid_t type = H5Aget_type(a), space = H5Aget_space(a);
+	H5T_class_t c = H5Tget_class(type);
+	hssize_t npoints = H5Sget_simple_extent_npoints(space);
+	H5Tclose(type);
+	H5Sclose(space);
+	static const char *const names[] = {[H5T_INTEGER] = "an integer", [H5T_FLOAT] = "a floating-point number",
+	                                    [H5T_STRING] = "a string"};
+	const char *got = c >= 0 && c < (int)(sizeof names / sizeof *names) && names[c] ? names[c] : "another type";
+	if (c != cls || npoints != 1) {
+		H5Aclose(a);
+		if (npoints != 1)
+			return starnn_error(STARNN_EINVAL, "checkpoint %s: attribute '%s' holds %lld values, expected one %s",
+			                    f->name, name, (long long)npoints, what);
+		return starnn_error(STARNN_EINVAL, "checkpoint %s: attribute '%s' is %s, expected %s", f->name, name, got,
+		                    what);
+	}
+	*attr = a;
+	return 0;
+}
+
+int ckpt_get_int(ckpt_file *f, const char *name, int64_t *value)
+{
+	hid_t a;
+	STARNN_CHECK(open_attr(f, name, H5T_INTEGER, "an integer", &a));
+	char why[256];
+	herr_t st = H5Aread(a, H5T_NATIVE_INT64, value);
+	if (st < 0)
+		REASON(why);
+	H5Aclose(a);
+	if (st < 0)
+		return starnn_error(STARNN_EINVAL, "checkpoint %s: attribute '%s': %s", f->name, name, why);
+	return 0;
+}
+
+int ckpt_get_double(ckpt_file *f, const char *name, double *value)
+{
+	hid_t a;
+	STARNN_CHECK(open_attr(f, name, H5T_FLOAT, "a floating-point number", &a));
+	char why[256];
+	herr_t st = H5Aread(a, H5T_NATIVE_DOUBLE, value);
+	if (st < 0)
+		REASON(why);
+	H5Aclose(a);
+	if (st < 0)
+		return starnn_error(STARNN_EINVAL, "checkpoint %s: attribute '%s': %s", f->name, name, why);
+	return 0;
+}
+
+int ckpt_get_string(ckpt_file *f, const char *name, char *buf, size_t size)
+{
+	hid_t a;
+	char why[256];
+	STARNN_CHECK(open_attr(f, name, H5T_STRING, "a string", &a));
+	hid_t type = H5Aget_type(a);
+	hid_t mtype = H5Tcopy(type);
+	char *s = NULL;
+	int rc = 0;
+	if (H5Tis_variable_str(type) > 0) {
+		if (H5Aread(a, mtype, &s) < 0)
+			rc = starnn_error(STARNN_EINVAL, "checkpoint %s: attribute '%s': %s", f->name, name, REASON(why));
+	} else {
+		size_t n = H5Tget_size(type);
+		s = malloc(n + 1);
+		if (!s)
+			rc = starnn_error(STARNN_ENOMEM, "checkpoint %s: out of memory", f->name);
+		else if (H5Aread(a, mtype, s) < 0)
+			rc = starnn_error(STARNN_EINVAL, "checkpoint %s: attribute '%s': %s", f->name, name, REASON(why));
+		else
+			s[n] = '\0';
+	}
+	if (rc == 0) {
+		size_t n = strlen(s);
+		if (n >= size)
+			rc = starnn_error(STARNN_EINVAL, "checkpoint %s: attribute '%s' (%zu characters) does not fit in %zu bytes",
+			                  f->name, name, n, size);
+		else
+			memcpy(buf, s, n + 1);
+	}
+	if (H5Tis_variable_str(type) > 0) {
+		if (s)
+			H5free_memory(s);
+	} else {
+		free(s);
+	}
+	H5Tclose(mtype);
+	H5Tclose(type);
+	H5Aclose(a);
+	return rc;
+}
+
+int ckpt_has(ckpt_file *f, const char *path)
+{
+	ckpt_hdf5_quiet();
+	if (!f || !path || !path[0] || !link_exists(f->fid, path))
+		return 0;
+	hid_t o = H5Oopen(f->fid, path, H5P_DEFAULT);
+	if (o < 0) {
+		H5Eclear2(H5E_DEFAULT);
+		return 0;
+	}
+	int is_dataset = H5Iget_type(o) == H5I_DATASET;
+	H5Oclose(o);
+	return is_dataset;
+}
+
+static void shape_string(char *buf, size_t size, int ndim, const int64_t *dims)
+{
+	size_t o = 0;
+	o += snprintf(buf + o, size - o, "[");
+	for (int d = 0; d < ndim && o < size; d++)
+		o += snprintf(buf + o, size - o, d ? ",%" PRId64 : "%" PRId64, dims[d]);
+	if (o < size)
+		snprintf(buf + o, size - o, "]");
+}
+
+int ckpt_read_tensor(ckpt_file *f, const char *path, starnn_tensor *t)
+{
+	ckpt_hdf5_quiet();
+	char why[256];
+	if (!ckpt_has(f, path))
+		return starnn_error(STARNN_EINVAL, "checkpoint %s: no dataset '%s'", f->name, path ? path : "(null)");
+	hid_t dset = H5Dopen2(f->fid, path, H5P_DEFAULT);
+	if (dset < 0)
+		return starnn_error(STARNN_EIO, "checkpoint %s: cannot open dataset '%s': %s", f->name, path, REASON(why));
+	hid_t type = H5Dget_type(dset), space = H5Dget_space(dset);
+	H5T_class_t cls = H5Tget_class(type);
+	int ndim = H5Sget_simple_extent_ndims(space);
+	hsize_t dims[H5S_MAX_RANK];
+	int64_t shape[H5S_MAX_RANK];
+	if (ndim > 0)
+		H5Sget_simple_extent_dims(space, dims, NULL);
+	for (int d = 0; d < ndim; d++)
+		shape[d] = (int64_t)dims[d];
+	H5Tclose(type);
+	H5Sclose(space);
+	int rc = 0;
+	float *buf = NULL;
+	int same = ndim == t->ndim;
+	for (int d = 0; same && d < ndim; d++)
+		same = shape[d] == t->shape[d];
+	if (cls != H5T_FLOAT) {
+		rc = starnn_error(STARNN_EINVAL, "checkpoint %s: dataset '%s' is not floating-point", f->name, path);
+	} else if (!same) {
+		char a[128], b[128];
+		shape_string(a, sizeof a, ndim < 0 ? 0 : ndim, shape);
+		shape_string(b, sizeof b, t->ndim, t->shape);
+		rc = starnn_error(STARNN_EINVAL, "checkpoint %s: dataset '%s' has shape %s, the model's tensor '%s' has %s",
+		                  f->name, path, a, t->name, b);
+	} else if (!(buf = malloc((starnn_tensor_numel(t) ? starnn_tensor_numel(t) : 1) * sizeof *buf))) {
+		rc = starnn_error(STARNN_ENOMEM, "checkpoint %s: out of memory", f->name);
+	} else if (H5Dread(dset, H5T_NATIVE_FLOAT, H5S_ALL, H5S_ALL, H5P_DEFAULT, buf) < 0) {
+		rc = starnn_error(STARNN_EIO, "checkpoint %s: cannot read dataset '%s': %s", f->name, path, REASON(why));
+	}
+	H5Dclose(dset);
+	if (rc == 0) {
+		size_t n = starnn_tensor_numel(t);
+		for (size_t i = 0; i < n; i++)
+			if (!isfinite(buf[i])) {
+				rc = starnn_error(STARNN_ENUM, "checkpoint %s: dataset '%s' holds %g at element %zu", f->name,
+				                  path, (double)buf[i], i);
+				break;
+			}
+	}
+	if (rc == 0)
+		rc = starnn_tensor_write_f32(t, buf);
+	free(buf);
+	return rc;
+}

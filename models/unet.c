@@ -1151,6 +1151,7 @@ static int cmd_predict(struct options *o)
 
 int main(int argc, char **argv)
 {
+	starnn_blas_autoselect(argv); /* may restart the program with fast BLAS kernels */
 	struct options *o = malloc(sizeof *o);
 	if (!o) {
 		fail("out of memory");

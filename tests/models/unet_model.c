@@ -478,8 +478,10 @@ static void test_training(void)
 	unet_destroy(m);
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
+	(void)argc;
+	starnn_blas_autoselect(argv);
 	test_init();
 	test_counts();
 	test_reference(1, 2, 8);

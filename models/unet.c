@@ -173,7 +173,8 @@ static void usage(FILE *f)
 	        "                          eval, predict, info: the model to use\n"
 	        "  --checkpoint-every N    train: also write it every N steps\n"
 	        "  --resume FILE           continue the run saved in FILE (options not given are\n"
-	        "                          taken from it; another architecture is refused)\n"
+	        "                          taken from it, --steps too; another architecture is\n"
+	        "                          refused)\n"
 	        "  --init FILE             start from the weights of FILE (not its optimizer state)\n"
 	        "  --eval-every N          evaluate every N steps (default: at the end only; 0: never)\n"
 	        "\n"
@@ -455,7 +456,8 @@ static const char *resize_name(enum sevir_resize r)
 
 struct train_state {
 	int64_t step;   /* steps done */
-	int64_t epoch;  /* epoch of the next batch */
+	int64_t epoch;  /* epochs done */
+	int64_t total;  /* steps the run was asked for */
 };
 
 static int write_checkpoint(const char *file, unet *m, const struct options *o, const struct unet_optim *opt,
@@ -482,6 +484,7 @@ static int write_checkpoint(const char *file, unet *m, const struct options *o, 
 		{.name = "micro_batches", .type = CKPT_INT, .i = c->micro},
 		{.name = "step", .type = CKPT_INT, .i = st->step},
 		{.name = "epoch", .type = CKPT_INT, .i = st->epoch},
+		{.name = "total_steps", .type = CKPT_INT, .i = st->total},
 		{.name = "optimizer", .type = CKPT_STRING, .s = optimizer_name(opt->kind)},
 		{.name = "lr", .type = CKPT_DOUBLE, .d = opt->lr},
 		{.name = "warmup", .type = CKPT_INT, .i = opt->warmup},
@@ -549,6 +552,11 @@ static int checkpoint_training(ckpt_file *f, const char *file, struct options *o
 	char s[64];
 	STARNN_CHECK(ckpt_get_int(f, "step", &st->step));
 	STARNN_CHECK(ckpt_get_int(f, "epoch", &st->epoch));
+	/* Without --steps / --epochs, the run continues to the length it was
+	 * given. */
+	STARNN_CHECK(ckpt_get_int(f, "total_steps", &v));
+	if (!o->given[O_STEPS] && !o->given[O_EPOCHS])
+		o->steps = v;
 	STARNN_CHECK(ckpt_get_string(f, "optimizer", s, sizeof s));
 	enum unet_optimizer k = strcmp(s, "sgd") == 0 ? UNET_SGD : UNET_ADAM;
 	if (o->given[O_OPTIMIZER] && k != o->optimizer)
@@ -869,7 +877,7 @@ static int run_eval_during_training(struct run *r, int64_t step, int64_t epoch, 
 static int cmd_train(struct options *o)
 {
 	struct run r = {.o = o};
-	struct train_state st = {0, 0};
+	struct train_state st = {0, 0, 0};
 	ckpt_file *ck = NULL;
 	const char *ckfile = o->resume ? o->resume : o->init;
 	int rc = 0;
@@ -909,6 +917,7 @@ static int cmd_train(struct options *o)
 		bpe = count / o->batch;
 	}
 	int64_t total = o->steps >= 0 ? o->steps : (int64_t)o->epochs * bpe;
+	st.total = total;
 	if (o->resume && st.step > total) {
 		rc = starnn_error(STARNN_EINVAL, "%s is at step %lld, beyond the %lld steps asked (--steps / --epochs)",
 		                  o->resume, (long long)st.step, (long long)total);

@@ -6,6 +6,7 @@
 #include <math.h>
 
 #include "codelets/adam.h"
+#include "codelets/amp.h"
 #include "runtime/codelet.h"
 
 static void adam_cpu(void *buffers[], void *cl_arg)
@@ -63,17 +64,16 @@ static int check_same(const char *an, const starnn_tensor *a, const char *bn, co
 	return 0;
 }
 
-int starnn_adam(starnn_tensor *w, starnn_tensor *grad, starnn_tensor *m, starnn_tensor *v,
-                const struct starnn_adam_params *params, int64_t t, float grad_scale)
+static int check_args(starnn_tensor *w, starnn_tensor *grad, starnn_tensor *m, starnn_tensor *v,
+                      const struct starnn_adam_params *p)
 {
-	if (!w || !grad || !m || !v || !params)
+	if (!w || !grad || !m || !v || !p)
 		return starnn_error(STARNN_EINVAL, "adam: w, grad, m, v and params are required");
 	starnn_tensor *all[4] = {w, grad, m, v};
 	static const char *const names[4] = {"w", "grad", "m", "v"};
 	for (int i = 0; i < 4; i++)
 		for (int j = i + 1; j < 4; j++)
 			STARNN_CHECK(check_same(names[i], all[i], names[j], all[j]));
-	const struct starnn_adam_params *p = params;
 	if (!(p->lr >= 0.0f) || !isfinite(p->lr))
 		return starnn_error(STARNN_EINVAL, "adam: invalid learning rate %g", (double)p->lr);
 	if (!(p->eps >= 0.0f) || !isfinite(p->eps))
@@ -83,6 +83,14 @@ int starnn_adam(starnn_tensor *w, starnn_tensor *grad, starnn_tensor *m, starnn_
 		                    (double)p->beta2);
 	if (!(p->weight_decay >= 0.0f) || !isfinite(p->weight_decay))
 		return starnn_error(STARNN_EINVAL, "adam: invalid weight_decay %g", (double)p->weight_decay);
+	return 0;
+}
+
+int starnn_adam(starnn_tensor *w, starnn_tensor *grad, starnn_tensor *m, starnn_tensor *v,
+                const struct starnn_adam_params *params, int64_t t, float grad_scale)
+{
+	STARNN_CHECK(check_args(w, grad, m, v, params));
+	const struct starnn_adam_params *p = params;
 	if (t < 1)
 		return starnn_error(STARNN_EINVAL, "adam: steps count from 1, got %lld", (long long)t);
 	if (!isfinite(grad_scale))
@@ -91,5 +99,55 @@ int starnn_adam(starnn_tensor *w, starnn_tensor *grad, starnn_tensor *m, starnn_
 	struct starnn_adam_step s;
 	starnn_adam_step_init(&s, p, t, grad_scale);
 	struct starnn_task_desc d = {.cl = &starnn_adam_cl, .args = &s, .args_size = sizeof s, .tensors = {w, grad, m, v}};
+	return starnn_submit(&d);
+}
+
+/* ------------------------------------------------------------- adam_amp */
+
+static void adam_amp_cpu(void *buffers[], void *cl_arg)
+{
+	const struct starnn_adam_params *p = cl_arg;
+	struct starnn_mat w = starnn_buffer(buffers, 0), g = starnn_buffer(buffers, 1);
+	struct starnn_mat m = starnn_buffer(buffers, 2), v = starnn_buffer(buffers, 3);
+	struct starnn_mat st = starnn_buffer(buffers, 4), f = starnn_buffer(buffers, 5);
+	starnn_adam_amp_cpu(w.rows, w.cols, p, st.ptr, f.ptr, w.ptr, w.ld, g.ptr, g.ld, m.ptr, m.ld, v.ptr, v.ld);
+}
+
+#ifdef STARNN_USE_CUDA
+static void adam_amp_cuda(void *buffers[], void *cl_arg)
+{
+	const struct starnn_adam_params *p = cl_arg;
+	struct starnn_mat w = starnn_buffer(buffers, 0), g = starnn_buffer(buffers, 1);
+	struct starnn_mat m = starnn_buffer(buffers, 2), v = starnn_buffer(buffers, 3);
+	struct starnn_mat st = starnn_buffer(buffers, 4), f = starnn_buffer(buffers, 5);
+	starnn_adam_amp_cuda(w.rows, w.cols, p, st.ptr, f.ptr, w.ptr, w.ld, g.ptr, g.ld, m.ptr, m.ld, v.ptr, v.ld,
+	                     starnn_cuda_stream());
+	STARNN_CUDA_LAUNCHED("adam_amp");
+}
+#endif
+
+static STARNN_PERFMODEL(adam_amp, fp32);
+static struct starpu_codelet adam_amp_cl = {
+	.name = "adam_amp",
+	.cpu_funcs = {adam_amp_cpu},
+	.cpu_funcs_name = {"adam_amp_cpu"},
+#ifdef STARNN_USE_CUDA
+	.cuda_funcs = {adam_amp_cuda},
+	.cuda_flags = {STARPU_CUDA_ASYNC},
+#endif
+	.nbuffers = 6,
+	.modes = {STARPU_RW, STARPU_R, STARPU_RW, STARPU_RW, STARPU_R, STARPU_R},
+	.model = &starnn_adam_amp_fp32_model,
+};
+
+int starnn_adam_amp(starnn_tensor *w, starnn_tensor *grad, starnn_tensor *m, starnn_tensor *v,
+                    const struct starnn_adam_params *params, starnn_tensor *state, starnn_tensor *flag)
+{
+	STARNN_CHECK(check_args(w, grad, m, v, params));
+	STARNN_CHECK(starnn_amp_check("adam_amp", state, flag));
+	struct starnn_adam_params p = *params;
+	p.decoupled = params->decoupled != 0;
+	struct starnn_task_desc d = {
+		.cl = &adam_amp_cl, .args = &p, .args_size = sizeof p, .tensors = {w, grad, m, v, state, flag}};
 	return starnn_submit(&d);
 }

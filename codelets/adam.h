@@ -52,6 +52,24 @@ void starnn_adam_cuda(size_t rows, size_t cols, const struct starnn_adam_step *s
 int starnn_adam(starnn_tensor *w, starnn_tensor *grad, starnn_tensor *m, starnn_tensor *v,
                 const struct starnn_adam_params *params, int64_t t, float grad_scale);
 
+/* Mixed precision with dynamic loss scaling (codelets/amp.h): the same
+ * update, with the step read inside the task from the loss-scale state and
+ * the overflow flag (R buffers):
+ *   flag[0] != 0: the step is skipped: w, m, v are left untouched;
+ *   otherwise t = state[3] + 1 (the steps applied so far, plus this one:
+ *   skipped steps do not advance the bias corrections) and grad_scale =
+ *   1 / state[0]; the step is then exactly that of starnn_adam at t.
+ * state and flag are device pointers for the CUDA kernel. Perfmodel
+ * starnn_adam_amp_fp32. */
+void starnn_adam_amp_cpu(size_t rows, size_t cols, const struct starnn_adam_params *p, const float *state,
+                         const float *flag, float *w, size_t ldw, const float *grad, size_t ldg, float *m, size_t ldm,
+                         float *v, size_t ldv);
+void starnn_adam_amp_cuda(size_t rows, size_t cols, const struct starnn_adam_params *p, const float *state,
+                          const float *flag, float *w, size_t ldw, const float *grad, size_t ldg, float *m,
+                          size_t ldm, float *v, size_t ldv, void *stream);
+int starnn_adam_amp(starnn_tensor *w, starnn_tensor *grad, starnn_tensor *m, starnn_tensor *v,
+                    const struct starnn_adam_params *params, starnn_tensor *state, starnn_tensor *flag);
+
 #ifdef __cplusplus
 }
 #endif

@@ -131,3 +131,124 @@ int starnn_bias_grad(starnn_tensor *dy, float beta, starnn_tensor *db)
 	};
 	return starnn_submit(&d);
 }
+
+/* ------------------------------------------------------- mixed precision */
+
+/* One set per 16-bit dtype of y / dy: bias_add (b R, y RW), bias_grad
+ * (dy R, db RW) and bias_grad_w (dy R, db W). */
+#ifdef STARNN_USE_CUDA
+#define BIAS_HALF_CUDA(dt, DT)                                                                            \
+	static void bias_add_##dt##_cuda(void *buffers[], void *cl_arg)                                   \
+	{                                                                                                 \
+		struct starnn_mat b = starnn_buffer(buffers, 0), y = starnn_buffer(buffers, 1);           \
+		starnn_bias_add_half_cuda(DT, y.rows, b.cols, y.cols / b.cols, b.ptr, y.ptr, y.ld,        \
+		                          starnn_cuda_stream());                                          \
+		STARNN_CUDA_LAUNCHED("bias_add_" #dt);                                                    \
+	}                                                                                                 \
+	static void bias_grad_##dt##_cuda(void *buffers[], void *cl_arg)                                  \
+	{                                                                                                 \
+		const struct bias_grad_args *g = cl_arg;                                                  \
+		struct starnn_mat dy = starnn_buffer(buffers, 0), db = starnn_buffer(buffers, 1);         \
+		starnn_bias_grad_half_cuda(DT, dy.rows, db.cols, dy.cols / db.cols, dy.ptr, dy.ld,        \
+		                           g->beta, db.ptr, starnn_cuda_stream());                        \
+		STARNN_CUDA_LAUNCHED("bias_grad_" #dt);                                                   \
+	}
+#define BIAS_HALF_CUDA_FIELDS(fn) .cuda_funcs = {fn}, .cuda_flags = {STARPU_CUDA_ASYNC},
+#else
+#define BIAS_HALF_CUDA(dt, DT)
+#define BIAS_HALF_CUDA_FIELDS(fn)
+#endif
+
+#define BIAS_HALF_CODELETS(dt, DT)                                                                        \
+	static void bias_add_##dt##_cpu(void *buffers[], void *cl_arg)                                    \
+	{                                                                                                 \
+		struct starnn_mat b = starnn_buffer(buffers, 0), y = starnn_buffer(buffers, 1);           \
+		starnn_bias_add_half_cpu(DT, y.rows, b.cols, y.cols / b.cols, b.ptr, y.ptr, y.ld);        \
+	}                                                                                                 \
+	static void bias_grad_##dt##_cpu(void *buffers[], void *cl_arg)                                   \
+	{                                                                                                 \
+		const struct bias_grad_args *g = cl_arg;                                                  \
+		struct starnn_mat dy = starnn_buffer(buffers, 0), db = starnn_buffer(buffers, 1);         \
+		starnn_bias_grad_half_cpu(DT, dy.rows, db.cols, dy.cols / db.cols, dy.ptr, dy.ld,         \
+		                          g->beta, db.ptr);                                               \
+	}                                                                                                 \
+	BIAS_HALF_CUDA(dt, DT)                                                                            \
+	static STARNN_PERFMODEL(bias_add, dt);                                                            \
+	static STARNN_PERFMODEL(bias_grad, dt);                                                           \
+	static struct starpu_codelet bias_add_##dt##_cl = {                                               \
+		.name = "bias_add_" #dt,                                                                  \
+		.cpu_funcs = {bias_add_##dt##_cpu},                                                       \
+		.cpu_funcs_name = {"bias_add_" #dt "_cpu"},                                               \
+		BIAS_HALF_CUDA_FIELDS(bias_add_##dt##_cuda)                                               \
+		.nbuffers = 2,                                                                            \
+		.modes = {STARPU_R, STARPU_RW},                                                           \
+		.model = &starnn_bias_add_##dt##_model,                                                   \
+	};                                                                                                \
+	static struct starpu_codelet bias_grad_##dt##_cl = {                                              \
+		.name = "bias_grad_" #dt,                                                                 \
+		.cpu_funcs = {bias_grad_##dt##_cpu},                                                      \
+		.cpu_funcs_name = {"bias_grad_" #dt "_cpu"},                                              \
+		BIAS_HALF_CUDA_FIELDS(bias_grad_##dt##_cuda)                                              \
+		.nbuffers = 2,                                                                            \
+		.modes = {STARPU_R, STARPU_RW},                                                           \
+		.model = &starnn_bias_grad_##dt##_model,                                                  \
+	};                                                                                                \
+	static struct starpu_codelet bias_grad_##dt##_w_cl = {                                            \
+		.name = "bias_grad_" #dt,                                                                 \
+		.cpu_funcs = {bias_grad_##dt##_cpu},                                                      \
+		.cpu_funcs_name = {"bias_grad_" #dt "_cpu"},                                              \
+		BIAS_HALF_CUDA_FIELDS(bias_grad_##dt##_cuda)                                              \
+		.nbuffers = 2,                                                                            \
+		.modes = {STARPU_R, STARPU_W},                                                            \
+		.model = &starnn_bias_grad_##dt##_model,                                                  \
+	};
+
+BIAS_HALF_CODELETS(fp16, STARNN_FP16)
+BIAS_HALF_CODELETS(bf16, STARNN_BF16)
+
+/* y: [N, C, ...] fp16 or bf16; b: one row of C fp32 values. */
+static int check_half(const char *op, const char *yname, const starnn_tensor *y, const char *bname,
+                      const starnn_tensor *b)
+{
+	char dy[128], dbuf[128];
+	if (!y || !b)
+		return starnn_error(STARNN_EINVAL, "%s: NULL tensor", op);
+	starnn_tensor_describe(y, dy, sizeof dy);
+	starnn_tensor_describe(b, dbuf, sizeof dbuf);
+	if ((y->dtype != STARNN_FP16 && y->dtype != STARNN_BF16) || b->dtype != STARNN_FP32)
+		return starnn_error(STARNN_EINVAL, "%s: %s fp32, fp16 or bf16 and %s fp32 expected, got %s and %s", op,
+		                    yname, bname, dy, dbuf);
+	if (y->ndim < 2)
+		return starnn_error(STARNN_EINVAL, "%s: %s must be [N, C] or [N, C, H, W], got %s", op, yname, dy);
+	if (b->rows != 1 || b->cols != (size_t)y->shape[1])
+		return starnn_error(STARNN_EINVAL, "%s: %s must hold one value per channel of %s %s (%lld), got %s", op,
+		                    bname, yname, dy, (long long)y->shape[1], dbuf);
+	return 0;
+}
+
+int starnn_bias_add_mp(starnn_tensor *b, starnn_tensor *y)
+{
+	if (y && y->dtype == STARNN_FP32)
+		return starnn_bias_add(b, y);
+	STARNN_CHECK(check_half("bias_add", "y", y, "b", b));
+	struct starnn_task_desc d = {.cl = y->dtype == STARNN_FP16 ? &bias_add_fp16_cl : &bias_add_bf16_cl,
+	                             .tensors = {b, y}};
+	return starnn_submit(&d);
+}
+
+int starnn_bias_grad_mp(starnn_tensor *dy, float beta, starnn_tensor *db)
+{
+	if (dy && dy->dtype == STARNN_FP32)
+		return starnn_bias_grad(dy, beta, db);
+	STARNN_CHECK(check_half("bias_grad", "dy", dy, "db", db));
+	struct bias_grad_args g = {beta};
+	int fp16 = dy->dtype == STARNN_FP16;
+	struct starnn_task_desc d = {
+		.cl = beta == 0.0f ? (fp16 ? &bias_grad_fp16_w_cl : &bias_grad_bf16_w_cl)
+		                   : (fp16 ? &bias_grad_fp16_cl : &bias_grad_bf16_cl),
+		.args = &g,
+		.args_size = sizeof g,
+		.tensors = {dy, db},
+	};
+	return starnn_submit(&d);
+}

@@ -43,6 +43,24 @@ extern struct starpu_codelet starnn_bias_grad_w_cl;
 int starnn_bias_add(starnn_tensor *b, starnn_tensor *y);
 int starnn_bias_grad(starnn_tensor *dy, float beta, starnn_tensor *db);
 
+/* Mixed precision: y / dy fp16 or bf16 (dt), b / db fp32. bias_add computes
+ * y + b in fp32 and rounds once to dt; bias_grad sums the widened dy in
+ * double as the fp32 kernel does. Perfmodels starnn_bias_add_{fp16,bf16},
+ * starnn_bias_grad_{fp16,bf16}. */
+void starnn_bias_add_half_cpu(starnn_dtype dt, size_t n, size_t channels, size_t inner, const float *b, void *y,
+                              size_t ldy);
+void starnn_bias_grad_half_cpu(starnn_dtype dt, size_t n, size_t channels, size_t inner, const void *dy, size_t lddy,
+                               float beta, float *db);
+void starnn_bias_add_half_cuda(starnn_dtype dt, size_t n, size_t channels, size_t inner, const float *b, void *y,
+                               size_t ldy, void *stream);
+void starnn_bias_grad_half_cuda(starnn_dtype dt, size_t n, size_t channels, size_t inner, const void *dy,
+                                size_t lddy, float beta, float *db, void *stream);
+
+/* Submission for y / dy of any dtype (fp32 submits the fp32 codelets);
+ * b / db are fp32. */
+int starnn_bias_add_mp(starnn_tensor *b, starnn_tensor *y);
+int starnn_bias_grad_mp(starnn_tensor *dy, float beta, starnn_tensor *db);
+
 #ifdef __cplusplus
 }
 #endif

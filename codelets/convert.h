@@ -43,6 +43,14 @@ void starnn_convert_bf16_to_fp16_cpu(size_t rows, size_t cols, const uint16_t *x
 int starnn_convert_cpu(starnn_dtype src, starnn_dtype dst, size_t rows, size_t cols, const void *x, size_t ldx,
                        void *y, size_t ldy);
 
+/* Row helpers for the mixed-precision kernels of other operations (gemm,
+ * bias, mse on fp16 / bf16 tensors): widen n elements of dtype src to fp32,
+ * or narrow n fp32 values to dtype dst, with the kernels above (same
+ * rounding); fp32 is a copy. Kernels that compute in fp32 on 16-bit
+ * tensors take blocks of a row through a stack buffer with these. */
+void starnn_widen_row_cpu(starnn_dtype src, size_t n, const void *x, float *y);
+void starnn_narrow_row_cpu(starnn_dtype dst, size_t n, const float *x, void *y);
+
 /* CUDA kernels (codelets/cuda/convert.cu): cuda_fp16.h / cuda_bf16.h
  * round-to-nearest-even intrinsics. */
 void starnn_convert_fp32_to_fp16_cuda(size_t rows, size_t cols, const float *x, size_t ldx, uint16_t *y, size_t ldy,

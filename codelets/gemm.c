@@ -8,6 +8,7 @@
 #include <config.h>
 
 #include <limits.h>
+#include <math.h>
 #include <stddef.h>
 
 #include "codelets/gemm.h"
@@ -107,6 +108,119 @@ int starnn_gemm(int transA, int transB, float alpha, starnn_tensor *A, starnn_te
 	struct gemm_args g = {transA, transB, alpha, beta};
 	struct starnn_task_desc d = {
 		.cl = beta == 0.0f ? &starnn_gemm_w_cl : &starnn_gemm_cl,
+		.args = &g,
+		.args_size = sizeof g,
+		.tensors = {A, B, C},
+	};
+	return starnn_submit(&d);
+}
+
+/* ------------------------------------------------------- mixed precision */
+
+/* The transposes and C's dtype lead: they change the cost for the same
+ * buffer shapes (the input dtype is the codelet's). */
+struct gemm_half_args {
+	int transA, transB, cdt;
+	float alpha, beta;
+};
+
+static uint32_t gemm_half_footprint(struct starpu_task *task)
+{
+	return starnn_footprint_args(task, offsetof(struct gemm_half_args, alpha));
+}
+
+#ifdef STARNN_USE_CUDA
+#define GEMM_HALF_CUDA(dt, DT)                                                                             \
+	static void gemm_##dt##_cuda(void *buffers[], void *cl_arg)                                        \
+	{                                                                                                  \
+		const struct gemm_half_args *g = cl_arg;                                                   \
+		struct starnn_mat a = starnn_buffer(buffers, 0), b = starnn_buffer(buffers, 1);            \
+		struct starnn_mat c = starnn_buffer(buffers, 2);                                           \
+		size_t k = g->transA ? a.rows : a.cols;                                                    \
+		starnn_gemm_half_cuda(DT, (starnn_dtype)g->cdt, g->transA, g->transB, c.rows, c.cols, k,   \
+		                      g->alpha, a.ptr, a.ld, b.ptr, b.ld, g->beta, c.ptr, c.ld,            \
+		                      starnn_cublas_handle());                                             \
+	}
+#define GEMM_HALF_CUDA_FIELDS(dt) .cuda_funcs = {gemm_##dt##_cuda}, .cuda_flags = {STARPU_CUDA_ASYNC},
+#else
+#define GEMM_HALF_CUDA(dt, DT)
+#define GEMM_HALF_CUDA_FIELDS(dt)
+#endif
+
+/* For input dtype dt: CPU / CUDA functions, the model starnn_gemm_<dt>, and
+ * the codelets with C in RW (beta != 0) and W (beta == 0). */
+#define GEMM_HALF_CODELETS(dt, DT)                                                                         \
+	static void gemm_##dt##_cpu(void *buffers[], void *cl_arg)                                         \
+	{                                                                                                  \
+		const struct gemm_half_args *g = cl_arg;                                                   \
+		struct starnn_mat a = starnn_buffer(buffers, 0), b = starnn_buffer(buffers, 1);            \
+		struct starnn_mat c = starnn_buffer(buffers, 2);                                           \
+		size_t k = g->transA ? a.rows : a.cols;                                                    \
+		starnn_gemm_half_cpu(DT, (starnn_dtype)g->cdt, g->transA, g->transB, c.rows, c.cols, k,    \
+		                     g->alpha, a.ptr, a.ld, b.ptr, b.ld, g->beta, c.ptr, c.ld);            \
+	}                                                                                                  \
+	GEMM_HALF_CUDA(dt, DT)                                                                             \
+	static STARNN_PERFMODEL_FP(gemm, dt, gemm_half_footprint);                                         \
+	static struct starpu_codelet gemm_##dt##_cl = {                                                    \
+		.name = "gemm_" #dt,                                                                       \
+		.cpu_funcs = {gemm_##dt##_cpu},                                                            \
+		.cpu_funcs_name = {"gemm_" #dt "_cpu"},                                                    \
+		GEMM_HALF_CUDA_FIELDS(dt)                                                                  \
+		.nbuffers = 3,                                                                             \
+		.modes = {STARPU_R, STARPU_R, STARPU_RW},                                                  \
+		.model = &starnn_gemm_##dt##_model,                                                        \
+	};                                                                                                 \
+	static struct starpu_codelet gemm_##dt##_w_cl = {                                                  \
+		.name = "gemm_" #dt,                                                                       \
+		.cpu_funcs = {gemm_##dt##_cpu},                                                            \
+		.cpu_funcs_name = {"gemm_" #dt "_cpu"},                                                    \
+		GEMM_HALF_CUDA_FIELDS(dt)                                                                  \
+		.nbuffers = 3,                                                                             \
+		.modes = {STARPU_R, STARPU_R, STARPU_W},                                                   \
+		.model = &starnn_gemm_##dt##_model,                                                        \
+	};
+
+GEMM_HALF_CODELETS(fp16, STARNN_FP16)
+GEMM_HALF_CODELETS(bf16, STARNN_BF16)
+
+int starnn_gemm_mp(int transA, int transB, float alpha, starnn_tensor *A, starnn_tensor *B, float beta,
+                   starnn_tensor *C)
+{
+	char da[128], db[128], dc[128];
+	if (!A || !B || !C)
+		return starnn_error(STARNN_EINVAL, "gemm: NULL tensor (A %p, B %p, C %p)", (void *)A, (void *)B, (void *)C);
+	if (A->dtype == STARNN_FP32 && B->dtype == STARNN_FP32 && C->dtype == STARNN_FP32)
+		return starnn_gemm(transA, transB, alpha, A, B, beta, C);
+	starnn_tensor_describe(A, da, sizeof da);
+	starnn_tensor_describe(B, db, sizeof db);
+	starnn_tensor_describe(C, dc, sizeof dc);
+	if ((A->dtype != STARNN_FP16 && A->dtype != STARNN_BF16) || B->dtype != A->dtype ||
+	    (C->dtype != STARNN_FP32 && C->dtype != A->dtype))
+		return starnn_error(STARNN_EINVAL,
+		                    "gemm: mixed precision wants A and B both fp16 or both bf16 and C fp32 or of their "
+		                    "dtype; got A %s, B %s, C %s",
+		                    da, db, dc);
+	if ((transA != 0 && transA != 1) || (transB != 0 && transB != 1))
+		return starnn_error(STARNN_EINVAL, "gemm: transA and transB must be 0 or 1, got %d and %d", transA, transB);
+	if (C == A || C == B)
+		return starnn_error(STARNN_EINVAL, "gemm: C must not be an input: A %s, B %s, C %s", da, db, dc);
+	size_t m = transA ? A->cols : A->rows, k = transA ? A->rows : A->cols;
+	size_t kb = transB ? B->cols : B->rows, n = transB ? B->rows : B->cols;
+	if (k != kb || C->rows != m || C->cols != n)
+		return starnn_error(STARNN_EINVAL,
+		                    "gemm: shapes do not match: op(A) is %zu x %zu (A %s), op(B) is %zu x %zu (B %s), "
+		                    "C %s is %zu x %zu; need op(A) M x K, op(B) K x N, C M x N",
+		                    m, k, da, kb, n, db, dc, C->rows, C->cols);
+	if (m > INT_MAX || n > INT_MAX || k > INT_MAX || A->ld > INT_MAX || B->ld > INT_MAX || C->ld > INT_MAX)
+		return starnn_error(STARNN_EINVAL, "gemm: dimensions beyond INT_MAX: A %s, B %s, C %s", da, db, dc);
+	if (!isfinite(alpha) || !isfinite(beta))
+		return starnn_error(STARNN_EINVAL, "gemm: alpha and beta must be finite, got %g and %g", (double)alpha,
+		                    (double)beta);
+
+	struct gemm_half_args g = {transA, transB, (int)C->dtype, alpha, beta};
+	int fp16 = A->dtype == STARNN_FP16;
+	struct starnn_task_desc d = {
+		.cl = beta == 0.0f ? (fp16 ? &gemm_fp16_w_cl : &gemm_bf16_w_cl) : (fp16 ? &gemm_fp16_cl : &gemm_bf16_cl),
 		.args = &g,
 		.args_size = sizeof g,
 		.tensors = {A, B, C},

@@ -40,6 +40,32 @@ extern struct starpu_codelet starnn_gemm_w_cl;
 int starnn_gemm(int transA, int transB, float alpha, starnn_tensor *A, starnn_tensor *B, float beta,
                 starnn_tensor *C);
 
+/* Mixed precision: A and B both fp16 or both bf16, C fp32 or of A's dtype;
+ * products accumulate in fp32 and a 16-bit C is rounded once at the end
+ * (with beta != 0 its old value is read widened to fp32).
+ *   CPU, bf16: oneDNN's dnnl_gemm_bf16bf16f32 (AVX512-BF16 / AMX) when
+ *        starnn is configured with it (STARNN_HAVE_DNNL); otherwise, and
+ *        for fp16 always, the operands are widened to fp32 (F16C for fp16)
+ *        into a per-thread scratch buffer and cblas_sgemm runs on them.
+ *   CUDA: cublasGemmEx with CUBLAS_COMPUTE_32F (tensor cores).
+ * ab is the dtype of A and B, cdt that of C (the kernels assume the
+ * combination was checked). Perfmodels starnn_gemm_fp16 and
+ * starnn_gemm_bf16 (the footprint covers the transposes and C's dtype). */
+void starnn_gemm_half_cpu(starnn_dtype ab, starnn_dtype cdt, int transA, int transB, size_t m, size_t n, size_t k,
+                          float alpha, const void *a, size_t lda, const void *b, size_t ldb, float beta, void *c,
+                          size_t ldc);
+void starnn_gemm_half_cuda(starnn_dtype ab, starnn_dtype cdt, int transA, int transB, size_t m, size_t n, size_t k,
+                           float alpha, const void *a, size_t lda, const void *b, size_t ldb, float beta, void *c,
+                           size_t ldc, void *cublas_handle);
+/* "oneDNN bf16 GEMM" or "fp32 conversion + OpenBLAS sgemm": the CPU route
+ * of bf16 products in this build. */
+const char *starnn_gemm_bf16_cpu_route(void);
+
+/* Submission of any of the combinations above; all-fp32 operands submit
+ * starnn_gemm (the same task as before). Shapes as for starnn_gemm. */
+int starnn_gemm_mp(int transA, int transB, float alpha, starnn_tensor *A, starnn_tensor *B, float beta,
+                   starnn_tensor *C);
+
 #ifdef __cplusplus
 }
 #endif

@@ -149,3 +149,107 @@ int starnn_relu_bwd(starnn_tensor *x, starnn_tensor *dy, starnn_tensor *dx)
 	struct starnn_task_desc d = {.cl = &starnn_relu_bwd_cl, .tensors = {x, dy, dx}};
 	return starnn_submit(&d);
 }
+
+/* ------------------------------------------------------- mixed precision */
+
+#ifdef STARNN_USE_CUDA
+#define RELU_HALF_CUDA(dt, DT)                                                                              \
+	static void relu_fwd_##dt##_cuda(void *buffers[], void *cl_arg)                                     \
+	{                                                                                                   \
+		struct starnn_mat x = starnn_buffer(buffers, 0), y = starnn_buffer(buffers, 1);             \
+		starnn_relu_fwd_half_cuda(DT, y.rows, y.cols, x.ptr, x.ld, y.ptr, y.ld, starnn_cuda_stream()); \
+		STARNN_CUDA_LAUNCHED("relu_fwd_" #dt);                                                      \
+	}                                                                                                   \
+	static void relu_bwd_##dt##_cuda(void *buffers[], void *cl_arg)                                     \
+	{                                                                                                   \
+		struct starnn_mat x = starnn_buffer(buffers, 0), dy = starnn_buffer(buffers, 1);            \
+		struct starnn_mat dx = starnn_buffer(buffers, 2);                                           \
+		starnn_relu_bwd_half_cuda(DT, dx.rows, dx.cols, x.ptr, x.ld, dy.ptr, dy.ld, dx.ptr, dx.ld,  \
+		                          starnn_cuda_stream());                                            \
+		STARNN_CUDA_LAUNCHED("relu_bwd_" #dt);                                                      \
+	}
+#define RELU_HALF_CUDA_FIELDS(fn) .cuda_funcs = {fn}, .cuda_flags = {STARPU_CUDA_ASYNC},
+#else
+#define RELU_HALF_CUDA(dt, DT)
+#define RELU_HALF_CUDA_FIELDS(fn)
+#endif
+
+#define RELU_HALF_CODELETS(dt, DT)                                                                          \
+	static void relu_fwd_##dt##_cpu(void *buffers[], void *cl_arg)                                      \
+	{                                                                                                   \
+		struct starnn_mat x = starnn_buffer(buffers, 0), y = starnn_buffer(buffers, 1);             \
+		starnn_relu_fwd_half_cpu(DT, y.rows, y.cols, x.ptr, x.ld, y.ptr, y.ld);                     \
+	}                                                                                                   \
+	static void relu_bwd_##dt##_cpu(void *buffers[], void *cl_arg)                                      \
+	{                                                                                                   \
+		struct starnn_mat x = starnn_buffer(buffers, 0), dy = starnn_buffer(buffers, 1);            \
+		struct starnn_mat dx = starnn_buffer(buffers, 2);                                           \
+		starnn_relu_bwd_half_cpu(DT, dx.rows, dx.cols, x.ptr, x.ld, dy.ptr, dy.ld, dx.ptr, dx.ld);  \
+	}                                                                                                   \
+	RELU_HALF_CUDA(dt, DT)                                                                              \
+	static STARNN_PERFMODEL(relu_fwd, dt);                                                              \
+	static STARNN_PERFMODEL(relu_bwd, dt);                                                              \
+	static struct starpu_codelet relu_fwd_##dt##_cl = {                                                 \
+		.name = "relu_fwd_" #dt,                                                                    \
+		.cpu_funcs = {relu_fwd_##dt##_cpu},                                                         \
+		.cpu_funcs_name = {"relu_fwd_" #dt "_cpu"},                                                 \
+		RELU_HALF_CUDA_FIELDS(relu_fwd_##dt##_cuda)                                                 \
+		.nbuffers = 2,                                                                              \
+		.modes = {STARPU_R, STARPU_W},                                                              \
+		.model = &starnn_relu_fwd_##dt##_model,                                                     \
+	};                                                                                                  \
+	static struct starpu_codelet relu_bwd_##dt##_cl = {                                                 \
+		.name = "relu_bwd_" #dt,                                                                    \
+		.cpu_funcs = {relu_bwd_##dt##_cpu},                                                         \
+		.cpu_funcs_name = {"relu_bwd_" #dt "_cpu"},                                                 \
+		RELU_HALF_CUDA_FIELDS(relu_bwd_##dt##_cuda)                                                 \
+		.nbuffers = 3,                                                                              \
+		.modes = {STARPU_R, STARPU_R, STARPU_W},                                                    \
+		.model = &starnn_relu_bwd_##dt##_model,                                                     \
+	};
+
+RELU_HALF_CODELETS(fp16, STARNN_FP16)
+RELU_HALF_CODELETS(bf16, STARNN_BF16)
+
+/* a and b: non-NULL, one 16-bit dtype, same matrix view. */
+static int check_half(const char *op, const char *an, const starnn_tensor *a, const char *bn, const starnn_tensor *b)
+{
+	char da[128], db[128];
+	if (!a || !b)
+		return starnn_error(STARNN_EINVAL, "%s: %s is NULL", op, !a ? an : bn);
+	starnn_tensor_describe(a, da, sizeof da);
+	starnn_tensor_describe(b, db, sizeof db);
+	if ((a->dtype != STARNN_FP16 && a->dtype != STARNN_BF16) || b->dtype != a->dtype)
+		return starnn_error(STARNN_EINVAL, "%s: %s and %s must have one dtype (fp32, fp16 or bf16), got %s and %s",
+		                    op, an, bn, da, db);
+	if (a->rows != b->rows || a->cols != b->cols)
+		return starnn_error(STARNN_EINVAL, "%s: %s and %s differ in shape: %s and %s", op, an, bn, da, db);
+	return 0;
+}
+
+int starnn_relu_fwd_mp(starnn_tensor *x, starnn_tensor *y)
+{
+	if (x && x->dtype == STARNN_FP32)
+		return starnn_relu_fwd(x, y);
+	STARNN_CHECK(check_half("relu_fwd", "x", x, "y", y));
+	if (x == y)
+		return starnn_error(STARNN_EINVAL, "relu_fwd: in place is fp32 only ('%s' is %s)", x->name,
+		                    starnn_dtype_name(x->dtype));
+	struct starnn_task_desc d = {.cl = x->dtype == STARNN_FP16 ? &relu_fwd_fp16_cl : &relu_fwd_bf16_cl,
+	                             .tensors = {x, y}};
+	return starnn_submit(&d);
+}
+
+int starnn_relu_bwd_mp(starnn_tensor *x, starnn_tensor *dy, starnn_tensor *dx)
+{
+	if (x && x->dtype == STARNN_FP32)
+		return starnn_relu_bwd(x, dy, dx);
+	STARNN_CHECK(check_half("relu_bwd", "x", x, "dy", dy));
+	STARNN_CHECK(check_half("relu_bwd", "x", x, "dx", dx));
+	if (dx == x || dx == dy)
+		return starnn_error(STARNN_EINVAL, "relu_bwd: for %s tensors dx must differ from x and dy ('%s')",
+		                    starnn_dtype_name(x->dtype), dx->name);
+	struct starnn_task_desc d = {.cl = x->dtype == STARNN_FP16 ? &relu_bwd_fp16_cl : &relu_bwd_bf16_cl,
+	                             .tensors = {x, dy, dx}};
+	return starnn_submit(&d);
+}

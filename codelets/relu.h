@@ -11,6 +11,7 @@
 #define STARNN_RELU_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #include "runtime/tensor.h"
 
@@ -32,6 +33,26 @@ void starnn_relu_bwd_cuda(size_t rows, size_t cols, const float *x, size_t ldx, 
  * in-place forms starnn_relu_fwd_inplace_fp32, starnn_relu_bwd_inplace_fp32. */
 int starnn_relu_fwd(starnn_tensor *x, starnn_tensor *y);
 int starnn_relu_bwd(starnn_tensor *x, starnn_tensor *dy, starnn_tensor *dx);
+
+/* Mixed precision: x, y, dy, dx all fp16 or all bf16 (dt). ReLU is a
+ * select, so the kernels work on the bit patterns and the results are
+ * exactly those of the fp32 kernels on the widened values (x < 0 and x > 0
+ * are read from the sign, the magnitude and the NaN range). Out of place
+ * only (y != x, dx != dy, dx != x). Perfmodels starnn_relu_fwd_{fp16,bf16},
+ * starnn_relu_bwd_{fp16,bf16}. */
+void starnn_relu_fwd_half_cpu(starnn_dtype dt, size_t rows, size_t cols, const uint16_t *x, size_t ldx, uint16_t *y,
+                              size_t ldy);
+void starnn_relu_bwd_half_cpu(starnn_dtype dt, size_t rows, size_t cols, const uint16_t *x, size_t ldx,
+                              const uint16_t *dy, size_t lddy, uint16_t *dx, size_t lddx);
+void starnn_relu_fwd_half_cuda(starnn_dtype dt, size_t rows, size_t cols, const uint16_t *x, size_t ldx, uint16_t *y,
+                               size_t ldy, void *stream);
+void starnn_relu_bwd_half_cuda(starnn_dtype dt, size_t rows, size_t cols, const uint16_t *x, size_t ldx,
+                               const uint16_t *dy, size_t lddy, uint16_t *dx, size_t lddx, void *stream);
+
+/* Submission for any one dtype (fp32 submits the fp32 codelets, in place
+ * included). */
+int starnn_relu_fwd_mp(starnn_tensor *x, starnn_tensor *y);
+int starnn_relu_bwd_mp(starnn_tensor *x, starnn_tensor *dy, starnn_tensor *dx);
 
 #ifdef __cplusplus
 }

@@ -3,6 +3,7 @@
 
 #include <math.h>
 
+#include "codelets/amp.h"
 #include "codelets/sgd.h"
 #include "runtime/codelet.h"
 
@@ -47,15 +48,13 @@ static int check_same(const char *an, const starnn_tensor *a, const char *bn, co
 	return 0;
 }
 
-int starnn_sgd(starnn_tensor *w, starnn_tensor *grad, starnn_tensor *buf, const struct starnn_sgd_params *params,
-               int64_t step, float grad_scale)
+static int check_args(starnn_tensor *w, starnn_tensor *grad, starnn_tensor *buf, const struct starnn_sgd_params *p)
 {
-	if (!w || !grad || !buf || !params)
+	if (!w || !grad || !buf || !p)
 		return starnn_error(STARNN_EINVAL, "sgd: w, grad, buf and params are required (buf even without momentum)");
 	STARNN_CHECK(check_same("w", w, "grad", grad));
 	STARNN_CHECK(check_same("w", w, "buf", buf));
 	STARNN_CHECK(check_same("grad", grad, "buf", buf));
-	const struct starnn_sgd_params *p = params;
 	if (!(p->lr >= 0.0f) || !isfinite(p->lr))
 		return starnn_error(STARNN_EINVAL, "sgd: invalid learning rate %g", (double)p->lr);
 	if (!(p->momentum >= 0.0f) || !isfinite(p->momentum))
@@ -67,6 +66,14 @@ int starnn_sgd(starnn_tensor *w, starnn_tensor *grad, starnn_tensor *buf, const 
 	if (p->nesterov && (p->momentum <= 0.0f || p->dampening != 0.0f))
 		return starnn_error(STARNN_EINVAL, "sgd: Nesterov momentum requires a momentum and zero dampening "
 		                    "(momentum %g, dampening %g)", (double)p->momentum, (double)p->dampening);
+	return 0;
+}
+
+int starnn_sgd(starnn_tensor *w, starnn_tensor *grad, starnn_tensor *buf, const struct starnn_sgd_params *params,
+               int64_t step, float grad_scale)
+{
+	STARNN_CHECK(check_args(w, grad, buf, params));
+	const struct starnn_sgd_params *p = params;
 	if (step < 1)
 		return starnn_error(STARNN_EINVAL, "sgd: steps count from 1, got %lld", (long long)step);
 	if (!isfinite(grad_scale))
@@ -75,5 +82,53 @@ int starnn_sgd(starnn_tensor *w, starnn_tensor *grad, starnn_tensor *buf, const 
 	struct starnn_sgd_step s = {*p, grad_scale, step == 1};
 	s.p.nesterov = p->nesterov != 0;
 	struct starnn_task_desc d = {.cl = &starnn_sgd_cl, .args = &s, .args_size = sizeof s, .tensors = {w, grad, buf}};
+	return starnn_submit(&d);
+}
+
+/* ------------------------------------------------------------- sgd_amp */
+
+static void sgd_amp_cpu(void *buffers[], void *cl_arg)
+{
+	const struct starnn_sgd_params *p = cl_arg;
+	struct starnn_mat w = starnn_buffer(buffers, 0), g = starnn_buffer(buffers, 1), b = starnn_buffer(buffers, 2);
+	struct starnn_mat st = starnn_buffer(buffers, 3), f = starnn_buffer(buffers, 4);
+	starnn_sgd_amp_cpu(w.rows, w.cols, p, st.ptr, f.ptr, w.ptr, w.ld, g.ptr, g.ld, b.ptr, b.ld);
+}
+
+#ifdef STARNN_USE_CUDA
+static void sgd_amp_cuda(void *buffers[], void *cl_arg)
+{
+	const struct starnn_sgd_params *p = cl_arg;
+	struct starnn_mat w = starnn_buffer(buffers, 0), g = starnn_buffer(buffers, 1), b = starnn_buffer(buffers, 2);
+	struct starnn_mat st = starnn_buffer(buffers, 3), f = starnn_buffer(buffers, 4);
+	starnn_sgd_amp_cuda(w.rows, w.cols, p, st.ptr, f.ptr, w.ptr, w.ld, g.ptr, g.ld, b.ptr, b.ld,
+	                    starnn_cuda_stream());
+	STARNN_CUDA_LAUNCHED("sgd_amp");
+}
+#endif
+
+static STARNN_PERFMODEL(sgd_amp, fp32);
+static struct starpu_codelet sgd_amp_cl = {
+	.name = "sgd_amp",
+	.cpu_funcs = {sgd_amp_cpu},
+	.cpu_funcs_name = {"sgd_amp_cpu"},
+#ifdef STARNN_USE_CUDA
+	.cuda_funcs = {sgd_amp_cuda},
+	.cuda_flags = {STARPU_CUDA_ASYNC},
+#endif
+	.nbuffers = 5,
+	.modes = {STARPU_RW, STARPU_R, STARPU_RW, STARPU_R, STARPU_R},
+	.model = &starnn_sgd_amp_fp32_model,
+};
+
+int starnn_sgd_amp(starnn_tensor *w, starnn_tensor *grad, starnn_tensor *buf, const struct starnn_sgd_params *params,
+                   starnn_tensor *state, starnn_tensor *flag)
+{
+	STARNN_CHECK(check_args(w, grad, buf, params));
+	STARNN_CHECK(starnn_amp_check("sgd_amp", state, flag));
+	struct starnn_sgd_params p = *params;
+	p.nesterov = params->nesterov != 0;
+	struct starnn_task_desc d = {
+		.cl = &sgd_amp_cl, .args = &p, .args_size = sizeof p, .tensors = {w, grad, buf, state, flag}};
 	return starnn_submit(&d);
 }

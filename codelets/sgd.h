@@ -45,6 +45,23 @@ void starnn_sgd_cuda(size_t rows, size_t cols, const struct starnn_sgd_step *s, 
 int starnn_sgd(starnn_tensor *w, starnn_tensor *grad, starnn_tensor *buf, const struct starnn_sgd_params *params,
                int64_t step, float grad_scale);
 
+/* Mixed precision with dynamic loss scaling (codelets/amp.h): the same
+ * update, with the step read inside the task from the loss-scale state and
+ * the overflow flag (R buffers):
+ *   flag[0] != 0: the step is skipped, w and buf are left untouched;
+ *   otherwise grad_scale = 1 / state[0] (unscaling) and first = (state[3]
+ *   == 0: no step applied yet), so skipped steps do not count.
+ * state and flag are device pointers for the CUDA kernel. Perfmodel
+ * starnn_sgd_amp_fp32. */
+void starnn_sgd_amp_cpu(size_t rows, size_t cols, const struct starnn_sgd_params *p, const float *state,
+                        const float *flag, float *w, size_t ldw, const float *grad, size_t ldg, float *buf,
+                        size_t ldb);
+void starnn_sgd_amp_cuda(size_t rows, size_t cols, const struct starnn_sgd_params *p, const float *state,
+                         const float *flag, float *w, size_t ldw, const float *grad, size_t ldg, float *buf,
+                         size_t ldb, void *stream);
+int starnn_sgd_amp(starnn_tensor *w, starnn_tensor *grad, starnn_tensor *buf, const struct starnn_sgd_params *params,
+                   starnn_tensor *state, starnn_tensor *flag);
+
 #ifdef __cplusplus
 }
 #endif

@@ -9,7 +9,17 @@
  * tensor; a tree of axpy tasks sums those slices; the optimizer updates each
  * parameter. Nothing waits inside the step; the loss is read only when it is
  * logged. Layer l: z = a W^T + b (gemm, bias_add), a = relu(z) but for the
- * last layer; loss = mean((z_L - y)^2). */
+ * last layer; loss = mean((z_L - y)^2).
+ *
+ * Mixed precision (--precision amp-fp16 | amp-bf16): the weights and the
+ * optimizer state stay fp32 ("master weights"); each step first converts
+ * the weights (and the input batch) to the 16-bit type; activations and
+ * their gradients are 16-bit tensors; the products accumulate in fp32 and
+ * the weight gradients are fp32; the loss is fp32. With loss scaling the
+ * loss gradient is multiplied by the scale held in a state tensor, every
+ * reduced gradient is checked for Inf/NaN into a flag, and the optimizer
+ * tasks unscale, or skip the step when the flag is set; a last task updates
+ * the scale (codelets/amp.h). The host never waits for the flag. */
 #include <config.h>
 
 #include <errno.h>
@@ -21,6 +31,9 @@
 #include <time.h>
 
 #include "codelets/adam.h"
+#include "codelets/amp.h"
+#include "codelets/convert.h"
+#include "codelets/fill.h"
 #include "codelets/axpy.h"
 #include "codelets/bias.h"
 #include "codelets/gemm.h"
@@ -38,6 +51,10 @@ struct options {
 	int adam;
 	unsigned long seed;
 	int quiet;
+	starnn_dtype compute;     /* fp32, or fp16 / bf16 for amp */
+	int scaling;              /* 0: none, 1: dynamic, 2: static */
+	float static_scale;
+	int inject_inf_step;      /* STARNN_MLP_INJECT_INF_STEP (0: none) */
 };
 
 /* ------------------------------------------------------------ random */
@@ -131,6 +148,7 @@ struct layer {
 	starnn_tensor *gw, *gb;      /* [M*out, in], [M, out]: one slice per micro-batch */
 	starnn_tensor **gwp, **gbp;  /* the slices */
 	starnn_tensor *s1w, *s1b, *s2w, *s2b; /* optimizer state (momentum; Adam m, v) */
+	starnn_tensor *wc;           /* W in the compute dtype: W itself for fp32 */
 	starnn_tensor *z, *a, *dz, *da; /* activations [B, out] and their gradients */
 };
 
@@ -138,14 +156,23 @@ struct mlp {
 	int nlayers, batch, micro;
 	struct layer layers[MAX_LAYERS + 1];
 	starnn_tensor *x, *y, *loss;  /* [B, D], [B, K], [M, 1] */
+	starnn_tensor *xc;            /* x in the compute dtype: x itself for fp32 */
+	starnn_tensor *state, *flag;  /* loss scaling (codelets/amp.h), or NULL */
+	struct starnn_amp_policy policy;
+	starnn_dtype dt;
 	int64_t step;
 };
 
-static int new2(starnn_tensor **t, const char *layer, const char *what, int64_t r, int64_t c)
+static int new2dt(starnn_tensor **t, const char *layer, const char *what, starnn_dtype dt, int64_t r, int64_t c)
 {
 	char name[STARNN_NAME_MAX];
 	snprintf(name, sizeof name, "%s%s%s", layer, *layer ? "." : "", what);
-	return starnn_tensor_new(t, name, STARNN_FP32, 2, r, c);
+	return starnn_tensor_new(t, name, dt, 2, r, c);
+}
+
+static int new2(starnn_tensor **t, const char *layer, const char *what, int64_t r, int64_t c)
+{
+	return new2dt(t, layer, what, STARNN_FP32, r, c);
 }
 
 static int split_batch(starnn_tensor *t, int micro)
@@ -159,8 +186,24 @@ static int mlp_create(struct mlp *m, const struct options *o, uint64_t *s)
 	m->nlayers = o->nhidden + 1;
 	m->batch = o->batch;
 	m->micro = o->micro;
+	m->dt = o->compute;
 	int B = o->batch, M = o->micro;
+	starnn_dtype dt = o->compute;
 	STARNN_CHECK(new2(&m->x, "", "x", B, o->inputs));
+	if (dt != STARNN_FP32) {
+		STARNN_CHECK(new2dt(&m->xc, "", "x.h", dt, B, o->inputs));
+		STARNN_CHECK(split_batch(m->xc, M));
+	} else {
+		m->xc = m->x;
+	}
+	if (o->scaling) {
+		int64_t len = STARNN_AMP_STATE_LEN, one = 1;
+		STARNN_CHECK(starnn_tensor_create(&m->state, "loss_scale", STARNN_FP32, 1, &len));
+		STARNN_CHECK(starnn_tensor_create(&m->flag, "overflow", STARNN_FP32, 1, &one));
+		STARNN_CHECK(starnn_amp_state_init(m->state, o->scaling == 1 ? STARNN_AMP_INIT_SCALE : o->static_scale));
+		starnn_amp_policy_default(&m->policy);
+		m->policy.dynamic = o->scaling == 1;
+	}
 	STARNN_CHECK(new2(&m->y, "", "y", B, o->outputs));
 	STARNN_CHECK(new2(&m->loss, "", "loss", M, 1));
 	STARNN_CHECK(split_batch(m->x, M));
@@ -184,13 +227,17 @@ static int mlp_create(struct mlp *m, const struct options *o, uint64_t *s)
 			STARNN_CHECK(new2(&L->s2w, name, "W.v", L->out, L->in));
 			STARNN_CHECK(new2(&L->s2b, name, "b.v", 1, L->out));
 		}
-		STARNN_CHECK(new2(&L->z, name, "z", B, L->out));
-		STARNN_CHECK(new2(&L->dz, name, "dz", B, L->out));
+		if (dt != STARNN_FP32)
+			STARNN_CHECK(new2dt(&L->wc, name, "W.h", dt, L->out, L->in));
+		else
+			L->wc = L->w;
+		STARNN_CHECK(new2dt(&L->z, name, "z", dt, B, L->out));
+		STARNN_CHECK(new2dt(&L->dz, name, "dz", dt, B, L->out));
 		STARNN_CHECK(split_batch(L->z, M));
 		STARNN_CHECK(split_batch(L->dz, M));
 		if (l < m->nlayers - 1) {
-			STARNN_CHECK(new2(&L->a, name, "a", B, L->out));
-			STARNN_CHECK(new2(&L->da, name, "da", B, L->out));
+			STARNN_CHECK(new2dt(&L->a, name, "a", dt, B, L->out));
+			STARNN_CHECK(new2dt(&L->da, name, "da", dt, B, L->out));
 			STARNN_CHECK(split_batch(L->a, M));
 			STARNN_CHECK(split_batch(L->da, M));
 		}
@@ -222,41 +269,62 @@ static void mlp_destroy(struct mlp *m)
 		starnn_tensor *all[] = {L->w, L->b, L->gw, L->gb, L->s1w, L->s1b, L->s2w, L->s2b, L->z, L->a, L->dz, L->da};
 		for (size_t i = 0; i < sizeof all / sizeof *all; i++)
 			starnn_tensor_destroy(all[i]);
+		if (L->wc != L->w)
+			starnn_tensor_destroy(L->wc);
 	}
+	if (m->xc != m->x)
+		starnn_tensor_destroy(m->xc);
+	starnn_tensor_destroy(m->state);
+	starnn_tensor_destroy(m->flag);
 	starnn_tensor_destroy(m->x);
 	starnn_tensor_destroy(m->y);
 	starnn_tensor_destroy(m->loss);
 }
 
 /* Forward of micro-batch p, then its loss (scale: 1 / elements of the batch). */
+/* The compute-dtype copies of the weights (after each update) for amp. */
+static int convert_weights(struct mlp *m)
+{
+	for (int l = 0; m->dt != STARNN_FP32 && l < m->nlayers; l++)
+		STARNN_CHECK(starnn_convert(m->layers[l].w, m->layers[l].wc));
+	return 0;
+}
+
+/* Forward of micro-batch p, then its loss (scale: 1 / elements of the batch).
+ * The _mp operations take fp32 or 16-bit activations (fp32 bias, fp32 loss). */
 static int forward(struct mlp *m, int p, float scale)
 {
-	starnn_tensor *a = m->x->parts[p];
+	if (m->xc != m->x)
+		STARNN_CHECK(starnn_convert(m->x->parts[p], m->xc->parts[p]));
+	starnn_tensor *a = m->xc->parts[p];
 	for (int l = 0; l < m->nlayers; l++) {
 		struct layer *L = &m->layers[l];
-		STARNN_CHECK(starnn_gemm(0, 1, 1.0f, a, L->w, 0.0f, L->z->parts[p]));
-		STARNN_CHECK(starnn_bias_add(L->b, L->z->parts[p]));
+		STARNN_CHECK(starnn_gemm_mp(0, 1, 1.0f, a, L->wc, 0.0f, L->z->parts[p]));
+		STARNN_CHECK(starnn_bias_add_mp(L->b, L->z->parts[p]));
 		if (L->a) {
-			STARNN_CHECK(starnn_relu_fwd(L->z->parts[p], L->a->parts[p]));
+			STARNN_CHECK(starnn_relu_fwd_mp(L->z->parts[p], L->a->parts[p]));
 			a = L->a->parts[p];
 		}
 	}
-	return starnn_mse_fwd(m->layers[m->nlayers - 1].z->parts[p], m->y->parts[p], m->loss->parts[p], scale, 0.0f);
+	return starnn_mse_fwd_mp(m->layers[m->nlayers - 1].z->parts[p], m->y->parts[p], m->loss->parts[p], scale,
+	                         0.0f);
 }
 
 static int backward(struct mlp *m, int p, float scale)
 {
 	struct layer *last = &m->layers[m->nlayers - 1];
-	STARNN_CHECK(starnn_mse_bwd(last->z->parts[p], m->y->parts[p], last->dz->parts[p], scale));
+	/* With loss scaling, the loss gradient is multiplied by state[0] here. */
+	STARNN_CHECK(starnn_mse_bwd_mp(last->z->parts[p], m->y->parts[p], last->dz->parts[p], scale, m->state));
 	for (int l = m->nlayers - 1; l >= 0; l--) {
 		struct layer *L = &m->layers[l];
-		starnn_tensor *input = l ? m->layers[l - 1].a->parts[p] : m->x->parts[p];
-		STARNN_CHECK(starnn_gemm(1, 0, 1.0f, L->dz->parts[p], input, 0.0f, L->gwp[p]));
-		STARNN_CHECK(starnn_bias_grad(L->dz->parts[p], 0.0f, L->gbp[p]));
+		starnn_tensor *input = l ? m->layers[l - 1].a->parts[p] : m->xc->parts[p];
+		/* 16-bit x 16-bit -> fp32 weight gradients; 16-bit activation gradients. */
+		STARNN_CHECK(starnn_gemm_mp(1, 0, 1.0f, L->dz->parts[p], input, 0.0f, L->gwp[p]));
+		STARNN_CHECK(starnn_bias_grad_mp(L->dz->parts[p], 0.0f, L->gbp[p]));
 		if (l) {
 			struct layer *prev = &m->layers[l - 1];
-			STARNN_CHECK(starnn_gemm(0, 0, 1.0f, L->dz->parts[p], L->w, 0.0f, prev->da->parts[p]));
-			STARNN_CHECK(starnn_relu_bwd(prev->z->parts[p], prev->da->parts[p], prev->dz->parts[p]));
+			STARNN_CHECK(starnn_gemm_mp(0, 0, 1.0f, L->dz->parts[p], L->wc, 0.0f, prev->da->parts[p]));
+			STARNN_CHECK(starnn_relu_bwd_mp(prev->z->parts[p], prev->da->parts[p], prev->dz->parts[p]));
 		}
 	}
 	return 0;
@@ -279,7 +347,26 @@ static int update(struct mlp *m, const struct options *o)
 		struct layer *L = &m->layers[l];
 		STARNN_CHECK(reduce_slices(L->gwp, m->micro));
 		STARNN_CHECK(reduce_slices(L->gbp, m->micro));
-		if (o->adam) {
+		/* Test hook: an Inf in one gradient at one step (the overflow test). */
+		if (m->step == o->inject_inf_step && l == m->nlayers - 1)
+			STARNN_CHECK(starnn_fill(INFINITY, L->gbp[0]));
+		if (m->state) {
+			STARNN_CHECK(starnn_amp_nonfinite(L->gwp[0], m->flag));
+			STARNN_CHECK(starnn_amp_nonfinite(L->gbp[0], m->flag));
+		}
+	}
+	/* All the checks come before any update: one overflow skips every layer. */
+	for (int l = 0; l < m->nlayers; l++) {
+		struct layer *L = &m->layers[l];
+		if (m->state && o->adam) {
+			struct starnn_adam_params ap = {o->lr, 0.9f, 0.999f, 1e-8f, 0.0f, 0};
+			STARNN_CHECK(starnn_adam_amp(L->w, L->gwp[0], L->s1w, L->s2w, &ap, m->state, m->flag));
+			STARNN_CHECK(starnn_adam_amp(L->b, L->gbp[0], L->s1b, L->s2b, &ap, m->state, m->flag));
+		} else if (m->state) {
+			struct starnn_sgd_params sp = {o->lr, o->momentum, 0.0f, 0.0f, 0};
+			STARNN_CHECK(starnn_sgd_amp(L->w, L->gwp[0], L->s1w, &sp, m->state, m->flag));
+			STARNN_CHECK(starnn_sgd_amp(L->b, L->gbp[0], L->s1b, &sp, m->state, m->flag));
+		} else if (o->adam) {
 			struct starnn_adam_params ap = {o->lr, 0.9f, 0.999f, 1e-8f, 0.0f, 0};
 			STARNN_CHECK(starnn_adam(L->w, L->gwp[0], L->s1w, L->s2w, &ap, m->step, 1.0f));
 			STARNN_CHECK(starnn_adam(L->b, L->gbp[0], L->s1b, L->s2b, &ap, m->step, 1.0f));
@@ -289,6 +376,8 @@ static int update(struct mlp *m, const struct options *o)
 			STARNN_CHECK(starnn_sgd(L->b, L->gbp[0], L->s1b, &sp, m->step, 1.0f));
 		}
 	}
+	if (m->state)
+		STARNN_CHECK(starnn_amp_scale_update(m->state, m->flag, &m->policy));
 	return 0;
 }
 
@@ -320,6 +409,7 @@ static int evaluate(struct mlp *m, const struct dataset *ds, int *idx, float *xb
 {
 	int nb = ds->n / m->batch;
 	double total = 0;
+	STARNN_CHECK(convert_weights(m));
 	for (int b = 0; b < nb; b++) {
 		for (int i = 0; i < m->batch; i++)
 			idx[i] = b * m->batch + i;
@@ -356,13 +446,22 @@ static void usage(FILE *f)
 	        "  --lr X             learning rate (default 0.003 for adam, 0.05 for sgd)\n"
 	        "  --momentum X       SGD momentum (default 0.9)\n"
 	        "  --seed N           seed of the data and the initial weights (default 1)\n"
+	        "  --precision P      fp32 (default), amp-fp16 or amp-bf16: fp32 master\n"
+	        "                     weights, 16-bit activations and products (fp32\n"
+	        "                     accumulation), fp32 loss\n"
+	        "  --loss-scale S     dynamic (start 2^16, halve on Inf/NaN and skip the\n"
+	        "                     step, double after 2000 clean steps), a fixed\n"
+	        "                     number N (overflowing steps still skipped), or none;\n"
+	        "                     default dynamic for amp-fp16, none otherwise\n"
 	        "  --train-size N     training samples (default 8192)\n"
 	        "  --val-size N       validation samples (default 1024; rounded down to a\n"
 	        "                     multiple of the batch)\n"
 	        "  --log-every N      print the loss every N steps (default 20); the step\n"
 	        "                     waits for its loss only when it is printed\n"
 	        "  --quiet            only the final line\n"
-	        "  -h, --help         this text\n");
+	        "  -h, --help         this text\n"
+	        "Environment: STARNN_MLP_INJECT_INF_STEP=N puts an Inf into one gradient at\n"
+	        "step N and checks that the step is skipped (needs loss scaling).\n");
 }
 
 static int parse_int(const char *opt, const char *s, int lo, int hi, int *out)
@@ -401,9 +500,10 @@ static int parse_options(int argc, char **argv, struct options *o)
 		{"momentum", required_argument, 0, 'M'},    {"seed", required_argument, 0, 'S'},
 		{"train-size", required_argument, 0, 't'},  {"val-size", required_argument, 0, 'v'},
 		{"log-every", required_argument, 0, 'L'},   {"quiet", no_argument, 0, 'q'},
+		{"precision", required_argument, 0, 'P'},   {"loss-scale", required_argument, 0, 'C'},
 		{"help", no_argument, 0, 'h'},              {0, 0, 0, 0},
 	};
-	int c, seed = 1;
+	int c, seed = 1, scaling = -1;
 	float lr = -1;
 	*o = (struct options){.inputs = 16, .outputs = 4, .nhidden = 2, .hidden = {64, 64}, .batch = 64,
 	                      .steps = 300, .log_every = 20, .train_size = 8192, .val_size = 1024,
@@ -423,6 +523,26 @@ static int parse_options(int argc, char **argv, struct options *o)
 		case 'l': rc = parse_float("--lr", optarg, 0.0f, 10.0f, &lr); break;
 		case 'M': rc = parse_float("--momentum", optarg, 0.0f, 0.9999f, &o->momentum); break;
 		case 'q': o->quiet = 1; break;
+		case 'P':
+			if (strcmp(optarg, "fp32") == 0)
+				o->compute = STARNN_FP32;
+			else if (strcmp(optarg, "amp-fp16") == 0)
+				o->compute = STARNN_FP16;
+			else if (strcmp(optarg, "amp-bf16") == 0)
+				o->compute = STARNN_BF16;
+			else {
+				fprintf(stderr, "mlp: --precision is fp32, amp-fp16 or amp-bf16, not '%s'\n", optarg);
+				rc = -1;
+			}
+			break;
+		case 'C':
+			if (strcmp(optarg, "dynamic") == 0)
+				scaling = 1;
+			else if (strcmp(optarg, "none") == 0)
+				scaling = 0;
+			else if ((rc = parse_float("--loss-scale", optarg, 1.0f, 16777216.0f, &o->static_scale)) == 0)
+				scaling = 2;
+			break;
 		case 'O':
 			if (strcmp(optarg, "adam") == 0)
 				o->adam = 1;
@@ -458,6 +578,16 @@ static int parse_options(int argc, char **argv, struct options *o)
 		return -1;
 	}
 	o->seed = (unsigned long)seed;
+	o->scaling = scaling >= 0 ? scaling : o->compute == STARNN_FP16;
+	const char *inject = getenv("STARNN_MLP_INJECT_INF_STEP");
+	if (inject && *inject) {
+		if (parse_int("STARNN_MLP_INJECT_INF_STEP", inject, 1, 100000000, &o->inject_inf_step) < 0)
+			return -1;
+		if (!o->scaling) {
+			fprintf(stderr, "mlp: STARNN_MLP_INJECT_INF_STEP needs loss scaling (--loss-scale dynamic or N)\n");
+			return -1;
+		}
+	}
 	o->lr = lr >= 0 ? lr : o->adam ? 0.003f : 0.05f;
 	if (o->val_size < o->batch) {
 		fprintf(stderr, "mlp: --val-size (%d) must be at least the batch (%d)\n", o->val_size, o->batch);
@@ -478,10 +608,100 @@ static double now(void)
 	return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
+/* ------------------------------------------------------------ overflow test hook */
+
+/* Every parameter and optimizer state, as bits, before the injected step. */
+struct snapshot {
+	float *data;
+	size_t n;
+	float scale;
+};
+
+static starnn_tensor **param_tensors(struct mlp *m, int *count)
+{
+	static starnn_tensor *all[6 * (MAX_LAYERS + 1)];
+	int n = 0;
+	for (int l = 0; l < m->nlayers; l++) {
+		struct layer *L = &m->layers[l];
+		starnn_tensor *t[6] = {L->w, L->b, L->s1w, L->s1b, L->s2w, L->s2b};
+		for (int i = 0; i < 6; i++)
+			if (t[i])
+				all[n++] = t[i];
+	}
+	*count = n;
+	return all;
+}
+
+static int read_all(struct mlp *m, float **out, size_t *total)
+{
+	int n;
+	starnn_tensor **ts = param_tensors(m, &n);
+	size_t sum = 0;
+	for (int i = 0; i < n; i++)
+		sum += starnn_tensor_numel(ts[i]);
+	float *p = malloc(sum * sizeof *p);
+	if (!p)
+		return starnn_error(STARNN_ENOMEM, "mlp: out of memory");
+	size_t off = 0;
+	for (int i = 0; i < n; i++) {
+		int rc = starnn_tensor_read(ts[i], p + off);
+		if (rc < 0) {
+			free(p);
+			return rc;
+		}
+		off += starnn_tensor_numel(ts[i]);
+	}
+	*out = p;
+	*total = sum;
+	return 0;
+}
+
+static int snapshot(struct mlp *m, struct snapshot *s)
+{
+	struct starnn_amp_state st;
+	STARNN_CHECK(starnn_amp_state_read(m->state, &st));
+	s->scale = st.scale;
+	return read_all(m, &s->data, &s->n);
+}
+
+static int check_skipped(struct mlp *m, struct snapshot *s, int step)
+{
+	float *now;
+	size_t n;
+	struct starnn_amp_state st;
+	STARNN_CHECK(starnn_amp_state_read(m->state, &st));
+	STARNN_CHECK(read_all(m, &now, &n));
+	int same = n == s->n && memcmp(now, s->data, n * sizeof *now) == 0;
+	free(now);
+	int halved = m->policy.dynamic ? st.scale == fmaxf(s->scale * 0.5f, STARNN_AMP_MIN_SCALE) : st.scale == s->scale;
+	printf("inject: Inf in a gradient at step %d: weights and optimizer state %s, scale %g -> %g\n", step,
+	       same ? "unchanged bit for bit" : "CHANGED", (double)s->scale, (double)st.scale);
+	if (!same || !halved)
+		return starnn_error(STARNN_ENUM, "mlp: the step with an Inf gradient was not skipped as it should (%s%s)",
+		                    same ? "" : "weights changed", halved ? "" : " scale not halved");
+	return 0;
+}
+
+static int check_finite(struct mlp *m)
+{
+	float *w;
+	size_t n;
+	STARNN_CHECK(read_all(m, &w, &n));
+	size_t bad = 0;
+	for (size_t i = 0; i < n; i++)
+		bad += !isfinite(w[i]);
+	free(w);
+	printf("inject: %zu of %zu final weights and optimizer values are not finite\n", bad, n);
+	if (bad)
+		return starnn_error(STARNN_ENUM, "mlp: %zu non-finite weights after the injected overflow", bad);
+	return 0;
+}
+
 static int train(const struct options *o)
 {
 	struct dataset train = {0}, val = {0};
 	struct mlp m;
+	struct snapshot snap = {0};
 	int rc = make_data(&train, &val, o);
 	uint64_t s = o->seed * 104729 + 3;
 	int *idx = malloc(sizeof(int) * (size_t)(o->train_size > o->batch ? o->train_size : o->batch));
@@ -504,6 +724,12 @@ static int train(const struct options *o)
 			snprintf(widths + n, sizeof widths - (size_t)n, "-%d", o->outputs);
 		printf("mlp: %s network, batch %d in %d micro-batches, %s lr %g, %d train / %d validation samples\n",
 		       widths, o->batch, o->micro, o->adam ? "adam" : "sgd", o->lr, o->train_size, o->val_size);
+		if (o->compute != STARNN_FP32 || o->scaling)
+			printf("precision: %s%s, loss scale %s\n", o->compute == STARNN_FP32 ? "fp32" : "amp-",
+			       o->compute == STARNN_FP32 ? "" : starnn_dtype_name(o->compute),
+			       o->scaling == 1 ? "dynamic" : o->scaling == 2 ? "static" : "none");
+		if (o->compute == STARNN_BF16)
+			printf("bf16 GEMM on CPU: %s\n", starnn_gemm_bf16_cpu_route());
 	}
 
 	/* Baseline: predicting the mean target of the training set. */
@@ -536,6 +762,12 @@ static int train(const struct options *o)
 		}
 		rc = load_batch(&m, &train, idx + epoch_pos, xbuf, ybuf);
 		epoch_pos += o->batch;
+		if (rc == 0 && m.flag)
+			rc = starnn_fill(0.0f, m.flag);
+		if (rc == 0)
+			rc = convert_weights(&m);
+		if (rc == 0 && step == o->inject_inf_step)
+			rc = snapshot(&m, &snap);
 		for (int p = 0; rc == 0 && p < m.micro; p++) {
 			rc = forward(&m, p, scale);
 			if (rc == 0)
@@ -543,6 +775,9 @@ static int train(const struct options *o)
 		}
 		if (rc == 0)
 			rc = update(&m, o);
+		if (rc == 0 && step == o->inject_inf_step)
+			rc = check_skipped(&m, &snap, step);
+		starnn_memory_sample();
 		if (rc == 0 && (step % o->log_every == 0 || step == o->steps)) {
 			rc = read_loss(&m, &loss);
 			double t = now();
@@ -557,12 +792,24 @@ static int train(const struct options *o)
 	if (rc == 0)
 		rc = evaluate(&m, &val, idx, xbuf, ybuf, &mse);
 	double elapsed = now() - t0;
+	if (rc == 0 && m.state) {
+		struct starnn_amp_state st;
+		rc = starnn_amp_state_read(m.state, &st);
+		if (rc == 0)
+			printf("loss scaling: %lld skipped steps, final scale %g\n", (long long)st.skipped_steps,
+			       (double)st.scale);
+	}
+	if (rc == 0 && o->inject_inf_step)
+		rc = check_finite(&m);
 	if (rc == 0)
 		printf("final: train loss %.6f, validation MSE %.6f (predicting the mean: %.6f; noise floor %.6f), "
 		       "%d steps in %.2f s (%.0f samples/s)\n",
 		       loss, mse, base, (double)NOISE * NOISE, o->steps, elapsed,
 		       elapsed > 0 ? (double)o->steps * o->batch / elapsed : 0.0);
 	int rc2 = starnn_wait();
+	if (rc == 0 && rc2 == 0)
+		starnn_memory_report(stdout);
+	free(snap.data);
 	mlp_destroy(&m);
 	free_data(&train), free_data(&val), free(idx), free(xbuf), free(ybuf);
 	return rc ? rc : rc2;

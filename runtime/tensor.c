@@ -1,3 +1,4 @@
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -28,6 +29,70 @@ int starnn_dtype_parse(const char *name, starnn_dtype *dtype)
 			return 0;
 		}
 	return starnn_error(STARNN_EINVAL, "unknown dtype '%s' (expected fp32, fp16 or bf16)", name);
+}
+
+/* --------------------------------------------------------- memory accounting */
+
+static pthread_mutex_t mem_lock = PTHREAD_MUTEX_INITIALIZER;
+static size_t mem_bytes, mem_peak;
+#define MEM_MAX_NODES 64
+static starpu_ssize_t starpu_peak[MEM_MAX_NODES];
+
+static void mem_add(size_t bytes, int sign)
+{
+	pthread_mutex_lock(&mem_lock);
+	if (sign > 0) {
+		mem_bytes += bytes;
+		if (mem_bytes > mem_peak)
+			mem_peak = mem_bytes;
+	} else {
+		mem_bytes -= bytes;
+	}
+	pthread_mutex_unlock(&mem_lock);
+}
+
+size_t starnn_tensor_bytes(size_t *peak)
+{
+	pthread_mutex_lock(&mem_lock);
+	size_t now = mem_bytes;
+	if (peak)
+		*peak = mem_peak;
+	pthread_mutex_unlock(&mem_lock);
+	return now;
+}
+
+void starnn_memory_sample(void)
+{
+	if (!starpu_is_initialized())
+		return;
+	unsigned n = starpu_memory_nodes_get_count();
+	pthread_mutex_lock(&mem_lock);
+	for (unsigned i = 0; i < n && i < MEM_MAX_NODES; i++) {
+		/* StarPU 1.3 knows a node's total only when it manages a limit
+		 * (GPUs: their memory; main memory: STARPU_LIMIT_CPU_MEM). */
+		starpu_ssize_t total = starpu_memory_get_total(i);
+		starpu_ssize_t used = total > 0 ? total - starpu_memory_get_available(i) : 0;
+		if (used > starpu_peak[i])
+			starpu_peak[i] = used;
+	}
+	pthread_mutex_unlock(&mem_lock);
+}
+
+void starnn_memory_report(FILE *f)
+{
+	size_t peak;
+	starnn_memory_sample();
+	starnn_tensor_bytes(&peak);
+	unsigned n = starpu_is_initialized() ? starpu_memory_nodes_get_count() : 1;
+	pthread_mutex_lock(&mem_lock);
+	fprintf(f, "peak memory node 0: %.2f MiB (tensor storage allocated by starnn in main memory", peak / 1048576.0);
+	if (starpu_peak[0] > 0)
+		fprintf(f, "; plus StarPU's own allocations there, sampled peak %.2f MiB", starpu_peak[0] / 1048576.0);
+	fprintf(f, ")\n");
+	for (unsigned i = 1; i < n && i < MEM_MAX_NODES; i++)
+		fprintf(f, "peak memory node %u: %.2f MiB (StarPU's allocations on the node, sampled after each step)\n", i,
+		        starpu_peak[i] / 1048576.0);
+	pthread_mutex_unlock(&mem_lock);
 }
 
 size_t starnn_tensor_numel(const starnn_tensor *t)
@@ -113,6 +178,7 @@ int starnn_tensor_create(starnn_tensor **out, const char *name, starnn_dtype dty
 		return starnn_error(STARNN_ENOMEM, "tensor '%s': cannot allocate %zu bytes", name, bytes);
 	}
 	memset(t->host, 0, bytes);
+	mem_add(bytes, 1);
 	starpu_matrix_data_register(&t->handle, STARPU_MAIN_RAM, (uintptr_t)t->host, (uint32_t)t->ld,
 	                            (uint32_t)t->cols, (uint32_t)t->rows, starnn_dtype_size(dtype));
 	starpu_data_set_name(t->handle, t->name);
@@ -177,6 +243,7 @@ void starnn_tensor_destroy(starnn_tensor *t)
 	free_plans(t);
 	starpu_data_unregister(t->handle);
 	starpu_free(t->host);
+	mem_add(starnn_tensor_numel(t) * starnn_dtype_size(t->dtype), -1);
 	free(t);
 }
 

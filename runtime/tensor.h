@@ -13,6 +13,7 @@
 #define STARNN_TENSOR_H
 
 #include <stddef.h>
+#include <stdio.h>
 #include <stdint.h>
 #include <starpu.h>
 
@@ -89,6 +90,24 @@ int starnn_tensor_read(starnn_tensor *t, void *dst);
 /* Reads one fp32/fp16/bf16 tensor as fp32. */
 int starnn_tensor_read_f32(starnn_tensor *t, float *dst);
 int starnn_tensor_write_f32(starnn_tensor *t, const float *src);
+
+/* Memory accounting (what is counted, honestly):
+ *   - starnn's own count of tensor storage: the bytes of the host buffer
+ *     of every live tensor (starnn_tensor_create allocates it in main
+ *     memory, memory node 0), now and at its peak since the program began.
+ *     Parts (views) add nothing. Kernel scratch (e.g. the per-thread fp32
+ *     buffers of 16-bit GEMM on CPU) and StarPU's own buffers are not in it.
+ *   - StarPU's count per memory node (total - available, StarPU 1.3): what
+ *     StarPU allocated there itself, e.g. the copies of tensors on a GPU;
+ *     known where StarPU manages a size (GPUs; main memory only with
+ *     STARPU_LIMIT_CPU_MEM). It is a current value; starnn_memory_sample() keeps its maximum over the
+ *     moments it is called (a model calls it after each step), so the peak
+ *     reported for a GPU node is a sampled one. */
+size_t starnn_tensor_bytes(size_t *peak);
+void starnn_memory_sample(void);
+/* Prints one line per memory node, "peak memory node N: X MiB (...)",
+ * saying which count it is. */
+void starnn_memory_report(FILE *f);
 
 struct starnn_plan {
 	int axis;                        /* 0: batch (rows), 1: channels */

@@ -25,3 +25,14 @@ void starnn_adam_cpu(size_t rows, size_t cols, const struct starnn_adam_step *s,
 		}
 	}
 }
+
+void starnn_adam_amp_cpu(size_t rows, size_t cols, const struct starnn_adam_params *p, const float *state,
+                         const float *flag, float *w, size_t ldw, const float *grad, size_t ldg, float *m, size_t ldm,
+                         float *v, size_t ldv)
+{
+	if (flag[0] != 0.0f)
+		return; /* an Inf/NaN gradient: skip the step */
+	struct starnn_adam_step s;
+	starnn_adam_step_init(&s, p, (int64_t)state[3] + 1, 1.0f / state[0]);
+	starnn_adam_cpu(rows, cols, &s, w, ldw, grad, ldg, m, ldm, v, ldv);
+}

@@ -195,3 +195,23 @@ int starnn_convert_cpu(starnn_dtype src, starnn_dtype dst, size_t rows, size_t c
 		starnn_convert_bf16_to_fp16_cpu(rows, cols, x, ldx, y, ldy);
 	return 0;
 }
+
+void starnn_widen_row_cpu(starnn_dtype src, size_t n, const void *x, float *y)
+{
+	if (src == STARNN_FP16)
+		row_f16_to_f32(n, x, y, cpu_has_f16c());
+	else if (src == STARNN_BF16)
+		row_bf16_to_f32(n, x, y);
+	else
+		memcpy(y, x, n * sizeof *y);
+}
+
+void starnn_narrow_row_cpu(starnn_dtype dst, size_t n, const float *x, void *y)
+{
+	if (dst == STARNN_FP16)
+		row_f32_to_f16(n, x, y, cpu_has_f16c());
+	else if (dst == STARNN_BF16)
+		row_f32_to_bf16(n, x, y);
+	else
+		memcpy(y, x, n * sizeof *x);
+}

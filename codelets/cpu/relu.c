@@ -59,3 +59,38 @@ void starnn_relu_bwd_cpu(size_t rows, size_t cols, const float *x, size_t ldx, c
 		}
 	}
 }
+
+/* ------------------------------------------------------- mixed precision */
+
+/* 16-bit patterns: magnitude m = bits & 0x7fff; Inf is m == inf (0x7c00 for
+ * fp16, 0x7f80 for bf16), NaN m > inf. v < 0: sign set, 0 < m <= inf;
+ * v > 0: sign clear, 0 < m <= inf. -0 stays -0 forward, as in fp32. */
+void starnn_relu_fwd_half_cpu(starnn_dtype dt, size_t rows, size_t cols, const uint16_t *x, size_t ldx, uint16_t *y,
+                              size_t ldy)
+{
+	const uint16_t inf = dt == STARNN_FP16 ? 0x7c00u : 0x7f80u;
+	for (size_t r = 0; r < rows; r++) {
+		const uint16_t *restrict xr = x + r * ldx;
+		uint16_t *restrict yr = y + r * ldy;
+		for (size_t c = 0; c < cols; c++) {
+			uint16_t v = xr[c], m = v & 0x7fffu;
+			int neg = (v & 0x8000u) && m != 0 && m <= inf;
+			yr[c] = neg ? 0 : v;
+		}
+	}
+}
+
+void starnn_relu_bwd_half_cpu(starnn_dtype dt, size_t rows, size_t cols, const uint16_t *x, size_t ldx,
+                              const uint16_t *dy, size_t lddy, uint16_t *dx, size_t lddx)
+{
+	const uint16_t inf = dt == STARNN_FP16 ? 0x7c00u : 0x7f80u;
+	for (size_t r = 0; r < rows; r++) {
+		const uint16_t *restrict xr = x + r * ldx, *restrict dyr = dy + r * lddy;
+		uint16_t *restrict dxr = dx + r * lddx;
+		for (size_t c = 0; c < cols; c++) {
+			uint16_t v = xr[c], m = v & 0x7fffu;
+			int pos = !(v & 0x8000u) && m != 0 && m <= inf;
+			dxr[c] = pos ? dyr[c] : 0;
+		}
+	}
+}

@@ -40,3 +40,13 @@ void starnn_sgd_cpu(size_t rows, size_t cols, const struct starnn_sgd_step *s, f
 			sgd_row(cols, lr, mom, keep, wd, gs, 1, 0, 0, wr, gr, br);
 	}
 }
+
+void starnn_sgd_amp_cpu(size_t rows, size_t cols, const struct starnn_sgd_params *p, const float *state,
+                        const float *flag, float *w, size_t ldw, const float *grad, size_t ldg, float *buf,
+                        size_t ldb)
+{
+	if (flag[0] != 0.0f)
+		return; /* an Inf/NaN gradient: skip the step */
+	struct starnn_sgd_step s = {*p, 1.0f / state[0], state[3] == 0.0f};
+	starnn_sgd_cpu(rows, cols, &s, w, ldw, grad, ldg, buf, ldb);
+}

@@ -8,6 +8,7 @@
 
 #include "codelets/bias.h"
 #include "codelets/cuda/common.cuh"
+#include "codelets/cuda/half.cuh"
 
 __global__ static void bias_add_kernel(size_t n, size_t cols, size_t inner, const float *b, float *y, size_t ldy)
 {
@@ -71,4 +72,70 @@ extern "C" void starnn_bias_grad_cuda(size_t n, size_t channels, size_t inner, c
 	unsigned blocks = channels < 65535 ? (unsigned)channels : 65535u;
 	/* n * inner == 0 still writes db = beta * db (the empty sum is 0). */
 	bias_grad_kernel<<<blocks, GRAD_THREADS, 0, (cudaStream_t)stream>>>(n, channels, inner, dy, lddy, beta, db);
+}
+
+/* ------------------------------------------------------- mixed precision */
+
+template <typename T>
+__global__ static void bias_add_half_kernel(size_t n, size_t cols, size_t inner, const float *b, T *y, size_t ldy)
+{
+	STARNN_GRID_2D(r, k, n, cols)
+		starnn_store(&y[r * ldy + k], starnn_to_f32(y[r * ldy + k]) + b[k / inner]);
+}
+
+/* As bias_grad_kernel, summing the widened 16-bit values in fp32. */
+template <typename T>
+__global__ static void __launch_bounds__(GRAD_THREADS)
+bias_grad_half_kernel(size_t n, size_t channels, size_t inner, const T *dy, size_t lddy, float beta, float *db)
+{
+	__shared__ float warp_sums[GRAD_THREADS / WARP];
+	const unsigned lane = threadIdx.x % WARP, warp = threadIdx.x / WARP;
+	const size_t count = n * inner;
+	for (size_t c = blockIdx.x; c < channels; c += gridDim.x) {
+		const T *base = dy + c * inner;
+		float s = 0.0f;
+		for (size_t j = threadIdx.x; j < count; j += GRAD_THREADS) {
+			size_t r = j / inner, i = j - r * inner;
+			s += starnn_to_f32(base[r * lddy + i]);
+		}
+		s = warp_sum(s);
+		if (lane == 0)
+			warp_sums[warp] = s;
+		__syncthreads();
+		if (warp == 0) {
+			s = lane < GRAD_THREADS / WARP ? warp_sums[lane] : 0.0f;
+			s = warp_sum(s);
+			if (lane == 0)
+				db[c] = beta == 0.0f ? s : beta * db[c] + s;
+		}
+		__syncthreads();
+	}
+}
+
+extern "C" void starnn_bias_add_half_cuda(starnn_dtype dt, size_t n, size_t channels, size_t inner, const float *b,
+                                          void *y, size_t ldy, void *stream)
+{
+	size_t cols = channels * inner;
+	if (inner == 0)
+		return;
+	if (dt == STARNN_FP16)
+		starnn_launch_2d(n, cols, stream, bias_add_half_kernel<__half>, n, cols, inner, b, (__half *)y, ldy);
+	else
+		starnn_launch_2d(n, cols, stream, bias_add_half_kernel<__nv_bfloat16>, n, cols, inner, b,
+		                 (__nv_bfloat16 *)y, ldy);
+}
+
+extern "C" void starnn_bias_grad_half_cuda(starnn_dtype dt, size_t n, size_t channels, size_t inner, const void *dy,
+                                           size_t lddy, float beta, float *db, void *stream)
+{
+	if (channels == 0)
+		return;
+	unsigned blocks = channels < 65535 ? (unsigned)channels : 65535u;
+	cudaStream_t s = (cudaStream_t)stream;
+	if (dt == STARNN_FP16)
+		bias_grad_half_kernel<__half><<<blocks, GRAD_THREADS, 0, s>>>(n, channels, inner, (const __half *)dy, lddy,
+		                                                            beta, db);
+	else
+		bias_grad_half_kernel<__nv_bfloat16><<<blocks, GRAD_THREADS, 0, s>>>(
+			n, channels, inner, (const __nv_bfloat16 *)dy, lddy, beta, db);
 }

@@ -33,3 +33,40 @@ extern "C" void starnn_relu_bwd_cuda(size_t rows, size_t cols, const float *x, s
 {
 	starnn_launch_2d(rows, cols, stream, relu_bwd_kernel, rows, cols, x, ldx, dy, lddy, dx, lddx);
 }
+
+/* ------------------------------------------------------- mixed precision */
+
+/* Bit-pattern selects, as the CPU kernels (codelets/cpu/relu.c). */
+__global__ static void relu_fwd_half_kernel(size_t rows, size_t cols, const uint16_t *x, size_t ldx, uint16_t *y,
+                                            size_t ldy, uint16_t inf)
+{
+	STARNN_GRID_2D(r, c, rows, cols) {
+		uint16_t v = x[r * ldx + c], m = v & 0x7fffu;
+		bool neg = (v & 0x8000u) && m != 0 && m <= inf;
+		y[r * ldy + c] = neg ? (uint16_t)0 : v;
+	}
+}
+
+__global__ static void relu_bwd_half_kernel(size_t rows, size_t cols, const uint16_t *x, size_t ldx,
+                                            const uint16_t *dy, size_t lddy, uint16_t *dx, size_t lddx, uint16_t inf)
+{
+	STARNN_GRID_2D(r, c, rows, cols) {
+		uint16_t v = x[r * ldx + c], m = v & 0x7fffu;
+		bool pos = !(v & 0x8000u) && m != 0 && m <= inf;
+		dx[r * lddx + c] = pos ? dy[r * lddy + c] : (uint16_t)0;
+	}
+}
+
+extern "C" void starnn_relu_fwd_half_cuda(starnn_dtype dt, size_t rows, size_t cols, const uint16_t *x, size_t ldx,
+                                          uint16_t *y, size_t ldy, void *stream)
+{
+	uint16_t inf = dt == STARNN_FP16 ? 0x7c00u : 0x7f80u;
+	starnn_launch_2d(rows, cols, stream, relu_fwd_half_kernel, rows, cols, x, ldx, y, ldy, inf);
+}
+
+extern "C" void starnn_relu_bwd_half_cuda(starnn_dtype dt, size_t rows, size_t cols, const uint16_t *x, size_t ldx,
+                                          const uint16_t *dy, size_t lddy, uint16_t *dx, size_t lddx, void *stream)
+{
+	uint16_t inf = dt == STARNN_FP16 ? 0x7c00u : 0x7f80u;
+	starnn_launch_2d(rows, cols, stream, relu_bwd_half_kernel, rows, cols, x, ldx, dy, lddy, dx, lddx, inf);
+}

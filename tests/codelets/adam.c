@@ -5,6 +5,8 @@
  * on whole tensors and channel parts, the host bias corrections, and bad
  * arguments -> STARNN_EINVAL. */
 #include "codelets/adam.h"
+#include "codelets/amp.h"
+#include "codelets/fill.h"
 #include "tests/testlib.h"
 
 #define STEPS 5
@@ -194,6 +196,53 @@ static void bad_arguments(void)
 	starnn_tensor_destroy(t), starnn_tensor_destroy(h);
 }
 
+/* adam_amp: the step read from the loss-scale state and the overflow flag
+ * inside the task against adam with the same values on the host: scale
+ * S = 1 / grad_scale (a power of two, so the unscaled gradient is the
+ * same), step = applied + 1; steps 2 and 4 of 5 overflow and must leave
+ * everything untouched and not count. Bit for bit on CPU; 1e-6 relative on
+ * CUDA (the kernel computes the step's constants itself). */
+static void amp_variant(const struct variant *v)
+{
+	int64_t shape[2] = {3, 45}, four = 4, one = 1;
+	size_t n = 135;
+	float *w0 = test_random(n, -1, 1);
+	starnn_tensor *w1 = test_tensor("w1", 2, shape, w0), *w2 = test_tensor("w2", 2, shape, w0);
+	starnn_tensor *g = test_tensor("g", 2, shape, NULL), *state, *flag;
+	starnn_tensor *m1 = test_tensor("m1", 2, shape, NULL), *m2 = test_tensor("m2", 2, shape, NULL);
+	starnn_tensor *v1 = test_tensor("v1", 2, shape, NULL), *v2 = test_tensor("v2", 2, shape, NULL);
+	TEST_OK(starnn_tensor_create(&state, "state", STARNN_FP32, 1, &four));
+	TEST_OK(starnn_tensor_create(&flag, "flag", STARNN_FP32, 1, &one));
+	int64_t applied = 0;
+	float rtol = TEST_ON_CUDA ? 1e-6f : 0.0f;
+	for (int step = 1; step <= 5; step++) {
+		int overflow = step == 2 || step == 4;
+		float *gv = test_random(n, -1, 1);
+		TEST_OK(starnn_tensor_write(g, gv));
+		float st[4] = {1.0f / v->grad_scale, 3.0f, 7.0f, (float)applied};
+		TEST_OK(starnn_tensor_write(state, st));
+		TEST_OK(starnn_fill(overflow ? 1.0f : 0.0f, flag));
+		TEST_OK(starnn_adam_amp(w1, g, m1, v1, &v->p, state, flag));
+		if (!overflow) {
+			TEST_OK(starnn_adam(w2, g, m2, v2, &v->p, applied + 1, v->grad_scale));
+			applied++;
+		}
+		float *a = test_read(w1), *b = test_read(w2), *c = test_read(v1), *d = test_read(v2);
+		char what[128];
+		snprintf(what, sizeof what, "adam_amp '%s' step %d%s: weights", v->name, step, overflow ? " (skipped)" : "");
+		test_close(what, a, b, n, rtol, 0);
+		snprintf(what, sizeof what, "adam_amp '%s' step %d%s: second moment", v->name, step, overflow ? " (skipped)" : "");
+		test_close(what, c, d, n, rtol, 0);
+		free(a), free(b), free(c), free(d), free(gv);
+	}
+	TEST_ASSERT(starnn_adam_amp(w1, g, m1, v1, &v->p, flag, state) == STARNN_EINVAL, "adam_amp with state and flag swapped must fail");
+	TEST_ASSERT(starnn_adam_amp(w1, g, m1, v1, &v->p, state, NULL) == STARNN_EINVAL, "adam_amp without a flag must fail");
+	starnn_tensor_destroy(w1), starnn_tensor_destroy(w2), starnn_tensor_destroy(g);
+	starnn_tensor_destroy(state), starnn_tensor_destroy(flag);
+	starnn_tensor_destroy(m1), starnn_tensor_destroy(m2), starnn_tensor_destroy(v1), starnn_tensor_destroy(v2);
+	free(w0);
+}
+
 int main(void)
 {
 	test_init();
@@ -207,5 +256,7 @@ int main(void)
 		codelet_vs_kernel(&variants[i], 2, 16, 32, 32);
 	}
 	bad_arguments();
+	for (size_t i = 0; i < NVARIANTS; i++)
+		amp_variant(&variants[i]);
 	return test_finish();
 }

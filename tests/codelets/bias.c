@@ -6,6 +6,7 @@
  * against central finite differences of L = sum(w .* bias_add(b, y)) with
  * respect to b; bad shapes -> EINVAL. */
 #include "codelets/bias.h"
+#include "runtime/half.h"
 #include "tests/testlib.h"
 
 #define PAD_VALUE 1.0e6f
@@ -192,6 +193,106 @@ static void bad_shapes(void)
 	starnn_tensor_destroy(b4), starnn_tensor_destroy(b2d), starnn_tensor_destroy(h), starnn_tensor_destroy(row);
 }
 
+
+/* ------------------------------------------------ mixed precision (fp16 / bf16) */
+
+/* Rounds x to dtype dt in place (so that fp32 and 16-bit tensors hold the
+ * same values). */
+static void round_to(starnn_dtype dt, float *x, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		x[i] = dt == STARNN_FP16 ? starnn_half_to_float(starnn_float_to_half(x[i]))
+		       : dt == STARNN_BF16 ? starnn_bf16_to_float(starnn_float_to_bf16(x[i]))
+		                           : x[i];
+}
+
+/* Relative tolerance of one rounding to dt, doubled: fp16 2^-10, bf16 2^-7. */
+static float half_rtol(starnn_dtype dt)
+{
+	return dt == STARNN_FP16 ? 9.765625e-4f : dt == STARNN_BF16 ? 7.8125e-3f : 1e-6f;
+}
+
+static starnn_tensor *tensor_dt(const char *name, starnn_dtype dt, int ndim, const int64_t *shape, const float *data)
+{
+	starnn_tensor *t;
+	TEST_OK(starnn_tensor_create(&t, name, dt, ndim, shape));
+	if (data)
+		TEST_OK(starnn_tensor_write_f32(t, data));
+	return t;
+}
+
+/* bias_add_mp / bias_grad_mp on y, dy of dt against the fp32 codelets on the
+ * same (rounded) values: bias_add one rounding to dt (half_rtol); bias_grad
+ * (fp32 result, both sum the same values in double) 1e-5 relative + 1e-6
+ * absolute. With view, y and dy are channel views (ld > cols). */
+static void half_vs_fp32(starnn_dtype dt, int64_t n, int64_t c, int64_t h, int64_t w, float beta, int view)
+{
+	int64_t shape[4] = {n, c, h, w}, full[4] = {n, c + 2, h, w}, bs = c;
+	size_t numel = (size_t)(n * c * h * w), nfull = (size_t)(n * (c + 2) * h * w);
+	float *y = test_random(nfull, -4, 4), *b = test_random((size_t)c, -1, 1), *db = test_random((size_t)c, -1, 1);
+	round_to(dt, y, nfull);
+	float *dense = malloc(numel * sizeof *dense);
+	size_t inner = (size_t)(h * w), row = (size_t)c * inner, frow = (size_t)(c + 2) * inner;
+	for (int64_t r = 0; r < n; r++) /* the view is channels [0, c) of the full tensor */
+		memcpy(dense + (size_t)r * row, y + (size_t)r * frow, row * sizeof *dense);
+	starnn_tensor *yf = tensor_dt("yf", STARNN_FP32, 4, shape, dense), *yh, *yfull = NULL;
+	starnn_tensor *dyf = tensor_dt("dyf", STARNN_FP32, 4, shape, dense), *dyh, *dyfull = NULL;
+	if (view) {
+		int64_t sizes[2] = {c, 2};
+		starnn_tensor **p1, **p2;
+		yfull = tensor_dt("yfull", dt, 4, full, y);
+		dyfull = tensor_dt("dyfull", dt, 4, full, y);
+		TEST_OK(starnn_tensor_split(yfull, 1, 2, sizes, &p1));
+		TEST_OK(starnn_tensor_split(dyfull, 1, 2, sizes, &p2));
+		yh = p1[0], dyh = p2[0];
+	} else {
+		yh = tensor_dt("yh", dt, 4, shape, dense);
+		dyh = tensor_dt("dyh", dt, 4, shape, dense);
+	}
+	starnn_tensor *tb = tensor_dt("b", STARNN_FP32, 1, &bs, b);
+	starnn_tensor *dbf = tensor_dt("dbf", STARNN_FP32, 1, &bs, db), *dbh = tensor_dt("dbh", STARNN_FP32, 1, &bs, db);
+	TEST_OK(starnn_bias_add(tb, yf));
+	TEST_OK(starnn_bias_add_mp(tb, yh));
+	TEST_OK(starnn_bias_grad(dyf, beta, dbf));
+	TEST_OK(starnn_bias_grad_mp(dyh, beta, dbh));
+	float *ref = test_read(yf), *got = test_read(yh), *gref = test_read(dbf), *ggot = test_read(dbh);
+	char what[128];
+	snprintf(what, sizeof what, "bias_add_mp %s [%lld,%lld,%lld,%lld]%s", starnn_dtype_name(dt), (long long)n,
+	         (long long)c, (long long)h, (long long)w, view ? " channel view" : "");
+	test_close(what, got, ref, numel, half_rtol(dt), 1e-6f);
+	snprintf(what, sizeof what, "bias_grad_mp %s [%lld,%lld,%lld,%lld] beta %g%s", starnn_dtype_name(dt),
+	         (long long)n, (long long)c, (long long)h, (long long)w, beta, view ? " channel view" : "");
+	test_close(what, ggot, gref, (size_t)c, 1e-5f, 1e-6f);
+	starnn_tensor_destroy(yf), starnn_tensor_destroy(dyf), starnn_tensor_destroy(tb);
+	starnn_tensor_destroy(dbf), starnn_tensor_destroy(dbh);
+	if (view)
+		starnn_tensor_destroy(yfull), starnn_tensor_destroy(dyfull);
+	else
+		starnn_tensor_destroy(yh), starnn_tensor_destroy(dyh);
+	free(y), free(b), free(db), free(dense), free(ref), free(got), free(gref), free(ggot);
+}
+
+static void half_variants(void)
+{
+	starnn_dtype dts[2] = {STARNN_FP16, STARNN_BF16};
+	for (int d = 0; d < 2; d++)
+		for (int view = 0; view < 2; view++) {
+			half_vs_fp32(dts[d], 4, 3, 5, 7, 0.0f, view);
+			half_vs_fp32(dts[d], 4, 3, 5, 7, 1.0f, view);
+			half_vs_fp32(dts[d], 32, 64, 1, 1, 0.0f, view);
+			half_vs_fp32(dts[d], 2, 300, 3, 3, 0.5f, view);
+			half_vs_fp32(dts[d], 2, 4, 33, 31, 0.0f, view); /* inner > the CPU kernels' 512 chunk */
+		}
+	starnn_tensor *yh, *bh, *b;
+	TEST_OK(starnn_tensor_new(&yh, "yh", STARNN_BF16, 2, 4, 3));
+	TEST_OK(starnn_tensor_new(&bh, "bh", STARNN_BF16, 1, 3));
+	TEST_OK(starnn_tensor_new(&b, "b", STARNN_FP32, 1, 4));
+	TEST_ASSERT(starnn_bias_add_mp(bh, yh) == STARNN_EINVAL, "bias_add_mp with a bf16 bias must fail");
+	TEST_ASSERT(starnn_bias_add_mp(b, yh) == STARNN_EINVAL, "bias_add_mp with 4 biases for 3 channels must fail");
+	TEST_ASSERT(starnn_bias_grad_mp(yh, 0.0f, bh) == STARNN_EINVAL, "bias_grad_mp into a bf16 db must fail");
+	starnn_tensor_destroy(yh), starnn_tensor_destroy(bh), starnn_tensor_destroy(b);
+}
+
 int main(void)
 {
 	test_init();
@@ -213,5 +314,6 @@ int main(void)
 		codelets_vs_kernels(4, 2, 300, 3, 3, view);
 	}
 	bad_shapes();
+	half_variants();
 	return test_finish();
 }

@@ -4,6 +4,7 @@
  * the _cuda build) against a direct kernel call, on dense tensors and on
  * channel partitions of 4-D tensors (ld > cols); bad shapes -> EINVAL. */
 #include "codelets/gemm.h"
+#include "runtime/half.h"
 #include "tests/testlib.h"
 
 #define PAD_VALUE 1.0e6f /* reading padding would show in the results */
@@ -166,6 +167,108 @@ static void bad_shapes(void)
 	starnn_tensor_destroy(c2), starnn_tensor_destroy(h), starnn_tensor_destroy(x4);
 }
 
+
+/* ------------------------------------------------ mixed precision (fp16 / bf16) */
+
+/* Rounds x to dtype dt in place (so that fp32 and 16-bit tensors hold the
+ * same values). */
+static void round_to(starnn_dtype dt, float *x, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		x[i] = dt == STARNN_FP16 ? starnn_half_to_float(starnn_float_to_half(x[i]))
+		       : dt == STARNN_BF16 ? starnn_bf16_to_float(starnn_float_to_bf16(x[i]))
+		                           : x[i];
+}
+
+/* Relative tolerance of one rounding to dt, doubled: fp16 2^-10, bf16 2^-7. */
+static float half_rtol(starnn_dtype dt)
+{
+	return dt == STARNN_FP16 ? 9.765625e-4f : dt == STARNN_BF16 ? 7.8125e-3f : 1e-6f;
+}
+
+static starnn_tensor *tensor_dt(const char *name, starnn_dtype dt, int ndim, const int64_t *shape, const float *data)
+{
+	starnn_tensor *t;
+	TEST_OK(starnn_tensor_create(&t, name, dt, ndim, shape));
+	if (data)
+		TEST_OK(starnn_tensor_write_f32(t, data));
+	return t;
+}
+
+/* gemm_mp (A, B of dt; C fp32 or dt) against the fp32 gemm on the same
+ * (rounded) values. Tolerance: fp32 C: 2e-6 * k absolute + 1e-5 relative
+ * (only the order of the fp32 sums differs: OpenBLAS, oneDNN or cuBLAS);
+ * 16-bit C: plus one rounding to dt (half_rtol). With view, A is the first
+ * columns of a wider tensor (ld > cols). */
+static void half_vs_fp32(starnn_dtype dt, starnn_dtype cdt, int ta, int tb, int64_t m, int64_t n, int64_t k,
+                         float alpha, float beta, int view)
+{
+	int64_t ash[2] = {ta ? k : m, ta ? m : k}, bsh[2] = {tb ? n : k, tb ? k : n}, csh[2] = {m, n};
+	int64_t wide[2] = {ash[0], ash[1] + 3};
+	size_t na = (size_t)(ash[0] * ash[1]), nb = (size_t)(bsh[0] * bsh[1]), nc = (size_t)(m * n);
+	float *a = test_random((size_t)(wide[0] * wide[1]), -1, 1), *b = test_random(nb, -1, 1), *c = test_random(nc, -1, 1);
+	round_to(dt, a, (size_t)(wide[0] * wide[1]));
+	round_to(dt, b, nb);
+	round_to(cdt, c, nc);
+	starnn_tensor *af, *ah, *awide = NULL;
+	if (view) {
+		int64_t sizes[2] = {ash[1], 3};
+		starnn_tensor **parts;
+		awide = tensor_dt("Aw", dt, 2, wide, a);
+		TEST_OK(starnn_tensor_split(awide, 1, 2, sizes, &parts));
+		ah = parts[0];
+		float *dense = malloc(na * sizeof *dense);
+		for (int64_t r = 0; r < ash[0]; r++)
+			memcpy(dense + r * ash[1], a + r * wide[1], (size_t)ash[1] * sizeof *dense);
+		af = tensor_dt("Af", STARNN_FP32, 2, ash, dense);
+		free(dense);
+	} else {
+		af = tensor_dt("Af", STARNN_FP32, 2, ash, a);
+		ah = tensor_dt("Ah", dt, 2, ash, a);
+	}
+	starnn_tensor *bf = tensor_dt("Bf", STARNN_FP32, 2, bsh, b), *bh = tensor_dt("Bh", dt, 2, bsh, b);
+	starnn_tensor *cf = tensor_dt("Cf", STARNN_FP32, 2, csh, c), *ch = tensor_dt("Ch", cdt, 2, csh, c);
+	TEST_OK(starnn_gemm(ta, tb, alpha, af, bf, beta, cf));
+	TEST_OK(starnn_gemm_mp(ta, tb, alpha, ah, bh, beta, ch));
+	float *ref = test_read(cf), *got = test_read(ch);
+	char what[160];
+	snprintf(what, sizeof what, "gemm_mp %s x %s -> %s, %c%c, %lldx%lldx%lld, alpha %g beta %g%s",
+	         starnn_dtype_name(dt), starnn_dtype_name(dt), starnn_dtype_name(cdt), ta ? 'T' : 'N', tb ? 'T' : 'N',
+	         (long long)m, (long long)n, (long long)k, alpha, beta, view ? ", A a column view" : "");
+	test_close(what, got, ref, nc, (cdt == STARNN_FP32 ? 0.0f : half_rtol(cdt)) + 1e-5f, 2e-6f * (float)k);
+	starnn_tensor_destroy(af), starnn_tensor_destroy(bf), starnn_tensor_destroy(cf);
+	starnn_tensor_destroy(bh), starnn_tensor_destroy(ch);
+	starnn_tensor_destroy(view ? awide : ah);
+	free(a), free(b), free(c), free(ref), free(got);
+}
+
+static void half_variants(void)
+{
+	static const int64_t shapes[][3] = {{1, 1, 1}, {7, 5, 3}, {33, 17, 65}, {32, 64, 64}, {96, 80, 72}};
+	starnn_dtype dts[2] = {STARNN_FP16, STARNN_BF16};
+	for (int d = 0; d < 2; d++)
+		for (int ta = 0; ta < 2; ta++)
+			for (int tb = 0; tb < 2; tb++)
+				for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++) {
+					const int64_t *sh = shapes[s];
+					half_vs_fp32(dts[d], STARNN_FP32, ta, tb, sh[0], sh[1], sh[2], 1.0f, 0.0f, (int)(s & 1));
+					half_vs_fp32(dts[d], dts[d], ta, tb, sh[0], sh[1], sh[2], 1.0f, 0.0f, 0);
+					half_vs_fp32(dts[d], STARNN_FP32, ta, tb, sh[0], sh[1], sh[2], -0.5f, 0.75f, 0);
+					half_vs_fp32(dts[d], dts[d], ta, tb, sh[0], sh[1], sh[2], -0.5f, 0.75f, (int)(s & 1));
+				}
+	/* Bad combinations. */
+	starnn_tensor *h, *bh, *f, *c;
+	TEST_OK(starnn_tensor_new(&h, "h", STARNN_FP16, 2, 4, 5));
+	TEST_OK(starnn_tensor_new(&bh, "bh", STARNN_BF16, 2, 5, 4));
+	TEST_OK(starnn_tensor_new(&f, "f", STARNN_FP32, 2, 5, 4));
+	TEST_OK(starnn_tensor_new(&c, "c", STARNN_BF16, 2, 4, 4));
+	TEST_ASSERT(starnn_gemm_mp(0, 0, 1, h, bh, 0, c) == STARNN_EINVAL, "gemm_mp fp16 x bf16 must fail");
+	TEST_ASSERT(starnn_gemm_mp(0, 0, 1, h, f, 0, c) == STARNN_EINVAL, "gemm_mp fp16 x fp32 must fail");
+	TEST_ASSERT(starnn_gemm_mp(0, 1, 1, bh, bh, 0, c) == STARNN_EINVAL, "gemm_mp bf16 with mismatched shapes must fail");
+	TEST_ASSERT(starnn_gemm_mp(0, 0, 1, bh, c, 0, h) == STARNN_EINVAL, "gemm_mp bf16 -> fp16 C must fail");
+	starnn_tensor_destroy(h), starnn_tensor_destroy(bh), starnn_tensor_destroy(f), starnn_tensor_destroy(c);
+}
+
 int main(void)
 {
 	static const size_t shapes[][3] = {{1, 1, 1}, {7, 5, 3}, {33, 17, 65}, {3, 64, 48}, {96, 80, 72}};
@@ -181,5 +284,6 @@ int main(void)
 					codelet_vs_kernel(ta, tb, shapes[s][0], shapes[s][1], shapes[s][2], -0.5f, 0.75f, view);
 				}
 	bad_shapes();
+	half_variants();
 	return test_finish();
 }

@@ -4,7 +4,9 @@
  * kernel calls on whole tensors and on batch / channel parts (micro-batch
  * losses accumulated with beta = 1 add up to the batch loss), and bad
  * arguments -> STARNN_EINVAL. */
+#include "codelets/amp.h"
 #include "codelets/mse.h"
+#include "runtime/half.h"
 #include "tests/testlib.h"
 
 static double naive_loss(size_t rows, size_t cols, const float *p, size_t ldp, const float *t, size_t ldt, double scale)
@@ -171,6 +173,116 @@ static void bad_arguments(void)
 	starnn_tensor_destroy(l);
 }
 
+/* ------------------------------------------------ mixed precision (fp16 / bf16) */
+
+/* Rounds x to dtype dt in place (so that fp32 and 16-bit tensors hold the
+ * same values). */
+static void round_to(starnn_dtype dt, float *x, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		x[i] = dt == STARNN_FP16 ? starnn_half_to_float(starnn_float_to_half(x[i]))
+		       : dt == STARNN_BF16 ? starnn_bf16_to_float(starnn_float_to_bf16(x[i]))
+		                           : x[i];
+}
+
+/* Relative tolerance of one rounding to dt, doubled: fp16 2^-10, bf16 2^-7. */
+static float half_rtol(starnn_dtype dt)
+{
+	return dt == STARNN_FP16 ? 9.765625e-4f : dt == STARNN_BF16 ? 7.8125e-3f : 1e-6f;
+}
+
+static starnn_tensor *tensor_dt(const char *name, starnn_dtype dt, int ndim, const int64_t *shape, const float *data)
+{
+	starnn_tensor *t;
+	TEST_OK(starnn_tensor_create(&t, name, dt, ndim, shape));
+	if (data)
+		TEST_OK(starnn_tensor_write_f32(t, data));
+	return t;
+}
+
+
+/* mse_fwd_mp / mse_bwd_mp with pred of dt against the fp32 codelets on the
+ * same (rounded) pred: the loss sums the same values in double (1e-6
+ * relative); the gradient is rounded once to dt (half_rtol, and for fp16
+ * 2^-24 absolute: below 2^-14 fp16 is subnormal with a fixed spacing of
+ * 2^-24, which is what loss scaling is for); the scaled backward (a loss-scale state of 1024) equals
+ * 1024 x the unscaled one within the same tolerance, and for fp32 exactly.
+ * With view, pred is a channel view (ld > cols). */
+static void half_vs_fp32(starnn_dtype dt, int64_t n, int64_t c, int64_t h, int64_t w, int view)
+{
+	int64_t shape[4] = {n, c, h, w}, full[4] = {n, c + 1, h, w}, four = 4, one = 1;
+	size_t numel = (size_t)(n * c * h * w), nfull = (size_t)(n * (c + 1) * h * w);
+	size_t row = (size_t)(c * h * w), frow = (size_t)((c + 1) * h * w);
+	float *pf = test_random(nfull, -2, 2), *t = test_random(numel, -2, 2), *dense = malloc(numel * sizeof *dense);
+	round_to(dt, pf, nfull);
+	for (int64_t r = 0; r < n; r++)
+		memcpy(dense + (size_t)r * row, pf + (size_t)r * frow, row * sizeof *dense);
+	starnn_tensor *pred32 = tensor_dt("p32", STARNN_FP32, 4, shape, dense), *tt = tensor_dt("t", STARNN_FP32, 4, shape, t);
+	starnn_tensor *ph, *pfull = NULL;
+	if (view) {
+		int64_t sizes[2] = {c, 1};
+		starnn_tensor **parts;
+		pfull = tensor_dt("pfull", dt, 4, full, pf);
+		TEST_OK(starnn_tensor_split(pfull, 1, 2, sizes, &parts));
+		ph = parts[0];
+	} else {
+		ph = tensor_dt("ph", dt, 4, shape, dense);
+	}
+	starnn_tensor *l32 = tensor_dt("l32", STARNN_FP32, 1, &one, NULL), *lh = tensor_dt("lh", STARNN_FP32, 1, &one, NULL);
+	starnn_tensor *d32 = tensor_dt("d32", STARNN_FP32, 4, shape, NULL), *dh = tensor_dt("dh", dt, 4, shape, NULL);
+	starnn_tensor *ds = tensor_dt("ds", dt, 4, shape, NULL), *state = tensor_dt("state", STARNN_FP32, 1, &four, NULL);
+	TEST_OK(starnn_amp_state_init(state, 1024.0f));
+	float scale = 1.0f / (float)numel;
+	TEST_OK(starnn_mse_fwd(pred32, tt, l32, scale, 0.0f));
+	TEST_OK(starnn_mse_fwd_mp(ph, tt, lh, scale, 0.0f));
+	TEST_OK(starnn_mse_bwd(pred32, tt, d32, scale));
+	TEST_OK(starnn_mse_bwd_mp(ph, tt, dh, scale, NULL));
+	TEST_OK(starnn_mse_bwd_mp(ph, tt, ds, scale, state));
+	float *lr = test_read(l32), *lg = test_read(lh), *dr = test_read(d32), *dg = test_read(dh), *dsg = test_read(ds);
+	char what[128];
+	const char *dn = starnn_dtype_name(dt);
+	snprintf(what, sizeof what, "mse_fwd_mp %s [%lld,%lld,%lld,%lld]%s", dn, (long long)n, (long long)c,
+	         (long long)h, (long long)w, view ? " view" : "");
+	test_close(what, lg, lr, 1, 1e-6f, 0);
+	snprintf(what, sizeof what, "mse_bwd_mp %s%s", dn, view ? " view" : "");
+	float atol = dt == STARNN_FP16 ? 5.9604645e-8f : 1e-30f;
+	test_close(what, dg, dr, numel, half_rtol(dt), atol);
+	for (size_t i = 0; i < numel; i++)
+		dr[i] *= 1024.0f;
+	snprintf(what, sizeof what, "mse_bwd_mp %s scaled by the state (1024)%s", dn, view ? " view" : "");
+	test_close(what, dsg, dr, numel, half_rtol(dt), atol);
+	/* The scaled fp32 backward is exactly 1024 x the fp32 one. */
+	starnn_tensor *d32s = tensor_dt("d32s", STARNN_FP32, 4, shape, NULL);
+	TEST_OK(starnn_mse_bwd_mp(pred32, tt, d32s, scale, state));
+	float *d32g = test_read(d32s);
+	test_close("mse_bwd_mp fp32 scaled by the state", d32g, dr, numel, 0, 0);
+	starnn_tensor *all[] = {pred32, tt, l32, lh, d32, dh, ds, state, d32s};
+	for (size_t i = 0; i < sizeof all / sizeof *all; i++)
+		starnn_tensor_destroy(all[i]);
+	starnn_tensor_destroy(view ? pfull : ph);
+	free(pf), free(t), free(dense), free(lr), free(lg), free(dr), free(dg), free(dsg), free(d32g);
+}
+
+static void half_variants(void)
+{
+	starnn_dtype dts[2] = {STARNN_FP16, STARNN_BF16};
+	for (int d = 0; d < 2; d++)
+		for (int view = 0; view < 2; view++) {
+			half_vs_fp32(dts[d], 1, 1, 1, 1, view);
+			half_vs_fp32(dts[d], 4, 3, 5, 7, view);
+			half_vs_fp32(dts[d], 2, 12, 32, 32, view);
+		}
+	starnn_tensor *ph, *t, *d32, *state;
+	TEST_OK(starnn_tensor_new(&ph, "ph", STARNN_FP16, 2, 4, 3));
+	TEST_OK(starnn_tensor_new(&t, "t", STARNN_FP32, 2, 4, 3));
+	TEST_OK(starnn_tensor_new(&d32, "d32", STARNN_FP32, 2, 4, 3));
+	TEST_OK(starnn_tensor_new(&state, "s", STARNN_FP32, 1, (int64_t)3));
+	TEST_ASSERT(starnn_mse_bwd_mp(ph, t, d32, 1.0f, NULL) == STARNN_EINVAL, "mse_bwd_mp fp16 pred into fp32 dpred must fail");
+	TEST_ASSERT(starnn_mse_bwd_mp(ph, ph, ph, 1.0f, NULL) == STARNN_EINVAL, "mse_bwd_mp with an fp16 target must fail");
+	TEST_ASSERT(starnn_mse_bwd_mp(t, t, d32, 1.0f, state) == STARNN_EINVAL, "mse_bwd_mp with a 3-element state must fail");
+	starnn_tensor_destroy(ph), starnn_tensor_destroy(t), starnn_tensor_destroy(d32), starnn_tensor_destroy(state);
+}
+
 int main(void)
 {
 	test_init();
@@ -182,5 +294,6 @@ int main(void)
 	codelets_vs_kernels(2, 12, 64, 64);
 	codelets_vs_kernels(2, 8, 128, 160); /* > 1024 blocks x 256 threads on CUDA */
 	bad_arguments();
+	half_variants();
 	return test_finish();
 }

@@ -4,6 +4,7 @@
  * relu_bwd against finite differences of L = sum(w .* relu(x)), and bad
  * arguments -> STARNN_EINVAL. ReLU is a select, so every comparison is exact. */
 #include "codelets/relu.h"
+#include "runtime/half.h"
 #include "tests/testlib.h"
 
 static float naive_relu(float v)
@@ -189,6 +190,102 @@ static void bad_arguments(void)
 	starnn_tensor_destroy(a), starnn_tensor_destroy(b), starnn_tensor_destroy(hh), starnn_tensor_destroy(c);
 }
 
+/* ------------------------------------------------ mixed precision (fp16 / bf16) */
+
+static uint16_t narrow(starnn_dtype dt, float v)
+{
+	return dt == STARNN_FP16 ? starnn_float_to_half(v) : starnn_float_to_bf16(v);
+}
+
+static float widen(starnn_dtype dt, uint16_t h)
+{
+	return dt == STARNN_FP16 ? starnn_half_to_float(h) : starnn_bf16_to_float(h);
+}
+
+/* relu on 16-bit tensors is a select: exactly the fp32 result on the
+ * widened values, rounded back (no rounding happens), bit for bit; NaN
+ * inputs give NaN. Kernels on special values (+-0, +-Inf, NaN, subnormals),
+ * then codelets against the fp32 codelets, whole and on channel views. */
+static int same16(starnn_dtype dt, uint16_t got, float ref)
+{
+	return isnan(ref) ? isnan(widen(dt, got)) : got == narrow(dt, ref);
+}
+
+static void half_variants_dt(starnn_dtype dt)
+{
+	const char *dn = starnn_dtype_name(dt);
+	float special[] = {0.0f, -0.0f, INFINITY, -INFINITY, NAN, -NAN, 1e-7f, -1e-7f, 1e-40f, -1e-40f, 3.0f, -3.0f,
+	                   65504.0f, -65504.0f};
+	size_t ns = sizeof special / sizeof *special;
+	uint16_t x[14], dy[14], y[14], dx[14];
+	for (size_t i = 0; i < ns; i++)
+		x[i] = narrow(dt, special[i]), dy[i] = narrow(dt, 0.25f + (float)i);
+	starnn_relu_fwd_half_cpu(dt, 1, ns, x, ns, y, ns);
+	starnn_relu_bwd_half_cpu(dt, 1, ns, x, ns, dy, ns, dx, ns);
+	for (size_t i = 0; i < ns; i++) {
+		float xv = widen(dt, x[i]), yr, dxr;
+		starnn_relu_fwd_cpu(1, 1, &xv, 1, &yr, 1);
+		float dyv = widen(dt, dy[i]);
+		starnn_relu_bwd_cpu(1, 1, &xv, 1, &dyv, 1, &dxr, 1);
+		TEST_ASSERT(same16(dt, y[i], yr), "relu_fwd_half_cpu %s of %g (bits %04x): got bits %04x, fp32 gives %g", dn,
+		            (double)xv, x[i], y[i], (double)yr);
+		TEST_ASSERT(same16(dt, dx[i], dxr), "relu_bwd_half_cpu %s at x = %g: got bits %04x, fp32 gives %g", dn,
+		            (double)xv, dx[i], (double)dxr);
+	}
+	/* Codelets vs the fp32 codelets: [4, 3, 5, 7], whole and channel views. */
+	int64_t shape[4] = {4, 3, 5, 7};
+	size_t n = 420;
+	float *xv = test_random(n, -2, 2), *dyv = test_random(n, -2, 2);
+	for (size_t i = 0; i < n; i += 11)
+		xv[i] = 0.0f;
+	for (size_t i = 0; i < n; i++)
+		xv[i] = widen(dt, narrow(dt, xv[i])), dyv[i] = widen(dt, narrow(dt, dyv[i]));
+	starnn_tensor *xf = test_tensor("xf", 4, shape, xv), *dyf = test_tensor("dyf", 4, shape, dyv);
+	starnn_tensor *yf = test_tensor("yf", 4, shape, NULL), *dxf = test_tensor("dxf", 4, shape, NULL);
+	starnn_tensor *xh, *dyh, *yh, *dxh;
+	TEST_OK(starnn_tensor_create(&xh, "xh", dt, 4, shape));
+	TEST_OK(starnn_tensor_create(&dyh, "dyh", dt, 4, shape));
+	TEST_OK(starnn_tensor_create(&yh, "yh", dt, 4, shape));
+	TEST_OK(starnn_tensor_create(&dxh, "dxh", dt, 4, shape));
+	TEST_OK(starnn_tensor_write_f32(xh, xv));
+	TEST_OK(starnn_tensor_write_f32(dyh, dyv));
+	TEST_OK(starnn_relu_fwd(xf, yf));
+	TEST_OK(starnn_relu_bwd(xf, dyf, dxf));
+	for (int view = 0; view < 2; view++) {
+		if (view) {
+			int64_t sizes[2] = {1, 2};
+			starnn_tensor **px, **pdy, **py, **pdx;
+			TEST_OK(starnn_tensor_write_f32(yh, dyv)); /* stale values cannot pass */
+			TEST_OK(starnn_tensor_write_f32(dxh, xv));
+			TEST_OK(starnn_tensor_split(xh, 1, 2, sizes, &px));
+			TEST_OK(starnn_tensor_split(dyh, 1, 2, sizes, &pdy));
+			TEST_OK(starnn_tensor_split(yh, 1, 2, sizes, &py));
+			TEST_OK(starnn_tensor_split(dxh, 1, 2, sizes, &pdx));
+			for (int p = 0; p < 2; p++) {
+				TEST_OK(starnn_relu_fwd_mp(px[p], py[p]));
+				TEST_OK(starnn_relu_bwd_mp(px[p], pdy[p], pdx[p]));
+			}
+		} else {
+			TEST_OK(starnn_relu_fwd_mp(xh, yh));
+			TEST_OK(starnn_relu_bwd_mp(xh, dyh, dxh));
+		}
+		float *a = test_read(yh), *b = test_read(yf), *c = test_read(dxh), *d = test_read(dxf);
+		char what[96];
+		snprintf(what, sizeof what, "relu_fwd_mp %s codelet%s", dn, view ? " on channel views" : "");
+		test_close(what, a, b, n, 0, 0);
+		snprintf(what, sizeof what, "relu_bwd_mp %s codelet%s", dn, view ? " on channel views" : "");
+		test_close(what, c, d, n, 0, 0);
+		free(a), free(b), free(c), free(d);
+	}
+	TEST_ASSERT(starnn_relu_fwd_mp(xh, xh) == STARNN_EINVAL, "relu_fwd_mp in place on %s must fail", dn);
+	TEST_ASSERT(starnn_relu_bwd_mp(xh, dyh, dyh) == STARNN_EINVAL, "relu_bwd_mp in place on %s must fail", dn);
+	TEST_ASSERT(starnn_relu_fwd_mp(xh, yf) == STARNN_EINVAL, "relu_fwd_mp %s -> fp32 must fail", dn);
+	starnn_tensor *all[] = {xf, dyf, yf, dxf, xh, dyh, yh, dxh};
+	for (size_t i = 0; i < 8; i++)
+		starnn_tensor_destroy(all[i]);
+	free(xv), free(dyv);
+}
+
 int main(void)
 {
 	test_init();
@@ -199,5 +296,7 @@ int main(void)
 	codelets_vs_kernels(3, 16, 32, 32);
 	backward_vs_fd();
 	bad_arguments();
+	half_variants_dt(STARNN_FP16);
+	half_variants_dt(STARNN_BF16);
 	return test_finish();
 }

@@ -134,8 +134,12 @@ static void codelet_vs_kernel(const struct variant *vr, int64_t n, int64_t c, in
 	char what[128];
 	snprintf(what, sizeof what, "adam codelet %s: w", vr->name);
 	test_close(what, gw, w, numel, rtol, atol);
+	/* m sums terms (1 - beta1) g of magnitude ~0.1 with mixed signs: where
+	 * they cancel, FMA rounding on the GPU shows as ~1e-8 absolute (seen on
+	 * an H200: 2e-8 on m = 6e-4), so m gets the same atol as w, ~10 ulps of
+	 * its terms. */
 	snprintf(what, sizeof what, "adam codelet %s: m", vr->name);
-	test_close(what, gm, m, numel, rtol, atol * 1e-2f);
+	test_close(what, gm, m, numel, rtol, atol);
 	snprintf(what, sizeof what, "adam codelet %s: v", vr->name);
 	test_close(what, gv, v, numel, rtol, atol * 1e-5f);
 	free(gw), free(gm), free(gv);

@@ -1,0 +1,32 @@
+#!/bin/sh
+# models/unet trains under every scheduling policy this StarPU ships (the
+# list StarPU prints for STARPU_SCHED=help): a tiny UNet, 4 steps, 2 CPU
+# workers, 2 micro-batches; every policy must give the same losses as the
+# default one, bit for bit (same graph, same kernels, same summation order).
+set -u
+B=${top_builddir:-.}
+unet=$B/models/unet
+policies=$(STARPU_SCHED=help "$B/models/mlp" --steps 1 --quiet 2>&1 | sed -n 's/^\([a-z][a-z0-9_-]*\) *\t*-> .*/\1/p')
+n=$(echo "$policies" | wc -w)
+if [ "$n" -lt 10 ]; then
+	echo "FAIL: only $n policies listed by STARPU_SCHED=help"
+	exit 1
+fi
+run() {
+	STARPU_NCPU=2 STARPU_NCUDA=0 "$unet" train --size 16 --depth 1 --filters 2 --batch 4 --micro-batches 2 \
+		--samples 16 --steps 4 --eval-every 0 --progress off --log-every 1 2>&1 | sed -n 's/^step \([0-9]*\)\/.* loss \([0-9.]*\).*/\1 \2/p'
+}
+ref=$(unset STARPU_SCHED; run)
+[ "$(echo "$ref" | wc -l)" = 4 ] || { echo "FAIL: default policy: no losses"; exit 1; }
+status=0
+for p in $policies; do
+	got=$(STARPU_SCHED=$p run)
+	if [ "$got" = "$ref" ]; then
+		echo "ok   $p"
+	else
+		echo "FAIL $p: losses $(echo $got) differ from $(echo $ref)"
+		status=1
+	fi
+done
+echo "$n policies"
+exit $status

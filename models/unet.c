@@ -857,6 +857,64 @@ static int cmd_info(struct options *o)
 	return unet_print_config(&c, stdout);
 }
 
+/* ------------------------------------------------- overflow test hook
+ * (STARNN_UNET_INJECT_INF_STEP): the parameters and the optimizer state
+ * (not the BN running statistics: the skipped step's forward still updates
+ * them, as in PyTorch) before the step, compared bit for bit after it. */
+static int inject_snapshot(unet *m, float **out, size_t *n_out)
+{
+	int n;
+	const struct unet_tensor_ref *refs = unet_tensors(m, &n);
+	size_t total = 0;
+	for (int i = 0; i < n; i++)
+		if (refs[i].is_parameter || strncmp(refs[i].path, "optimizer/", 10) == 0)
+			total += starnn_tensor_numel(refs[i].tensor);
+	float *v = malloc(sizeof *v * (total ? total : 1));
+	if (!v)
+		return starnn_error(STARNN_ENOMEM, "out of memory");
+	size_t off = 0;
+	for (int i = 0; i < n; i++)
+		if (refs[i].is_parameter || strncmp(refs[i].path, "optimizer/", 10) == 0) {
+			int rc = starnn_tensor_read_f32(refs[i].tensor, v + off);
+			if (rc < 0) {
+				free(v);
+				return rc;
+			}
+			off += starnn_tensor_numel(refs[i].tensor);
+		}
+	*out = v;
+	*n_out = total;
+	return 0;
+}
+
+static int inject_check(unet *m, const float *before, size_t n, float scale_before, int64_t step)
+{
+	float *now_v;
+	size_t n2;
+	float scale;
+	STARNN_CHECK(inject_snapshot(m, &now_v, &n2));
+	STARNN_CHECK(unet_loss_scale_state(m, &scale, NULL, NULL));
+	int same = n == n2 && memcmp(before, now_v, n * sizeof *now_v) == 0;
+	free(now_v);
+	printf("inject: Inf in a gradient at step %lld: weights and optimizer state %s, scale %g -> %g\n",
+	       (long long)step, same ? "unchanged bit for bit" : "CHANGED", (double)scale_before, (double)scale);
+	if (!same)
+		return starnn_error(STARNN_ENUM, "the step with an Inf gradient was not skipped");
+	return 0;
+}
+
+static int inject_final(unet *m)
+{
+	float *v;
+	size_t n, bad = 0;
+	STARNN_CHECK(inject_snapshot(m, &v, &n));
+	for (size_t i = 0; i < n; i++)
+		bad += !isfinite(v[i]);
+	free(v);
+	printf("inject: %zu of %zu final weights and optimizer values non-finite\n", bad, n);
+	return bad ? starnn_error(STARNN_ENUM, "non-finite weights after the skipped step") : 0;
+}
+
 struct run {
 	struct options *o;
 	sevir_data *train, *val;
@@ -1038,10 +1096,21 @@ static int cmd_train(struct options *o)
 			rc = starnn_tensor_write_f32(unet_input(r.m), x);
 		if (rc == 0)
 			rc = starnn_tensor_write_f32(unet_target(r.m), y);
+		float *snap = NULL, scale_before = 0;
+		size_t nsnap = 0;
+		int injecting = o->inject_inf_step == st.step + 1;
+		if (rc == 0 && injecting) {
+			rc = inject_snapshot(r.m, &snap, &nsnap);
+			if (rc == 0)
+				rc = unet_loss_scale_state(r.m, &scale_before, NULL, NULL);
+		}
 		if (rc == 0)
 			rc = unet_train_step(r.m, st.step + 1);
 		if (rc == 0)
 			rc = unet_read_loss(r.m, &loss);
+		if (rc == 0 && injecting)
+			rc = inject_check(r.m, snap, nsnap, scale_before, st.step + 1);
+		free(snap);
 		if (rc < 0) {
 			if (rc == STARNN_ENUM)
 				starnn_error(STARNN_ENUM, "step %lld: the loss is %g (diverged: lower --lr or add --warmup)",
@@ -1111,6 +1180,8 @@ static int cmd_train(struct options *o)
 			printf("loss scale: %g, %lld steps skipped (Inf/NaN gradients), %lld applied\n", (double)scale,
 			       (long long)skipped, (long long)applied);
 	}
+	if (rc == 0 && o->inject_inf_step && o->inject_inf_step <= st.step && o->inject_inf_step > first_step)
+		rc = inject_final(r.m);
 	if (rc == 0 && st.step > first_step)
 		starnn_memory_report(stdout);
 	if (rc == 0 && o->checkpoint && !o->quiet)

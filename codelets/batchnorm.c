@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "codelets/batchnorm.h"
+#include "codelets/halfwrap.h"
 #include "runtime/codelet.h"
 
 struct bn_args {
@@ -244,17 +245,188 @@ BN_CODELET(bn_bwd_apply_relu_cl, "bn_bwd_apply_relu", bn_bwd_apply, starnn_bn_bw
 BN_CODELET(bn_bwd_apply_relu_w_cl, "bn_bwd_apply_relu", bn_bwd_apply, starnn_bn_bwd_apply_relu_fp32_model, 8,
            STARPU_R, STARPU_R, STARPU_R, STARPU_R, STARPU_R, STARPU_R, STARPU_R, STARPU_W);
 
+/* -------------------------------------------------------- mixed precision
+ * fp16 / bf16 data (x, y, dy, dx); every per-channel vector, the
+ * statistics and the workspace stay fp32 (sums in double as above). The
+ * 16-bit buffers are widened to fp32 inside the task and the fp32 kernels
+ * run on them; 16-bit outputs (y, dx) are rounded once (codelets/halfwrap.h).
+ * bn_finalize and bn_bwd_params see no data and are shared with fp32. */
+
+static void bn_stats_half(void *buffers[], void *cl_arg, starnn_dtype dt, int cuda)
+{
+	const struct bn_args *a = cl_arg;
+	struct starnn_mat x = starnn_buffer(buffers, 0), s = starnn_buffer(buffers, 1);
+	size_t c = s.cols / 4;
+	struct starnn_hw h;
+	starnn_hw_begin(&h, "bn_stats_half", cuda);
+	struct starnn_mat xw = starnn_hw_in(&h, dt, x, 1);
+	if (!h.failed) {
+		if (!cuda)
+			starnn_bn_stats_cpu(x.rows, c, x.cols / c, xw.ptr, xw.ld, SLOTS(s), a->accumulate);
+#ifdef STARNN_USE_CUDA
+		else {
+			starnn_bn_stats_cuda(x.rows, c, x.cols / c, xw.ptr, xw.ld, SLOTS(s), a->accumulate, h.stream);
+			STARNN_CUDA_LAUNCHED("bn_stats_half");
+		}
+#endif
+	}
+	starnn_hw_end(&h);
+}
+
+static void bn_apply_half(void *buffers[], void *cl_arg, starnn_dtype dt, int cuda)
+{
+	const struct bn_args *a = cl_arg;
+	struct starnn_mat x = starnn_buffer(buffers, 0), m = starnn_buffer(buffers, 1), st = starnn_buffer(buffers, 2),
+	                  g = starnn_buffer(buffers, 3), b = starnn_buffer(buffers, 4), y = starnn_buffer(buffers, 5);
+	size_t c = m.cols;
+	struct starnn_hw h;
+	starnn_hw_begin(&h, "bn_apply_half", cuda);
+	struct starnn_mat xw = starnn_hw_in(&h, dt, x, 1), yw = starnn_hw_in(&h, dt, y, 0);
+	if (!h.failed) {
+		if (!cuda)
+			starnn_bn_apply_cpu(x.rows, c, x.cols / c, xw.ptr, xw.ld, m.ptr, st.ptr, a->var_given, a->eps, g.ptr,
+			                    b.ptr, a->relu, yw.ptr, yw.ld);
+#ifdef STARNN_USE_CUDA
+		else {
+			starnn_bn_apply_cuda(x.rows, c, x.cols / c, xw.ptr, xw.ld, m.ptr, st.ptr, a->var_given, a->eps, g.ptr,
+			                     b.ptr, a->relu, yw.ptr, yw.ld, h.stream);
+			STARNN_CUDA_LAUNCHED("bn_apply_half");
+		}
+#endif
+		starnn_hw_out(&h, dt, yw, y);
+	}
+	starnn_hw_end(&h);
+}
+
+static void bn_bwd_reduce_half(void *buffers[], void *cl_arg, starnn_dtype dt, int cuda)
+{
+	const struct bn_args *a = cl_arg;
+	int i = 0;
+	struct starnn_mat x = starnn_buffer(buffers, i++), dy = starnn_buffer(buffers, i++);
+	struct starnn_mat y = a->relu ? starnn_buffer(buffers, i++) : (struct starnn_mat){0};
+	struct starnn_mat m = starnn_buffer(buffers, i++), s = starnn_buffer(buffers, i++);
+	size_t c = m.cols;
+	struct starnn_hw h;
+	starnn_hw_begin(&h, "bn_bwd_reduce_half", cuda);
+	struct starnn_mat xw = starnn_hw_in(&h, dt, x, 1), dyw = starnn_hw_in(&h, dt, dy, 1);
+	struct starnn_mat yw = a->relu ? starnn_hw_in(&h, dt, y, 1) : y;
+	if (!h.failed) {
+		if (!cuda)
+			starnn_bn_bwd_reduce_cpu(x.rows, c, x.cols / c, xw.ptr, xw.ld, dyw.ptr, dyw.ld, yw.ptr, yw.ld, m.ptr,
+			                         SLOTS(s), a->accumulate);
+#ifdef STARNN_USE_CUDA
+		else {
+			starnn_bn_bwd_reduce_cuda(x.rows, c, x.cols / c, xw.ptr, xw.ld, dyw.ptr, dyw.ld, yw.ptr, yw.ld, m.ptr,
+			                          SLOTS(s), a->accumulate, h.stream);
+			STARNN_CUDA_LAUNCHED("bn_bwd_reduce_half");
+		}
+#endif
+	}
+	starnn_hw_end(&h);
+}
+
+static void bn_bwd_apply_half(void *buffers[], void *cl_arg, starnn_dtype dt, int cuda)
+{
+	const struct bn_args *a = cl_arg;
+	int i = 0;
+	struct starnn_mat x = starnn_buffer(buffers, i++), dy = starnn_buffer(buffers, i++);
+	struct starnn_mat y = a->relu ? starnn_buffer(buffers, i++) : (struct starnn_mat){0};
+	struct starnn_mat m = starnn_buffer(buffers, i++), is = starnn_buffer(buffers, i++), g = starnn_buffer(buffers, i++);
+	struct starnn_mat w = starnn_buffer(buffers, i++), dx = starnn_buffer(buffers, i++);
+	size_t c = m.cols;
+	struct starnn_hw h;
+	starnn_hw_begin(&h, "bn_bwd_apply_half", cuda);
+	struct starnn_mat xw = starnn_hw_in(&h, dt, x, 1), dyw = starnn_hw_in(&h, dt, dy, 1);
+	struct starnn_mat yw = a->relu ? starnn_hw_in(&h, dt, y, 1) : y;
+	struct starnn_mat dxw = starnn_hw_in(&h, dt, dx, a->beta != 0.0f);
+	if (!h.failed) {
+		if (!cuda)
+			starnn_bn_bwd_apply_cpu(x.rows, c, x.cols / c, xw.ptr, xw.ld, dyw.ptr, dyw.ld, yw.ptr, yw.ld, m.ptr,
+			                        is.ptr, g.ptr, (size_t)a->nslots, SLOTS(w), SLOT_LD(w), a->count, a->beta,
+			                        dxw.ptr, dxw.ld);
+#ifdef STARNN_USE_CUDA
+		else {
+			starnn_bn_bwd_apply_cuda(x.rows, c, x.cols / c, xw.ptr, xw.ld, dyw.ptr, dyw.ld, yw.ptr, yw.ld, m.ptr,
+			                         is.ptr, g.ptr, (size_t)a->nslots, SLOTS(w), SLOT_LD(w), a->count, a->beta,
+			                         dxw.ptr, dxw.ld, h.stream);
+			STARNN_CUDA_LAUNCHED("bn_bwd_apply_half");
+		}
+#endif
+		starnn_hw_out(&h, dt, dxw, dx);
+	}
+	starnn_hw_end(&h);
+}
+
+#ifdef STARNN_USE_CUDA
+#define BN_HALF_CUDA(fn, dt, DT)                                                                            \
+	static void fn##_##dt##_cuda(void *buffers[], void *cl_arg) { fn##_half(buffers, cl_arg, DT, 1); }
+#else
+#define BN_HALF_CUDA(fn, dt, DT)
+#endif
+#define BN_HALF_FNS(fn, dt, DT)                                                                             \
+	static void fn##_##dt##_cpu(void *buffers[], void *cl_arg) { fn##_half(buffers, cl_arg, DT, 0); }   \
+	BN_HALF_CUDA(fn, dt, DT)
+#define BN_HALF(dt, DT)                                                                                     \
+	BN_HALF_FNS(bn_stats, dt, DT)                                                                       \
+	BN_HALF_FNS(bn_apply, dt, DT)                                                                       \
+	BN_HALF_FNS(bn_bwd_reduce, dt, DT)                                                                  \
+	BN_HALF_FNS(bn_bwd_apply, dt, DT)                                                                   \
+	static STARNN_PERFMODEL(bn_stats, dt);                                                              \
+	static STARNN_PERFMODEL(bn_apply, dt);                                                              \
+	static STARNN_PERFMODEL(bn_bwd_reduce, dt);                                                         \
+	static STARNN_PERFMODEL(bn_bwd_reduce_relu, dt);                                                    \
+	static STARNN_PERFMODEL(bn_bwd_apply, dt);                                                          \
+	static STARNN_PERFMODEL(bn_bwd_apply_relu, dt);                                                     \
+	BN_CODELET(bn_stats_##dt##_cl, "bn_stats_" #dt, bn_stats_##dt, starnn_bn_stats_##dt##_model, 2,     \
+	           STARPU_R, STARPU_RW);                                                                    \
+	BN_CODELET(bn_apply_##dt##_cl, "bn_apply_" #dt, bn_apply_##dt, starnn_bn_apply_##dt##_model, 6,     \
+	           STARPU_R, STARPU_R, STARPU_R, STARPU_R, STARPU_R, STARPU_W);                             \
+	BN_CODELET(bn_bwd_reduce_##dt##_cl, "bn_bwd_reduce_" #dt, bn_bwd_reduce_##dt,                       \
+	           starnn_bn_bwd_reduce_##dt##_model, 4, STARPU_R, STARPU_R, STARPU_R, STARPU_RW);          \
+	BN_CODELET(bn_bwd_reduce_relu_##dt##_cl, "bn_bwd_reduce_relu_" #dt, bn_bwd_reduce_##dt,             \
+	           starnn_bn_bwd_reduce_relu_##dt##_model, 5, STARPU_R, STARPU_R, STARPU_R, STARPU_R,       \
+	           STARPU_RW);                                                                              \
+	BN_CODELET(bn_bwd_apply_##dt##_cl, "bn_bwd_apply_" #dt, bn_bwd_apply_##dt,                          \
+	           starnn_bn_bwd_apply_##dt##_model, 7, STARPU_R, STARPU_R, STARPU_R, STARPU_R, STARPU_R,   \
+	           STARPU_R, STARPU_RW);                                                                    \
+	BN_CODELET(bn_bwd_apply_w_##dt##_cl, "bn_bwd_apply_" #dt, bn_bwd_apply_##dt,                        \
+	           starnn_bn_bwd_apply_##dt##_model, 7, STARPU_R, STARPU_R, STARPU_R, STARPU_R, STARPU_R,   \
+	           STARPU_R, STARPU_W);                                                                     \
+	BN_CODELET(bn_bwd_apply_relu_##dt##_cl, "bn_bwd_apply_relu_" #dt, bn_bwd_apply_##dt,                \
+	           starnn_bn_bwd_apply_relu_##dt##_model, 8, STARPU_R, STARPU_R, STARPU_R, STARPU_R,        \
+	           STARPU_R, STARPU_R, STARPU_R, STARPU_RW);                                                \
+	BN_CODELET(bn_bwd_apply_relu_w_##dt##_cl, "bn_bwd_apply_relu_" #dt, bn_bwd_apply_##dt,              \
+	           starnn_bn_bwd_apply_relu_##dt##_model, 8, STARPU_R, STARPU_R, STARPU_R, STARPU_R,        \
+	           STARPU_R, STARPU_R, STARPU_R, STARPU_W);
+
+BN_HALF(fp16, STARNN_FP16)
+BN_HALF(bf16, STARNN_BF16)
+
+/* The codelets by the data's dtype (fp32, fp16, bf16). */
+static struct starpu_codelet *const stats_cls[3] = {&bn_stats_cl, &bn_stats_fp16_cl, &bn_stats_bf16_cl};
+static struct starpu_codelet *const apply_cls[3] = {&bn_apply_cl, &bn_apply_fp16_cl, &bn_apply_bf16_cl};
+static struct starpu_codelet *const reduce_cls[2][3] = {
+	{&bn_bwd_reduce_cl, &bn_bwd_reduce_fp16_cl, &bn_bwd_reduce_bf16_cl},
+	{&bn_bwd_reduce_relu_cl, &bn_bwd_reduce_relu_fp16_cl, &bn_bwd_reduce_relu_bf16_cl}};
+/* [relu][beta != 0][dtype] */
+static struct starpu_codelet *const bwd_apply_cls[2][2][3] = {
+	{{&bn_bwd_apply_w_cl, &bn_bwd_apply_w_fp16_cl, &bn_bwd_apply_w_bf16_cl},
+	 {&bn_bwd_apply_cl, &bn_bwd_apply_fp16_cl, &bn_bwd_apply_bf16_cl}},
+	{{&bn_bwd_apply_relu_w_cl, &bn_bwd_apply_relu_w_fp16_cl, &bn_bwd_apply_relu_w_bf16_cl},
+	 {&bn_bwd_apply_relu_cl, &bn_bwd_apply_relu_fp16_cl, &bn_bwd_apply_relu_bf16_cl}}};
+
 /* ------------------------------------------------------------ shape checks */
 
 /* x: fp32, [N, C, ...] with ndim >= 2; gives C and N*inner. */
-static int check_data(const char *op, const char *what, const starnn_tensor *x, int64_t *c, size_t *per_channel)
+static int check_data(const char *op, const char *what, const starnn_tensor *x, int64_t *c, size_t *per_channel,
+                      starnn_dtype dt)
 {
 	char d[128];
 	if (!x)
 		return starnn_error(STARNN_EINVAL, "%s: %s is NULL", op, what);
-	if (x->dtype != STARNN_FP32 || x->ndim < 2)
-		return starnn_error(STARNN_EINVAL, "%s: %s must be an fp32 tensor [N, C, ...], got %s", op, what,
-		                    starnn_tensor_describe(x, d, sizeof d));
+	if (x->dtype != dt || x->ndim < 2)
+		return starnn_error(STARNN_EINVAL, "%s: %s must be an %s tensor [N, C, ...], got %s", op, what,
+		                    starnn_dtype_name(dt), starnn_tensor_describe(x, d, sizeof d));
 	*c = x->shape[1];
 	if (per_channel)
 		*per_channel = x->rows * starnn_tensor_inner(x);
@@ -264,12 +436,13 @@ static int check_data(const char *op, const char *what, const starnn_tensor *x, 
 /* b has the shape of a (same N, C, inner). */
 static int check_like(const char *op, const char *what, const starnn_tensor *a, const starnn_tensor *b)
 {
+	starnn_dtype dt = a->dtype;
 	char da[128], db[128];
 	if (!b)
 		return starnn_error(STARNN_EINVAL, "%s: %s is NULL", op, what);
-	if (b->dtype != STARNN_FP32 || b->ndim < 2 || b->rows != a->rows || b->cols != a->cols ||
-	    b->shape[1] != a->shape[1])
-		return starnn_error(STARNN_EINVAL, "%s: %s must be fp32 of the shape of %s, got %s", op, what,
+	if (b->dtype != dt || b->ndim < 2 || b->rows != a->rows || b->cols != a->cols || b->shape[1] != a->shape[1])
+		return starnn_error(STARNN_EINVAL, "%s: %s must be %s of the shape of %s, got %s", op, what,
+		                    starnn_dtype_name(dt),
 		                    starnn_tensor_describe(a, da, sizeof da), starnn_tensor_describe(b, db, sizeof db));
 	return 0;
 }
@@ -316,15 +489,15 @@ int starnn_batchnorm_work_create(starnn_tensor **out, const char *name, int64_t 
 	return starnn_tensor_new(out, name, STARNN_FP32, 2, (int64_t)nslots, 4 * c);
 }
 
-int starnn_bn_stats(starnn_tensor *x, starnn_tensor *slot, int accumulate)
+static int bn_stats_dt(starnn_tensor *x, starnn_tensor *slot, int accumulate, starnn_dtype dt)
 {
 	int64_t c = 0;
-	STARNN_CHECK(check_data("bn_stats", "x", x, &c, NULL));
+	STARNN_CHECK(check_data("bn_stats", "x", x, &c, NULL, dt));
 	STARNN_CHECK(check_work("bn_stats", slot, c, 1));
 	if (slot->rows != 1)
 		return starnn_error(STARNN_EINVAL, "bn_stats: the slot must be one workspace row, got %zu rows", slot->rows);
 	struct bn_args a = {.accumulate = accumulate != 0};
-	struct starnn_task_desc d = {.cl = &bn_stats_cl, .args = &a, .args_size = sizeof a, .tensors = {x, slot}};
+	struct starnn_task_desc d = {.cl = stats_cls[dt], .args = &a, .args_size = sizeof a, .tensors = {x, slot}};
 	return starnn_submit(&d);
 }
 
@@ -354,12 +527,12 @@ int starnn_bn_finalize(starnn_tensor *work, int nslots, double count, float eps,
 	return starnn_submit(&d);
 }
 
-int starnn_bn_apply(starnn_tensor *x, starnn_tensor *mean, starnn_tensor *stat, int var_given, float eps,
-                    starnn_tensor *gamma, starnn_tensor *beta, int relu, starnn_tensor *y)
+static int bn_apply_dt(starnn_tensor *x, starnn_tensor *mean, starnn_tensor *stat, int var_given, float eps,
+                       starnn_tensor *gamma, starnn_tensor *beta, int relu, starnn_tensor *y, starnn_dtype dt)
 {
 	const char *op = "bn_apply";
 	int64_t c = 0;
-	STARNN_CHECK(check_data(op, "x", x, &c, NULL));
+	STARNN_CHECK(check_data(op, "x", x, &c, NULL, dt));
 	STARNN_CHECK(check_like(op, "y", x, y));
 	STARNN_CHECK(check_distinct(op, y, x));
 	STARNN_CHECK(check_vec(op, "mean", mean, c));
@@ -369,17 +542,17 @@ int starnn_bn_apply(starnn_tensor *x, starnn_tensor *mean, starnn_tensor *stat, 
 	if (var_given && !(eps > 0))
 		return starnn_error(STARNN_EINVAL, "%s: need eps > 0, got %g", op, eps);
 	struct bn_args a = {.eps = eps, .relu = relu != 0, .var_given = var_given != 0};
-	struct starnn_task_desc d = {.cl = &bn_apply_cl, .args = &a, .args_size = sizeof a,
+	struct starnn_task_desc d = {.cl = apply_cls[dt], .args = &a, .args_size = sizeof a,
 	                             .tensors = {x, mean, stat, gamma, beta, y}};
 	return starnn_submit(&d);
 }
 
-int starnn_bn_bwd_reduce(starnn_tensor *x, starnn_tensor *dy, starnn_tensor *y, starnn_tensor *mean,
-                         starnn_tensor *slot, int accumulate)
+static int bn_bwd_reduce_dt(starnn_tensor *x, starnn_tensor *dy, starnn_tensor *y, starnn_tensor *mean,
+                            starnn_tensor *slot, int accumulate, starnn_dtype dt)
 {
 	const char *op = "bn_bwd_reduce";
 	int64_t c = 0;
-	STARNN_CHECK(check_data(op, "x", x, &c, NULL));
+	STARNN_CHECK(check_data(op, "x", x, &c, NULL, dt));
 	STARNN_CHECK(check_like(op, "dy", x, dy));
 	if (y)
 		STARNN_CHECK(check_like(op, "y", x, y));
@@ -390,11 +563,11 @@ int starnn_bn_bwd_reduce(starnn_tensor *x, starnn_tensor *dy, starnn_tensor *y, 
 	struct bn_args a = {.accumulate = accumulate != 0, .relu = y != NULL};
 	struct starnn_task_desc d = {.args = &a, .args_size = sizeof a};
 	if (y) {
-		d.cl = &bn_bwd_reduce_relu_cl;
+		d.cl = reduce_cls[1][dt];
 		starnn_tensor *t[] = {x, dy, y, mean, slot};
 		memcpy(d.tensors, t, sizeof t);
 	} else {
-		d.cl = &bn_bwd_reduce_cl;
+		d.cl = reduce_cls[0][dt];
 		starnn_tensor *t[] = {x, dy, mean, slot};
 		memcpy(d.tensors, t, sizeof t);
 	}
@@ -420,13 +593,13 @@ int starnn_bn_bwd_params(starnn_tensor *work, int nslots, starnn_tensor *invstd,
 	return starnn_submit(&d);
 }
 
-int starnn_bn_bwd_apply(starnn_tensor *x, starnn_tensor *dy, starnn_tensor *y, starnn_tensor *mean,
-                        starnn_tensor *invstd, starnn_tensor *gamma, starnn_tensor *work, int nslots, double count,
-                        float beta, starnn_tensor *dx)
+static int bn_bwd_apply_dt(starnn_tensor *x, starnn_tensor *dy, starnn_tensor *y, starnn_tensor *mean,
+                           starnn_tensor *invstd, starnn_tensor *gamma, starnn_tensor *work, int nslots,
+                           double count, float beta, starnn_tensor *dx, starnn_dtype dt)
 {
 	const char *op = "bn_bwd_apply";
 	int64_t c = 0;
-	STARNN_CHECK(check_data(op, "x", x, &c, NULL));
+	STARNN_CHECK(check_data(op, "x", x, &c, NULL, dt));
 	STARNN_CHECK(check_like(op, "dy", x, dy));
 	if (y)
 		STARNN_CHECK(check_like(op, "y", x, y));
@@ -444,11 +617,11 @@ int starnn_bn_bwd_apply(starnn_tensor *x, starnn_tensor *dy, starnn_tensor *y, s
 	struct bn_args a = {.count = count, .beta = beta, .relu = y != NULL, .nslots = nslots};
 	struct starnn_task_desc d = {.args = &a, .args_size = sizeof a};
 	if (y) {
-		d.cl = beta == 0 ? &bn_bwd_apply_relu_w_cl : &bn_bwd_apply_relu_cl;
+		d.cl = bwd_apply_cls[1][beta != 0][dt];
 		starnn_tensor *t[] = {x, dy, y, mean, invstd, gamma, work, dx};
 		memcpy(d.tensors, t, sizeof t);
 	} else {
-		d.cl = beta == 0 ? &bn_bwd_apply_w_cl : &bn_bwd_apply_cl;
+		d.cl = bwd_apply_cls[0][beta != 0][dt];
 		starnn_tensor *t[] = {x, dy, mean, invstd, gamma, work, dx};
 		memcpy(d.tensors, t, sizeof t);
 	}
@@ -515,7 +688,7 @@ void starnn_batchnorm_destroy(starnn_batchnorm *bn)
 /* Checks the parts of one batch against each other; gives the values per
  * channel over all of them. */
 static int check_parts(const char *op, const starnn_batchnorm *bn, int nparts, starnn_tensor *const *x,
-                       int need_slots, double *count)
+                       int need_slots, double *count, starnn_dtype dt)
 {
 	if (!bn || !bn->work)
 		return starnn_error(STARNN_EINVAL, "%s: batchnorm not initialised", op);
@@ -527,8 +700,8 @@ static int check_parts(const char *op, const starnn_batchnorm *bn, int nparts, s
 	double total = 0;
 	for (int p = 0; p < nparts; p++) {
 		int64_t c = 0;
-		size_t per;
-		STARNN_CHECK(check_data(op, "x", x[p], &c, &per));
+		size_t per = 0;
+		STARNN_CHECK(check_data(op, "x", x[p], &c, &per, dt));
 		if (c != bn->channels)
 			return starnn_error(STARNN_EINVAL, "%s: %s has %lld channels, the batchnorm %lld", op, x[p]->name,
 			                    (long long)c, (long long)bn->channels);
@@ -555,20 +728,20 @@ static int work_slot(starnn_batchnorm *bn, int p, starnn_tensor **slot)
 	return 0;
 }
 
-int starnn_batchnorm_fwd(starnn_batchnorm *bn, int training, int nparts, starnn_tensor *const *x,
-                         starnn_tensor *const *y)
+static int batchnorm_fwd_dt(starnn_batchnorm *bn, int training, int nparts, starnn_tensor *const *x,
+                            starnn_tensor *const *y, starnn_dtype dt)
 {
 	const char *op = "batchnorm_fwd";
 	double count;
-	STARNN_CHECK(check_parts(op, bn, nparts, x, training, &count));
+	STARNN_CHECK(check_parts(op, bn, nparts, x, training, &count, dt));
 	if (!y)
 		return starnn_error(STARNN_EINVAL, "%s: y is NULL", op);
 	for (int p = 0; p < nparts; p++)
 		STARNN_CHECK(check_like(op, "y", x[p], y[p]));
 	if (!training) {
 		for (int p = 0; p < nparts; p++)
-			STARNN_CHECK(starnn_bn_apply(x[p], bn->running_mean, bn->running_var, 1, bn->eps, bn->gamma,
-			                             bn->beta, bn->relu, y[p]));
+			STARNN_CHECK(bn_apply_dt(x[p], bn->running_mean, bn->running_var, 1, bn->eps, bn->gamma, bn->beta,
+			                         bn->relu, y[p], dt));
 		return 0;
 	}
 	if (!(count > 1))
@@ -577,22 +750,22 @@ int starnn_batchnorm_fwd(starnn_batchnorm *bn, int training, int nparts, starnn_
 	for (int p = 0; p < nparts; p++) {
 		starnn_tensor *slot;
 		STARNN_CHECK(work_slot(bn, p, &slot));
-		STARNN_CHECK(starnn_bn_stats(x[p], slot, 0));
+		STARNN_CHECK(bn_stats_dt(x[p], slot, 0, dt));
 	}
 	STARNN_CHECK(starnn_bn_finalize(bn->work, nparts, count, bn->eps, bn->momentum, 1, bn->mean, bn->invstd,
 	                                bn->running_mean, bn->running_var));
 	for (int p = 0; p < nparts; p++)
-		STARNN_CHECK(starnn_bn_apply(x[p], bn->mean, bn->invstd, 0, bn->eps, bn->gamma, bn->beta, bn->relu, y[p]));
+		STARNN_CHECK(bn_apply_dt(x[p], bn->mean, bn->invstd, 0, bn->eps, bn->gamma, bn->beta, bn->relu, y[p], dt));
 	return 0;
 }
 
-int starnn_batchnorm_bwd(starnn_batchnorm *bn, int nparts, starnn_tensor *const *x, starnn_tensor *const *y,
-                         starnn_tensor *const *dy, starnn_tensor *const *dx, float dx_beta, starnn_tensor *dgamma,
-                         starnn_tensor *dbeta, float param_beta)
+static int batchnorm_bwd_dt(starnn_batchnorm *bn, int nparts, starnn_tensor *const *x, starnn_tensor *const *y,
+                            starnn_tensor *const *dy, starnn_tensor *const *dx, float dx_beta,
+                            starnn_tensor *dgamma, starnn_tensor *dbeta, float param_beta, starnn_dtype dt)
 {
 	const char *op = "batchnorm_bwd";
 	double count;
-	STARNN_CHECK(check_parts(op, bn, nparts, x, 1, &count));
+	STARNN_CHECK(check_parts(op, bn, nparts, x, 1, &count, dt));
 	if (!dy || !dx || (bn->relu && !y))
 		return starnn_error(STARNN_EINVAL, "%s: dy, dx%s are required", op, bn->relu ? " and y (fused ReLU)" : "");
 	if (!dgamma != !dbeta)
@@ -600,12 +773,70 @@ int starnn_batchnorm_bwd(starnn_batchnorm *bn, int nparts, starnn_tensor *const 
 	for (int p = 0; p < nparts; p++) {
 		starnn_tensor *slot;
 		STARNN_CHECK(work_slot(bn, p, &slot));
-		STARNN_CHECK(starnn_bn_bwd_reduce(x[p], dy[p], bn->relu ? y[p] : NULL, bn->mean, slot, 0));
+		STARNN_CHECK(bn_bwd_reduce_dt(x[p], dy[p], bn->relu ? y[p] : NULL, bn->mean, slot, 0, dt));
 	}
 	if (dgamma)
 		STARNN_CHECK(starnn_bn_bwd_params(bn->work, nparts, bn->invstd, param_beta, dgamma, dbeta));
 	for (int p = 0; p < nparts; p++)
-		STARNN_CHECK(starnn_bn_bwd_apply(x[p], dy[p], bn->relu ? y[p] : NULL, bn->mean, bn->invstd, bn->gamma,
-		                                 bn->work, nparts, count, dx_beta, dx[p]));
+		STARNN_CHECK(bn_bwd_apply_dt(x[p], dy[p], bn->relu ? y[p] : NULL, bn->mean, bn->invstd, bn->gamma,
+		                             bn->work, nparts, count, dx_beta, dx[p], dt));
 	return 0;
+}
+
+/* ------------------------------------------------- fp32 and 16-bit entries */
+
+int starnn_bn_stats(starnn_tensor *x, starnn_tensor *slot, int accumulate)
+{
+	return bn_stats_dt(x, slot, accumulate, STARNN_FP32);
+}
+
+int starnn_bn_apply(starnn_tensor *x, starnn_tensor *mean, starnn_tensor *stat, int var_given, float eps,
+                    starnn_tensor *gamma, starnn_tensor *beta, int relu, starnn_tensor *y)
+{
+	return bn_apply_dt(x, mean, stat, var_given, eps, gamma, beta, relu, y, STARNN_FP32);
+}
+
+int starnn_bn_bwd_reduce(starnn_tensor *x, starnn_tensor *dy, starnn_tensor *y, starnn_tensor *mean,
+                         starnn_tensor *slot, int accumulate)
+{
+	return bn_bwd_reduce_dt(x, dy, y, mean, slot, accumulate, STARNN_FP32);
+}
+
+int starnn_bn_bwd_apply(starnn_tensor *x, starnn_tensor *dy, starnn_tensor *y, starnn_tensor *mean,
+                        starnn_tensor *invstd, starnn_tensor *gamma, starnn_tensor *work, int nslots, double count,
+                        float beta, starnn_tensor *dx)
+{
+	return bn_bwd_apply_dt(x, dy, y, mean, invstd, gamma, work, nslots, count, beta, dx, STARNN_FP32);
+}
+
+int starnn_batchnorm_fwd(starnn_batchnorm *bn, int training, int nparts, starnn_tensor *const *x,
+                         starnn_tensor *const *y)
+{
+	return batchnorm_fwd_dt(bn, training, nparts, x, y, STARNN_FP32);
+}
+
+int starnn_batchnorm_bwd(starnn_batchnorm *bn, int nparts, starnn_tensor *const *x, starnn_tensor *const *y,
+                         starnn_tensor *const *dy, starnn_tensor *const *dx, float dx_beta, starnn_tensor *dgamma,
+                         starnn_tensor *dbeta, float param_beta)
+{
+	return batchnorm_bwd_dt(bn, nparts, x, y, dy, dx, dx_beta, dgamma, dbeta, param_beta, STARNN_FP32);
+}
+
+/* The data's dtype: that of the first part when 16-bit, else fp32. */
+static starnn_dtype data_dtype(int nparts, starnn_tensor *const *x)
+{
+	return nparts >= 1 && x && x[0] && starnn_hw_is_half(x[0]->dtype) ? x[0]->dtype : STARNN_FP32;
+}
+
+int starnn_batchnorm_fwd_mp(starnn_batchnorm *bn, int training, int nparts, starnn_tensor *const *x,
+                            starnn_tensor *const *y)
+{
+	return batchnorm_fwd_dt(bn, training, nparts, x, y, data_dtype(nparts, x));
+}
+
+int starnn_batchnorm_bwd_mp(starnn_batchnorm *bn, int nparts, starnn_tensor *const *x, starnn_tensor *const *y,
+                            starnn_tensor *const *dy, starnn_tensor *const *dx, float dx_beta, starnn_tensor *dgamma,
+                            starnn_tensor *dbeta, float param_beta)
+{
+	return batchnorm_bwd_dt(bn, nparts, x, y, dy, dx, dx_beta, dgamma, dbeta, param_beta, data_dtype(nparts, x));
 }

@@ -158,6 +158,19 @@ int starnn_batchnorm_bwd(starnn_batchnorm *bn, int nparts, starnn_tensor *const 
                          starnn_tensor *const *dy, starnn_tensor *const *dx, float dx_beta, starnn_tensor *dgamma,
                          starnn_tensor *dbeta, float param_beta);
 
+/* Mixed precision: the data x, y, dy, dx of every part all fp16 or all
+ * bf16; parameters, running and batch statistics, the workspace and the
+ * parameter gradients fp32 (statistics summed in double as for fp32). The
+ * 16-bit parts are widened to fp32 inside the tasks and the fp32 kernels
+ * run on them; y and dx are rounded once (codelets/halfwrap.h). fp32 data
+ * runs the fp32 path. Perfmodels starnn_bn_{stats,apply,bwd_reduce,
+ * bwd_reduce_relu,bwd_apply,bwd_apply_relu}_{fp16,bf16}. */
+int starnn_batchnorm_fwd_mp(starnn_batchnorm *bn, int training, int nparts, starnn_tensor *const *x,
+                            starnn_tensor *const *y);
+int starnn_batchnorm_bwd_mp(starnn_batchnorm *bn, int nparts, starnn_tensor *const *x, starnn_tensor *const *y,
+                            starnn_tensor *const *dy, starnn_tensor *const *dx, float dx_beta, starnn_tensor *dgamma,
+                            starnn_tensor *dbeta, float param_beta);
+
 #ifdef __cplusplus
 }
 #endif

@@ -2,6 +2,7 @@
 #include <config.h>
 
 #include "codelets/concat.h"
+#include "codelets/halfwrap.h"
 #include "runtime/codelet.h"
 
 struct concat_args {
@@ -77,6 +78,95 @@ struct starpu_codelet starnn_concat_bwd_cl[2][2] = {
 	{CONCAT_BWD_CL(STARPU_RW, STARPU_W), CONCAT_BWD_CL(STARPU_RW, STARPU_RW)},
 };
 
+/* ------------------------------------------------------- mixed precision
+ * fp16 / bf16 a, b, cat (da, db, dcat): widened to fp32 inside the task,
+ * the fp32 kernels run, outputs rounded back (the forward and beta 0 are
+ * exact copies; beta 1 rounds the sum once). codelets/halfwrap.h. */
+
+static void concat_fwd_half(void *buffers[], void *cl_arg, starnn_dtype dt, int cuda)
+{
+	(void)cl_arg;
+	struct starnn_mat a = starnn_buffer(buffers, 0), b = starnn_buffer(buffers, 1), c = starnn_buffer(buffers, 2);
+	struct starnn_hw h;
+	starnn_hw_begin(&h, "concat_fwd_half", cuda);
+	struct starnn_mat aw = starnn_hw_in(&h, dt, a, 1), bw = starnn_hw_in(&h, dt, b, 1), cw = starnn_hw_in(&h, dt, c, 0);
+	if (!h.failed) {
+		if (!cuda)
+			starnn_concat_fwd_cpu(c.rows, a.cols, aw.ptr, aw.ld, b.cols, bw.ptr, bw.ld, cw.ptr, cw.ld);
+#ifdef STARNN_USE_CUDA
+		else {
+			starnn_concat_fwd_cuda(c.rows, a.cols, aw.ptr, aw.ld, b.cols, bw.ptr, bw.ld, cw.ptr, cw.ld, h.stream);
+			STARNN_CUDA_LAUNCHED("concat_fwd_half");
+		}
+#endif
+		starnn_hw_out(&h, dt, cw, c);
+	}
+	starnn_hw_end(&h);
+}
+
+static void concat_bwd_half(void *buffers[], void *cl_arg, starnn_dtype dt, int cuda)
+{
+	const struct concat_args *a = cl_arg;
+	struct starnn_mat dc = starnn_buffer(buffers, 0), da = starnn_buffer(buffers, 1), db = starnn_buffer(buffers, 2);
+	struct starnn_hw h;
+	starnn_hw_begin(&h, "concat_bwd_half", cuda);
+	struct starnn_mat dcw = starnn_hw_in(&h, dt, dc, 1), daw = starnn_hw_in(&h, dt, da, a->beta_a != 0.0f),
+	                  dbw = starnn_hw_in(&h, dt, db, a->beta_b != 0.0f);
+	if (!h.failed) {
+		if (!cuda)
+			starnn_concat_bwd_cpu(dc.rows, da.cols, db.cols, dcw.ptr, dcw.ld, a->beta_a, daw.ptr, daw.ld,
+			                      a->beta_b, dbw.ptr, dbw.ld);
+#ifdef STARNN_USE_CUDA
+		else {
+			starnn_concat_bwd_cuda(dc.rows, da.cols, db.cols, dcw.ptr, dcw.ld, a->beta_a, daw.ptr, daw.ld,
+			                       a->beta_b, dbw.ptr, dbw.ld, h.stream);
+			STARNN_CUDA_LAUNCHED("concat_bwd_half");
+		}
+#endif
+		starnn_hw_out(&h, dt, daw, da);
+		starnn_hw_out(&h, dt, dbw, db);
+	}
+	starnn_hw_end(&h);
+}
+
+#ifdef STARNN_USE_CUDA
+#define CC_HALF_CUDA(fn, dt, DT)                                                                            \
+	static void fn##_##dt##_cuda(void *buffers[], void *cl_arg) { fn##_half(buffers, cl_arg, DT, 1); }
+#else
+#define CC_HALF_CUDA(fn, dt, DT)
+#endif
+#define CC_HALF_FNS(fn, dt, DT)                                                                             \
+	static void fn##_##dt##_cpu(void *buffers[], void *cl_arg) { fn##_half(buffers, cl_arg, DT, 0); }   \
+	CC_HALF_CUDA(fn, dt, DT)
+#define CC_HALF_CL(fn, dt, pm, ma, mb)                                                                      \
+	{                                                                                                   \
+		.name = #fn "_" #dt, .cpu_funcs = {fn##_##dt##_cpu}, .cpu_funcs_name = {#fn "_" #dt "_cpu"}, \
+		CUDA_IMPL(fn##_##dt##_cuda).nbuffers = 3, .modes = {STARPU_R, ma, mb}, .model = &pm,          \
+	}
+#define CC_HALF(dt, DT)                                                                                     \
+	CC_HALF_FNS(concat_fwd, dt, DT)                                                                     \
+	CC_HALF_FNS(concat_bwd, dt, DT)                                                                     \
+	static STARNN_PERFMODEL(concat_fwd, dt);                                                            \
+	static STARNN_PERFMODEL(concat_bwd, dt);                                                            \
+	static struct starpu_codelet concat_fwd_##dt##_cl = {                                               \
+		.name = "concat_fwd_" #dt,                                                                  \
+		.cpu_funcs = {concat_fwd_##dt##_cpu},                                                       \
+		.cpu_funcs_name = {"concat_fwd_" #dt "_cpu"},                                               \
+		CUDA_IMPL(concat_fwd_##dt##_cuda)                                                           \
+		.nbuffers = 3,                                                                              \
+		.modes = {STARPU_R, STARPU_R, STARPU_W},                                                    \
+		.model = &starnn_concat_fwd_##dt##_model,                                                   \
+	};                                                                                                  \
+	static struct starpu_codelet concat_bwd_##dt##_cl[2][2] = {                                         \
+		{CC_HALF_CL(concat_bwd, dt, starnn_concat_bwd_##dt##_model, STARPU_W, STARPU_W),            \
+		 CC_HALF_CL(concat_bwd, dt, starnn_concat_bwd_##dt##_model, STARPU_W, STARPU_RW)},          \
+		{CC_HALF_CL(concat_bwd, dt, starnn_concat_bwd_##dt##_model, STARPU_RW, STARPU_W),           \
+		 CC_HALF_CL(concat_bwd, dt, starnn_concat_bwd_##dt##_model, STARPU_RW, STARPU_RW)},         \
+	};
+
+CC_HALF(fp16, STARNN_FP16)
+CC_HALF(bf16, STARNN_BF16)
+
 /* ------------------------------------------------------------- submission */
 
 int starnn_concat_views(starnn_tensor *cat, int64_t c1, starnn_tensor **a, starnn_tensor **b)
@@ -96,7 +186,8 @@ int starnn_concat_views(starnn_tensor *cat, int64_t c1, starnn_tensor **a, starn
 }
 
 /* a [N, C1, ...] and b [N, C2, ...] concatenate into cat [N, C1+C2, ...]. */
-static int check_shapes(const char *op, const starnn_tensor *a, const starnn_tensor *b, const starnn_tensor *cat)
+static int check_shapes(const char *op, const starnn_tensor *a, const starnn_tensor *b, const starnn_tensor *cat,
+                        starnn_dtype dt)
 {
 	char da[128], db[128], dc[128];
 	if (!a || !b || !cat)
@@ -104,8 +195,9 @@ static int check_shapes(const char *op, const starnn_tensor *a, const starnn_ten
 	starnn_tensor_describe(a, da, sizeof da);
 	starnn_tensor_describe(b, db, sizeof db);
 	starnn_tensor_describe(cat, dc, sizeof dc);
-	if (a->dtype != STARNN_FP32 || b->dtype != STARNN_FP32 || cat->dtype != STARNN_FP32)
-		return starnn_error(STARNN_EINVAL, "%s: fp32 tensors expected, got %s, %s, %s", op, da, db, dc);
+	if (a->dtype != dt || b->dtype != dt || cat->dtype != dt)
+		return starnn_error(STARNN_EINVAL, "%s: %s tensors expected, got %s, %s, %s", op, starnn_dtype_name(dt), da,
+		                    db, dc);
 	int ok = a->ndim >= 2 && a->ndim == b->ndim && a->ndim == cat->ndim && a->shape[0] == cat->shape[0] &&
 	         b->shape[0] == cat->shape[0] && a->shape[1] + b->shape[1] == cat->shape[1];
 	for (int i = 2; ok && i < a->ndim; i++)
@@ -118,16 +210,47 @@ static int check_shapes(const char *op, const starnn_tensor *a, const starnn_ten
 
 int starnn_concat_fwd(starnn_tensor *a, starnn_tensor *b, starnn_tensor *cat)
 {
-	STARNN_CHECK(check_shapes("concat_fwd", a, b, cat));
+	STARNN_CHECK(check_shapes("concat_fwd", a, b, cat, STARNN_FP32));
 	struct starnn_task_desc d = {.cl = &starnn_concat_fwd_cl, .tensors = {a, b, cat}};
 	return starnn_submit(&d);
 }
 
 int starnn_concat_bwd(starnn_tensor *dcat, float beta_a, starnn_tensor *da, float beta_b, starnn_tensor *db)
 {
-	STARNN_CHECK(check_shapes("concat_bwd", da, db, dcat));
+	STARNN_CHECK(check_shapes("concat_bwd", da, db, dcat, STARNN_FP32));
 	struct concat_args a = {beta_a, beta_b};
 	struct starnn_task_desc d = {.cl = &starnn_concat_bwd_cl[beta_a != 0.0f][beta_b != 0.0f],
+	                             .args = &a,
+	                             .args_size = sizeof a,
+	                             .tensors = {dcat, da, db}};
+	return starnn_submit(&d);
+}
+
+static starnn_dtype act_dtype(const starnn_tensor *t)
+{
+	return t && starnn_hw_is_half(t->dtype) ? t->dtype : STARNN_FP32;
+}
+
+int starnn_concat_fwd_mp(starnn_tensor *a, starnn_tensor *b, starnn_tensor *cat)
+{
+	starnn_dtype dt = act_dtype(a);
+	if (dt == STARNN_FP32)
+		return starnn_concat_fwd(a, b, cat);
+	STARNN_CHECK(check_shapes("concat_fwd", a, b, cat, dt));
+	struct starnn_task_desc d = {.cl = dt == STARNN_FP16 ? &concat_fwd_fp16_cl : &concat_fwd_bf16_cl,
+	                             .tensors = {a, b, cat}};
+	return starnn_submit(&d);
+}
+
+int starnn_concat_bwd_mp(starnn_tensor *dcat, float beta_a, starnn_tensor *da, float beta_b, starnn_tensor *db)
+{
+	starnn_dtype dt = act_dtype(dcat);
+	if (dt == STARNN_FP32)
+		return starnn_concat_bwd(dcat, beta_a, da, beta_b, db);
+	STARNN_CHECK(check_shapes("concat_bwd", da, db, dcat, dt));
+	struct concat_args a = {beta_a, beta_b};
+	struct starpu_codelet(*cls)[2] = dt == STARNN_FP16 ? concat_bwd_fp16_cl : concat_bwd_bf16_cl;
+	struct starnn_task_desc d = {.cl = &cls[beta_a != 0.0f][beta_b != 0.0f],
 	                             .args = &a,
 	                             .args_size = sizeof a,
 	                             .tensors = {dcat, da, db}};

@@ -14,6 +14,7 @@
 #include <stdlib.h>
 
 #include "codelets/conv2d.h"
+#include "codelets/halfwrap.h"
 #include "runtime/codelet.h"
 
 /* Smallest task worth splitting off: about 0.2 ms of one core with AVX-512
@@ -258,21 +259,181 @@ struct starpu_codelet starnn_conv2d_bwd_bias_cl = {
 	.model = &starnn_conv2d_bwd_bias_fp32_model,
 };
 
+/* ------------------------------------------------------ mixed precision
+ * fp16 / bf16 activations: x, y, dy, dx and the weight copy w in the 16-bit
+ * type; b, dw, db fp32. The 16-bit buffers are widened to fp32 (exact) and
+ * the fp32 kernels run on them (CPU: im2col + sgemm; CUDA: cuDNN in fp32),
+ * accumulating in fp32; 16-bit outputs are rounded once at the end
+ * (codelets/halfwrap.h). */
+
+static void fwd_half(void *buffers[], void *cl_arg, starnn_dtype dt, int cuda)
+{
+	const struct conv_args *a = cl_arg;
+	struct starnn_conv2d_geom g = geom_of(a);
+	struct starnn_mat x = starnn_buffer(buffers, 0), w = starnn_buffer(buffers, 1), b = starnn_buffer(buffers, 2),
+	                  y = starnn_buffer(buffers, 3);
+	struct starnn_hw h;
+	starnn_hw_begin(&h, "conv2d_fwd_half", cuda);
+	struct starnn_mat xw = starnn_hw_in(&h, dt, x, 1), ww = starnn_hw_in(&h, dt, w, 1), yw = starnn_hw_in(&h, dt, y, 0);
+	if (!h.failed) {
+		if (!cuda) {
+			size_t nwork = starnn_conv2d_cpu_workspace(&g, STARNN_CONV2D_FWD);
+			float *work = workspace_get(nwork, "conv2d_fwd");
+			if (nwork && !work)
+				return;
+			starnn_conv2d_fwd_cpu(&g, xw.ptr, xw.ld, ww.ptr, ww.ld, (const float *)b.ptr + a->o0, yw.ptr, yw.ld,
+			                      work);
+		}
+#ifdef CONV_CUDA
+		else {
+			int rc = starnn_conv2d_fwd_cuda(&g, xw.ptr, xw.ld, ww.ptr, ww.ld, (const float *)b.ptr + a->o0,
+			                                yw.ptr, yw.ld, starnn_cudnn_handle(), h.stream);
+			if (rc < 0)
+				starnn_defer_error(rc, "%s", starnn_last_error());
+		}
+#endif
+		starnn_hw_out(&h, dt, yw, y);
+	}
+	starnn_hw_end(&h);
+}
+
+static void bwd_data_half(void *buffers[], void *cl_arg, starnn_dtype dt, int cuda)
+{
+	const struct conv_args *a = cl_arg;
+	struct starnn_conv2d_geom g = geom_of(a);
+	struct starnn_mat dy = starnn_buffer(buffers, 0), w = starnn_buffer(buffers, 1), dx = starnn_buffer(buffers, 2);
+	struct starnn_hw h;
+	starnn_hw_begin(&h, "conv2d_bwd_data_half", cuda);
+	struct starnn_mat dyw = starnn_hw_in(&h, dt, dy, 1), ww = starnn_hw_in(&h, dt, w, 1),
+	                  dxw = starnn_hw_in(&h, dt, dx, a->beta != 0.0f);
+	if (!h.failed) {
+		if (!cuda) {
+			size_t nwork = starnn_conv2d_cpu_workspace(&g, STARNN_CONV2D_BWD_DATA);
+			float *work = workspace_get(nwork, "conv2d_bwd_data");
+			if (nwork && !work)
+				return;
+			starnn_conv2d_bwd_data_cpu(&g, dyw.ptr, dyw.ld, ww.ptr, ww.ld, a->beta, dxw.ptr, dxw.ld, work);
+		}
+#ifdef CONV_CUDA
+		else {
+			int rc = starnn_conv2d_bwd_data_cuda(&g, dyw.ptr, dyw.ld, ww.ptr, ww.ld, a->beta, dxw.ptr, dxw.ld,
+			                                     starnn_cudnn_handle(), h.stream);
+			if (rc < 0)
+				starnn_defer_error(rc, "%s", starnn_last_error());
+		}
+#endif
+		starnn_hw_out(&h, dt, dxw, dx);
+	}
+	starnn_hw_end(&h);
+}
+
+static void bwd_weight_half(void *buffers[], void *cl_arg, starnn_dtype dt, int cuda)
+{
+	const struct conv_args *a = cl_arg;
+	struct starnn_conv2d_geom g = geom_of(a);
+	struct starnn_mat x = starnn_buffer(buffers, 0), dy = starnn_buffer(buffers, 1), dw = starnn_buffer(buffers, 2);
+	struct starnn_hw h;
+	starnn_hw_begin(&h, "conv2d_bwd_weight_half", cuda);
+	struct starnn_mat xw = starnn_hw_in(&h, dt, x, 1), dyw = starnn_hw_in(&h, dt, dy, 1);
+	if (!h.failed) {
+		if (!cuda) {
+			size_t nwork = starnn_conv2d_cpu_workspace(&g, STARNN_CONV2D_BWD_WEIGHT);
+			float *work = workspace_get(nwork, "conv2d_bwd_weight");
+			if (nwork && !work)
+				return;
+			starnn_conv2d_bwd_weight_cpu(&g, xw.ptr, xw.ld, dyw.ptr, dyw.ld, a->beta, dw.ptr, dw.ld, work);
+		}
+#ifdef CONV_CUDA
+		else {
+			int rc = starnn_conv2d_bwd_weight_cuda(&g, xw.ptr, xw.ld, dyw.ptr, dyw.ld, a->beta, dw.ptr, dw.ld,
+			                                       starnn_cudnn_handle(), h.stream);
+			if (rc < 0)
+				starnn_defer_error(rc, "%s", starnn_last_error());
+		}
+#endif
+	}
+	starnn_hw_end(&h);
+}
+
+static void bwd_bias_half(void *buffers[], void *cl_arg, starnn_dtype dt, int cuda)
+{
+	const struct conv_args *a = cl_arg;
+	struct starnn_mat dy = starnn_buffer(buffers, 0), db = starnn_buffer(buffers, 1);
+	struct starnn_hw h;
+	starnn_hw_begin(&h, "conv2d_bwd_bias_half", cuda);
+	struct starnn_mat dyw = starnn_hw_in(&h, dt, dy, 1);
+	if (!h.failed) {
+		if (!cuda)
+			starnn_conv2d_bwd_bias_cpu(a->n, a->o, (size_t)a->h * a->w, dyw.ptr, dyw.ld, a->beta, db.ptr);
+#ifdef CONV_CUDA
+		else {
+			int rc = starnn_conv2d_bwd_bias_cuda(a->n, a->o, a->h, a->w, dyw.ptr, dyw.ld, a->beta, db.ptr,
+			                                     starnn_cudnn_handle(), h.stream);
+			if (rc < 0)
+				starnn_defer_error(rc, "%s", starnn_last_error());
+		}
+#endif
+	}
+	starnn_hw_end(&h);
+}
+
+#ifdef CONV_CUDA
+#define CONV_HALF_CUDA(fn, dt, DT)                                                                          \
+	static void fn##_##dt##_cuda(void *buffers[], void *cl_arg) { fn##_half(buffers, cl_arg, DT, 1); }
+#define CONV_HALF_CUDA_FIELDS(fn) .cuda_funcs = {fn}, .cuda_flags = {STARPU_CUDA_ASYNC},
+#else
+#define CONV_HALF_CUDA(fn, dt, DT)
+#define CONV_HALF_CUDA_FIELDS(fn)
+#endif
+
+/* One codelet NAME_DT (perfmodel starnn_conv2d_NAME_DT) running fn##_half. */
+#define CONV_HALF_CL(fn, pass, dt, DT, nb, ...)                                                             \
+	static void fn##_##dt##_cpu(void *buffers[], void *cl_arg) { fn##_half(buffers, cl_arg, DT, 0); }   \
+	CONV_HALF_CUDA(fn, dt, DT)                                                                          \
+	static STARNN_PERFMODEL_FP(conv2d_##pass, dt, conv_footprint);                                      \
+	static struct starpu_codelet fn##_##dt##_cl = {                                                     \
+		.name = "conv2d_" #pass "_" #dt,                                                            \
+		.cpu_funcs = {fn##_##dt##_cpu},                                                             \
+		.cpu_funcs_name = {#fn "_" #dt "_cpu"},                                                     \
+		CONV_HALF_CUDA_FIELDS(fn##_##dt##_cuda)                                                     \
+		.nbuffers = nb,                                                                             \
+		.modes = {__VA_ARGS__},                                                                     \
+		.model = &starnn_conv2d_##pass##_##dt##_model,                                              \
+	};
+
+CONV_HALF_CL(fwd, fwd, fp16, STARNN_FP16, 4, STARPU_R, STARPU_R, STARPU_R, STARPU_W)
+CONV_HALF_CL(fwd, fwd, bf16, STARNN_BF16, 4, STARPU_R, STARPU_R, STARPU_R, STARPU_W)
+CONV_HALF_CL(bwd_data, bwd_data, fp16, STARNN_FP16, 3, STARPU_R, STARPU_R, STARPU_RW)
+CONV_HALF_CL(bwd_data, bwd_data, bf16, STARNN_BF16, 3, STARPU_R, STARPU_R, STARPU_RW)
+CONV_HALF_CL(bwd_weight, bwd_weight, fp16, STARNN_FP16, 3, STARPU_R, STARPU_R, STARPU_RW)
+CONV_HALF_CL(bwd_weight, bwd_weight, bf16, STARNN_BF16, 3, STARPU_R, STARPU_R, STARPU_RW)
+CONV_HALF_CL(bwd_bias, bwd_bias, fp16, STARNN_FP16, 2, STARPU_R, STARPU_RW)
+CONV_HALF_CL(bwd_bias, bwd_bias, bf16, STARNN_BF16, 2, STARPU_R, STARPU_RW)
+
+/* The codelets of each pass by the activations' dtype. */
+static struct starpu_codelet *const fwd_cls[STARNN_NDTYPES] = {&starnn_conv2d_fwd_cl, &fwd_fp16_cl, &fwd_bf16_cl};
+static struct starpu_codelet *const bwd_data_cls[STARNN_NDTYPES] = {&starnn_conv2d_bwd_data_cl, &bwd_data_fp16_cl,
+                                                                    &bwd_data_bf16_cl};
+static struct starpu_codelet *const bwd_weight_cls[STARNN_NDTYPES] = {&starnn_conv2d_bwd_weight_cl,
+                                                                      &bwd_weight_fp16_cl, &bwd_weight_bf16_cl};
+static struct starpu_codelet *const bwd_bias_cls[STARNN_NDTYPES] = {&starnn_conv2d_bwd_bias_cl, &bwd_bias_fp16_cl,
+                                                                    &bwd_bias_bf16_cl};
+
 /* ------------------------------------------------------------ submission */
 
 /* Checks x [N,C,H,W], w [O,C,k,k], y [N,O,H,W] (y is dy for the backward
  * passes, x is dx for backward data) and fills the geometry. */
-static int check_shapes(const char *op, const starnn_tensor *x, const starnn_tensor *w, const starnn_tensor *y,
-                        struct starnn_conv2d_geom *g)
+static int check_shapes_dt(const char *op, const starnn_tensor *x, const starnn_tensor *w, const starnn_tensor *y,
+                           struct starnn_conv2d_geom *g, const starnn_dtype *dts)
 {
 	char dx[128], dw[128], dy[128];
 	const starnn_tensor *all[3] = {x, w, y};
 	for (int i = 0; i < 3; i++) {
 		if (!all[i])
 			return starnn_error(STARNN_EINVAL, "%s: a tensor is NULL", op);
-		if (all[i]->dtype != STARNN_FP32 || all[i]->ndim != 4)
-			return starnn_error(STARNN_EINVAL, "%s: 4-D fp32 tensors expected, got %s", op,
-			                    starnn_tensor_describe(all[i], dx, sizeof dx));
+		if (all[i]->dtype != dts[i] || all[i]->ndim != 4)
+			return starnn_error(STARNN_EINVAL, "%s: 4-D %s tensors expected, got %s", op,
+			                    starnn_dtype_name(dts[i]), starnn_tensor_describe(all[i], dx, sizeof dx));
 	}
 	starnn_tensor_describe(x, dx, sizeof dx);
 	starnn_tensor_describe(w, dw, sizeof dw);
@@ -329,10 +490,11 @@ static void even_sizes(int64_t extent, int nparts, int64_t *sizes)
 		sizes[i] = extent / nparts + (i < extent % nparts);
 }
 
-int starnn_conv2d_fwd(starnn_tensor *x, starnn_tensor *w, starnn_tensor *b, starnn_tensor *y)
+static int conv2d_fwd_dt(starnn_tensor *x, starnn_tensor *w, starnn_tensor *b, starnn_tensor *y, starnn_dtype dt)
 {
 	struct starnn_conv2d_geom g;
-	STARNN_CHECK(check_shapes("conv2d_fwd", x, w, y, &g));
+	const starnn_dtype dts[3] = {dt, dt, dt};
+	STARNN_CHECK(check_shapes_dt("conv2d_fwd", x, w, y, &g, dts));
 	char db[128];
 	if (!b || b->dtype != STARNN_FP32 || b->ndim != 1 || b->shape[0] != (int64_t)g.o)
 		return starnn_error(STARNN_EINVAL, "conv2d_fwd: bias must be fp32 [%zu], got %s", g.o,
@@ -340,7 +502,7 @@ int starnn_conv2d_fwd(starnn_tensor *x, starnn_tensor *w, starnn_tensor *b, star
 	int parts = task_count(&g, STARNN_CONV2D_FWD);
 	struct conv_args a = args_of(&g, 0.0f);
 	if (parts == 1) {
-		struct starnn_task_desc d = {.cl = &starnn_conv2d_fwd_cl, .args = &a, .args_size = sizeof a,
+		struct starnn_task_desc d = {.cl = fwd_cls[dt], .args = &a, .args_size = sizeof a,
 		                             .tensors = {x, w, b, y}};
 		return starnn_submit(&d);
 	}
@@ -352,7 +514,7 @@ int starnn_conv2d_fwd(starnn_tensor *x, starnn_tensor *w, starnn_tensor *b, star
 		STARNN_CHECK(starnn_tensor_split(y, 0, parts, sizes, &yp));
 		for (int i = 0; i < parts; i++) {
 			a.n = (uint32_t)sizes[i];
-			struct starnn_task_desc d = {.cl = &starnn_conv2d_fwd_cl, .args = &a, .args_size = sizeof a,
+			struct starnn_task_desc d = {.cl = fwd_cls[dt], .args = &a, .args_size = sizeof a,
 			                             .tensors = {xp[i], w, b, yp[i]}};
 			STARNN_CHECK(starnn_submit(&d));
 		}
@@ -361,7 +523,7 @@ int starnn_conv2d_fwd(starnn_tensor *x, starnn_tensor *w, starnn_tensor *b, star
 	if ((size_t)parts > g.o)
 		parts = (int)g.o;
 	if (parts == 1) {
-		struct starnn_task_desc d = {.cl = &starnn_conv2d_fwd_cl, .args = &a, .args_size = sizeof a,
+		struct starnn_task_desc d = {.cl = fwd_cls[dt], .args = &a, .args_size = sizeof a,
 		                             .tensors = {x, w, b, y}};
 		return starnn_submit(&d);
 	}
@@ -370,7 +532,7 @@ int starnn_conv2d_fwd(starnn_tensor *x, starnn_tensor *w, starnn_tensor *b, star
 	STARNN_CHECK(starnn_tensor_split(w, 0, parts, sizes, &wp));
 	for (int i = 0; i < parts; i++) {
 		a.o = (uint32_t)sizes[i];
-		struct starnn_task_desc d = {.cl = &starnn_conv2d_fwd_cl, .args = &a, .args_size = sizeof a,
+		struct starnn_task_desc d = {.cl = fwd_cls[dt], .args = &a, .args_size = sizeof a,
 		                             .tensors = {x, wp[i], b, yp[i]}};
 		STARNN_CHECK(starnn_submit(&d));
 		a.o0 += (uint32_t)sizes[i];
@@ -378,14 +540,15 @@ int starnn_conv2d_fwd(starnn_tensor *x, starnn_tensor *w, starnn_tensor *b, star
 	return 0;
 }
 
-int starnn_conv2d_bwd_data(starnn_tensor *dy, starnn_tensor *w, float beta, starnn_tensor *dx)
+static int conv2d_bwd_data_dt(starnn_tensor *dy, starnn_tensor *w, float beta, starnn_tensor *dx, starnn_dtype dt)
 {
 	struct starnn_conv2d_geom g;
-	STARNN_CHECK(check_shapes("conv2d_bwd_data", dx, w, dy, &g));
+	const starnn_dtype dts[3] = {dt, dt, dt};
+	STARNN_CHECK(check_shapes_dt("conv2d_bwd_data", dx, w, dy, &g, dts));
 	int parts = task_count(&g, STARNN_CONV2D_BWD_DATA);
 	struct conv_args a = args_of(&g, beta);
 	if (parts == 1) {
-		struct starnn_task_desc d = {.cl = &starnn_conv2d_bwd_data_cl, .args = &a, .args_size = sizeof a,
+		struct starnn_task_desc d = {.cl = bwd_data_cls[dt], .args = &a, .args_size = sizeof a,
 		                             .tensors = {dy, w, dx}};
 		return starnn_submit(&d);
 	}
@@ -397,7 +560,7 @@ int starnn_conv2d_bwd_data(starnn_tensor *dy, starnn_tensor *w, float beta, star
 		STARNN_CHECK(starnn_tensor_split(dx, 0, parts, sizes, &dxp));
 		for (int i = 0; i < parts; i++) {
 			a.n = (uint32_t)sizes[i];
-			struct starnn_task_desc d = {.cl = &starnn_conv2d_bwd_data_cl, .args = &a, .args_size = sizeof a,
+			struct starnn_task_desc d = {.cl = bwd_data_cls[dt], .args = &a, .args_size = sizeof a,
 			                             .tensors = {dyp[i], w, dxp[i]}};
 			STARNN_CHECK(starnn_submit(&d));
 		}
@@ -407,7 +570,7 @@ int starnn_conv2d_bwd_data(starnn_tensor *dy, starnn_tensor *w, float beta, star
 	if ((size_t)parts > g.c)
 		parts = (int)g.c;
 	if (parts == 1) {
-		struct starnn_task_desc d = {.cl = &starnn_conv2d_bwd_data_cl, .args = &a, .args_size = sizeof a,
+		struct starnn_task_desc d = {.cl = bwd_data_cls[dt], .args = &a, .args_size = sizeof a,
 		                             .tensors = {dy, w, dx}};
 		return starnn_submit(&d);
 	}
@@ -416,17 +579,19 @@ int starnn_conv2d_bwd_data(starnn_tensor *dy, starnn_tensor *w, float beta, star
 	STARNN_CHECK(starnn_tensor_split(w, 1, parts, sizes, &wp));
 	for (int i = 0; i < parts; i++) {
 		a.c = (uint32_t)sizes[i];
-		struct starnn_task_desc d = {.cl = &starnn_conv2d_bwd_data_cl, .args = &a, .args_size = sizeof a,
+		struct starnn_task_desc d = {.cl = bwd_data_cls[dt], .args = &a, .args_size = sizeof a,
 		                             .tensors = {dy, wp[i], dxp[i]}};
 		STARNN_CHECK(starnn_submit(&d));
 	}
 	return 0;
 }
 
-int starnn_conv2d_bwd_weight(starnn_tensor *x, starnn_tensor *dy, float beta, starnn_tensor *dw, starnn_tensor *db)
+static int conv2d_bwd_weight_dt(starnn_tensor *x, starnn_tensor *dy, float beta, starnn_tensor *dw, starnn_tensor *db,
+                                starnn_dtype dt)
 {
 	struct starnn_conv2d_geom g;
-	STARNN_CHECK(check_shapes("conv2d_bwd_weight", x, dw, dy, &g));
+	const starnn_dtype dts[3] = {dt, STARNN_FP32, dt};
+	STARNN_CHECK(check_shapes_dt("conv2d_bwd_weight", x, dw, dy, &g, dts));
 	char d1[128];
 	if (db && (db->dtype != STARNN_FP32 || db->ndim != 1 || db->shape[0] != (int64_t)g.o))
 		return starnn_error(STARNN_EINVAL, "conv2d_bwd_weight: bias gradient must be fp32 [%zu], got %s", g.o,
@@ -438,7 +603,7 @@ int starnn_conv2d_bwd_weight(starnn_tensor *x, starnn_tensor *dy, float beta, st
 	if ((size_t)parts > g.c)
 		parts = (int)g.c;
 	if (parts == 1) {
-		struct starnn_task_desc d = {.cl = &starnn_conv2d_bwd_weight_cl, .args = &a, .args_size = sizeof a,
+		struct starnn_task_desc d = {.cl = bwd_weight_cls[dt], .args = &a, .args_size = sizeof a,
 		                             .tensors = {x, dy, dw}};
 		STARNN_CHECK(starnn_submit(&d));
 	} else {
@@ -449,7 +614,7 @@ int starnn_conv2d_bwd_weight(starnn_tensor *x, starnn_tensor *dy, float beta, st
 		STARNN_CHECK(starnn_tensor_split(dw, 1, parts, sizes, &dwp));
 		for (int i = 0; i < parts; i++) {
 			a.c = (uint32_t)sizes[i];
-			struct starnn_task_desc d = {.cl = &starnn_conv2d_bwd_weight_cl, .args = &a,
+			struct starnn_task_desc d = {.cl = bwd_weight_cls[dt], .args = &a,
 			                             .args_size = sizeof a, .tensors = {xp[i], dy, dwp[i]}};
 			STARNN_CHECK(starnn_submit(&d));
 		}
@@ -458,9 +623,46 @@ int starnn_conv2d_bwd_weight(starnn_tensor *x, starnn_tensor *dy, float beta, st
 		struct conv_args ab = args_of(&g, beta);
 		ab.c = 0; /* not part of the bias gradient's cost */
 		ab.k = 0;
-		struct starnn_task_desc d = {.cl = &starnn_conv2d_bwd_bias_cl, .args = &ab, .args_size = sizeof ab,
+		struct starnn_task_desc d = {.cl = bwd_bias_cls[dt], .args = &ab, .args_size = sizeof ab,
 		                             .tensors = {dy, db}};
 		STARNN_CHECK(starnn_submit(&d));
 	}
 	return 0;
+}
+
+int starnn_conv2d_fwd(starnn_tensor *x, starnn_tensor *w, starnn_tensor *b, starnn_tensor *y)
+{
+	return conv2d_fwd_dt(x, w, b, y, STARNN_FP32);
+}
+
+int starnn_conv2d_bwd_data(starnn_tensor *dy, starnn_tensor *w, float beta, starnn_tensor *dx)
+{
+	return conv2d_bwd_data_dt(dy, w, beta, dx, STARNN_FP32);
+}
+
+int starnn_conv2d_bwd_weight(starnn_tensor *x, starnn_tensor *dy, float beta, starnn_tensor *dw, starnn_tensor *db)
+{
+	return conv2d_bwd_weight_dt(x, dy, beta, dw, db, STARNN_FP32);
+}
+
+/* The 16-bit dtype of an activation, or fp32 (then the fp32 checks apply). */
+static starnn_dtype act_dtype(const starnn_tensor *t)
+{
+	return t && starnn_hw_is_half(t->dtype) ? t->dtype : STARNN_FP32;
+}
+
+int starnn_conv2d_fwd_mp(starnn_tensor *x, starnn_tensor *w, starnn_tensor *b, starnn_tensor *y)
+{
+	return conv2d_fwd_dt(x, w, b, y, act_dtype(x));
+}
+
+int starnn_conv2d_bwd_data_mp(starnn_tensor *dy, starnn_tensor *w, float beta, starnn_tensor *dx)
+{
+	return conv2d_bwd_data_dt(dy, w, beta, dx, act_dtype(dy));
+}
+
+int starnn_conv2d_bwd_weight_mp(starnn_tensor *x, starnn_tensor *dy, float beta, starnn_tensor *dw,
+                                starnn_tensor *db)
+{
+	return conv2d_bwd_weight_dt(x, dy, beta, dw, db, act_dtype(x));
 }

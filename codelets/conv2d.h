@@ -74,6 +74,19 @@ int starnn_conv2d_bwd_data(starnn_tensor *dy, starnn_tensor *w, float beta, star
  * NULL: no bias gradient). */
 int starnn_conv2d_bwd_weight(starnn_tensor *x, starnn_tensor *dy, float beta, starnn_tensor *dw, starnn_tensor *db);
 
+/* Mixed precision: x, w, y (dy, dx) all fp16 or all bf16 (w is the 16-bit
+ * copy of the fp32 master weights); b, dw, db fp32. Products accumulate in
+ * fp32 and 16-bit outputs are rounded once (to nearest even). The kernels:
+ * the 16-bit buffers are widened to fp32 inside the task (CPU: per-worker
+ * scratch; CUDA: stream-ordered buffers) and the fp32 kernels above run on
+ * them (codelets/halfwrap.h). Same task splitting as fp32. All-fp32 tensors
+ * submit the fp32 codelets. Perfmodels starnn_conv2d_{fwd,bwd_data,
+ * bwd_weight,bwd_bias}_{fp16,bf16}. */
+int starnn_conv2d_fwd_mp(starnn_tensor *x, starnn_tensor *w, starnn_tensor *b, starnn_tensor *y);
+int starnn_conv2d_bwd_data_mp(starnn_tensor *dy, starnn_tensor *w, float beta, starnn_tensor *dx);
+int starnn_conv2d_bwd_weight_mp(starnn_tensor *x, starnn_tensor *dy, float beta, starnn_tensor *dw,
+                                starnn_tensor *db);
+
 /* The cost of one pass in floating-point operations (2 per multiply-add),
  * for benchmarks and task sizing. */
 double starnn_conv2d_flops(const struct starnn_conv2d_geom *g, enum starnn_conv2d_pass pass);

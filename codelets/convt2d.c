@@ -6,6 +6,7 @@
 #include <stddef.h>
 
 #include "codelets/convt2d.h"
+#include "codelets/halfwrap.h"
 #include "runtime/codelet.h"
 
 /* Leading fields (input H, W) are the footprint key: the buffers' matrix
@@ -152,12 +153,140 @@ struct starpu_codelet starnn_convt2d_bwd_weight_w_cl = {
 	.model = &starnn_convt2d_bwd_weight_fp32_model,
 };
 
+/* ------------------------------------------------------- mixed precision
+ * fp16 / bf16 x, w (the 16-bit weight copy), y, dy, dx; b, dw, db fp32.
+ * The 16-bit buffers are widened to fp32 inside the task and the fp32
+ * kernels run on them (fp32 accumulation); 16-bit outputs are rounded once
+ * (codelets/halfwrap.h). */
+
+static void convt2d_fwd_half(void *buffers[], void *cl_arg, starnn_dtype dt, int cuda)
+{
+	const struct convt2d_args *a = cl_arg;
+	struct starnn_mat x = starnn_buffer(buffers, 0), w = starnn_buffer(buffers, 1), b = starnn_buffer(buffers, 2),
+	                  y = starnn_buffer(buffers, 3);
+	struct starnn_hw h;
+	starnn_hw_begin(&h, "convt2d_fwd_half", cuda);
+	struct starnn_mat xw = starnn_hw_in(&h, dt, x, 1), ww = starnn_hw_in(&h, dt, w, 1), yw = starnn_hw_in(&h, dt, y, 0);
+	if (!h.failed) {
+		if (!cuda)
+			report(starnn_convt2d_fwd_cpu(x.rows, w.rows, w.cols / 4, (size_t)a->h, (size_t)a->w, xw.ptr, xw.ld,
+			                              ww.ptr, ww.ld, b.ptr, yw.ptr, yw.ld));
+#ifdef STARNN_USE_CUDA
+		else {
+			starnn_convt2d_fwd_cuda(x.rows, w.rows, w.cols / 4, (size_t)a->h, (size_t)a->w, xw.ptr, xw.ld, ww.ptr,
+			                        ww.ld, b.ptr, yw.ptr, yw.ld, starnn_cublas_handle(), h.stream);
+			STARNN_CUDA_LAUNCHED("convt2d_fwd_half");
+		}
+#endif
+		starnn_hw_out(&h, dt, yw, y);
+	}
+	starnn_hw_end(&h);
+}
+
+static void convt2d_bwd_data_half(void *buffers[], void *cl_arg, starnn_dtype dt, int cuda)
+{
+	const struct convt2d_args *a = cl_arg;
+	struct starnn_mat w = starnn_buffer(buffers, 0), dy = starnn_buffer(buffers, 1), dx = starnn_buffer(buffers, 2);
+	struct starnn_hw h;
+	starnn_hw_begin(&h, "convt2d_bwd_data_half", cuda);
+	struct starnn_mat ww = starnn_hw_in(&h, dt, w, 1), dyw = starnn_hw_in(&h, dt, dy, 1),
+	                  dxw = starnn_hw_in(&h, dt, dx, a->beta != 0.0f);
+	if (!h.failed) {
+		if (!cuda)
+			report(starnn_convt2d_bwd_data_cpu(dx.rows, w.rows, w.cols / 4, (size_t)a->h, (size_t)a->w, ww.ptr,
+			                                   ww.ld, dyw.ptr, dyw.ld, a->beta, dxw.ptr, dxw.ld));
+#ifdef STARNN_USE_CUDA
+		else {
+			starnn_convt2d_bwd_data_cuda(dx.rows, w.rows, w.cols / 4, (size_t)a->h, (size_t)a->w, ww.ptr, ww.ld,
+			                             dyw.ptr, dyw.ld, a->beta, dxw.ptr, dxw.ld, starnn_cublas_handle(),
+			                             h.stream);
+			STARNN_CUDA_LAUNCHED("convt2d_bwd_data_half");
+		}
+#endif
+		starnn_hw_out(&h, dt, dxw, dx);
+	}
+	starnn_hw_end(&h);
+}
+
+static void convt2d_bwd_weight_half(void *buffers[], void *cl_arg, starnn_dtype dt, int cuda)
+{
+	const struct convt2d_args *a = cl_arg;
+	struct starnn_mat x = starnn_buffer(buffers, 0), dy = starnn_buffer(buffers, 1), dw = starnn_buffer(buffers, 2),
+	                  db = starnn_buffer(buffers, 3);
+	struct starnn_hw h;
+	starnn_hw_begin(&h, "convt2d_bwd_weight_half", cuda);
+	struct starnn_mat xw = starnn_hw_in(&h, dt, x, 1), dyw = starnn_hw_in(&h, dt, dy, 1);
+	if (!h.failed) {
+		if (!cuda)
+			report(starnn_convt2d_bwd_weight_cpu(x.rows, dw.rows, dw.cols / 4, (size_t)a->h, (size_t)a->w, xw.ptr,
+			                                     xw.ld, dyw.ptr, dyw.ld, a->beta, dw.ptr, dw.ld, db.ptr));
+#ifdef STARNN_USE_CUDA
+		else {
+			starnn_convt2d_bwd_weight_cuda(x.rows, dw.rows, dw.cols / 4, (size_t)a->h, (size_t)a->w, xw.ptr,
+			                               xw.ld, dyw.ptr, dyw.ld, a->beta, dw.ptr, dw.ld, db.ptr,
+			                               starnn_cublas_handle(), h.stream);
+			STARNN_CUDA_LAUNCHED("convt2d_bwd_weight_half");
+		}
+#endif
+	}
+	starnn_hw_end(&h);
+}
+
+#ifdef STARNN_USE_CUDA
+#define CT_HALF_CUDA(fn, dt, DT)                                                                            \
+	static void fn##_##dt##_cuda(void *buffers[], void *cl_arg) { fn##_half(buffers, cl_arg, DT, 1); }
+#else
+#define CT_HALF_CUDA(fn, dt, DT)
+#endif
+#define CT_HALF_FNS(fn, dt, DT)                                                                             \
+	static void fn##_##dt##_cpu(void *buffers[], void *cl_arg) { fn##_half(buffers, cl_arg, DT, 0); }   \
+	CT_HALF_CUDA(fn, dt, DT)
+#define CT_HALF_CL(var, fn, dt, pm, nb, ...)                                                                \
+	static struct starpu_codelet var = {                                                                \
+		.name = #fn "_" #dt,                                                                        \
+		.cpu_funcs = {fn##_##dt##_cpu},                                                             \
+		.cpu_funcs_name = {#fn "_" #dt "_cpu"},                                                     \
+		CUDA_IMPL(fn##_##dt##_cuda)                                                                 \
+		.nbuffers = nb,                                                                             \
+		.modes = {__VA_ARGS__},                                                                     \
+		.model = &pm,                                                                               \
+	};
+#define CT_HALF(dt, DT)                                                                                     \
+	CT_HALF_FNS(convt2d_fwd, dt, DT)                                                                    \
+	CT_HALF_FNS(convt2d_bwd_data, dt, DT)                                                               \
+	CT_HALF_FNS(convt2d_bwd_weight, dt, DT)                                                             \
+	static STARNN_PERFMODEL_FP(convt2d_fwd, dt, convt2d_footprint);                                     \
+	static STARNN_PERFMODEL_FP(convt2d_bwd_data, dt, convt2d_footprint);                                \
+	static STARNN_PERFMODEL_FP(convt2d_bwd_weight, dt, convt2d_footprint);                              \
+	CT_HALF_CL(fwd_##dt##_cl, convt2d_fwd, dt, starnn_convt2d_fwd_##dt##_model, 4, STARPU_R, STARPU_R,  \
+	           STARPU_R, STARPU_W)                                                                      \
+	CT_HALF_CL(bwd_data_##dt##_cl, convt2d_bwd_data, dt, starnn_convt2d_bwd_data_##dt##_model, 3,       \
+	           STARPU_R, STARPU_R, STARPU_RW)                                                           \
+	CT_HALF_CL(bwd_data_w_##dt##_cl, convt2d_bwd_data, dt, starnn_convt2d_bwd_data_##dt##_model, 3,     \
+	           STARPU_R, STARPU_R, STARPU_W)                                                            \
+	CT_HALF_CL(bwd_weight_##dt##_cl, convt2d_bwd_weight, dt, starnn_convt2d_bwd_weight_##dt##_model, 4, \
+	           STARPU_R, STARPU_R, STARPU_RW, STARPU_RW)                                                \
+	CT_HALF_CL(bwd_weight_w_##dt##_cl, convt2d_bwd_weight, dt, starnn_convt2d_bwd_weight_##dt##_model,  \
+	           4, STARPU_R, STARPU_R, STARPU_W, STARPU_W)
+
+CT_HALF(fp16, STARNN_FP16)
+CT_HALF(bf16, STARNN_BF16)
+
+/* By the activations' dtype (fp32 first). */
+static struct starpu_codelet *const fwd_cls[3] = {&starnn_convt2d_fwd_cl, &fwd_fp16_cl, &fwd_bf16_cl};
+static struct starpu_codelet *const bwd_data_cls[2][3] = {
+	{&starnn_convt2d_bwd_data_w_cl, &bwd_data_w_fp16_cl, &bwd_data_w_bf16_cl},
+	{&starnn_convt2d_bwd_data_cl, &bwd_data_fp16_cl, &bwd_data_bf16_cl}};
+static struct starpu_codelet *const bwd_weight_cls[2][3] = {
+	{&starnn_convt2d_bwd_weight_w_cl, &bwd_weight_w_fp16_cl, &bwd_weight_w_bf16_cl},
+	{&starnn_convt2d_bwd_weight_cl, &bwd_weight_fp16_cl, &bwd_weight_bf16_cl}};
+
 /* ------------------------------------------------------------- submission */
 
 /* x [N, C, H, W] (or dx), w [C, O, 2, 2] (or dw), b [O] (or db, may be
  * NULL when not part of the call), y [N, O, 2H, 2W] (or dy). */
-static int check_shapes(const char *op, const starnn_tensor *x, const starnn_tensor *w, const starnn_tensor *b,
-                        const starnn_tensor *y)
+static int check_shapes_dt(const char *op, const starnn_tensor *x, const starnn_tensor *w, const starnn_tensor *b,
+                           const starnn_tensor *y, starnn_dtype dt, starnn_dtype wdt)
 {
 	char dx[128], dw[128], db[128], dy[128];
 	starnn_tensor_describe(x, dx, sizeof dx);
@@ -165,9 +294,13 @@ static int check_shapes(const char *op, const starnn_tensor *x, const starnn_ten
 	starnn_tensor_describe(y, dy, sizeof dy);
 	if (b)
 		starnn_tensor_describe(b, db, sizeof db);
-	if (x->dtype != STARNN_FP32 || w->dtype != STARNN_FP32 || y->dtype != STARNN_FP32 ||
-	    (b && b->dtype != STARNN_FP32))
-		return starnn_error(STARNN_EINVAL, "%s: fp32 tensors expected, got %s, %s, %s", op, dx, dw, dy);
+	if (x->dtype != dt || w->dtype != wdt || y->dtype != dt || (b && b->dtype != STARNN_FP32)) {
+		if (dt == STARNN_FP32)
+			return starnn_error(STARNN_EINVAL, "%s: fp32 tensors expected, got %s, %s, %s", op, dx, dw, dy);
+		return starnn_error(STARNN_EINVAL, "%s: %s data, %s weights and an fp32 bias expected, got %s, %s, %s%s%s",
+		                    op, starnn_dtype_name(dt), starnn_dtype_name(wdt), dx, dw, dy, b ? ", " : "",
+		                    b ? db : "");
+	}
 	if (x->ndim != 4 || w->ndim != 4 || y->ndim != 4)
 		return starnn_error(STARNN_EINVAL, "%s: 4-D tensors expected, got %s, %s, %s", op, dx, dw, dy);
 	int64_t n = x->shape[0], c = x->shape[1], h = x->shape[2], wd = x->shape[3], o = w->shape[1];
@@ -185,40 +318,83 @@ static int check_shapes(const char *op, const starnn_tensor *x, const starnn_ten
 	return 0;
 }
 
-int starnn_convt2d_fwd(starnn_tensor *x, starnn_tensor *w, starnn_tensor *b, starnn_tensor *y)
+static int convt2d_fwd_dt(starnn_tensor *x, starnn_tensor *w, starnn_tensor *b, starnn_tensor *y, starnn_dtype dt)
 {
 	if (!x || !w || !b || !y)
 		return starnn_error(STARNN_EINVAL, "convt2d_fwd: x, w, b and y are required");
-	STARNN_CHECK(check_shapes("convt2d_fwd", x, w, b, y));
+	STARNN_CHECK(check_shapes_dt("convt2d_fwd", x, w, b, y, dt, dt));
 	struct convt2d_args a = {x->shape[2], x->shape[3], 0.0f};
 	struct starnn_task_desc d = {
-		.cl = &starnn_convt2d_fwd_cl, .args = &a, .args_size = sizeof a, .tensors = {x, w, b, y}};
+		.cl = fwd_cls[dt], .args = &a, .args_size = sizeof a, .tensors = {x, w, b, y}};
 	return starnn_submit(&d);
 }
 
-int starnn_convt2d_bwd_data(starnn_tensor *w, starnn_tensor *dy, float beta, starnn_tensor *dx)
+static int convt2d_bwd_data_dt(starnn_tensor *w, starnn_tensor *dy, float beta, starnn_tensor *dx, starnn_dtype dt)
 {
 	if (!w || !dy || !dx)
 		return starnn_error(STARNN_EINVAL, "convt2d_bwd_data: w, dy and dx are required");
-	STARNN_CHECK(check_shapes("convt2d_bwd_data", dx, w, NULL, dy));
+	STARNN_CHECK(check_shapes_dt("convt2d_bwd_data", dx, w, NULL, dy, dt, dt));
 	struct convt2d_args a = {dx->shape[2], dx->shape[3], beta};
-	struct starnn_task_desc d = {.cl = beta == 0.0f ? &starnn_convt2d_bwd_data_w_cl : &starnn_convt2d_bwd_data_cl,
+	struct starnn_task_desc d = {.cl = bwd_data_cls[beta != 0.0f][dt],
 	                             .args = &a,
 	                             .args_size = sizeof a,
 	                             .tensors = {w, dy, dx}};
 	return starnn_submit(&d);
 }
 
-int starnn_convt2d_bwd_weight(starnn_tensor *x, starnn_tensor *dy, float beta, starnn_tensor *dw, starnn_tensor *db)
+static int convt2d_bwd_weight_dt(starnn_tensor *x, starnn_tensor *dy, float beta, starnn_tensor *dw, starnn_tensor *db,
+                                 starnn_dtype dt)
 {
 	if (!x || !dy || !dw || !db)
 		return starnn_error(STARNN_EINVAL, "convt2d_bwd_weight: x, dy, dw and db are required");
-	STARNN_CHECK(check_shapes("convt2d_bwd_weight", x, dw, db, dy));
+	STARNN_CHECK(check_shapes_dt("convt2d_bwd_weight", x, dw, db, dy, dt, STARNN_FP32));
 	struct convt2d_args a = {x->shape[2], x->shape[3], beta};
 	struct starnn_task_desc d = {
-		.cl = beta == 0.0f ? &starnn_convt2d_bwd_weight_w_cl : &starnn_convt2d_bwd_weight_cl,
+		.cl = bwd_weight_cls[beta != 0.0f][dt],
 		.args = &a,
 		.args_size = sizeof a,
 		.tensors = {x, dy, dw, db}};
 	return starnn_submit(&d);
+}
+
+int starnn_convt2d_fwd(starnn_tensor *x, starnn_tensor *w, starnn_tensor *b, starnn_tensor *y)
+{
+	return convt2d_fwd_dt(x, w, b, y, STARNN_FP32);
+}
+
+int starnn_convt2d_bwd_data(starnn_tensor *w, starnn_tensor *dy, float beta, starnn_tensor *dx)
+{
+	return convt2d_bwd_data_dt(w, dy, beta, dx, STARNN_FP32);
+}
+
+int starnn_convt2d_bwd_weight(starnn_tensor *x, starnn_tensor *dy, float beta, starnn_tensor *dw, starnn_tensor *db)
+{
+	return convt2d_bwd_weight_dt(x, dy, beta, dw, db, STARNN_FP32);
+}
+
+static starnn_dtype act_dtype(const starnn_tensor *t)
+{
+	return t && starnn_hw_is_half(t->dtype) ? t->dtype : STARNN_FP32;
+}
+
+int starnn_convt2d_fwd_mp(starnn_tensor *x, starnn_tensor *w, starnn_tensor *b, starnn_tensor *y)
+{
+	if (!x || !w || !b || !y)
+		return starnn_error(STARNN_EINVAL, "convt2d_fwd: x, w, b and y are required");
+	return convt2d_fwd_dt(x, w, b, y, act_dtype(x));
+}
+
+int starnn_convt2d_bwd_data_mp(starnn_tensor *w, starnn_tensor *dy, float beta, starnn_tensor *dx)
+{
+	if (!w || !dy || !dx)
+		return starnn_error(STARNN_EINVAL, "convt2d_bwd_data: w, dy and dx are required");
+	return convt2d_bwd_data_dt(w, dy, beta, dx, act_dtype(dy));
+}
+
+int starnn_convt2d_bwd_weight_mp(starnn_tensor *x, starnn_tensor *dy, float beta, starnn_tensor *dw,
+                                 starnn_tensor *db)
+{
+	if (!x || !dy || !dw || !db)
+		return starnn_error(STARNN_EINVAL, "convt2d_bwd_weight: x, dy, dw and db are required");
+	return convt2d_bwd_weight_dt(x, dy, beta, dw, db, act_dtype(x));
 }

@@ -68,6 +68,16 @@ int starnn_convt2d_bwd_data(starnn_tensor *w, starnn_tensor *dy, float beta, sta
 int starnn_convt2d_bwd_weight(starnn_tensor *x, starnn_tensor *dy, float beta, starnn_tensor *dw,
                               starnn_tensor *db);
 
+/* Mixed precision: x, w (the 16-bit copy of the weights), y, dy, dx all
+ * fp16 or all bf16; b, dw, db fp32. Widened to fp32 inside the task, the
+ * fp32 kernels above accumulate in fp32, 16-bit outputs are rounded once
+ * (codelets/halfwrap.h). All-fp32 tensors submit the fp32 codelets.
+ * Perfmodels starnn_convt2d_{fwd,bwd_data,bwd_weight}_{fp16,bf16}. */
+int starnn_convt2d_fwd_mp(starnn_tensor *x, starnn_tensor *w, starnn_tensor *b, starnn_tensor *y);
+int starnn_convt2d_bwd_data_mp(starnn_tensor *w, starnn_tensor *dy, float beta, starnn_tensor *dx);
+int starnn_convt2d_bwd_weight_mp(starnn_tensor *x, starnn_tensor *dy, float beta, starnn_tensor *dw,
+                                 starnn_tensor *db);
+
 #ifdef __cplusplus
 }
 #endif

@@ -4,6 +4,7 @@
 #include <stddef.h>
 
 #include "codelets/maxpool.h"
+#include "codelets/halfwrap.h"
 #include "runtime/codelet.h"
 
 /* Leading fields (input H, W) are the footprint key: the buffers' matrix
@@ -105,16 +106,110 @@ struct starpu_codelet starnn_maxpool_bwd_w_cl = {
 	.model = &starnn_maxpool_bwd_fp32_model,
 };
 
+/* ------------------------------------------------------- mixed precision
+ * fp16 / bf16 x, y, dy, dx: widened to fp32 inside the task (exact: the
+ * maximum and the routed gradient are the same values), the fp32 kernels
+ * run, outputs are rounded back (exact for the forward; the backward with
+ * beta 1 rounds the sum once). codelets/halfwrap.h. */
+
+static void maxpool_fwd_half(void *buffers[], void *cl_arg, starnn_dtype dt, int cuda)
+{
+	const struct maxpool_args *a = cl_arg;
+	struct starnn_mat x = starnn_buffer(buffers, 0), y = starnn_buffer(buffers, 1);
+	struct starnn_hw h;
+	starnn_hw_begin(&h, "maxpool_fwd_half", cuda);
+	struct starnn_mat xw = starnn_hw_in(&h, dt, x, 1), yw = starnn_hw_in(&h, dt, y, 0);
+	if (!h.failed) {
+		if (!cuda)
+			starnn_maxpool_fwd_cpu(x.rows, channels(&x, a), (size_t)a->h, (size_t)a->w, xw.ptr, xw.ld, yw.ptr,
+			                       yw.ld);
+#ifdef STARNN_USE_CUDA
+		else {
+			starnn_maxpool_fwd_cuda(x.rows, channels(&x, a), (size_t)a->h, (size_t)a->w, xw.ptr, xw.ld, yw.ptr,
+			                        yw.ld, h.stream);
+			STARNN_CUDA_LAUNCHED("maxpool_fwd_half");
+		}
+#endif
+		starnn_hw_out(&h, dt, yw, y);
+	}
+	starnn_hw_end(&h);
+}
+
+static void maxpool_bwd_half(void *buffers[], void *cl_arg, starnn_dtype dt, int cuda)
+{
+	const struct maxpool_args *a = cl_arg;
+	struct starnn_mat x = starnn_buffer(buffers, 0), dy = starnn_buffer(buffers, 1), dx = starnn_buffer(buffers, 2);
+	struct starnn_hw h;
+	starnn_hw_begin(&h, "maxpool_bwd_half", cuda);
+	struct starnn_mat xw = starnn_hw_in(&h, dt, x, 1), dyw = starnn_hw_in(&h, dt, dy, 1),
+	                  dxw = starnn_hw_in(&h, dt, dx, a->beta != 0.0f);
+	if (!h.failed) {
+		if (!cuda)
+			starnn_maxpool_bwd_cpu(x.rows, channels(&x, a), (size_t)a->h, (size_t)a->w, xw.ptr, xw.ld, dyw.ptr,
+			                       dyw.ld, a->beta, dxw.ptr, dxw.ld);
+#ifdef STARNN_USE_CUDA
+		else {
+			starnn_maxpool_bwd_cuda(x.rows, channels(&x, a), (size_t)a->h, (size_t)a->w, xw.ptr, xw.ld, dyw.ptr,
+			                        dyw.ld, a->beta, dxw.ptr, dxw.ld, h.stream);
+			STARNN_CUDA_LAUNCHED("maxpool_bwd_half");
+		}
+#endif
+		starnn_hw_out(&h, dt, dxw, dx);
+	}
+	starnn_hw_end(&h);
+}
+
+#ifdef STARNN_USE_CUDA
+#define MP_HALF_CUDA(fn, dt, DT)                                                                            \
+	static void fn##_##dt##_cuda(void *buffers[], void *cl_arg) { fn##_half(buffers, cl_arg, DT, 1); }
+#define MP_CUDA_FIELDS(fn) .cuda_funcs = {fn}, .cuda_flags = {STARPU_CUDA_ASYNC},
+#else
+#define MP_HALF_CUDA(fn, dt, DT)
+#define MP_CUDA_FIELDS(fn)
+#endif
+#define MP_HALF_FNS(fn, dt, DT)                                                                             \
+	static void fn##_##dt##_cpu(void *buffers[], void *cl_arg) { fn##_half(buffers, cl_arg, DT, 0); }   \
+	MP_HALF_CUDA(fn, dt, DT)
+#define MP_HALF_CL(var, fn, dt, pm, nb, ...)                                                                \
+	static struct starpu_codelet var = {                                                                \
+		.name = #fn "_" #dt,                                                                        \
+		.cpu_funcs = {fn##_##dt##_cpu},                                                             \
+		.cpu_funcs_name = {#fn "_" #dt "_cpu"},                                                     \
+		MP_CUDA_FIELDS(fn##_##dt##_cuda)                                                            \
+		.nbuffers = nb,                                                                             \
+		.modes = {__VA_ARGS__},                                                                     \
+		.model = &pm,                                                                               \
+	};
+#define MP_HALF(dt, DT)                                                                                     \
+	MP_HALF_FNS(maxpool_fwd, dt, DT)                                                                    \
+	MP_HALF_FNS(maxpool_bwd, dt, DT)                                                                    \
+	static STARNN_PERFMODEL_FP(maxpool_fwd, dt, maxpool_footprint);                                     \
+	static STARNN_PERFMODEL_FP(maxpool_bwd, dt, maxpool_footprint);                                     \
+	MP_HALF_CL(fwd_##dt##_cl, maxpool_fwd, dt, starnn_maxpool_fwd_##dt##_model, 2, STARPU_R, STARPU_W)  \
+	MP_HALF_CL(bwd_##dt##_cl, maxpool_bwd, dt, starnn_maxpool_bwd_##dt##_model, 3, STARPU_R, STARPU_R,  \
+	           STARPU_RW)                                                                               \
+	MP_HALF_CL(bwd_w_##dt##_cl, maxpool_bwd, dt, starnn_maxpool_bwd_##dt##_model, 3, STARPU_R,          \
+	           STARPU_R, STARPU_W)
+
+MP_HALF(fp16, STARNN_FP16)
+MP_HALF(bf16, STARNN_BF16)
+
+static struct starpu_codelet *const fwd_cls[3] = {&starnn_maxpool_fwd_cl, &fwd_fp16_cl, &fwd_bf16_cl};
+static struct starpu_codelet *const bwd_cls[2][3] = {{&starnn_maxpool_bwd_w_cl, &bwd_w_fp16_cl, &bwd_w_bf16_cl},
+                                                     {&starnn_maxpool_bwd_cl, &bwd_fp16_cl, &bwd_bf16_cl}};
+
 /* ------------------------------------------------------------- submission */
 
 /* x [N, C, H, W] (H, W >= 2) and its pooled y [N, C, H/2, W/2]. */
-static int check_shapes(const char *op, const starnn_tensor *x, const char *yname, const starnn_tensor *y)
+static int check_shapes(const char *op, const starnn_tensor *x, const char *yname, const starnn_tensor *y,
+                        starnn_dtype dt)
 {
 	char dx[128], dy[128];
 	starnn_tensor_describe(x, dx, sizeof dx);
 	starnn_tensor_describe(y, dy, sizeof dy);
-	if (x->dtype != STARNN_FP32 || y->dtype != STARNN_FP32)
-		return starnn_error(STARNN_EINVAL, "%s: fp32 tensors expected, got %s and %s", op, dx, dy);
+	if (x->dtype != dt || y->dtype != dt)
+		return starnn_error(STARNN_EINVAL, "%s: %s tensors expected, got %s and %s", op, starnn_dtype_name(dt), dx,
+		                    dy);
 	if (x->ndim != 4 || y->ndim != 4)
 		return starnn_error(STARNN_EINVAL, "%s: 4-D NCHW tensors expected, got %s and %s", op, dx, dy);
 	if (x->shape[2] < 2 || x->shape[3] < 2)
@@ -127,25 +222,50 @@ static int check_shapes(const char *op, const starnn_tensor *x, const char *ynam
 	return 0;
 }
 
-int starnn_maxpool_fwd(starnn_tensor *x, starnn_tensor *y)
+static int maxpool_fwd_dt(starnn_tensor *x, starnn_tensor *y, starnn_dtype dt)
 {
-	STARNN_CHECK(check_shapes("maxpool_fwd", x, "y", y));
+	STARNN_CHECK(check_shapes("maxpool_fwd", x, "y", y, dt));
 	struct maxpool_args a = {x->shape[2], x->shape[3], 0.0f};
-	struct starnn_task_desc d = {.cl = &starnn_maxpool_fwd_cl, .args = &a, .args_size = sizeof a, .tensors = {x, y}};
+	struct starnn_task_desc d = {.cl = fwd_cls[dt], .args = &a, .args_size = sizeof a, .tensors = {x, y}};
 	return starnn_submit(&d);
 }
 
-int starnn_maxpool_bwd(starnn_tensor *x, starnn_tensor *dy, float beta, starnn_tensor *dx)
+static int maxpool_bwd_dt(starnn_tensor *x, starnn_tensor *dy, float beta, starnn_tensor *dx, starnn_dtype dt)
 {
 	char d1[128], d2[128];
-	STARNN_CHECK(check_shapes("maxpool_bwd", x, "dy", dy));
-	if (dx->dtype != STARNN_FP32 || !starnn_tensor_same_shape(x, dx))
+	STARNN_CHECK(check_shapes("maxpool_bwd", x, "dy", dy, dt));
+	if (dx->dtype != dt || !starnn_tensor_same_shape(x, dx))
 		return starnn_error(STARNN_EINVAL, "maxpool_bwd: dx %s must have the shape and dtype of x %s",
 		                    starnn_tensor_describe(dx, d1, sizeof d1), starnn_tensor_describe(x, d2, sizeof d2));
 	struct maxpool_args a = {x->shape[2], x->shape[3], beta};
-	struct starnn_task_desc d = {.cl = beta == 0.0f ? &starnn_maxpool_bwd_w_cl : &starnn_maxpool_bwd_cl,
+	struct starnn_task_desc d = {.cl = bwd_cls[beta != 0.0f][dt],
 	                             .args = &a,
 	                             .args_size = sizeof a,
 	                             .tensors = {x, dy, dx}};
 	return starnn_submit(&d);
+}
+
+int starnn_maxpool_fwd(starnn_tensor *x, starnn_tensor *y)
+{
+	return maxpool_fwd_dt(x, y, STARNN_FP32);
+}
+
+int starnn_maxpool_bwd(starnn_tensor *x, starnn_tensor *dy, float beta, starnn_tensor *dx)
+{
+	return maxpool_bwd_dt(x, dy, beta, dx, STARNN_FP32);
+}
+
+static starnn_dtype act_dtype(const starnn_tensor *t)
+{
+	return t && starnn_hw_is_half(t->dtype) ? t->dtype : STARNN_FP32;
+}
+
+int starnn_maxpool_fwd_mp(starnn_tensor *x, starnn_tensor *y)
+{
+	return maxpool_fwd_dt(x, y, act_dtype(x));
+}
+
+int starnn_maxpool_bwd_mp(starnn_tensor *x, starnn_tensor *dy, float beta, starnn_tensor *dx)
+{
+	return maxpool_bwd_dt(x, dy, beta, dx, act_dtype(x));
 }

@@ -52,6 +52,13 @@ extern struct starpu_codelet starnn_maxpool_bwd_w_cl;
 int starnn_maxpool_fwd(starnn_tensor *x, starnn_tensor *y);
 int starnn_maxpool_bwd(starnn_tensor *x, starnn_tensor *dy, float beta, starnn_tensor *dx);
 
+/* Mixed precision: x, y, dy, dx all fp16 or all bf16, computed in fp32 by
+ * the kernels above on widened copies (codelets/halfwrap.h); the forward is
+ * exact, the backward rounds once. All-fp32 tensors submit the fp32
+ * codelets. Perfmodels starnn_maxpool_{fwd,bwd}_{fp16,bf16}. */
+int starnn_maxpool_fwd_mp(starnn_tensor *x, starnn_tensor *y);
+int starnn_maxpool_bwd_mp(starnn_tensor *x, starnn_tensor *dy, float beta, starnn_tensor *dx);
+
 #ifdef __cplusplus
 }
 #endif

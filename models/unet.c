@@ -45,7 +45,7 @@ enum opt_id {
 	O_DEPTH, O_FILTERS, O_IN_FRAMES, O_OUT_FRAMES, O_BATCH, O_MICRO, O_EPOCHS, O_STEPS, O_LR, O_WARMUP,
 	O_OPTIMIZER, O_MOMENTUM, O_WEIGHT_DECAY, O_SEED, O_SHUFFLE, O_CHECKPOINT, O_CHECKPOINT_EVERY, O_RESUME,
 	O_INIT, O_LOG_JSON, O_LOG_EVERY, O_EVAL_EVERY, O_OUTPUT, O_PNG, O_PNG_SAMPLES, O_PROGRESS, O_QUIET,
-	O_HELP, O_END
+	O_HELP, O_PRECISION, O_LOSS_SCALE, O_END
 };
 
 struct options {
@@ -64,6 +64,10 @@ struct options {
 	const char *checkpoint, *resume, *init, *log_json, *output, *png;
 	int64_t checkpoint_every, eval_every;
 	int log_every, png_samples, progress, quiet;
+	int compute;        /* starnn_dtype of activations (--precision) */
+	int loss_scale;     /* 0 none, 1 dynamic, 2 static (--loss-scale); -1: the default */
+	float static_scale;
+	int64_t inject_inf_step; /* STARNN_UNET_INJECT_INF_STEP (test hook) */
 	char given[O_END];
 	/* strings taken from a checkpoint live here */
 	char data_buf[4096], val_data_buf[4096], catalog_buf[4096];
@@ -177,6 +181,13 @@ static void usage(FILE *f)
 	        "                          refused)\n"
 	        "  --init FILE             start from the weights of FILE (not its optimizer state)\n"
 	        "  --eval-every N          evaluate every N steps (default: at the end only; 0: never)\n"
+	        "  --precision P           fp32 (default), amp-fp16 or amp-bf16: fp32 master weights\n"
+	        "                          and optimizer state, activations and their gradients in\n"
+	        "                          16 bits, fp32 accumulation, BN statistics and loss in fp32\n"
+	        "                          (train, eval, predict: checkpoints hold fp32 weights)\n"
+	        "  --loss-scale S          dynamic (start 2^16, halve on overflow and skip the step,\n"
+	        "                          double after 2000 clean steps), N (static) or none;\n"
+	        "                          default dynamic for amp-fp16, none otherwise\n"
 	        "\n"
 	        "Output:\n"
 	        "  --log-json FILE         one JSON object per line: per step {step, epoch (from 1),\n"
@@ -190,6 +201,9 @@ static void usage(FILE *f)
 	        "  --png-samples N         predict: samples pictured (default 4)\n"
 	        "  --quiet                 only errors and final results\n"
 	        "  -h, --help              this text\n"
+	        "\n"
+	        "Environment: STARNN_UNET_INJECT_INF_STEP=N puts an Inf into one gradient at\n"
+	        "training step N (test hook; needs loss scaling): the step is skipped.\n"
 	        "\n"
 	        "Exit status: 0 success, 1 runtime error (files, data, numerics), 2 bad usage.\n");
 }
@@ -281,6 +295,8 @@ static int parse_options(int argc, char **argv, struct options *o)
 		{"progress", required_argument, 0, O_PROGRESS},
 		{"quiet", no_argument, 0, O_QUIET},
 		{"help", no_argument, 0, O_HELP},
+		{"precision", required_argument, 0, O_PRECISION},
+		{"loss-scale", required_argument, 0, O_LOSS_SCALE},
 		{0, 0, 0, 0},
 	};
 	memset(o, 0, sizeof *o);
@@ -292,6 +308,7 @@ static int parse_options(int argc, char **argv, struct options *o)
 	o->optimizer = UNET_ADAM;
 	o->seed = 1, o->shuffle = 1;
 	o->eval_every = -1, o->log_every = 10, o->png_samples = 4, o->progress = -1;
+	o->compute = STARNN_FP32, o->loss_scale = -1;
 
 	if (argc < 2) {
 		usage(stderr);
@@ -383,6 +400,30 @@ static int parse_options(int argc, char **argv, struct options *o)
 			o->progress = v;
 			break;
 		case O_QUIET: o->quiet = 1; break;
+		case O_PRECISION:
+			if (strcmp(optarg, "fp32") == 0)
+				o->compute = STARNN_FP32;
+			else if (strcmp(optarg, "amp-fp16") == 0)
+				o->compute = STARNN_FP16;
+			else if (strcmp(optarg, "amp-bf16") == 0)
+				o->compute = STARNN_BF16;
+			else {
+				fail("--precision is fp32, amp-fp16 or amp-bf16, not '%s'", optarg);
+				rc = -1;
+			}
+			break;
+		case O_LOSS_SCALE:
+			if (strcmp(optarg, "dynamic") == 0)
+				o->loss_scale = 1;
+			else if (strcmp(optarg, "none") == 0)
+				o->loss_scale = 0;
+			else {
+				o->loss_scale = 2;
+				rc = parse_float("--loss-scale", optarg, 1.0f, 16777216.0f, &o->static_scale);
+				if (rc)
+					fail("--loss-scale is dynamic, none or a number in [1, 2^24]");
+			}
+			break;
 		case 'h':
 		case O_HELP: usage(stdout); exit(0);
 		case ':': fail("%s needs a value (see --help)", argv[optind - 1]); return -1;
@@ -413,12 +454,25 @@ static int parse_options(int argc, char **argv, struct options *o)
 		{O_STEPS, "--steps", 1 << CMD_TRAIN},          {O_OUTPUT, "--output", 1 << CMD_PREDICT},
 		{O_PNG, "--png", 1 << CMD_PREDICT},            {O_PNG_SAMPLES, "--png-samples", 1 << CMD_PREDICT},
 		{O_VAL_DATA, "--val-data", 1 << CMD_TRAIN},
+		{O_LOSS_SCALE, "--loss-scale", 1 << CMD_TRAIN},
+		{O_PRECISION, "--precision", (1 << CMD_TRAIN) | (1 << CMD_EVAL) | (1 << CMD_PREDICT)},
 	};
 	for (size_t i = 0; i < sizeof only / sizeof *only; i++)
 		if (o->given[only[i].id] && !(only[i].allowed & (1 << o->cmd))) {
 			fail("%s does not apply to '%s' (see --help)", only[i].name, cmd);
 			return -1;
 		}
+	if (o->loss_scale < 0)
+		o->loss_scale = o->compute == STARNN_FP16;
+	const char *inject = getenv("STARNN_UNET_INJECT_INF_STEP");
+	if (inject && *inject) {
+		if (parse_i64("STARNN_UNET_INJECT_INF_STEP", inject, 1, INT64_MAX, &o->inject_inf_step) < 0)
+			return -1;
+		if (!o->loss_scale) {
+			fail("STARNN_UNET_INJECT_INF_STEP needs loss scaling (--loss-scale dynamic or N)");
+			return -1;
+		}
+	}
 	if (o->resume && o->init) {
 		fail("--resume and --init exclude each other (--resume continues a run, --init starts one from weights)");
 		return -1;
@@ -795,12 +849,70 @@ static int cmd_info(struct options *o)
 		STARNN_CHECK(rc);
 	}
 	struct unet_config c = {o->depth, o->filters, o->in_frames, o->out_frames,
-	                        o->size ? o->size : SEVIR_NATIVE_SIZE, o->batch, 1};
+	                        o->size ? o->size : SEVIR_NATIVE_SIZE, o->batch, 1, 0, 0, 0};
 	if (c.size % (1 << c.depth) != 0) {
 		fail("the image size %d is not a multiple of 2^depth = %d (see --size)", c.size, 1 << c.depth);
 		return RC_USAGE;
 	}
 	return unet_print_config(&c, stdout);
+}
+
+/* ------------------------------------------------- overflow test hook
+ * (STARNN_UNET_INJECT_INF_STEP): the parameters and the optimizer state
+ * (not the BN running statistics: the skipped step's forward still updates
+ * them, as in PyTorch) before the step, compared bit for bit after it. */
+static int inject_snapshot(unet *m, float **out, size_t *n_out)
+{
+	int n;
+	const struct unet_tensor_ref *refs = unet_tensors(m, &n);
+	size_t total = 0;
+	for (int i = 0; i < n; i++)
+		if (refs[i].is_parameter || strncmp(refs[i].path, "optimizer/", 10) == 0)
+			total += starnn_tensor_numel(refs[i].tensor);
+	float *v = malloc(sizeof *v * (total ? total : 1));
+	if (!v)
+		return starnn_error(STARNN_ENOMEM, "out of memory");
+	size_t off = 0;
+	for (int i = 0; i < n; i++)
+		if (refs[i].is_parameter || strncmp(refs[i].path, "optimizer/", 10) == 0) {
+			int rc = starnn_tensor_read_f32(refs[i].tensor, v + off);
+			if (rc < 0) {
+				free(v);
+				return rc;
+			}
+			off += starnn_tensor_numel(refs[i].tensor);
+		}
+	*out = v;
+	*n_out = total;
+	return 0;
+}
+
+static int inject_check(unet *m, const float *before, size_t n, float scale_before, int64_t step)
+{
+	float *now_v;
+	size_t n2;
+	float scale;
+	STARNN_CHECK(inject_snapshot(m, &now_v, &n2));
+	STARNN_CHECK(unet_loss_scale_state(m, &scale, NULL, NULL));
+	int same = n == n2 && memcmp(before, now_v, n * sizeof *now_v) == 0;
+	free(now_v);
+	printf("inject: Inf in a gradient at step %lld: weights and optimizer state %s, scale %g -> %g\n",
+	       (long long)step, same ? "unchanged bit for bit" : "CHANGED", (double)scale_before, (double)scale);
+	if (!same)
+		return starnn_error(STARNN_ENUM, "the step with an Inf gradient was not skipped");
+	return 0;
+}
+
+static int inject_final(unet *m)
+{
+	float *v;
+	size_t n, bad = 0;
+	STARNN_CHECK(inject_snapshot(m, &v, &n));
+	for (size_t i = 0; i < n; i++)
+		bad += !isfinite(v[i]);
+	free(v);
+	printf("inject: %zu of %zu final weights and optimizer values non-finite\n", bad, n);
+	return bad ? starnn_error(STARNN_ENUM, "non-finite weights after the skipped step") : 0;
 }
 
 struct run {
@@ -836,9 +948,13 @@ static int make_model(struct run *r, ckpt_file *ck, int with_optimizer)
 		fail("--micro-batches (%d) cannot exceed the batch (%d)", o->micro, o->batch);
 		return RC_USAGE;
 	}
-	struct unet_config c = {o->depth, o->filters, o->in_frames, o->out_frames, o->size, o->batch, o->micro};
+	struct unet_config c = {o->depth,  o->filters, o->in_frames, o->out_frames,   o->size,
+	                        o->batch,  o->micro,   o->compute,   o->loss_scale, o->static_scale};
+	if (o->cmd != CMD_TRAIN)
+		c.loss_scale = 0;
 	optim_of(o, &r->opt);
 	STARNN_CHECK(unet_create(&r->m, &c, &r->opt, o->seed));
+	unet_set_inject_inf_step(r->m, o->inject_inf_step);
 	if (ck)
 		STARNN_CHECK(load_tensors(ck, r->m, with_optimizer));
 	return batch_buf_init(&r->buf, &c);
@@ -957,6 +1073,11 @@ static int cmd_train(struct options *o)
 		       c->micro, optimizer_name(r.opt.kind), (double)r.opt.lr,
 		       r.opt.warmup ? " with warm-up" : "", (long long)total, bpe,
 		       o->resume ? ", resumed" : o->init ? ", from --init weights" : "", starnn_runtime_summary());
+		if (o->compute == STARNN_FP32)
+			printf("precision: fp32%s\n", o->loss_scale ? " with loss scaling" : "");
+		else
+			printf("precision: amp-%s (fp32 master weights), loss scale %s\n", starnn_dtype_name(o->compute),
+			       o->loss_scale == 1 ? "dynamic" : o->loss_scale == 2 ? "static" : "none");
 		fflush(stdout);
 	}
 	if (st.step < total) {
@@ -975,10 +1096,21 @@ static int cmd_train(struct options *o)
 			rc = starnn_tensor_write_f32(unet_input(r.m), x);
 		if (rc == 0)
 			rc = starnn_tensor_write_f32(unet_target(r.m), y);
+		float *snap = NULL, scale_before = 0;
+		size_t nsnap = 0;
+		int injecting = o->inject_inf_step == st.step + 1;
+		if (rc == 0 && injecting) {
+			rc = inject_snapshot(r.m, &snap, &nsnap);
+			if (rc == 0)
+				rc = unet_loss_scale_state(r.m, &scale_before, NULL, NULL);
+		}
 		if (rc == 0)
 			rc = unet_train_step(r.m, st.step + 1);
 		if (rc == 0)
 			rc = unet_read_loss(r.m, &loss);
+		if (rc == 0 && injecting)
+			rc = inject_check(r.m, snap, nsnap, scale_before, st.step + 1);
+		free(snap);
 		if (rc < 0) {
 			if (rc == STARNN_ENUM)
 				starnn_error(STARNN_ENUM, "step %lld: the loss is %g (diverged: lower --lr or add --warmup)",
@@ -987,6 +1119,7 @@ static int cmd_train(struct options *o)
 		}
 		st.step++;
 		st.epoch = st.step / bpe; /* epochs completed */
+		starnn_memory_sample();
 		last_epoch = epoch;
 		double t = now(), dt = t - t_last;
 		t_last = t;
@@ -1039,6 +1172,18 @@ static int cmd_train(struct options *o)
 		printf("trained %lld steps in %.1f s (%.2f samples/s); last loss %.6f\n", (long long)(st.step - first_step),
 		       el, (double)(st.step - first_step) * o->batch / el, loss);
 	}
+	if (rc == 0 && o->loss_scale && st.step > first_step) {
+		float scale;
+		int64_t skipped, applied;
+		rc = unet_loss_scale_state(r.m, &scale, &skipped, &applied);
+		if (rc == 0)
+			printf("loss scale: %g, %lld steps skipped (Inf/NaN gradients), %lld applied\n", (double)scale,
+			       (long long)skipped, (long long)applied);
+	}
+	if (rc == 0 && o->inject_inf_step && o->inject_inf_step <= st.step && o->inject_inf_step > first_step)
+		rc = inject_final(r.m);
+	if (rc == 0 && st.step > first_step)
+		starnn_memory_report(stdout);
 	if (rc == 0 && o->checkpoint && !o->quiet)
 		printf("checkpoint: %s (step %lld)\n", o->checkpoint, (long long)st.step);
 	if (rc == 0 && r.val && !interrupted && o->eval_every != 0)

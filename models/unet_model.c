@@ -29,11 +29,14 @@
 #include <string.h>
 
 #include "codelets/adam.h"
+#include "codelets/amp.h"
 #include "codelets/axpy.h"
 #include "codelets/batchnorm.h"
 #include "codelets/concat.h"
+#include "codelets/convert.h"
 #include "codelets/conv2d.h"
 #include "codelets/convt2d.h"
+#include "codelets/fill.h"
 #include "codelets/maxpool.h"
 #include "codelets/mse.h"
 #include "codelets/sgd.h"
@@ -55,6 +58,7 @@ struct param {
 	starnn_tensor **g;
 	int ng;
 	starnn_tensor *s1, *s2;
+	starnn_tensor *wc;     /* convolution weights: the compute-dtype copy (w itself for fp32) */
 };
 
 /* An activation: the whole-batch tensor and its micro-batch parts. For a
@@ -112,6 +116,10 @@ struct unet {
 	struct act centre_out, dcentre_out;
 	struct conv outc;
 	struct act x, y, pred, dpred, loss;
+	starnn_dtype dt;                 /* compute dtype of activations */
+	starnn_tensor *state, *flag;     /* loss scaling (codelets/amp.h), or NULL */
+	struct starnn_amp_policy policy;
+	int64_t inject_inf_step;
 
 	struct param **params;           /* every trainable tensor, in layer order */
 	int nparams;
@@ -326,6 +334,8 @@ static int param_state(unet *m, struct param *p, int ng)
 
 static void param_free(struct param *p)
 {
+	if (p->wc && p->wc != p->w)
+		starnn_tensor_destroy(p->wc);
 	if (!p->borrowed)
 		starnn_tensor_destroy(p->w);
 	for (int i = 0; i < p->ng && p->g; i++)
@@ -373,6 +383,11 @@ static int conv_create(unet *m, struct conv *c, const char *path, int cin, int c
 	float bound = 1.0f / sqrtf((float)((transposed ? cout : cin) * k * k));
 	STARNN_CHECK(init_uniform(m, c->w.w, bound));
 	STARNN_CHECK(init_uniform(m, c->b.w, bound));
+	c->w.wc = c->w.w;
+	if (m->dt != STARNN_FP32) {
+		tensor_name(name, sizeof name, path, "weight.h");
+		STARNN_CHECK(starnn_tensor_create(&c->w.wc, name, m->dt, 4, c->w.w->shape));
+	}
 	STARNN_CHECK(param_state(m, &c->w, m->cfg.micro));
 	return param_state(m, &c->b, m->cfg.micro);
 }
@@ -408,7 +423,7 @@ static int act_new(unet *m, struct act *a, const char *path, const char *what, i
 {
 	char name[STARNN_NAME_MAX];
 	tensor_name(name, sizeof name, path, what);
-	STARNN_CHECK(starnn_tensor_new(&a->t, name, STARNN_FP32, 4, (int64_t)m->cfg.batch, (int64_t)c, (int64_t)s,
+	STARNN_CHECK(starnn_tensor_new(&a->t, name, m->dt, 4, (int64_t)m->cfg.batch, (int64_t)c, (int64_t)s,
 	                               (int64_t)s));
 	return starnn_tensor_split(a->t, 0, m->cfg.micro, NULL, &a->p);
 }
@@ -499,7 +514,20 @@ static int create(unet *m)
 	char path[32];
 
 	STARNN_CHECK(act_new(m, &m->x, "", "x", cfg->in_frames, S));
-	STARNN_CHECK(act_new(m, &m->y, "", "y", cfg->out_frames, S));
+	/* the target stays fp32 (the loss is fp32); the input is in the
+	 * compute dtype (written with starnn_tensor_write_f32, rounded once) */
+	STARNN_CHECK(starnn_tensor_new(&m->y.t, "y", STARNN_FP32, 4, (int64_t)cfg->batch, (int64_t)cfg->out_frames,
+	                               (int64_t)S, (int64_t)S));
+	STARNN_CHECK(starnn_tensor_split(m->y.t, 0, cfg->micro, NULL, &m->y.p));
+	if (cfg->loss_scale) {
+		int64_t len = STARNN_AMP_STATE_LEN, one = 1;
+		STARNN_CHECK(starnn_tensor_create(&m->state, "loss_scale", STARNN_FP32, 1, &len));
+		STARNN_CHECK(starnn_tensor_create(&m->flag, "overflow", STARNN_FP32, 1, &one));
+		STARNN_CHECK(starnn_amp_state_init(m->state,
+		                                   cfg->loss_scale == 1 ? STARNN_AMP_INIT_SCALE : cfg->static_scale));
+		starnn_amp_policy_default(&m->policy);
+		m->policy.dynamic = cfg->loss_scale == 1;
+	}
 	STARNN_CHECK(act_new(m, &m->pred, "", "pred", cfg->out_frames, S));
 	STARNN_CHECK(act_new(m, &m->dpred, "", "dpred", cfg->out_frames, S));
 	STARNN_CHECK(starnn_tensor_new(&m->loss.t, "loss", STARNN_FP32, 2, (int64_t)cfg->micro, (int64_t)1));
@@ -546,6 +574,12 @@ int unet_create(unet **out, const struct unet_config *cfg, const struct unet_opt
 	*out = NULL;
 	STARNN_CHECK(check_config(cfg));
 	STARNN_CHECK(check_batch(cfg));
+	if (cfg->compute != STARNN_FP32 && cfg->compute != STARNN_FP16 && cfg->compute != STARNN_BF16)
+		return starnn_error(STARNN_EINVAL, "unet: unknown compute dtype %d", cfg->compute);
+	if (cfg->loss_scale < 0 || cfg->loss_scale > 2 ||
+	    (cfg->loss_scale == 2 && !(cfg->static_scale > 0 && isfinite(cfg->static_scale))))
+		return starnn_error(STARNN_EINVAL, "unet: bad loss scaling (%d, static scale %g)", cfg->loss_scale,
+		                    (double)cfg->static_scale);
 	struct unet_optim o;
 	if (opt)
 		o = *opt;
@@ -564,6 +598,7 @@ int unet_create(unet **out, const struct unet_config *cfg, const struct unet_opt
 		return starnn_error(STARNN_ENOMEM, "unet: out of memory");
 	m->cfg = *cfg;
 	m->opt = o;
+	m->dt = (starnn_dtype)cfg->compute;
 	m->rng = seed;
 	int rc = create(m);
 	if (rc < 0) {
@@ -592,6 +627,8 @@ void unet_destroy(unet *m)
 	act_free(&m->centre_out), act_free(&m->dcentre_out);
 	param_free(&m->outc.w), param_free(&m->outc.b);
 	act_free(&m->x), act_free(&m->y), act_free(&m->pred), act_free(&m->dpred), act_free(&m->loss);
+	starnn_tensor_destroy(m->state);
+	starnn_tensor_destroy(m->flag);
 	free(m->params);
 	free(m->entries);
 	free(m->refs);
@@ -626,13 +663,13 @@ starnn_tensor *unet_gradient(unet *m, int i)
 static int conv_fwd(unet *m, struct conv *c, struct act *in, struct act *out)
 {
 	for (int p = 0; p < m->cfg.micro; p++)
-		STARNN_CHECK(starnn_conv2d_fwd(in->p[p], c->w.w, c->b.w, out->p[p]));
+		STARNN_CHECK(starnn_conv2d_fwd_mp(in->p[p], c->w.wc, c->b.w, out->p[p]));
 	return 0;
 }
 
 static int bn_fwd(unet *m, struct bn *n, int training, struct act *in, struct act *out)
 {
-	return starnn_batchnorm_fwd(&n->bn, training, m->cfg.micro, in->p, out->p);
+	return starnn_batchnorm_fwd_mp(&n->bn, training, m->cfg.micro, in->p, out->p);
 }
 
 static int block_fwd(unet *m, struct block *b, int training, struct act *in, struct act *out)
@@ -643,17 +680,28 @@ static int block_fwd(unet *m, struct block *b, int training, struct act *in, str
 	return bn_fwd(m, &b->n2, training, &b->z2, out);
 }
 
+/* The compute-dtype copies of the convolution weights (cast tasks; each
+ * forward, after the last update). */
+static int convert_weights(unet *m)
+{
+	for (int i = 0; m->dt != STARNN_FP32 && i < m->nparams; i++)
+		if (m->params[i]->wc && m->params[i]->wc != m->params[i]->w)
+			STARNN_CHECK(starnn_convert(m->params[i]->w, m->params[i]->wc));
+	return 0;
+}
+
 /* The forward and the loss of every micro-batch into loss[p] (their sum
  * is the batch's mean squared error). */
 static int forward(unet *m, int training)
 {
 	int M = m->cfg.micro, d = m->cfg.depth;
+	STARNN_CHECK(convert_weights(m));
 	struct act *in = &m->x;
 	for (int i = 0; i < d; i++) {
 		struct level *L = &m->lv[i];
 		STARNN_CHECK(block_fwd(m, &L->enc, training, in, &L->skip));
 		for (int p = 0; p < M; p++)
-			STARNN_CHECK(starnn_maxpool_fwd(L->skip.p[p], L->pool.p[p]));
+			STARNN_CHECK(starnn_maxpool_fwd_mp(L->skip.p[p], L->pool.p[p]));
 		in = &L->pool;
 	}
 	STARNN_CHECK(block_fwd(m, &m->centre, training, in, &m->centre_out));
@@ -661,7 +709,7 @@ static int forward(unet *m, int training)
 	for (int i = d - 1; i >= 0; i--) {
 		struct level *L = &m->lv[i];
 		for (int p = 0; p < M; p++)
-			STARNN_CHECK(starnn_convt2d_fwd(below->p[p], L->upc.w.w, L->upc.b.w, L->up.p[p]));
+			STARNN_CHECK(starnn_convt2d_fwd_mp(below->p[p], L->upc.w.wc, L->upc.b.w, L->up.p[p]));
 		STARNN_CHECK(bn_fwd(m, &L->n0, training, &L->catb, &L->a0));
 		STARNN_CHECK(block_fwd(m, &L->dec, training, &L->a0, &L->out));
 		below = &L->out;
@@ -669,7 +717,7 @@ static int forward(unet *m, int training)
 	STARNN_CHECK(conv_fwd(m, &m->outc, below, &m->pred));
 	float scale = (float)(1.0 / ((double)m->cfg.batch * m->cfg.out_frames * m->cfg.size * m->cfg.size));
 	for (int p = 0; p < M; p++)
-		STARNN_CHECK(starnn_mse_fwd(m->pred.p[p], m->y.p[p], m->loss.p[p], scale, 0.0f));
+		STARNN_CHECK(starnn_mse_fwd_mp(m->pred.p[p], m->y.p[p], m->loss.p[p], scale, 0.0f));
 	return 0;
 }
 
@@ -682,16 +730,16 @@ static int conv_bwd(unet *m, struct conv *c, struct act *in, struct act *dout, s
 {
 	for (int p = 0; p < m->cfg.micro; p++) {
 		if (din)
-			STARNN_CHECK(starnn_conv2d_bwd_data(dout->p[p], c->w.w, 0.0f, din->p[p]));
-		STARNN_CHECK(starnn_conv2d_bwd_weight(in->p[p], dout->p[p], 0.0f, c->w.g[p], c->b.g[p]));
+			STARNN_CHECK(starnn_conv2d_bwd_data_mp(dout->p[p], c->w.wc, 0.0f, din->p[p]));
+		STARNN_CHECK(starnn_conv2d_bwd_weight_mp(in->p[p], dout->p[p], 0.0f, c->w.g[p], c->b.g[p]));
 	}
 	return 0;
 }
 
 static int bn_bwd(unet *m, struct bn *n, struct act *x, struct act *y, struct act *dy, struct act *dx)
 {
-	return starnn_batchnorm_bwd(&n->bn, m->cfg.micro, x->p, y->p, dy->p, dx->p, 0.0f, n->gamma.g[0],
-	                            n->beta.g[0], 0.0f);
+	return starnn_batchnorm_bwd_mp(&n->bn, m->cfg.micro, x->p, y->p, dy->p, dx->p, 0.0f, n->gamma.g[0],
+	                               n->beta.g[0], 0.0f);
 }
 
 static int block_bwd(unet *m, struct block *b, struct act *in, struct act *out, struct act *dout, struct act *din)
@@ -702,12 +750,13 @@ static int block_bwd(unet *m, struct block *b, struct act *in, struct act *out, 
 	return conv_bwd(m, &b->c1, in, &b->dz1, din);
 }
 
-static int backward(unet *m)
+/* state: the loss-scale state the loss gradient is multiplied by, or NULL. */
+static int backward(unet *m, starnn_tensor *state)
 {
 	int M = m->cfg.micro, d = m->cfg.depth;
 	float scale = (float)(1.0 / ((double)m->cfg.batch * m->cfg.out_frames * m->cfg.size * m->cfg.size));
 	for (int p = 0; p < M; p++)
-		STARNN_CHECK(starnn_mse_bwd(m->pred.p[p], m->y.p[p], m->dpred.p[p], scale));
+		STARNN_CHECK(starnn_mse_bwd_mp(m->pred.p[p], m->y.p[p], m->dpred.p[p], scale, state));
 	STARNN_CHECK(conv_bwd(m, &m->outc, &m->lv[0].out, &m->dpred, &m->lv[0].dout));
 	for (int i = 0; i < d; i++) {
 		struct level *L = &m->lv[i];
@@ -718,9 +767,9 @@ static int backward(unet *m)
 		 * max-pool's gradient added later (beta 1). */
 		STARNN_CHECK(bn_bwd(m, &L->n0, &L->catb, &L->a0, &L->da0, &L->dcatb));
 		for (int p = 0; p < M; p++) {
-			STARNN_CHECK(starnn_convt2d_bwd_data(L->upc.w.w, L->dup.p[p], 0.0f, dbelow->p[p]));
-			STARNN_CHECK(starnn_convt2d_bwd_weight(below->p[p], L->dup.p[p], 0.0f, L->upc.w.g[p],
-			                                       L->upc.b.g[p]));
+			STARNN_CHECK(starnn_convt2d_bwd_data_mp(L->upc.w.wc, L->dup.p[p], 0.0f, dbelow->p[p]));
+			STARNN_CHECK(starnn_convt2d_bwd_weight_mp(below->p[p], L->dup.p[p], 0.0f, L->upc.w.g[p],
+			                                          L->upc.b.g[p]));
 		}
 	}
 	struct act *din = d ? &m->lv[d - 1].dpool : NULL;
@@ -728,7 +777,7 @@ static int backward(unet *m)
 	for (int i = d - 1; i >= 0; i--) {
 		struct level *L = &m->lv[i];
 		for (int p = 0; p < M; p++)
-			STARNN_CHECK(starnn_maxpool_bwd(L->skip.p[p], L->dpool.p[p], 1.0f, L->dskip.p[p]));
+			STARNN_CHECK(starnn_maxpool_bwd_mp(L->skip.p[p], L->dpool.p[p], 1.0f, L->dskip.p[p]));
 		struct act *in = i ? &m->lv[i - 1].pool : &m->x;
 		STARNN_CHECK(block_bwd(m, &L->enc, in, &L->skip, &L->dskip, i ? &m->lv[i - 1].dpool : NULL));
 	}
@@ -763,6 +812,27 @@ static float step_lr(const unet *m, int64_t step)
 static int update(unet *m, int64_t step)
 {
 	float lr = step_lr(m, step);
+	if (m->state) {
+		/* Every gradient is checked before any update: one Inf / NaN skips
+		 * the whole step (the optimizer tasks read the flag), then the
+		 * scale is updated. */
+		if (step == m->inject_inf_step && m->nparams > 0)
+			STARNN_CHECK(starnn_fill(INFINITY, m->params[m->nparams - 1]->g[0]));
+		for (int i = 0; i < m->nparams; i++)
+			STARNN_CHECK(starnn_amp_nonfinite(m->params[i]->g[0], m->flag));
+		for (int i = 0; i < m->nparams; i++) {
+			struct param *p = m->params[i];
+			if (m->opt.kind == UNET_ADAM) {
+				struct starnn_adam_params ap = {lr, m->opt.beta1, m->opt.beta2, m->opt.eps,
+				                                m->opt.weight_decay, 0};
+				STARNN_CHECK(starnn_adam_amp(p->w, p->g[0], p->s1, p->s2, &ap, m->state, m->flag));
+			} else {
+				struct starnn_sgd_params sp = {lr, m->opt.momentum, 0.0f, m->opt.weight_decay, 0};
+				STARNN_CHECK(starnn_sgd_amp(p->w, p->g[0], p->s1, &sp, m->state, m->flag));
+			}
+		}
+		return starnn_amp_scale_update(m->state, m->flag, &m->policy);
+	}
 	for (int i = 0; i < m->nparams; i++) {
 		struct param *p = m->params[i];
 		if (m->opt.kind == UNET_ADAM) {
@@ -792,8 +862,10 @@ int unet_train_step(unet *m, int64_t step)
 	if (step < 1)
 		return starnn_error(STARNN_EINVAL, "unet_train_step: steps count from 1, got %lld", (long long)step);
 	STARNN_CHECK(check_trainable(m));
+	if (m->flag)
+		STARNN_CHECK(starnn_fill(0.0f, m->flag));
 	STARNN_CHECK(forward(m, 1));
-	STARNN_CHECK(backward(m));
+	STARNN_CHECK(backward(m, m->state));
 	STARNN_CHECK(reduce_gradients(m));
 	return update(m, step);
 }
@@ -814,7 +886,7 @@ int unet_gradient_step(unet *m)
 {
 	STARNN_CHECK(check_trainable(m));
 	STARNN_CHECK(forward(m, 1));
-	STARNN_CHECK(backward(m));
+	STARNN_CHECK(backward(m, NULL)); /* unscaled: dLoss/dparameter */
 	return reduce_gradients(m);
 }
 
@@ -828,5 +900,25 @@ int unet_read_loss(unet *m, double *loss)
 	*loss = s;
 	if (!isfinite(s))
 		return starnn_error(STARNN_ENUM, "unet: the loss is %g (diverged: lower --lr, or check the data)", s);
+	return 0;
+}
+
+void unet_set_inject_inf_step(unet *m, int64_t step)
+{
+	m->inject_inf_step = step;
+}
+
+int unet_loss_scale_state(unet *m, float *scale, int64_t *skipped, int64_t *applied)
+{
+	if (!m->state)
+		return starnn_error(STARNN_EINVAL, "unet: no loss scaling in this model");
+	struct starnn_amp_state st;
+	STARNN_CHECK(starnn_amp_state_read(m->state, &st));
+	if (scale)
+		*scale = st.scale;
+	if (skipped)
+		*skipped = st.skipped_steps;
+	if (applied)
+		*applied = st.applied_steps;
 	return 0;
 }

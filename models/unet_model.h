@@ -34,6 +34,16 @@ struct unet_config {
 	int size;           /* H = W; a multiple of 2^depth */
 	int batch;          /* samples per step */
 	int micro;          /* micro-batches per step (<= batch) */
+	/* Mixed precision (extension; zero-initialised = fp32, no scaling):
+	 * compute: STARNN_FP32, or STARNN_FP16 / STARNN_BF16 for the
+	 * activations, their gradients and the weight copies the convolutions
+	 * read (fp32 master weights, gradients, optimizer state, BN statistics
+	 * and loss); loss_scale: 0 none, 1 dynamic (codelets/amp.h: start 2^16,
+	 * halve on overflow, double after 2000 clean steps), 2 static at
+	 * static_scale. */
+	int compute;        /* starnn_dtype */
+	int loss_scale;
+	float static_scale;
 };
 
 enum unet_optimizer { UNET_ADAM = 0, UNET_SGD = 1 };
@@ -111,5 +121,13 @@ int unet_gradient_step(unet *m);
 /* The summed gradient of tensor i of unet_tensors() after a step (NULL if
  * that tensor is not a parameter or i is out of range). */
 starnn_tensor *unet_gradient(unet *m, int i);
+
+/* Mixed precision (see struct unet_config). Test hook: at training step
+ * `step` (1-based; 0: never) one reduced gradient is overwritten with +Inf
+ * before the overflow check, so that the step is skipped. */
+void unet_set_inject_inf_step(unet *m, int64_t step);
+/* The loss-scale state (waits for it): scale, clean steps since the last
+ * change, skipped steps, applied steps. STARNN_EINVAL without loss scaling. */
+int unet_loss_scale_state(unet *m, float *scale, int64_t *skipped, int64_t *applied);
 
 #endif

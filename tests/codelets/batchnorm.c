@@ -24,6 +24,7 @@
  *     |fd - analytic| 6e-5, printed with BN_VERBOSE=1). */
 #include "codelets/batchnorm.h"
 #include "tests/testlib.h"
+#include "tests/codelets/halfcheck.h"
 
 #define MOM 0.1
 #define EPS 1e-5
@@ -632,6 +633,69 @@ static void bad_shapes(void)
 	starnn_tensor_destroy(v1d), starnn_tensor_destroy(v4), starnn_tensor_destroy(w);
 }
 
+/* ------------------------------------------------------ mixed precision
+ * starnn_batchnorm_*_mp on fp16 / bf16 data (nparts micro-batches, with and
+ * without the fused ReLU) against the fp32 layer on the same values
+ * (tests/codelets/halfcheck.h): training forward y, batch mean / invstd and
+ * running statistics (fp32), backward dx with dx_beta 1, dgamma / dbeta
+ * (fp32), then the evaluation forward. */
+static void half_vs_fp32(int64_t n, int64_t c, int64_t h, int64_t w, int nparts, int relu, starnn_dtype dt)
+{
+	int64_t xs[4] = {n, c, h, w};
+	size_t nx = (size_t)(n * c * h * w);
+	float *x = hc_random(dt, nx, -2, 3), *dy = hc_random(dt, nx, -1, 1), *dx0 = hc_random(dt, nx, -1, 1);
+	starnn_batchnorm bn[2];
+	starnn_tensor *t[2][5], *dg[2], *db[2];
+	float *res[2][10];
+	for (int k = 0; k < 2; k++) {
+		starnn_dtype d = k ? dt : STARNN_FP32;
+		TEST_OK(starnn_batchnorm_init(&bn[k], k ? "bnh" : "bn32", c, nparts, relu));
+		t[k][0] = hc_tensor("x", d, 4, xs, x), t[k][1] = hc_tensor("y", d, 4, xs, NULL);
+		t[k][2] = hc_tensor("dy", d, 4, xs, dy), t[k][3] = hc_tensor("dx", d, 4, xs, dx0);
+		t[k][4] = hc_tensor("ye", d, 4, xs, NULL);
+		int64_t cs[1] = {c};
+		dg[k] = hc_tensor("dgamma", STARNN_FP32, 1, cs, NULL), db[k] = hc_tensor("dbeta", STARNN_FP32, 1, cs, NULL);
+		starnn_tensor **p[5];
+		for (int i = 0; i < 5; i++)
+			TEST_OK(starnn_tensor_split(t[k][i], 0, nparts, NULL, &p[i]));
+		TEST_OK(starnn_batchnorm_fwd_mp(&bn[k], 1, nparts, p[0], p[1]));
+		TEST_OK(starnn_batchnorm_bwd_mp(&bn[k], nparts, p[0], p[1], p[2], p[3], 1.0f, dg[k], db[k], 0.0f));
+		TEST_OK(starnn_batchnorm_fwd_mp(&bn[k], 0, nparts, p[0], p[4]));
+		starnn_tensor *out[8] = {t[k][1], t[k][3], t[k][4], bn[k].mean, bn[k].invstd, bn[k].running_mean,
+		                         bn[k].running_var, dg[k]};
+		for (int i = 0; i < 8; i++)
+			res[k][i] = test_read(out[i]);
+		res[k][8] = test_read(db[k]);
+	}
+	const char *names[9] = {"batchnorm_fwd_mp y", "batchnorm_bwd_mp dx", "batchnorm_fwd_mp eval y", "mean",
+	                        "invstd", "running_mean", "running_var", "dgamma", "dbeta"};
+	for (int i = 0; i < 9; i++) {
+		char what[128];
+		snprintf(what, sizeof what, "%s %lldx%lldx%lldx%lld parts %d relu %d", names[i], (long long)n,
+		         (long long)c, (long long)h, (long long)w, nparts, relu);
+		if (i < 3)
+			hc_close(what, dt, res[1][i], res[0][i], nx);
+		else
+			hc_close32(what, dt, res[1][i], res[0][i], (size_t)c);
+	}
+	starnn_tensor **p32, **p16;
+	TEST_OK(starnn_tensor_split(t[0][1], 0, nparts, NULL, &p32));
+	TEST_OK(starnn_tensor_split(t[1][0], 0, nparts, NULL, &p16));
+	TEST_ASSERT(starnn_batchnorm_fwd_mp(&bn[1], 1, nparts, p16, p32) == STARNN_EINVAL,
+	            "batchnorm_fwd_mp: 16-bit x with fp32 y");
+	TEST_ASSERT(starnn_batchnorm_fwd(&bn[1], 1, nparts, p16, p16) == STARNN_EINVAL, "batchnorm_fwd: 16-bit");
+	for (int k = 0; k < 2; k++) {
+		for (int i = 0; i < 5; i++)
+			starnn_tensor_destroy(t[k][i]);
+		starnn_tensor_destroy(dg[k]);
+		starnn_tensor_destroy(db[k]);
+		starnn_batchnorm_destroy(&bn[k]);
+		for (int i = 0; i < 9; i++)
+			free(res[k][i]);
+	}
+	free(x), free(dy), free(dx0);
+}
+
 int main(void)
 {
 	/* N 1..16, odd C, images 1x1 .. 32x32, non-square, and 2-D [N, C]. */
@@ -655,5 +719,11 @@ int main(void)
 		codelets_vs_kernels(shapes[s], s % 2);
 	codelets_vs_kernels((struct dims){6, 3, 9, 10}, 0);
 	codelets_vs_kernels((struct dims){6, 3, 9, 10}, 1);
+	for (int t = 0; t < 2; t++) {
+		starnn_dtype dt = t ? STARNN_BF16 : STARNN_FP16;
+		half_vs_fp32(4, 5, 8, 6, 2, 1, dt);
+		half_vs_fp32(3, 3, 7, 2, 1, 0, dt);
+		half_vs_fp32(8, 16, 32, 32, 4, 1, dt);
+	}
 	return test_finish();
 }

@@ -10,6 +10,7 @@
 #include "codelets/concat.h"
 #include "codelets/convt2d.h"
 #include "tests/testlib.h"
+#include "tests/codelets/halfcheck.h"
 
 static void kernels_vs_naive(void)
 {
@@ -186,6 +187,48 @@ static void bad_shapes(void)
 	starnn_tensor_destroy(bh), starnn_tensor_destroy(cath);
 }
 
+/* ------------------------------------------------------ mixed precision
+ * starnn_concat_*_mp on fp16 / bf16 tensors against the fp32 codelets on
+ * the same values (tests/codelets/halfcheck.h): forward, backward with
+ * (beta_a, beta_b) = (1, 0) and (0, 1). */
+static void half_vs_fp32(int64_t n, int64_t c1, int64_t c2, int64_t h, int64_t w, starnn_dtype dt)
+{
+	int64_t as[4] = {n, c1, h, w}, bs[4] = {n, c2, h, w}, cs[4] = {n, c1 + c2, h, w};
+	size_t na = (size_t)(n * c1 * h * w), nb = (size_t)(n * c2 * h * w), nc = na + nb;
+	float *a = hc_random(dt, na, -1, 1), *b = hc_random(dt, nb, -1, 1), *dc = hc_random(dt, nc, -1, 1);
+	float *da0 = hc_random(dt, na, -1, 1), *db0 = hc_random(dt, nb, -1, 1);
+	starnn_tensor *t[2][6];
+	for (int k = 0; k < 2; k++) {
+		starnn_dtype d = k ? dt : STARNN_FP32;
+		t[k][0] = hc_tensor("a", d, 4, as, a), t[k][1] = hc_tensor("b", d, 4, bs, b);
+		t[k][2] = hc_tensor("cat", d, 4, cs, NULL), t[k][3] = hc_tensor("dcat", d, 4, cs, dc);
+		t[k][4] = hc_tensor("da", d, 4, as, da0), t[k][5] = hc_tensor("db", d, 4, bs, db0);
+		TEST_OK(starnn_concat_fwd_mp(t[k][0], t[k][1], t[k][2]));
+		TEST_OK(starnn_concat_bwd_mp(t[k][3], 1.0f, t[k][4], 0.0f, t[k][5]));
+	}
+	size_t sizes[6] = {0, 0, nc, 0, na, nb};
+	const char *names[6] = {"", "", "concat_fwd_mp", "", "concat_bwd_mp da (beta 1)", "concat_bwd_mp db (beta 0)"};
+	for (int i = 2; i < 6; i++) {
+		if (i == 3)
+			continue;
+		float *r = test_read(t[0][i]), *g = test_read(t[1][i]);
+		hc_close(names[i], dt, g, r, sizes[i]);
+		free(r), free(g);
+	}
+	for (int k = 0; k < 2; k++)
+		TEST_OK(starnn_concat_bwd_mp(t[k][3], 0.0f, t[k][4], 1.0f, t[k][5]));
+	for (int i = 4; i < 6; i++) {
+		float *r = test_read(t[0][i]), *g = test_read(t[1][i]);
+		hc_close(i == 4 ? "concat_bwd_mp da (beta 0)" : "concat_bwd_mp db (beta 1)", dt, g, r, sizes[i]);
+		free(r), free(g);
+	}
+	TEST_ASSERT(starnn_concat_fwd_mp(t[1][0], t[0][1], t[1][2]) == STARNN_EINVAL, "concat_fwd_mp: mixed dtypes");
+	for (int k = 0; k < 2; k++)
+		for (int i = 0; i < 6; i++)
+			starnn_tensor_destroy(t[k][i]);
+	free(a), free(b), free(dc), free(da0), free(db0);
+}
+
 int main(void)
 {
 	test_init();
@@ -200,5 +243,10 @@ int main(void)
 	views_vs_copy(4, 32, 16, 16, 16, 16);
 	views_vs_copy(8, 8, 4, 5, 32, 32);
 	bad_shapes();
+	for (int t = 0; t < 2; t++) {
+		starnn_dtype dt = t ? STARNN_BF16 : STARNN_FP16;
+		half_vs_fp32(2, 3, 5, 4, 6, dt);
+		half_vs_fp32(4, 16, 16, 32, 32, dt);
+	}
 	return test_finish();
 }

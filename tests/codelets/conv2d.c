@@ -16,7 +16,9 @@
 #include <config.h>
 
 #include "codelets/conv2d.h"
+#include "codelets/convert.h"
 #include "tests/testlib.h"
+#include "tests/codelets/halfcheck.h"
 
 struct shape {
 	size_t n, c, o, h, w, k;
@@ -470,6 +472,110 @@ static void bad_shapes(void)
 		starnn_tensor_destroy(all[i]);
 }
 
+/* ------------------------------------------------------ mixed precision
+ * The fp16 / bf16 codelets (starnn_conv2d_*_mp) against the fp32 ones on
+ * the same values (tests/codelets/halfcheck.h for the tolerances): forward,
+ * backward data with beta 0 and 1, backward weight + bias; on whole tensors
+ * (single tasks and the submit function's batch / channel splits), and with
+ * view: x and dx the first channels of larger 16-bit tensors (ld > cols). */
+static float *read_half(starnn_tensor *h, const int64_t *shape)
+{
+	/* through an fp32 tensor: parts have no host buffer of their own */
+	starnn_tensor *t;
+	TEST_OK(starnn_tensor_create(&t, "readback", STARNN_FP32, 4, shape));
+	TEST_OK(starnn_convert(h, t));
+	float *v = test_read(t);
+	starnn_tensor_destroy(t);
+	return v;
+}
+
+static void half_vs_fp32(struct shape sh, starnn_dtype dt, int view)
+{
+	int64_t xs[4] = {(int64_t)sh.n, (int64_t)sh.c, (int64_t)sh.h, (int64_t)sh.w};
+	int64_t ys[4] = {(int64_t)sh.n, (int64_t)sh.o, (int64_t)sh.h, (int64_t)sh.w};
+	int64_t ws[4] = {(int64_t)sh.o, (int64_t)sh.c, (int64_t)sh.k, (int64_t)sh.k}, bs[1] = {(int64_t)sh.o};
+	size_t nx = sh.n * sh.c * sh.h * sh.w, ny = sh.n * sh.o * sh.h * sh.w, nw = sh.o * sh.c * sh.k * sh.k;
+	float *x = hc_random(dt, nx, -1, 1), *w = hc_random(dt, nw, -0.3f, 0.3f), *b = test_random(sh.o, -1, 1);
+	float *dy = hc_random(dt, ny, -1, 1), *dx0 = hc_random(dt, nx, -1, 1);
+	starnn_tensor *x32 = hc_tensor("x32", STARNN_FP32, 4, xs, x), *w32 = hc_tensor("w32", STARNN_FP32, 4, ws, w);
+	starnn_tensor *b32 = hc_tensor("b32", STARNN_FP32, 1, bs, b), *y32 = hc_tensor("y32", STARNN_FP32, 4, ys, NULL);
+	starnn_tensor *dy32 = hc_tensor("dy32", STARNN_FP32, 4, ys, dy);
+	starnn_tensor *dx32 = hc_tensor("dx32", STARNN_FP32, 4, xs, dx0), *dxz32 = hc_tensor("dxz32", STARNN_FP32, 4, xs, NULL);
+	starnn_tensor *dw32 = hc_tensor("dw32", STARNN_FP32, 4, ws, NULL), *db32 = hc_tensor("db32", STARNN_FP32, 1, bs, NULL);
+	TEST_OK(starnn_conv2d_fwd(x32, w32, b32, y32));
+	TEST_OK(starnn_conv2d_bwd_data(dy32, w32, 1.0f, dx32));
+	TEST_OK(starnn_conv2d_bwd_data(dy32, w32, 0.0f, dxz32));
+	TEST_OK(starnn_conv2d_bwd_weight(x32, dy32, 0.0f, dw32, db32));
+
+	starnn_tensor *xbig = NULL, *dxbig = NULL, *xh, *dxh;
+	if (view) {
+		int64_t big[4] = {xs[0], xs[1] + 3, xs[2], xs[3]}, sizes[2] = {xs[1], 3};
+		starnn_tensor **xp, **dxp;
+		xbig = hc_tensor("xbig", dt, 4, big, NULL);
+		dxbig = hc_tensor("dxbig", dt, 4, big, NULL);
+		TEST_OK(starnn_tensor_split(xbig, 1, 2, sizes, &xp));
+		TEST_OK(starnn_tensor_split(dxbig, 1, 2, sizes, &dxp));
+		xh = xp[0], dxh = dxp[0];
+		starnn_tensor *x0 = hc_tensor("x0", STARNN_FP32, 4, xs, x), *d0 = hc_tensor("d0", STARNN_FP32, 4, xs, dx0);
+		TEST_OK(starnn_convert(x0, xh));
+		TEST_OK(starnn_convert(d0, dxh));
+		starnn_tensor_destroy(x0);
+		starnn_tensor_destroy(d0);
+	} else {
+		xh = hc_tensor("xh", dt, 4, xs, x);
+		dxh = hc_tensor("dxh", dt, 4, xs, dx0);
+	}
+	starnn_tensor *wh = hc_tensor("wh", dt, 4, ws, w), *yh = hc_tensor("yh", dt, 4, ys, NULL);
+	starnn_tensor *dyh = hc_tensor("dyh", dt, 4, ys, dy), *dxzh = hc_tensor("dxzh", dt, 4, xs, NULL);
+	starnn_tensor *dw = hc_tensor("dw", STARNN_FP32, 4, ws, NULL), *db = hc_tensor("db", STARNN_FP32, 1, bs, NULL);
+	TEST_OK(starnn_conv2d_fwd_mp(xh, wh, b32, yh));
+	TEST_OK(starnn_conv2d_bwd_data_mp(dyh, wh, 1.0f, dxh));
+	TEST_OK(starnn_conv2d_bwd_data_mp(dyh, wh, 0.0f, dxzh));
+	TEST_OK(starnn_conv2d_bwd_weight_mp(xh, dyh, 0.0f, dw, db));
+
+	char what[96];
+	float *r, *o;
+	snprintf(what, sizeof what, "conv2d_fwd_mp %zux%zux%zux%zux%zu k%zu%s", sh.n, sh.c, sh.o, sh.h, sh.w, sh.k,
+	         view ? " view" : "");
+	r = test_read(y32), o = read_half(yh, ys);
+	hc_close(what, dt, o, r, ny);
+	free(r), free(o);
+	snprintf(what, sizeof what, "conv2d_bwd_data_mp beta 1 %zux%zux%zu%s", sh.n, sh.c, sh.o, view ? " view" : "");
+	r = test_read(dx32), o = read_half(dxh, xs);
+	hc_close(what, dt, o, r, nx);
+	free(r), free(o);
+	snprintf(what, sizeof what, "conv2d_bwd_data_mp beta 0 %zux%zux%zu", sh.n, sh.c, sh.o);
+	r = test_read(dxz32), o = read_half(dxzh, xs);
+	hc_close(what, dt, o, r, nx);
+	free(r), free(o);
+	snprintf(what, sizeof what, "conv2d_bwd_weight_mp dw %zux%zux%zu", sh.n, sh.c, sh.o);
+	r = test_read(dw32), o = test_read(dw);
+	hc_close32(what, dt, o, r, nw);
+	free(r), free(o);
+	snprintf(what, sizeof what, "conv2d_bwd_weight_mp db %zux%zux%zu", sh.n, sh.c, sh.o);
+	r = test_read(db32), o = test_read(db);
+	hc_close32(what, dt, o, r, sh.o);
+	free(r), free(o);
+
+	/* mixed dtypes are refused */
+	TEST_ASSERT(starnn_conv2d_fwd_mp(xh, w32, b32, yh) == STARNN_EINVAL, "conv2d_fwd_mp: 16-bit x with fp32 w");
+	TEST_ASSERT(starnn_conv2d_bwd_weight_mp(xh, dyh, 0.0f, wh, db) == STARNN_EINVAL,
+	            "conv2d_bwd_weight_mp: 16-bit dw");
+	TEST_ASSERT(starnn_conv2d_fwd(xh, wh, b32, yh) == STARNN_EINVAL, "conv2d_fwd: 16-bit tensors");
+
+	starnn_tensor *all[] = {x32, w32, b32, y32, dy32, dx32, dxz32, dw32, db32, wh, yh, dyh, dxzh, dw, db};
+	for (size_t i = 0; i < sizeof all / sizeof *all; i++)
+		starnn_tensor_destroy(all[i]);
+	if (view) {
+		starnn_tensor_destroy(xbig);
+		starnn_tensor_destroy(dxbig);
+	} else {
+		starnn_tensor_destroy(xh);
+		starnn_tensor_destroy(dxh);
+	}
+	free(x), free(w), free(b), free(dy), free(dx0);
+}
+
 int main(void)
 {
 	test_init();
@@ -508,5 +614,12 @@ int main(void)
 	caller_split((struct shape){4, 5, 13, 6, 10, 3}, 3);
 	caller_split((struct shape){2, 48, 64, 64, 64, 3}, 16);
 	bad_shapes();
+	const starnn_dtype halves[2] = {STARNN_FP16, STARNN_BF16};
+	for (int t = 0; t < 2; t++) {
+		half_vs_fp32((struct shape){2, 5, 7, 6, 10, 3}, halves[t], 0);
+		half_vs_fp32((struct shape){3, 13, 16, 6, 10, 1}, halves[t], 1);
+		half_vs_fp32((struct shape){4, 16, 16, 32, 32, 3}, halves[t], 1); /* batch split */
+		half_vs_fp32((struct shape){1, 32, 40, 48, 48, 3}, halves[t], 0); /* channel splits */
+	}
 	return test_finish();
 }

@@ -15,6 +15,7 @@
 #include "codelets/axpy.h"
 #include "codelets/convt2d.h"
 #include "tests/testlib.h"
+#include "tests/codelets/halfcheck.h"
 
 struct shape {
 	size_t n, c, o, h, w;
@@ -333,6 +334,63 @@ static void bad_shapes(void)
 	starnn_tensor_destroy(bw2);
 }
 
+/* ------------------------------------------------------ mixed precision
+ * starnn_convt2d_*_mp on fp16 / bf16 data against the fp32 codelets on the
+ * same values (tolerances: tests/codelets/halfcheck.h): forward, backward
+ * data with beta 0 and 1, backward weight + bias with beta 0 and 1. */
+static void half_vs_fp32(int64_t n, int64_t c, int64_t o, int64_t h, int64_t w, starnn_dtype dt)
+{
+	int64_t xs[4] = {n, c, h, w}, ys[4] = {n, o, 2 * h, 2 * w}, ws[4] = {c, o, 2, 2}, bs[1] = {o};
+	size_t nx = (size_t)(n * c * h * w), ny = (size_t)(n * o * 4 * h * w), nw = (size_t)(c * o * 4);
+	float *x = hc_random(dt, nx, -1, 1), *wt = hc_random(dt, nw, -0.5f, 0.5f), *b = test_random((size_t)o, -1, 1);
+	float *dy = hc_random(dt, ny, -1, 1), *dx0 = hc_random(dt, nx, -1, 1), *dw0 = test_random(nw, -1, 1);
+	float *db0 = test_random((size_t)o, -1, 1);
+	starnn_tensor *t32[9], *t16[9];
+	const starnn_dtype dts[9] = {dt, dt, STARNN_FP32, dt, dt, dt, dt, STARNN_FP32, STARNN_FP32};
+	for (int k = 0; k < 2; k++) {
+		starnn_tensor **t = k ? t16 : t32;
+		starnn_dtype d[9];
+		for (int i = 0; i < 9; i++)
+			d[i] = k ? dts[i] : STARNN_FP32;
+		/* x, w, b, y, dy, dx (beta 1), dx (beta 0), dw (beta 1), db (beta 1) */
+		t[0] = hc_tensor("x", d[0], 4, xs, x), t[1] = hc_tensor("w", d[1], 4, ws, wt);
+		t[2] = hc_tensor("b", d[2], 1, bs, b), t[3] = hc_tensor("y", d[3], 4, ys, NULL);
+		t[4] = hc_tensor("dy", d[4], 4, ys, dy), t[5] = hc_tensor("dx", d[5], 4, xs, dx0);
+		t[6] = hc_tensor("dxz", d[6], 4, xs, NULL), t[7] = hc_tensor("dw", d[7], 4, ws, dw0);
+		t[8] = hc_tensor("db", d[8], 1, bs, db0);
+		TEST_OK(starnn_convt2d_fwd_mp(t[0], t[1], t[2], t[3]));
+		TEST_OK(starnn_convt2d_bwd_data_mp(t[1], t[4], 1.0f, t[5]));
+		TEST_OK(starnn_convt2d_bwd_data_mp(t[1], t[4], 0.0f, t[6]));
+		TEST_OK(starnn_convt2d_bwd_weight_mp(t[0], t[4], 1.0f, t[7], t[8]));
+	}
+	const char *names[9] = {"", "", "", "convt2d_fwd_mp y", "", "convt2d_bwd_data_mp beta 1",
+	                        "convt2d_bwd_data_mp beta 0", "convt2d_bwd_weight_mp dw", "convt2d_bwd_weight_mp db"};
+	size_t sizes[9] = {0, 0, 0, ny, 0, nx, nx, nw, (size_t)o};
+	for (int i = 3; i < 9; i++) {
+		if (i == 4)
+			continue;
+		float *r = test_read(t32[i]), *g = test_read(t16[i]);
+		char what[128];
+		snprintf(what, sizeof what, "%s %lldx%lldx%lldx%lldx%lld", names[i], (long long)n, (long long)c,
+		         (long long)o, (long long)h, (long long)w);
+		if (dts[i] == STARNN_FP32)
+			hc_close32(what, dt, g, r, sizes[i]);
+		else
+			hc_close(what, dt, g, r, sizes[i]);
+		free(r), free(g);
+	}
+	TEST_ASSERT(starnn_convt2d_fwd_mp(t16[0], t32[1], t16[2], t16[3]) == STARNN_EINVAL,
+	            "convt2d_fwd_mp: 16-bit x with fp32 w");
+	TEST_ASSERT(starnn_convt2d_bwd_weight_mp(t16[0], t16[4], 0.0f, t16[1], t16[8]) == STARNN_EINVAL,
+	            "convt2d_bwd_weight_mp: 16-bit dw");
+	TEST_ASSERT(starnn_convt2d_fwd(t16[0], t16[1], t16[2], t16[3]) == STARNN_EINVAL, "convt2d_fwd: 16-bit");
+	for (int i = 0; i < 9; i++) {
+		starnn_tensor_destroy(t32[i]);
+		starnn_tensor_destroy(t16[i]);
+	}
+	free(x), free(wt), free(b), free(dy), free(dx0), free(dw0), free(db0);
+}
+
 int main(void)
 {
 	test_init();
@@ -353,5 +411,11 @@ int main(void)
 	codelets_vs_kernels((struct shape){1, 32, 16, 32, 32});
 	codelets_vs_kernels((struct shape){3, 7, 6, 12, 5});
 	bad_shapes();
+	for (int t = 0; t < 2; t++) {
+		starnn_dtype dt = t ? STARNN_BF16 : STARNN_FP16;
+		half_vs_fp32(2, 5, 3, 3, 7, dt);
+		half_vs_fp32(4, 16, 8, 8, 8, dt);
+		half_vs_fp32(1, 32, 16, 32, 32, dt);
+	}
 	return test_finish();
 }

@@ -11,6 +11,7 @@
 #include "codelets/axpy.h"
 #include "codelets/maxpool.h"
 #include "tests/testlib.h"
+#include "tests/codelets/halfcheck.h"
 
 /* The definition: the window in row-major order, the first strict maximum,
  * a NaN replacing whatever came before (PyTorch's CPU rule). Returns the
@@ -263,6 +264,45 @@ static void bad_shapes(void)
 	starnn_tensor_destroy(x1), starnn_tensor_destroy(y1), starnn_tensor_destroy(h16), starnn_tensor_destroy(dxbad);
 }
 
+/* ------------------------------------------------------ mixed precision
+ * starnn_maxpool_*_mp on fp16 / bf16 data against the fp32 codelets on the
+ * same values (tests/codelets/halfcheck.h): the forward and the backward
+ * with beta 0 are exact (the same values are picked and routed), the
+ * backward with beta 1 rounds the sum once. */
+static void half_vs_fp32(int64_t n, int64_t c, int64_t h, int64_t w, starnn_dtype dt)
+{
+	int64_t xs[4] = {n, c, h, w}, ys[4] = {n, c, h / 2, w / 2};
+	size_t nx = (size_t)(n * c * h * w), ny = (size_t)(n * c * (h / 2) * (w / 2));
+	float *x = hc_random(dt, nx, -1, 1), *dy = hc_random(dt, ny, -1, 1), *dx0 = hc_random(dt, nx, -1, 1);
+	starnn_tensor *t[2][5];
+	for (int k = 0; k < 2; k++) {
+		starnn_dtype d = k ? dt : STARNN_FP32;
+		t[k][0] = hc_tensor("x", d, 4, xs, x), t[k][1] = hc_tensor("y", d, 4, ys, NULL);
+		t[k][2] = hc_tensor("dy", d, 4, ys, dy), t[k][3] = hc_tensor("dx", d, 4, xs, dx0);
+		t[k][4] = hc_tensor("dxz", d, 4, xs, NULL);
+		TEST_OK(starnn_maxpool_fwd_mp(t[k][0], t[k][1]));
+		TEST_OK(starnn_maxpool_bwd_mp(t[k][0], t[k][2], 1.0f, t[k][3]));
+		TEST_OK(starnn_maxpool_bwd_mp(t[k][0], t[k][2], 0.0f, t[k][4]));
+	}
+	const char *names[5] = {"", "maxpool_fwd_mp", "", "maxpool_bwd_mp beta 1", "maxpool_bwd_mp beta 0"};
+	for (int i = 1; i < 5; i++) {
+		if (i == 2)
+			continue;
+		float *r = test_read(t[0][i]), *g = test_read(t[1][i]);
+		char what[96];
+		snprintf(what, sizeof what, "%s %lldx%lldx%lldx%lld", names[i], (long long)n, (long long)c, (long long)h,
+		         (long long)w);
+		hc_close(what, dt, g, r, i == 1 ? ny : nx);
+		free(r), free(g);
+	}
+	TEST_ASSERT(starnn_maxpool_fwd_mp(t[1][0], t[0][1]) == STARNN_EINVAL, "maxpool_fwd_mp: mixed dtypes");
+	TEST_ASSERT(starnn_maxpool_fwd(t[1][0], t[1][1]) == STARNN_EINVAL, "maxpool_fwd: 16-bit");
+	for (int k = 0; k < 2; k++)
+		for (int i = 0; i < 5; i++)
+			starnn_tensor_destroy(t[k][i]);
+	free(x), free(dy), free(dx0);
+}
+
 int main(void)
 {
 	test_init();
@@ -282,5 +322,10 @@ int main(void)
 	codelets_vs_kernels(8, 16, 64, 64);
 	codelets_vs_kernels(3, 32, 9, 33);
 	bad_shapes();
+	for (int t = 0; t < 2; t++) {
+		starnn_dtype dt = t ? STARNN_BF16 : STARNN_FP16;
+		half_vs_fp32(2, 3, 5, 7, dt);
+		half_vs_fp32(4, 16, 64, 64, dt);
+	}
 	return test_finish();
 }

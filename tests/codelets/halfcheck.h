@@ -1,0 +1,102 @@
+/* Helpers for the tests of the fp16 / bf16 variants of the layer ops
+ * (conv2d, convt2d, batchnorm, maxpool, concat): each 16-bit codelet runs
+ * on inputs that hold values of the 16-bit type, and its result is compared
+ * with the fp32 operation run on the same values (exactly representable in
+ * fp32), rounded to the 16-bit type.
+ *
+ * Tolerance of a 16-bit result: |got - round(ref)| <= eps * |round(ref)| +
+ * 1e-5 * max|ref|, eps = 2^-10 (fp16) or 2^-7 (bf16): one unit in the last
+ * place. The 16-bit codelets widen their inputs exactly and run the same
+ * fp32 kernels, so on CPU the result is bit for bit round(ref): that is
+ * checked too (hc_exact). On CUDA, cuDNN may pick another algorithm for
+ * another call, so an fp32 difference of a few units can move one rounding
+ * by one unit: the tolerance above. fp32 outputs of the 16-bit codelets
+ * (weight gradients, statistics) are compared with test_close. */
+#ifndef STARNN_TEST_HALFCHECK_H
+#define STARNN_TEST_HALFCHECK_H
+
+#include "runtime/half.h"
+#include "tests/testlib.h"
+
+static inline float hc_round1(starnn_dtype dt, float v)
+{
+	if (dt == STARNN_FP16)
+		return starnn_half_to_float(starnn_float_to_half(v));
+	if (dt == STARNN_BF16)
+		return starnn_bf16_to_float(starnn_float_to_bf16(v));
+	return v;
+}
+
+/* Rounds v[0..n) to values of dt, in place. */
+static inline void hc_round(starnn_dtype dt, float *v, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		v[i] = hc_round1(dt, v[i]);
+}
+
+/* Random data of dt (uniform in [lo, hi), rounded). */
+static inline float *hc_random(starnn_dtype dt, size_t n, float lo, float hi)
+{
+	float *v = test_random(n, lo, hi);
+	hc_round(dt, v, n);
+	return v;
+}
+
+/* A tensor of dtype dt holding data (NULL: zeros). */
+static inline starnn_tensor *hc_tensor(const char *name, starnn_dtype dt, int ndim, const int64_t *shape,
+                                       const float *data)
+{
+	starnn_tensor *t;
+	TEST_OK(starnn_tensor_create(&t, name, dt, ndim, shape));
+	if (data)
+		TEST_OK(starnn_tensor_write_f32(t, data));
+	return t;
+}
+
+static inline float hc_eps(starnn_dtype dt)
+{
+	return dt == STARNN_FP16 ? 0x1p-10f : dt == STARNN_BF16 ? 0x1p-7f : 1e-6f;
+}
+
+/* got: a 16-bit result read as fp32; ref: the fp32 operation's result.
+ * The tolerance above, and on CPU bitwise equality with round(ref). */
+static inline int hc_close(const char *what, starnn_dtype dt, const float *got, const float *ref, size_t n)
+{
+	float *r = malloc((n ? n : 1) * sizeof *r);
+	double amax = 0;
+	for (size_t i = 0; i < n; i++) {
+		r[i] = hc_round1(dt, ref[i]);
+		if (fabs(ref[i]) > amax)
+			amax = fabs(ref[i]);
+	}
+	char label[160];
+	snprintf(label, sizeof label, "%s (%s)", what, starnn_dtype_name(dt));
+	int ok = test_close(label, got, r, n, hc_eps(dt), (float)(1e-5 * amax));
+	if (!TEST_ON_CUDA) {
+		size_t diff = 0, first = 0;
+		for (size_t i = 0; i < n; i++)
+			if (memcmp(&got[i], &r[i], sizeof(float)) != 0 && !(got[i] == 0 && r[i] == 0) && !diff++)
+				first = i;
+		TEST_ASSERT(diff == 0, "%s: %zu of %zu elements not bitwise round(fp32 result); first [%zu]: %.9g vs %.9g",
+		            label, diff, n, first, n ? got[first] : 0.0, n ? r[first] : 0.0);
+		ok = ok && diff == 0;
+	}
+	free(r);
+	return ok;
+}
+
+/* fp32 outputs of 16-bit codelets: on CPU the same kernels on the same
+ * values (bitwise, rtol 0 would pass; 1e-6 leaves room for nothing but
+ * summation order), on CUDA another algorithm may sum in another order. */
+static inline int hc_close32(const char *what, starnn_dtype dt, const float *got, const float *ref, size_t n)
+{
+	double amax = 0;
+	for (size_t i = 0; i < n; i++)
+		if (fabs(ref[i]) > amax)
+			amax = fabs(ref[i]);
+	char label[160];
+	snprintf(label, sizeof label, "%s (%s codelet, fp32 output)", what, starnn_dtype_name(dt));
+	return test_close(label, got, ref, n, TEST_ON_CUDA ? 1e-4f : 1e-6f, (float)((TEST_ON_CUDA ? 1e-5 : 1e-7) * amax));
+}
+
+#endif

@@ -12,8 +12,12 @@ if [ "$n" -lt 10 ]; then
 	echo "FAIL: only $n policies listed by STARPU_SCHED=help"
 	exit 1
 fi
+# A run normally takes about a second. StarPU 1.3.10's policies have been
+# seen (rarely, on a loaded machine: once in modular-heteroprio-heft) to
+# spin without progress: such a run is stopped after 60 s and tried once
+# more; a second stall fails the test.
 run() {
-	STARPU_NCPU=2 STARPU_NCUDA=0 "$unet" train --size 16 --depth 1 --filters 2 --batch 4 --micro-batches 2 \
+	STARPU_NCPU=2 STARPU_NCUDA=0 timeout -k 5 60 "$unet" train --size 16 --depth 1 --filters 2 --batch 4 --micro-batches 2 \
 		--samples 16 --steps 4 --eval-every 0 --progress off --log-every 1 2>&1 | sed -n 's/^step \([0-9]*\)\/.* loss \([0-9.]*\).*/\1 \2/p'
 }
 ref=$(unset STARPU_SCHED; run)
@@ -21,6 +25,10 @@ ref=$(unset STARPU_SCHED; run)
 status=0
 for p in $policies; do
 	got=$(STARPU_SCHED=$p run)
+	if [ -z "$got" ]; then
+		echo "note $p: no losses (stalled or failed): trying once more"
+		got=$(STARPU_SCHED=$p run)
+	fi
 	if [ "$got" = "$ref" ]; then
 		echo "ok   $p"
 	else

@@ -2,23 +2,12 @@
  * micro-batches, with partitioning) gives bit-identical results under every
  * scheduling policy this StarPU ships. */
 #include <signal.h>
+#include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "codelets/axpy.h"
 #include "tests/testlib.h"
-
-/* A policy that deadlocks must fail the test, naming itself, not hang it. */
-static const char *volatile current_policy = "";
-
-static void watchdog(int sig)
-{
-	(void)sig;
-	static const char msg[] = "FAIL: timed out under policy ";
-	write(2, msg, sizeof msg - 1);
-	write(2, current_policy, strlen(current_policy));
-	write(2, "\n", 1);
-	_exit(1);
-}
 
 #define NB 8
 #define NCOLS 257
@@ -51,30 +40,84 @@ static void run_graph(float *out)
 	free(x);
 }
 
-int main(void)
+/* Runs the graph under one policy in a child process (StarPU starts and
+ * stops there), returning its result through a pipe: 0 done, 1 failed,
+ * 2 stalled. StarPU 1.3.10's modular-heteroprio-heft has been seen to
+ * deadlock inside its own components (both workers blocked on scheduler
+ * mutexes), rarely and only on a loaded machine: a stall is killed after
+ * STALL_SECONDS and the policy tried once more; a second stall fails. */
+#define STALL_SECONDS 60
+
+static int run_policy(const char *name, float *out)
 {
-	struct starpu_sched_policy **policies = starpu_sched_get_predefined_policies();
-	float ref[NB * NCOLS], got[NB * NCOLS];
-	int first = 1, npolicies = 0;
-	setvbuf(stdout, NULL, _IOLBF, 0);
-	signal(SIGALRM, watchdog);
-	for (int i = 0; policies[i]; i++) {
-		const char *name = policies[i]->policy_name;
-		current_policy = name;
-		alarm(60);
+	int fd[2];
+	if (pipe(fd) != 0)
+		return 1;
+	pid_t pid = fork();
+	if (pid < 0)
+		return 1;
+	if (pid == 0) {
+		close(fd[0]);
 		struct starnn_config cfg;
 		starnn_config_init(&cfg);
 		cfg.sched = name;
 		cfg.quiet = 1;
-		/* STARPU_SCHED in the environment would override the policy. */
-		unsetenv("STARPU_SCHED");
-		int rc = starnn_init(&cfg);
-		if (rc < 0) {
+		unsetenv("STARPU_SCHED"); /* it would override the policy */
+		if (starnn_init(&cfg) < 0) {
 			fprintf(stderr, "FAIL %s: starnn_init: %s\n", name, starnn_last_error());
+			_exit(1);
+		}
+		run_graph(out);
+		int rc = starnn_shutdown();
+		if (rc < 0 || test_failures) {
+			fprintf(stderr, "FAIL %s: %s\n", name, rc < 0 ? starnn_last_error() : "checks failed");
+			_exit(1);
+		}
+		ssize_t n = write(fd[1], out, sizeof(float) * NB * NCOLS);
+		_exit(n == (ssize_t)(sizeof(float) * NB * NCOLS) ? 0 : 1);
+	}
+	close(fd[1]);
+	int status = 0;
+	time_t start = time(NULL);
+	while (waitpid(pid, &status, WNOHANG) == 0) {
+		if (time(NULL) - start > STALL_SECONDS) {
+			kill(pid, SIGKILL);
+			waitpid(pid, &status, 0);
+			close(fd[0]);
+			return 2;
+		}
+		usleep(20000);
+	}
+	size_t want = sizeof(float) * NB * NCOLS, got = 0;
+	while (got < want) {
+		ssize_t n = read(fd[0], (char *)out + got, want - got);
+		if (n <= 0)
+			break;
+		got += (size_t)n;
+	}
+	close(fd[0]);
+	return WIFEXITED(status) && WEXITSTATUS(status) == 0 && got == want ? 0 : 1;
+}
+
+int main(void)
+{
+	struct starpu_sched_policy **policies = starpu_sched_get_predefined_policies();
+	static float ref[NB * NCOLS], got[NB * NCOLS];
+	int first = 1, npolicies = 0;
+	setvbuf(stdout, NULL, _IOLBF, 0);
+	for (int i = 0; policies[i]; i++) {
+		const char *name = policies[i]->policy_name;
+		int rc = run_policy(name, first ? ref : got);
+		if (rc == 2) {
+			printf("%-16s stalled for %d s: trying once more\n", name, STALL_SECONDS);
+			rc = run_policy(name, first ? ref : got);
+		}
+		test_checks++;
+		if (rc != 0) {
+			fprintf(stderr, "FAIL %s: %s\n", name, rc == 2 ? "stalled twice" : "failed");
 			test_failures++;
 			continue;
 		}
-		run_graph(first ? ref : got);
 		if (!first) {
 			char what[64];
 			snprintf(what, sizeof what, "graph under %s", name);
@@ -82,9 +125,6 @@ int main(void)
 		}
 		first = 0;
 		npolicies++;
-		rc = starnn_shutdown();
-		TEST_ASSERT(rc == 0, "%s: shutdown: %s", name, starnn_last_error());
-		alarm(0);
 		printf("%-16s ok\n", name);
 	}
 	TEST_ASSERT(npolicies >= 10, "only %d scheduling policies ran", npolicies);

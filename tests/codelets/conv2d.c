@@ -194,7 +194,8 @@ static void kernels_vs_naive(struct shape s, int do_backward)
 	double *ref = malloc(s.n * (xc > yc ? xc : yc) * sizeof *ref), *mag = malloc(s.n * (xc > yc ? xc : yc) * sizeof *mag);
 
 	/* forward */
-	float *ys = to_strided(test_random(s.n * yc, -1, 1), s.n, yc, ldy);
+	float *stale = test_random(s.n * yc, -1, 1), *ys = to_strided(stale, s.n, yc, ldy);
+	free(stale);
 	float *work = work_for(&g, STARNN_CONV2D_FWD);
 	starnn_conv2d_fwd_cpu(&g, xs, ldx, ws, ldw, b, ys, ldy, work);
 	free(work);

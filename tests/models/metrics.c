@@ -334,9 +334,9 @@ static void test_speed(void)
 		double ms = (t1.tv_sec - t0.tv_sec) * 1e3 + (t1.tv_nsec - t0.tv_nsec) * 1e-6;
 		best = ms < best ? ms : best;
 	}
+	/* Reported, not asserted: timings belong in benchmarks (sanitizers and
+	 * a loaded machine make any bound here flaky). */
 	printf("metrics_add of a 4 x 12 x 128 x 128 batch: %.2f ms\n", best);
-	/* loose bound: a regression to scalar double code per threshold is far slower */
-	TEST_ASSERT(best < 100, "metrics_add too slow: %.1f ms", best);
 	free(x), free(y), free(p);
 }
 

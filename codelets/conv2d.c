@@ -26,10 +26,11 @@
 struct conv_args {
 	/* footprint key: the geometry of this task's parts */
 	uint32_t n, c, o, h, w, k;
+	uint32_t backend; /* CPU kernels (enum starnn_conv2d_backend): another cost */
 	uint32_t o0;  /* forward: first output channel of this part (bias offset) */
 	float beta;   /* backward passes: dx / dw / db = beta * old + new */
 };
-#define CONV_KEY_BYTES (6 * sizeof(uint32_t))
+#define CONV_KEY_BYTES (7 * sizeof(uint32_t))
 
 static struct starnn_conv2d_geom geom_of(const struct conv_args *a)
 {
@@ -98,6 +99,13 @@ static float *workspace_get(size_t n, const char *op)
 	return ws->p;
 }
 
+/* A oneDNN kernel's status: its error becomes the task's deferred error. */
+static void dnnl_done(int rc)
+{
+	if (rc < 0)
+		starnn_defer_error(rc, "%s", starnn_last_error());
+}
+
 /* -------------------------------------------------------------- forward */
 
 static void fwd_cpu(void *buffers[], void *cl_arg)
@@ -106,6 +114,11 @@ static void fwd_cpu(void *buffers[], void *cl_arg)
 	struct starnn_conv2d_geom g = geom_of(a);
 	struct starnn_mat x = starnn_buffer(buffers, 0), w = starnn_buffer(buffers, 1), b = starnn_buffer(buffers, 2),
 	                  y = starnn_buffer(buffers, 3);
+	if (a->backend == STARNN_CONV2D_DNNL) {
+		dnnl_done(starnn_conv2d_fwd_dnnl(&g, STARNN_FP32, x.ptr, x.ld, w.ptr, w.ld, (const float *)b.ptr + a->o0,
+		                                 y.ptr, y.ld));
+		return;
+	}
 	size_t nwork = starnn_conv2d_cpu_workspace(&g, STARNN_CONV2D_FWD);
 	float *work = workspace_get(nwork, "conv2d_fwd");
 	if (nwork && !work)
@@ -149,6 +162,10 @@ static void bwd_data_cpu(void *buffers[], void *cl_arg)
 	const struct conv_args *a = cl_arg;
 	struct starnn_conv2d_geom g = geom_of(a);
 	struct starnn_mat dy = starnn_buffer(buffers, 0), w = starnn_buffer(buffers, 1), dx = starnn_buffer(buffers, 2);
+	if (a->backend == STARNN_CONV2D_DNNL) {
+		dnnl_done(starnn_conv2d_bwd_data_dnnl(&g, STARNN_FP32, dy.ptr, dy.ld, w.ptr, w.ld, a->beta, dx.ptr, dx.ld));
+		return;
+	}
 	size_t nwork = starnn_conv2d_cpu_workspace(&g, STARNN_CONV2D_BWD_DATA);
 	float *work = workspace_get(nwork, "conv2d_bwd_data");
 	if (nwork && !work)
@@ -190,6 +207,10 @@ static void bwd_weight_cpu(void *buffers[], void *cl_arg)
 	const struct conv_args *a = cl_arg;
 	struct starnn_conv2d_geom g = geom_of(a);
 	struct starnn_mat x = starnn_buffer(buffers, 0), dy = starnn_buffer(buffers, 1), dw = starnn_buffer(buffers, 2);
+	if (a->backend == STARNN_CONV2D_DNNL) {
+		dnnl_done(starnn_conv2d_bwd_weight_dnnl(&g, STARNN_FP32, x.ptr, x.ld, dy.ptr, dy.ld, a->beta, dw.ptr, dw.ld));
+		return;
+	}
 	size_t nwork = starnn_conv2d_cpu_workspace(&g, STARNN_CONV2D_BWD_WEIGHT);
 	float *work = workspace_get(nwork, "conv2d_bwd_weight");
 	if (nwork && !work)
@@ -261,10 +282,17 @@ struct starpu_codelet starnn_conv2d_bwd_bias_cl = {
 
 /* ------------------------------------------------------ mixed precision
  * fp16 / bf16 activations: x, y, dy, dx and the weight copy w in the 16-bit
- * type; b, dw, db fp32. The 16-bit buffers are widened to fp32 (exact) and
- * the fp32 kernels run on them (CPU: im2col + sgemm; CUDA: cuDNN in fp32),
- * accumulating in fp32; 16-bit outputs are rounded once at the end
- * (codelets/halfwrap.h). */
+ * type; b, dw, db fp32. On a CPU with oneDNN, bf16 runs natively (oneDNN's
+ * bf16 primitives: AVX512-BF16 / AMX, fp32 accumulation). Otherwise the
+ * 16-bit buffers are widened to fp32 (exact) and the fp32 kernels run on
+ * them (CPU: im2col + sgemm; CUDA: cuDNN in fp32), accumulating in fp32;
+ * 16-bit outputs are rounded once at the end (codelets/halfwrap.h). */
+
+/* bf16 on a CPU with oneDNN: native bf16 kernels (no widening). */
+static int dnnl_native(const struct conv_args *a, starnn_dtype dt, int cuda)
+{
+	return !cuda && dt == STARNN_BF16 && a->backend == STARNN_CONV2D_DNNL;
+}
 
 static void fwd_half(void *buffers[], void *cl_arg, starnn_dtype dt, int cuda)
 {
@@ -272,6 +300,11 @@ static void fwd_half(void *buffers[], void *cl_arg, starnn_dtype dt, int cuda)
 	struct starnn_conv2d_geom g = geom_of(a);
 	struct starnn_mat x = starnn_buffer(buffers, 0), w = starnn_buffer(buffers, 1), b = starnn_buffer(buffers, 2),
 	                  y = starnn_buffer(buffers, 3);
+	if (dnnl_native(a, dt, cuda)) {
+		dnnl_done(starnn_conv2d_fwd_dnnl(&g, dt, x.ptr, x.ld, w.ptr, w.ld, (const float *)b.ptr + a->o0, y.ptr,
+		                                 y.ld));
+		return;
+	}
 	struct starnn_hw h;
 	starnn_hw_begin(&h, "conv2d_fwd_half", cuda);
 	struct starnn_mat xw = starnn_hw_in(&h, dt, x, 1), ww = starnn_hw_in(&h, dt, w, 1), yw = starnn_hw_in(&h, dt, y, 0);
@@ -302,6 +335,10 @@ static void bwd_data_half(void *buffers[], void *cl_arg, starnn_dtype dt, int cu
 	const struct conv_args *a = cl_arg;
 	struct starnn_conv2d_geom g = geom_of(a);
 	struct starnn_mat dy = starnn_buffer(buffers, 0), w = starnn_buffer(buffers, 1), dx = starnn_buffer(buffers, 2);
+	if (dnnl_native(a, dt, cuda)) {
+		dnnl_done(starnn_conv2d_bwd_data_dnnl(&g, dt, dy.ptr, dy.ld, w.ptr, w.ld, a->beta, dx.ptr, dx.ld));
+		return;
+	}
 	struct starnn_hw h;
 	starnn_hw_begin(&h, "conv2d_bwd_data_half", cuda);
 	struct starnn_mat dyw = starnn_hw_in(&h, dt, dy, 1), ww = starnn_hw_in(&h, dt, w, 1),
@@ -332,6 +369,10 @@ static void bwd_weight_half(void *buffers[], void *cl_arg, starnn_dtype dt, int 
 	const struct conv_args *a = cl_arg;
 	struct starnn_conv2d_geom g = geom_of(a);
 	struct starnn_mat x = starnn_buffer(buffers, 0), dy = starnn_buffer(buffers, 1), dw = starnn_buffer(buffers, 2);
+	if (dnnl_native(a, dt, cuda)) {
+		dnnl_done(starnn_conv2d_bwd_weight_dnnl(&g, dt, x.ptr, x.ld, dy.ptr, dy.ld, a->beta, dw.ptr, dw.ld));
+		return;
+	}
 	struct starnn_hw h;
 	starnn_hw_begin(&h, "conv2d_bwd_weight_half", cuda);
 	struct starnn_mat xw = starnn_hw_in(&h, dt, x, 1), dyw = starnn_hw_in(&h, dt, dy, 1);
@@ -428,6 +469,7 @@ static int check_shapes_dt(const char *op, const starnn_tensor *x, const starnn_
 {
 	char dx[128], dw[128], dy[128];
 	const starnn_tensor *all[3] = {x, w, y};
+	STARNN_CHECK(starnn_conv2d_cpu_backend_check());
 	for (int i = 0; i < 3; i++) {
 		if (!all[i])
 			return starnn_error(STARNN_EINVAL, "%s: a tensor is NULL", op);
@@ -462,7 +504,7 @@ static int check_shapes_dt(const char *op, const starnn_tensor *x, const starnn_
 static struct conv_args args_of(const struct starnn_conv2d_geom *g, float beta)
 {
 	struct conv_args a = {(uint32_t)g->n, (uint32_t)g->c, (uint32_t)g->o, (uint32_t)g->h, (uint32_t)g->w,
-	                      (uint32_t)g->k, 0, beta};
+	                      (uint32_t)g->k, (uint32_t)starnn_conv2d_cpu_backend(), 0, beta};
 	return a;
 }
 

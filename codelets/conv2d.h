@@ -49,6 +49,37 @@ void starnn_conv2d_bwd_weight_cpu(const struct starnn_conv2d_geom *g, const floa
 /* db[o] = beta * db[o] + sum of dy[n, o, :, :] over n (n x o*hw, ldy). */
 void starnn_conv2d_bwd_bias_cpu(size_t n, size_t o, size_t hw, const float *dy, size_t ldy, float beta, float *db);
 
+/* oneDNN kernels (codelets/cpu/conv2d_dnnl.c, when configure found
+ * oneDNN): the same passes on oneDNN's direct convolution primitives
+ * (blocked layouts chosen by oneDNN; the NCHW / OIHW buffers are reordered
+ * into per-thread buffers around each call, the result reordered back and
+ * added to the old values when beta != 0). dt is the type of x, w and y
+ * (dy, dx): STARNN_FP32 or STARNN_BF16 (fp32 accumulation, outputs rounded
+ * once); b, dw are fp32. Single-threaded (oneDNN's OpenMP team is set to 1
+ * thread on the calling thread). They return 0 or a STARNN_E* code with the
+ * message recorded. Without oneDNN they return STARNN_EINVAL. */
+int starnn_conv2d_fwd_dnnl(const struct starnn_conv2d_geom *g, starnn_dtype dt, const void *x, size_t ldx,
+                           const void *w, size_t ldw, const float *b, void *y, size_t ldy);
+int starnn_conv2d_bwd_data_dnnl(const struct starnn_conv2d_geom *g, starnn_dtype dt, const void *dy, size_t ldy,
+                                const void *w, size_t ldw, float beta, void *dx, size_t ldx);
+int starnn_conv2d_bwd_weight_dnnl(const struct starnn_conv2d_geom *g, starnn_dtype dt, const void *x, size_t ldx,
+                                  const void *dy, size_t ldy, float beta, float *dw, size_t ldw);
+
+/* Which CPU kernels the conv2d codelets run: oneDNN where starnn was built
+ * with it (the default: 1.5-2.7x faster than im2col in fp32 on AVX-512, and
+ * the only route that computes bf16 natively), else im2col. The environment
+ * variable STARNN_CONV2D_CPU=dnnl|im2col chooses (read once);
+ * starnn_conv2d_cpu_backend_set overrides it (tests, benchmarks: set it
+ * before submitting). starnn_conv2d_cpu_backend_check returns STARNN_EINVAL
+ * with a message for a bad STARNN_CONV2D_CPU (the submit functions call
+ * it). fp16 always takes the im2col route (oneDNN 2.6 has no fp16
+ * convolution on CPUs). */
+enum starnn_conv2d_backend { STARNN_CONV2D_IM2COL = 0, STARNN_CONV2D_DNNL = 1 };
+enum starnn_conv2d_backend starnn_conv2d_cpu_backend(void);
+int starnn_conv2d_cpu_backend_set(enum starnn_conv2d_backend b);
+int starnn_conv2d_cpu_backend_check(void);
+const char *starnn_conv2d_cpu_backend_name(enum starnn_conv2d_backend b);
+
 /* CUDA implementations (codelets/cuda/conv2d.cu) on cuDNN, given the
  * worker's cuDNN handle (bound to stream). They return 0 or a STARNN_E*
  * code with the message recorded (starnn_error). Built with cuDNN only

@@ -20,6 +20,8 @@
 #include "tests/testlib.h"
 #include "tests/codelets/halfcheck.h"
 
+#define KNAME (kernels == STARNN_CONV2D_DNNL ? "oneDNN" : "im2col")
+
 struct shape {
 	size_t n, c, o, h, w, k;
 };
@@ -34,6 +36,46 @@ static float *work_for(const struct starnn_conv2d_geom *g, enum starnn_conv2d_pa
 {
 	size_t n = starnn_conv2d_cpu_workspace(g, pass);
 	return malloc((n ? n : 1) * sizeof(float));
+}
+
+/* The CPU kernels under test: im2col + sgemm, or oneDNN (both are run when
+ * starnn has oneDNN). */
+static enum starnn_conv2d_backend kernels = STARNN_CONV2D_IM2COL;
+
+static void fwd_kernel(const struct starnn_conv2d_geom *g, const float *x, size_t ldx, const float *w, size_t ldw,
+                       const float *b, float *y, size_t ldy)
+{
+	if (kernels == STARNN_CONV2D_DNNL) {
+		TEST_OK(starnn_conv2d_fwd_dnnl(g, STARNN_FP32, x, ldx, w, ldw, b, y, ldy));
+		return;
+	}
+	float *work = work_for(g, STARNN_CONV2D_FWD);
+	starnn_conv2d_fwd_cpu(g, x, ldx, w, ldw, b, y, ldy, work);
+	free(work);
+}
+
+static void bwd_data_kernel(const struct starnn_conv2d_geom *g, const float *dy, size_t ldy, const float *w,
+                            size_t ldw, float beta, float *dx, size_t ldx)
+{
+	if (kernels == STARNN_CONV2D_DNNL) {
+		TEST_OK(starnn_conv2d_bwd_data_dnnl(g, STARNN_FP32, dy, ldy, w, ldw, beta, dx, ldx));
+		return;
+	}
+	float *work = work_for(g, STARNN_CONV2D_BWD_DATA);
+	starnn_conv2d_bwd_data_cpu(g, dy, ldy, w, ldw, beta, dx, ldx, work);
+	free(work);
+}
+
+static void bwd_weight_kernel(const struct starnn_conv2d_geom *g, const float *x, size_t ldx, const float *dy,
+                              size_t ldy, float beta, float *dw, size_t ldw)
+{
+	if (kernels == STARNN_CONV2D_DNNL) {
+		TEST_OK(starnn_conv2d_bwd_weight_dnnl(g, STARNN_FP32, x, ldx, dy, ldy, beta, dw, ldw));
+		return;
+	}
+	float *work = work_for(g, STARNN_CONV2D_BWD_WEIGHT);
+	starnn_conv2d_bwd_weight_cpu(g, x, ldx, dy, ldy, beta, dw, ldw, work);
+	free(work);
 }
 
 /* ------------------------------------------------------ naive references */
@@ -196,10 +238,8 @@ static void kernels_vs_naive(struct shape s, int do_backward)
 	/* forward */
 	float *stale = test_random(s.n * yc, -1, 1), *ys = to_strided(stale, s.n, yc, ldy);
 	free(stale);
-	float *work = work_for(&g, STARNN_CONV2D_FWD);
-	starnn_conv2d_fwd_cpu(&g, xs, ldx, ws, ldw, b, ys, ldy, work);
-	free(work);
-	snprintf(what, sizeof what, "fwd N%zu C%zu O%zu %zux%zu k%zu", s.n, s.c, s.o, s.h, s.w, s.k);
+	fwd_kernel(&g, xs, ldx, ws, ldw, b, ys, ldy);
+	snprintf(what, sizeof what, "%s fwd N%zu C%zu O%zu %zux%zu k%zu", KNAME, s.n, s.c, s.o, s.h, s.w, s.k);
 	float *y = from_strided(what, ys, s.n, yc, ldy);
 	naive_fwd(&g, x, w, b, ref, mag);
 	check_cond(what, y, ref, mag, s.n * yc);
@@ -214,10 +254,8 @@ static void kernels_vs_naive(struct shape s, int do_backward)
 			if (!acc)
 				for (size_t r = 0; r < s.n; r++)
 					dxs[r * ldx] = NAN;
-			work = work_for(&g, STARNN_CONV2D_BWD_DATA);
-			starnn_conv2d_bwd_data_cpu(&g, dys, ldy, ws, ldw, beta, dxs, ldx, work);
-			free(work);
-			snprintf(what, sizeof what, "bwd_data beta %g N%zu C%zu O%zu %zux%zu k%zu", beta, s.n, s.c, s.o, s.h,
+			bwd_data_kernel(&g, dys, ldy, ws, ldw, beta, dxs, ldx);
+			snprintf(what, sizeof what, "%s bwd_data beta %g N%zu C%zu O%zu %zux%zu k%zu", KNAME, beta, s.n, s.c, s.o, s.h,
 			         s.w, s.k);
 			float *dx = from_strided(what, dxs, s.n, xc, ldx);
 			naive_bwd_data(&g, dy, w, beta, dx0, ref, mag);
@@ -230,11 +268,9 @@ static void kernels_vs_naive(struct shape s, int do_backward)
 			memcpy(db0, db, s.o * sizeof *db);
 			if (!acc)
 				dws[0] = db[0] = NAN;
-			work = work_for(&g, STARNN_CONV2D_BWD_WEIGHT);
-			starnn_conv2d_bwd_weight_cpu(&g, xs, ldx, dys, ldy, beta, dws, ldw, work);
-			free(work);
+			bwd_weight_kernel(&g, xs, ldx, dys, ldy, beta, dws, ldw);
 			starnn_conv2d_bwd_bias_cpu(s.n, s.o, HW, dys, ldy, beta, db);
-			snprintf(what, sizeof what, "bwd_weight beta %g N%zu C%zu O%zu %zux%zu k%zu", beta, s.n, s.c, s.o,
+			snprintf(what, sizeof what, "%s bwd_weight beta %g N%zu C%zu O%zu %zux%zu k%zu", KNAME, beta, s.n, s.c, s.o,
 			         s.h, s.w, s.k);
 			float *dw = from_strided(what, dws, s.o, wc, ldw);
 			double *refb = malloc(s.o * sizeof *refb), *magb = malloc(s.o * sizeof *magb);
@@ -279,12 +315,8 @@ static void finite_differences(struct shape s)
 	float *x = test_random(xn, -1, 1), *w = test_random(wn, -1, 1), *b = test_random(s.o, -1, 1);
 	float *gy = test_random(yn, -1, 1);
 	float *dx = malloc(xn * sizeof *dx), *dw = malloc(wn * sizeof *dw), *db = malloc(s.o * sizeof *db);
-	float *work = work_for(&g, STARNN_CONV2D_BWD_DATA);
-	starnn_conv2d_bwd_data_cpu(&g, gy, s.o * HW, w, s.c * s.k * s.k, 0.0f, dx, s.c * HW, work);
-	free(work);
-	work = work_for(&g, STARNN_CONV2D_BWD_WEIGHT);
-	starnn_conv2d_bwd_weight_cpu(&g, x, s.c * HW, gy, s.o * HW, 0.0f, dw, s.c * s.k * s.k, work);
-	free(work);
+	bwd_data_kernel(&g, gy, s.o * HW, w, s.c * s.k * s.k, 0.0f, dx, s.c * HW);
+	bwd_weight_kernel(&g, x, s.c * HW, gy, s.o * HW, 0.0f, dw, s.c * s.k * s.k);
 	starnn_conv2d_bwd_bias_cpu(s.n, s.o, HW, gy, s.o * HW, 0.0f, db);
 
 	struct fd_ctx f = {g, x, w, b, gy, 0};
@@ -298,8 +330,8 @@ static void finite_differences(struct shape s)
 			size_t i = t == 0 ? 0 : t == 1 ? sizes[v] - 1 : (size_t)test_uniform(0, (float)sizes[v]) % sizes[v];
 			double fd = test_fd(loss, vars[v], i, 1e-2, &f);
 			TEST_ASSERT(fabs(fd - grads[v][i]) <= 1e-4 * (1 + fabs(fd)),
-			            "finite differences N%zu C%zu O%zu %zux%zu k%zu: %s[%zu] = %.9g, central difference %.9g",
-			            s.n, s.c, s.o, s.h, s.w, s.k, names[v], i, (double)grads[v][i], fd);
+			            "%s finite differences N%zu C%zu O%zu %zux%zu k%zu: %s[%zu] = %.9g, central difference %.9g",
+			            KNAME, s.n, s.c, s.o, s.h, s.w, s.k, names[v], i, (double)grads[v][i], fd);
 		}
 	}
 	free(x), free(w), free(b), free(gy), free(dx), free(dw), free(db);
@@ -585,42 +617,54 @@ int main(void)
 	starnn_shutdown();
 	return TEST_SKIP;
 #endif
-	if (!TEST_ON_CUDA) {
-		/* N, C, O, H, W, k: odd channels, tiny to 96x96, non-square, 1x1,
-		 * batches grouped into blocks (small images), partial blocks */
-		const struct shape shapes[] = {
-			{1, 3, 5, 2, 2, 3},   {2, 5, 13, 6, 10, 3}, {3, 13, 16, 7, 5, 3},  {16, 3, 5, 4, 4, 3},
-			{2, 13, 5, 6, 10, 1}, {1, 16, 12, 9, 11, 1}, {40, 64, 8, 4, 4, 3}, {20, 8, 64, 6, 6, 3},
-			{1, 5, 13, 96, 96, 3}, {2, 3, 3, 1, 1, 3},  {1, 2, 3, 3, 17, 5},
-			/* deep levels: backward data through col2im (few pixels, O >= 64),
-			 * one sample, grouped samples, a partial group */
-			{1, 8, 64, 6, 6, 3}, {3, 8, 64, 4, 5, 3}, {130, 64, 260, 2, 2, 3},
-		};
-		for (size_t i = 0; i < sizeof shapes / sizeof *shapes; i++)
-			kernels_vs_naive(shapes[i], 1);
-		kernels_vs_naive((struct shape){1, 3, 5, 384, 384, 3}, 0); /* full-scale image, forward */
+	/* CPU: every kernel set this starnn has (oneDNN and im2col), directly
+	 * and through the codelets; CUDA: cuDNN. */
+	enum starnn_conv2d_backend sets[2] = {STARNN_CONV2D_IM2COL, STARNN_CONV2D_DNNL};
+	int nsets = TEST_ON_CUDA ? 1 : 1 + (starnn_conv2d_cpu_backend_set(STARNN_CONV2D_DNNL) == 0);
+	for (int set = 0; set < nsets; set++) {
+		kernels = sets[set];
+		if (!TEST_ON_CUDA) {
+			TEST_OK(starnn_conv2d_cpu_backend_set(kernels));
+			hc_exact = kernels == STARNN_CONV2D_IM2COL;
+			printf("CPU kernels: %s\n", starnn_conv2d_cpu_backend_name(kernels));
+		}
+		if (!TEST_ON_CUDA) {
+			/* N, C, O, H, W, k: odd channels, tiny to 96x96, non-square, 1x1,
+			 * batches grouped into blocks (small images), partial blocks */
+			const struct shape shapes[] = {
+				{1, 3, 5, 2, 2, 3},   {2, 5, 13, 6, 10, 3}, {3, 13, 16, 7, 5, 3},  {16, 3, 5, 4, 4, 3},
+				{2, 13, 5, 6, 10, 1}, {1, 16, 12, 9, 11, 1}, {40, 64, 8, 4, 4, 3}, {20, 8, 64, 6, 6, 3},
+				{1, 5, 13, 96, 96, 3}, {2, 3, 3, 1, 1, 3},  {1, 2, 3, 3, 17, 5},
+				/* deep levels: backward data through col2im (few pixels, O >= 64),
+				 * one sample, grouped samples, a partial group */
+				{1, 8, 64, 6, 6, 3}, {3, 8, 64, 4, 5, 3}, {130, 64, 260, 2, 2, 3},
+			};
+			for (size_t i = 0; i < sizeof shapes / sizeof *shapes; i++)
+				kernels_vs_naive(shapes[i], 1);
+			kernels_vs_naive((struct shape){1, 3, 5, 384, 384, 3}, 0); /* full-scale image, forward */
 
-		const struct shape fd_shapes[] = {{2, 3, 5, 6, 10, 3}, {1, 5, 3, 2, 2, 3}, {3, 4, 2, 5, 3, 1}, {1, 3, 64, 2, 3, 3}};
-		for (size_t i = 0; i < sizeof fd_shapes / sizeof *fd_shapes; i++)
-			finite_differences(fd_shapes[i]);
-	}
-	/* single tasks, and problems large enough for the submit function to
-	 * split: batch 1 (channel splits), batch 4 (batch splits) */
-	const struct shape cl_shapes[] = {
-		{3, 13, 16, 6, 10, 1}, {16, 5, 13, 8, 8, 3}, {1, 32, 40, 96, 96, 3}, {4, 32, 32, 64, 64, 3},
-		{1, 48, 13, 64, 64, 3},
-	};
-	for (size_t i = 0; i < sizeof cl_shapes / sizeof *cl_shapes; i++)
-		codelets_vs_kernels(cl_shapes[i]);
-	caller_split((struct shape){4, 5, 13, 6, 10, 3}, 3);
-	caller_split((struct shape){2, 48, 64, 64, 64, 3}, 16);
-	bad_shapes();
-	const starnn_dtype halves[2] = {STARNN_FP16, STARNN_BF16};
-	for (int t = 0; t < 2; t++) {
-		half_vs_fp32((struct shape){2, 5, 7, 6, 10, 3}, halves[t], 0);
-		half_vs_fp32((struct shape){3, 13, 16, 6, 10, 1}, halves[t], 1);
-		half_vs_fp32((struct shape){4, 16, 16, 32, 32, 3}, halves[t], 1); /* batch split */
-		half_vs_fp32((struct shape){1, 32, 40, 48, 48, 3}, halves[t], 0); /* channel splits */
+			const struct shape fd_shapes[] = {{2, 3, 5, 6, 10, 3}, {1, 5, 3, 2, 2, 3}, {3, 4, 2, 5, 3, 1}, {1, 3, 64, 2, 3, 3}};
+			for (size_t i = 0; i < sizeof fd_shapes / sizeof *fd_shapes; i++)
+				finite_differences(fd_shapes[i]);
+		}
+		/* single tasks, and problems large enough for the submit function to
+		 * split: batch 1 (channel splits), batch 4 (batch splits) */
+		const struct shape cl_shapes[] = {
+			{3, 13, 16, 6, 10, 1}, {16, 5, 13, 8, 8, 3}, {1, 32, 40, 96, 96, 3}, {4, 32, 32, 64, 64, 3},
+			{1, 48, 13, 64, 64, 3},
+		};
+		for (size_t i = 0; i < sizeof cl_shapes / sizeof *cl_shapes; i++)
+			codelets_vs_kernels(cl_shapes[i]);
+		caller_split((struct shape){4, 5, 13, 6, 10, 3}, 3);
+		caller_split((struct shape){2, 48, 64, 64, 64, 3}, 16);
+		bad_shapes();
+		const starnn_dtype halves[2] = {STARNN_FP16, STARNN_BF16};
+		for (int t = 0; t < 2; t++) {
+			half_vs_fp32((struct shape){2, 5, 7, 6, 10, 3}, halves[t], 0);
+			half_vs_fp32((struct shape){3, 13, 16, 6, 10, 1}, halves[t], 1);
+			half_vs_fp32((struct shape){4, 16, 16, 32, 32, 3}, halves[t], 1); /* batch split */
+			half_vs_fp32((struct shape){1, 32, 40, 48, 48, 3}, halves[t], 0); /* channel splits */
+		}
 	}
 	return test_finish();
 }

@@ -1,0 +1,505 @@
+/* CPU kernels of conv2d on oneDNN convolution primitives (fp32, and bf16
+ * with fp32 accumulation: AVX512-BF16 / AMX on processors that have them).
+ *
+ * starnn's tensors are NCHW (weights OIHW), possibly channel slices of a
+ * larger tensor (rows ldx apart). oneDNN's fast direct convolutions work on
+ * blocked layouts (nChw16c, OIhw16i16o ...), which the primitive chooses
+ * (format "any"); each call reorders its inputs into per-thread buffers of
+ * those layouts, runs the primitive and reorders the result back, adding it
+ * to the old values when beta = 1 (a reorder with a sum post-op: one
+ * rounding for 16-bit outputs, the sum done in fp32). Where the primitive
+ * takes a plain layout (the 13-channel input of a UNet) no reorder is made.
+ *
+ * Everything runs on the calling thread: oneDNN's OpenMP team is set to one
+ * thread (starnn's parallelism comes from several tasks, one per core).
+ * Primitives are created once per shape and cached per thread (creation
+ * costs up to milliseconds: code generation); the cache and the buffers are
+ * freed when the thread exits.
+ *
+ * Kernels know nothing of StarPU: errors are returned as STARNN_E* codes
+ * with the message recorded (runtime/error.h). */
+#include <config.h>
+
+#include <pthread.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "codelets/conv2d.h"
+#include "runtime/error.h"
+
+/* The backend choice (both builds). */
+static int backend_forced = -1; /* starnn_conv2d_cpu_backend_set, else -1 */
+static int backend_env = -1;    /* from STARNN_CONV2D_CPU; -2: an unknown value */
+static pthread_once_t backend_once = PTHREAD_ONCE_INIT;
+
+static void backend_read_env(void)
+{
+	const char *e = getenv("STARNN_CONV2D_CPU");
+	if (!e || !*e)
+		backend_env = -1;
+	else if (!strcmp(e, "dnnl") || !strcmp(e, "onednn"))
+		backend_env = STARNN_CONV2D_DNNL;
+	else if (!strcmp(e, "im2col"))
+		backend_env = STARNN_CONV2D_IM2COL;
+	else
+		backend_env = -2;
+}
+
+int starnn_conv2d_cpu_backend_check(void)
+{
+	pthread_once(&backend_once, backend_read_env);
+	if (backend_forced < 0 && backend_env == -2)
+		return starnn_error(STARNN_EINVAL, "STARNN_CONV2D_CPU is '%s': expected dnnl or im2col",
+		                    getenv("STARNN_CONV2D_CPU"));
+#ifndef STARNN_HAVE_DNNL
+	if (backend_forced < 0 && backend_env == STARNN_CONV2D_DNNL)
+		return starnn_error(STARNN_EINVAL,
+		                    "STARNN_CONV2D_CPU=dnnl: this starnn was built without oneDNN (Debian: apt-get install "
+		                    "libdnnl-dev, then configure again)");
+#endif
+	return 0;
+}
+
+enum starnn_conv2d_backend starnn_conv2d_cpu_backend(void)
+{
+	pthread_once(&backend_once, backend_read_env);
+#ifdef STARNN_HAVE_DNNL
+	if (backend_forced >= 0)
+		return (enum starnn_conv2d_backend)backend_forced;
+	return backend_env == STARNN_CONV2D_IM2COL ? STARNN_CONV2D_IM2COL : STARNN_CONV2D_DNNL;
+#else
+	return STARNN_CONV2D_IM2COL;
+#endif
+}
+
+int starnn_conv2d_cpu_backend_set(enum starnn_conv2d_backend b)
+{
+	if (b != STARNN_CONV2D_IM2COL && b != STARNN_CONV2D_DNNL)
+		return starnn_error(STARNN_EINVAL, "conv2d: unknown CPU backend %d", (int)b);
+#ifndef STARNN_HAVE_DNNL
+	if (b == STARNN_CONV2D_DNNL)
+		return starnn_error(STARNN_EINVAL, "conv2d: this starnn was built without oneDNN");
+#endif
+	backend_forced = (int)b;
+	return 0;
+}
+
+const char *starnn_conv2d_cpu_backend_name(enum starnn_conv2d_backend b)
+{
+	return b == STARNN_CONV2D_DNNL ? "oneDNN convolution primitives" : "im2col + OpenBLAS sgemm";
+}
+
+#ifdef STARNN_HAVE_DNNL
+#include <dnnl.h>
+#include <dnnl_debug.h>
+
+/* Debian's oneDNN runs on OpenMP (the setting is per calling thread). */
+extern void omp_set_num_threads(int n);
+
+/* One cached convolution: the primitive, the reorders around it and the
+ * memory objects (their data pointers are set at each call). */
+struct dnnl_conv {
+	/* key */
+	int pass, dt, bias, accumulate;
+	size_t n, c, o, h, w, k, lda, ldb, ldout;
+	/* primitives: a and b are the inputs, out the output; re_* are NULL
+	 * when the user's layout is the primitive's */
+	dnnl_primitive_t conv, re_a, re_b, re_out;
+	dnnl_memory_t ua, ub, uout, ia, ib, iout, bias_mem;
+	size_t bytes_a, bytes_b, bytes_out; /* internal buffers (0: none) */
+	int arg_a, arg_b, arg_out;
+};
+
+#define CACHE_SLOTS 48
+struct dnnl_thread {
+	dnnl_stream_t stream;
+	struct dnnl_conv *slot[CACHE_SLOTS];
+	int next; /* round-robin replacement */
+	void *buf[3];
+	size_t bufn[3];
+};
+
+static dnnl_engine_t engine;
+static dnnl_status_t engine_status = dnnl_success;
+static pthread_once_t engine_once = PTHREAD_ONCE_INIT;
+static pthread_key_t thread_key;
+static int thread_key_ok;
+
+static void conv_destroy(struct dnnl_conv *e)
+{
+	if (!e)
+		return;
+	dnnl_primitive_t p[] = {e->conv, e->re_a, e->re_b, e->re_out};
+	for (size_t i = 0; i < sizeof p / sizeof *p; i++)
+		if (p[i])
+			dnnl_primitive_destroy(p[i]);
+	dnnl_memory_t m[] = {e->ua, e->ub, e->uout, e->ia, e->ib, e->iout, e->bias_mem};
+	for (size_t i = 0; i < sizeof m / sizeof *m; i++)
+		if (m[i])
+			dnnl_memory_destroy(m[i]);
+	free(e);
+}
+
+static void thread_free(void *arg)
+{
+	struct dnnl_thread *t = arg;
+	for (int i = 0; i < CACHE_SLOTS; i++)
+		conv_destroy(t->slot[i]);
+	for (int i = 0; i < 3; i++)
+		free(t->buf[i]);
+	if (t->stream)
+		dnnl_stream_destroy(t->stream);
+	free(t);
+}
+
+static void engine_init(void)
+{
+	engine_status = dnnl_engine_create(&engine, dnnl_cpu, 0);
+	thread_key_ok = pthread_key_create(&thread_key, thread_free) == 0;
+}
+
+static struct dnnl_thread *thread_state(void)
+{
+	pthread_once(&engine_once, engine_init);
+	if (engine_status != dnnl_success) {
+		starnn_error(STARNN_EINVAL, "conv2d (oneDNN): cannot create the CPU engine: %s",
+		             dnnl_status2str(engine_status));
+		return NULL;
+	}
+	if (!thread_key_ok) {
+		starnn_error(STARNN_ENOMEM, "conv2d (oneDNN): cannot create the thread key");
+		return NULL;
+	}
+	struct dnnl_thread *t = pthread_getspecific(thread_key);
+	if (t)
+		return t;
+	t = calloc(1, sizeof *t);
+	if (!t) {
+		starnn_error(STARNN_ENOMEM, "conv2d (oneDNN): out of memory");
+		return NULL;
+	}
+	dnnl_status_t s = dnnl_stream_create(&t->stream, engine, dnnl_stream_default_flags);
+	if (s != dnnl_success || pthread_setspecific(thread_key, t) != 0) {
+		if (t->stream)
+			dnnl_stream_destroy(t->stream);
+		free(t);
+		starnn_error(STARNN_ENOMEM, "conv2d (oneDNN): cannot create a stream: %s", dnnl_status2str(s));
+		return NULL;
+	}
+	omp_set_num_threads(1);
+	return t;
+}
+
+static void *thread_buf(struct dnnl_thread *t, int i, size_t bytes)
+{
+	if (t->bufn[i] < bytes) {
+		free(t->buf[i]);
+		t->bufn[i] = 0;
+		if (posix_memalign(&t->buf[i], 64, bytes) != 0) {
+			t->buf[i] = NULL;
+			return NULL;
+		}
+		t->bufn[i] = bytes;
+	}
+	return t->buf[i];
+}
+
+#define DNNL_TRY(call, what)                                                                               \
+	do {                                                                                               \
+		dnnl_status_t s_ = (call);                                                                 \
+		if (s_ != dnnl_success) {                                                                  \
+			rc = starnn_error(STARNN_EINVAL, "conv2d (oneDNN): %s failed: %s (%s)", what,     \
+			                  dnnl_status2str(s_), shape);                                     \
+			goto fail;                                                                         \
+		}                                                                                          \
+	} while (0)
+
+static dnnl_data_type_t dnnl_dt(starnn_dtype dt)
+{
+	return dt == STARNN_BF16 ? dnnl_bf16 : dnnl_f32;
+}
+
+/* NCHW activation [n, c, h, w] with samples ld elements apart. */
+static dnnl_status_t act_md(dnnl_memory_desc_t *md, size_t n, size_t c, size_t h, size_t w, size_t ld,
+                            dnnl_data_type_t dt)
+{
+	dnnl_dims_t dims = {(dnnl_dim_t)n, (dnnl_dim_t)c, (dnnl_dim_t)h, (dnnl_dim_t)w};
+	dnnl_dims_t strides = {(dnnl_dim_t)ld, (dnnl_dim_t)(h * w), (dnnl_dim_t)w, 1};
+	return dnnl_memory_desc_init_by_strides(md, 4, dims, dt, strides);
+}
+
+/* OIHW weights [o, c, k, k] with rows (output channels) ld elements apart. */
+static dnnl_status_t wei_md(dnnl_memory_desc_t *md, size_t o, size_t c, size_t k, size_t ld, dnnl_data_type_t dt)
+{
+	dnnl_dims_t dims = {(dnnl_dim_t)o, (dnnl_dim_t)c, (dnnl_dim_t)k, (dnnl_dim_t)k};
+	dnnl_dims_t strides = {(dnnl_dim_t)ld, (dnnl_dim_t)(k * k), (dnnl_dim_t)k, 1};
+	return dnnl_memory_desc_init_by_strides(md, 4, dims, dt, strides);
+}
+
+/* A reorder from -> to (NULL when the layouts are equal), with dst +=
+ * (a sum post-op) when accumulate; *ui / *ii the user and internal memory
+ * objects (handles set later). */
+static dnnl_status_t make_reorder(const dnnl_memory_desc_t *from, const dnnl_memory_desc_t *to, int accumulate,
+                                  dnnl_primitive_t *re)
+{
+	*re = NULL;
+	if (!accumulate && dnnl_memory_desc_equal(from, to))
+		return dnnl_success;
+	dnnl_primitive_attr_t attr = NULL;
+	dnnl_post_ops_t po = NULL;
+	dnnl_primitive_desc_t pd = NULL;
+	dnnl_status_t s = dnnl_success;
+	if (accumulate) {
+		if ((s = dnnl_primitive_attr_create(&attr)) != dnnl_success || (s = dnnl_post_ops_create(&po)) != dnnl_success ||
+		    (s = dnnl_post_ops_append_sum(po, 1.0f)) != dnnl_success ||
+		    (s = dnnl_primitive_attr_set_post_ops(attr, po)) != dnnl_success)
+			goto out;
+	}
+	if ((s = dnnl_reorder_primitive_desc_create(&pd, from, engine, to, engine, attr)) != dnnl_success)
+		goto out;
+	s = dnnl_primitive_create(re, pd);
+out:
+	if (pd)
+		dnnl_primitive_desc_destroy(pd);
+	if (po)
+		dnnl_post_ops_destroy(po);
+	if (attr)
+		dnnl_primitive_attr_destroy(attr);
+	return s;
+}
+
+static size_t md_bytes(const dnnl_memory_desc_t *md)
+{
+	return dnnl_memory_desc_get_size(md);
+}
+
+/* Builds the cached convolution for a pass. User layouts: a, b inputs and
+ * out (ld: their row strides), per pass:
+ *   fwd:        a = x [n,c,h,w], b = w [o,c,k,k], out = y [n,o,h,w]
+ *   bwd_data:   a = dy,           b = w,           out = dx
+ *   bwd_weight: a = x,            b = dy,          out = dw (fp32) */
+static int conv_create(struct dnnl_conv *e, const char *shape)
+{
+	int rc = 0;
+	const size_t n = e->n, c = e->c, o = e->o, h = e->h, w = e->w, k = e->k;
+	const dnnl_data_type_t dt = (dnnl_data_type_t)e->dt;
+	/* internal (primitive) output type: the 16-bit result of a backward
+	 * data pass is summed in fp32 when accumulating */
+	const dnnl_data_type_t dt_dx = e->accumulate ? dnnl_f32 : dt;
+	dnnl_memory_desc_t ux, uw, uy, ax, aw, ay, adx, adw, ub;
+	dnnl_dims_t xd = {(dnnl_dim_t)n, (dnnl_dim_t)c, (dnnl_dim_t)h, (dnnl_dim_t)w};
+	dnnl_dims_t wd = {(dnnl_dim_t)o, (dnnl_dim_t)c, (dnnl_dim_t)k, (dnnl_dim_t)k};
+	dnnl_dims_t yd = {(dnnl_dim_t)n, (dnnl_dim_t)o, (dnnl_dim_t)h, (dnnl_dim_t)w};
+	dnnl_dims_t bd = {(dnnl_dim_t)o};
+	dnnl_dims_t stride = {1, 1}, pad = {(dnnl_dim_t)(k / 2), (dnnl_dim_t)(k / 2)};
+	dnnl_primitive_desc_t fpd = NULL, pd = NULL;
+	DNNL_TRY(dnnl_memory_desc_init_by_tag(&ax, 4, xd, dt, dnnl_format_tag_any), "src descriptor");
+	DNNL_TRY(dnnl_memory_desc_init_by_tag(&aw, 4, wd, dt, dnnl_format_tag_any), "weights descriptor");
+	DNNL_TRY(dnnl_memory_desc_init_by_tag(&ay, 4, yd, dt, dnnl_format_tag_any), "dst descriptor");
+	DNNL_TRY(dnnl_memory_desc_init_by_tag(&adx, 4, xd, dt_dx, dnnl_format_tag_any), "diff src descriptor");
+	DNNL_TRY(dnnl_memory_desc_init_by_tag(&adw, 4, wd, dnnl_f32, dnnl_format_tag_any), "diff weights descriptor");
+	DNNL_TRY(dnnl_memory_desc_init_by_tag(&ub, 1, bd, dnnl_f32, dnnl_x), "bias descriptor");
+	/* the forward primitive (also the hint of the backward ones) */
+	dnnl_convolution_desc_t cd;
+	DNNL_TRY(dnnl_convolution_forward_desc_init(&cd, dnnl_forward_training, dnnl_convolution_direct, &ax, &aw,
+	                                            e->bias ? &ub : NULL, &ay, stride, pad, pad),
+	         "forward descriptor");
+	DNNL_TRY(dnnl_primitive_desc_create(&fpd, &cd, NULL, engine, NULL), "forward primitive descriptor");
+	dnnl_query_t qa, qb, qout;
+	const dnnl_memory_desc_t *ua = NULL, *ubm = NULL, *uo = NULL;
+	if (e->pass == STARNN_CONV2D_FWD) {
+		DNNL_TRY(act_md(&ux, n, c, h, w, e->lda, dt), "x layout");
+		DNNL_TRY(wei_md(&uw, o, c, k, e->ldb, dt), "w layout");
+		DNNL_TRY(act_md(&uy, n, o, h, w, e->ldout, dt), "y layout");
+		pd = fpd, fpd = NULL;
+		qa = dnnl_query_src_md, qb = dnnl_query_weights_md, qout = dnnl_query_dst_md;
+		e->arg_a = DNNL_ARG_SRC, e->arg_b = DNNL_ARG_WEIGHTS, e->arg_out = DNNL_ARG_DST;
+		ua = &ux, ubm = &uw, uo = &uy;
+	} else if (e->pass == STARNN_CONV2D_BWD_DATA) {
+		DNNL_TRY(act_md(&uy, n, o, h, w, e->lda, dt), "dy layout");
+		DNNL_TRY(wei_md(&uw, o, c, k, e->ldb, dt), "w layout");
+		DNNL_TRY(act_md(&ux, n, c, h, w, e->ldout, dt), "dx layout");
+		dnnl_convolution_desc_t bd_;
+		DNNL_TRY(dnnl_convolution_backward_data_desc_init(&bd_, dnnl_convolution_direct, &adx, &aw, &ay, stride,
+		                                                  pad, pad),
+		         "backward data descriptor");
+		DNNL_TRY(dnnl_primitive_desc_create(&pd, &bd_, NULL, engine, fpd), "backward data primitive descriptor");
+		qa = dnnl_query_diff_dst_md, qb = dnnl_query_weights_md, qout = dnnl_query_diff_src_md;
+		e->arg_a = DNNL_ARG_DIFF_DST, e->arg_b = DNNL_ARG_WEIGHTS, e->arg_out = DNNL_ARG_DIFF_SRC;
+		ua = &uy, ubm = &uw, uo = &ux;
+	} else {
+		DNNL_TRY(act_md(&ux, n, c, h, w, e->lda, dt), "x layout");
+		DNNL_TRY(act_md(&uy, n, o, h, w, e->ldb, dt), "dy layout");
+		DNNL_TRY(wei_md(&uw, o, c, k, e->ldout, dnnl_f32), "dw layout");
+		dnnl_convolution_desc_t wd_;
+		DNNL_TRY(dnnl_convolution_backward_weights_desc_init(&wd_, dnnl_convolution_direct, &ax, &adw, NULL, &ay,
+		                                                     stride, pad, pad),
+		         "backward weights descriptor");
+		DNNL_TRY(dnnl_primitive_desc_create(&pd, &wd_, NULL, engine, fpd),
+		         "backward weights primitive descriptor");
+		qa = dnnl_query_src_md, qb = dnnl_query_diff_dst_md, qout = dnnl_query_diff_weights_md;
+		e->arg_a = DNNL_ARG_SRC, e->arg_b = DNNL_ARG_DIFF_DST, e->arg_out = DNNL_ARG_DIFF_WEIGHTS;
+		ua = &ux, ubm = &uy, uo = &uw;
+	}
+	const dnnl_memory_desc_t *ia = dnnl_primitive_desc_query_md(pd, qa, 0),
+	                         *ib = dnnl_primitive_desc_query_md(pd, qb, 0),
+	                         *io = dnnl_primitive_desc_query_md(pd, qout, 0);
+	if (!ia || !ib || !io) {
+		rc = starnn_error(STARNN_EINVAL, "conv2d (oneDNN): the primitive has no memory descriptors (%s)", shape);
+		goto fail;
+	}
+	DNNL_TRY(dnnl_primitive_create(&e->conv, pd), "convolution primitive");
+	DNNL_TRY(make_reorder(ua, ia, 0, &e->re_a), "input reorder");
+	DNNL_TRY(make_reorder(ubm, ib, 0, &e->re_b), "input reorder");
+	DNNL_TRY(make_reorder(io, uo, e->accumulate, &e->re_out), "output reorder");
+	e->bytes_a = e->re_a ? md_bytes(ia) : 0;
+	e->bytes_b = e->re_b ? md_bytes(ib) : 0;
+	e->bytes_out = e->re_out ? md_bytes(io) : 0;
+	DNNL_TRY(dnnl_memory_create(&e->ua, ua, engine, DNNL_MEMORY_NONE), "memory");
+	DNNL_TRY(dnnl_memory_create(&e->ub, ubm, engine, DNNL_MEMORY_NONE), "memory");
+	DNNL_TRY(dnnl_memory_create(&e->uout, uo, engine, DNNL_MEMORY_NONE), "memory");
+	if (e->re_a)
+		DNNL_TRY(dnnl_memory_create(&e->ia, ia, engine, DNNL_MEMORY_NONE), "memory");
+	if (e->re_b)
+		DNNL_TRY(dnnl_memory_create(&e->ib, ib, engine, DNNL_MEMORY_NONE), "memory");
+	if (e->re_out)
+		DNNL_TRY(dnnl_memory_create(&e->iout, io, engine, DNNL_MEMORY_NONE), "memory");
+	if (e->bias)
+		DNNL_TRY(dnnl_memory_create(&e->bias_mem, &ub, engine, DNNL_MEMORY_NONE), "memory");
+fail:
+	if (pd)
+		dnnl_primitive_desc_destroy(pd);
+	if (fpd)
+		dnnl_primitive_desc_destroy(fpd);
+	return rc;
+}
+
+static int key_equal(const struct dnnl_conv *a, const struct dnnl_conv *b)
+{
+	return a->pass == b->pass && a->dt == b->dt && a->bias == b->bias && a->accumulate == b->accumulate &&
+	       a->n == b->n && a->c == b->c && a->o == b->o && a->h == b->h && a->w == b->w && a->k == b->k &&
+	       a->lda == b->lda && a->ldb == b->ldb && a->ldout == b->ldout;
+}
+
+static int conv_run(int pass, starnn_dtype sdt, const struct starnn_conv2d_geom *g, const void *a, size_t lda,
+                    const void *b, size_t ldb, const float *bias, float beta, void *out, size_t ldout)
+{
+	char shape[160];
+	snprintf(shape, sizeof shape, "%s %s n %zu c %zu o %zu %zux%zu k %zu",
+	         pass == STARNN_CONV2D_FWD ? "forward" : pass == STARNN_CONV2D_BWD_DATA ? "backward data" : "backward weights",
+	         starnn_dtype_name(sdt), g->n, g->c, g->o, g->h, g->w, g->k);
+	if (sdt != STARNN_FP32 && sdt != STARNN_BF16)
+		return starnn_error(STARNN_EINVAL, "conv2d (oneDNN): %s: only fp32 and bf16 are supported", shape);
+	if (g->n == 0 || g->c == 0 || g->o == 0 || g->h == 0 || g->w == 0)
+		return 0;
+	struct dnnl_thread *t = thread_state();
+	if (!t)
+		return STARNN_ENOMEM;
+	struct dnnl_conv key = {.pass = pass, .dt = (int)dnnl_dt(sdt), .bias = bias != NULL,
+	                        .accumulate = beta != 0.0f, .n = g->n, .c = g->c, .o = g->o, .h = g->h,
+	                        .w = g->w, .k = g->k, .lda = lda, .ldb = ldb, .ldout = ldout};
+	struct dnnl_conv *e = NULL;
+	for (int i = 0; i < CACHE_SLOTS && !e; i++)
+		if (t->slot[i] && key_equal(t->slot[i], &key))
+			e = t->slot[i];
+	int rc = 0;
+	if (!e) {
+		e = malloc(sizeof *e);
+		if (!e)
+			return starnn_error(STARNN_ENOMEM, "conv2d (oneDNN): out of memory");
+		*e = key;
+		rc = conv_create(e, shape);
+		if (rc < 0) {
+			conv_destroy(e);
+			return rc;
+		}
+		conv_destroy(t->slot[t->next]);
+		t->slot[t->next] = e;
+		t->next = (t->next + 1) % CACHE_SLOTS;
+	}
+	void *ba = e->bytes_a ? thread_buf(t, 0, e->bytes_a) : NULL, *bb = e->bytes_b ? thread_buf(t, 1, e->bytes_b) : NULL,
+	     *bo = e->bytes_out ? thread_buf(t, 2, e->bytes_out) : NULL;
+	if ((e->bytes_a && !ba) || (e->bytes_b && !bb) || (e->bytes_out && !bo))
+		return starnn_error(STARNN_ENOMEM, "conv2d (oneDNN): cannot allocate %zu + %zu + %zu bytes of buffers (%s)",
+		                    e->bytes_a, e->bytes_b, e->bytes_out, shape);
+	DNNL_TRY(dnnl_memory_set_data_handle(e->ua, (void *)a), "set handle");
+	DNNL_TRY(dnnl_memory_set_data_handle(e->ub, (void *)b), "set handle");
+	DNNL_TRY(dnnl_memory_set_data_handle(e->uout, out), "set handle");
+	if (e->ia)
+		DNNL_TRY(dnnl_memory_set_data_handle(e->ia, ba), "set handle");
+	if (e->ib)
+		DNNL_TRY(dnnl_memory_set_data_handle(e->ib, bb), "set handle");
+	if (e->iout)
+		DNNL_TRY(dnnl_memory_set_data_handle(e->iout, bo), "set handle");
+	if (e->bias_mem)
+		DNNL_TRY(dnnl_memory_set_data_handle(e->bias_mem, (void *)bias), "set handle");
+	if (e->re_a) {
+		dnnl_exec_arg_t args[] = {{DNNL_ARG_FROM, e->ua}, {DNNL_ARG_TO, e->ia}};
+		DNNL_TRY(dnnl_primitive_execute(e->re_a, t->stream, 2, args), "input reorder");
+	}
+	if (e->re_b) {
+		dnnl_exec_arg_t args[] = {{DNNL_ARG_FROM, e->ub}, {DNNL_ARG_TO, e->ib}};
+		DNNL_TRY(dnnl_primitive_execute(e->re_b, t->stream, 2, args), "input reorder");
+	}
+	dnnl_exec_arg_t args[4] = {{e->arg_a, e->ia ? e->ia : e->ua},
+	                           {e->arg_b, e->ib ? e->ib : e->ub},
+	                           {e->arg_out, e->iout ? e->iout : e->uout},
+	                           {DNNL_ARG_BIAS, e->bias_mem}};
+	DNNL_TRY(dnnl_primitive_execute(e->conv, t->stream, e->bias_mem ? 4 : 3, args), "convolution");
+	if (e->re_out) {
+		dnnl_exec_arg_t ra[] = {{DNNL_ARG_FROM, e->iout}, {DNNL_ARG_TO, e->uout}};
+		DNNL_TRY(dnnl_primitive_execute(e->re_out, t->stream, 2, ra), "output reorder");
+	}
+	DNNL_TRY(dnnl_stream_wait(t->stream), "stream wait");
+	return 0;
+fail:
+	return rc;
+}
+
+int starnn_conv2d_fwd_dnnl(const struct starnn_conv2d_geom *g, starnn_dtype dt, const void *x, size_t ldx,
+                           const void *w, size_t ldw, const float *b, void *y, size_t ldy)
+{
+	return conv_run(STARNN_CONV2D_FWD, dt, g, x, ldx, w, ldw, b, 0.0f, y, ldy);
+}
+
+int starnn_conv2d_bwd_data_dnnl(const struct starnn_conv2d_geom *g, starnn_dtype dt, const void *dy, size_t ldy,
+                                const void *w, size_t ldw, float beta, void *dx, size_t ldx)
+{
+	return conv_run(STARNN_CONV2D_BWD_DATA, dt, g, dy, ldy, w, ldw, NULL, beta, dx, ldx);
+}
+
+int starnn_conv2d_bwd_weight_dnnl(const struct starnn_conv2d_geom *g, starnn_dtype dt, const void *x, size_t ldx,
+                                  const void *dy, size_t ldy, float beta, float *dw, size_t ldw)
+{
+	return conv_run(STARNN_CONV2D_BWD_WEIGHT, dt, g, x, ldx, dy, ldy, NULL, beta, dw, ldw);
+}
+
+#else /* no oneDNN */
+
+static int no_dnnl(void)
+{
+	return starnn_error(STARNN_EINVAL, "conv2d: this starnn was built without oneDNN");
+}
+
+int starnn_conv2d_fwd_dnnl(const struct starnn_conv2d_geom *g, starnn_dtype dt, const void *x, size_t ldx,
+                           const void *w, size_t ldw, const float *b, void *y, size_t ldy)
+{
+	(void)g, (void)dt, (void)x, (void)ldx, (void)w, (void)ldw, (void)b, (void)y, (void)ldy;
+	return no_dnnl();
+}
+
+int starnn_conv2d_bwd_data_dnnl(const struct starnn_conv2d_geom *g, starnn_dtype dt, const void *dy, size_t ldy,
+                                const void *w, size_t ldw, float beta, void *dx, size_t ldx)
+{
+	(void)g, (void)dt, (void)dy, (void)ldy, (void)w, (void)ldw, (void)beta, (void)dx, (void)ldx;
+	return no_dnnl();
+}
+
+int starnn_conv2d_bwd_weight_dnnl(const struct starnn_conv2d_geom *g, starnn_dtype dt, const void *x, size_t ldx,
+                                  const void *dy, size_t ldy, float beta, float *dw, size_t ldw)
+{
+	(void)g, (void)dt, (void)x, (void)ldx, (void)dy, (void)ldy, (void)beta, (void)dw, (void)ldw;
+	return no_dnnl();
+}
+#endif

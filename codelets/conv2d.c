@@ -508,11 +508,14 @@ static struct conv_args args_of(const struct starnn_conv2d_geom *g, float beta)
 	return a;
 }
 
-/* How many tasks: one per worker when each gets enough work. */
-static int task_count(const struct starnn_conv2d_geom *g, enum starnn_conv2d_pass pass)
+/* How many tasks: one per worker when each gets enough work, at most
+ * max_parts (0: no limit). */
+static int task_count(const struct starnn_conv2d_geom *g, enum starnn_conv2d_pass pass, int max_parts)
 {
 	double parts = starnn_conv2d_flops(g, pass) / MIN_TASK_FLOPS;
 	int nw = (int)starpu_worker_get_count();
+	if (max_parts > 0 && nw > max_parts)
+		nw = max_parts;
 	if (parts < 1)
 		return 1;
 	return parts < nw ? (int)parts : nw;
@@ -541,7 +544,7 @@ static int conv2d_fwd_dt(starnn_tensor *x, starnn_tensor *w, starnn_tensor *b, s
 	if (!b || b->dtype != STARNN_FP32 || b->ndim != 1 || b->shape[0] != (int64_t)g.o)
 		return starnn_error(STARNN_EINVAL, "conv2d_fwd: bias must be fp32 [%zu], got %s", g.o,
 		                    b ? starnn_tensor_describe(b, db, sizeof db) : "NULL");
-	int parts = task_count(&g, STARNN_CONV2D_FWD);
+	int parts = task_count(&g, STARNN_CONV2D_FWD, 0);
 	struct conv_args a = args_of(&g, 0.0f);
 	if (parts == 1) {
 		struct starnn_task_desc d = {.cl = fwd_cls[dt], .args = &a, .args_size = sizeof a,
@@ -582,12 +585,13 @@ static int conv2d_fwd_dt(starnn_tensor *x, starnn_tensor *w, starnn_tensor *b, s
 	return 0;
 }
 
-static int conv2d_bwd_data_dt(starnn_tensor *dy, starnn_tensor *w, float beta, starnn_tensor *dx, starnn_dtype dt)
+static int conv2d_bwd_data_dt(starnn_tensor *dy, starnn_tensor *w, float beta, starnn_tensor *dx, starnn_dtype dt,
+                              int max_parts)
 {
 	struct starnn_conv2d_geom g;
 	const starnn_dtype dts[3] = {dt, dt, dt};
 	STARNN_CHECK(check_shapes_dt("conv2d_bwd_data", dx, w, dy, &g, dts));
-	int parts = task_count(&g, STARNN_CONV2D_BWD_DATA);
+	int parts = task_count(&g, STARNN_CONV2D_BWD_DATA, max_parts);
 	struct conv_args a = args_of(&g, beta);
 	if (parts == 1) {
 		struct starnn_task_desc d = {.cl = bwd_data_cls[dt], .args = &a, .args_size = sizeof a,
@@ -629,7 +633,7 @@ static int conv2d_bwd_data_dt(starnn_tensor *dy, starnn_tensor *w, float beta, s
 }
 
 static int conv2d_bwd_weight_dt(starnn_tensor *x, starnn_tensor *dy, float beta, starnn_tensor *dw, starnn_tensor *db,
-                                starnn_dtype dt)
+                                starnn_dtype dt, int max_parts)
 {
 	struct starnn_conv2d_geom g;
 	const starnn_dtype dts[3] = {dt, STARNN_FP32, dt};
@@ -641,7 +645,7 @@ static int conv2d_bwd_weight_dt(starnn_tensor *x, starnn_tensor *dy, float beta,
 	struct conv_args a = args_of(&g, beta);
 	/* Input channels: dw[:, c-block] needs x[:, c-block] and all of dy;
 	 * the parts of dw are disjoint, so no reduction is needed. */
-	int parts = task_count(&g, STARNN_CONV2D_BWD_WEIGHT);
+	int parts = task_count(&g, STARNN_CONV2D_BWD_WEIGHT, max_parts);
 	if ((size_t)parts > g.c)
 		parts = (int)g.c;
 	if (parts == 1) {
@@ -679,12 +683,12 @@ int starnn_conv2d_fwd(starnn_tensor *x, starnn_tensor *w, starnn_tensor *b, star
 
 int starnn_conv2d_bwd_data(starnn_tensor *dy, starnn_tensor *w, float beta, starnn_tensor *dx)
 {
-	return conv2d_bwd_data_dt(dy, w, beta, dx, STARNN_FP32);
+	return conv2d_bwd_data_dt(dy, w, beta, dx, STARNN_FP32, 0);
 }
 
 int starnn_conv2d_bwd_weight(starnn_tensor *x, starnn_tensor *dy, float beta, starnn_tensor *dw, starnn_tensor *db)
 {
-	return conv2d_bwd_weight_dt(x, dy, beta, dw, db, STARNN_FP32);
+	return conv2d_bwd_weight_dt(x, dy, beta, dw, db, STARNN_FP32, 0);
 }
 
 /* The 16-bit dtype of an activation, or fp32 (then the fp32 checks apply). */
@@ -700,11 +704,36 @@ int starnn_conv2d_fwd_mp(starnn_tensor *x, starnn_tensor *w, starnn_tensor *b, s
 
 int starnn_conv2d_bwd_data_mp(starnn_tensor *dy, starnn_tensor *w, float beta, starnn_tensor *dx)
 {
-	return conv2d_bwd_data_dt(dy, w, beta, dx, act_dtype(dy));
+	return conv2d_bwd_data_dt(dy, w, beta, dx, act_dtype(dy), 0);
 }
 
 int starnn_conv2d_bwd_weight_mp(starnn_tensor *x, starnn_tensor *dy, float beta, starnn_tensor *dw,
                                 starnn_tensor *db)
 {
-	return conv2d_bwd_weight_dt(x, dy, beta, dw, db, act_dtype(x));
+	return conv2d_bwd_weight_dt(x, dy, beta, dw, db, act_dtype(x), 0);
+}
+
+/* Both backward passes: they are independent (one reads w, the other x),
+ * so together they are as many tasks as workers without splitting each as
+ * far: at batch 1 the two passes run side by side instead of each being cut
+ * into channel parts (parts that each reorder the whole dy for oneDNN). */
+static int conv2d_bwd_dt(starnn_tensor *x, starnn_tensor *dy, starnn_tensor *w, float beta_x, starnn_tensor *dx,
+                         float beta_w, starnn_tensor *dw, starnn_tensor *db, starnn_dtype dt)
+{
+	int nw = (int)starpu_worker_get_count(), half = dx && !getenv("STARNN_CONV2D_SPLIT_BOTH") ? (nw + 1) / 2 : 0;
+	if (dx)
+		STARNN_CHECK(conv2d_bwd_data_dt(dy, w, beta_x, dx, dt, half));
+	return conv2d_bwd_weight_dt(x, dy, beta_w, dw, db, dt, half);
+}
+
+int starnn_conv2d_bwd(starnn_tensor *x, starnn_tensor *dy, starnn_tensor *w, float beta_x, starnn_tensor *dx,
+                      float beta_w, starnn_tensor *dw, starnn_tensor *db)
+{
+	return conv2d_bwd_dt(x, dy, w, beta_x, dx, beta_w, dw, db, STARNN_FP32);
+}
+
+int starnn_conv2d_bwd_mp(starnn_tensor *x, starnn_tensor *dy, starnn_tensor *w, float beta_x, starnn_tensor *dx,
+                         float beta_w, starnn_tensor *dw, starnn_tensor *db)
+{
+	return conv2d_bwd_dt(x, dy, w, beta_x, dx, beta_w, dw, db, act_dtype(x));
 }

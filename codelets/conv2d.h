@@ -118,6 +118,17 @@ int starnn_conv2d_bwd_data_mp(starnn_tensor *dy, starnn_tensor *w, float beta, s
 int starnn_conv2d_bwd_weight_mp(starnn_tensor *x, starnn_tensor *dy, float beta, starnn_tensor *dw,
                                 starnn_tensor *db);
 
+/* Both backward passes of one convolution (dx may be NULL: no input
+ * gradient), as starnn_conv2d_bwd_data + starnn_conv2d_bwd_weight, but the
+ * two independent passes share the workers: each is split into at most
+ * half as many tasks as there are workers (at batch 1 on 2 cores: one task
+ * each, side by side, rather than two channel parts each). _mp: fp16 / bf16
+ * activations as above. */
+int starnn_conv2d_bwd(starnn_tensor *x, starnn_tensor *dy, starnn_tensor *w, float beta_x, starnn_tensor *dx,
+                      float beta_w, starnn_tensor *dw, starnn_tensor *db);
+int starnn_conv2d_bwd_mp(starnn_tensor *x, starnn_tensor *dy, starnn_tensor *w, float beta_x, starnn_tensor *dx,
+                         float beta_w, starnn_tensor *dw, starnn_tensor *db);
+
 /* The cost of one pass in floating-point operations (2 per multiply-add),
  * for benchmarks and task sizing. */
 double starnn_conv2d_flops(const struct starnn_conv2d_geom *g, enum starnn_conv2d_pass pass);

@@ -728,11 +728,9 @@ static int forward(unet *m, int training)
  * on the critical path. */
 static int conv_bwd(unet *m, struct conv *c, struct act *in, struct act *dout, struct act *din)
 {
-	for (int p = 0; p < m->cfg.micro; p++) {
-		if (din)
-			STARNN_CHECK(starnn_conv2d_bwd_data_mp(dout->p[p], c->w.wc, 0.0f, din->p[p]));
-		STARNN_CHECK(starnn_conv2d_bwd_weight_mp(in->p[p], dout->p[p], 0.0f, c->w.g[p], c->b.g[p]));
-	}
+	for (int p = 0; p < m->cfg.micro; p++)
+		STARNN_CHECK(starnn_conv2d_bwd_mp(in->p[p], dout->p[p], c->w.wc, 0.0f, din ? din->p[p] : NULL, 0.0f,
+		                                  c->w.g[p], c->b.g[p]));
 	return 0;
 }
 

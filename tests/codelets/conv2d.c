@@ -373,8 +373,11 @@ static void codelets_vs_kernels(struct shape s)
 	starnn_tensor *tdy = tensor4("dy", s.n, s.o, s.h, s.w, dy), *tdx = tensor4("dx", s.n, s.c, s.h, s.w, dx0);
 	starnn_tensor *tdw = tensor4("dw", s.o, s.c, s.k, s.k, dw0), *tdb = tensor1("db", s.o, db0);
 
-	for (int acc = 0; acc < 2; acc++) {
-		float beta = acc ? 1.0f : 0.0f;
+	/* separate passes (beta 0, 1), then starnn_conv2d_bwd (both passes
+	 * sharing the workers; with beta 0 without the input gradient: dx stays) */
+	for (int acc = 0; acc < 4; acc++) {
+		float beta = acc & 1 ? 1.0f : 0.0f;
+		int combined = acc >= 2, no_dx = acc == 2;
 		float *ry = malloc(yn * sizeof *ry), *rdx = malloc(xn * sizeof *rdx), *rdw = malloc(wn * sizeof *rdw);
 		float *rdb = malloc(s.o * sizeof *rdb);
 		/* references: direct CPU kernel calls */
@@ -385,7 +388,8 @@ static void codelets_vs_kernels(struct shape s)
 		TEST_OK(starnn_tensor_read_f32(tdw, rdw));
 		TEST_OK(starnn_tensor_read_f32(tdb, rdb));
 		work = work_for(&g, STARNN_CONV2D_BWD_DATA);
-		starnn_conv2d_bwd_data_cpu(&g, dy, s.o * HW, w, wc, beta, rdx, s.c * HW, work);
+		if (!no_dx)
+			starnn_conv2d_bwd_data_cpu(&g, dy, s.o * HW, w, wc, beta, rdx, s.c * HW, work);
 		free(work);
 		work = work_for(&g, STARNN_CONV2D_BWD_WEIGHT);
 		starnn_conv2d_bwd_weight_cpu(&g, x, s.c * HW, dy, s.o * HW, beta, rdw, wc, work);
@@ -393,10 +397,15 @@ static void codelets_vs_kernels(struct shape s)
 		starnn_conv2d_bwd_bias_cpu(s.n, s.o, HW, dy, s.o * HW, beta, rdb);
 
 		TEST_OK(starnn_conv2d_fwd(tx, tw, tb, ty));
-		TEST_OK(starnn_conv2d_bwd_data(tdy, tw, beta, tdx));
-		TEST_OK(starnn_conv2d_bwd_weight(tx, tdy, beta, tdw, tdb));
+		if (combined) {
+			TEST_OK(starnn_conv2d_bwd(tx, tdy, tw, beta, no_dx ? NULL : tdx, beta, tdw, tdb));
+		} else {
+			TEST_OK(starnn_conv2d_bwd_data(tdy, tw, beta, tdx));
+			TEST_OK(starnn_conv2d_bwd_weight(tx, tdy, beta, tdw, tdb));
+		}
 		float *gy = test_read(ty), *gdx = test_read(tdx), *gdw = test_read(tdw), *gdb = test_read(tdb);
-		snprintf(what, sizeof what, "N%zu C%zu O%zu %zux%zu k%zu beta %g", s.n, s.c, s.o, s.h, s.w, s.k, beta);
+		snprintf(what, sizeof what, "N%zu C%zu O%zu %zux%zu k%zu beta %g%s", s.n, s.c, s.o, s.h, s.w, s.k, beta,
+		         no_dx ? " (conv2d_bwd, no dx)" : combined ? " (conv2d_bwd)" : "");
 		char w2[200];
 		snprintf(w2, sizeof w2, "codelet fwd %s", what);
 		compare(w2, gy, ry, yn);

@@ -318,15 +318,58 @@ static int check_shapes_dt(const char *op, const starnn_tensor *x, const starnn_
 	return 0;
 }
 
+/* Task splitting: one task is single-threaded, so a large call is cut into
+ * one task per worker (each at least MIN_TASK_FLOPS): along the batch when
+ * it has a sample per task, else along channels (forward: output channels
+ * of y, w and b; backward data: input channels of dx and w). The weight
+ * gradient is split along output channels only (dy, dw and db; parts over
+ * the batch would have to be summed). All parts are disjoint. */
+#define MIN_TASK_FLOPS 2.5e7
+
+static int task_count(const starnn_tensor *x, int64_t o)
+{
+	double flops = 8.0 * (double)x->shape[0] * (double)x->shape[1] * (double)o * (double)x->shape[2] *
+	               (double)x->shape[3];
+	int nw = (int)starpu_worker_get_count();
+	double parts = flops / MIN_TASK_FLOPS;
+	return parts < 1 ? 1 : parts < nw ? (int)parts : nw;
+}
+
+/* Even sizes of at most nparts parts of extent; returns the part count. */
+static int even_sizes(int64_t extent, int nparts, int64_t *sizes)
+{
+	if (nparts > extent)
+		nparts = (int)extent;
+	for (int i = 0; i < nparts; i++)
+		sizes[i] = extent / nparts + (i < extent % nparts);
+	return nparts;
+}
+
 static int convt2d_fwd_dt(starnn_tensor *x, starnn_tensor *w, starnn_tensor *b, starnn_tensor *y, starnn_dtype dt)
 {
 	if (!x || !w || !b || !y)
 		return starnn_error(STARNN_EINVAL, "convt2d_fwd: x, w, b and y are required");
 	STARNN_CHECK(check_shapes_dt("convt2d_fwd", x, w, b, y, dt, dt));
 	struct convt2d_args a = {x->shape[2], x->shape[3], 0.0f};
-	struct starnn_task_desc d = {
-		.cl = fwd_cls[dt], .args = &a, .args_size = sizeof a, .tensors = {x, w, b, y}};
-	return starnn_submit(&d);
+	int parts = task_count(x, w->shape[1]);
+	int64_t sizes[parts];
+	starnn_tensor **xp = NULL, **yp = NULL, **wp = NULL, **bp = NULL;
+	if (parts > 1 && x->shape[0] >= parts) {
+		parts = even_sizes(x->shape[0], parts, sizes);
+		STARNN_CHECK(starnn_tensor_split(x, 0, parts, sizes, &xp));
+		STARNN_CHECK(starnn_tensor_split(y, 0, parts, sizes, &yp));
+	} else if (parts > 1 && (parts = even_sizes(w->shape[1], parts, sizes)) > 1) {
+		STARNN_CHECK(starnn_tensor_split(y, 1, parts, sizes, &yp));
+		STARNN_CHECK(starnn_tensor_split(w, 1, parts, sizes, &wp));
+		STARNN_CHECK(starnn_tensor_split(b, 0, parts, sizes, &bp));
+	} else
+		parts = 1;
+	for (int i = 0; i < parts; i++) {
+		struct starnn_task_desc d = {.cl = fwd_cls[dt], .args = &a, .args_size = sizeof a,
+		                             .tensors = {xp ? xp[i] : x, wp ? wp[i] : w, bp ? bp[i] : b, yp ? yp[i] : y}};
+		STARNN_CHECK(starnn_submit(&d));
+	}
+	return 0;
 }
 
 static int convt2d_bwd_data_dt(starnn_tensor *w, starnn_tensor *dy, float beta, starnn_tensor *dx, starnn_dtype dt)
@@ -335,11 +378,25 @@ static int convt2d_bwd_data_dt(starnn_tensor *w, starnn_tensor *dy, float beta, 
 		return starnn_error(STARNN_EINVAL, "convt2d_bwd_data: w, dy and dx are required");
 	STARNN_CHECK(check_shapes_dt("convt2d_bwd_data", dx, w, NULL, dy, dt, dt));
 	struct convt2d_args a = {dx->shape[2], dx->shape[3], beta};
-	struct starnn_task_desc d = {.cl = bwd_data_cls[beta != 0.0f][dt],
-	                             .args = &a,
-	                             .args_size = sizeof a,
-	                             .tensors = {w, dy, dx}};
-	return starnn_submit(&d);
+	struct starpu_codelet *cl = bwd_data_cls[beta != 0.0f][dt];
+	int parts = task_count(dx, w->shape[1]);
+	int64_t sizes[parts];
+	starnn_tensor **dyp = NULL, **dxp = NULL, **wp = NULL;
+	if (parts > 1 && dx->shape[0] >= parts) {
+		parts = even_sizes(dx->shape[0], parts, sizes);
+		STARNN_CHECK(starnn_tensor_split(dy, 0, parts, sizes, &dyp));
+		STARNN_CHECK(starnn_tensor_split(dx, 0, parts, sizes, &dxp));
+	} else if (parts > 1 && (parts = even_sizes(dx->shape[1], parts, sizes)) > 1) {
+		STARNN_CHECK(starnn_tensor_split(dx, 1, parts, sizes, &dxp));
+		STARNN_CHECK(starnn_tensor_split(w, 0, parts, sizes, &wp));
+	} else
+		parts = 1;
+	for (int i = 0; i < parts; i++) {
+		struct starnn_task_desc d = {.cl = cl, .args = &a, .args_size = sizeof a,
+		                             .tensors = {wp ? wp[i] : w, dyp ? dyp[i] : dy, dxp ? dxp[i] : dx}};
+		STARNN_CHECK(starnn_submit(&d));
+	}
+	return 0;
 }
 
 static int convt2d_bwd_weight_dt(starnn_tensor *x, starnn_tensor *dy, float beta, starnn_tensor *dw, starnn_tensor *db,
@@ -349,12 +406,22 @@ static int convt2d_bwd_weight_dt(starnn_tensor *x, starnn_tensor *dy, float beta
 		return starnn_error(STARNN_EINVAL, "convt2d_bwd_weight: x, dy, dw and db are required");
 	STARNN_CHECK(check_shapes_dt("convt2d_bwd_weight", x, dw, db, dy, dt, STARNN_FP32));
 	struct convt2d_args a = {x->shape[2], x->shape[3], beta};
-	struct starnn_task_desc d = {
-		.cl = bwd_weight_cls[beta != 0.0f][dt],
-		.args = &a,
-		.args_size = sizeof a,
-		.tensors = {x, dy, dw, db}};
-	return starnn_submit(&d);
+	struct starpu_codelet *cl = bwd_weight_cls[beta != 0.0f][dt];
+	int parts = task_count(x, dw->shape[1]);
+	int64_t sizes[parts];
+	starnn_tensor **dyp = NULL, **dwp = NULL, **dbp = NULL;
+	if (parts > 1 && (parts = even_sizes(dw->shape[1], parts, sizes)) > 1) {
+		STARNN_CHECK(starnn_tensor_split(dy, 1, parts, sizes, &dyp));
+		STARNN_CHECK(starnn_tensor_split(dw, 1, parts, sizes, &dwp));
+		STARNN_CHECK(starnn_tensor_split(db, 0, parts, sizes, &dbp));
+	} else
+		parts = 1;
+	for (int i = 0; i < parts; i++) {
+		struct starnn_task_desc d = {.cl = cl, .args = &a, .args_size = sizeof a,
+		                             .tensors = {x, dyp ? dyp[i] : dy, dwp ? dwp[i] : dw, dbp ? dbp[i] : db}};
+		STARNN_CHECK(starnn_submit(&d));
+	}
+	return 0;
 }
 
 int starnn_convt2d_fwd(starnn_tensor *x, starnn_tensor *w, starnn_tensor *b, starnn_tensor *y)

@@ -304,8 +304,14 @@ int starnn_tensor_split(starnn_tensor *t, int axis, int nparts, const int64_t *s
 {
 	if (axis != 0 && axis != 1)
 		return starnn_error(STARNN_EINVAL, "tensor '%s': split axis %d (0 = batch, 1 = channels)", t->name, axis);
-	if (t->ndim < 2)
-		return starnn_error(STARNN_EINVAL, "tensor '%s': a 1-D tensor cannot be split", t->name);
+	/* The direction in the matrix view: a 1-D tensor is one row, so its
+	 * axis 0 is split like channels with one element each. */
+	int maxis = axis;
+	if (t->ndim == 1) {
+		if (axis != 0)
+			return starnn_error(STARNN_EINVAL, "tensor '%s': a 1-D tensor splits along axis 0 only", t->name);
+		maxis = 1;
+	}
 	if (nparts < 1 || nparts > t->shape[axis])
 		return starnn_error(STARNN_EINVAL, "tensor '%s': cannot split %lld along axis %d into %d parts",
 		                    t->name, (long long)t->shape[axis], axis, nparts);
@@ -315,7 +321,7 @@ int starnn_tensor_split(starnn_tensor *t, int axis, int nparts, const int64_t *s
 	/* Reuse an identical plan. */
 	for (int p = 0; p < t->nplans; p++) {
 		struct starnn_plan *plan = t->plans[p];
-		if (plan->axis == axis && plan->nparts == nparts &&
+		if (plan->axis == maxis && plan->nparts == nparts &&
 		    memcmp(plan->bounds, bounds, sizeof bounds) == 0) {
 			if (parts_out)
 				*parts_out = plan->parts;
@@ -330,7 +336,7 @@ int starnn_tensor_split(starnn_tensor *t, int axis, int nparts, const int64_t *s
 	struct starnn_plan *plan = calloc(1, sizeof *plan);
 	if (!plan)
 		return starnn_error(STARNN_ENOMEM, "tensor '%s': out of memory", t->name);
-	plan->axis = axis;
+	plan->axis = maxis;
 	plan->nparts = nparts;
 	plan->inner = starnn_tensor_inner(t);
 	plan->bounds = malloc(sizeof bounds);
@@ -367,8 +373,8 @@ int starnn_tensor_split(starnn_tensor *t, int axis, int nparts, const int64_t *s
 		part->ndim = t->ndim;
 		memcpy(part->shape, t->shape, sizeof part->shape);
 		part->shape[axis] = bounds[i + 1] - bounds[i];
-		part->rows = axis == 0 ? bounds[i + 1] - bounds[i] : t->rows;
-		part->cols = axis == 0 ? t->cols : (bounds[i + 1] - bounds[i]) * plan->inner;
+		part->rows = maxis == 0 ? bounds[i + 1] - bounds[i] : t->rows;
+		part->cols = maxis == 0 ? t->cols : (bounds[i + 1] - bounds[i]) * plan->inner;
 		part->ld = t->ld;
 		part->handle = children[i];
 		part->parent = t;

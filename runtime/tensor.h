@@ -118,7 +118,8 @@ struct starnn_plan {
 };
 
 /* Plans a partition of t into nparts along axis 0 (batch: rows) or axis 1
- * (channels: columns, by whole channels). sizes gives the extent of each
+ * (channels: columns, by whole channels); a 1-D tensor (a per-channel
+ * vector) splits along its axis 0. sizes gives the extent of each
  * part along the axis, or NULL for a split as even as possible. The parts
  * (named "<name>[i]"; t->parts for the first plan of t) are used like any
  * tensor; starnn_submit partitions and gathers the data as the tasks need,

@@ -410,12 +410,17 @@ int main(void)
 	codelets_vs_kernels((struct shape){8, 8, 4, 16, 16});
 	codelets_vs_kernels((struct shape){1, 32, 16, 32, 32});
 	codelets_vs_kernels((struct shape){3, 7, 6, 12, 5});
+	/* large enough for the submit functions to split: channels at batch 1,
+	 * the batch (uneven parts) at batch 3 */
+	codelets_vs_kernels((struct shape){1, 128, 64, 48, 48});
+	codelets_vs_kernels((struct shape){3, 64, 64, 32, 32});
 	bad_shapes();
 	for (int t = 0; t < 2; t++) {
 		starnn_dtype dt = t ? STARNN_BF16 : STARNN_FP16;
 		half_vs_fp32(2, 5, 3, 3, 7, dt);
 		half_vs_fp32(4, 16, 8, 8, 8, dt);
 		half_vs_fp32(1, 32, 16, 32, 32, dt);
+		half_vs_fp32(1, 128, 64, 48, 48, dt); /* channel splits */
 	}
 	return test_finish();
 }

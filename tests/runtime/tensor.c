@@ -17,7 +17,27 @@ static void creation_and_errors(void)
 
 	TEST_OK(starnn_tensor_new(&t, "v", STARNN_BF16, 1, (int64_t)7));
 	TEST_ASSERT(t->rows == 1 && t->cols == 7, "1-D tensor is one row");
-	TEST_ASSERT(starnn_tensor_split(t, 0, 1, NULL, NULL) == STARNN_EINVAL, "1-D split refused");
+	TEST_ASSERT(starnn_tensor_split(t, 1, 1, NULL, NULL) == STARNN_EINVAL, "1-D split along axis 1 refused");
+	starnn_tensor_destroy(t);
+
+	/* a 1-D tensor (per-channel vector) splits along axis 0 into runs of
+	 * its one row: parts [3], [2], [2]; tasks on the parts, then the whole */
+	float v[7] = {1, 2, 3, 4, 5, 6, 7};
+	int64_t vs[1] = {7}, sizes[3] = {3, 2, 2};
+	t = test_tensor("v", 1, vs, v);
+	starnn_tensor **p;
+	TEST_OK(starnn_tensor_split(t, 0, 3, sizes, &p));
+	TEST_ASSERT(p[1]->ndim == 1 && p[1]->shape[0] == 2 && p[1]->rows == 1 && p[1]->cols == 2 && p[1]->ld == 7,
+	            "1-D part: shape %lld rows %zu cols %zu ld %zu", (long long)p[1]->shape[0], p[1]->rows, p[1]->cols,
+	            p[1]->ld);
+	for (int i = 0; i < 3; i++)
+		TEST_OK(starnn_scale((float)(i + 2), p[i]));
+	TEST_OK(starnn_scale(-1.0f, t));
+	float *got = test_read(t);
+	const float want[7] = {-2, -4, -6, -12, -15, -24, -28};
+	for (int i = 0; i < 7; i++)
+		TEST_ASSERT(got[i] == want[i], "1-D parts: v[%d] = %g, expected %g", i, (double)got[i], (double)want[i]);
+	free(got);
 	starnn_tensor_destroy(t);
 
 	int64_t bad[2] = {3, 0};

@@ -254,6 +254,9 @@ int main(int argc, char **argv)
 	int workers = starnn_ncpu_workers();
 	printf("# bench-ops: UNet convolutions at %zux%zu, f = %zu, batch %zu; %s\n", size, size, f, batch,
 	       starnn_runtime_summary());
+	check(starnn_conv2d_cpu_backend_check(), "STARNN_CONV2D_CPU");
+	printf("# CPU convolution kernels: %s (STARNN_CONV2D_CPU=dnnl|im2col chooses)\n",
+	       starnn_conv2d_cpu_backend_name(starnn_conv2d_cpu_backend()));
 	printf("# GFLOP/s = 2*N*O*C*k*k*H*W / best wall time of max(%d, 0.2 s worth) run(s); sgemm: the pass's GEMM"
 	       " as %d task(s)\n", reps, workers);
 #ifdef HAVE_OPENBLAS_SET_NUM_THREADS

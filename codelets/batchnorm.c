@@ -666,6 +666,21 @@ int starnn_batchnorm_init(starnn_batchnorm *bn, const char *name, int64_t channe
 		snprintf(n, sizeof n, "%s.work", name);
 		rc = starnn_batchnorm_work_create(&bn->work, n, channels, max_parts);
 	}
+	/* channel blocks: one per worker, at least one channel each */
+	int nb = (int)starpu_worker_get_count();
+	if (nb > channels)
+		nb = (int)channels;
+	if (rc == 0 && nb > 1) {
+		bn->bwork = calloc((size_t)nb, sizeof *bn->bwork);
+		if (!bn->bwork)
+			rc = starnn_error(STARNN_ENOMEM, "batchnorm %s: out of memory", name);
+		for (int b = 0; rc == 0 && b < nb; b++) {
+			snprintf(n, sizeof n, "%s.work%d", name, b);
+			rc = starnn_batchnorm_work_create(&bn->bwork[b], n, channels / nb + (b < channels % nb), max_parts);
+			if (rc == 0)
+				bn->nblocks = b + 1;
+		}
+	}
 	if (rc < 0)
 		starnn_batchnorm_destroy(bn);
 	return rc;
@@ -682,6 +697,9 @@ void starnn_batchnorm_destroy(starnn_batchnorm *bn)
 	starnn_tensor_destroy(bn->mean);
 	starnn_tensor_destroy(bn->invstd);
 	starnn_tensor_destroy(bn->work);
+	for (int b = 0; b < bn->nblocks; b++)
+		starnn_tensor_destroy(bn->bwork[b]);
+	free(bn->bwork);
 	memset(bn, 0, sizeof *bn);
 }
 
@@ -714,17 +732,114 @@ static int check_parts(const char *op, const starnn_batchnorm *bn, int nparts, s
 	return 0;
 }
 
-/* Slot p of the workspace: the workspace itself when it has one row, else
- * a row of its split into single rows. */
-static int work_slot(starnn_batchnorm *bn, int p, starnn_tensor **slot)
+/* Elements of one part below which it is not cut into channel blocks (a
+ * task of ~100 us at memory speed; StarPU's per-task cost is ~10 us). */
+#define BN_MIN_BLOCK_ELEMS ((size_t)1 << 17)
+
+/* How many channel blocks a call uses: bn->nblocks when there are fewer
+ * parts than workers and each block stays large enough, else 1. */
+static int call_blocks(const starnn_batchnorm *bn, int nparts, starnn_tensor *const *x)
 {
-	if (bn->work->rows == 1) {
-		*slot = bn->work;
+	if (bn->nblocks < 2 || nparts >= (int)starpu_worker_get_count())
+		return 1;
+	return x[0]->rows * x[0]->cols / (size_t)bn->nblocks >= BN_MIN_BLOCK_ELEMS ? bn->nblocks : 1;
+}
+
+/* The tensors of one channel block b of a call (nb blocks; nb = 1: the
+ * whole tensors): data parts along axis 1, per-channel vectors along their
+ * channel axis. */
+struct bn_block {
+	starnn_tensor **x, **y, **dy, **dx; /* [nparts] each */
+	starnn_tensor *gamma, *beta, *running_mean, *running_var, *mean, *invstd, *dgamma, *dbeta, *work;
+};
+
+/* k[0..nb) with their part arrays in one allocation (free(k[0].x)). */
+static int blocks_alloc(struct bn_block *k, int nb, int nparts)
+{
+	starnn_tensor **pool = calloc((size_t)nb * (size_t)nparts * 4, sizeof *pool);
+	if (!pool)
+		return starnn_error(STARNN_ENOMEM, "batchnorm: out of memory");
+	for (int b = 0; b < nb; b++) {
+		k[b].x = pool + (size_t)(4 * b) * (size_t)nparts;
+		k[b].y = k[b].x + nparts;
+		k[b].dy = k[b].y + nparts;
+		k[b].dx = k[b].dy + nparts;
+	}
+	return 0;
+}
+
+static int block_of(starnn_tensor *t, int nb, const int64_t *sizes, int b, int axis, starnn_tensor **out)
+{
+	if (!t || nb == 1) {
+		*out = t;
+		return 0;
+	}
+	starnn_tensor **parts;
+	STARNN_CHECK(starnn_tensor_split(t, axis, nb, sizes, &parts));
+	*out = parts[b];
+	return 0;
+}
+
+static int bn_block(starnn_batchnorm *bn, int nb, int b, int nparts, starnn_tensor *const *x, starnn_tensor *const *y,
+                    starnn_tensor *const *dy, starnn_tensor *const *dx, starnn_tensor *dgamma, starnn_tensor *dbeta,
+                    struct bn_block *k)
+{
+	int64_t sizes[nb];
+	for (int i = 0; i < nb; i++)
+		sizes[i] = bn->channels / nb + (i < bn->channels % nb);
+	for (int p = 0; p < nparts; p++) {
+		STARNN_CHECK(block_of(x[p], nb, sizes, b, 1, &k->x[p]));
+		STARNN_CHECK(block_of(y ? y[p] : NULL, nb, sizes, b, 1, &k->y[p]));
+		STARNN_CHECK(block_of(dy ? dy[p] : NULL, nb, sizes, b, 1, &k->dy[p]));
+		STARNN_CHECK(block_of(dx ? dx[p] : NULL, nb, sizes, b, 1, &k->dx[p]));
+	}
+	starnn_tensor *const vin[8] = {bn->gamma, bn->beta, bn->running_mean, bn->running_var,
+	                               bn->mean, bn->invstd, dgamma, dbeta};
+	starnn_tensor **vout[8] = {&k->gamma, &k->beta, &k->running_mean, &k->running_var,
+	                           &k->mean, &k->invstd, &k->dgamma, &k->dbeta};
+	for (int i = 0; i < 8; i++) /* [C] along axis 0, [1, C] along axis 1 */
+		STARNN_CHECK(block_of(vin[i], nb, sizes, b, vin[i] && vin[i]->ndim > 1, vout[i]));
+	k->work = nb == 1 ? bn->work : bn->bwork[b];
+	return 0;
+}
+
+/* Slot p of a workspace: the workspace itself when it has one row, else a
+ * row of its split into single rows. */
+static int slot_of(starnn_tensor *work, int p, starnn_tensor **slot)
+{
+	if (work->rows == 1) {
+		*slot = work;
 		return 0;
 	}
 	starnn_tensor **rows;
-	STARNN_CHECK(starnn_tensor_split(bn->work, 0, (int)bn->work->rows, NULL, &rows));
+	STARNN_CHECK(starnn_tensor_split(work, 0, (int)work->rows, NULL, &rows));
 	*slot = rows[p];
+	return 0;
+}
+
+static int fwd_blocks(starnn_batchnorm *bn, int training, int nparts, int nb, struct bn_block *k, double count,
+                      starnn_dtype dt)
+{
+	if (!training) {
+		for (int b = 0; b < nb; b++)
+			for (int p = 0; p < nparts; p++)
+				STARNN_CHECK(bn_apply_dt(k[b].x[p], k[b].running_mean, k[b].running_var, 1, bn->eps,
+				                         k[b].gamma, k[b].beta, bn->relu, k[b].y[p], dt));
+		return 0;
+	}
+	for (int b = 0; b < nb; b++)
+		for (int p = 0; p < nparts; p++) {
+			starnn_tensor *slot;
+			STARNN_CHECK(slot_of(k[b].work, p, &slot));
+			STARNN_CHECK(bn_stats_dt(k[b].x[p], slot, 0, dt));
+		}
+	for (int b = 0; b < nb; b++)
+		STARNN_CHECK(starnn_bn_finalize(k[b].work, nparts, count, bn->eps, bn->momentum, 1, k[b].mean,
+		                                k[b].invstd, k[b].running_mean, k[b].running_var));
+	for (int b = 0; b < nb; b++)
+		for (int p = 0; p < nparts; p++)
+			STARNN_CHECK(bn_apply_dt(k[b].x[p], k[b].mean, k[b].invstd, 0, bn->eps, k[b].gamma, k[b].beta,
+			                         bn->relu, k[b].y[p], dt));
 	return 0;
 }
 
@@ -738,24 +853,40 @@ static int batchnorm_fwd_dt(starnn_batchnorm *bn, int training, int nparts, star
 		return starnn_error(STARNN_EINVAL, "%s: y is NULL", op);
 	for (int p = 0; p < nparts; p++)
 		STARNN_CHECK(check_like(op, "y", x[p], y[p]));
-	if (!training) {
-		for (int p = 0; p < nparts; p++)
-			STARNN_CHECK(bn_apply_dt(x[p], bn->running_mean, bn->running_var, 1, bn->eps, bn->gamma, bn->beta,
-			                         bn->relu, y[p], dt));
-		return 0;
-	}
-	if (!(count > 1))
+	if (training && !(count > 1))
 		return starnn_error(STARNN_EINVAL, "%s: expected more than 1 value per channel when training, got %g", op,
 		                    count);
-	for (int p = 0; p < nparts; p++) {
-		starnn_tensor *slot;
-		STARNN_CHECK(work_slot(bn, p, &slot));
-		STARNN_CHECK(bn_stats_dt(x[p], slot, 0, dt));
-	}
-	STARNN_CHECK(starnn_bn_finalize(bn->work, nparts, count, bn->eps, bn->momentum, 1, bn->mean, bn->invstd,
-	                                bn->running_mean, bn->running_var));
-	for (int p = 0; p < nparts; p++)
-		STARNN_CHECK(bn_apply_dt(x[p], bn->mean, bn->invstd, 0, bn->eps, bn->gamma, bn->beta, bn->relu, y[p], dt));
+	int nb = call_blocks(bn, nparts, x);
+	struct bn_block k[nb];
+	STARNN_CHECK(blocks_alloc(k, nb, nparts));
+	int rc = 0;
+	for (int b = 0; b < nb && rc == 0; b++)
+		rc = bn_block(bn, nb, b, nparts, x, y, NULL, NULL, NULL, NULL, &k[b]);
+	if (rc == 0)
+		rc = fwd_blocks(bn, training, nparts, nb, k, count, dt);
+	free(k[0].x);
+	return rc;
+}
+
+static int bwd_blocks(starnn_batchnorm *bn, int nparts, int nb, struct bn_block *k, double count, float dx_beta,
+                      int params, float param_beta, starnn_dtype dt)
+{
+	for (int b = 0; b < nb; b++)
+		for (int p = 0; p < nparts; p++) {
+			starnn_tensor *slot;
+			STARNN_CHECK(slot_of(k[b].work, p, &slot));
+			STARNN_CHECK(bn_bwd_reduce_dt(k[b].x[p], k[b].dy[p], bn->relu ? k[b].y[p] : NULL, k[b].mean, slot, 0,
+			                              dt));
+		}
+	if (params)
+		for (int b = 0; b < nb; b++)
+			STARNN_CHECK(starnn_bn_bwd_params(k[b].work, nparts, k[b].invstd, param_beta, k[b].dgamma,
+			                                  k[b].dbeta));
+	for (int b = 0; b < nb; b++)
+		for (int p = 0; p < nparts; p++)
+			STARNN_CHECK(bn_bwd_apply_dt(k[b].x[p], k[b].dy[p], bn->relu ? k[b].y[p] : NULL, k[b].mean,
+			                             k[b].invstd, k[b].gamma, k[b].work, nparts, count, dx_beta, k[b].dx[p],
+			                             dt));
 	return 0;
 }
 
@@ -770,17 +901,22 @@ static int batchnorm_bwd_dt(starnn_batchnorm *bn, int nparts, starnn_tensor *con
 		return starnn_error(STARNN_EINVAL, "%s: dy, dx%s are required", op, bn->relu ? " and y (fused ReLU)" : "");
 	if (!dgamma != !dbeta)
 		return starnn_error(STARNN_EINVAL, "%s: give both dgamma and dbeta, or neither", op);
-	for (int p = 0; p < nparts; p++) {
-		starnn_tensor *slot;
-		STARNN_CHECK(work_slot(bn, p, &slot));
-		STARNN_CHECK(bn_bwd_reduce_dt(x[p], dy[p], bn->relu ? y[p] : NULL, bn->mean, slot, 0, dt));
+	for (int p = 0; p < nparts; p++) { /* before splitting them */
+		STARNN_CHECK(check_like(op, "dy", x[p], dy[p]));
+		STARNN_CHECK(check_like(op, "dx", x[p], dx[p]));
+		if (bn->relu)
+			STARNN_CHECK(check_like(op, "y", x[p], y[p]));
 	}
-	if (dgamma)
-		STARNN_CHECK(starnn_bn_bwd_params(bn->work, nparts, bn->invstd, param_beta, dgamma, dbeta));
-	for (int p = 0; p < nparts; p++)
-		STARNN_CHECK(bn_bwd_apply_dt(x[p], dy[p], bn->relu ? y[p] : NULL, bn->mean, bn->invstd, bn->gamma,
-		                             bn->work, nparts, count, dx_beta, dx[p], dt));
-	return 0;
+	int nb = call_blocks(bn, nparts, x);
+	struct bn_block k[nb];
+	STARNN_CHECK(blocks_alloc(k, nb, nparts));
+	int rc = 0;
+	for (int b = 0; b < nb && rc == 0; b++)
+		rc = bn_block(bn, nb, b, nparts, x, bn->relu ? y : NULL, dy, dx, dgamma, dbeta, &k[b]);
+	if (rc == 0)
+		rc = bwd_blocks(bn, nparts, nb, k, count, dx_beta, dgamma != NULL, param_beta, dt);
+	free(k[0].x);
+	return rc;
 }
 
 /* ------------------------------------------------- fp32 and 16-bit entries */

@@ -136,6 +136,12 @@ typedef struct starnn_batchnorm {
 	starnn_tensor *work;                       /* workspace, one slot per part */
 	float momentum, eps;
 	int relu;                                  /* fused ReLU after the affine map */
+	/* Channel blocks: with fewer parts than workers (batch 1 in one part),
+	 * the calls below also cut each part into nblocks channel blocks (the
+	 * statistics of a channel do not depend on the others), each with its
+	 * own workspace, so that every worker gets a share. */
+	int nblocks;
+	starnn_tensor **bwork;                     /* [nblocks] workspaces */
 } starnn_batchnorm;
 
 /* Creates the tensors (gamma 1, beta 0, running mean 0, running var 1, as

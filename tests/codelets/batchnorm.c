@@ -719,11 +719,16 @@ int main(void)
 		codelets_vs_kernels(shapes[s], s % 2);
 	codelets_vs_kernels((struct dims){6, 3, 9, 10}, 0);
 	codelets_vs_kernels((struct dims){6, 3, 9, 10}, 1);
+	/* one part large enough to be cut into channel blocks (one per worker,
+	 * odd channel counts: uneven blocks) */
+	codelets_vs_kernels((struct dims){1, 7, 256, 256}, 0);
+	codelets_vs_kernels((struct dims){2, 5, 256, 200}, 1);
 	for (int t = 0; t < 2; t++) {
 		starnn_dtype dt = t ? STARNN_BF16 : STARNN_FP16;
 		half_vs_fp32(4, 5, 8, 6, 2, 1, dt);
 		half_vs_fp32(3, 3, 7, 2, 1, 0, dt);
 		half_vs_fp32(8, 16, 32, 32, 4, 1, dt);
+		half_vs_fp32(1, 7, 256, 256, 1, 1, dt); /* channel blocks */
 	}
 	return test_finish();
 }

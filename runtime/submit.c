@@ -153,7 +153,7 @@ int starnn_submit(const struct starnn_task_desc *d)
 				return starnn_error(STARNN_EINVAL, "%s: edge hook returned a tensor unlike '%s'", cl->name, t->name);
 			t = repl;
 		}
-		starnn_tensor_make_whole(t);
+		starnn_tensor_prepare(t, (mode & STARPU_W) != 0);
 		tensors[i] = t;
 		if (!written && (mode & STARPU_W))
 			written = t;

@@ -64,8 +64,12 @@ void starnn_set_edge_hook(starnn_edge_fn fn, void *ctx);
 const char *starnn_intern(const char *s);
 
 /* Internal to the runtime: make t's own handle hold its data (gathers parts,
- * partitions ancestors), asynchronously. */
+ * partitions ancestors), asynchronously. make_whole drops every plan of t;
+ * prepare keeps t's read-only plans when the access only reads t, and
+ * partitions ancestors read-only for reads (so readers of a whole and of
+ * its parts do not wait for each other). */
 void starnn_tensor_make_whole(starnn_tensor *t);
+void starnn_tensor_prepare(starnn_tensor *t, int write);
 void starnn_submit_shutdown(void);
 
 #ifdef __cplusplus

@@ -329,6 +329,8 @@ int starnn_tensor_split(starnn_tensor *t, int axis, int nparts, const int64_t *s
 		}
 	}
 
+	if (t->nplans >= 64)
+		return starnn_error(STARNN_EINVAL, "tensor '%s': at most 64 partition plans", t->name);
 	struct starnn_plan **plans = realloc(t->plans, sizeof *plans * (size_t)(t->nplans + 1));
 	if (!plans)
 		return starnn_error(STARNN_ENOMEM, "tensor '%s': out of memory", t->name);
@@ -393,36 +395,79 @@ int starnn_tensor_split(starnn_tensor *t, int axis, int nparts, const int64_t *s
 	return 0;
 }
 
-/* The data of t lives in t's own handle, or in the parts of its active
+/* The data of t lives in t's own handle (with any read-only plans active:
+ * their parts may be read too), or in the parts of its one read-write
  * plan. These submit the switches, asynchronously, in submission order, so
- * tasks on parts and on the whole can be mixed freely. */
-static void activate_plan(starnn_tensor *t, int p);
+ * tasks on parts and on the whole can be mixed freely (StarPU adds the
+ * dependencies). */
+static void need_plan(starnn_tensor *t, int p, int write);
+
+static void drop_plans(starnn_tensor *t, int keep_ro);
+
+static void unpartition(starnn_tensor *t, int p)
+{
+	struct starnn_plan *plan = t->plans[p];
+	starpu_data_handle_t children[plan->nparts];
+	for (int i = 0; i < plan->nparts; i++) /* the parts' own plans first */
+		drop_plans(plan->parts[i], -1);
+	collect(plan, children);
+	starpu_data_unpartition_submit(t->handle, (unsigned)plan->nparts, children, -1);
+}
+
+/* Deactivates t's plans (the read-write one: gathered; read-only ones but
+ * keep_ro, if it is one): t's handle holds the data. */
+static void drop_plans(starnn_tensor *t, int keep_ro)
+{
+	if (t->active_plan >= 0) {
+		unpartition(t, t->active_plan);
+		t->active_plan = -1;
+	}
+	for (int p = 0; p < t->nplans; p++)
+		if (((t->ro_plans >> p) & 1) && p != keep_ro) {
+			unpartition(t, p);
+			t->ro_plans &= ~((uint64_t)1 << p);
+		}
+}
 
 void starnn_tensor_make_whole(starnn_tensor *t)
 {
 	if (t->parent)
-		activate_plan(t->parent, t->parent_plan);
-	if (t->active_plan >= 0) {
-		struct starnn_plan *plan = t->plans[t->active_plan];
-		starpu_data_handle_t children[plan->nparts];
-		for (int i = 0; i < plan->nparts; i++)
-			if (plan->parts[i]->active_plan >= 0)
-				starnn_tensor_make_whole(plan->parts[i]);
-		collect(plan, children);
-		starpu_data_unpartition_submit(t->handle, (unsigned)plan->nparts, children, -1);
-		t->active_plan = -1;
-	}
+		need_plan(t->parent, t->parent_plan, 1);
+	drop_plans(t, -1);
 }
 
-static void activate_plan(starnn_tensor *t, int p)
+void starnn_tensor_prepare(starnn_tensor *t, int write)
 {
-	if (t->active_plan == p)
+	if (t->parent)
+		need_plan(t->parent, t->parent_plan, write);
+	if (t->active_plan >= 0 || (write && t->ro_plans))
+		drop_plans(t, -1);
+}
+
+/* Makes plan p of t active: read-write, or at least read-only. */
+static void need_plan(starnn_tensor *t, int p, int write)
+{
+	if (t->parent)
+		need_plan(t->parent, t->parent_plan, write);
+	uint64_t bit = (uint64_t)1 << p;
+	if (t->active_plan == p || (!write && (t->ro_plans & bit)))
 		return;
-	starnn_tensor_make_whole(t);
 	struct starnn_plan *plan = t->plans[p];
 	starpu_data_handle_t children[plan->nparts];
 	collect(plan, children);
-	starpu_data_partition_submit(t->handle, (unsigned)plan->nparts, children);
+	if (t->active_plan >= 0)
+		drop_plans(t, -1); /* gather the other read-write plan */
+	if (!write) {
+		starpu_data_partition_readonly_submit(t->handle, (unsigned)plan->nparts, children);
+		t->ro_plans |= bit;
+		return;
+	}
+	drop_plans(t, p); /* StarPU upgrades a read-only plan when it is the only one */
+	if (t->ro_plans & bit) {
+		starpu_data_partition_readwrite_upgrade_submit(t->handle, (unsigned)plan->nparts, children);
+		t->ro_plans &= ~bit;
+	} else
+		starpu_data_partition_submit(t->handle, (unsigned)plan->nparts, children);
 	t->active_plan = p;
 }
 
@@ -436,7 +481,7 @@ int starnn_tensor_gather(starnn_tensor *t)
 
 static int copy_rows(starnn_tensor *t, void *dense, int to_tensor)
 {
-	starnn_tensor_make_whole(t);
+	starnn_tensor_prepare(t, to_tensor);
 	int rc = starpu_data_acquire(t->handle, to_tensor ? STARPU_W : STARPU_R);
 	if (rc)
 		return starnn_error(STARNN_ESTARPU, "tensor '%s': acquire failed (%d)", t->name, rc);

@@ -48,8 +48,10 @@ struct starnn_tensor {
 	starpu_data_handle_t handle;
 
 	/* Partition plans (starnn_tensor_split): each plan's parts are tensors
-	 * too. At most one plan is active (holds the data) at a time; the
-	 * submit layer switches plans as tasks need, asynchronously.
+	 * too. Either one plan is active read-write (its parts hold the data),
+	 * or t holds the data and any number of plans are active read-only
+	 * (tasks may read t and the parts of those plans at the same time);
+	 * the submit layer switches plans as tasks need, asynchronously.
 	 * parts / nparts are those of the first plan made (the usual case of a
 	 * single plan: micro-batches, or the halves of a concatenation). */
 	starnn_tensor **parts;
@@ -57,6 +59,7 @@ struct starnn_tensor {
 	struct starnn_plan **plans;      /* each allocated once: StarPU keeps filter args */
 	int nplans;
 	int active_plan;                 /* index into plans, -1: t holds its data */
+	uint64_t ro_plans;               /* bit p: plan p active read-only */
 	starnn_tensor *parent;           /* for a part: the tensor split */
 	int parent_plan;                 /* for a part: which plan of parent */
 

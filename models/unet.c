@@ -22,6 +22,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "codelets/amp.h"
 #include "models/sevir/checkpoint.h"
 #include "models/sevir/metrics.h"
 #include "models/sevir/output.h"
@@ -30,7 +31,9 @@
 #include "runtime/starnn.h"
 
 #define CKPT_FORMAT "starnn-unet"
-#define CKPT_VERSION 1
+/* 2: adds the mixed-precision attributes (models/sevir/checkpoint.h); a
+ * version-1 file reads as fp32 without loss scaling. */
+#define CKPT_VERSION 2
 /* Return codes of the commands besides starnn's (negative STARNN_E*): bad
  * usage found late (exit 2, message already printed), interrupted (exit 130). */
 #define RC_USAGE (-1000)
@@ -183,11 +186,18 @@ static void usage(FILE *f)
 	        "  --eval-every N          evaluate every N steps (default: at the end only; 0: never)\n"
 	        "  --precision P           fp32 (default), amp-fp16 or amp-bf16: fp32 master weights\n"
 	        "                          and optimizer state, activations and their gradients in\n"
-	        "                          16 bits, fp32 accumulation, BN statistics and loss in fp32\n"
-	        "                          (train, eval, predict: checkpoints hold fp32 weights)\n"
+	        "                          16 bits, fp32 accumulation, BN statistics and loss in fp32.\n"
+	        "                          Checkpoints hold fp32 weights, the precision and the\n"
+	        "                          loss-scale state; --resume, eval and predict use the\n"
+	        "                          checkpoint's precision unless P is given. Resuming with\n"
+	        "                          another P or --loss-scale is allowed, with a note: fp32\n"
+	        "                          weights, optimizer state and step counts carry over, a\n"
+	        "                          changed loss scaling starts afresh (not the run an\n"
+	        "                          uninterrupted one would be)\n"
 	        "  --loss-scale S          dynamic (start 2^16, halve on overflow and skip the step,\n"
 	        "                          double after 2000 clean steps), N (static) or none;\n"
-	        "                          default dynamic for amp-fp16, none otherwise\n"
+	        "                          default dynamic for amp-fp16, none otherwise (--resume:\n"
+	        "                          the checkpoint's, state included, if P is unchanged)\n"
 	        "\n"
 	        "Output:\n"
 	        "  --log-json FILE         one JSON object per line: per step {step, epoch (from 1),\n"
@@ -251,6 +261,19 @@ static int parse_onoff(const char *opt, const char *s, int *out)
 		*out = 0;
 	else {
 		fail("%s is on or off, not '%s'", opt, s);
+		return -1;
+	}
+	return 0;
+}
+
+/* The default loss scaling of the precision when --loss-scale was not
+ * given, and the check of the test hook that needs one. */
+static int finish_loss_scale(struct options *o)
+{
+	if (o->loss_scale < 0)
+		o->loss_scale = o->compute == STARNN_FP16;
+	if (o->inject_inf_step && !o->loss_scale) {
+		fail("STARNN_UNET_INJECT_INF_STEP needs loss scaling (--loss-scale dynamic or N)");
 		return -1;
 	}
 	return 0;
@@ -462,17 +485,14 @@ static int parse_options(int argc, char **argv, struct options *o)
 			fail("%s does not apply to '%s' (see --help)", only[i].name, cmd);
 			return -1;
 		}
-	if (o->loss_scale < 0)
-		o->loss_scale = o->compute == STARNN_FP16;
 	const char *inject = getenv("STARNN_UNET_INJECT_INF_STEP");
-	if (inject && *inject) {
-		if (parse_i64("STARNN_UNET_INJECT_INF_STEP", inject, 1, INT64_MAX, &o->inject_inf_step) < 0)
-			return -1;
-		if (!o->loss_scale) {
-			fail("STARNN_UNET_INJECT_INF_STEP needs loss scaling (--loss-scale dynamic or N)");
-			return -1;
-		}
-	}
+	if (inject && *inject &&
+	    parse_i64("STARNN_UNET_INJECT_INF_STEP", inject, 1, INT64_MAX, &o->inject_inf_step) < 0)
+		return -1;
+	/* A resumed run takes its precision and loss scaling from the
+	 * checkpoint (checkpoint_training). */
+	if (!(o->cmd == CMD_TRAIN && o->resume) && finish_loss_scale(o) < 0)
+		return -1;
 	if (o->resume && o->init) {
 		fail("--resume and --init exclude each other (--resume continues a run, --init starts one from weights)");
 		return -1;
@@ -525,7 +545,18 @@ static int write_checkpoint(const char *file, unet *m, const struct options *o, 
 	for (int i = 0; i < n; i++)
 		e[i] = (struct ckpt_entry){refs[i].path, refs[i].tensor};
 	const struct unet_config *c = unet_get_config(m);
-	struct ckpt_attr a[] = {
+	struct ckpt_amp amp = {.compute = (starnn_dtype)c->compute, .loss_scaling = c->loss_scale};
+	if (c->loss_scale) {
+		struct starnn_amp_state s;
+		int rc = unet_get_amp_state(m, &s);
+		if (rc < 0) {
+			free(e);
+			return rc;
+		}
+		amp.scale = s.scale;
+		amp.good_steps = s.good_steps, amp.skipped_steps = s.skipped_steps, amp.applied_steps = s.applied_steps;
+	}
+	struct ckpt_attr a[64] = {
 		{.name = "format", .type = CKPT_STRING, .s = CKPT_FORMAT},
 		{.name = "format_version", .type = CKPT_INT, .i = CKPT_VERSION},
 		{.name = "depth", .type = CKPT_INT, .i = c->depth},
@@ -557,7 +588,14 @@ static int write_checkpoint(const char *file, unet *m, const struct options *o, 
 		{.name = "samples", .type = CKPT_INT, .i = o->samples},
 		{.name = "val_samples", .type = CKPT_INT, .i = o->val_samples},
 	};
-	int rc = ckpt_write(file, e, n, a, (int)(sizeof a / sizeof *a));
+	int na = 0, namp;
+	while (na < (int)(sizeof a / sizeof *a) && a[na].name)
+		na++;
+	int rc = na + CKPT_AMP_MAX_ATTRS <= (int)(sizeof a / sizeof *a)
+	                 ? ckpt_amp_attrs(&amp, a + na, &namp)
+	                 : starnn_error(STARNN_EINVAL, "checkpoint %s: too many attributes for the table", file);
+	if (rc == 0)
+		rc = ckpt_write(file, e, n, a, na + namp);
 	free(e);
 	return rc;
 }
@@ -570,6 +608,11 @@ static int checkpoint_architecture(ckpt_file *f, const char *file, struct option
 	if (ckpt_get_string(f, "format", fmt, sizeof fmt) < 0 || strcmp(fmt, CKPT_FORMAT) != 0)
 		return starnn_error(STARNN_EINVAL, "%s is not a models/unet checkpoint (no format attribute '%s')", file,
 		                    CKPT_FORMAT);
+	int64_t version;
+	STARNN_CHECK(ckpt_get_int(f, "format_version", &version));
+	if (version < 1 || version > CKPT_VERSION)
+		return starnn_error(STARNN_EINVAL, "%s has format_version %lld: this models/unet reads versions 1 to %d", file,
+		                    (long long)version, CKPT_VERSION);
 	struct {
 		const char *attr, *option;
 		int *value;
@@ -599,7 +642,8 @@ static int get_int_opt(ckpt_file *f, const char *name, int64_t *v)
 
 /* For --resume: the training settings not given on the command line come
  * from the checkpoint; the optimizer must be the same (its state is). */
-static int checkpoint_training(ckpt_file *f, const char *file, struct options *o, struct train_state *st)
+static int checkpoint_training(ckpt_file *f, const char *file, struct options *o, struct train_state *st,
+                               struct ckpt_amp *amp)
 {
 	int64_t v;
 	double d;
@@ -665,7 +709,59 @@ static int checkpoint_training(ckpt_file *f, const char *file, struct options *o
 		STARNN_CHECK(ckpt_get_string(f, "catalog", o->catalog_buf, sizeof o->catalog_buf));
 		o->catalog = o->catalog_buf[0] ? o->catalog_buf : NULL;
 	}
+	/* Precision and loss scaling: the checkpoint's unless given; the loss
+	 * scaling of another precision is that precision's default. */
+	STARNN_CHECK(ckpt_get_amp(f, amp));
+	if (!o->given[O_PRECISION])
+		o->compute = amp->compute;
+	if (o->loss_scale < 0 && o->compute == (int)amp->compute) {
+		o->loss_scale = amp->loss_scaling;
+		if (amp->loss_scaling == CKPT_SCALING_STATIC)
+			o->static_scale = (float)amp->scale;
+	}
 	return 0;
+}
+
+static void scaling_name(char *buf, size_t size, int loss_scale, double static_scale)
+{
+	if (loss_scale == CKPT_SCALING_STATIC)
+		snprintf(buf, size, "static loss scale %g", static_scale);
+	else
+		snprintf(buf, size, "%s loss scaling", loss_scale == CKPT_SCALING_DYNAMIC ? "dynamic" : "no");
+}
+
+/* For --resume, once the model exists: the checkpoint's loss-scale state
+ * goes on unchanged when the run keeps its precision and loss scaling, and
+ * then the run equals an uninterrupted one bit for bit. Another precision
+ * or loss scaling is allowed (weights and optimizer state are fp32 in
+ * every precision), with a note: the step counters carry over (Adam's
+ * bias correction goes on), the scale starts afresh (2^16, or the static
+ * N). From a checkpoint without loss scaling every step counts as applied. */
+static int resume_precision(unet *m, const struct options *o, const struct ckpt_amp *ck,
+                            const struct train_state *st, const char *file)
+{
+	int same_precision = o->compute == (int)ck->compute;
+	int same_scaling = o->loss_scale == ck->loss_scaling &&
+	                   (o->loss_scale != CKPT_SCALING_STATIC || o->static_scale == (float)ck->scale);
+	if (!o->quiet && (!same_precision || !same_scaling)) {
+		char was[64], now_[64];
+		scaling_name(was, sizeof was, ck->loss_scaling, ck->scale);
+		scaling_name(now_, sizeof now_, o->loss_scale, o->static_scale);
+		fprintf(stderr,
+		        "%s: note: %s was trained with --precision %s, %s; continuing with %s, %s: the fp32 weights "
+		        "and optimizer state carry over%s; not the run an uninterrupted one would be\n",
+		        prog, file, ckpt_precision_name(ck->compute), was, ckpt_precision_name((starnn_dtype)o->compute),
+		        now_, o->loss_scale && !same_scaling ? ", the loss scale starts afresh" : "");
+	}
+	if (!o->loss_scale)
+		return 0;
+	float start = o->loss_scale == CKPT_SCALING_STATIC ? o->static_scale : STARNN_AMP_INIT_SCALE;
+	struct starnn_amp_state s = {start, 0, 0, st->step};
+	if (ck->loss_scaling != CKPT_SCALING_NONE)
+		s.skipped_steps = ck->skipped_steps, s.applied_steps = ck->applied_steps;
+	if (same_scaling)
+		s.scale = (float)ck->scale, s.good_steps = ck->good_steps;
+	return unet_set_amp_state(m, &s);
 }
 
 /* Loads the model's tensors from f: all of them (resume) or the weights and
@@ -994,6 +1090,7 @@ static int cmd_train(struct options *o)
 {
 	struct run r = {.o = o};
 	struct train_state st = {0, 0, 0};
+	struct ckpt_amp ck_amp = {.compute = STARNN_FP32};
 	ckpt_file *ck = NULL;
 	const char *ckfile = o->resume ? o->resume : o->init;
 	int rc = 0;
@@ -1002,9 +1099,13 @@ static int cmd_train(struct options *o)
 		if (rc == 0)
 			rc = checkpoint_architecture(ck, ckfile, o);
 		if (rc == 0 && o->resume)
-			rc = checkpoint_training(ck, ckfile, o, &st);
+			rc = checkpoint_training(ck, ckfile, o, &st, &ck_amp);
 		if (rc < 0)
 			goto out;
+		if (o->resume && finish_loss_scale(o) < 0) {
+			rc = RC_USAGE;
+			goto out;
+		}
 	}
 	rc = open_data(&r.train, o, o->data, SEVIR_TRAIN, o->samples);
 	if (rc < 0)
@@ -1016,6 +1117,8 @@ static int cmd_train(struct options *o)
 		goto out;
 	}
 	rc = make_model(&r, ck, o->resume != NULL);
+	if (rc == 0 && o->resume)
+		rc = resume_precision(r.m, o, &ck_amp, &st, o->resume);
 	if (rc < 0)
 		goto out;
 	if (ck) {
@@ -1078,7 +1181,14 @@ static int cmd_train(struct options *o)
 		else
 			printf("precision: amp-%s (fp32 master weights), loss scale %s\n", starnn_dtype_name(o->compute),
 			       o->loss_scale == 1 ? "dynamic" : o->loss_scale == 2 ? "static" : "none");
+		struct starnn_amp_state s;
+		if (o->resume && o->loss_scale && (rc = unet_get_amp_state(r.m, &s)) == 0)
+			printf("loss scale resumed: %g, %lld clean steps toward doubling, %lld skipped, %lld applied\n",
+			       (double)s.scale, (long long)s.good_steps, (long long)s.skipped_steps,
+			       (long long)s.applied_steps);
 		fflush(stdout);
+		if (rc < 0)
+			goto out;
 	}
 	if (st.step < total) {
 		rc = sevir_loader_start(&r.loader, r.train, o->batch, o->shuffle, o->seed, 3, st.step);
@@ -1213,6 +1323,10 @@ static int open_for_inference(struct run *r, ckpt_file **ck)
 	}
 	if (!o->given[O_SEED] && ckpt_get_int(*ck, "seed", &v) == 0)
 		o->seed = (uint64_t)v;
+	struct ckpt_amp amp;
+	STARNN_CHECK(ckpt_get_amp(*ck, &amp));
+	if (!o->given[O_PRECISION])
+		o->compute = amp.compute;
 	STARNN_CHECK(open_data(&r->val, o, o->data, SEVIR_TEST, o->given[O_SAMPLES] ? o->samples : o->val_samples));
 	if (sevir_count(r->val) == 0)
 		return starnn_error(STARNN_EINVAL, "%s: no samples to evaluate", sevir_describe(r->val));
@@ -1235,7 +1349,8 @@ static int cmd_eval(struct options *o)
 	if (rc == 0 && o->log_json && !(r.log = fopen(o->log_json, "w")))
 		rc = starnn_error(STARNN_EIO, "cannot write the log %s: %s", o->log_json, strerror(errno));
 	if (rc == 0 && !o->quiet)
-		printf("evaluating %s on %s\n", o->checkpoint, sevir_describe(r.val));
+		printf("evaluating %s on %s, precision %s\n", o->checkpoint, sevir_describe(r.val),
+		       ckpt_precision_name((starnn_dtype)o->compute));
 	if (rc == 0)
 		rc = evaluate(r.m, r.val, &r.buf, &met);
 	if (rc == 0 && interrupted)
@@ -1265,7 +1380,8 @@ static int cmd_predict(struct options *o)
 	if (rc == 0 && o->output)
 		rc = forecast_create(&ff, o->output, n, c->out_frames, c->size, c->size);
 	if (rc == 0 && !o->quiet)
-		printf("forecasting %d samples of %s with %s\n", n, sevir_describe(r.val), o->checkpoint);
+		printf("forecasting %d samples of %s with %s, precision %s\n", n, sevir_describe(r.val), o->checkpoint,
+		       ckpt_precision_name((starnn_dtype)o->compute));
 	size_t hw = c ? (size_t)c->size * c->size : 0;
 	for (int first = 0; rc == 0 && first < n; first += c->batch) {
 		if (interrupted) {

@@ -920,3 +920,27 @@ int unet_loss_scale_state(unet *m, float *scale, int64_t *skipped, int64_t *appl
 		*applied = st.applied_steps;
 	return 0;
 }
+
+int unet_get_amp_state(unet *m, struct starnn_amp_state *st)
+{
+	if (!m->state)
+		return starnn_error(STARNN_EINVAL, "unet: no loss scaling in this model");
+	return starnn_amp_state_read(m->state, st);
+}
+
+int unet_set_amp_state(unet *m, const struct starnn_amp_state *st)
+{
+	if (!m->state)
+		return starnn_error(STARNN_EINVAL, "unet: no loss scaling in this model");
+	const int64_t max = INT64_C(1) << 24; /* fp32 counts every integer up to here */
+	if (!(st->scale > 0.0f) || !isfinite(st->scale) || st->good_steps < 0 || st->good_steps > max ||
+	    st->skipped_steps < 0 || st->skipped_steps > max || st->applied_steps < 0 || st->applied_steps > max)
+		return starnn_error(STARNN_EINVAL,
+		                    "unet: bad loss-scale state (scale %g, %lld clean, %lld skipped, %lld applied steps; "
+		                    "counters must be in [0, 2^24])",
+		                    (double)st->scale, (long long)st->good_steps, (long long)st->skipped_steps,
+		                    (long long)st->applied_steps);
+	float s[STARNN_AMP_STATE_LEN] = {st->scale, (float)st->good_steps, (float)st->skipped_steps,
+	                                 (float)st->applied_steps};
+	return starnn_tensor_write(m->state, s);
+}

@@ -126,8 +126,16 @@ starnn_tensor *unet_gradient(unet *m, int i);
  * `step` (1-based; 0: never) one reduced gradient is overwritten with +Inf
  * before the overflow check, so that the step is skipped. */
 void unet_set_inject_inf_step(unet *m, int64_t step);
-/* The loss-scale state (waits for it): scale, clean steps since the last
- * change, skipped steps, applied steps. STARNN_EINVAL without loss scaling. */
+/* The loss-scale state (waits for it): scale, skipped steps, applied steps
+ * (any may be NULL). STARNN_EINVAL without loss scaling. */
 int unet_loss_scale_state(unet *m, float *scale, int64_t *skipped, int64_t *applied);
+/* The whole loss-scale state (codelets/amp.h: scale, clean steps since the
+ * scale last changed, skipped and applied steps), for checkpoints: get
+ * waits for it; set replaces it (after the tasks that use it). The scale
+ * must be positive and finite, the counters in [0, 2^24] (they are fp32).
+ * STARNN_EINVAL without loss scaling or for bad values. */
+struct starnn_amp_state;
+int unet_get_amp_state(unet *m, struct starnn_amp_state *st);
+int unet_set_amp_state(unet *m, const struct starnn_amp_state *st);
 
 #endif

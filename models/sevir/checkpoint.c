@@ -565,3 +565,116 @@ int ckpt_read_tensor(ckpt_file *f, const char *path, starnn_tensor *t)
 	free(buf);
 	return rc;
 }
+
+/* ------------------------------------------------------ mixed precision */
+
+static const char *const scaling_names[] = {[CKPT_SCALING_NONE] = "none", [CKPT_SCALING_DYNAMIC] = "dynamic",
+                                            [CKPT_SCALING_STATIC] = "static"};
+
+const char *ckpt_precision_name(starnn_dtype compute)
+{
+	switch (compute) {
+	case STARNN_FP32: return "fp32";
+	case STARNN_FP16: return "amp-fp16";
+	case STARNN_BF16: return "amp-bf16";
+	default: return NULL;
+	}
+}
+
+int ckpt_precision_parse(const char *name)
+{
+	static const starnn_dtype all[] = {STARNN_FP32, STARNN_FP16, STARNN_BF16};
+	for (size_t i = 0; name && i < sizeof all / sizeof *all; i++)
+		if (strcmp(name, ckpt_precision_name(all[i])) == 0)
+			return (int)all[i];
+	return -1;
+}
+
+static int amp_check(const char *where, const struct ckpt_amp *a)
+{
+	if (!ckpt_precision_name(a->compute))
+		return starnn_error(STARNN_EINVAL, "%s: unknown compute precision %d", where, (int)a->compute);
+	if (a->loss_scaling < CKPT_SCALING_NONE || a->loss_scaling > CKPT_SCALING_STATIC)
+		return starnn_error(STARNN_EINVAL, "%s: unknown loss scaling %d", where, a->loss_scaling);
+	if (a->loss_scaling == CKPT_SCALING_NONE)
+		return 0;
+	if (!(a->scale > 0) || !isfinite(a->scale))
+		return starnn_error(STARNN_EINVAL, "%s: 'loss_scale' is %g, not a positive finite number", where, a->scale);
+	const struct {
+		const char *name;
+		int64_t v;
+	} counters[] = {{"loss_scale_good_steps", a->good_steps},
+	                {"loss_scale_skipped_steps", a->skipped_steps},
+	                {"loss_scale_applied_steps", a->applied_steps}};
+	for (size_t i = 0; i < sizeof counters / sizeof *counters; i++)
+		if (counters[i].v < 0)
+			return starnn_error(STARNN_EINVAL, "%s: '%s' is %lld, negative", where, counters[i].name,
+			                    (long long)counters[i].v);
+	return 0;
+}
+
+int ckpt_amp_attrs(const struct ckpt_amp *a, struct ckpt_attr *attrs, int *n)
+{
+	*n = 0;
+	STARNN_CHECK(amp_check("checkpoint", a));
+	int k = 0;
+	attrs[k++] = (struct ckpt_attr){.name = "precision", .type = CKPT_STRING, .s = ckpt_precision_name(a->compute)};
+	attrs[k++] = (struct ckpt_attr){.name = "loss_scaling", .type = CKPT_STRING, .s = scaling_names[a->loss_scaling]};
+	if (a->loss_scaling != CKPT_SCALING_NONE) {
+		attrs[k++] = (struct ckpt_attr){.name = "loss_scale", .type = CKPT_DOUBLE, .d = a->scale};
+		attrs[k++] = (struct ckpt_attr){.name = "loss_scale_good_steps", .type = CKPT_INT, .i = a->good_steps};
+		attrs[k++] = (struct ckpt_attr){.name = "loss_scale_skipped_steps", .type = CKPT_INT, .i = a->skipped_steps};
+		attrs[k++] = (struct ckpt_attr){.name = "loss_scale_applied_steps", .type = CKPT_INT, .i = a->applied_steps};
+	}
+	*n = k;
+	return 0;
+}
+
+static int has_attr(ckpt_file *f, const char *name)
+{
+	ckpt_hdf5_quiet();
+	htri_t e = H5Aexists(f->fid, name);
+	if (e < 0)
+		H5Eclear2(H5E_DEFAULT);
+	return e > 0;
+}
+
+int ckpt_get_amp(ckpt_file *f, struct ckpt_amp *a)
+{
+	static const char *const later[] = {"loss_scaling", "loss_scale", "loss_scale_good_steps",
+	                                    "loss_scale_skipped_steps", "loss_scale_applied_steps"};
+	*a = (struct ckpt_amp){.compute = STARNN_FP32, .loss_scaling = CKPT_SCALING_NONE};
+	if (!has_attr(f, "precision")) {
+		/* an older file: fp32 and no loss scaling, unless it is a
+		 * damaged newer one */
+		for (size_t i = 0; i < sizeof later / sizeof *later; i++)
+			if (has_attr(f, later[i]))
+				return starnn_error(STARNN_EINVAL, "checkpoint %s: attribute '%s' without 'precision'", f->name,
+				                    later[i]);
+		return 0;
+	}
+	char s[32];
+	STARNN_CHECK(ckpt_get_string(f, "precision", s, sizeof s));
+	int c = ckpt_precision_parse(s);
+	if (c < 0)
+		return starnn_error(STARNN_EINVAL, "checkpoint %s: attribute 'precision' is '%s', not fp32, amp-fp16 or amp-bf16",
+		                    f->name, s);
+	a->compute = (starnn_dtype)c;
+	STARNN_CHECK(ckpt_get_string(f, "loss_scaling", s, sizeof s));
+	a->loss_scaling = -1;
+	for (int i = 0; i < (int)(sizeof scaling_names / sizeof *scaling_names); i++)
+		if (strcmp(s, scaling_names[i]) == 0)
+			a->loss_scaling = i;
+	if (a->loss_scaling < 0)
+		return starnn_error(STARNN_EINVAL, "checkpoint %s: attribute 'loss_scaling' is '%s', not none, dynamic or static",
+		                    f->name, s);
+	if (a->loss_scaling == CKPT_SCALING_NONE)
+		return 0;
+	STARNN_CHECK(ckpt_get_double(f, "loss_scale", &a->scale));
+	STARNN_CHECK(ckpt_get_int(f, "loss_scale_good_steps", &a->good_steps));
+	STARNN_CHECK(ckpt_get_int(f, "loss_scale_skipped_steps", &a->skipped_steps));
+	STARNN_CHECK(ckpt_get_int(f, "loss_scale_applied_steps", &a->applied_steps));
+	char where[600];
+	snprintf(where, sizeof where, "checkpoint %s", f->name);
+	return amp_check(where, a);
+}

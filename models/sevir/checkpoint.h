@@ -67,4 +67,41 @@ void ckpt_atomic_abort(struct ckpt_atomic *a);
 void ckpt_hdf5_quiet(void);
 const char *ckpt_hdf5_reason(char *buf, size_t size);
 
+/* ---- Extension (additive): the mixed-precision training state ----
+ *
+ * Root attributes of a checkpoint (models/unet format_version 2):
+ *   precision                 "fp32", "amp-fp16" or "amp-bf16": the compute
+ *                             precision of the run (weights are fp32 always)
+ *   loss_scaling              "none", "dynamic" or "static"
+ * and, unless loss_scaling is "none", the loss-scale state
+ * (codelets/amp.h):
+ *   loss_scale                double: the current scale
+ *   loss_scale_good_steps     int: consecutive clean steps since the scale
+ *                             last changed (toward the next doubling)
+ *   loss_scale_skipped_steps  int: steps skipped for Inf/NaN gradients
+ *   loss_scale_applied_steps  int: optimizer steps applied (Adam's t - 1)
+ * A file without `precision` (written before these existed) reads as fp32
+ * without loss scaling. */
+enum ckpt_loss_scaling { CKPT_SCALING_NONE = 0, CKPT_SCALING_DYNAMIC = 1, CKPT_SCALING_STATIC = 2 };
+
+struct ckpt_amp {
+	starnn_dtype compute;  /* STARNN_FP32, STARNN_FP16 or STARNN_BF16 */
+	int loss_scaling;      /* enum ckpt_loss_scaling */
+	double scale;          /* the rest: with loss scaling only */
+	int64_t good_steps, skipped_steps, applied_steps;
+};
+#define CKPT_AMP_MAX_ATTRS 6
+
+/* "fp32", "amp-fp16", "amp-bf16" (NULL for another dtype) and back
+ * (-1 for another name). */
+const char *ckpt_precision_name(starnn_dtype compute);
+int ckpt_precision_parse(const char *name);
+/* Fills attrs[0..*n) (room for CKPT_AMP_MAX_ATTRS; the strings are static)
+ * for ckpt_write. STARNN_EINVAL for an unknown precision or scaling, a scale
+ * that is not positive and finite, or a negative counter. */
+int ckpt_amp_attrs(const struct ckpt_amp *a, struct ckpt_attr *attrs, int *n);
+/* Reads them back (defaults for an older file). A present but malformed or
+ * incomplete set: STARNN_EINVAL naming the attribute. */
+int ckpt_get_amp(ckpt_file *f, struct ckpt_amp *a);
+
 #endif

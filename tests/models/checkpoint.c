@@ -6,7 +6,11 @@
  * atomicity: a failing write leaves no file (missing directory, a file in
  * place of the directory, read-only directory when not root) and leaves
  * an existing checkpoint byte for byte as it was (duplicate path, a path
- * through a dataset, a tensor whose tasks failed). */
+ * through a dataset, a tensor whose tasks failed); the mixed-precision
+ * attributes (ckpt_amp_attrs / ckpt_get_amp): exact round trip of
+ * precision, loss scaling, scale and counters, their HDF5 types, the fp32
+ * defaults of a file without them, and clear errors for bad values and
+ * malformed or incomplete sets. */
 #include <config.h>
 
 #include <dirent.h>
@@ -246,6 +250,164 @@ static void test_round_trip(void)
 	unlink(file);
 }
 
+/* ckpt_amp round trips: written beside other attributes, read back equal. */
+static void amp_write(const char *file, const struct ckpt_amp *amp, const struct ckpt_attr *extra, int nextra)
+{
+	struct ckpt_attr a[16] = {{.name = "depth", .type = CKPT_INT, .i = 2}};
+	int n = 1, namp = -1;
+	TEST_OK(ckpt_amp_attrs(amp, a + n, &namp));
+	TEST_ASSERT(namp == (amp->loss_scaling ? 6 : 2), "%d attributes for loss scaling %d", namp, amp->loss_scaling);
+	n += namp;
+	for (int i = 0; i < nextra; i++)
+		a[n++] = extra[i];
+	struct ckpt_entry e = {paths[4], tensors[4]};
+	TEST_OK(ckpt_write(file, &e, 1, a, n));
+}
+
+static void test_amp(void)
+{
+	const char *file = path_in("amp.h5");
+	ckpt_file *f;
+	struct ckpt_amp got;
+
+	/* names */
+	TEST_ASSERT(ckpt_precision_parse("fp32") == STARNN_FP32 && ckpt_precision_parse("amp-fp16") == STARNN_FP16 &&
+	                ckpt_precision_parse("amp-bf16") == STARNN_BF16,
+	            "precision names parse");
+	TEST_ASSERT(ckpt_precision_parse("fp16") == -1 && ckpt_precision_parse(NULL) == -1, "unknown names refused");
+	TEST_ASSERT(strcmp(ckpt_precision_name(STARNN_BF16), "amp-bf16") == 0 && !ckpt_precision_name((starnn_dtype)9),
+	            "precision names");
+
+	/* round trips, the scale exactly (fp32 values stored as doubles) */
+	const struct ckpt_amp cases[] = {
+		{.compute = STARNN_FP32, .loss_scaling = CKPT_SCALING_NONE},
+		{.compute = STARNN_FP16, .loss_scaling = CKPT_SCALING_DYNAMIC, .scale = 32768, .good_steps = 1999,
+		 .skipped_steps = 3, .applied_steps = 16777216},
+		{.compute = STARNN_BF16, .loss_scaling = CKPT_SCALING_STATIC, .scale = 1024, .good_steps = 0,
+		 .skipped_steps = 0, .applied_steps = 7},
+		{.compute = STARNN_FP16, .loss_scaling = CKPT_SCALING_DYNAMIC, .scale = 0x1.8p-3, .good_steps = 5,
+		 .skipped_steps = 60, .applied_steps = 0},
+		{.compute = STARNN_FP32, .loss_scaling = CKPT_SCALING_DYNAMIC, .scale = 16777216, .good_steps = 1,
+		 .skipped_steps = 2, .applied_steps = 3},
+	};
+	for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+		amp_write(file, &cases[i], NULL, 0);
+		memset(&got, 0x55, sizeof got);
+		TEST_OK(ckpt_open(&f, file));
+		TEST_OK(ckpt_get_amp(f, &got));
+		const struct ckpt_amp *w = &cases[i];
+		TEST_ASSERT(got.compute == w->compute && got.loss_scaling == w->loss_scaling, "case %zu: %d %d, want %d %d",
+		            i, (int)got.compute, got.loss_scaling, (int)w->compute, w->loss_scaling);
+		if (w->loss_scaling)
+			TEST_ASSERT(got.scale == w->scale && got.good_steps == w->good_steps &&
+			                got.skipped_steps == w->skipped_steps && got.applied_steps == w->applied_steps,
+			            "case %zu: scale %.17g, %lld %lld %lld", i, got.scale, (long long)got.good_steps,
+			            (long long)got.skipped_steps, (long long)got.applied_steps);
+		else
+			TEST_ASSERT(got.scale == 0 && got.good_steps == 0 && got.skipped_steps == 0 && got.applied_steps == 0,
+			            "case %zu: no loss-scale state without scaling", i);
+		/* the attributes as h5py sees them: strings, a double, int64s */
+		char sv[32];
+		int64_t iv;
+		double dv;
+		TEST_OK(ckpt_get_string(f, "precision", sv, sizeof sv));
+		TEST_ASSERT(strcmp(sv, ckpt_precision_name(w->compute)) == 0, "precision '%s'", sv);
+		TEST_OK(ckpt_get_string(f, "loss_scaling", sv, sizeof sv));
+		TEST_ASSERT(strcmp(sv, w->loss_scaling == CKPT_SCALING_NONE      ? "none"
+		                       : w->loss_scaling == CKPT_SCALING_DYNAMIC ? "dynamic"
+		                                                                 : "static") == 0,
+		            "loss_scaling '%s'", sv);
+		if (w->loss_scaling) {
+			TEST_OK(ckpt_get_double(f, "loss_scale", &dv));
+			TEST_OK(ckpt_get_int(f, "loss_scale_good_steps", &iv));
+			TEST_ASSERT(iv == w->good_steps, "good steps %lld", (long long)iv);
+		} else {
+			expect_error(ckpt_get_double(f, "loss_scale", &dv), STARNN_EINVAL, "no loss_scale without scaling",
+			             "no attribute 'loss_scale'", NULL);
+		}
+		ckpt_close(f);
+	}
+	printf("  %zu mixed-precision states round trip\n", sizeof cases / sizeof *cases);
+
+	/* a file without them (older format): fp32, no loss scaling */
+	TEST_OK(write_good(file, 1));
+	TEST_OK(ckpt_open(&f, file));
+	memset(&got, 0x55, sizeof got);
+	TEST_OK(ckpt_get_amp(f, &got));
+	TEST_ASSERT(got.compute == STARNN_FP32 && got.loss_scaling == CKPT_SCALING_NONE, "older file: fp32, none");
+	ckpt_close(f);
+
+	/* values that cannot be written */
+	struct ckpt_attr a[CKPT_AMP_MAX_ATTRS];
+	int n;
+	struct ckpt_amp bad = cases[1];
+	bad.compute = (starnn_dtype)7;
+	expect_error(ckpt_amp_attrs(&bad, a, &n), STARNN_EINVAL, "unknown precision", "precision", NULL);
+	bad = cases[1], bad.loss_scaling = 3;
+	expect_error(ckpt_amp_attrs(&bad, a, &n), STARNN_EINVAL, "unknown scaling", "loss scaling", NULL);
+	const double bad_scales[] = {0, -2, NAN, INFINITY};
+	for (size_t i = 0; i < sizeof bad_scales / sizeof *bad_scales; i++) {
+		bad = cases[2], bad.scale = bad_scales[i];
+		expect_error(ckpt_amp_attrs(&bad, a, &n), STARNN_EINVAL, "bad scale", "'loss_scale'", NULL);
+	}
+	bad = cases[1], bad.skipped_steps = -1;
+	expect_error(ckpt_amp_attrs(&bad, a, &n), STARNN_EINVAL, "negative counter", "'loss_scale_skipped_steps'", NULL);
+	TEST_ASSERT(n == 0, "no attributes on failure");
+	bad = cases[0], bad.scale = NAN; /* ignored without scaling */
+	TEST_OK(ckpt_amp_attrs(&bad, a, &n));
+
+	/* malformed files: the message names the attribute */
+	struct {
+		const char *what, *word;
+		struct ckpt_attr at[6];
+		int n;
+	} files[] = {
+		{"unknown precision", "'precision'", {{.name = "precision", .type = CKPT_STRING, .s = "fp8"},
+		                                      {.name = "loss_scaling", .type = CKPT_STRING, .s = "none"}}, 2},
+		{"precision not a string", "'precision'", {{.name = "precision", .type = CKPT_INT, .i = 1},
+		                                           {.name = "loss_scaling", .type = CKPT_STRING, .s = "none"}}, 2},
+		{"no loss_scaling", "'loss_scaling'", {{.name = "precision", .type = CKPT_STRING, .s = "amp-fp16"}}, 1},
+		{"unknown loss_scaling", "'loss_scaling'", {{.name = "precision", .type = CKPT_STRING, .s = "amp-fp16"},
+		                                            {.name = "loss_scaling", .type = CKPT_STRING, .s = "auto"}}, 2},
+		{"incomplete state", "'loss_scale_applied_steps'",
+		 {{.name = "precision", .type = CKPT_STRING, .s = "amp-fp16"},
+		  {.name = "loss_scaling", .type = CKPT_STRING, .s = "dynamic"},
+		  {.name = "loss_scale", .type = CKPT_DOUBLE, .d = 65536},
+		  {.name = "loss_scale_good_steps", .type = CKPT_INT, .i = 1},
+		  {.name = "loss_scale_skipped_steps", .type = CKPT_INT, .i = 0}}, 5},
+		{"scale not a number", "'loss_scale'",
+		 {{.name = "precision", .type = CKPT_STRING, .s = "amp-bf16"},
+		  {.name = "loss_scaling", .type = CKPT_STRING, .s = "static"},
+		  {.name = "loss_scale", .type = CKPT_STRING, .s = "1024"},
+		  {.name = "loss_scale_good_steps", .type = CKPT_INT, .i = 1},
+		  {.name = "loss_scale_skipped_steps", .type = CKPT_INT, .i = 0},
+		  {.name = "loss_scale_applied_steps", .type = CKPT_INT, .i = 0}}, 6},
+		{"negative scale", "'loss_scale'",
+		 {{.name = "precision", .type = CKPT_STRING, .s = "amp-fp16"},
+		  {.name = "loss_scaling", .type = CKPT_STRING, .s = "dynamic"},
+		  {.name = "loss_scale", .type = CKPT_DOUBLE, .d = -1},
+		  {.name = "loss_scale_good_steps", .type = CKPT_INT, .i = 1},
+		  {.name = "loss_scale_skipped_steps", .type = CKPT_INT, .i = 0},
+		  {.name = "loss_scale_applied_steps", .type = CKPT_INT, .i = 0}}, 6},
+		{"negative counter", "'loss_scale_good_steps'",
+		 {{.name = "precision", .type = CKPT_STRING, .s = "amp-fp16"},
+		  {.name = "loss_scaling", .type = CKPT_STRING, .s = "dynamic"},
+		  {.name = "loss_scale", .type = CKPT_DOUBLE, .d = 2},
+		  {.name = "loss_scale_good_steps", .type = CKPT_INT, .i = -4},
+		  {.name = "loss_scale_skipped_steps", .type = CKPT_INT, .i = 0},
+		  {.name = "loss_scale_applied_steps", .type = CKPT_INT, .i = 0}}, 6},
+		{"state without precision", "'loss_scale'", {{.name = "loss_scale", .type = CKPT_DOUBLE, .d = 2}}, 1},
+	};
+	for (size_t i = 0; i < sizeof files / sizeof *files; i++) {
+		struct ckpt_entry e = {paths[4], tensors[4]};
+		TEST_OK(ckpt_write(file, &e, 1, files[i].at, files[i].n));
+		TEST_OK(ckpt_open(&f, file));
+		expect_error(ckpt_get_amp(f, &got), STARNN_EINVAL, files[i].what, files[i].word, file, NULL);
+		ckpt_close(f);
+	}
+	unlink(file);
+}
+
 static void test_open_errors(void)
 {
 	ckpt_file *f = (ckpt_file *)1;
@@ -360,6 +522,7 @@ int main(void)
 	TEST_ASSERT(mkdtemp(dir) != NULL, "mkdtemp");
 	make_tensors();
 	test_round_trip();
+	test_amp();
 	test_open_errors();
 	test_atomicity();
 	test_nan();

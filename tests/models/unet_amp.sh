@@ -1,66 +1,116 @@
 #!/bin/sh
 # models/unet with mixed precision (--precision amp-fp16 / amp-bf16).
-# 1. Quality: two epochs of synthetic training (32x32, depth 2, f 4, 128
-#    samples, batch 4: 64 steps), same seed: the validation MSE of amp-fp16
-#    and amp-bf16 is not worse than fp32's by more than 2% (one-sided), and
-#    not better by more than 10% (a sanity bound: a broken backward that
-#    leaves the weights alone does not pass either). Measured on this CPU,
-#    amp / fp32 MSE ratios: seed 1: fp16 0.988, bf16 0.980; seed 2: 1.000,
-#    1.000; seed 3: 0.999, 1.000; seed 4: see the report (the spread between
-#    runs is rounding moving the trajectory; seed 3 is used here).
+# 1. Quality: synthetic training (16x16, depth 2, f 4, 512 samples, batch 8
+#    in 2 micro-batches, Adam: 200 steps at lr 3e-3 with 20 warm-up steps,
+#    then --resume with lr 3e-4 to step 250; ~4 epochs) for seeds 1-5 in
+#    each precision. The mean over the seeds of the amp / fp32
+#    validation-MSE ratio (same seed: same data and initial weights) must be
+#    at most 1.02 (at most 2% worse; one-sided) and at least 0.95 (a sanity
+#    bound), and every precision's mean validation MSE must be below
+#    persistence's (it learned).
+#    Why this design: rounding differences move the training trajectory, so
+#    one seed's ratio is noisy. Measured on this CPU with exactly this
+#    configuration, amp / fp32 ratios of seeds 1-16:
+#      amp-fp16  1.0054 1.0005 1.0010 0.9960 1.0051 1.0088 0.9926 0.9820
+#                1.0004 1.0015 1.0141 0.9892 0.9968 1.0078 0.9980 0.9669
+#                mean 0.9979, sd 0.0114, from 0.967 to 1.014
+#      amp-bf16  1.0200 0.9854 0.9980 0.9960 0.9994 1.0047 1.0095 0.9876
+#                0.9968 1.0007 0.9970 1.0001 0.9998 1.0209 1.0000 0.9871
+#                mean 1.0002, sd 0.0101, from 0.985 to 1.021
+#    and fp32 with --micro-batches 1 (only the summation order differs),
+#    seeds 1-8: 1.0003 1.0000 0.9951 0.9999 1.0014 1.0030 1.0114 1.0041
+#    (sd 0.0047: even fp32 rounding noise moves one seed by 1%). So one seed
+#    cannot test a 2% bound (two bf16 seeds are above +2%; in the previous
+#    64-step test seed 4 was +4.1%). The mean of 5 seeds has a standard
+#    deviation of about 0.0114 / sqrt(5) = 0.5%: the bound is ~4 of them
+#    above the measured means. 5-seed means: seeds 1-5 (this test) fp16
+#    1.0016, bf16 0.9997; seeds 6-10: 0.9971, 0.9999; 11-15: 1.0012, 1.0036.
+#    The low-lr phase matters: with lr 3e-3 to the end (200 steps) single
+#    seeds spread from 0.98 to 1.17 (fp16) and 0.98 to 1.06 (bf16).
+#    models/unet has no decay schedule: the second phase is a --resume with
+#    --lr (which exercises resuming amp runs too).
 # 2. Overflow: STARNN_UNET_INJECT_INF_STEP puts an Inf into one gradient at
 #    one step: the program compares the weights and optimizer state bit for
 #    bit before and after that step (and fails if they changed), a dynamic
 #    scale halves, a static one stays, one step is counted as skipped, and
 #    training goes on to finite weights.
 # 3. The peak memory line is printed, smaller for amp than for fp32.
-# 4. eval works on a checkpoint of an amp run, in fp32 and in amp.
-# 5. Bad options exit with status 2.
+# 4. Resume: 16 steps uninterrupted vs 8 steps + --resume to 16, with an
+#    Inf injected at step 4 (the scale is halved before the checkpoint):
+#    amp-fp16 with dynamic scaling (Adam), amp-bf16 with a static scale
+#    (SGD): the per-step losses (--log-json text) are identical, the final
+#    checkpoints are identical bit for bit (every dataset and every
+#    attribute, loss_scale_good_steps included: tests/models/ckpt_util),
+#    and the resumed run reports the restored state (scale 32768 / 1024, 4
+#    clean steps, 1 skipped, 7 applied). A checkpoint rewritten as format
+#    version 1 (no precision attributes) resumes as fp32: the same losses
+#    as resuming the original with --precision fp32 --loss-scale none;
+#    resuming with another precision works and prints a note; a newer
+#    format version is refused.
+# 5. eval and predict work on an amp checkpoint: by default in its
+#    precision (printed), and in fp32 or another precision when asked.
+# 6. Bad options exit with status 2.
 set -u
-unet=${top_builddir:-.}/models/unet
+B=${top_builddir:-.}
+unet=$B/models/unet
+util=$B/tests/models/ckpt_util
+export STARPU_NCPU=${STARPU_NCPU:-2} STARPU_NCUDA=0 STARPU_SILENT=1
 status=0
 fail() { echo "FAIL: $*"; status=1; }
+ok() { echo "ok: $*"; }
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-small="--size 32 --depth 2 --filters 4 --samples 128 --val-samples 32 --batch 4"
+# Per-step losses of a --log-json file, "step loss" lines.
+losses() { sed -n 's/^{"step":\([0-9]*\),"epoch":[0-9]*,"loss":\([^,]*\),.*/\1 \2/p' "$1"; }
 
-run() { # run NAME ARGS...: output in $out, MSE in $mse, peak in $peak
-	name=$1; shift
-	out=$(STARPU_NCPU=2 STARPU_NCUDA=0 "$unet" train $small --quiet "$@" 2>&1)
+# ------------------------------------------------------------------ 1. quality
+Q="--size 16 --depth 2 --filters 4 --samples 512 --val-samples 64 --batch 8 --micro-batches 2 --warmup 20"
+SEEDS="1 2 3 4 5"
+quality() { # quality PRECISION SEED: "MSE persistence" in $res, peak in $peak
+	p=$1 s=$2
+	out=$("$unet" train $Q --seed "$s" --precision "$p" --steps 200 --lr 3e-3 --eval-every 0 \
+		--checkpoint "$tmp/q.h5" --quiet 2>&1) || { echo "$out"; fail "quality $p seed $s: phase 1 exited $?"; }
+	out=$("$unet" train --resume "$tmp/q.h5" --steps 250 --lr 3e-4 --checkpoint "$tmp/q.h5" --quiet 2>&1)
 	rc=$?
-	echo "$out" | sed "s/^/[$name] /"
-	[ $rc = 0 ] || fail "$name: unet exited $rc"
-	mse=$(echo "$out" | sed -n 's/^eval at step [0-9]*: MSE \([0-9.e+-]*\) .*/\1/p' | tail -n 1)
+	[ $rc = 0 ] || { echo "$out"; fail "quality $p seed $s: phase 2 exited $rc"; }
+	res=$(echo "$out" | sed -n 's/^eval at step 250: MSE \([0-9.e+-]*\) (persistence \([0-9.e+-]*\)).*/\1 \2/p')
 	peak=$(echo "$out" | sed -n 's/^peak memory node 0: \([0-9.]*\) MiB.*/\1/p')
-	[ -n "$mse" ] || fail "$name: no validation MSE"
-	[ -n "$peak" ] || fail "$name: no 'peak memory node 0' line"
+	[ -n "$res" ] || { echo "$out"; fail "quality $p seed $s: no validation MSE at step 250"; res="nan nan"; }
+	[ -n "$peak" ] || fail "quality $p seed $s: no 'peak memory node 0' line"
+	echo "[quality $p seed $s] MSE, persistence: $res; peak $peak MiB"
 }
-
-run fp32 --epochs 2 --seed 3
-mse32=$mse peak32=$peak
+for s in $SEEDS; do
+	for p in fp32 amp-fp16 amp-bf16; do
+		quality $p $s
+		echo "$s $p $res $peak" >> "$tmp/quality"
+		[ "$s $p" = "1 amp-fp16" ] && cp "$tmp/q.h5" "$tmp/amp-fp16.h5"
+	done
+done
 for p in amp-fp16 amp-bf16; do
-	run $p --epochs 2 --seed 3 --precision $p --checkpoint "$tmp/$p.h5"
-	if awk -v a="$mse" -v f="$mse32" 'BEGIN { exit !(a <= 1.02 * f && a >= 0.90 * f) }'; then
-		echo "ok: $p validation MSE $mse vs fp32 $mse32 (<= +2%, >= -10%)"
+	# mean over the seeds of amp / fp32, mean MSEs, mean persistence, peaks
+	line=$(awk -v p=$p '$2 == "fp32" { f[$1] = $3; fp[$1] = $5 }
+		$2 == p { a[$1] = $3; ap[$1] = $5; per[$1] = $4 }
+		END { for (s in a) { n++; r += a[s] / f[s]; ma += a[s]; mf += f[s]; mp += per[s] }
+		      printf "%.4f %.5f %.5f %.5f %d %s %s", r / n, ma / n, mf / n, mp / n, n, ap[1], fp[1] }' "$tmp/quality")
+	set -- $line
+	ratio=$1 ma=$2 mf=$3 mp=$4 n=$5 pa=$6 pf=$7
+	if [ "$n" = 5 ] && awk -v r="$ratio" 'BEGIN { exit !(r <= 1.02 && r >= 0.95) }'; then
+		ok "$p: mean amp / fp32 validation MSE ratio over seeds $SEEDS: $ratio (mean MSE $ma vs $mf; bound 0.95 .. 1.02)"
 	else
-		fail "$p validation MSE $mse vs fp32 $mse32 (bound: at most 2% worse, at most 10% better)"
+		fail "$p: mean amp / fp32 validation MSE ratio over seeds $SEEDS: $ratio (mean MSE $ma vs $mf over $n seeds; bound 0.95 .. 1.02)"
 	fi
-	awk -v a="$peak" -v f="$peak32" 'BEGIN { exit !(a < f) }' ||
-		fail "$p peak memory $peak MiB not below fp32's $peak32 MiB"
+	awk -v a="$ma" -v f="$mf" -v q="$mp" 'BEGIN { exit !(a < q && f < q) }' &&
+		ok "$p and fp32 beat persistence on average: $ma, $mf < $mp" ||
+		fail "$p or fp32 does not beat persistence on average: $ma, $mf vs $mp"
+	awk -v a="$pa" -v f="$pf" 'BEGIN { exit !(a < f) }' && ok "$p peak memory $pa MiB < fp32's $pf MiB" ||
+		fail "$p peak memory $pa MiB not below fp32's $pf MiB"
 done
 
-# eval of an amp checkpoint (fp32 masters), in fp32 and in bf16
-for p in fp32 amp-bf16; do
-	out=$(STARPU_NCPU=2 STARPU_NCUDA=0 "$unet" eval --checkpoint "$tmp/amp-fp16.h5" --val-samples 16 --precision $p 2>&1)
-	rc=$?
-	echo "$out" | sed "s/^/[eval $p] /"
-	[ $rc = 0 ] || fail "eval --precision $p of an amp-fp16 checkpoint exited $rc"
-done
-
+# ------------------------------------------------------------------ 2. overflow
+small="--size 32 --depth 2 --filters 4 --samples 128 --val-samples 32 --batch 4"
 inject() { # inject NAME EXPECTED_SCALE ARGS...
 	name=$1 scale=$2; shift 2
-	out=$(STARNN_UNET_INJECT_INF_STEP=5 STARPU_NCPU=2 STARPU_NCUDA=0 "$unet" train $small --steps 12 --seed 2 \
-		--eval-every 0 --quiet "$@" 2>&1)
+	out=$(STARNN_UNET_INJECT_INF_STEP=5 "$unet" train $small --steps 12 --seed 2 --eval-every 0 --quiet "$@" 2>&1)
 	rc=$?
 	echo "$out" | sed "s/^/[$name] /"
 	[ $rc = 0 ] || fail "$name: unet exited $rc"
@@ -74,6 +124,91 @@ inject "inject amp-fp16" 32768 --precision amp-fp16
 inject "inject amp-bf16 sgd" 32768 --precision amp-bf16 --loss-scale dynamic --optimizer sgd
 inject "inject fp16 static 1024" 1024 --precision amp-fp16 --loss-scale 1024
 
+# ------------------------------------------------------------------ 4. resume
+R="$small --seed 2 --eval-every 0 --quiet"
+resume() { # resume NAME EXPECTED_SCALE ARGS...
+	name=$1 scale=$2; shift 2
+	d=$tmp/$name
+	mkdir -p "$d"
+	export STARNN_UNET_INJECT_INF_STEP=4
+	"$unet" train $R "$@" --steps 16 --checkpoint "$d/a.h5" --log-json "$d/a.json" > "$d/a.out" 2>&1 ||
+		{ cat "$d/a.out"; fail "$name: 16-step run"; }
+	"$unet" train $R "$@" --steps 8 --checkpoint "$d/b8.h5" --log-json "$d/b.json" > "$d/b.out" 2>&1 ||
+		{ cat "$d/b.out"; fail "$name: 8-step run"; }
+	cp "$d/b8.h5" "$d/b.h5"
+	# not --quiet: the restored state is printed
+	"$unet" train --resume "$d/b.h5" --steps 16 --checkpoint "$d/b.h5" --log-json "$d/b.json" > "$d/r.out" 2>&1 ||
+		{ cat "$d/r.out"; fail "$name: resumed run"; }
+	unset STARNN_UNET_INJECT_INF_STEP
+	grep "^loss scale" "$d/r.out" | sed "s/^/[$name resumed] /"
+	grep -q "^loss scale resumed: $scale, 4 clean steps toward doubling, 1 skipped, 7 applied\$" "$d/r.out" &&
+		ok "$name: the resumed run restored scale $scale, 4 clean steps, 1 skipped, 7 applied" ||
+		fail "$name: loss-scale state not restored (scale $scale, 4 clean, 1 skipped, 7 applied expected)"
+	losses "$d/a.json" > "$d/a.loss"
+	losses "$d/b.json" > "$d/b.loss"
+	if [ "$(wc -l < "$d/a.loss")" = 16 ] && cmp -s "$d/a.loss" "$d/b.loss"; then
+		ok "$name: 16 per-step losses of 8 + resumed 8 identical to the uninterrupted run"
+	else
+		fail "$name: resumed losses differ from the uninterrupted run"
+		diff "$d/a.loss" "$d/b.loss" | head
+	fi
+	"$util" cmp "$d/a.h5" "$d/b.h5" | sed "s/^/[$name cmp] /"
+	"$util" cmp "$d/a.h5" "$d/b.h5" > /dev/null && ok "$name: final checkpoints identical bit for bit" ||
+		fail "$name: final checkpoints differ"
+}
+resume fp16-dynamic 32768 --precision amp-fp16
+resume bf16-static 1024 --precision amp-bf16 --loss-scale 1024 --optimizer sgd
+
+# An older checkpoint (format version 1: no precision attributes) resumes as
+# fp32 without loss scaling: as the original does when told so.
+d=$tmp/fp16-dynamic
+cp "$d/b8.h5" "$d/v1.h5"
+"$util" version "$d/v1.h5" 1 || fail "cannot make a version-1 checkpoint"
+"$unet" train --resume "$d/v1.h5" --steps 12 --log-json "$d/v1.json" --eval-every 0 > "$d/v1.out" 2>&1 ||
+	{ cat "$d/v1.out"; fail "resuming a version-1 checkpoint"; }
+"$unet" train --resume "$d/b8.h5" --precision fp32 --loss-scale none --steps 12 --log-json "$d/f32.json" \
+	--eval-every 0 > "$d/f32.out" 2>&1 || { cat "$d/f32.out"; fail "resuming amp-fp16 as fp32"; }
+grep -q "^precision: fp32$" "$d/v1.out" && [ "$(losses "$d/v1.json" | wc -l)" = 4 ] &&
+	[ "$(losses "$d/v1.json")" = "$(losses "$d/f32.json")" ] &&
+	ok "a version-1 checkpoint resumes as fp32 (same 4 losses as --precision fp32 --loss-scale none)" ||
+	fail "a version-1 checkpoint does not resume as fp32"
+grep -q "note: .*b8.h5 was trained with --precision amp-fp16, dynamic loss scaling; continuing with fp32, no loss scaling" \
+	"$d/f32.out" && ok "another precision on resume: $(grep note "$d/f32.out" | cut -c1-110)..." ||
+	{ cat "$d/f32.out"; fail "resuming with another precision printed no note"; }
+"$unet" train --resume "$d/b8.h5" --precision amp-bf16 --steps 10 --eval-every 0 --quiet || fail "resume amp-fp16 as amp-bf16"
+"$unet" train --resume "$d/v1.h5" --precision amp-fp16 --steps 10 --eval-every 0 > "$d/up.out" 2>&1 &&
+	grep -q "^loss scale resumed: 65536, 0 clean steps toward doubling, 0 skipped, 8 applied$" "$d/up.out" &&
+	ok "an fp32 checkpoint resumes in amp-fp16 with a fresh scale, its 8 steps counted as applied" ||
+	{ cat "$d/up.out"; fail "resuming an fp32 checkpoint in amp-fp16"; }
+cp "$d/b8.h5" "$d/v9.h5"
+"$util" version "$d/v9.h5" 9 || fail "cannot set a format version"
+"$unet" train --resume "$d/v9.h5" --steps 10 --quiet > "$d/v9.out" 2>&1
+rc=$?
+[ $rc = 1 ] && grep -q "format_version 9" "$d/v9.out" && ok "a newer format version is refused: $(cat "$d/v9.out")" ||
+	{ cat "$d/v9.out"; fail "format version 9 not refused with status 1 (got $rc)"; }
+STARNN_UNET_INJECT_INF_STEP=10 "$unet" train --resume "$d/v1.h5" --steps 12 --quiet > /dev/null 2>&1
+[ $? = 2 ] || fail "an injected Inf on a resumed run without loss scaling not refused with status 2"
+
+# ------------------------------------------------------------------ 5. eval, predict
+for p in default fp32 amp-bf16; do
+	opt="--precision $p"
+	[ $p = default ] && opt=
+	out=$("$unet" eval --checkpoint "$tmp/amp-fp16.h5" --val-samples 16 $opt 2>&1)
+	rc=$?
+	want=$p
+	[ $p = default ] && want=amp-fp16
+	if [ $rc = 0 ] && echo "$out" | grep -q "^evaluating .*, precision $want$" && echo "$out" | grep -q persistence; then
+		ok "eval ${opt:-(checkpoint's precision)} of an amp-fp16 checkpoint: $(echo "$out" | grep -m1 "^evaluating")"
+	else
+		echo "$out"
+		fail "eval ${opt:-(default)} of an amp-fp16 checkpoint (exit $rc, precision $want expected)"
+	fi
+done
+out=$("$unet" predict --checkpoint "$tmp/amp-fp16.h5" --val-samples 4 --output "$tmp/f.h5" 2>&1)
+[ $? = 0 ] && [ -s "$tmp/f.h5" ] && echo "$out" | grep -q "precision amp-fp16$" &&
+	ok "predict with an amp-fp16 checkpoint in its precision" || { echo "$out"; fail "predict with an amp checkpoint"; }
+
+# ------------------------------------------------------------------ 6. bad options
 "$unet" train --precision fp8 > /dev/null 2>&1
 [ $? = 2 ] || fail "--precision fp8 not refused with status 2"
 "$unet" train --loss-scale 0 > /dev/null 2>&1

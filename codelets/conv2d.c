@@ -720,7 +720,7 @@ int starnn_conv2d_bwd_weight_mp(starnn_tensor *x, starnn_tensor *dy, float beta,
 static int conv2d_bwd_dt(starnn_tensor *x, starnn_tensor *dy, starnn_tensor *w, float beta_x, starnn_tensor *dx,
                          float beta_w, starnn_tensor *dw, starnn_tensor *db, starnn_dtype dt)
 {
-	int nw = (int)starpu_worker_get_count(), half = dx && !getenv("STARNN_CONV2D_SPLIT_BOTH") ? (nw + 1) / 2 : 0;
+	int nw = (int)starpu_worker_get_count(), half = dx ? (nw + 1) / 2 : 0;
 	if (dx)
 		STARNN_CHECK(conv2d_bwd_data_dt(dy, w, beta_x, dx, dt, half));
 	return conv2d_bwd_weight_dt(x, dy, beta_w, dw, db, dt, half);

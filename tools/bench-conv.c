@@ -1,0 +1,218 @@
+/* bench-conv: single-thread GFLOP/s of the CPU convolution kernels, kernel
+ * against kernel in the same run, at the shapes of the reference UNet.
+ *
+ * For each 3x3 shape (N, C, O, H = W) and pass (fwd, bwd_data, bwd_weight)
+ * it times, on the calling thread only (no StarPU tasks):
+ *   im2col   starnn_conv2d_*_cpu: im2col + OpenBLAS sgemm (fp32)
+ *   dnnl     starnn_conv2d_*_dnnl in fp32: oneDNN primitives, including the
+ *            reorders from / to NCHW that every call makes
+ *   bf16     starnn_conv2d_*_dnnl in bf16 (x, w, y 16-bit, fp32
+ *            accumulation; dw fp32): the amp-bf16 route
+ *   widen    the fp32 im2col kernel on bf16 data widened to fp32 first and
+ *            the result rounded back (what a 16-bit conv costs without
+ *            oneDNN): the conversions are timed too
+ * and prints GFLOP/s (2*N*C*O*9*H*W per pass / best time of a few runs)
+ * and the ratios dnnl/im2col and bf16/dnnl. The reported time is the best
+ * of --reps runs (the machine may be shared: the minimum is the least
+ * disturbed), each kernel alternating with the others.
+ *
+ * Usage: tools/bench-conv [--reps N] [--quick]
+ *   --quick  the 128x128 shapes only */
+#include <config.h>
+
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <cblas.h>
+
+#include "codelets/conv2d.h"
+#include "codelets/convert.h"
+#include "runtime/starnn.h"
+
+struct shape {
+	const char *name;
+	size_t n, c, o, hw;
+};
+
+static const struct shape shapes[] = {
+	/* 384x384, f = 32, batch 1 */
+	{"384 enc0b", 1, 32, 32, 384},
+	{"384 enc1b", 1, 64, 64, 192},
+	{"384 enc2b", 1, 128, 128, 96},
+	{"384 enc3b", 1, 256, 256, 48},
+	{"384 dec0a", 1, 64, 32, 384},
+	/* 128x128, f = 16, batch 4 */
+	{"128 enc0b", 4, 16, 16, 128},
+	{"128 enc1b", 4, 32, 32, 64},
+	{"128 enc2b", 4, 64, 64, 32},
+	{"128 dec0a", 4, 32, 16, 128},
+};
+
+static double now(void)
+{
+	struct timespec t;
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
+}
+
+static float *random_f32(size_t n, unsigned *seed)
+{
+	float *p = malloc(n * sizeof *p);
+	if (!p) {
+		fprintf(stderr, "bench-conv: out of memory\n");
+		exit(1);
+	}
+	for (size_t i = 0; i < n; i++)
+		p[i] = (float)(rand_r(seed) % 2001 - 1000) / 1000.0f;
+	return p;
+}
+
+static uint16_t *to_bf16(const float *x, size_t n)
+{
+	uint16_t *p = malloc(n * sizeof *p);
+	if (!p) {
+		fprintf(stderr, "bench-conv: out of memory\n");
+		exit(1);
+	}
+	starnn_convert_fp32_to_bf16_cpu(1, n, x, n, p, n);
+	return p;
+}
+
+enum { IM2COL, DNNL, BF16, WIDEN, NKERNELS };
+static const char *const kname[NKERNELS] = {"im2col", "dnnl", "bf16", "widen"};
+
+struct bufs {
+	float *x, *w, *b, *y, *dy, *dx, *dw, *work, *wx, *wy, *wdy, *ww;
+	uint16_t *hx, *hw, *hy, *hdy, *hdx;
+};
+
+static int run(int k, int pass, const struct starnn_conv2d_geom *g, struct bufs *B)
+{
+	const size_t ldx = g->c * g->h * g->w, ldy = g->o * g->h * g->w, ldw = g->c * 9;
+	const size_t nx = g->n * ldx, ny = g->n * ldy, nw = g->o * ldw;
+	switch (k) {
+	case IM2COL:
+		if (pass == 0)
+			starnn_conv2d_fwd_cpu(g, B->x, ldx, B->w, ldw, B->b, B->y, ldy, B->work);
+		else if (pass == 1)
+			starnn_conv2d_bwd_data_cpu(g, B->dy, ldy, B->w, ldw, 0.0f, B->dx, ldx, B->work);
+		else
+			starnn_conv2d_bwd_weight_cpu(g, B->x, ldx, B->dy, ldy, 0.0f, B->dw, ldw, B->work);
+		return 0;
+	case DNNL:
+		if (pass == 0)
+			return starnn_conv2d_fwd_dnnl(g, STARNN_FP32, B->x, ldx, B->w, ldw, B->b, B->y, ldy);
+		if (pass == 1)
+			return starnn_conv2d_bwd_data_dnnl(g, STARNN_FP32, B->dy, ldy, B->w, ldw, 0.0f, B->dx, ldx);
+		return starnn_conv2d_bwd_weight_dnnl(g, STARNN_FP32, B->x, ldx, B->dy, ldy, 0.0f, B->dw, ldw);
+	case BF16:
+		if (pass == 0)
+			return starnn_conv2d_fwd_dnnl(g, STARNN_BF16, B->hx, ldx, B->hw, ldw, B->b, B->hy, ldy);
+		if (pass == 1)
+			return starnn_conv2d_bwd_data_dnnl(g, STARNN_BF16, B->hdy, ldy, B->hw, ldw, 0.0f, B->hdx, ldx);
+		return starnn_conv2d_bwd_weight_dnnl(g, STARNN_BF16, B->hx, ldx, B->hdy, ldy, 0.0f, B->dw, ldw);
+	default: /* WIDEN */
+		if (pass == 0) {
+			starnn_convert_bf16_to_fp32_cpu(1, nx, B->hx, nx, B->wx, nx);
+			starnn_convert_bf16_to_fp32_cpu(1, nw, B->hw, nw, B->ww, nw);
+			starnn_conv2d_fwd_cpu(g, B->wx, ldx, B->ww, ldw, B->b, B->wy, ldy, B->work);
+			starnn_convert_fp32_to_bf16_cpu(1, ny, B->wy, ny, B->hy, ny);
+		} else if (pass == 1) {
+			starnn_convert_bf16_to_fp32_cpu(1, ny, B->hdy, ny, B->wdy, ny);
+			starnn_convert_bf16_to_fp32_cpu(1, nw, B->hw, nw, B->ww, nw);
+			starnn_conv2d_bwd_data_cpu(g, B->wdy, ldy, B->ww, ldw, 0.0f, B->wx, ldx, B->work);
+			starnn_convert_fp32_to_bf16_cpu(1, nx, B->wx, nx, B->hdx, nx);
+		} else {
+			starnn_convert_bf16_to_fp32_cpu(1, nx, B->hx, nx, B->wx, nx);
+			starnn_convert_bf16_to_fp32_cpu(1, ny, B->hdy, ny, B->wdy, ny);
+			starnn_conv2d_bwd_weight_cpu(g, B->wx, ldx, B->wdy, ldy, 0.0f, B->dw, ldw, B->work);
+		}
+		return 0;
+	}
+}
+
+int main(int argc, char **argv)
+{
+	int reps = 3, quick = 0;
+	for (int i = 1; i < argc; i++) {
+		if (!strcmp(argv[i], "--reps") && i + 1 < argc)
+			reps = atoi(argv[++i]);
+		else if (!strcmp(argv[i], "--quick"))
+			quick = 1;
+		else {
+			fprintf(stderr, "usage: %s [--reps N] [--quick]\n", argv[0]);
+			return 2;
+		}
+	}
+	if (reps < 1 || reps > 100) {
+		fprintf(stderr, "bench-conv: --reps must be 1..100\n");
+		return 2;
+	}
+	if (starnn_conv2d_cpu_backend_set(STARNN_CONV2D_DNNL) != 0) { /* built without oneDNN */
+		fprintf(stderr, "bench-conv: this starnn has no oneDNN (configure found no libdnnl-dev): nothing to "
+		                "compare\n");
+		return 77;
+	}
+	starnn_blas_autoselect(argv);
+	openblas_set_num_threads(1);
+	const char *core = starnn_blas_core();
+	printf("# bench-conv: one thread, 3x3 convolutions, GFLOP/s = 2*N*C*O*9*H*W / best of %d run(s)\n", reps);
+	printf("# OpenBLAS core %s; oneDNN includes its NCHW <-> blocked reorders\n", core ? core : "unknown");
+	printf("%-10s %-10s %9s %9s %9s %9s %12s %10s\n", "shape", "pass", kname[0], kname[1], kname[2], kname[3],
+	       "dnnl/im2col", "bf16/dnnl");
+	unsigned seed = 1;
+	for (size_t s = 0; s < sizeof shapes / sizeof *shapes; s++) {
+		const struct shape *sh = &shapes[s];
+		if (quick && sh->hw != 128 && sh->n != 4)
+			continue;
+		struct starnn_conv2d_geom g = {sh->n, sh->c, sh->o, sh->hw, sh->hw, 3};
+		size_t nx = g.n * g.c * g.h * g.w, ny = g.n * g.o * g.h * g.w, nw = g.o * g.c * 9;
+		size_t work = 0;
+		for (int p = 0; p < 3; p++) {
+			size_t n = starnn_conv2d_cpu_workspace(&g, (enum starnn_conv2d_pass)p);
+			work = n > work ? n : work;
+		}
+		struct bufs B = {0};
+		B.x = random_f32(nx, &seed), B.w = random_f32(nw, &seed), B.b = random_f32(g.o, &seed);
+		B.y = random_f32(ny, &seed), B.dy = random_f32(ny, &seed), B.dx = random_f32(nx, &seed);
+		B.dw = random_f32(nw, &seed), B.work = random_f32(work + 1, &seed);
+		B.wx = random_f32(nx, &seed), B.wy = random_f32(ny, &seed), B.wdy = random_f32(ny, &seed);
+		B.ww = random_f32(nw, &seed);
+		B.hx = to_bf16(B.x, nx), B.hw = to_bf16(B.w, nw), B.hy = to_bf16(B.y, ny), B.hdy = to_bf16(B.dy, ny);
+		B.hdx = to_bf16(B.dx, nx);
+		double flops = starnn_conv2d_flops(&g, STARNN_CONV2D_FWD);
+		static const char *const pname[3] = {"fwd", "bwd_data", "bwd_weight"};
+		for (int p = 0; p < 3; p++) {
+			double best[NKERNELS];
+			for (int k = 0; k < NKERNELS; k++) {
+				best[k] = 1e30;
+				if (run(k, p, &g, &B) != 0) { /* warm-up: primitives, pages */
+					fprintf(stderr, "bench-conv: %s\n", starnn_last_error());
+					return 1;
+				}
+			}
+			for (int r = 0; r < reps; r++)
+				for (int k = 0; k < NKERNELS; k++) {
+					double t = now();
+					run(k, p, &g, &B);
+					t = now() - t;
+					best[k] = t < best[k] ? t : best[k];
+				}
+			printf("%-10s %-10s", sh->name, pname[p]);
+			for (int k = 0; k < NKERNELS; k++)
+				printf(" %9.1f", flops / best[k] * 1e-9);
+			printf(" %12.2f %10.2f\n", best[IM2COL] / best[DNNL], best[DNNL] / best[BF16]);
+			fflush(stdout);
+		}
+		float *fp[] = {B.x, B.w, B.b, B.y, B.dy, B.dx, B.dw, B.work, B.wx, B.wy, B.wdy, B.ww};
+		for (size_t i = 0; i < sizeof fp / sizeof *fp; i++)
+			free(fp[i]);
+		uint16_t *hp[] = {B.hx, B.hw, B.hy, B.hdy, B.hdx};
+		for (size_t i = 0; i < sizeof hp / sizeof *hp; i++)
+			free(hp[i]);
+	}
+	return 0;
+}

@@ -5,6 +5,7 @@
 #include <limits.h>
 #include <stddef.h>
 
+#include "codelets/conv2d.h"
 #include "codelets/convt2d.h"
 #include "codelets/halfwrap.h"
 #include "runtime/codelet.h"
@@ -13,6 +14,7 @@
  * shapes give C*H*W and 4*O*H*W but not H and W. */
 struct convt2d_args {
 	int64_t h, w;
+	int64_t backend; /* CPU kernels (enum starnn_conv2d_backend): another cost */
 	float beta;
 };
 
@@ -28,6 +30,40 @@ static void report(int rc)
 		starnn_defer_error(rc, "%s", starnn_last_error());
 }
 
+/* oneDNN deconvolutions on CPUs (when the conv2d CPU backend is oneDNN):
+ * fp32, and bf16 natively; fp16 widens (below). */
+static int use_dnnl(const struct convt2d_args *a, starnn_dtype dt)
+{
+	return a->backend == STARNN_CONV2D_DNNL && (dt == STARNN_FP32 || dt == STARNN_BF16);
+}
+
+static void fwd_dnnl(void *buffers[], const struct convt2d_args *a, starnn_dtype dt)
+{
+	struct starnn_mat x = starnn_buffer(buffers, 0), w = starnn_buffer(buffers, 1), b = starnn_buffer(buffers, 2),
+	                  y = starnn_buffer(buffers, 3);
+	report(starnn_convt2d_fwd_dnnl(x.rows, w.rows, w.cols / 4, (size_t)a->h, (size_t)a->w, dt, x.ptr, x.ld, w.ptr,
+	                               w.ld, b.ptr, y.ptr, y.ld));
+}
+
+static void bwd_data_dnnl(void *buffers[], const struct convt2d_args *a, starnn_dtype dt)
+{
+	struct starnn_mat w = starnn_buffer(buffers, 0), dy = starnn_buffer(buffers, 1), dx = starnn_buffer(buffers, 2);
+	report(starnn_convt2d_bwd_data_dnnl(dx.rows, w.rows, w.cols / 4, (size_t)a->h, (size_t)a->w, dt, w.ptr, w.ld,
+	                                    dy.ptr, dy.ld, a->beta, dx.ptr, dx.ld));
+}
+
+static void bwd_weight_dnnl(void *buffers[], const struct convt2d_args *a, starnn_dtype dt)
+{
+	struct starnn_mat x = starnn_buffer(buffers, 0), dy = starnn_buffer(buffers, 1), dw = starnn_buffer(buffers, 2),
+	                  db = starnn_buffer(buffers, 3);
+	int rc = starnn_convt2d_bwd_weight_dnnl(x.rows, dw.rows, dw.cols / 4, (size_t)a->h, (size_t)a->w, dt, x.ptr,
+	                                        x.ld, dy.ptr, dy.ld, a->beta, dw.ptr, dw.ld);
+	report(rc);
+	if (rc == 0)
+		starnn_convt2d_bias_grad_cpu(x.rows, dw.cols / 4, (size_t)a->h, (size_t)a->w, dt, dy.ptr, dy.ld, a->beta,
+		                             db.ptr);
+}
+
 #ifdef STARNN_USE_CUDA
 #define CUDA_IMPL(fn) .cuda_funcs = {fn}, .cuda_flags = {STARPU_CUDA_ASYNC},
 #else
@@ -39,6 +75,10 @@ static void report(int rc)
 static void convt2d_fwd_cpu(void *buffers[], void *cl_arg)
 {
 	const struct convt2d_args *a = cl_arg;
+	if (use_dnnl(a, STARNN_FP32)) {
+		fwd_dnnl(buffers, a, STARNN_FP32);
+		return;
+	}
 	struct starnn_mat x = starnn_buffer(buffers, 0), w = starnn_buffer(buffers, 1), b = starnn_buffer(buffers, 2),
 	                  y = starnn_buffer(buffers, 3);
 	report(starnn_convt2d_fwd_cpu(x.rows, w.rows, w.cols / 4, (size_t)a->h, (size_t)a->w, x.ptr, x.ld, w.ptr, w.ld,
@@ -73,6 +113,10 @@ struct starpu_codelet starnn_convt2d_fwd_cl = {
 static void convt2d_bwd_data_cpu(void *buffers[], void *cl_arg)
 {
 	const struct convt2d_args *a = cl_arg;
+	if (use_dnnl(a, STARNN_FP32)) {
+		bwd_data_dnnl(buffers, a, STARNN_FP32);
+		return;
+	}
 	struct starnn_mat w = starnn_buffer(buffers, 0), dy = starnn_buffer(buffers, 1), dx = starnn_buffer(buffers, 2);
 	report(starnn_convt2d_bwd_data_cpu(dx.rows, w.rows, w.cols / 4, (size_t)a->h, (size_t)a->w, w.ptr, w.ld, dy.ptr,
 	                                   dy.ld, a->beta, dx.ptr, dx.ld));
@@ -114,6 +158,10 @@ struct starpu_codelet starnn_convt2d_bwd_data_w_cl = {
 static void convt2d_bwd_weight_cpu(void *buffers[], void *cl_arg)
 {
 	const struct convt2d_args *a = cl_arg;
+	if (use_dnnl(a, STARNN_FP32)) {
+		bwd_weight_dnnl(buffers, a, STARNN_FP32);
+		return;
+	}
 	struct starnn_mat x = starnn_buffer(buffers, 0), dy = starnn_buffer(buffers, 1), dw = starnn_buffer(buffers, 2),
 	                  db = starnn_buffer(buffers, 3);
 	report(starnn_convt2d_bwd_weight_cpu(x.rows, dw.rows, dw.cols / 4, (size_t)a->h, (size_t)a->w, x.ptr, x.ld,
@@ -155,13 +203,18 @@ struct starpu_codelet starnn_convt2d_bwd_weight_w_cl = {
 
 /* ------------------------------------------------------- mixed precision
  * fp16 / bf16 x, w (the 16-bit weight copy), y, dy, dx; b, dw, db fp32.
- * The 16-bit buffers are widened to fp32 inside the task and the fp32
+ * bf16 on a CPU with oneDNN runs natively (above). Otherwise the 16-bit
+ * buffers are widened to fp32 inside the task and the fp32
  * kernels run on them (fp32 accumulation); 16-bit outputs are rounded once
  * (codelets/halfwrap.h). */
 
 static void convt2d_fwd_half(void *buffers[], void *cl_arg, starnn_dtype dt, int cuda)
 {
 	const struct convt2d_args *a = cl_arg;
+	if (!cuda && use_dnnl(a, dt)) {
+		fwd_dnnl(buffers, a, dt);
+		return;
+	}
 	struct starnn_mat x = starnn_buffer(buffers, 0), w = starnn_buffer(buffers, 1), b = starnn_buffer(buffers, 2),
 	                  y = starnn_buffer(buffers, 3);
 	struct starnn_hw h;
@@ -186,6 +239,10 @@ static void convt2d_fwd_half(void *buffers[], void *cl_arg, starnn_dtype dt, int
 static void convt2d_bwd_data_half(void *buffers[], void *cl_arg, starnn_dtype dt, int cuda)
 {
 	const struct convt2d_args *a = cl_arg;
+	if (!cuda && use_dnnl(a, dt)) {
+		bwd_data_dnnl(buffers, a, dt);
+		return;
+	}
 	struct starnn_mat w = starnn_buffer(buffers, 0), dy = starnn_buffer(buffers, 1), dx = starnn_buffer(buffers, 2);
 	struct starnn_hw h;
 	starnn_hw_begin(&h, "convt2d_bwd_data_half", cuda);
@@ -211,6 +268,10 @@ static void convt2d_bwd_data_half(void *buffers[], void *cl_arg, starnn_dtype dt
 static void convt2d_bwd_weight_half(void *buffers[], void *cl_arg, starnn_dtype dt, int cuda)
 {
 	const struct convt2d_args *a = cl_arg;
+	if (!cuda && use_dnnl(a, dt)) {
+		bwd_weight_dnnl(buffers, a, dt);
+		return;
+	}
 	struct starnn_mat x = starnn_buffer(buffers, 0), dy = starnn_buffer(buffers, 1), dw = starnn_buffer(buffers, 2),
 	                  db = starnn_buffer(buffers, 3);
 	struct starnn_hw h;
@@ -289,6 +350,7 @@ static int check_shapes_dt(const char *op, const starnn_tensor *x, const starnn_
                            const starnn_tensor *y, starnn_dtype dt, starnn_dtype wdt)
 {
 	char dx[128], dw[128], db[128], dy[128];
+	STARNN_CHECK(starnn_conv2d_cpu_backend_check());
 	starnn_tensor_describe(x, dx, sizeof dx);
 	starnn_tensor_describe(w, dw, sizeof dw);
 	starnn_tensor_describe(y, dy, sizeof dy);
@@ -350,7 +412,7 @@ static int convt2d_fwd_dt(starnn_tensor *x, starnn_tensor *w, starnn_tensor *b, 
 	if (!x || !w || !b || !y)
 		return starnn_error(STARNN_EINVAL, "convt2d_fwd: x, w, b and y are required");
 	STARNN_CHECK(check_shapes_dt("convt2d_fwd", x, w, b, y, dt, dt));
-	struct convt2d_args a = {x->shape[2], x->shape[3], 0.0f};
+	struct convt2d_args a = {x->shape[2], x->shape[3], (int64_t)starnn_conv2d_cpu_backend(), 0.0f};
 	int parts = task_count(x, w->shape[1]);
 	int64_t sizes[parts];
 	starnn_tensor **xp = NULL, **yp = NULL, **wp = NULL, **bp = NULL;
@@ -377,7 +439,7 @@ static int convt2d_bwd_data_dt(starnn_tensor *w, starnn_tensor *dy, float beta, 
 	if (!w || !dy || !dx)
 		return starnn_error(STARNN_EINVAL, "convt2d_bwd_data: w, dy and dx are required");
 	STARNN_CHECK(check_shapes_dt("convt2d_bwd_data", dx, w, NULL, dy, dt, dt));
-	struct convt2d_args a = {dx->shape[2], dx->shape[3], beta};
+	struct convt2d_args a = {dx->shape[2], dx->shape[3], (int64_t)starnn_conv2d_cpu_backend(), beta};
 	struct starpu_codelet *cl = bwd_data_cls[beta != 0.0f][dt];
 	int parts = task_count(dx, w->shape[1]);
 	int64_t sizes[parts];
@@ -405,7 +467,7 @@ static int convt2d_bwd_weight_dt(starnn_tensor *x, starnn_tensor *dy, float beta
 	if (!x || !dy || !dw || !db)
 		return starnn_error(STARNN_EINVAL, "convt2d_bwd_weight: x, dy, dw and db are required");
 	STARNN_CHECK(check_shapes_dt("convt2d_bwd_weight", x, dw, db, dy, dt, STARNN_FP32));
-	struct convt2d_args a = {x->shape[2], x->shape[3], beta};
+	struct convt2d_args a = {x->shape[2], x->shape[3], (int64_t)starnn_conv2d_cpu_backend(), beta};
 	struct starpu_codelet *cl = bwd_weight_cls[beta != 0.0f][dt];
 	int parts = task_count(x, dw->shape[1]);
 	int64_t sizes[parts];

@@ -53,6 +53,25 @@ int starnn_convt2d_bwd_weight_cuda(size_t n, size_t c, size_t o, size_t h, size_
                                    const float *dy, size_t lddy, float beta, float *dw, size_t lddw, float *db,
                                    void *cublas_handle, void *stream);
 
+/* oneDNN kernels (codelets/cpu/conv2d_dnnl.c: oneDNN deconvolution
+ * primitives, blocked layouts with reorders around each call, as for
+ * conv2d), used by the CPU codelets where starnn has oneDNN and the
+ * conv2d CPU backend is oneDNN (starnn_conv2d_cpu_backend). dt: fp32, or
+ * bf16 for x, w, y (dy, dx) with fp32 accumulation; bias, dw fp32. The
+ * weight gradient does not include the bias gradient (see
+ * starnn_convt2d_bias_grad_cpu). Return 0 or a STARNN_E* code. */
+int starnn_convt2d_fwd_dnnl(size_t n, size_t c, size_t o, size_t h, size_t w, starnn_dtype dt, const void *x,
+                            size_t ldx, const void *wt, size_t ldw, const float *bias, void *y, size_t ldy);
+int starnn_convt2d_bwd_data_dnnl(size_t n, size_t c, size_t o, size_t h, size_t w, starnn_dtype dt, const void *wt,
+                                 size_t ldw, const void *dy, size_t lddy, float beta, void *dx, size_t lddx);
+int starnn_convt2d_bwd_weight_dnnl(size_t n, size_t c, size_t o, size_t h, size_t w, starnn_dtype dt,
+                                   const void *x, size_t ldx, const void *dy, size_t lddy, float beta, float *dw,
+                                   size_t lddw);
+/* db[o] = beta * db[o] + sum of dy[:, o, :, :] (dy [n, o, 2h, 2w], fp32 or
+ * bf16 / fp16, rows lddy apart), accumulated in double. */
+void starnn_convt2d_bias_grad_cpu(size_t n, size_t o, size_t h, size_t w, starnn_dtype dt, const void *dy,
+                                  size_t lddy, float beta, float *db);
+
 /* Codelets; the _w variants access the outputs in STARPU_W (beta == 0) and
  * share the models starnn_convt2d_bwd_data_fp32 / _bwd_weight_fp32. */
 extern struct starpu_codelet starnn_convt2d_fwd_cl;

@@ -6,7 +6,7 @@
  * blocked layouts (nChw16c, OIhw16i16o ...), which the primitive chooses
  * (format "any"); each call reorders its inputs into per-thread buffers of
  * those layouts, runs the primitive and reorders the result back, adding it
- * to the old values when beta = 1 (a reorder with a sum post-op: one
+ * to beta times the old values when beta != 0 (a reorder with a sum post-op: one
  * rounding for 16-bit outputs, the sum done in fp32). Where the primitive
  * takes a plain layout (the 13-channel input of a UNet) no reorder is made.
  *
@@ -26,6 +26,7 @@
 #include <string.h>
 
 #include "codelets/conv2d.h"
+#include "codelets/convt2d.h"
 #include "runtime/error.h"
 
 /* The backend choice (both builds). */
@@ -101,7 +102,8 @@ extern void omp_set_num_threads(int n);
  * memory objects (their data pointers are set at each call). */
 struct dnnl_conv {
 	/* key */
-	int pass, dt, bias, accumulate;
+	int kind, pass, dt, bias, accumulate; /* kind: 0 convolution, 1 transposed 2x2/2 */
+	float beta;                           /* accumulate: out = new + beta * out */
 	size_t n, c, o, h, w, k, lda, ldb, ldout;
 	/* primitives: a and b are the inputs, out the output; re_* are NULL
 	 * when the user's layout is the primitive's */
@@ -229,11 +231,16 @@ static dnnl_status_t act_md(dnnl_memory_desc_t *md, size_t n, size_t c, size_t h
 	return dnnl_memory_desc_init_by_strides(md, 4, dims, dt, strides);
 }
 
-/* OIHW weights [o, c, k, k] with rows (output channels) ld elements apart. */
-static dnnl_status_t wei_md(dnnl_memory_desc_t *md, size_t o, size_t c, size_t k, size_t ld, dnnl_data_type_t dt)
+/* Weights as oneDNN sees them, [o, c, k, k]: a convolution's OIHW with
+ * rows (output channels) ld elements apart; a transposed convolution's
+ * PyTorch IOHW [c, o, 2, 2] with rows (input channels) ld apart. */
+static dnnl_status_t wei_md(dnnl_memory_desc_t *md, int kind, size_t o, size_t c, size_t k, size_t ld,
+                            dnnl_data_type_t dt)
 {
 	dnnl_dims_t dims = {(dnnl_dim_t)o, (dnnl_dim_t)c, (dnnl_dim_t)k, (dnnl_dim_t)k};
 	dnnl_dims_t strides = {(dnnl_dim_t)ld, (dnnl_dim_t)(k * k), (dnnl_dim_t)k, 1};
+	if (kind == 1)
+		strides[0] = (dnnl_dim_t)(k * k), strides[1] = (dnnl_dim_t)ld;
 	return dnnl_memory_desc_init_by_strides(md, 4, dims, dt, strides);
 }
 
@@ -241,7 +248,7 @@ static dnnl_status_t wei_md(dnnl_memory_desc_t *md, size_t o, size_t c, size_t k
  * (a sum post-op) when accumulate; *ui / *ii the user and internal memory
  * objects (handles set later). */
 static dnnl_status_t make_reorder(const dnnl_memory_desc_t *from, const dnnl_memory_desc_t *to, int accumulate,
-                                  dnnl_primitive_t *re)
+                                  float beta, dnnl_primitive_t *re)
 {
 	*re = NULL;
 	if (!accumulate && dnnl_memory_desc_equal(from, to))
@@ -252,7 +259,7 @@ static dnnl_status_t make_reorder(const dnnl_memory_desc_t *from, const dnnl_mem
 	dnnl_status_t s = dnnl_success;
 	if (accumulate) {
 		if ((s = dnnl_primitive_attr_create(&attr)) != dnnl_success || (s = dnnl_post_ops_create(&po)) != dnnl_success ||
-		    (s = dnnl_post_ops_append_sum(po, 1.0f)) != dnnl_success ||
+		    (s = dnnl_post_ops_append_sum(po, beta)) != dnnl_success ||
 		    (s = dnnl_primitive_attr_set_post_ops(attr, po)) != dnnl_success)
 			goto out;
 	}
@@ -288,11 +295,17 @@ static int conv_create(struct dnnl_conv *e, const char *shape)
 	 * data pass is summed in fp32 when accumulating */
 	const dnnl_data_type_t dt_dx = e->accumulate ? dnnl_f32 : dt;
 	dnnl_memory_desc_t ux, uw, uy, ax, aw, ay, adx, adw, ub;
+	/* convolution: stride 1, 'same' padding; transposed: 2x2, stride 2 */
+	const int kind = e->kind;
+	const size_t yh = kind ? 2 * h : h, yw = kind ? 2 * w : w;
 	dnnl_dims_t xd = {(dnnl_dim_t)n, (dnnl_dim_t)c, (dnnl_dim_t)h, (dnnl_dim_t)w};
 	dnnl_dims_t wd = {(dnnl_dim_t)o, (dnnl_dim_t)c, (dnnl_dim_t)k, (dnnl_dim_t)k};
-	dnnl_dims_t yd = {(dnnl_dim_t)n, (dnnl_dim_t)o, (dnnl_dim_t)h, (dnnl_dim_t)w};
+	dnnl_dims_t yd = {(dnnl_dim_t)n, (dnnl_dim_t)o, (dnnl_dim_t)yh, (dnnl_dim_t)yw};
 	dnnl_dims_t bd = {(dnnl_dim_t)o};
 	dnnl_dims_t stride = {1, 1}, pad = {(dnnl_dim_t)(k / 2), (dnnl_dim_t)(k / 2)};
+	if (kind)
+		stride[0] = stride[1] = 2, pad[0] = pad[1] = 0;
+	const dnnl_alg_kind_t alg = kind ? dnnl_deconvolution_direct : dnnl_convolution_direct;
 	dnnl_primitive_desc_t fpd = NULL, pd = NULL;
 	DNNL_TRY(dnnl_memory_desc_init_by_tag(&ax, 4, xd, dt, dnnl_format_tag_any), "src descriptor");
 	DNNL_TRY(dnnl_memory_desc_init_by_tag(&aw, 4, wd, dt, dnnl_format_tag_any), "weights descriptor");
@@ -302,40 +315,53 @@ static int conv_create(struct dnnl_conv *e, const char *shape)
 	DNNL_TRY(dnnl_memory_desc_init_by_tag(&ub, 1, bd, dnnl_f32, dnnl_x), "bias descriptor");
 	/* the forward primitive (also the hint of the backward ones) */
 	dnnl_convolution_desc_t cd;
-	DNNL_TRY(dnnl_convolution_forward_desc_init(&cd, dnnl_forward_training, dnnl_convolution_direct, &ax, &aw,
-	                                            e->bias ? &ub : NULL, &ay, stride, pad, pad),
-	         "forward descriptor");
+	if (kind)
+		DNNL_TRY(dnnl_deconvolution_forward_desc_init(&cd, dnnl_forward_training, alg, &ax, &aw,
+		                                              e->bias ? &ub : NULL, &ay, stride, pad, pad),
+		         "forward descriptor");
+	else
+		DNNL_TRY(dnnl_convolution_forward_desc_init(&cd, dnnl_forward_training, alg, &ax, &aw,
+		                                            e->bias ? &ub : NULL, &ay, stride, pad, pad),
+		         "forward descriptor");
 	DNNL_TRY(dnnl_primitive_desc_create(&fpd, &cd, NULL, engine, NULL), "forward primitive descriptor");
 	dnnl_query_t qa, qb, qout;
 	const dnnl_memory_desc_t *ua = NULL, *ubm = NULL, *uo = NULL;
 	if (e->pass == STARNN_CONV2D_FWD) {
 		DNNL_TRY(act_md(&ux, n, c, h, w, e->lda, dt), "x layout");
-		DNNL_TRY(wei_md(&uw, o, c, k, e->ldb, dt), "w layout");
-		DNNL_TRY(act_md(&uy, n, o, h, w, e->ldout, dt), "y layout");
+		DNNL_TRY(wei_md(&uw, kind, o, c, k, e->ldb, dt), "w layout");
+		DNNL_TRY(act_md(&uy, n, o, yh, yw, e->ldout, dt), "y layout");
 		pd = fpd, fpd = NULL;
 		qa = dnnl_query_src_md, qb = dnnl_query_weights_md, qout = dnnl_query_dst_md;
 		e->arg_a = DNNL_ARG_SRC, e->arg_b = DNNL_ARG_WEIGHTS, e->arg_out = DNNL_ARG_DST;
 		ua = &ux, ubm = &uw, uo = &uy;
 	} else if (e->pass == STARNN_CONV2D_BWD_DATA) {
-		DNNL_TRY(act_md(&uy, n, o, h, w, e->lda, dt), "dy layout");
-		DNNL_TRY(wei_md(&uw, o, c, k, e->ldb, dt), "w layout");
+		DNNL_TRY(act_md(&uy, n, o, yh, yw, e->lda, dt), "dy layout");
+		DNNL_TRY(wei_md(&uw, kind, o, c, k, e->ldb, dt), "w layout");
 		DNNL_TRY(act_md(&ux, n, c, h, w, e->ldout, dt), "dx layout");
 		dnnl_convolution_desc_t bd_;
-		DNNL_TRY(dnnl_convolution_backward_data_desc_init(&bd_, dnnl_convolution_direct, &adx, &aw, &ay, stride,
-		                                                  pad, pad),
-		         "backward data descriptor");
+		if (kind)
+			DNNL_TRY(dnnl_deconvolution_backward_data_desc_init(&bd_, alg, &adx, &aw, &ay, stride, pad, pad),
+			         "backward data descriptor");
+		else
+			DNNL_TRY(dnnl_convolution_backward_data_desc_init(&bd_, alg, &adx, &aw, &ay, stride, pad, pad),
+			         "backward data descriptor");
 		DNNL_TRY(dnnl_primitive_desc_create(&pd, &bd_, NULL, engine, fpd), "backward data primitive descriptor");
 		qa = dnnl_query_diff_dst_md, qb = dnnl_query_weights_md, qout = dnnl_query_diff_src_md;
 		e->arg_a = DNNL_ARG_DIFF_DST, e->arg_b = DNNL_ARG_WEIGHTS, e->arg_out = DNNL_ARG_DIFF_SRC;
 		ua = &uy, ubm = &uw, uo = &ux;
 	} else {
 		DNNL_TRY(act_md(&ux, n, c, h, w, e->lda, dt), "x layout");
-		DNNL_TRY(act_md(&uy, n, o, h, w, e->ldb, dt), "dy layout");
-		DNNL_TRY(wei_md(&uw, o, c, k, e->ldout, dnnl_f32), "dw layout");
+		DNNL_TRY(act_md(&uy, n, o, yh, yw, e->ldb, dt), "dy layout");
+		DNNL_TRY(wei_md(&uw, kind, o, c, k, e->ldout, dnnl_f32), "dw layout");
 		dnnl_convolution_desc_t wd_;
-		DNNL_TRY(dnnl_convolution_backward_weights_desc_init(&wd_, dnnl_convolution_direct, &ax, &adw, NULL, &ay,
-		                                                     stride, pad, pad),
-		         "backward weights descriptor");
+		if (kind)
+			DNNL_TRY(dnnl_deconvolution_backward_weights_desc_init(&wd_, alg, &ax, &adw, NULL, &ay, stride, pad,
+			                                                       pad),
+			         "backward weights descriptor");
+		else
+			DNNL_TRY(dnnl_convolution_backward_weights_desc_init(&wd_, alg, &ax, &adw, NULL, &ay, stride, pad,
+			                                                     pad),
+			         "backward weights descriptor");
 		DNNL_TRY(dnnl_primitive_desc_create(&pd, &wd_, NULL, engine, fpd),
 		         "backward weights primitive descriptor");
 		qa = dnnl_query_src_md, qb = dnnl_query_diff_dst_md, qout = dnnl_query_diff_weights_md;
@@ -350,9 +376,9 @@ static int conv_create(struct dnnl_conv *e, const char *shape)
 		goto fail;
 	}
 	DNNL_TRY(dnnl_primitive_create(&e->conv, pd), "convolution primitive");
-	DNNL_TRY(make_reorder(ua, ia, 0, &e->re_a), "input reorder");
-	DNNL_TRY(make_reorder(ubm, ib, 0, &e->re_b), "input reorder");
-	DNNL_TRY(make_reorder(io, uo, e->accumulate, &e->re_out), "output reorder");
+	DNNL_TRY(make_reorder(ua, ia, 0, 0.0f, &e->re_a), "input reorder");
+	DNNL_TRY(make_reorder(ubm, ib, 0, 0.0f, &e->re_b), "input reorder");
+	DNNL_TRY(make_reorder(io, uo, e->accumulate, e->beta, &e->re_out), "output reorder");
 	e->bytes_a = e->re_a ? md_bytes(ia) : 0;
 	e->bytes_b = e->re_b ? md_bytes(ib) : 0;
 	e->bytes_out = e->re_out ? md_bytes(io) : 0;
@@ -377,16 +403,16 @@ fail:
 
 static int key_equal(const struct dnnl_conv *a, const struct dnnl_conv *b)
 {
-	return a->pass == b->pass && a->dt == b->dt && a->bias == b->bias && a->accumulate == b->accumulate &&
+	return a->kind == b->kind && a->pass == b->pass && a->dt == b->dt && a->bias == b->bias && a->accumulate == b->accumulate && a->beta == b->beta &&
 	       a->n == b->n && a->c == b->c && a->o == b->o && a->h == b->h && a->w == b->w && a->k == b->k &&
 	       a->lda == b->lda && a->ldb == b->ldb && a->ldout == b->ldout;
 }
 
-static int conv_run(int pass, starnn_dtype sdt, const struct starnn_conv2d_geom *g, const void *a, size_t lda,
-                    const void *b, size_t ldb, const float *bias, float beta, void *out, size_t ldout)
+static int conv_run(int kind, int pass, starnn_dtype sdt, const struct starnn_conv2d_geom *g, const void *a,
+                    size_t lda, const void *b, size_t ldb, const float *bias, float beta, void *out, size_t ldout)
 {
 	char shape[160];
-	snprintf(shape, sizeof shape, "%s %s n %zu c %zu o %zu %zux%zu k %zu",
+	snprintf(shape, sizeof shape, "%s%s %s n %zu c %zu o %zu %zux%zu k %zu", kind ? "transposed " : "",
 	         pass == STARNN_CONV2D_FWD ? "forward" : pass == STARNN_CONV2D_BWD_DATA ? "backward data" : "backward weights",
 	         starnn_dtype_name(sdt), g->n, g->c, g->o, g->h, g->w, g->k);
 	if (sdt != STARNN_FP32 && sdt != STARNN_BF16)
@@ -396,8 +422,8 @@ static int conv_run(int pass, starnn_dtype sdt, const struct starnn_conv2d_geom 
 	struct dnnl_thread *t = thread_state();
 	if (!t)
 		return STARNN_ENOMEM;
-	struct dnnl_conv key = {.pass = pass, .dt = (int)dnnl_dt(sdt), .bias = bias != NULL,
-	                        .accumulate = beta != 0.0f, .n = g->n, .c = g->c, .o = g->o, .h = g->h,
+	struct dnnl_conv key = {.kind = kind, .pass = pass, .dt = (int)dnnl_dt(sdt), .bias = bias != NULL,
+	                        .accumulate = beta != 0.0f, .beta = beta, .n = g->n, .c = g->c, .o = g->o, .h = g->h,
 	                        .w = g->w, .k = g->k, .lda = lda, .ldb = ldb, .ldout = ldout};
 	struct dnnl_conv *e = NULL;
 	for (int i = 0; i < CACHE_SLOTS && !e; i++)
@@ -460,19 +486,43 @@ fail:
 int starnn_conv2d_fwd_dnnl(const struct starnn_conv2d_geom *g, starnn_dtype dt, const void *x, size_t ldx,
                            const void *w, size_t ldw, const float *b, void *y, size_t ldy)
 {
-	return conv_run(STARNN_CONV2D_FWD, dt, g, x, ldx, w, ldw, b, 0.0f, y, ldy);
+	return conv_run(0, STARNN_CONV2D_FWD, dt, g, x, ldx, w, ldw, b, 0.0f, y, ldy);
 }
 
 int starnn_conv2d_bwd_data_dnnl(const struct starnn_conv2d_geom *g, starnn_dtype dt, const void *dy, size_t ldy,
                                 const void *w, size_t ldw, float beta, void *dx, size_t ldx)
 {
-	return conv_run(STARNN_CONV2D_BWD_DATA, dt, g, dy, ldy, w, ldw, NULL, beta, dx, ldx);
+	return conv_run(0, STARNN_CONV2D_BWD_DATA, dt, g, dy, ldy, w, ldw, NULL, beta, dx, ldx);
 }
 
 int starnn_conv2d_bwd_weight_dnnl(const struct starnn_conv2d_geom *g, starnn_dtype dt, const void *x, size_t ldx,
                                   const void *dy, size_t ldy, float beta, float *dw, size_t ldw)
 {
-	return conv_run(STARNN_CONV2D_BWD_WEIGHT, dt, g, x, ldx, dy, ldy, NULL, beta, dw, ldw);
+	return conv_run(0, STARNN_CONV2D_BWD_WEIGHT, dt, g, x, ldx, dy, ldy, NULL, beta, dw, ldw);
+}
+
+/* Transposed 2x2 / stride 2 (codelets/convt2d.h): x [n, c, h, w], w
+ * PyTorch's [c, o, 2, 2] (rows ldw apart), y [n, o, 2h, 2w]. */
+int starnn_convt2d_fwd_dnnl(size_t n, size_t c, size_t o, size_t h, size_t w, starnn_dtype dt, const void *x,
+                            size_t ldx, const void *wt, size_t ldw, const float *bias, void *y, size_t ldy)
+{
+	struct starnn_conv2d_geom g = {n, c, o, h, w, 2};
+	return conv_run(1, STARNN_CONV2D_FWD, dt, &g, x, ldx, wt, ldw, bias, 0.0f, y, ldy);
+}
+
+int starnn_convt2d_bwd_data_dnnl(size_t n, size_t c, size_t o, size_t h, size_t w, starnn_dtype dt, const void *wt,
+                                 size_t ldw, const void *dy, size_t lddy, float beta, void *dx, size_t lddx)
+{
+	struct starnn_conv2d_geom g = {n, c, o, h, w, 2};
+	return conv_run(1, STARNN_CONV2D_BWD_DATA, dt, &g, dy, lddy, wt, ldw, NULL, beta, dx, lddx);
+}
+
+int starnn_convt2d_bwd_weight_dnnl(size_t n, size_t c, size_t o, size_t h, size_t w, starnn_dtype dt,
+                                   const void *x, size_t ldx, const void *dy, size_t lddy, float beta, float *dw,
+                                   size_t lddw)
+{
+	struct starnn_conv2d_geom g = {n, c, o, h, w, 2};
+	return conv_run(1, STARNN_CONV2D_BWD_WEIGHT, dt, &g, x, ldx, dy, lddy, NULL, beta, dw, lddw);
 }
 
 #else /* no oneDNN */
@@ -500,6 +550,30 @@ int starnn_conv2d_bwd_weight_dnnl(const struct starnn_conv2d_geom *g, starnn_dty
                                   const void *dy, size_t ldy, float beta, float *dw, size_t ldw)
 {
 	(void)g, (void)dt, (void)x, (void)ldx, (void)dy, (void)ldy, (void)beta, (void)dw, (void)ldw;
+	return no_dnnl();
+}
+int starnn_convt2d_fwd_dnnl(size_t n, size_t c, size_t o, size_t h, size_t w, starnn_dtype dt, const void *x,
+                            size_t ldx, const void *wt, size_t ldw, const float *bias, void *y, size_t ldy)
+{
+	(void)n, (void)c, (void)o, (void)h, (void)w, (void)dt, (void)x, (void)ldx, (void)wt, (void)ldw, (void)bias;
+	(void)y, (void)ldy;
+	return no_dnnl();
+}
+
+int starnn_convt2d_bwd_data_dnnl(size_t n, size_t c, size_t o, size_t h, size_t w, starnn_dtype dt, const void *wt,
+                                 size_t ldw, const void *dy, size_t lddy, float beta, void *dx, size_t lddx)
+{
+	(void)n, (void)c, (void)o, (void)h, (void)w, (void)dt, (void)wt, (void)ldw, (void)dy, (void)lddy, (void)beta;
+	(void)dx, (void)lddx;
+	return no_dnnl();
+}
+
+int starnn_convt2d_bwd_weight_dnnl(size_t n, size_t c, size_t o, size_t h, size_t w, starnn_dtype dt,
+                                   const void *x, size_t ldx, const void *dy, size_t lddy, float beta, float *dw,
+                                   size_t lddw)
+{
+	(void)n, (void)c, (void)o, (void)h, (void)w, (void)dt, (void)x, (void)ldx, (void)dy, (void)lddy, (void)beta;
+	(void)dw, (void)lddw;
 	return no_dnnl();
 }
 #endif

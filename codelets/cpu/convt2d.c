@@ -5,6 +5,7 @@
 #include <cblas.h>
 #include <stdlib.h>
 
+#include "codelets/convert.h"
 #include "codelets/convt2d.h"
 #include "runtime/error.h"
 
@@ -132,4 +133,39 @@ int starnn_convt2d_bwd_weight_cpu(size_t n, size_t c, size_t o, size_t h, size_t
 		db[oc] = beta == 0.0f ? (float)s : beta * db[oc] + (float)s;
 	}
 	return 0;
+}
+
+void starnn_convt2d_bias_grad_cpu(size_t n, size_t o, size_t h, size_t w, starnn_dtype dt, const void *dy,
+                                  size_t lddy, float beta, float *db)
+{
+	/* Per output channel, a sum over the batch and its 2H x 2W plane: 8
+	 * float lanes per chunk of 256 values (16-bit ones widened on the
+	 * stack), chunks accumulated in double. */
+	enum { CHUNK = 256 };
+	const size_t hw4 = 4 * h * w, es = starnn_dtype_size(dt);
+	float buf[CHUNK];
+	for (size_t oc = 0; oc < o; oc++) {
+		double s = 0;
+		for (size_t r = 0; r < n; r++) {
+			const char *plane = (const char *)dy + (r * lddy + oc * hw4) * es;
+			for (size_t k0 = 0; k0 < hw4; k0 += CHUNK) {
+				size_t m = hw4 - k0 < CHUNK ? hw4 - k0 : CHUNK;
+				const float *p = buf;
+				if (dt == STARNN_FP32)
+					p = (const float *)plane + k0;
+				else
+					starnn_widen_row_cpu(dt, m, plane + k0 * es, buf);
+				float ps[8] = {0};
+				size_t k = 0;
+				for (; k + 8 <= m; k += 8)
+					for (int l = 0; l < 8; l++)
+						ps[l] += p[k + l];
+				for (; k < m; k++)
+					ps[0] += p[k];
+				for (int l = 0; l < 8; l++)
+					s += ps[l];
+			}
+		}
+		db[oc] = beta == 0.0f ? (float)s : beta * db[oc] + (float)s;
+	}
 }

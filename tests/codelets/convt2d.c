@@ -11,8 +11,10 @@
  * |d| <= 2e-3 + 1e-3 |ref| (L is linear in each parameter; step 0.05, the
  * error is L's float rounding / step); codelets vs kernels 1e-5 on CPU
  * (same code; OpenBLAS may block differently across threads), 1e-4 on CUDA
- * (cuBLAS' summation order). */
+ * (cuBLAS' summation order) and on oneDNN. Everything CPU runs for both
+ * kernel sets (GEMM based and oneDNN) where starnn has oneDNN. */
 #include "codelets/axpy.h"
+#include "codelets/conv2d.h"
 #include "codelets/convt2d.h"
 #include "tests/testlib.h"
 #include "tests/codelets/halfcheck.h"
@@ -20,6 +22,40 @@
 struct shape {
 	size_t n, c, o, h, w;
 };
+
+/* The CPU kernels under test: GEMM based, or oneDNN (both when starnn has
+ * oneDNN; oneDNN's weight gradient leaves the bias to
+ * starnn_convt2d_bias_grad_cpu). */
+static enum starnn_conv2d_backend kernels = STARNN_CONV2D_IM2COL;
+#define KNAME (kernels == STARNN_CONV2D_DNNL ? "oneDNN" : "gemm")
+
+static int fwd_kernel(struct shape s, const float *x, size_t lx, const float *wt, size_t lw, const float *b, float *y,
+                      size_t ly)
+{
+	if (kernels == STARNN_CONV2D_DNNL)
+		return starnn_convt2d_fwd_dnnl(s.n, s.c, s.o, s.h, s.w, STARNN_FP32, x, lx, wt, lw, b, y, ly);
+	return starnn_convt2d_fwd_cpu(s.n, s.c, s.o, s.h, s.w, x, lx, wt, lw, b, y, ly);
+}
+
+static int bwd_data_kernel(struct shape s, const float *wt, size_t lw, const float *dy, size_t ly, float beta,
+                           float *dx, size_t lx)
+{
+	if (kernels == STARNN_CONV2D_DNNL)
+		return starnn_convt2d_bwd_data_dnnl(s.n, s.c, s.o, s.h, s.w, STARNN_FP32, wt, lw, dy, ly, beta, dx, lx);
+	return starnn_convt2d_bwd_data_cpu(s.n, s.c, s.o, s.h, s.w, wt, lw, dy, ly, beta, dx, lx);
+}
+
+static int bwd_weight_kernel(struct shape s, const float *x, size_t lx, const float *dy, size_t ly, float beta,
+                             float *dw, size_t lw, float *db)
+{
+	if (kernels == STARNN_CONV2D_DNNL) {
+		int rc = starnn_convt2d_bwd_weight_dnnl(s.n, s.c, s.o, s.h, s.w, STARNN_FP32, x, lx, dy, ly, beta, dw, lw);
+		if (rc == 0)
+			starnn_convt2d_bias_grad_cpu(s.n, s.o, s.h, s.w, STARNN_FP32, dy, ly, beta, db);
+		return rc;
+	}
+	return starnn_convt2d_bwd_weight_cpu(s.n, s.c, s.o, s.h, s.w, x, lx, dy, ly, beta, dw, lw, db);
+}
 
 /* Strided layouts: every matrix gets `pad` spare elements per row. */
 struct bufs {
@@ -129,9 +165,9 @@ static void kernels_vs_naive(struct shape s, size_t pad)
 	const float rtol = 1e-4f, atol = 1e-5f;
 
 	float *yref = dupf(t.y, ny);
-	TEST_OK(starnn_convt2d_fwd_cpu(s.n, s.c, s.o, s.h, s.w, t.x, t.lx, t.wt, t.lw, t.b, t.y, t.ly));
+	TEST_OK(fwd_kernel(s, t.x, t.lx, t.wt, t.lw, t.b, t.y, t.ly));
 	naive_fwd(s, &t, yref);
-	snprintf(what, sizeof what, "fwd_cpu %s", sh);
+	snprintf(what, sizeof what, "%s fwd %s", KNAME, sh);
 	test_close(what, t.y, yref, ny, rtol, atol);
 
 	for (int k = 0; k < 2; k++) {
@@ -142,17 +178,16 @@ static void kernels_vs_naive(struct shape s, size_t pad)
 			poison(t.db, 1, s.o, s.o);
 		}
 		float *dxref = dupf(t.dx, nx), *dwref = dupf(t.dw, nw), *dbref = dupf(t.db, s.o);
-		TEST_OK(starnn_convt2d_bwd_data_cpu(s.n, s.c, s.o, s.h, s.w, t.wt, t.lw, t.dy, t.ly, beta, t.dx, t.lx));
-		TEST_OK(starnn_convt2d_bwd_weight_cpu(s.n, s.c, s.o, s.h, s.w, t.x, t.lx, t.dy, t.ly, beta, t.dw, t.lw,
-		                                      t.db));
+		TEST_OK(bwd_data_kernel(s, t.wt, t.lw, t.dy, t.ly, beta, t.dx, t.lx));
+		TEST_OK(bwd_weight_kernel(s, t.x, t.lx, t.dy, t.ly, beta, t.dw, t.lw, t.db));
 		naive_bwd_data(s, &t, beta, dxref);
 		naive_bwd_weight(s, &t, beta, dwref, dbref);
 		/* Padding: random on both sides, compared exactly (untouched). */
-		snprintf(what, sizeof what, "bwd_data_cpu beta %g %s", beta, sh);
+		snprintf(what, sizeof what, "%s bwd_data beta %g %s", KNAME, beta, sh);
 		test_close(what, t.dx, dxref, nx, rtol, atol);
-		snprintf(what, sizeof what, "bwd_weight_cpu beta %g %s", beta, sh);
+		snprintf(what, sizeof what, "%s bwd_weight beta %g %s", KNAME, beta, sh);
 		test_close(what, t.dw, dwref, nw, rtol, atol);
-		snprintf(what, sizeof what, "bwd_bias_cpu beta %g %s", beta, sh);
+		snprintf(what, sizeof what, "%s bwd_bias beta %g %s", KNAME, beta, sh);
 		test_close(what, t.db, dbref, s.o, rtol, 1e-4f); /* sums of up to 16k terms */
 		free(dxref), free(dwref), free(dbref);
 	}
@@ -188,8 +223,8 @@ static void finite_differences(struct shape s)
 {
 	struct bufs t = make_bufs(s, 0);
 	size_t nx = s.n * t.lx, nw = s.c * t.lw;
-	TEST_OK(starnn_convt2d_bwd_data_cpu(s.n, s.c, s.o, s.h, s.w, t.wt, t.lw, t.dy, t.ly, 0.0f, t.dx, t.lx));
-	TEST_OK(starnn_convt2d_bwd_weight_cpu(s.n, s.c, s.o, s.h, s.w, t.x, t.lx, t.dy, t.ly, 0.0f, t.dw, t.lw, t.db));
+	TEST_OK(bwd_data_kernel(s, t.wt, t.lw, t.dy, t.ly, 0.0f, t.dx, t.lx));
+	TEST_OK(bwd_weight_kernel(s, t.x, t.lx, t.dy, t.ly, 0.0f, t.dw, t.lw, t.db));
 	float *fx = malloc(nx * sizeof *fx), *fw = malloc(nw * sizeof *fw), *fb = malloc(s.o * sizeof *fb);
 	struct fd_ctx ctx = {s, &t, FD_X};
 	for (size_t i = 0; i < nx; i++)
@@ -201,11 +236,11 @@ static void finite_differences(struct shape s)
 	for (size_t i = 0; i < s.o; i++)
 		fb[i] = (float)test_fd(objective, t.b, i, 0.05, &ctx);
 	char what[96];
-	snprintf(what, sizeof what, "bwd_data vs fd n%zu c%zu o%zu %zux%zu", s.n, s.c, s.o, s.h, s.w);
+	snprintf(what, sizeof what, "%s bwd_data vs fd n%zu c%zu o%zu %zux%zu", KNAME, s.n, s.c, s.o, s.h, s.w);
 	test_close(what, t.dx, fx, nx, 1e-3f, 2e-3f);
-	snprintf(what, sizeof what, "bwd_weight vs fd n%zu c%zu o%zu %zux%zu", s.n, s.c, s.o, s.h, s.w);
+	snprintf(what, sizeof what, "%s bwd_weight vs fd n%zu c%zu o%zu %zux%zu", KNAME, s.n, s.c, s.o, s.h, s.w);
 	test_close(what, t.dw, fw, nw, 1e-3f, 2e-3f);
-	snprintf(what, sizeof what, "bias grad vs fd n%zu c%zu o%zu %zux%zu", s.n, s.c, s.o, s.h, s.w);
+	snprintf(what, sizeof what, "%s bias grad vs fd n%zu c%zu o%zu %zux%zu", KNAME, s.n, s.c, s.o, s.h, s.w);
 	test_close(what, t.db, fb, s.o, 1e-3f, 2e-3f);
 	free(fx), free(fw), free(fb);
 	free_bufs(&t);
@@ -218,7 +253,9 @@ static void codelets_vs_kernels(struct shape s)
 	int64_t n = (int64_t)s.n, c = (int64_t)s.c, o = (int64_t)s.o, h = (int64_t)s.h, w = (int64_t)s.w;
 	struct bufs t = make_bufs(s, 0);
 	size_t nx = s.n * t.lx, ny = s.n * t.ly, nw = s.c * t.lw;
-	float tol = TEST_ON_CUDA ? 1e-4f : 1e-5f;
+	/* the references are the GEMM-based CPU kernels: the codelets on CUDA or
+	 * on oneDNN sum in another order */
+	float tol = TEST_ON_CUDA || kernels == STARNN_CONV2D_DNNL ? 1e-4f : 1e-5f;
 	char what[128], sh[64];
 	snprintf(sh, sizeof sh, "n%zu c%zu o%zu %zux%zu", s.n, s.c, s.o, s.h, s.w);
 
@@ -394,33 +431,45 @@ static void half_vs_fp32(int64_t n, int64_t c, int64_t o, int64_t h, int64_t w, 
 int main(void)
 {
 	test_init();
-	if (!TEST_ON_CUDA) {
-		kernels_vs_naive((struct shape){1, 1, 1, 1, 1}, 0);
-		kernels_vs_naive((struct shape){2, 3, 5, 4, 6}, 3);
-		kernels_vs_naive((struct shape){3, 16, 8, 7, 5}, 1);
-		kernels_vs_naive((struct shape){1, 5, 32, 40, 64}, 2);  /* several row tiles, a short last one */
-		kernels_vs_naive((struct shape){2, 64, 32, 16, 16}, 0); /* K = 64 */
-		kernels_vs_naive((struct shape){1, 7, 3, 3, 9}, 4);
-		finite_differences((struct shape){2, 3, 2, 3, 4});
-		finite_differences((struct shape){1, 5, 3, 2, 2});
-	}
-	codelets_vs_kernels((struct shape){1, 3, 5, 1, 1});
-	codelets_vs_kernels((struct shape){2, 5, 3, 3, 7});
-	codelets_vs_kernels((struct shape){4, 16, 8, 8, 8});
-	codelets_vs_kernels((struct shape){8, 8, 4, 16, 16});
-	codelets_vs_kernels((struct shape){1, 32, 16, 32, 32});
-	codelets_vs_kernels((struct shape){3, 7, 6, 12, 5});
-	/* large enough for the submit functions to split: channels at batch 1,
-	 * the batch (uneven parts) at batch 3 */
-	codelets_vs_kernels((struct shape){1, 128, 64, 48, 48});
-	codelets_vs_kernels((struct shape){3, 64, 64, 32, 32});
-	bad_shapes();
-	for (int t = 0; t < 2; t++) {
-		starnn_dtype dt = t ? STARNN_BF16 : STARNN_FP16;
-		half_vs_fp32(2, 5, 3, 3, 7, dt);
-		half_vs_fp32(4, 16, 8, 8, 8, dt);
-		half_vs_fp32(1, 32, 16, 32, 32, dt);
-		half_vs_fp32(1, 128, 64, 48, 48, dt); /* channel splits */
+	/* CPU: both kernel sets where starnn has oneDNN, directly and through
+	 * the codelets; CUDA: cuBLAS. */
+	enum starnn_conv2d_backend sets[2] = {STARNN_CONV2D_IM2COL, STARNN_CONV2D_DNNL};
+	int nsets = TEST_ON_CUDA ? 1 : 1 + (starnn_conv2d_cpu_backend_set(STARNN_CONV2D_DNNL) == 0);
+	for (int set = 0; set < nsets; set++) {
+		kernels = sets[set];
+		if (!TEST_ON_CUDA) {
+			TEST_OK(starnn_conv2d_cpu_backend_set(kernels));
+			hc_exact = kernels == STARNN_CONV2D_IM2COL;
+			printf("CPU kernels: %s\n", KNAME);
+		}
+		if (!TEST_ON_CUDA) {
+			kernels_vs_naive((struct shape){1, 1, 1, 1, 1}, 0);
+			kernels_vs_naive((struct shape){2, 3, 5, 4, 6}, 3);
+			kernels_vs_naive((struct shape){3, 16, 8, 7, 5}, 1);
+			kernels_vs_naive((struct shape){1, 5, 32, 40, 64}, 2);  /* several row tiles, a short last one */
+			kernels_vs_naive((struct shape){2, 64, 32, 16, 16}, 0); /* K = 64 */
+			kernels_vs_naive((struct shape){1, 7, 3, 3, 9}, 4);
+			finite_differences((struct shape){2, 3, 2, 3, 4});
+			finite_differences((struct shape){1, 5, 3, 2, 2});
+		}
+		codelets_vs_kernels((struct shape){1, 3, 5, 1, 1});
+		codelets_vs_kernels((struct shape){2, 5, 3, 3, 7});
+		codelets_vs_kernels((struct shape){4, 16, 8, 8, 8});
+		codelets_vs_kernels((struct shape){8, 8, 4, 16, 16});
+		codelets_vs_kernels((struct shape){1, 32, 16, 32, 32});
+		codelets_vs_kernels((struct shape){3, 7, 6, 12, 5});
+		/* large enough for the submit functions to split: channels at batch 1,
+		 * the batch (uneven parts) at batch 3 */
+		codelets_vs_kernels((struct shape){1, 128, 64, 48, 48});
+		codelets_vs_kernels((struct shape){3, 64, 64, 32, 32});
+		bad_shapes();
+		for (int t = 0; t < 2; t++) {
+			starnn_dtype dt = t ? STARNN_BF16 : STARNN_FP16;
+			half_vs_fp32(2, 5, 3, 3, 7, dt);
+			half_vs_fp32(4, 16, 8, 8, 8, dt);
+			half_vs_fp32(1, 32, 16, 32, 32, dt);
+			half_vs_fp32(1, 128, 64, 48, 48, dt); /* channel splits */
+		}
 	}
 	return test_finish();
 }

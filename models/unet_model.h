@@ -130,4 +130,19 @@ void unet_set_inject_inf_step(unet *m, int64_t step);
  * change, skipped steps, applied steps. STARNN_EINVAL without loss scaling. */
 int unet_loss_scale_state(unet *m, float *scale, int64_t *skipped, int64_t *applied);
 
+/* Pipelined training: step k+1 submitted before step k's loss is read.
+ * unet_stage_batch writes a batch (the layouts and units of unet_input()
+ * and unet_target(), fp32) into staging tensors of the model (created on
+ * first use; starnn's memory count includes them) and submits the copies
+ * into the input and target: it waits only for the copies of the previous
+ * batch, not for the previous step's backward. A step submitted after it
+ * trains on that batch (the same values as starnn_tensor_write_f32 into
+ * unet_input() / unet_target() give). unet_train_step(m, k) keeps its loss
+ * in one of two slots (a copy task); unet_read_step_loss(m, k, &loss) waits
+ * for that copy only, so step k+1 may already be submitted. Kept: the last
+ * two training steps submitted; others: STARNN_EINVAL. Not finite:
+ * STARNN_ENUM (*loss set), as unet_read_loss. */
+int unet_stage_batch(unet *m, const float *x, const float *y);
+int unet_read_step_loss(unet *m, int64_t step, double *loss);
+
 #endif

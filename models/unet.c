@@ -1160,8 +1160,8 @@ static int cmd_train(struct options *o)
 			continue; /* submit the next step before finishing this one */
 		/* Finish the oldest step in flight. */
 		int64_t s = q[0].step, epoch = q[0].epoch;
-		q[0] = q[1];
-		nq--;
+		if (--nq > 0)
+			q[0] = q[1];
 		rc = unet_read_step_loss(r.m, s, &loss);
 		if (rc == STARNN_ENUM) {
 			starnn_error(STARNN_ENUM, "step %lld: the loss is %g (diverged: lower --lr or add --warmup)",

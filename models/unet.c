@@ -7,8 +7,10 @@
  *
  * Each training step is one asynchronous task graph (models/unet_model.c);
  * the data loader thread (models/sevir/sevir.h) prepares the next batches
- * meanwhile. The step's loss is read back when it is logged (every step:
- * --log-json and the progress display need it). */
+ * meanwhile. Steps are pipelined: batch k+1 goes into staging tensors (the
+ * copy into the input is a task), step k+1 is submitted, and only then is
+ * step k's loss (kept in a per-step slot) read and logged, so the host never
+ * drains the graph between steps (see cmd_train). */
 #include <config.h>
 
 #include <errno.h>
@@ -129,8 +131,9 @@ static void usage(FILE *f)
 	fprintf(f,
 	        "Usage: models/unet train|eval|predict|info [OPTIONS]\n"
 	        "The SEVIR nowcasting UNet (13 VIL frames in, 12 out) on StarPU: every training\n"
-	        "step is one task graph spread over all workers. StarPU's variables apply\n"
-	        "(STARPU_SCHED, STARPU_NCPU, STARPU_NCUDA, ...).\n"
+	        "step is one task graph spread over all workers, and step k+1 is submitted\n"
+	        "before the loss of step k is read, so consecutive steps overlap. StarPU's\n"
+	        "variables apply (STARPU_SCHED, STARPU_NCPU, STARPU_NCUDA, ...).\n"
 	        "\n"
 	        "  train    train a model; --checkpoint FILE saves it (also every\n"
 	        "           --checkpoint-every steps), --resume FILE continues a run exactly\n"
@@ -202,7 +205,10 @@ static void usage(FILE *f)
 	        "Output:\n"
 	        "  --log-json FILE         one JSON object per line: per step {step, epoch (from 1),\n"
 	        "                          loss, lr, samples_per_s, elapsed (s)}, per evaluation\n"
-	        "                          {step, epoch, eval: metrics}; eval: the metrics\n"
+	        "                          {step, epoch, eval: metrics}; eval: the metrics. Every\n"
+	        "                          step's own loss is logged; a step's time ends when its\n"
+	        "                          loss is read, after its forward (so the first step,\n"
+	        "                          and the first after an evaluation, look faster)\n"
 	        "  --log-every N           plain progress line every N steps when not on a terminal\n"
 	        "                          (default 10)\n"
 	        "  --progress on|off       progress bar (default: on when stdout is a terminal)\n"
@@ -214,6 +220,11 @@ static void usage(FILE *f)
 	        "\n"
 	        "Environment: STARNN_UNET_INJECT_INF_STEP=N puts an Inf into one gradient at\n"
 	        "training step N (test hook; needs loss scaling): the step is skipped.\n"
+	        "\n"
+	        "A loss that is not finite (diverged) stops training with exit status 1; it is\n"
+	        "seen at most one step later (the next step is already running, not logged).\n"
+	        "Ctrl-C finishes the steps already submitted (at most two), then saves\n"
+	        "--checkpoint.\n"
 	        "\n"
 	        "Exit status: 0 success, 1 runtime error (files, data, numerics), 2 bad usage.\n");
 }
@@ -902,6 +913,20 @@ static int evaluate(unet *m, sevir_data *d, struct batch_buf *b, struct nowcast_
 	return 0;
 }
 
+/* Whether the training loop must finish step `step` before submitting the
+ * next one: a checkpoint or an evaluation follows it, or the injection test
+ * hook checks the state it leaves. */
+static int barrier_after(const struct options *o, int evaluating, int64_t step, int64_t total)
+{
+	if (step >= total)
+		return 1;
+	if (o->checkpoint && o->checkpoint_every && step % o->checkpoint_every == 0)
+		return 1;
+	if (evaluating && o->eval_every > 0 && step % o->eval_every == 0)
+		return 1;
+	return o->inject_inf_step == step;
+}
+
 /* ------------------------------------------------------------ progress */
 
 static void format_time(double s, char *buf, size_t n)
@@ -1196,38 +1221,68 @@ static int cmd_train(struct options *o)
 			goto out;
 	}
 
+	/* Pipelined loop: step k+1 is submitted (its batch staged, then its
+	 * graph) before step k's loss is read, so the host never drains the
+	 * graph between steps: step k+1's tasks are queued while step k runs,
+	 * and each starts as soon as its data is ready (its first convolution
+	 * after step k's update of the first layer) instead of after the host
+	 * has woken, copied the batch and submitted. At most two steps are in
+	 * flight.
+	 * Checkpoints, evaluations and the injection check need the model as
+	 * step k left it: after such a step nothing more is submitted until it
+	 * is finished (barrier_after). An interruption stops submitting; the
+	 * steps in flight are finished and logged. */
 	double t_start = now(), t_last = t_start, t_window = t_start, t_drawn = 0, loss = NAN;
 	int64_t first_step = st.step, window_steps = 0, last_epoch = st.epoch;
-	while (st.step < total && !interrupted) {
-		const float *x, *y;
-		int64_t epoch, index;
-		rc = sevir_loader_next(r.loader, &x, &y, &epoch, &index);
-		if (rc == 0)
-			rc = starnn_tensor_write_f32(unet_input(r.m), x);
-		if (rc == 0)
-			rc = starnn_tensor_write_f32(unet_target(r.m), y);
-		float *snap = NULL, scale_before = 0;
-		size_t nsnap = 0;
-		int injecting = o->inject_inf_step == st.step + 1;
-		if (rc == 0 && injecting) {
-			rc = inject_snapshot(r.m, &snap, &nsnap);
+	struct {
+		int64_t step, epoch;
+	} q[2]; /* submitted, not finished: oldest first */
+	int nq = 0;
+	float *snap = NULL, scale_before = 0;
+	size_t nsnap = 0;
+	while (rc == 0) {
+		int64_t next = st.step + nq + 1;
+		int submit = next <= total && !interrupted && nq < 2 &&
+		             !(nq > 0 && barrier_after(o, r.val != NULL, q[nq - 1].step, total));
+		if (submit) {
+			const float *x, *y;
+			int64_t epoch, index;
+			rc = sevir_loader_next(r.loader, &x, &y, &epoch, &index);
 			if (rc == 0)
-				rc = unet_loss_scale_state(r.m, &scale_before, NULL, NULL);
+				rc = unet_stage_batch(r.m, x, y);
+			if (rc == 0 && o->inject_inf_step == next) {
+				/* the state before the step: nothing after step next - 1 is
+				 * submitted yet */
+				rc = inject_snapshot(r.m, &snap, &nsnap);
+				if (rc == 0)
+					rc = unet_loss_scale_state(r.m, &scale_before, NULL, NULL);
+			}
+			if (rc == 0)
+				rc = unet_train_step(r.m, next);
+			if (rc < 0)
+				break;
+			q[nq].step = next, q[nq].epoch = epoch;
+			nq++;
 		}
-		if (rc == 0)
-			rc = unet_train_step(r.m, st.step + 1);
-		if (rc == 0)
-			rc = unet_read_loss(r.m, &loss);
-		if (rc == 0 && injecting)
-			rc = inject_check(r.m, snap, nsnap, scale_before, st.step + 1);
-		free(snap);
-		if (rc < 0) {
-			if (rc == STARNN_ENUM)
-				starnn_error(STARNN_ENUM, "step %lld: the loss is %g (diverged: lower --lr or add --warmup)",
-				             (long long)st.step + 1, loss);
+		if (nq == 0)
+			break;
+		if (submit && nq < 2)
+			continue; /* submit the next step before finishing this one */
+		/* Finish the oldest step in flight. */
+		int64_t s = q[0].step, epoch = q[0].epoch;
+		if (--nq > 0)
+			q[0] = q[1];
+		rc = unet_read_step_loss(r.m, s, &loss);
+		if (rc == STARNN_ENUM) {
+			starnn_error(STARNN_ENUM, "step %lld: the loss is %g (diverged: lower --lr or add --warmup)",
+			             (long long)s, loss);
 			break;
 		}
-		st.step++;
+		if (rc == 0 && o->inject_inf_step == s)
+			rc = inject_check(r.m, snap, nsnap, scale_before, s);
+		if (rc < 0)
+			break;
+		st.step = s;
 		st.epoch = st.step / bpe; /* epochs completed */
 		starnn_memory_sample();
 		last_epoch = epoch;
@@ -1258,6 +1313,7 @@ static int cmd_train(struct options *o)
 			t_window = t;
 			window_steps = 0;
 		}
+		/* nq == 0 here whenever barrier_after(st.step) holds */
 		if (o->checkpoint && o->checkpoint_every && st.step % o->checkpoint_every == 0 && st.step < total) {
 			rc = write_checkpoint(o->checkpoint, r.m, o, &r.opt, &st);
 			if (rc < 0)
@@ -1270,6 +1326,7 @@ static int cmd_train(struct options *o)
 			t_last = now(); /* the evaluation is not a step's time */
 		}
 	}
+	free(snap);
 	if (tty && st.step > first_step)
 		printf("\n");
 	if (rc == 0 && interrupted)

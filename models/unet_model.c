@@ -34,6 +34,7 @@
 #include "codelets/batchnorm.h"
 #include "codelets/concat.h"
 #include "codelets/convert.h"
+#include "codelets/copy.h"
 #include "codelets/conv2d.h"
 #include "codelets/convt2d.h"
 #include "codelets/fill.h"
@@ -116,6 +117,13 @@ struct unet {
 	struct act centre_out, dcentre_out;
 	struct conv outc;
 	struct act x, y, pred, dpred, loss;
+	/* Pipelined training (unet_stage_batch, unet_read_step_loss): staging
+	 * tensors of the input and target (created on first use), copied into
+	 * x and y by tasks; and the loss of the last two training steps, copied
+	 * by tasks into slot step % 2 (slot_step: which step each slot holds). */
+	struct act xs, ys;
+	struct act loss_slot[2];
+	int64_t slot_step[2];
 	starnn_dtype dt;                 /* compute dtype of activations */
 	starnn_tensor *state, *flag;     /* loss scaling (codelets/amp.h), or NULL */
 	struct starnn_amp_policy policy;
@@ -532,6 +540,11 @@ static int create(unet *m)
 	STARNN_CHECK(act_new(m, &m->dpred, "", "dpred", cfg->out_frames, S));
 	STARNN_CHECK(starnn_tensor_new(&m->loss.t, "loss", STARNN_FP32, 2, (int64_t)cfg->micro, (int64_t)1));
 	STARNN_CHECK(starnn_tensor_split(m->loss.t, 0, cfg->micro, NULL, &m->loss.p));
+	for (int k = 0; k < 2; k++) {
+		snprintf(path, sizeof path, "loss_step%d", k);
+		STARNN_CHECK(starnn_tensor_new(&m->loss_slot[k].t, path, STARNN_FP32, 2, (int64_t)cfg->micro, (int64_t)1));
+		STARNN_CHECK(starnn_tensor_split(m->loss_slot[k].t, 0, cfg->micro, NULL, &m->loss_slot[k].p));
+	}
 
 	/* Parameters in the order of the forward (the initialisation order). */
 	int cin = cfg->in_frames;
@@ -627,6 +640,7 @@ void unet_destroy(unet *m)
 	act_free(&m->centre_out), act_free(&m->dcentre_out);
 	param_free(&m->outc.w), param_free(&m->outc.b);
 	act_free(&m->x), act_free(&m->y), act_free(&m->pred), act_free(&m->dpred), act_free(&m->loss);
+	act_free(&m->xs), act_free(&m->ys), act_free(&m->loss_slot[0]), act_free(&m->loss_slot[1]);
 	starnn_tensor_destroy(m->state);
 	starnn_tensor_destroy(m->flag);
 	free(m->params);
@@ -863,6 +877,12 @@ int unet_train_step(unet *m, int64_t step)
 	if (m->flag)
 		STARNN_CHECK(starnn_fill(0.0f, m->flag));
 	STARNN_CHECK(forward(m, 1));
+	/* The step's loss into its slot, so that the next step may be
+	 * submitted before this one's loss is read (unet_read_step_loss). */
+	struct act *slot = &m->loss_slot[step & 1];
+	for (int p = 0; p < m->cfg.micro; p++)
+		STARNN_CHECK(starnn_copy(m->loss.p[p], slot->p[p]));
+	m->slot_step[step & 1] = step;
 	STARNN_CHECK(backward(m, m->state));
 	STARNN_CHECK(reduce_gradients(m));
 	return update(m, step);
@@ -888,16 +908,55 @@ int unet_gradient_step(unet *m)
 	return reduce_gradients(m);
 }
 
-int unet_read_loss(unet *m, double *loss)
+/* The sum of the micro-batch losses in t ([micro, 1]), checked. */
+static int read_loss(unet *m, starnn_tensor *t, double *loss)
 {
 	float parts[m->cfg.micro];
-	STARNN_CHECK(starnn_tensor_read(m->loss.t, parts));
+	STARNN_CHECK(starnn_tensor_read(t, parts));
 	double s = 0;
 	for (int p = 0; p < m->cfg.micro; p++)
 		s += parts[p];
 	*loss = s;
 	if (!isfinite(s))
 		return starnn_error(STARNN_ENUM, "unet: the loss is %g (diverged: lower --lr, or check the data)", s);
+	return 0;
+}
+
+int unet_read_loss(unet *m, double *loss)
+{
+	return read_loss(m, m->loss.t, loss);
+}
+
+int unet_read_step_loss(unet *m, int64_t step, double *loss)
+{
+	if (step < 1 || m->slot_step[step & 1] != step)
+		return starnn_error(STARNN_EINVAL,
+		                    "unet_read_step_loss: the loss of step %lld is not kept (the last two training "
+		                    "steps submitted are)",
+		                    (long long)step);
+	/* Waits only for that step's loss copy: a later step may be running. */
+	return read_loss(m, m->loss_slot[step & 1].t, loss);
+}
+
+int unet_stage_batch(unet *m, const float *x, const float *y)
+{
+	if (!m->xs.t) {
+		const struct unet_config *c = &m->cfg;
+		STARNN_CHECK(act_new(m, &m->xs, "", "x_staging", c->in_frames, c->size));
+		/* the target is fp32 whatever the compute dtype (as y) */
+		STARNN_CHECK(starnn_tensor_new(&m->ys.t, "y_staging", STARNN_FP32, 4, (int64_t)c->batch,
+		                               (int64_t)c->out_frames, (int64_t)c->size, (int64_t)c->size));
+		STARNN_CHECK(starnn_tensor_split(m->ys.t, 0, c->micro, NULL, &m->ys.p));
+	}
+	/* These writes wait for the copies out of the staging tensors of the
+	 * previous batch only; the copies below wait (in StarPU, not here) for
+	 * the previous step's last use of x and y. */
+	STARNN_CHECK(starnn_tensor_write_f32(m->xs.t, x));
+	STARNN_CHECK(starnn_tensor_write_f32(m->ys.t, y));
+	for (int p = 0; p < m->cfg.micro; p++) {
+		STARNN_CHECK(starnn_copy(m->xs.p[p], m->x.p[p]));
+		STARNN_CHECK(starnn_copy(m->ys.p[p], m->y.p[p]));
+	}
 	return 0;
 }
 

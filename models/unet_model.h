@@ -138,4 +138,19 @@ struct starnn_amp_state;
 int unet_get_amp_state(unet *m, struct starnn_amp_state *st);
 int unet_set_amp_state(unet *m, const struct starnn_amp_state *st);
 
+/* Pipelined training: step k+1 submitted before step k's loss is read.
+ * unet_stage_batch writes a batch (the layouts and units of unet_input()
+ * and unet_target(), fp32) into staging tensors of the model (created on
+ * first use; starnn's memory count includes them) and submits the copies
+ * into the input and target: it waits only for the copies of the previous
+ * batch, not for the previous step's backward. A step submitted after it
+ * trains on that batch (the same values as starnn_tensor_write_f32 into
+ * unet_input() / unet_target() give). unet_train_step(m, k) keeps its loss
+ * in one of two slots (a copy task); unet_read_step_loss(m, k, &loss) waits
+ * for that copy only, so step k+1 may already be submitted. Kept: the last
+ * two training steps submitted; others: STARNN_EINVAL. Not finite:
+ * STARNN_ENUM (*loss set), as unet_read_loss. */
+int unet_stage_batch(unet *m, const float *x, const float *y);
+int unet_read_step_loss(unet *m, int64_t step, double *loss);
+
 #endif

@@ -1,5 +1,5 @@
 #!/bin/sh
-# models/unet end to end (about 30 s on 2 cores):
+# models/unet end to end (about 40 s on 2 cores):
 #  - info: "parameters: 16556044" for --depth 4 --filters 32; --help lists
 #    every option the parser knows;
 #  - a short synthetic training run (32x32, depth 2, f 4, batch 4 in 2
@@ -17,7 +17,15 @@
 #  - eval, predict (--output, --png) and training on tools/sevir-synth files
 #    of both layouts (raw + CATALOG.csv, prepared);
 #  - errors: bad options (exit 2), a missing file, a NaN in the data, an
-#    unwritable output (exit 1, a message, no file left behind).
+#    unwritable output (exit 1, a message, no file left behind);
+#  - pipelined steps (step k+1 submitted before step k's loss is read):
+#    evaluations and checkpoints every 3 steps leave the losses unchanged and
+#    the evaluation at step 6 equals `eval` of a 6-step checkpoint (the loop
+#    waits for step 6 before submitting step 7); a diverging run (SGD lr 10)
+#    stops with exit 1 naming the first non-finite step, every earlier step
+#    logged, no checkpoint written; Ctrl-C finishes the steps in flight, the
+#    checkpoint holds the last logged step, and resuming it continues as the
+#    uninterrupted run.
 set -u
 B=${top_builddir:-.}
 unet=$B/models/unet
@@ -122,6 +130,52 @@ if [ "$(losses "$tmp/i.json" | head -1)" != "$(losses "$tmp/j.json" | head -1)" 
 else
 	fail "--init made no difference"
 fi
+
+# ------------------------------------------------------------------ pipelining
+"$unet" train $C --steps 9 --eval-every 3 --checkpoint-every 3 --checkpoint "$tmp/p.h5" --log-json "$tmp/p.json" \
+	--quiet > /dev/null 2>&1 || fail "run with --eval-every 3 --checkpoint-every 3"
+"$unet" train $R --steps 9 --log-json "$tmp/p0.json" || fail "9-step run"
+[ "$(losses "$tmp/p.json" | wc -l)" = 9 ] && [ "$(losses "$tmp/p.json")" = "$(losses "$tmp/p0.json")" ] &&
+	ok "evaluations and checkpoints between pipelined steps leave the 9 losses unchanged" ||
+	fail "losses with --eval-every 3 --checkpoint-every 3 differ from a plain run"
+"$unet" train $R --steps 6 --checkpoint "$tmp/p6.h5" || fail "6-step run"
+"$unet" eval --checkpoint "$tmp/p6.h5" --val-samples 16 --quiet --log-json "$tmp/p6.eval" > /dev/null 2>&1 ||
+	fail "eval of the 6-step checkpoint"
+m6=$(sed -n 's/^{"step":6,"epoch":[0-9]*,"eval":\(.*\)}$/\1/p' "$tmp/p.json")
+[ -n "$m6" ] && [ "$m6" = "$(cat "$tmp/p6.eval")" ] &&
+	ok "the evaluation at step 6 during training equals eval of a 6-step checkpoint" ||
+	fail "evaluation at step 6: '$(echo "$m6" | cut -c1-80)' vs '$(cut -c1-80 "$tmp/p6.eval")'"
+
+expect 1 "step 9: the loss is" "$unet" train $R --steps 30 --optimizer sgd --lr 10 --log-json "$tmp/d.json" \
+	--checkpoint "$tmp/d.h5"
+[ "$(losses "$tmp/d.json" | cut -d' ' -f1 | tr '\n' ' ')" = "1 2 3 4 5 6 7 8 " ] &&
+	ok "divergence: steps 1-8 logged, then the error" || fail "divergence: logged steps: $(losses "$tmp/d.json")"
+[ -e "$tmp/d.h5" ] && fail "a diverged run wrote its checkpoint"
+
+"$unet" train $R --steps 100000 --checkpoint "$tmp/int.h5" --log-json "$tmp/int.json" > "$tmp/int.out" 2>&1 &
+pid=$!
+i=0
+while [ $i -lt 600 ] && [ "$(losses "$tmp/int.json" 2> /dev/null | wc -l)" -lt 5 ]; do
+	sleep 0.1
+	i=$((i + 1))
+done
+kill -INT $pid
+wait $pid
+rc=$?
+n=$(losses "$tmp/int.json" | wc -l)
+if [ $rc = 130 ] && grep -q "interrupted at step $n" "$tmp/int.out" && [ "$(losses "$tmp/int.json" | tail -1 |
+	cut -d' ' -f1)" = "$n" ]; then
+	ok "Ctrl-C: exit 130 at step $n, every step up to it logged"
+else
+	fail "Ctrl-C: exit $rc, $n steps logged:"
+	cat "$tmp/int.out"
+fi
+"$unet" train --resume "$tmp/int.h5" --steps $((n + 3)) --log-json "$tmp/int.json" --eval-every 0 --quiet ||
+	fail "resume after Ctrl-C"
+"$unet" train $R --steps $((n + 3)) --log-json "$tmp/full.json" || fail "$((n + 3))-step run"
+[ "$(losses "$tmp/int.json")" = "$(losses "$tmp/full.json")" ] &&
+	ok "Ctrl-C at step $n + resume: the $((n + 3)) losses of the uninterrupted run" ||
+	fail "Ctrl-C at step $n + resume differs from the uninterrupted run"
 
 # ------------------------------------------------------------------ files
 if [ -x "$synth" ]; then

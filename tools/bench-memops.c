@@ -376,7 +376,7 @@ static void run_kernel(struct lib *l, enum kernel k, struct bufs *b)
 	const int half = dt != STARNN_FP32;
 	const size_t n = b->n, c = b->c, h = b->h, w = b->w, inner = b->inner, cols = b->cols, N = b->numel;
 	float **s = b->s;
-	if (l->set_level && l->level >= 0)
+	if (l->set_level) /* the same library may be loaded at several levels: set it every time */
 		l->set_level(l->level);
 	switch (k) {
 	case K_TO32:

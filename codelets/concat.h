@@ -68,9 +68,9 @@ int starnn_concat_bwd(starnn_tensor *dcat, float beta_a, starnn_tensor *da, floa
 /* Mixed precision (copy path): a, b, cat (da, db, dcat) all fp16 or all
  * bf16; on CPU the _mp kernels above, on CUDA the fp32 kernels on widened
  * copies (codelets/halfwrap.h): copies are exact, beta 1 rounds the sum
- * once. fp32 tensors submit the
- * fp32 codelets. Perfmodels starnn_concat_{fwd,bwd}_{fp16,bf16}. (The
- * no-copy views above work for any dtype.) */
+ * once. fp32 tensors submit the fp32 codelets. Perfmodels
+ * starnn_concat_{fwd,bwd}_{fp16,bf16}. (The no-copy views above work for
+ * any dtype.) */
 int starnn_concat_fwd_mp(starnn_tensor *a, starnn_tensor *b, starnn_tensor *cat);
 int starnn_concat_bwd_mp(starnn_tensor *dcat, float beta_a, starnn_tensor *da, float beta_b, starnn_tensor *db);
 

@@ -62,8 +62,9 @@ int starnn_maxpool_bwd(starnn_tensor *x, starnn_tensor *dy, float beta, starnn_t
 
 /* Mixed precision: x, y, dy, dx all fp16 or all bf16, computed in fp32: on
  * CPU by the _mp kernels, on CUDA by the fp32 kernels on widened copies
- * (codelets/halfwrap.h); the forward is exact, the backward rounds once. All-fp32 tensors submit the fp32
- * codelets. Perfmodels starnn_maxpool_{fwd,bwd}_{fp16,bf16}. */
+ * (codelets/halfwrap.h); the forward is exact, the backward rounds once.
+ * All-fp32 tensors submit the fp32 codelets. Perfmodels
+ * starnn_maxpool_{fwd,bwd}_{fp16,bf16}. */
 int starnn_maxpool_fwd_mp(starnn_tensor *x, starnn_tensor *y);
 int starnn_maxpool_bwd_mp(starnn_tensor *x, starnn_tensor *dy, float beta, starnn_tensor *dx);
 

@@ -247,9 +247,10 @@ BN_CODELET(bn_bwd_apply_relu_w_cl, "bn_bwd_apply_relu", bn_bwd_apply, starnn_bn_
 
 /* -------------------------------------------------------- mixed precision
  * fp16 / bf16 data (x, y, dy, dx); every per-channel vector, the
- * statistics and the workspace stay fp32 (sums in double as above). The
- * 16-bit buffers are widened to fp32 inside the task and the fp32 kernels
- * run on them; 16-bit outputs (y, dx) are rounded once (codelets/halfwrap.h).
+ * statistics and the workspace stay fp32 (sums in double as above). CPU:
+ * the _mp kernels read the 16-bit buffers directly. CUDA: the 16-bit
+ * buffers are widened to fp32 inside the task and the fp32 kernels run on
+ * them (codelets/halfwrap.h). 16-bit outputs (y, dx) are rounded once.
  * bn_finalize and bn_bwd_params see no data and are shared with fp32. */
 
 static void bn_stats_half(void *buffers[], void *cl_arg, starnn_dtype dt, int cuda)
@@ -257,20 +258,20 @@ static void bn_stats_half(void *buffers[], void *cl_arg, starnn_dtype dt, int cu
 	const struct bn_args *a = cl_arg;
 	struct starnn_mat x = starnn_buffer(buffers, 0), s = starnn_buffer(buffers, 1);
 	size_t c = s.cols / 4;
+	if (!cuda) {
+		starnn_bn_stats_mp_cpu(dt, x.rows, c, x.cols / c, x.ptr, x.ld, SLOTS(s), a->accumulate);
+		return;
+	}
+#ifdef STARNN_USE_CUDA
 	struct starnn_hw h;
 	starnn_hw_begin(&h, "bn_stats_half", cuda);
 	struct starnn_mat xw = starnn_hw_in(&h, dt, x, 1);
 	if (!h.failed) {
-		if (!cuda)
-			starnn_bn_stats_cpu(x.rows, c, x.cols / c, xw.ptr, xw.ld, SLOTS(s), a->accumulate);
-#ifdef STARNN_USE_CUDA
-		else {
-			starnn_bn_stats_cuda(x.rows, c, x.cols / c, xw.ptr, xw.ld, SLOTS(s), a->accumulate, h.stream);
-			STARNN_CUDA_LAUNCHED("bn_stats_half");
-		}
-#endif
+		starnn_bn_stats_cuda(x.rows, c, x.cols / c, xw.ptr, xw.ld, SLOTS(s), a->accumulate, h.stream);
+		STARNN_CUDA_LAUNCHED("bn_stats_half");
 	}
 	starnn_hw_end(&h);
+#endif
 }
 
 static void bn_apply_half(void *buffers[], void *cl_arg, starnn_dtype dt, int cuda)
@@ -279,23 +280,23 @@ static void bn_apply_half(void *buffers[], void *cl_arg, starnn_dtype dt, int cu
 	struct starnn_mat x = starnn_buffer(buffers, 0), m = starnn_buffer(buffers, 1), st = starnn_buffer(buffers, 2),
 	                  g = starnn_buffer(buffers, 3), b = starnn_buffer(buffers, 4), y = starnn_buffer(buffers, 5);
 	size_t c = m.cols;
+	if (!cuda) {
+		starnn_bn_apply_mp_cpu(dt, x.rows, c, x.cols / c, x.ptr, x.ld, m.ptr, st.ptr, a->var_given, a->eps, g.ptr,
+		                       b.ptr, a->relu, y.ptr, y.ld);
+		return;
+	}
+#ifdef STARNN_USE_CUDA
 	struct starnn_hw h;
 	starnn_hw_begin(&h, "bn_apply_half", cuda);
 	struct starnn_mat xw = starnn_hw_in(&h, dt, x, 1), yw = starnn_hw_in(&h, dt, y, 0);
 	if (!h.failed) {
-		if (!cuda)
-			starnn_bn_apply_cpu(x.rows, c, x.cols / c, xw.ptr, xw.ld, m.ptr, st.ptr, a->var_given, a->eps, g.ptr,
-			                    b.ptr, a->relu, yw.ptr, yw.ld);
-#ifdef STARNN_USE_CUDA
-		else {
-			starnn_bn_apply_cuda(x.rows, c, x.cols / c, xw.ptr, xw.ld, m.ptr, st.ptr, a->var_given, a->eps, g.ptr,
-			                     b.ptr, a->relu, yw.ptr, yw.ld, h.stream);
-			STARNN_CUDA_LAUNCHED("bn_apply_half");
-		}
-#endif
+		starnn_bn_apply_cuda(x.rows, c, x.cols / c, xw.ptr, xw.ld, m.ptr, st.ptr, a->var_given, a->eps, g.ptr,
+		                     b.ptr, a->relu, yw.ptr, yw.ld, h.stream);
+		STARNN_CUDA_LAUNCHED("bn_apply_half");
 		starnn_hw_out(&h, dt, yw, y);
 	}
 	starnn_hw_end(&h);
+#endif
 }
 
 static void bn_bwd_reduce_half(void *buffers[], void *cl_arg, starnn_dtype dt, int cuda)
@@ -306,23 +307,23 @@ static void bn_bwd_reduce_half(void *buffers[], void *cl_arg, starnn_dtype dt, i
 	struct starnn_mat y = a->relu ? starnn_buffer(buffers, i++) : (struct starnn_mat){0};
 	struct starnn_mat m = starnn_buffer(buffers, i++), s = starnn_buffer(buffers, i++);
 	size_t c = m.cols;
+	if (!cuda) {
+		starnn_bn_bwd_reduce_mp_cpu(dt, x.rows, c, x.cols / c, x.ptr, x.ld, dy.ptr, dy.ld, y.ptr, y.ld, m.ptr,
+		                            SLOTS(s), a->accumulate);
+		return;
+	}
+#ifdef STARNN_USE_CUDA
 	struct starnn_hw h;
 	starnn_hw_begin(&h, "bn_bwd_reduce_half", cuda);
 	struct starnn_mat xw = starnn_hw_in(&h, dt, x, 1), dyw = starnn_hw_in(&h, dt, dy, 1);
 	struct starnn_mat yw = a->relu ? starnn_hw_in(&h, dt, y, 1) : y;
 	if (!h.failed) {
-		if (!cuda)
-			starnn_bn_bwd_reduce_cpu(x.rows, c, x.cols / c, xw.ptr, xw.ld, dyw.ptr, dyw.ld, yw.ptr, yw.ld, m.ptr,
-			                         SLOTS(s), a->accumulate);
-#ifdef STARNN_USE_CUDA
-		else {
-			starnn_bn_bwd_reduce_cuda(x.rows, c, x.cols / c, xw.ptr, xw.ld, dyw.ptr, dyw.ld, yw.ptr, yw.ld, m.ptr,
-			                          SLOTS(s), a->accumulate, h.stream);
-			STARNN_CUDA_LAUNCHED("bn_bwd_reduce_half");
-		}
-#endif
+		starnn_bn_bwd_reduce_cuda(x.rows, c, x.cols / c, xw.ptr, xw.ld, dyw.ptr, dyw.ld, yw.ptr, yw.ld, m.ptr,
+		                          SLOTS(s), a->accumulate, h.stream);
+		STARNN_CUDA_LAUNCHED("bn_bwd_reduce_half");
 	}
 	starnn_hw_end(&h);
+#endif
 }
 
 static void bn_bwd_apply_half(void *buffers[], void *cl_arg, starnn_dtype dt, int cuda)
@@ -334,27 +335,27 @@ static void bn_bwd_apply_half(void *buffers[], void *cl_arg, starnn_dtype dt, in
 	struct starnn_mat m = starnn_buffer(buffers, i++), is = starnn_buffer(buffers, i++), g = starnn_buffer(buffers, i++);
 	struct starnn_mat w = starnn_buffer(buffers, i++), dx = starnn_buffer(buffers, i++);
 	size_t c = m.cols;
+	if (!cuda) {
+		starnn_bn_bwd_apply_mp_cpu(dt, x.rows, c, x.cols / c, x.ptr, x.ld, dy.ptr, dy.ld, y.ptr, y.ld, m.ptr,
+		                           is.ptr, g.ptr, (size_t)a->nslots, SLOTS(w), SLOT_LD(w), a->count, a->beta,
+		                           dx.ptr, dx.ld);
+		return;
+	}
+#ifdef STARNN_USE_CUDA
 	struct starnn_hw h;
 	starnn_hw_begin(&h, "bn_bwd_apply_half", cuda);
 	struct starnn_mat xw = starnn_hw_in(&h, dt, x, 1), dyw = starnn_hw_in(&h, dt, dy, 1);
 	struct starnn_mat yw = a->relu ? starnn_hw_in(&h, dt, y, 1) : y;
 	struct starnn_mat dxw = starnn_hw_in(&h, dt, dx, a->beta != 0.0f);
 	if (!h.failed) {
-		if (!cuda)
-			starnn_bn_bwd_apply_cpu(x.rows, c, x.cols / c, xw.ptr, xw.ld, dyw.ptr, dyw.ld, yw.ptr, yw.ld, m.ptr,
-			                        is.ptr, g.ptr, (size_t)a->nslots, SLOTS(w), SLOT_LD(w), a->count, a->beta,
-			                        dxw.ptr, dxw.ld);
-#ifdef STARNN_USE_CUDA
-		else {
-			starnn_bn_bwd_apply_cuda(x.rows, c, x.cols / c, xw.ptr, xw.ld, dyw.ptr, dyw.ld, yw.ptr, yw.ld, m.ptr,
-			                         is.ptr, g.ptr, (size_t)a->nslots, SLOTS(w), SLOT_LD(w), a->count, a->beta,
-			                         dxw.ptr, dxw.ld, h.stream);
-			STARNN_CUDA_LAUNCHED("bn_bwd_apply_half");
-		}
-#endif
+		starnn_bn_bwd_apply_cuda(x.rows, c, x.cols / c, xw.ptr, xw.ld, dyw.ptr, dyw.ld, yw.ptr, yw.ld, m.ptr,
+		                         is.ptr, g.ptr, (size_t)a->nslots, SLOTS(w), SLOT_LD(w), a->count, a->beta,
+		                         dxw.ptr, dxw.ld, h.stream);
+		STARNN_CUDA_LAUNCHED("bn_bwd_apply_half");
 		starnn_hw_out(&h, dt, dxw, dx);
 	}
 	starnn_hw_end(&h);
+#endif
 }
 
 #ifdef STARNN_USE_CUDA

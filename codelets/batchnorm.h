@@ -81,6 +81,24 @@ void starnn_bn_bwd_apply_cpu(size_t n, size_t c, size_t inner, const float *x, s
                              const float *gamma, size_t nslots, const double *slots, size_t lds, double count,
                              float beta, float *dx, size_t lddx);
 
+/* The data kernels on data of dtype dt (fp32, fp16 or bf16; 16-bit data as
+ * uint16_t patterns), per-channel vectors and sums as above: 16-bit data
+ * are read in chunks widened to fp32 on the stack and y / dx rounded once
+ * (nearest even), so the results are bitwise those of the fp32 kernels on
+ * the widened data (rounded). dt == STARNN_FP32 is the fp32 kernel. */
+void starnn_bn_stats_mp_cpu(starnn_dtype dt, size_t n, size_t c, size_t inner, const void *x, size_t ldx,
+                            double *sums, int accumulate);
+void starnn_bn_apply_mp_cpu(starnn_dtype dt, size_t n, size_t c, size_t inner, const void *x, size_t ldx,
+                            const float *mean, const float *stat, int var_given, float eps, const float *gamma,
+                            const float *beta, int relu, void *y, size_t ldy);
+void starnn_bn_bwd_reduce_mp_cpu(starnn_dtype dt, size_t n, size_t c, size_t inner, const void *x, size_t ldx,
+                                 const void *dy, size_t lddy, const void *y, size_t ldy, const float *mean,
+                                 double *sums, int accumulate);
+void starnn_bn_bwd_apply_mp_cpu(starnn_dtype dt, size_t n, size_t c, size_t inner, const void *x, size_t ldx,
+                                const void *dy, size_t lddy, const void *y, size_t ldy, const float *mean,
+                                const float *invstd, const float *gamma, size_t nslots, const double *slots,
+                                size_t lds, double count, float beta, void *dx, size_t lddx);
+
 /* The same on a CUDA stream (device pointers). The reductions sum in double
  * with atomics: not bitwise reproducible from run to run. */
 void starnn_bn_stats_cuda(size_t n, size_t c, size_t inner, const float *x, size_t ldx, double *sums, int accumulate,
@@ -166,9 +184,11 @@ int starnn_batchnorm_bwd(starnn_batchnorm *bn, int nparts, starnn_tensor *const 
 
 /* Mixed precision: the data x, y, dy, dx of every part all fp16 or all
  * bf16; parameters, running and batch statistics, the workspace and the
- * parameter gradients fp32 (statistics summed in double as for fp32). The
- * 16-bit parts are widened to fp32 inside the tasks and the fp32 kernels
- * run on them; y and dx are rounded once (codelets/halfwrap.h). fp32 data
+ * parameter gradients fp32 (statistics summed in double as for fp32). On
+ * CPU the _mp kernels above read the 16-bit data directly (in chunks
+ * widened on the stack); on CUDA the 16-bit parts are widened to fp32
+ * inside the tasks and the fp32 kernels run on them (codelets/halfwrap.h).
+ * Either way y and dx are rounded once from the fp32 result. fp32 data
  * runs the fp32 path. Perfmodels starnn_bn_{stats,apply,bwd_reduce,
  * bwd_reduce_relu,bwd_apply,bwd_apply_relu}_{fp16,bf16}. */
 int starnn_batchnorm_fwd_mp(starnn_batchnorm *bn, int training, int nparts, starnn_tensor *const *x,

@@ -79,54 +79,55 @@ struct starpu_codelet starnn_concat_bwd_cl[2][2] = {
 };
 
 /* ------------------------------------------------------- mixed precision
- * fp16 / bf16 a, b, cat (da, db, dcat): widened to fp32 inside the task,
- * the fp32 kernels run, outputs rounded back (the forward and beta 0 are
- * exact copies; beta 1 rounds the sum once). codelets/halfwrap.h. */
+ * fp16 / bf16 a, b, cat (da, db, dcat). CPU: the _mp kernels on the 16-bit
+ * buffers. CUDA: widened to fp32 inside the task (codelets/halfwrap.h), the
+ * fp32 kernels run, outputs rounded back. The forward and beta 0 are exact
+ * copies; beta 1 rounds the sum once. */
 
 static void concat_fwd_half(void *buffers[], void *cl_arg, starnn_dtype dt, int cuda)
 {
 	(void)cl_arg;
 	struct starnn_mat a = starnn_buffer(buffers, 0), b = starnn_buffer(buffers, 1), c = starnn_buffer(buffers, 2);
+	if (!cuda) {
+		starnn_concat_fwd_mp_cpu(dt, c.rows, a.cols, a.ptr, a.ld, b.cols, b.ptr, b.ld, c.ptr, c.ld);
+		return;
+	}
+#ifdef STARNN_USE_CUDA
 	struct starnn_hw h;
 	starnn_hw_begin(&h, "concat_fwd_half", cuda);
 	struct starnn_mat aw = starnn_hw_in(&h, dt, a, 1), bw = starnn_hw_in(&h, dt, b, 1), cw = starnn_hw_in(&h, dt, c, 0);
 	if (!h.failed) {
-		if (!cuda)
-			starnn_concat_fwd_cpu(c.rows, a.cols, aw.ptr, aw.ld, b.cols, bw.ptr, bw.ld, cw.ptr, cw.ld);
-#ifdef STARNN_USE_CUDA
-		else {
-			starnn_concat_fwd_cuda(c.rows, a.cols, aw.ptr, aw.ld, b.cols, bw.ptr, bw.ld, cw.ptr, cw.ld, h.stream);
-			STARNN_CUDA_LAUNCHED("concat_fwd_half");
-		}
-#endif
+		starnn_concat_fwd_cuda(c.rows, a.cols, aw.ptr, aw.ld, b.cols, bw.ptr, bw.ld, cw.ptr, cw.ld, h.stream);
+		STARNN_CUDA_LAUNCHED("concat_fwd_half");
 		starnn_hw_out(&h, dt, cw, c);
 	}
 	starnn_hw_end(&h);
+#endif
 }
 
 static void concat_bwd_half(void *buffers[], void *cl_arg, starnn_dtype dt, int cuda)
 {
 	const struct concat_args *a = cl_arg;
 	struct starnn_mat dc = starnn_buffer(buffers, 0), da = starnn_buffer(buffers, 1), db = starnn_buffer(buffers, 2);
+	if (!cuda) {
+		starnn_concat_bwd_mp_cpu(dt, dc.rows, da.cols, db.cols, dc.ptr, dc.ld, a->beta_a, da.ptr, da.ld, a->beta_b,
+		                         db.ptr, db.ld);
+		return;
+	}
+#ifdef STARNN_USE_CUDA
 	struct starnn_hw h;
 	starnn_hw_begin(&h, "concat_bwd_half", cuda);
 	struct starnn_mat dcw = starnn_hw_in(&h, dt, dc, 1), daw = starnn_hw_in(&h, dt, da, a->beta_a != 0.0f),
 	                  dbw = starnn_hw_in(&h, dt, db, a->beta_b != 0.0f);
 	if (!h.failed) {
-		if (!cuda)
-			starnn_concat_bwd_cpu(dc.rows, da.cols, db.cols, dcw.ptr, dcw.ld, a->beta_a, daw.ptr, daw.ld,
-			                      a->beta_b, dbw.ptr, dbw.ld);
-#ifdef STARNN_USE_CUDA
-		else {
-			starnn_concat_bwd_cuda(dc.rows, da.cols, db.cols, dcw.ptr, dcw.ld, a->beta_a, daw.ptr, daw.ld,
-			                       a->beta_b, dbw.ptr, dbw.ld, h.stream);
-			STARNN_CUDA_LAUNCHED("concat_bwd_half");
-		}
-#endif
+		starnn_concat_bwd_cuda(dc.rows, da.cols, db.cols, dcw.ptr, dcw.ld, a->beta_a, daw.ptr, daw.ld, a->beta_b,
+		                       dbw.ptr, dbw.ld, h.stream);
+		STARNN_CUDA_LAUNCHED("concat_bwd_half");
 		starnn_hw_out(&h, dt, daw, da);
 		starnn_hw_out(&h, dt, dbw, db);
 	}
 	starnn_hw_end(&h);
+#endif
 }
 
 #ifdef STARNN_USE_CUDA

@@ -36,6 +36,14 @@ void starnn_concat_fwd_cpu(size_t rows, size_t ca, const float *a, size_t lda, s
                            float *cat, size_t ldcat);
 void starnn_concat_bwd_cpu(size_t rows, size_t ca, size_t cb, const float *dcat, size_t ldcat, float beta_a,
                            float *da, size_t lda, float beta_b, float *db, size_t ldb);
+/* The same on data of dtype dt (fp32, fp16 or bf16; 16-bit data as
+ * uint16_t patterns): copies copy the bit patterns; an accumulation
+ * (beta != 0) widens chunks of a row to fp32 on the stack, adds and rounds
+ * once, bitwise as the fp32 kernel on the widened data, rounded. */
+void starnn_concat_fwd_mp_cpu(starnn_dtype dt, size_t rows, size_t ca, const void *a, size_t lda, size_t cb,
+                              const void *b, size_t ldb, void *cat, size_t ldcat);
+void starnn_concat_bwd_mp_cpu(starnn_dtype dt, size_t rows, size_t ca, size_t cb, const void *dcat, size_t ldcat,
+                              float beta_a, void *da, size_t lda, float beta_b, void *db, size_t ldb);
 void starnn_concat_fwd_cuda(size_t rows, size_t ca, const float *a, size_t lda, size_t cb, const float *b,
                             size_t ldb, float *cat, size_t ldcat, void *stream);
 void starnn_concat_bwd_cuda(size_t rows, size_t ca, size_t cb, const float *dcat, size_t ldcat, float beta_a,
@@ -58,10 +66,11 @@ int starnn_concat_fwd(starnn_tensor *a, starnn_tensor *b, starnn_tensor *cat);
 int starnn_concat_bwd(starnn_tensor *dcat, float beta_a, starnn_tensor *da, float beta_b, starnn_tensor *db);
 
 /* Mixed precision (copy path): a, b, cat (da, db, dcat) all fp16 or all
- * bf16, through the fp32 kernels on widened copies (codelets/halfwrap.h):
- * copies are exact, beta 1 rounds the sum once. fp32 tensors submit the
- * fp32 codelets. Perfmodels starnn_concat_{fwd,bwd}_{fp16,bf16}. (The
- * no-copy views above work for any dtype.) */
+ * bf16; on CPU the _mp kernels above, on CUDA the fp32 kernels on widened
+ * copies (codelets/halfwrap.h): copies are exact, beta 1 rounds the sum
+ * once. fp32 tensors submit the fp32 codelets. Perfmodels
+ * starnn_concat_{fwd,bwd}_{fp16,bf16}. (The no-copy views above work for
+ * any dtype.) */
 int starnn_concat_fwd_mp(starnn_tensor *a, starnn_tensor *b, starnn_tensor *cat);
 int starnn_concat_bwd_mp(starnn_tensor *dcat, float beta_a, starnn_tensor *da, float beta_b, starnn_tensor *db);
 

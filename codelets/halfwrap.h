@@ -1,6 +1,8 @@
 /* fp32 working copies of 16-bit task buffers, for the mixed-precision
  * codelets that compute a 16-bit operation with the fp32 kernels
- * (conv2d, convt2d, batchnorm, maxpool, concat on fp16 / bf16 tensors):
+ * (conv2d, convt2d on fp16 / bf16 tensors; batchnorm, maxpool and concat
+ * on CUDA only: their CPU kernels read 16-bit data in chunks widened on the
+ * stack, codelets/cpu/halfrow.h):
  * inputs are widened to fp32 (exactly: fp32 holds every fp16 and bf16
  * value), the fp32 kernel runs with fp32 accumulation, and 16-bit outputs
  * are rounded once to nearest even (codelets/convert.h).

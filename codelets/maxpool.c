@@ -107,56 +107,57 @@ struct starpu_codelet starnn_maxpool_bwd_w_cl = {
 };
 
 /* ------------------------------------------------------- mixed precision
- * fp16 / bf16 x, y, dy, dx: widened to fp32 inside the task (exact: the
- * maximum and the routed gradient are the same values), the fp32 kernels
- * run, outputs are rounded back (exact for the forward; the backward with
- * beta 1 rounds the sum once). codelets/halfwrap.h. */
+ * fp16 / bf16 x, y, dy, dx. CPU: the _mp kernels read the 16-bit buffers
+ * directly. CUDA: widened to fp32 inside the task (codelets/halfwrap.h),
+ * the fp32 kernels run, outputs are rounded back. Either way the forward is
+ * exact (the maximum is one of the inputs) and the backward with beta 1
+ * rounds the sum once. */
 
 static void maxpool_fwd_half(void *buffers[], void *cl_arg, starnn_dtype dt, int cuda)
 {
 	const struct maxpool_args *a = cl_arg;
 	struct starnn_mat x = starnn_buffer(buffers, 0), y = starnn_buffer(buffers, 1);
+	if (!cuda) {
+		starnn_maxpool_fwd_mp_cpu(dt, x.rows, channels(&x, a), (size_t)a->h, (size_t)a->w, x.ptr, x.ld, y.ptr,
+		                          y.ld);
+		return;
+	}
+#ifdef STARNN_USE_CUDA
 	struct starnn_hw h;
 	starnn_hw_begin(&h, "maxpool_fwd_half", cuda);
 	struct starnn_mat xw = starnn_hw_in(&h, dt, x, 1), yw = starnn_hw_in(&h, dt, y, 0);
 	if (!h.failed) {
-		if (!cuda)
-			starnn_maxpool_fwd_cpu(x.rows, channels(&x, a), (size_t)a->h, (size_t)a->w, xw.ptr, xw.ld, yw.ptr,
-			                       yw.ld);
-#ifdef STARNN_USE_CUDA
-		else {
-			starnn_maxpool_fwd_cuda(x.rows, channels(&x, a), (size_t)a->h, (size_t)a->w, xw.ptr, xw.ld, yw.ptr,
-			                        yw.ld, h.stream);
-			STARNN_CUDA_LAUNCHED("maxpool_fwd_half");
-		}
-#endif
+		starnn_maxpool_fwd_cuda(x.rows, channels(&x, a), (size_t)a->h, (size_t)a->w, xw.ptr, xw.ld, yw.ptr, yw.ld,
+		                        h.stream);
+		STARNN_CUDA_LAUNCHED("maxpool_fwd_half");
 		starnn_hw_out(&h, dt, yw, y);
 	}
 	starnn_hw_end(&h);
+#endif
 }
 
 static void maxpool_bwd_half(void *buffers[], void *cl_arg, starnn_dtype dt, int cuda)
 {
 	const struct maxpool_args *a = cl_arg;
 	struct starnn_mat x = starnn_buffer(buffers, 0), dy = starnn_buffer(buffers, 1), dx = starnn_buffer(buffers, 2);
+	if (!cuda) {
+		starnn_maxpool_bwd_mp_cpu(dt, x.rows, channels(&x, a), (size_t)a->h, (size_t)a->w, x.ptr, x.ld, dy.ptr,
+		                          dy.ld, a->beta, dx.ptr, dx.ld);
+		return;
+	}
+#ifdef STARNN_USE_CUDA
 	struct starnn_hw h;
 	starnn_hw_begin(&h, "maxpool_bwd_half", cuda);
 	struct starnn_mat xw = starnn_hw_in(&h, dt, x, 1), dyw = starnn_hw_in(&h, dt, dy, 1),
 	                  dxw = starnn_hw_in(&h, dt, dx, a->beta != 0.0f);
 	if (!h.failed) {
-		if (!cuda)
-			starnn_maxpool_bwd_cpu(x.rows, channels(&x, a), (size_t)a->h, (size_t)a->w, xw.ptr, xw.ld, dyw.ptr,
-			                       dyw.ld, a->beta, dxw.ptr, dxw.ld);
-#ifdef STARNN_USE_CUDA
-		else {
-			starnn_maxpool_bwd_cuda(x.rows, channels(&x, a), (size_t)a->h, (size_t)a->w, xw.ptr, xw.ld, dyw.ptr,
-			                        dyw.ld, a->beta, dxw.ptr, dxw.ld, h.stream);
-			STARNN_CUDA_LAUNCHED("maxpool_bwd_half");
-		}
-#endif
+		starnn_maxpool_bwd_cuda(x.rows, channels(&x, a), (size_t)a->h, (size_t)a->w, xw.ptr, xw.ld, dyw.ptr,
+		                        dyw.ld, a->beta, dxw.ptr, dxw.ld, h.stream);
+		STARNN_CUDA_LAUNCHED("maxpool_bwd_half");
 		starnn_hw_out(&h, dt, dxw, dx);
 	}
 	starnn_hw_end(&h);
+#endif
 }
 
 #ifdef STARNN_USE_CUDA

@@ -36,6 +36,14 @@ void starnn_maxpool_fwd_cpu(size_t n, size_t c, size_t h, size_t w, const float 
                             size_t ldy);
 void starnn_maxpool_bwd_cpu(size_t n, size_t c, size_t h, size_t w, const float *x, size_t ldx, const float *dy,
                             size_t lddy, float beta, float *dx, size_t lddx);
+/* The same on data of dtype dt (fp32, fp16 or bf16; 16-bit data as
+ * uint16_t patterns): 16-bit rows are read in blocks widened to fp32 on the
+ * stack and the results rounded once, so they are bitwise those of the
+ * fp32 kernels on the widened data (rounded). */
+void starnn_maxpool_fwd_mp_cpu(starnn_dtype dt, size_t n, size_t c, size_t h, size_t w, const void *x, size_t ldx,
+                               void *y, size_t ldy);
+void starnn_maxpool_bwd_mp_cpu(starnn_dtype dt, size_t n, size_t c, size_t h, size_t w, const void *x, size_t ldx,
+                               const void *dy, size_t lddy, float beta, void *dx, size_t lddx);
 void starnn_maxpool_fwd_cuda(size_t n, size_t c, size_t h, size_t w, const float *x, size_t ldx, float *y,
                              size_t ldy, void *stream);
 void starnn_maxpool_bwd_cuda(size_t n, size_t c, size_t h, size_t w, const float *x, size_t ldx, const float *dy,
@@ -52,10 +60,11 @@ extern struct starpu_codelet starnn_maxpool_bwd_w_cl;
 int starnn_maxpool_fwd(starnn_tensor *x, starnn_tensor *y);
 int starnn_maxpool_bwd(starnn_tensor *x, starnn_tensor *dy, float beta, starnn_tensor *dx);
 
-/* Mixed precision: x, y, dy, dx all fp16 or all bf16, computed in fp32 by
- * the kernels above on widened copies (codelets/halfwrap.h); the forward is
- * exact, the backward rounds once. All-fp32 tensors submit the fp32
- * codelets. Perfmodels starnn_maxpool_{fwd,bwd}_{fp16,bf16}. */
+/* Mixed precision: x, y, dy, dx all fp16 or all bf16, computed in fp32: on
+ * CPU by the _mp kernels, on CUDA by the fp32 kernels on widened copies
+ * (codelets/halfwrap.h); the forward is exact, the backward rounds once.
+ * All-fp32 tensors submit the fp32 codelets. Perfmodels
+ * starnn_maxpool_{fwd,bwd}_{fp16,bf16}. */
 int starnn_maxpool_fwd_mp(starnn_tensor *x, starnn_tensor *y);
 int starnn_maxpool_bwd_mp(starnn_tensor *x, starnn_tensor *dy, float beta, starnn_tensor *dx);
 

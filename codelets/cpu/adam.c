@@ -1,11 +1,13 @@
 /* CPU kernel of the Adam / AdamW update. Row by row (strided views); the
- * inner loop vectorises (sqrtf and division have vector forms). */
+ * inner loop vectorises (sqrtf and division have vector forms), compiled
+ * per instruction set (codelets/cpu/simd.h). */
 #include <math.h>
 
 #include "codelets/adam.h"
+#include "codelets/cpu/simd.h"
 
-void starnn_adam_cpu(size_t rows, size_t cols, const struct starnn_adam_step *s, float *w, size_t ldw,
-                     const float *grad, size_t ldg, float *m, size_t ldm, float *v, size_t ldv)
+STARNN_SIMD_INLINE void adam_impl(size_t rows, size_t cols, const struct starnn_adam_step *s, float *w, size_t ldw,
+                                  const float *grad, size_t ldg, float *m, size_t ldm, float *v, size_t ldv)
 {
 	const float b1 = s->p.beta1, b2 = s->p.beta2, eps = s->p.eps, gs = s->grad_scale;
 	const float l2 = s->p.decoupled ? 0.0f : s->p.weight_decay, decay = s->decay;
@@ -24,6 +26,16 @@ void starnn_adam_cpu(size_t rows, size_t cols, const struct starnn_adam_step *s,
 			wr[c] = wv * decay - step_size * mv / denom;
 		}
 	}
+}
+STARNN_SIMD_CLONES(adam_impl,
+                   (size_t rows, size_t cols, const struct starnn_adam_step *s, float *w, size_t ldw,
+                    const float *grad, size_t ldg, float *m, size_t ldm, float *v, size_t ldv),
+                   (rows, cols, s, w, ldw, grad, ldg, m, ldm, v, ldv))
+
+void starnn_adam_cpu(size_t rows, size_t cols, const struct starnn_adam_step *s, float *w, size_t ldw,
+                     const float *grad, size_t ldg, float *m, size_t ldm, float *v, size_t ldv)
+{
+	STARNN_SIMD_CALL(adam_impl, (rows, cols, s, w, ldw, grad, ldg, m, ldm, v, ldv));
 }
 
 void starnn_adam_amp_cpu(size_t rows, size_t cols, const struct starnn_adam_params *p, const float *state,

@@ -1,50 +1,135 @@
 /* CPU kernels of batch normalisation (see codelets/batchnorm.h).
  * Data are walked plane by plane (one sample, one channel: inner contiguous
- * floats), so strided rows (ld > cols) need no special case and the inner
- * loops vectorise. Reductions sum in double over LANES independent
- * accumulators (the compiler may not reorder a single double sum). */
+ * elements), so strided rows (ld > cols) need no special case and the inner
+ * loops vectorise; each kernel is compiled per instruction set and picked
+ * at run time (codelets/cpu/simd.h: zmm registers with AVX-512, the same
+ * results at every level).
+ *
+ * Reductions sum in double over LANES = 16 independent accumulators
+ * (explicit vectors: the compiler does not vectorise a double reduction it
+ * may not reorder), then the plane's last (inner mod LANES) values, then
+ * the lanes in order: a fixed order, the same at every instruction set; the
+ * independent chains hide the latency of the additions.
+ *
+ * fp16 / bf16 data (the _mp kernels): a plane is taken CHUNK elements at a
+ * time, widened into buffers on the stack (codelets/cpu/halfrow.h), the
+ * fp32 loops run on them and 16-bit results are rounded once. CHUNK is a
+ * multiple of LANES, so a reduction adds the same values in the same order
+ * as over the widened plane: every result is bitwise that of the fp32
+ * kernel on the widened data (rounded, for y and dx). fp32 planes are used
+ * in place, in one piece. */
 #include <math.h>
 #include <string.h>
 
 #include "codelets/batchnorm.h"
+#include "codelets/cpu/halfrow.h"
+#include "codelets/cpu/simd.h"
 
-#define LANES 8
+#define LANES 16
+#define CHUNK STARNN_HALFROW_CHUNK
+_Static_assert(CHUNK % LANES == 0, "a chunk must hold whole groups of lanes");
 
-/* s[0] += sum p, s[1] += sum p^2 over len floats. */
-static void plane_sums(const float *p, size_t len, double *s)
+/* Elements taken at a time from a plane of inner elements. */
+STARNN_SIMD_INLINE size_t step_of(starnn_dtype dt, size_t inner)
 {
-	double a[LANES] = {0}, b[LANES] = {0};
-	size_t i = 0;
-	for (; i + LANES <= len; i += LANES)
-		for (int l = 0; l < LANES; l++) {
-			double v = p[i + l];
-			a[l] += v;
-			b[l] += v * v;
-		}
-	double sa = 0, sb = 0;
-	for (; i < len; i++) {
-		double v = p[i];
-		sa += v;
-		sb += v * v;
-	}
-	for (int l = 0; l < LANES; l++)
-		sa += a[l], sb += b[l];
-	s[0] += sa;
-	s[1] += sb;
+	return dt == STARNN_FP32 ? inner : CHUNK;
 }
 
-void starnn_bn_stats_cpu(size_t n, size_t c, size_t inner, const float *x, size_t ldx, double *sums, int accumulate)
+STARNN_SIMD_INLINE size_t min_sz(size_t a, size_t b)
 {
+	return a < b ? a : b;
+}
+
+/* Plane (r, k) of a [n, c * inner] matrix of dt, rows ld apart. */
+STARNN_SIMD_INLINE const char *plane(starnn_dtype dt, const void *base, size_t r, size_t ld, size_t k, size_t inner)
+{
+	return (const char *)base + (r * ld + k * inner) * starnn_halfrow_es(dt);
+}
+
+/* Accumulators of a plane: lane l sums the elements i with i mod LANES == l. */
+struct lanes {
+	double a[LANES], b[LANES];
+};
+
+/* ---------------------------------------------------------------- bn_stats */
+
+/* s->a[l] += v[i + l], s->b[l] += v[i + l]^2 in double over the whole groups
+ * of LANES of v[0, len); returns how many elements that took. Explicit
+ * vectors VD of W doubles (OF widens W floats), LANES / W of them per sum:
+ * the lanes hold the same sums at every width. */
+#define STATS_LOOP(VD, W, OF)                                                                                  \
+	do {                                                                                                   \
+		VD a_[LANES / W], b_[LANES / W];                                                               \
+		memcpy(a_, s->a, sizeof a_), memcpy(b_, s->b, sizeof b_);                                      \
+		for (; i + LANES <= len; i += LANES)                                                           \
+			for (int q = 0; q < LANES / W; q++) {                                                  \
+				VD t = OF(v + i + W * q);                                                      \
+				a_[q] += t;                                                                    \
+				b_[q] += t * t;                                                                \
+			}                                                                                      \
+		memcpy(s->a, a_, sizeof a_), memcpy(s->b, b_, sizeof b_);                                      \
+	} while (0)
+
+STARNN_SIMD_INLINE size_t stats_run(int level, size_t len, const float *v, struct lanes *s)
+{
+	size_t i = 0;
+	if (level == STARNN_SIMD_AVX512)
+		STATS_LOOP(starnn_vd8, 8, STARNN_VD8_OF);
+	else if (level == STARNN_SIMD_AVX2)
+		STATS_LOOP(starnn_vd4, 4, STARNN_VD4_OF);
+	else
+		STATS_LOOP(starnn_vd2, 2, STARNN_VD2_OF);
+	return i;
+}
+
+STARNN_SIMD_INLINE void bn_stats_impl(int level, starnn_dtype dt, size_t n, size_t c, size_t inner, const void *x,
+                                      size_t ldx, double *sums, int accumulate)
+{
+	const size_t es = starnn_halfrow_es(dt), step = step_of(dt, inner);
+	float buf[CHUNK];
 	if (!accumulate)
 		memset(sums, 0, 2 * c * sizeof *sums);
 	for (size_t k = 0; k < c; k++) {
-		double s[2] = {0, 0};
-		for (size_t r = 0; r < n; r++)
-			plane_sums(x + r * ldx + k * inner, inner, s);
-		sums[k] += s[0];
-		sums[c + k] += s[1];
+		double s0 = 0, s1 = 0;
+		for (size_t r = 0; r < n; r++) {
+			const char *p = plane(dt, x, r, ldx, k, inner);
+			struct lanes acc = {{0}, {0}};
+			double sa = 0, sb = 0;
+			for (size_t i0 = 0; i0 < inner; i0 += step) {
+				size_t len = min_sz(step, inner - i0);
+				const float *v = starnn_halfrow_load(dt, p + i0 * es, len, buf);
+				for (size_t i = stats_run(level, len, v, &acc); i < len; i++) { /* the plane's last values */
+					double t = v[i];
+					sa += t;
+					sb += t * t;
+				}
+			}
+			for (int l = 0; l < LANES; l++)
+				sa += acc.a[l], sb += acc.b[l];
+			s0 += sa;
+			s1 += sb;
+		}
+		sums[k] += s0;
+		sums[c + k] += s1;
 	}
 }
+STARNN_SIMD_CLONES_LEVEL(bn_stats_impl,
+                         (starnn_dtype dt, size_t n, size_t c, size_t inner, const void *x, size_t ldx,
+                          double *sums, int accumulate),
+                         dt, n, c, inner, x, ldx, sums, accumulate)
+
+void starnn_bn_stats_cpu(size_t n, size_t c, size_t inner, const float *x, size_t ldx, double *sums, int accumulate)
+{
+	STARNN_SIMD_CALL(bn_stats_impl, (STARNN_FP32, n, c, inner, x, ldx, sums, accumulate));
+}
+
+void starnn_bn_stats_mp_cpu(starnn_dtype dt, size_t n, size_t c, size_t inner, const void *x, size_t ldx,
+                            double *sums, int accumulate)
+{
+	STARNN_SIMD_CALL(bn_stats_impl, (dt, n, c, inner, x, ldx, sums, accumulate));
+}
+
+/* ------------------------------------------------------------- bn_finalize */
 
 /* Totals of channel k over the slots. */
 static void slot_totals(const double *slots, size_t nslots, size_t lds, size_t c, size_t k, double *s1, double *s2)
@@ -78,75 +163,159 @@ void starnn_bn_finalize_cpu(size_t c, size_t nslots, const double *slots, size_t
 	}
 }
 
-void starnn_bn_apply_cpu(size_t n, size_t c, size_t inner, const float *x, size_t ldx, const float *mean,
-                         const float *stat, int var_given, float eps, const float *gamma, const float *beta, int relu,
-                         float *y, size_t ldy)
+/* ---------------------------------------------------------------- bn_apply */
+
+STARNN_SIMD_INLINE void apply_run(size_t len, const float *restrict x, float m, float s, float b, int relu,
+                                  float *restrict y)
 {
+	if (relu) {
+		for (size_t i = 0; i < len; i++) {
+			float v = (x[i] - m) * s + b;
+			y[i] = v < 0 ? 0 : v;
+		}
+	} else {
+		for (size_t i = 0; i < len; i++)
+			y[i] = (x[i] - m) * s + b;
+	}
+}
+
+STARNN_SIMD_INLINE void bn_apply_impl(starnn_dtype dt, size_t n, size_t c, size_t inner, const void *x, size_t ldx,
+                                      const float *mean, const float *stat, int var_given, float eps,
+                                      const float *gamma, const float *beta, int relu, void *y, size_t ldy)
+{
+	const size_t es = starnn_halfrow_es(dt), step = step_of(dt, inner);
+	float xbuf[CHUNK], ybuf[CHUNK];
 	for (size_t k = 0; k < c; k++) {
 		double istd = var_given ? 1.0 / sqrt((double)stat[k] + eps) : stat[k];
 		const float m = mean[k], s = (float)(gamma[k] * istd), b = beta[k];
 		for (size_t r = 0; r < n; r++) {
-			const float *xp = x + r * ldx + k * inner;
-			float *yp = y + r * ldy + k * inner;
-			if (relu) {
-				for (size_t i = 0; i < inner; i++) {
-					float v = (xp[i] - m) * s + b;
-					yp[i] = v < 0 ? 0 : v;
-				}
-			} else {
-				for (size_t i = 0; i < inner; i++)
-					yp[i] = (xp[i] - m) * s + b;
+			const char *xp = plane(dt, x, r, ldx, k, inner);
+			char *yp = (char *)plane(dt, y, r, ldy, k, inner);
+			for (size_t i0 = 0; i0 < inner; i0 += step) {
+				size_t len = min_sz(step, inner - i0);
+				const float *xv = starnn_halfrow_load(dt, xp + i0 * es, len, xbuf);
+				float *yv = starnn_halfrow_out(dt, yp + i0 * es, ybuf);
+				apply_run(len, xv, m, s, b, relu, yv);
+				starnn_halfrow_store(dt, yv, len, yp + i0 * es);
 			}
 		}
 	}
 }
+STARNN_SIMD_CLONES(bn_apply_impl,
+                   (starnn_dtype dt, size_t n, size_t c, size_t inner, const void *x, size_t ldx, const float *mean,
+                    const float *stat, int var_given, float eps, const float *gamma, const float *beta, int relu,
+                    void *y, size_t ldy),
+                   (dt, n, c, inner, x, ldx, mean, stat, var_given, eps, gamma, beta, relu, y, ldy))
 
-/* s[0] += sum g, s[1] += sum g * (x - m) with g = dy, or dy masked by y > 0. */
-static void plane_bwd_sums(const float *x, const float *dy, const float *y, size_t len, double m, double *s)
+void starnn_bn_apply_cpu(size_t n, size_t c, size_t inner, const float *x, size_t ldx, const float *mean,
+                         const float *stat, int var_given, float eps, const float *gamma, const float *beta, int relu,
+                         float *y, size_t ldy)
 {
-	double a[LANES] = {0}, b[LANES] = {0};
-	size_t i = 0;
-	if (y) {
-		for (; i + LANES <= len; i += LANES)
-			for (int l = 0; l < LANES; l++) {
-				double g = y[i + l] > 0 ? dy[i + l] : 0.0f;
-				a[l] += g;
-				b[l] += g * ((double)x[i + l] - m);
-			}
-	} else {
-		for (; i + LANES <= len; i += LANES)
-			for (int l = 0; l < LANES; l++) {
-				double g = dy[i + l];
-				a[l] += g;
-				b[l] += g * ((double)x[i + l] - m);
-			}
-	}
-	double sa = 0, sb = 0;
-	for (; i < len; i++) {
-		double g = !y || y[i] > 0 ? dy[i] : 0.0f;
-		sa += g;
-		sb += g * ((double)x[i] - m);
-	}
-	for (int l = 0; l < LANES; l++)
-		sa += a[l], sb += b[l];
-	s[0] += sa;
-	s[1] += sb;
+	STARNN_SIMD_CALL(bn_apply_impl,
+	                 (STARNN_FP32, n, c, inner, x, ldx, mean, stat, var_given, eps, gamma, beta, relu, y, ldy));
 }
+
+void starnn_bn_apply_mp_cpu(starnn_dtype dt, size_t n, size_t c, size_t inner, const void *x, size_t ldx,
+                            const float *mean, const float *stat, int var_given, float eps, const float *gamma,
+                            const float *beta, int relu, void *y, size_t ldy)
+{
+	STARNN_SIMD_CALL(bn_apply_impl, (dt, n, c, inner, x, ldx, mean, stat, var_given, eps, gamma, beta, relu, y, ldy));
+}
+
+/* ----------------------------------------------------------- bn_bwd_reduce */
+
+/* s->a[l] += g, s->b[l] += g * ((double)x - m) over the whole groups of
+ * LANES, as stats_run, with g = dy, or dy masked by y > 0 (y not NULL).
+ * The mask is a bitwise and with the compare's result: the bits of dy or
+ * +0, as the scalar y > 0 ? dy : 0.0f. */
+#define MASK_POS(g, y) ((__typeof__(g))((__typeof__((y) > 0))(g) & ((y) > 0)))
+#define BWD_LOOP(VD, W, OF)                                                                                    \
+	do {                                                                                                   \
+		VD a_[LANES / W], b_[LANES / W];                                                               \
+		memcpy(a_, s->a, sizeof a_), memcpy(b_, s->b, sizeof b_);                                      \
+		for (; i + LANES <= len; i += LANES)                                                           \
+			for (int q = 0; q < LANES / W; q++) {                                                  \
+				VD g = OF(dy + i + W * q);                                                     \
+				if (y) {                                                                       \
+					VD yq = OF(y + i + W * q);                                             \
+					g = MASK_POS(g, yq);                                                   \
+				}                                                                              \
+				a_[q] += g;                                                                    \
+				b_[q] += g * (OF(x + i + W * q) - m);                                          \
+			}                                                                                      \
+		memcpy(s->a, a_, sizeof a_), memcpy(s->b, b_, sizeof b_);                                      \
+	} while (0)
+
+STARNN_SIMD_INLINE size_t bwd_run(int level, size_t len, const float *x, const float *dy, const float *y, double m,
+                                  struct lanes *s)
+{
+	size_t i = 0;
+	if (level == STARNN_SIMD_AVX512)
+		BWD_LOOP(starnn_vd8, 8, STARNN_VD8_OF);
+	else if (level == STARNN_SIMD_AVX2)
+		BWD_LOOP(starnn_vd4, 4, STARNN_VD4_OF);
+	else
+		BWD_LOOP(starnn_vd2, 2, STARNN_VD2_OF);
+	return i;
+}
+
+STARNN_SIMD_INLINE void bn_bwd_reduce_impl(int level, starnn_dtype dt, size_t n, size_t c, size_t inner,
+                                           const void *x, size_t ldx, const void *dy, size_t lddy, const void *y,
+                                           size_t ldy, const float *mean, double *sums, int accumulate)
+{
+	const size_t es = starnn_halfrow_es(dt), step = step_of(dt, inner);
+	float xbuf[CHUNK], gbuf[CHUNK], ybuf[CHUNK];
+	if (!accumulate)
+		memset(sums, 0, 2 * c * sizeof *sums);
+	for (size_t k = 0; k < c; k++) {
+		const double m = mean[k];
+		double s0 = 0, s1 = 0;
+		for (size_t r = 0; r < n; r++) {
+			const char *xp = plane(dt, x, r, ldx, k, inner), *gp = plane(dt, dy, r, lddy, k, inner);
+			const char *yp = y ? plane(dt, y, r, ldy, k, inner) : NULL;
+			/* sum g, sum g * (x - m), g = dy or dy masked by y > 0 */
+			struct lanes acc = {{0}, {0}};
+			double sa = 0, sb = 0;
+			for (size_t i0 = 0; i0 < inner; i0 += step) {
+				size_t len = min_sz(step, inner - i0);
+				const float *xv = starnn_halfrow_load(dt, xp + i0 * es, len, xbuf);
+				const float *gv = starnn_halfrow_load(dt, gp + i0 * es, len, gbuf);
+				const float *yv = yp ? starnn_halfrow_load(dt, yp + i0 * es, len, ybuf) : NULL;
+				for (size_t i = bwd_run(level, len, xv, gv, yv, m, &acc); i < len; i++) {
+					double g = !yv || yv[i] > 0 ? gv[i] : 0.0f;
+					sa += g;
+					sb += g * ((double)xv[i] - m);
+				}
+			}
+			for (int l = 0; l < LANES; l++)
+				sa += acc.a[l], sb += acc.b[l];
+			s0 += sa;
+			s1 += sb;
+		}
+		sums[k] += s0;
+		sums[c + k] += s1;
+	}
+}
+STARNN_SIMD_CLONES_LEVEL(bn_bwd_reduce_impl,
+                         (starnn_dtype dt, size_t n, size_t c, size_t inner, const void *x, size_t ldx,
+                          const void *dy, size_t lddy, const void *y, size_t ldy, const float *mean, double *sums,
+                          int accumulate),
+                         dt, n, c, inner, x, ldx, dy, lddy, y, ldy, mean, sums, accumulate)
 
 void starnn_bn_bwd_reduce_cpu(size_t n, size_t c, size_t inner, const float *x, size_t ldx, const float *dy,
                               size_t lddy, const float *y, size_t ldy, const float *mean, double *sums, int accumulate)
 {
-	if (!accumulate)
-		memset(sums, 0, 2 * c * sizeof *sums);
-	for (size_t k = 0; k < c; k++) {
-		double s[2] = {0, 0};
-		for (size_t r = 0; r < n; r++)
-			plane_bwd_sums(x + r * ldx + k * inner, dy + r * lddy + k * inner,
-			               y ? y + r * ldy + k * inner : NULL, inner, mean[k], s);
-		sums[k] += s[0];
-		sums[c + k] += s[1];
-	}
+	STARNN_SIMD_CALL(bn_bwd_reduce_impl, (STARNN_FP32, n, c, inner, x, ldx, dy, lddy, y, ldy, mean, sums, accumulate));
 }
+
+void starnn_bn_bwd_reduce_mp_cpu(starnn_dtype dt, size_t n, size_t c, size_t inner, const void *x, size_t ldx,
+                                 const void *dy, size_t lddy, const void *y, size_t ldy, const float *mean,
+                                 double *sums, int accumulate)
+{
+	STARNN_SIMD_CALL(bn_bwd_reduce_impl, (dt, n, c, inner, x, ldx, dy, lddy, y, ldy, mean, sums, accumulate));
+}
+
+/* ----------------------------------------------------------- bn_bwd_params */
 
 void starnn_bn_bwd_params_cpu(size_t c, size_t nslots, const double *slots, size_t lds, const float *invstd,
                               float beta, float *dgamma, float *dbeta)
@@ -160,11 +329,40 @@ void starnn_bn_bwd_params_cpu(size_t c, size_t nslots, const double *slots, size
 	}
 }
 
-void starnn_bn_bwd_apply_cpu(size_t n, size_t c, size_t inner, const float *x, size_t ldx, const float *dy,
-                             size_t lddy, const float *y, size_t ldy, const float *mean, const float *invstd,
-                             const float *gamma, size_t nslots, const double *slots, size_t lds, double count,
-                             float beta, float *dx, size_t lddx)
+/* ------------------------------------------------------------ bn_bwd_apply */
+
+/* dp = a*g + kk - d*(x - m) (+ beta * dp), g = gp or gp masked by yp > 0. */
+STARNN_SIMD_INLINE void bwd_apply_run(size_t len, const float *restrict xp, const float *restrict gp,
+                                      const float *restrict yp, float a, float kk, float d, float m, float beta,
+                                      float *restrict dp)
 {
+	if (yp && beta != 0) {
+		for (size_t i = 0; i < len; i++) {
+			float gi = gp[i], g = yp[i] > 0 ? gi : 0.0f; /* loaded unconditionally: a select */
+			dp[i] = a * g + kk - d * (xp[i] - m) + beta * dp[i];
+		}
+	} else if (yp) {
+		for (size_t i = 0; i < len; i++) {
+			float gi = gp[i], g = yp[i] > 0 ? gi : 0.0f;
+			dp[i] = a * g + kk - d * (xp[i] - m);
+		}
+	} else if (beta != 0) {
+		for (size_t i = 0; i < len; i++)
+			dp[i] = a * gp[i] + kk - d * (xp[i] - m) + beta * dp[i];
+	} else {
+		for (size_t i = 0; i < len; i++)
+			dp[i] = a * gp[i] + kk - d * (xp[i] - m);
+	}
+}
+
+STARNN_SIMD_INLINE void bn_bwd_apply_impl(starnn_dtype dt, size_t n, size_t c, size_t inner, const void *x,
+                                          size_t ldx, const void *dy, size_t lddy, const void *y, size_t ldy,
+                                          const float *mean, const float *invstd, const float *gamma, size_t nslots,
+                                          const double *slots, size_t lds, double count, float beta, void *dx,
+                                          size_t lddx)
+{
+	const size_t es = starnn_halfrow_es(dt), step = step_of(dt, inner);
+	float xbuf[CHUNK], gbuf[CHUNK], ybuf[CHUNK], dbuf[CHUNK];
 	for (size_t k = 0; k < c; k++) {
 		double s1, s2;
 		slot_totals(slots, nslots, lds, c, k, &s1, &s2);
@@ -174,26 +372,45 @@ void starnn_bn_bwd_apply_cpu(size_t n, size_t c, size_t inner, const float *x, s
 		const float a = (float)ad, kk = (float)(-ad * s1 / count), d = (float)(ad * istd * istd * s2 / count);
 		const float m = mean[k];
 		for (size_t r = 0; r < n; r++) {
-			const float *xp = x + r * ldx + k * inner, *gp = dy + r * lddy + k * inner;
-			const float *yp = y ? y + r * ldy + k * inner : NULL;
-			float *dp = dx + r * lddx + k * inner;
-			if (yp && beta != 0) {
-				for (size_t i = 0; i < inner; i++) {
-					float g = yp[i] > 0 ? gp[i] : 0.0f;
-					dp[i] = a * g + kk - d * (xp[i] - m) + beta * dp[i];
-				}
-			} else if (yp) {
-				for (size_t i = 0; i < inner; i++) {
-					float g = yp[i] > 0 ? gp[i] : 0.0f;
-					dp[i] = a * g + kk - d * (xp[i] - m);
-				}
-			} else if (beta != 0) {
-				for (size_t i = 0; i < inner; i++)
-					dp[i] = a * gp[i] + kk - d * (xp[i] - m) + beta * dp[i];
-			} else {
-				for (size_t i = 0; i < inner; i++)
-					dp[i] = a * gp[i] + kk - d * (xp[i] - m);
+			const char *xp = plane(dt, x, r, ldx, k, inner), *gp = plane(dt, dy, r, lddy, k, inner);
+			const char *yp = y ? plane(dt, y, r, ldy, k, inner) : NULL;
+			char *dp = (char *)plane(dt, dx, r, lddx, k, inner);
+			for (size_t i0 = 0; i0 < inner; i0 += step) {
+				size_t len = min_sz(step, inner - i0);
+				const float *xv = starnn_halfrow_load(dt, xp + i0 * es, len, xbuf);
+				const float *gv = starnn_halfrow_load(dt, gp + i0 * es, len, gbuf);
+				const float *yv = yp ? starnn_halfrow_load(dt, yp + i0 * es, len, ybuf) : NULL;
+				float *dv = starnn_halfrow_out(dt, dp + i0 * es, dbuf);
+				if (dt != STARNN_FP32 && beta != 0)
+					starnn_halfrow_load(dt, dp + i0 * es, len, dbuf); /* the old dx, widened in place */
+				bwd_apply_run(len, xv, gv, yv, a, kk, d, m, beta, dv);
+				starnn_halfrow_store(dt, dv, len, dp + i0 * es);
 			}
 		}
 	}
+}
+STARNN_SIMD_CLONES(bn_bwd_apply_impl,
+                   (starnn_dtype dt, size_t n, size_t c, size_t inner, const void *x, size_t ldx, const void *dy,
+                    size_t lddy, const void *y, size_t ldy, const float *mean, const float *invstd,
+                    const float *gamma, size_t nslots, const double *slots, size_t lds, double count, float beta,
+                    void *dx, size_t lddx),
+                   (dt, n, c, inner, x, ldx, dy, lddy, y, ldy, mean, invstd, gamma, nslots, slots, lds, count, beta,
+                    dx, lddx))
+
+void starnn_bn_bwd_apply_cpu(size_t n, size_t c, size_t inner, const float *x, size_t ldx, const float *dy,
+                             size_t lddy, const float *y, size_t ldy, const float *mean, const float *invstd,
+                             const float *gamma, size_t nslots, const double *slots, size_t lds, double count,
+                             float beta, float *dx, size_t lddx)
+{
+	STARNN_SIMD_CALL(bn_bwd_apply_impl, (STARNN_FP32, n, c, inner, x, ldx, dy, lddy, y, ldy, mean, invstd, gamma,
+	                                     nslots, slots, lds, count, beta, dx, lddx));
+}
+
+void starnn_bn_bwd_apply_mp_cpu(starnn_dtype dt, size_t n, size_t c, size_t inner, const void *x, size_t ldx,
+                                const void *dy, size_t lddy, const void *y, size_t ldy, const float *mean,
+                                const float *invstd, const float *gamma, size_t nslots, const double *slots,
+                                size_t lds, double count, float beta, void *dx, size_t lddx)
+{
+	STARNN_SIMD_CALL(bn_bwd_apply_impl, (dt, n, c, inner, x, ldx, dy, lddy, y, ldy, mean, invstd, gamma, nslots,
+	                                     slots, lds, count, beta, dx, lddx));
 }

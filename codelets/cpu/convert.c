@@ -1,33 +1,34 @@
 /* CPU kernels of convert. Every kernel works row by row (strided views) on
- * row functions of n elements:
- *   fp32 <-> fp16: F16C (8 lanes, round to nearest even by immediate, so
- *                  MXCSR's rounding mode does not matter) when the CPU has
- *                  it; runtime/half.h otherwise. The tail of a row goes
- *                  through the same instruction via a padded block, so
- *                  every element of a tensor is converted the same way.
+ * row functions of n elements, at the instruction-set level picked at run
+ * time (codelets/cpu/simd.h):
+ *   fp32 <-> fp16: AVX-512: vcvtps2ph / vcvtph2ps on 16 lanes, the row's
+ *                  tail with masked loads and stores; AVX2 level, and
+ *                  generic level on a CPU with F16C: the same instructions
+ *                  on 8 lanes, the tail through a padded block; otherwise
+ *                  runtime/half.h. Rounding to nearest even comes from the
+ *                  immediate (MXCSR's rounding mode does not matter), and
+ *                  these instructions neither flush subnormals nor honour
+ *                  DAZ/FTZ, so every path gives runtime/half.h's results.
  *   fp32 <-> bf16: branch-free integer loops, the arithmetic of
  *                  starnn_float_to_bf16 / starnn_bf16_to_float; they
- *                  vectorise.
+ *                  vectorise at every level (zmm with AVX-512). AVX512-BF16's
+ *                  vcvtneps2bf16 is not used: it flushes subnormals.
  *   fp16 <-> bf16: through an fp32 block on the stack (exact for both). */
 #include <string.h>
 
 #include "codelets/convert.h"
+#include "codelets/cpu/halfrow.h"
+#include "codelets/cpu/simd.h"
 #include "runtime/error.h"
 #include "runtime/half.h"
 
-#if defined(__x86_64__) || defined(__i386__)
+#ifdef STARNN_SIMD_X86
 #include <immintrin.h>
-#define CONVERT_HAVE_F16C_PATH 1
 #endif
 
 /* ------------------------------------------------------------ fp32 <-> fp16 */
 
-#ifdef CONVERT_HAVE_F16C_PATH
-static int cpu_has_f16c(void)
-{
-	return __builtin_cpu_supports("f16c") && __builtin_cpu_supports("avx");
-}
-
+#ifdef STARNN_SIMD_X86
 __attribute__((target("f16c,avx"))) static void row_f32_to_f16_f16c(size_t n, const float *x, uint16_t *y)
 {
 	size_t i = 0;
@@ -57,88 +58,126 @@ __attribute__((target("f16c,avx"))) static void row_f16_to_f32_f16c(size_t n, co
 		memcpy(y + i, out, (n - i) * sizeof *out);
 	}
 }
-#else
-static int cpu_has_f16c(void)
+
+/* 16 lanes; two vectors per step to keep two loads in flight. */
+STARNN_TARGET_AVX512 static void rows_f32_to_f16_avx512(size_t rows, size_t n, const float *x, size_t ldx,
+                                                        uint16_t *y, size_t ldy)
 {
-	return 0;
+	for (size_t r = 0; r < rows; r++, x += ldx, y += ldy) {
+		size_t i = 0;
+		for (; i + 32 <= n; i += 32) {
+			__m256i h0 = _mm512_cvtps_ph(_mm512_loadu_ps(x + i), _MM_FROUND_TO_NEAREST_INT);
+			__m256i h1 = _mm512_cvtps_ph(_mm512_loadu_ps(x + i + 16), _MM_FROUND_TO_NEAREST_INT);
+			_mm256_storeu_si256((__m256i *)(y + i), h0);
+			_mm256_storeu_si256((__m256i *)(y + i + 16), h1);
+		}
+		for (; i < n; i += 16) {
+			__mmask16 m = n - i >= 16 ? (__mmask16)0xffff : (__mmask16)((1u << (n - i)) - 1);
+			__m256i h = _mm512_cvtps_ph(_mm512_maskz_loadu_ps(m, x + i), _MM_FROUND_TO_NEAREST_INT);
+			_mm256_mask_storeu_epi16(y + i, m, h);
+		}
+	}
+}
+
+STARNN_TARGET_AVX512 static void rows_f16_to_f32_avx512(size_t rows, size_t n, const uint16_t *x, size_t ldx,
+                                                        float *y, size_t ldy)
+{
+	for (size_t r = 0; r < rows; r++, x += ldx, y += ldy) {
+		size_t i = 0;
+		for (; i + 32 <= n; i += 32) {
+			__m512 f0 = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(x + i)));
+			__m512 f1 = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(x + i + 16)));
+			_mm512_storeu_ps(y + i, f0);
+			_mm512_storeu_ps(y + i + 16, f1);
+		}
+		for (; i < n; i += 16) {
+			__mmask16 m = n - i >= 16 ? (__mmask16)0xffff : (__mmask16)((1u << (n - i)) - 1);
+			_mm512_mask_storeu_ps(y + i, m, _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(m, x + i)));
+		}
+	}
 }
 #endif
 
-static void row_f32_to_f16(size_t n, const float *x, uint16_t *y, int f16c)
+static void rows_f32_to_f16(size_t rows, size_t n, const float *x, size_t ldx, uint16_t *y, size_t ldy)
 {
-#ifdef CONVERT_HAVE_F16C_PATH
-	if (f16c) {
-		row_f32_to_f16_f16c(n, x, y);
+#ifdef STARNN_SIMD_X86
+	int level = starnn_simd_level();
+	if (level == STARNN_SIMD_AVX512) {
+		rows_f32_to_f16_avx512(rows, n, x, ldx, y, ldy);
+		return;
+	}
+	if (level == STARNN_SIMD_AVX2 || starnn_cpu_has_f16c()) {
+		for (size_t r = 0; r < rows; r++)
+			row_f32_to_f16_f16c(n, x + r * ldx, y + r * ldy);
 		return;
 	}
 #endif
-	for (size_t i = 0; i < n; i++)
-		y[i] = starnn_float_to_half(x[i]);
+	for (size_t r = 0; r < rows; r++)
+		for (size_t i = 0; i < n; i++)
+			y[r * ldy + i] = starnn_float_to_half(x[r * ldx + i]);
 }
 
-static void row_f16_to_f32(size_t n, const uint16_t *x, float *y, int f16c)
+static void rows_f16_to_f32(size_t rows, size_t n, const uint16_t *x, size_t ldx, float *y, size_t ldy)
 {
-#ifdef CONVERT_HAVE_F16C_PATH
-	if (f16c) {
-		row_f16_to_f32_f16c(n, x, y);
+#ifdef STARNN_SIMD_X86
+	int level = starnn_simd_level();
+	if (level == STARNN_SIMD_AVX512) {
+		rows_f16_to_f32_avx512(rows, n, x, ldx, y, ldy);
+		return;
+	}
+	if (level == STARNN_SIMD_AVX2 || starnn_cpu_has_f16c()) {
+		for (size_t r = 0; r < rows; r++)
+			row_f16_to_f32_f16c(n, x + r * ldx, y + r * ldy);
 		return;
 	}
 #endif
-	for (size_t i = 0; i < n; i++)
-		y[i] = starnn_half_to_float(x[i]);
+	for (size_t r = 0; r < rows; r++)
+		for (size_t i = 0; i < n; i++)
+			y[r * ldy + i] = starnn_half_to_float(x[r * ldx + i]);
 }
 
 /* ------------------------------------------------------------ fp32 <-> bf16 */
 
-/* starnn_float_to_bf16 without branches: NaN -> quiet NaN with the sign and
- * top payload bits; otherwise add 0x7fff plus the lowest kept bit and
- * truncate (ties to even; the carry rounds up into the exponent, up to Inf).
- * The NaN test is a signed compare of non-negative values (SSE2 has it). */
-static void row_f32_to_bf16(size_t n, const float *restrict x, uint16_t *restrict y)
+/* The integer loops of codelets/cpu/halfrow.h (starnn_float_to_bf16's
+ * arithmetic, branch-free), cloned per instruction set. */
+STARNN_SIMD_INLINE void rows_f32_to_bf16(size_t rows, size_t n, const float *x, size_t ldx, uint16_t *y,
+                                         size_t ldy)
 {
-	for (size_t i = 0; i < n; i++) {
-		uint32_t u;
-		memcpy(&u, x + i, sizeof u);
-		uint32_t rounded = (u + 0x7fffu + ((u >> 16) & 1u)) >> 16;
-		uint32_t quiet = (u >> 16) | 0x0040u;
-		y[i] = (uint16_t)((int32_t)(u & 0x7fffffffu) > 0x7f800000 ? quiet : rounded);
-	}
+	for (size_t r = 0; r < rows; r++)
+		starnn_bf16_narrow(n, x + r * ldx, y + r * ldy);
 }
+STARNN_SIMD_CLONES(rows_f32_to_bf16, (size_t rows, size_t n, const float *x, size_t ldx, uint16_t *y, size_t ldy),
+                   (rows, n, x, ldx, y, ldy))
 
-static void row_bf16_to_f32(size_t n, const uint16_t *restrict x, float *restrict y)
+STARNN_SIMD_INLINE void rows_bf16_to_f32(size_t rows, size_t n, const uint16_t *x, size_t ldx, float *y,
+                                         size_t ldy)
 {
-	for (size_t i = 0; i < n; i++) {
-		uint32_t u = (uint32_t)x[i] << 16;
-		memcpy(y + i, &u, sizeof u);
-	}
+	for (size_t r = 0; r < rows; r++)
+		starnn_bf16_widen(n, x + r * ldx, y + r * ldy);
 }
+STARNN_SIMD_CLONES(rows_bf16_to_f32, (size_t rows, size_t n, const uint16_t *x, size_t ldx, float *y, size_t ldy),
+                   (rows, n, x, ldx, y, ldy))
 
 /* ------------------------------------------------------------------ kernels */
 
 void starnn_convert_fp32_to_fp16_cpu(size_t rows, size_t cols, const float *x, size_t ldx, uint16_t *y, size_t ldy)
 {
-	int f16c = cpu_has_f16c();
-	for (size_t r = 0; r < rows; r++)
-		row_f32_to_f16(cols, x + r * ldx, y + r * ldy, f16c);
+	rows_f32_to_f16(rows, cols, x, ldx, y, ldy);
 }
 
 void starnn_convert_fp16_to_fp32_cpu(size_t rows, size_t cols, const uint16_t *x, size_t ldx, float *y, size_t ldy)
 {
-	int f16c = cpu_has_f16c();
-	for (size_t r = 0; r < rows; r++)
-		row_f16_to_f32(cols, x + r * ldx, y + r * ldy, f16c);
+	rows_f16_to_f32(rows, cols, x, ldx, y, ldy);
 }
 
 void starnn_convert_fp32_to_bf16_cpu(size_t rows, size_t cols, const float *x, size_t ldx, uint16_t *y, size_t ldy)
 {
-	for (size_t r = 0; r < rows; r++)
-		row_f32_to_bf16(cols, x + r * ldx, y + r * ldy);
+	STARNN_SIMD_CALL(rows_f32_to_bf16, (rows, cols, x, ldx, y, ldy));
 }
 
 void starnn_convert_bf16_to_fp32_cpu(size_t rows, size_t cols, const uint16_t *x, size_t ldx, float *y, size_t ldy)
 {
-	for (size_t r = 0; r < rows; r++)
-		row_bf16_to_f32(cols, x + r * ldx, y + r * ldy);
+	STARNN_SIMD_CALL(rows_bf16_to_f32, (rows, cols, x, ldx, y, ldy));
 }
 
 /* fp16 <-> bf16 in blocks of BLOCK elements through fp32 on the stack. */
@@ -147,26 +186,24 @@ void starnn_convert_bf16_to_fp32_cpu(size_t rows, size_t cols, const uint16_t *x
 void starnn_convert_fp16_to_bf16_cpu(size_t rows, size_t cols, const uint16_t *x, size_t ldx, uint16_t *y,
                                      size_t ldy)
 {
-	int f16c = cpu_has_f16c();
 	float tmp[BLOCK];
 	for (size_t r = 0; r < rows; r++)
 		for (size_t c = 0; c < cols; c += BLOCK) {
 			size_t n = cols - c < BLOCK ? cols - c : BLOCK;
-			row_f16_to_f32(n, x + r * ldx + c, tmp, f16c);
-			row_f32_to_bf16(n, tmp, y + r * ldy + c);
+			starnn_convert_fp16_to_fp32_cpu(1, n, x + r * ldx + c, n, tmp, n);
+			starnn_convert_fp32_to_bf16_cpu(1, n, tmp, n, y + r * ldy + c, n);
 		}
 }
 
 void starnn_convert_bf16_to_fp16_cpu(size_t rows, size_t cols, const uint16_t *x, size_t ldx, uint16_t *y,
                                      size_t ldy)
 {
-	int f16c = cpu_has_f16c();
 	float tmp[BLOCK];
 	for (size_t r = 0; r < rows; r++)
 		for (size_t c = 0; c < cols; c += BLOCK) {
 			size_t n = cols - c < BLOCK ? cols - c : BLOCK;
-			row_bf16_to_f32(n, x + r * ldx + c, tmp);
-			row_f32_to_f16(n, tmp, y + r * ldy + c, f16c);
+			starnn_convert_bf16_to_fp32_cpu(1, n, x + r * ldx + c, n, tmp, n);
+			starnn_convert_fp32_to_fp16_cpu(1, n, tmp, n, y + r * ldy + c, n);
 		}
 }
 
@@ -199,9 +236,9 @@ int starnn_convert_cpu(starnn_dtype src, starnn_dtype dst, size_t rows, size_t c
 void starnn_widen_row_cpu(starnn_dtype src, size_t n, const void *x, float *y)
 {
 	if (src == STARNN_FP16)
-		row_f16_to_f32(n, x, y, cpu_has_f16c());
+		starnn_convert_fp16_to_fp32_cpu(1, n, x, n, y, n);
 	else if (src == STARNN_BF16)
-		row_bf16_to_f32(n, x, y);
+		starnn_convert_bf16_to_fp32_cpu(1, n, x, n, y, n);
 	else
 		memcpy(y, x, n * sizeof *y);
 }
@@ -209,9 +246,9 @@ void starnn_widen_row_cpu(starnn_dtype src, size_t n, const void *x, float *y)
 void starnn_narrow_row_cpu(starnn_dtype dst, size_t n, const float *x, void *y)
 {
 	if (dst == STARNN_FP16)
-		row_f32_to_f16(n, x, y, cpu_has_f16c());
+		starnn_convert_fp32_to_fp16_cpu(1, n, x, n, y, n);
 	else if (dst == STARNN_BF16)
-		row_f32_to_bf16(n, x, y);
+		starnn_convert_fp32_to_bf16_cpu(1, n, x, n, y, n);
 	else
 		memcpy(y, x, n * sizeof *x);
 }

@@ -1,68 +1,92 @@
 /* CPU kernels of maxpool (2x2, stride 2). One channel plane at a time; the
- * inner loops over output columns are branch-free selects that vectorise.
- * The selection rule (see codelets/maxpool.h) is take(), applied in the
- * same order by both passes, so that the backward routes to the element
- * the forward took. */
+ * inner loops over output columns are branch-free selects that vectorise,
+ * compiled per instruction set (codelets/cpu/simd.h). The selection rule
+ * (see codelets/maxpool.h) is take(), applied in the same order by both
+ * passes, so that the backward routes to the element the forward took.
+ *
+ * fp16 / bf16 data (the _mp kernels): each row of windows is taken BLOCK
+ * windows at a time, widened into buffers on the stack
+ * (codelets/cpu/halfrow.h), the fp32 loops run on them and the results are
+ * rounded once: bitwise the fp32 kernels' results on the widened data,
+ * rounded (the forward's maximum is one of the inputs: exact). */
+#include "codelets/cpu/halfrow.h"
+#include "codelets/cpu/simd.h"
 #include "codelets/maxpool.h"
+#include "runtime/half.h"
 
-/* The build's -O2 does not vectorise these loops (GCC's very-cheap cost
- * model); they run ~4x faster vectorised. */
-#if defined(__GNUC__) && !defined(__clang__)
-#endif
+/* Windows per block of a 16-bit row: 2 * BLOCK input elements per row. */
+#define BLOCK (STARNN_HALFROW_CHUNK / 2)
 
 /* Running max step of PyTorch's rule: take v when v > m or v is NaN. */
-static inline int take(float v, float m)
+STARNN_SIMD_INLINE int take(float v, float m)
 {
 	return (v > m) | (v != v); /* no branch: keeps the loops vectorisable */
 }
 
 /* Window (a b / c d): its max, and which element (0..3, row-major). */
-static inline float pick(float a, float b, float c, float d, int *k)
+STARNN_SIMD_INLINE float pick(float a, float b, float c, float d)
 {
 	float m = a;
-	int i = 0;
-	if (take(b, m))
-		m = b, i = 1;
-	if (take(c, m))
-		m = c, i = 2;
-	if (take(d, m))
-		m = d, i = 3;
-	*k = i;
+	m = take(b, m) ? b : m;
+	m = take(c, m) ? c : m;
+	m = take(d, m) ? d : m;
 	return m;
 }
 
-void starnn_maxpool_fwd_cpu(size_t n, size_t c, size_t h, size_t w, const float *x, size_t ldx, float *y,
-                            size_t ldy)
+/* One row of wo windows: x0 / x1 the two input rows. */
+STARNN_SIMD_INLINE void fwd_row(size_t wo, const float *restrict x0, const float *restrict x1, float *restrict y)
 {
-	size_t ho = h / 2, wo = w / 2;
+	for (size_t j = 0; j < wo; j++)
+		y[j] = pick(x0[2 * j], x0[2 * j + 1], x1[2 * j], x1[2 * j + 1]);
+}
+
+STARNN_SIMD_INLINE void maxpool_fwd_impl(starnn_dtype dt, size_t n, size_t c, size_t h, size_t w, const void *x,
+                                         size_t ldx, void *y, size_t ldy)
+{
+	const size_t ho = h / 2, wo = w / 2, es = starnn_halfrow_es(dt), step = dt == STARNN_FP32 ? wo : BLOCK;
+	float b0[2 * BLOCK], b1[2 * BLOCK], yb[BLOCK];
 	for (size_t r = 0; r < n; r++)
 		for (size_t ch = 0; ch < c; ch++) {
-			const float *xp = x + r * ldx + ch * h * w;
-			float *yp = y + r * ldy + ch * ho * wo;
+			const char *xp = (const char *)x + (r * ldx + ch * h * w) * es;
+			char *yp = (char *)y + (r * ldy + ch * ho * wo) * es;
 			for (size_t i = 0; i < ho; i++) {
-				const float *x0 = xp + 2 * i * w, *x1 = x0 + w;
-				float *yr = yp + i * wo;
-				for (size_t j = 0; j < wo; j++) {
-					int k;
-					yr[j] = pick(x0[2 * j], x0[2 * j + 1], x1[2 * j], x1[2 * j + 1], &k);
+				const char *x0 = xp + 2 * i * w * es, *x1 = x0 + w * es;
+				char *yr = yp + i * wo * es;
+				for (size_t j0 = 0; j0 < wo; j0 += step) {
+					size_t len = wo - j0 < step ? wo - j0 : step;
+					const float *f0 = starnn_halfrow_load(dt, x0 + 2 * j0 * es, 2 * len, b0);
+					const float *f1 = starnn_halfrow_load(dt, x1 + 2 * j0 * es, 2 * len, b1);
+					float *out = starnn_halfrow_out(dt, yr + j0 * es, yb);
+					fwd_row(len, f0, f1, out);
+					starnn_halfrow_store(dt, out, len, yr + j0 * es);
 				}
 			}
 		}
 }
+STARNN_SIMD_CLONES(maxpool_fwd_impl,
+                   (starnn_dtype dt, size_t n, size_t c, size_t h, size_t w, const void *x, size_t ldx, void *y,
+                    size_t ldy),
+                   (dt, n, c, h, w, x, ldx, y, ldy))
 
-/* dx = routed (beta == 0, dx not read) or beta * dx + routed. */
-static inline float acc(float beta, float old, float v)
+void starnn_maxpool_fwd_cpu(size_t n, size_t c, size_t h, size_t w, const float *x, size_t ldx, float *y,
+                            size_t ldy)
 {
-	return beta == 0.0f ? v : beta * old + v;
+	STARNN_SIMD_CALL(maxpool_fwd_impl, (STARNN_FP32, n, c, h, w, x, ldx, y, ldy));
+}
+
+void starnn_maxpool_fwd_mp_cpu(starnn_dtype dt, size_t n, size_t c, size_t h, size_t w, const void *x, size_t ldx,
+                               void *y, size_t ldy)
+{
+	STARNN_SIMD_CALL(maxpool_fwd_impl, (dt, n, c, h, w, x, ldx, y, ldy));
 }
 
 /* One row of windows: x0 / x1 the two input rows, d0 / d1 those of dx, g
  * the row of dy. pick()'s steps as float selects: the element taken last
  * holds the gradient. `accumulate` is a constant at each call, so both
  * versions of the loop are branch-free and vectorise. */
-static inline __attribute__((always_inline)) void route_row(size_t wo, const float *x0, const float *x1,
-                                                            const float *g, int accumulate, float beta, float *d0,
-                                                            float *d1)
+STARNN_SIMD_INLINE void route_row(size_t wo, const float *restrict x0, const float *restrict x1,
+                                  const float *restrict g, int accumulate, float beta, float *restrict d0,
+                                  float *restrict d1)
 {
 	for (size_t j = 0; j < wo; j++) {
 		float a = x0[2 * j], b = x0[2 * j + 1], c = x1[2 * j], d = x1[2 * j + 1];
@@ -81,29 +105,81 @@ static inline __attribute__((always_inline)) void route_row(size_t wo, const flo
 	}
 }
 
+/* dx elements that get no gradient (an odd last row / column): beta * dx,
+ * or 0 when beta == 0 (dx not read), as the fp32 computation rounded. */
+STARNN_SIMD_INLINE void scale_run(starnn_dtype dt, size_t len, float beta, char *p)
+{
+	const size_t es = starnn_halfrow_es(dt);
+	float buf[STARNN_HALFROW_CHUNK];
+	for (size_t i0 = 0; i0 < len; i0 += STARNN_HALFROW_CHUNK) {
+		size_t m = len - i0 < STARNN_HALFROW_CHUNK ? len - i0 : STARNN_HALFROW_CHUNK;
+		float *v = starnn_halfrow_out(dt, p + i0 * es, buf);
+		if (beta == 0.0f) {
+			for (size_t i = 0; i < m; i++)
+				v[i] = 0.0f;
+		} else {
+			if (dt != STARNN_FP32)
+				starnn_halfrow_load(dt, p + i0 * es, m, buf);
+			for (size_t i = 0; i < m; i++)
+				v[i] = beta * v[i] + 0.0f;
+		}
+		starnn_halfrow_store(dt, v, m, p + i0 * es);
+	}
+}
+
+STARNN_SIMD_INLINE void maxpool_bwd_impl(starnn_dtype dt, size_t n, size_t c, size_t h, size_t w, const void *x,
+                                         size_t ldx, const void *dy, size_t lddy, float beta, void *dx, size_t lddx)
+{
+	const size_t ho = h / 2, wo = w / 2, es = starnn_halfrow_es(dt), step = dt == STARNN_FP32 ? wo : BLOCK;
+	float b0[2 * BLOCK], b1[2 * BLOCK], gb[BLOCK], e0[2 * BLOCK], e1[2 * BLOCK];
+	for (size_t r = 0; r < n; r++)
+		for (size_t ch = 0; ch < c; ch++) {
+			const char *xp = (const char *)x + (r * ldx + ch * h * w) * es;
+			const char *gp = (const char *)dy + (r * lddy + ch * ho * wo) * es;
+			char *dp = (char *)dx + (r * lddx + ch * h * w) * es;
+			for (size_t i = 0; i < ho; i++) {
+				const char *x0 = xp + 2 * i * w * es, *x1 = x0 + w * es, *gr = gp + i * wo * es;
+				char *d0 = dp + 2 * i * w * es, *d1 = d0 + w * es;
+				for (size_t j0 = 0; j0 < wo; j0 += step) {
+					size_t len = wo - j0 < step ? wo - j0 : step, o = 2 * j0 * es;
+					const float *f0 = starnn_halfrow_load(dt, x0 + o, 2 * len, b0);
+					const float *f1 = starnn_halfrow_load(dt, x1 + o, 2 * len, b1);
+					const float *g = starnn_halfrow_load(dt, gr + j0 * es, len, gb);
+					float *o0 = starnn_halfrow_out(dt, d0 + o, e0), *o1 = starnn_halfrow_out(dt, d1 + o, e1);
+					if (beta == 0.0f) {
+						route_row(len, f0, f1, g, 0, beta, o0, o1);
+					} else {
+						if (dt != STARNN_FP32) {
+							starnn_halfrow_load(dt, d0 + o, 2 * len, e0);
+							starnn_halfrow_load(dt, d1 + o, 2 * len, e1);
+						}
+						route_row(len, f0, f1, g, 1, beta, o0, o1);
+					}
+					starnn_halfrow_store(dt, o0, 2 * len, d0 + o);
+					starnn_halfrow_store(dt, o1, 2 * len, d1 + o);
+				}
+				if (w & 1) { /* the ignored last column */
+					scale_run(dt, 1, beta, d0 + (w - 1) * es);
+					scale_run(dt, 1, beta, d1 + (w - 1) * es);
+				}
+			}
+			if (h & 1) /* the ignored last row */
+				scale_run(dt, w, beta, dp + (h - 1) * w * es);
+		}
+}
+STARNN_SIMD_CLONES(maxpool_bwd_impl,
+                   (starnn_dtype dt, size_t n, size_t c, size_t h, size_t w, const void *x, size_t ldx,
+                    const void *dy, size_t lddy, float beta, void *dx, size_t lddx),
+                   (dt, n, c, h, w, x, ldx, dy, lddy, beta, dx, lddx))
+
 void starnn_maxpool_bwd_cpu(size_t n, size_t c, size_t h, size_t w, const float *x, size_t ldx, const float *dy,
                             size_t lddy, float beta, float *dx, size_t lddx)
 {
-	size_t ho = h / 2, wo = w / 2;
-	for (size_t r = 0; r < n; r++)
-		for (size_t ch = 0; ch < c; ch++) {
-			const float *xp = x + r * ldx + ch * h * w;
-			const float *gp = dy + r * lddy + ch * ho * wo;
-			float *dp = dx + r * lddx + ch * h * w;
-			for (size_t i = 0; i < ho; i++) {
-				const float *x0 = xp + 2 * i * w;
-				float *d0 = dp + 2 * i * w;
-				if (beta == 0.0f)
-					route_row(wo, x0, x0 + w, gp + i * wo, 0, beta, d0, d0 + w);
-				else
-					route_row(wo, x0, x0 + w, gp + i * wo, 1, beta, d0, d0 + w);
-				if (w & 1) /* the ignored last column */
-					d0[w - 1] = acc(beta, d0[w - 1], 0.0f), d0[2 * w - 1] = acc(beta, d0[2 * w - 1], 0.0f);
-			}
-			if (h & 1) { /* the ignored last row */
-				float *dl = dp + (h - 1) * w;
-				for (size_t j = 0; j < w; j++)
-					dl[j] = acc(beta, dl[j], 0.0f);
-			}
-		}
+	STARNN_SIMD_CALL(maxpool_bwd_impl, (STARNN_FP32, n, c, h, w, x, ldx, dy, lddy, beta, dx, lddx));
+}
+
+void starnn_maxpool_bwd_mp_cpu(starnn_dtype dt, size_t n, size_t c, size_t h, size_t w, const void *x, size_t ldx,
+                               const void *dy, size_t lddy, float beta, void *dx, size_t lddx)
+{
+	STARNN_SIMD_CALL(maxpool_bwd_impl, (dt, n, c, h, w, x, ldx, dy, lddy, beta, dx, lddx));
 }

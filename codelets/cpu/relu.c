@@ -1,10 +1,12 @@
 /* CPU kernels of relu_fwd / relu_bwd. Row by row so that strided views
  * work; the inner loops are branch-free selects that vectorise (every
- * operand is loaded unconditionally). No restrict: y may be x, dx may be dy. */
+ * operand is loaded unconditionally), compiled per instruction set
+ * (codelets/cpu/simd.h). No restrict: y may be x, dx may be dy. */
+#include "codelets/cpu/simd.h"
 #include "codelets/relu.h"
 
 /* In place, one pointer: the compiler needs no overlap check to vectorise. */
-static void relu_fwd_inplace(size_t rows, size_t cols, float *y, size_t ldy)
+STARNN_SIMD_INLINE void relu_fwd_inplace(size_t rows, size_t cols, float *y, size_t ldy)
 {
 	for (size_t r = 0; r < rows; r++) {
 		float *yr = y + r * ldy;
@@ -15,7 +17,7 @@ static void relu_fwd_inplace(size_t rows, size_t cols, float *y, size_t ldy)
 	}
 }
 
-static void relu_bwd_inplace(size_t rows, size_t cols, const float *x, size_t ldx, float *g, size_t ldg)
+STARNN_SIMD_INLINE void relu_bwd_inplace(size_t rows, size_t cols, const float *x, size_t ldx, float *g, size_t ldg)
 {
 	for (size_t r = 0; r < rows; r++) {
 		const float *xr = x + r * ldx;
@@ -27,7 +29,7 @@ static void relu_bwd_inplace(size_t rows, size_t cols, const float *x, size_t ld
 	}
 }
 
-void starnn_relu_fwd_cpu(size_t rows, size_t cols, const float *x, size_t ldx, float *y, size_t ldy)
+STARNN_SIMD_INLINE void relu_fwd_impl(size_t rows, size_t cols, const float *x, size_t ldx, float *y, size_t ldy)
 {
 	if (x == y && ldx == ldy) {
 		relu_fwd_inplace(rows, cols, y, ldy);
@@ -42,9 +44,16 @@ void starnn_relu_fwd_cpu(size_t rows, size_t cols, const float *x, size_t ldx, f
 		}
 	}
 }
+STARNN_SIMD_CLONES(relu_fwd_impl, (size_t rows, size_t cols, const float *x, size_t ldx, float *y, size_t ldy),
+                   (rows, cols, x, ldx, y, ldy))
 
-void starnn_relu_bwd_cpu(size_t rows, size_t cols, const float *x, size_t ldx, const float *dy, size_t lddy,
-                         float *dx, size_t lddx)
+void starnn_relu_fwd_cpu(size_t rows, size_t cols, const float *x, size_t ldx, float *y, size_t ldy)
+{
+	STARNN_SIMD_CALL(relu_fwd_impl, (rows, cols, x, ldx, y, ldy));
+}
+
+STARNN_SIMD_INLINE void relu_bwd_impl(size_t rows, size_t cols, const float *x, size_t ldx, const float *dy,
+                                      size_t lddy, float *dx, size_t lddx)
 {
 	if (dy == dx && lddy == lddx) {
 		relu_bwd_inplace(rows, cols, x, ldx, dx, lddx);
@@ -59,14 +68,24 @@ void starnn_relu_bwd_cpu(size_t rows, size_t cols, const float *x, size_t ldx, c
 		}
 	}
 }
+STARNN_SIMD_CLONES(relu_bwd_impl,
+                   (size_t rows, size_t cols, const float *x, size_t ldx, const float *dy, size_t lddy, float *dx,
+                    size_t lddx),
+                   (rows, cols, x, ldx, dy, lddy, dx, lddx))
+
+void starnn_relu_bwd_cpu(size_t rows, size_t cols, const float *x, size_t ldx, const float *dy, size_t lddy,
+                         float *dx, size_t lddx)
+{
+	STARNN_SIMD_CALL(relu_bwd_impl, (rows, cols, x, ldx, dy, lddy, dx, lddx));
+}
 
 /* ------------------------------------------------------- mixed precision */
 
 /* 16-bit patterns: magnitude m = bits & 0x7fff; Inf is m == inf (0x7c00 for
  * fp16, 0x7f80 for bf16), NaN m > inf. v < 0: sign set, 0 < m <= inf;
  * v > 0: sign clear, 0 < m <= inf. -0 stays -0 forward, as in fp32. */
-void starnn_relu_fwd_half_cpu(starnn_dtype dt, size_t rows, size_t cols, const uint16_t *x, size_t ldx, uint16_t *y,
-                              size_t ldy)
+STARNN_SIMD_INLINE void relu_fwd_half_impl(starnn_dtype dt, size_t rows, size_t cols, const uint16_t *x, size_t ldx,
+                                           uint16_t *y, size_t ldy)
 {
 	const uint16_t inf = dt == STARNN_FP16 ? 0x7c00u : 0x7f80u;
 	for (size_t r = 0; r < rows; r++) {
@@ -79,18 +98,38 @@ void starnn_relu_fwd_half_cpu(starnn_dtype dt, size_t rows, size_t cols, const u
 		}
 	}
 }
+STARNN_SIMD_CLONES(relu_fwd_half_impl,
+                   (starnn_dtype dt, size_t rows, size_t cols, const uint16_t *x, size_t ldx, uint16_t *y,
+                    size_t ldy),
+                   (dt, rows, cols, x, ldx, y, ldy))
 
-void starnn_relu_bwd_half_cpu(starnn_dtype dt, size_t rows, size_t cols, const uint16_t *x, size_t ldx,
-                              const uint16_t *dy, size_t lddy, uint16_t *dx, size_t lddx)
+void starnn_relu_fwd_half_cpu(starnn_dtype dt, size_t rows, size_t cols, const uint16_t *x, size_t ldx, uint16_t *y,
+                              size_t ldy)
+{
+	STARNN_SIMD_CALL(relu_fwd_half_impl, (dt, rows, cols, x, ldx, y, ldy));
+}
+
+STARNN_SIMD_INLINE void relu_bwd_half_impl(starnn_dtype dt, size_t rows, size_t cols, const uint16_t *x, size_t ldx,
+                                           const uint16_t *dy, size_t lddy, uint16_t *dx, size_t lddx)
 {
 	const uint16_t inf = dt == STARNN_FP16 ? 0x7c00u : 0x7f80u;
 	for (size_t r = 0; r < rows; r++) {
 		const uint16_t *restrict xr = x + r * ldx, *restrict dyr = dy + r * lddy;
 		uint16_t *restrict dxr = dx + r * lddx;
 		for (size_t c = 0; c < cols; c++) {
-			uint16_t v = xr[c], m = v & 0x7fffu;
+			uint16_t v = xr[c], m = v & 0x7fffu, g = dyr[c]; /* loaded unconditionally: a select */
 			int pos = !(v & 0x8000u) && m != 0 && m <= inf;
-			dxr[c] = pos ? dyr[c] : 0;
+			dxr[c] = pos ? g : 0;
 		}
 	}
+}
+STARNN_SIMD_CLONES(relu_bwd_half_impl,
+                   (starnn_dtype dt, size_t rows, size_t cols, const uint16_t *x, size_t ldx, const uint16_t *dy,
+                    size_t lddy, uint16_t *dx, size_t lddx),
+                   (dt, rows, cols, x, ldx, dy, lddy, dx, lddx))
+
+void starnn_relu_bwd_half_cpu(starnn_dtype dt, size_t rows, size_t cols, const uint16_t *x, size_t ldx,
+                              const uint16_t *dy, size_t lddy, uint16_t *dx, size_t lddx)
+{
+	STARNN_SIMD_CALL(relu_bwd_half_impl, (dt, rows, cols, x, ldx, dy, lddy, dx, lddx));
 }

@@ -1,10 +1,12 @@
 /* CPU kernel of the SGD update. Row by row (strided views). The variants
  * (no momentum / first step / momentum / Nesterov) are separate loops over
- * restrict pointers so that each one vectorises at -O2. */
+ * restrict pointers so that each one vectorises; compiled per instruction
+ * set (codelets/cpu/simd.h). */
+#include "codelets/cpu/simd.h"
 #include "codelets/sgd.h"
 
 /* One row; the int flags are constants in each call below. */
-static inline void sgd_row(size_t n, float lr, float mom, float keep, float wd, float gs, int momentum, int first,
+STARNN_SIMD_INLINE void sgd_row(size_t n, float lr, float mom, float keep, float wd, float gs, int momentum, int first,
                            int nesterov, float *restrict w, const float *restrict grad, float *restrict buf)
 {
 	for (size_t c = 0; c < n; c++) {
@@ -19,8 +21,8 @@ static inline void sgd_row(size_t n, float lr, float mom, float keep, float wd, 
 	}
 }
 
-void starnn_sgd_cpu(size_t rows, size_t cols, const struct starnn_sgd_step *s, float *w, size_t ldw,
-                    const float *grad, size_t ldg, float *buf, size_t ldb)
+STARNN_SIMD_INLINE void sgd_impl(size_t rows, size_t cols, const struct starnn_sgd_step *s, float *w, size_t ldw,
+                                 const float *grad, size_t ldg, float *buf, size_t ldb)
 {
 	const float lr = s->p.lr, mom = s->p.momentum, keep = 1.0f - s->p.dampening, wd = s->p.weight_decay;
 	const float gs = s->grad_scale;
@@ -39,6 +41,16 @@ void starnn_sgd_cpu(size_t rows, size_t cols, const struct starnn_sgd_step *s, f
 		else
 			sgd_row(cols, lr, mom, keep, wd, gs, 1, 0, 0, wr, gr, br);
 	}
+}
+STARNN_SIMD_CLONES(sgd_impl,
+                   (size_t rows, size_t cols, const struct starnn_sgd_step *s, float *w, size_t ldw,
+                    const float *grad, size_t ldg, float *buf, size_t ldb),
+                   (rows, cols, s, w, ldw, grad, ldg, buf, ldb))
+
+void starnn_sgd_cpu(size_t rows, size_t cols, const struct starnn_sgd_step *s, float *w, size_t ldw,
+                    const float *grad, size_t ldg, float *buf, size_t ldb)
+{
+	STARNN_SIMD_CALL(sgd_impl, (rows, cols, s, w, ldw, grad, ldg, buf, ldb));
 }
 
 void starnn_sgd_amp_cpu(size_t rows, size_t cols, const struct starnn_sgd_params *p, const float *state,

@@ -3,6 +3,7 @@
  * calls, on whole tensors and on batch / channel partitions. */
 #include "codelets/axpy.h"
 #include "tests/testlib.h"
+#include "tests/codelets/simdcheck.h"
 
 static void naive_axpy(size_t n, float a, const float *x, float *y)
 {
@@ -10,10 +11,10 @@ static void naive_axpy(size_t n, float a, const float *x, float *y)
 		y[i] = y[i] + a * x[i];
 }
 
-static void kernels_vs_naive(void)
+static void kernels_vs_naive(size_t cols)
 {
-	/* A strided view: 5 rows of 7 inside rows of 11. */
-	size_t rows = 5, cols = 7, ld = 11, n = rows * ld;
+	/* A strided view: 5 rows of cols inside rows of cols + 4. */
+	size_t rows = 5, ld = cols + 4, n = rows * ld;
 	float *x = test_random(n, -1, 1), *y = test_random(n, -1, 1), *z = test_random(n, -1, 1);
 	float *ref = malloc(n * sizeof *ref), *zref = malloc(n * sizeof *zref);
 	memcpy(ref, y, n * sizeof *y);
@@ -98,8 +99,14 @@ static void codelets_vs_kernels(int64_t n, int64_t c, int64_t h, int64_t w)
 int main(void)
 {
 	test_init();
-	if (!TEST_ON_CUDA)
-		kernels_vs_naive();
+	if (!TEST_ON_CUDA) {
+		/* at every instruction-set level; exact, so the levels agree too */
+		SC_FOR_EACH_LEVEL(lv) {
+			kernels_vs_naive(7);
+			kernels_vs_naive(1000);
+		}
+		sc_level_done();
+	}
 	codelets_vs_kernels(1, 1, 1, 1);
 	codelets_vs_kernels(4, 3, 5, 7);
 	codelets_vs_kernels(3, 16, 32, 32);

@@ -25,6 +25,7 @@
 #include "codelets/batchnorm.h"
 #include "tests/testlib.h"
 #include "tests/codelets/halfcheck.h"
+#include "tests/codelets/simdcheck.h"
 
 #define MOM 0.1
 #define EPS 1e-5
@@ -696,6 +697,86 @@ static void half_vs_fp32(int64_t n, int64_t c, int64_t h, int64_t w, int nparts,
 	free(x), free(dy), free(dx0);
 }
 
+/* ----------------------------------- instruction-set levels, 16-bit kernels
+ * The _mp kernels on data of dt against the fp32 kernels on the same values
+ * widened (their 16-bit outputs y, dx: bitwise the fp32 results rounded
+ * once; the double sums: bitwise equal), at every instruction-set level,
+ * and every level's results bitwise equal to the generic level's (fp32 and
+ * 16-bit). Rows are ld = c*inner + pad apart; the padding must stay
+ * untouched. Sizes cross the kernels' chunk (256) and lane (16) boundaries.
+ * y (the ReLU mask) has negatives, zeros and -0. */
+static void mp_kernels(starnn_dtype dt, size_t n, size_t c, size_t inner, size_t pad, int relu, float beta)
+{
+	const size_t ld = c * inner + pad, total = n * ld, es = sc_es(dt), nslots = 2, lds = 2 * c + 3;
+	char what[160];
+	snprintf(what, sizeof what, "bn %s kernels n %zu c %zu inner %zu pad %zu relu %d beta %g", starnn_dtype_name(dt),
+	         n, c, inner, pad, relu, beta);
+	void *x = sc_random(dt, total, -2, 3), *dy = sc_random(dt, total, -1, 1), *y = sc_random(dt, total, -1, 1);
+	void *dx0 = sc_random(dt, total, -1, 1);
+	for (size_t i = 0; i < total; i += 7)
+		sc_put(dt, y, i, i % 2 ? 0.0f : -0.0f);
+	float *x32 = sc_widen(dt, x, total), *dy32 = sc_widen(dt, dy, total), *y32 = sc_widen(dt, y, total);
+	float *mean = test_random(c, -0.5f, 0.5f), *invstd = test_random(c, 0.5f, 2), *gamma = test_random(c, 0.5f, 1.5f);
+	float *bt = test_random(c, -1, 1);
+	double *slots = malloc(nslots * lds * sizeof *slots);
+	for (size_t i = 0; i < nslots * lds; i++)
+		slots[i] = test_uniform(-50, 50);
+	double count = (double)(n * inner * 3);
+	/* results per level: [0] generic */
+	double *sums[3] = {0}, *rsums[3] = {0};
+	void *ya[3] = {0}, *dxa[3] = {0};
+	int nlev = 0;
+	SC_FOR_EACH_LEVEL(lv) {
+		/* fp32 references on the widened data */
+		double s_ref[64], r_ref[64], s_got[64], r_got[64];
+		starnn_bn_stats_cpu(n, c, inner, x32, ld, s_ref, 0);
+		float *yr = malloc(total * sizeof *yr), *dxr = sc_widen(dt, dx0, total);
+		memcpy(yr, x32, total * sizeof *yr); /* the padding: left as it is */
+		starnn_bn_apply_cpu(n, c, inner, x32, ld, mean, invstd, 0, 1e-5f, gamma, bt, relu, yr, ld);
+		starnn_bn_bwd_reduce_cpu(n, c, inner, x32, ld, dy32, ld, relu ? y32 : NULL, ld, mean, r_ref, 0);
+		starnn_bn_bwd_apply_cpu(n, c, inner, x32, ld, dy32, ld, relu ? y32 : NULL, ld, mean, invstd, gamma, nslots,
+		                        slots, lds, count, beta, dxr, ld);
+		/* the 16-bit kernels */
+		void *yg = sc_dup(dt, x, total), *dxg = sc_dup(dt, dx0, total);
+		starnn_bn_stats_mp_cpu(dt, n, c, inner, x, ld, s_got, 0);
+		starnn_bn_apply_mp_cpu(dt, n, c, inner, x, ld, mean, invstd, 0, 1e-5f, gamma, bt, relu, yg, ld);
+		starnn_bn_bwd_reduce_mp_cpu(dt, n, c, inner, x, ld, dy, ld, relu ? y : NULL, ld, mean, r_got, 0);
+		starnn_bn_bwd_apply_mp_cpu(dt, n, c, inner, x, ld, dy, ld, relu ? y : NULL, ld, mean, invstd, gamma, nslots,
+		                           slots, lds, count, beta, dxg, ld);
+		void *yw = sc_rounded(dt, yr, total), *dxw = sc_rounded(dt, dxr, total);
+		char w2[200];
+		snprintf(w2, sizeof w2, "%s: stats vs fp32 kernel", what);
+		sc_same(w2, s_got, s_ref, 2 * c, sizeof(double));
+		snprintf(w2, sizeof w2, "%s: apply vs fp32 kernel rounded", what);
+		sc_same(w2, yg, yw, total, es);
+		snprintf(w2, sizeof w2, "%s: bwd_reduce vs fp32 kernel", what);
+		sc_same(w2, r_got, r_ref, 2 * c, sizeof(double));
+		snprintf(w2, sizeof w2, "%s: bwd_apply vs fp32 kernel rounded", what);
+		sc_same(w2, dxg, dxw, total, es);
+		/* against the generic level */
+		sums[nlev] = malloc(2 * c * sizeof(double)), rsums[nlev] = malloc(2 * c * sizeof(double));
+		memcpy(sums[nlev], s_got, 2 * c * sizeof(double)), memcpy(rsums[nlev], r_got, 2 * c * sizeof(double));
+		ya[nlev] = yg, dxa[nlev] = dxg;
+		if (nlev > 0) {
+			snprintf(w2, sizeof w2, "%s: stats vs generic level", what);
+			sc_same(w2, sums[nlev], sums[0], 2 * c, sizeof(double));
+			snprintf(w2, sizeof w2, "%s: bwd_reduce vs generic level", what);
+			sc_same(w2, rsums[nlev], rsums[0], 2 * c, sizeof(double));
+			snprintf(w2, sizeof w2, "%s: apply vs generic level", what);
+			sc_same(w2, ya[nlev], ya[0], total, es);
+			snprintf(w2, sizeof w2, "%s: bwd_apply vs generic level", what);
+			sc_same(w2, dxa[nlev], dxa[0], total, es);
+		}
+		nlev++;
+		free(yr), free(dxr), free(yw), free(dxw);
+	}
+	sc_level_done();
+	for (int i = 0; i < nlev; i++)
+		free(sums[i]), free(rsums[i]), free(ya[i]), free(dxa[i]);
+	free(x), free(dy), free(y), free(dx0), free(x32), free(dy32), free(y32);
+	free(mean), free(invstd), free(gamma), free(bt), free(slots);
+}
+
 int main(void)
 {
 	/* N 1..16, odd C, images 1x1 .. 32x32, non-square, and 2-D [N, C]. */
@@ -706,14 +787,27 @@ int main(void)
 	const int nshapes = (int)(sizeof shapes / sizeof shapes[0]);
 	test_init();
 	if (!TEST_ON_CUDA) {
-		for (int s = 0; s < nshapes; s++)
-			for (int relu = 0; relu <= 1; relu++)
-				kernels_vs_ref(shapes[s], relu);
-		kernels_vs_torch();
+		/* the fp32 kernels' checks at every instruction-set level */
+		SC_FOR_EACH_LEVEL(lv) {
+			for (int s = 0; s < nshapes; s++)
+				for (int relu = 0; relu <= 1; relu++)
+					kernels_vs_ref(shapes[s], relu);
+			kernels_vs_torch();
+		}
+		sc_level_done();
 		fd_check((struct dims){2, 3, 3, 4});
 		fd_check((struct dims){5, 1, 2, 3});
 		fd_check((struct dims){3, 5, 0, 0});
 		bad_shapes();
+		for (int t = 0; t < 3; t++) {
+			starnn_dtype dt = t == 0 ? STARNN_FP32 : t == 1 ? STARNN_FP16 : STARNN_BF16;
+			mp_kernels(dt, 3, 2, 700, 5, 1, 0.0f);
+			mp_kernels(dt, 3, 2, 700, 5, 0, 1.5f);
+			mp_kernels(dt, 2, 3, 17, 3, 1, 1.0f);
+			mp_kernels(dt, 1, 4, 256, 0, 0, 0.0f);
+			mp_kernels(dt, 5, 1, 1, 2, 1, 0.5f);
+			mp_kernels(dt, 2, 2, 15, 1, 0, 0.0f);
+		}
 	}
 	for (int s = 0; s < nshapes; s++)
 		codelets_vs_kernels(shapes[s], s % 2);

@@ -11,6 +11,7 @@
 #include "codelets/convt2d.h"
 #include "tests/testlib.h"
 #include "tests/codelets/halfcheck.h"
+#include "tests/codelets/simdcheck.h"
 
 static void kernels_vs_naive(void)
 {
@@ -229,11 +230,72 @@ static void half_vs_fp32(int64_t n, int64_t c1, int64_t c2, int64_t h, int64_t w
 	free(a), free(b), free(dc), free(da0), free(db0);
 }
 
+/* ----------------------------------- instruction-set levels, 16-bit kernels
+ * The _mp kernels on data of dt against the fp32 kernels on the same values
+ * widened (forward and beta 0: the very bit patterns; beta != 0: bitwise
+ * the fp32 result rounded once), at every instruction-set level, and every
+ * level bitwise equal to the generic one. Strided rows (padding
+ * untouched), rows longer than the kernels' chunk of 256. */
+static void mp_kernels(starnn_dtype dt, size_t rows, size_t ca, size_t cb, float ba, float bb)
+{
+	const size_t lda = ca + 3, ldb = cb + 1, ldc = ca + cb + 5, es = sc_es(dt);
+	char what[160];
+	snprintf(what, sizeof what, "concat %s kernels %zu x (%zu + %zu) beta %g %g", starnn_dtype_name(dt), rows, ca, cb,
+	         ba, bb);
+	void *a = sc_random(dt, rows * lda, -1, 1), *b = sc_random(dt, rows * ldb, -1, 1);
+	void *cat0 = sc_random(dt, rows * ldc, -1, 1), *dcat = sc_random(dt, rows * ldc, -1, 1);
+	void *da0 = sc_random(dt, rows * lda, -1, 1), *db0 = sc_random(dt, rows * ldb, -1, 1);
+	float *a32 = sc_widen(dt, a, rows * lda), *b32 = sc_widen(dt, b, rows * ldb), *dc32 = sc_widen(dt, dcat, rows * ldc);
+	void *res[3][3] = {{0}};
+	int nlev = 0;
+	SC_FOR_EACH_LEVEL(lv) {
+		float *cr = sc_widen(dt, cat0, rows * ldc), *dar = sc_widen(dt, da0, rows * lda);
+		float *dbr = sc_widen(dt, db0, rows * ldb);
+		starnn_concat_fwd_cpu(rows, ca, a32, lda, cb, b32, ldb, cr, ldc);
+		starnn_concat_bwd_cpu(rows, ca, cb, dc32, ldc, ba, dar, lda, bb, dbr, ldb);
+		void *cg = sc_dup(dt, cat0, rows * ldc), *dag = sc_dup(dt, da0, rows * lda), *dbg = sc_dup(dt, db0, rows * ldb);
+		starnn_concat_fwd_mp_cpu(dt, rows, ca, a, lda, cb, b, ldb, cg, ldc);
+		starnn_concat_bwd_mp_cpu(dt, rows, ca, cb, dcat, ldc, ba, dag, lda, bb, dbg, ldb);
+		void *cw = sc_rounded(dt, cr, rows * ldc), *daw = sc_rounded(dt, dar, rows * lda);
+		void *dbw = sc_rounded(dt, dbr, rows * ldb);
+		char w2[200];
+		snprintf(w2, sizeof w2, "%s: fwd vs fp32 kernel", what);
+		sc_same(w2, cg, cw, rows * ldc, es);
+		snprintf(w2, sizeof w2, "%s: bwd da vs fp32 kernel rounded", what);
+		sc_same(w2, dag, daw, rows * lda, es);
+		snprintf(w2, sizeof w2, "%s: bwd db vs fp32 kernel rounded", what);
+		sc_same(w2, dbg, dbw, rows * ldb, es);
+		res[nlev][0] = cg, res[nlev][1] = dag, res[nlev][2] = dbg;
+		if (nlev > 0) {
+			snprintf(w2, sizeof w2, "%s: vs generic level", what);
+			sc_same(w2, res[nlev][0], res[0][0], rows * ldc, es);
+			sc_same(w2, res[nlev][1], res[0][1], rows * lda, es);
+			sc_same(w2, res[nlev][2], res[0][2], rows * ldb, es);
+		}
+		nlev++;
+		free(cr), free(dar), free(dbr), free(cw), free(daw), free(dbw);
+	}
+	sc_level_done();
+	for (int i = 0; i < nlev; i++)
+		for (int j = 0; j < 3; j++)
+			free(res[i][j]);
+	free(a), free(b), free(cat0), free(dcat), free(da0), free(db0), free(a32), free(b32), free(dc32);
+}
+
 int main(void)
 {
 	test_init();
-	if (!TEST_ON_CUDA)
-		kernels_vs_naive();
+	if (!TEST_ON_CUDA) {
+		SC_FOR_EACH_LEVEL(lv)
+			kernels_vs_naive();
+		sc_level_done();
+		for (int t = 0; t < 3; t++) {
+			starnn_dtype dt = t == 0 ? STARNN_FP32 : t == 1 ? STARNN_FP16 : STARNN_BF16;
+			mp_kernels(dt, 3, 700, 37, 0.0f, 1.0f);
+			mp_kernels(dt, 2, 5, 300, 0.5f, 0.0f);
+			mp_kernels(dt, 1, 256, 1, 1.0f, 2.0f);
+		}
+	}
 	codelets_vs_kernels(1, 1, 1, 1, 1);
 	codelets_vs_kernels(2, 3, 5, 7, 4);
 	codelets_vs_kernels(8, 16, 16, 32, 32);

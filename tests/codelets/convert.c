@@ -4,13 +4,15 @@
  * fp16 <-> bf16 exhaustively against the scalar composition, fp32 -> fp16 /
  * bf16 on ~17 million fp32 patterns spread over the whole range plus every
  * fp16 rounding boundary (midpoints, ties, +-2 ulp) against runtime/half.h,
- * bit for bit; hand-picked known values; strided views.
+ * bit for bit; hand-picked known values; strided views; all of it at every
+ * instruction-set level of the kernels (generic, AVX2, AVX-512).
  * Codelets (CPU, or CUDA in the _cuda build): every ordered pair and the
  * same-dtype copy, whole tensors and channel views, against the CPU kernels;
  * bad arguments -> STARNN_EINVAL. */
 #include "codelets/convert.h"
 #include "runtime/half.h"
 #include "tests/testlib.h"
+#include "tests/codelets/simdcheck.h"
 
 static uint64_t bits_state = 0x13198a2e03707344ull;
 static uint32_t random_u32(void)
@@ -349,10 +351,14 @@ int main(void)
 {
 	test_init();
 	if (!TEST_ON_CUDA) {
-		exhaustive_16();
-		sampled_f32();
-		known_values();
-		strided();
+		/* every instruction-set level's kernels (codelets/cpu/simd.h) */
+		SC_FOR_EACH_LEVEL(lv) {
+			exhaustive_16();
+			sampled_f32();
+			known_values();
+			strided();
+		}
+		sc_level_done();
 	}
 	for (int s = 0; s < STARNN_NDTYPES; s++)
 		for (int d = 0; d < STARNN_NDTYPES; d++)

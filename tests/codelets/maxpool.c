@@ -12,6 +12,7 @@
 #include "codelets/maxpool.h"
 #include "tests/testlib.h"
 #include "tests/codelets/halfcheck.h"
+#include "tests/codelets/simdcheck.h"
 
 /* The definition: the window in row-major order, the first strict maximum,
  * a NaN replacing whatever came before (PyTorch's CPU rule). Returns the
@@ -303,18 +304,82 @@ static void half_vs_fp32(int64_t n, int64_t c, int64_t h, int64_t w, starnn_dtyp
 	free(x), free(dy), free(dx0);
 }
 
+/* ----------------------------------- instruction-set levels, 16-bit kernels
+ * The _mp kernels on data of dt against the fp32 kernels on the same values
+ * widened (outputs bitwise the fp32 results rounded once), at every
+ * instruction-set level, and every level bitwise equal to the generic
+ * level. Data with ties, NaN and +-Inf; rows padded (padding untouched);
+ * widths beyond the kernels' block of 128 windows, odd sizes. */
+static void mp_kernels(starnn_dtype dt, size_t n, size_t c, size_t h, size_t w, size_t pad, float beta)
+{
+	const size_t ho = h / 2, wo = w / 2, lx = c * h * w + pad, ly = c * ho * wo + pad, es = sc_es(dt);
+	char what[160];
+	snprintf(what, sizeof what, "maxpool %s kernels %zux%zux%zux%zu pad %zu beta %g", starnn_dtype_name(dt), n, c,
+	         h, w, pad, beta);
+	float *t = tie_data(n * lx);
+	void *x = sc_rounded(dt, t, n * lx);
+	if (n * lx > 10)
+		sc_put(dt, x, 1, -INFINITY), sc_put(dt, x, 3, NAN), sc_put(dt, x, 4, INFINITY), sc_put(dt, x, 9, -0.0f);
+	void *y0 = sc_random(dt, n * ly, -1, 1), *dy = sc_random(dt, n * ly, -1, 1), *dx0 = sc_random(dt, n * lx, -1, 1);
+	float *x32 = sc_widen(dt, x, n * lx), *dy32 = sc_widen(dt, dy, n * ly);
+	void *ya[3] = {0}, *dxa[3] = {0};
+	int nlev = 0;
+	SC_FOR_EACH_LEVEL(lv) {
+		float *yr = sc_widen(dt, y0, n * ly), *dxr = sc_widen(dt, dx0, n * lx);
+		starnn_maxpool_fwd_cpu(n, c, h, w, x32, lx, yr, ly);
+		starnn_maxpool_bwd_cpu(n, c, h, w, x32, lx, dy32, ly, beta, dxr, lx);
+		void *yg = sc_dup(dt, y0, n * ly), *dxg = sc_dup(dt, dx0, n * lx);
+		starnn_maxpool_fwd_mp_cpu(dt, n, c, h, w, x, lx, yg, ly);
+		starnn_maxpool_bwd_mp_cpu(dt, n, c, h, w, x, lx, dy, ly, beta, dxg, lx);
+		void *yw = sc_rounded(dt, yr, n * ly), *dxw = sc_rounded(dt, dxr, n * lx);
+		char w2[200];
+		snprintf(w2, sizeof w2, "%s: fwd vs fp32 kernel rounded", what);
+		sc_same(w2, yg, yw, n * ly, es);
+		snprintf(w2, sizeof w2, "%s: bwd vs fp32 kernel rounded", what);
+		sc_same(w2, dxg, dxw, n * lx, es);
+		ya[nlev] = yg, dxa[nlev] = dxg;
+		if (nlev > 0) {
+			snprintf(w2, sizeof w2, "%s: fwd vs generic level", what);
+			sc_same(w2, ya[nlev], ya[0], n * ly, es);
+			snprintf(w2, sizeof w2, "%s: bwd vs generic level", what);
+			sc_same(w2, dxa[nlev], dxa[0], n * lx, es);
+		}
+		nlev++;
+		free(yr), free(dxr), free(yw), free(dxw);
+	}
+	sc_level_done();
+	for (int i = 0; i < nlev; i++)
+		free(ya[i]), free(dxa[i]);
+	free(t), free(x), free(y0), free(dy), free(dx0), free(x32), free(dy32);
+}
+
 int main(void)
 {
 	test_init();
 	if (!TEST_ON_CUDA) {
-		special_windows();
-		kernels_vs_naive(1, 1, 2, 2, 0);
-		kernels_vs_naive(2, 3, 5, 7, 3); /* odd sizes, strided */
-		kernels_vs_naive(3, 5, 6, 10, 0);
-		kernels_vs_naive(1, 2, 64, 64, 5);
-		kernels_vs_naive(2, 1, 3, 2, 1);
+		/* the fp32 kernels' checks at every instruction-set level */
+		SC_FOR_EACH_LEVEL(lv) {
+			special_windows();
+			kernels_vs_naive(1, 1, 2, 2, 0);
+			kernels_vs_naive(2, 3, 5, 7, 3); /* odd sizes, strided */
+			kernels_vs_naive(3, 5, 6, 10, 0);
+			kernels_vs_naive(1, 2, 64, 64, 5);
+			kernels_vs_naive(2, 1, 3, 2, 1);
+			kernels_vs_naive(1, 2, 5, 531, 2);
+		}
+		sc_level_done();
 		finite_differences(2, 3, 6, 8);
 		finite_differences(1, 2, 5, 7);
+		for (int t = 0; t < 3; t++) {
+			starnn_dtype dt = t == 0 ? STARNN_FP32 : t == 1 ? STARNN_FP16 : STARNN_BF16;
+			for (int b = 0; b < 3; b++) {
+				float beta = b == 0 ? 0.0f : b == 1 ? 1.0f : 0.5f;
+				mp_kernels(dt, 2, 2, 5, 531, 3, beta); /* 265 windows a row: 3 blocks */
+				mp_kernels(dt, 1, 3, 6, 8, 0, beta);
+				mp_kernels(dt, 2, 1, 3, 2, 1, beta);
+				mp_kernels(dt, 1, 1, 7, 256, 4, beta);
+			}
+		}
 	}
 	codelets_vs_kernels(1, 1, 2, 2);
 	codelets_vs_kernels(2, 3, 5, 7);

@@ -6,16 +6,17 @@
 #include "codelets/relu.h"
 #include "runtime/half.h"
 #include "tests/testlib.h"
+#include "tests/codelets/simdcheck.h"
 
 static float naive_relu(float v)
 {
 	return isnan(v) ? v : v > 0 ? v : 0.0f;
 }
 
-static void kernels_vs_naive(void)
+static void kernels_vs_naive(size_t cols)
 {
-	/* 5 rows of 7 inside rows of 11; values include exact zeros. */
-	size_t rows = 5, cols = 7, ld = 11, n = rows * ld;
+	/* 5 rows of cols inside rows of cols + 4; values include exact zeros. */
+	size_t rows = 5, ld = cols + 4, n = rows * ld;
 	float *x = test_random(n, -1, 1), *dy = test_random(n, -1, 1), *y = test_random(n, -1, 1);
 	for (size_t i = 0; i < n; i += 5)
 		x[i] = 0.0f;
@@ -286,11 +287,51 @@ static void half_variants_dt(starnn_dtype dt)
 	free(xv), free(dyv);
 }
 
+/* The 16-bit kernels on 3 strided rows of 1000 random patterns (all of
+ * them: NaN, Inf, subnormals, +-0) against the fp32 kernels on the widened
+ * values, at every instruction-set level: bit for bit (a select). */
+static void half_levels(starnn_dtype dt)
+{
+	size_t rows = 3, cols = 1000, ld = 1005, n = rows * ld;
+	uint16_t *x = malloc(n * sizeof *x), *dy = malloc(n * sizeof *dy), *y = malloc(n * sizeof *y);
+	uint16_t *dx = malloc(n * sizeof *dx), *yref = malloc(n * sizeof *yref), *dxref = malloc(n * sizeof *dxref);
+	for (size_t i = 0; i < n; i++)
+		x[i] = (uint16_t)test_uniform(0, 65535), dy[i] = narrow(dt, test_uniform(-2, 2)), y[i] = dx[i] = 0x1234;
+	SC_FOR_EACH_LEVEL(lv) {
+		memcpy(yref, y, n * sizeof *y), memcpy(dxref, dx, n * sizeof *dx);
+		for (size_t r = 0; r < rows; r++)
+			for (size_t c = 0; c < cols; c++) {
+				size_t i = r * ld + c;
+				float xv = widen(dt, x[i]);
+				/* NaN forward: the same pattern (a select keeps it) */
+				yref[i] = isnan(xv) ? x[i] : narrow(dt, xv > 0 ? xv : xv < 0 ? 0.0f : xv);
+				dxref[i] = xv > 0 ? dy[i] : 0;
+			}
+		uint16_t *yg = malloc(n * sizeof *yg), *dxg = malloc(n * sizeof *dxg);
+		memcpy(yg, y, n * sizeof *y), memcpy(dxg, dx, n * sizeof *dx);
+		starnn_relu_fwd_half_cpu(dt, rows, cols, x, ld, yg, ld);
+		starnn_relu_bwd_half_cpu(dt, rows, cols, x, ld, dy, ld, dxg, ld);
+		sc_same("relu_fwd_half_cpu vs the fp32 rule", yg, yref, n, 2);
+		sc_same("relu_bwd_half_cpu vs the fp32 rule", dxg, dxref, n, 2);
+		free(yg), free(dxg);
+	}
+	sc_level_done();
+	free(x), free(dy), free(y), free(dx), free(yref), free(dxref);
+}
+
 int main(void)
 {
 	test_init();
-	if (!TEST_ON_CUDA)
-		kernels_vs_naive();
+	if (!TEST_ON_CUDA) {
+		/* at every instruction-set level; exact, so the levels agree too */
+		SC_FOR_EACH_LEVEL(lv) {
+			kernels_vs_naive(7);
+			kernels_vs_naive(1000);
+		}
+		sc_level_done();
+		half_levels(STARNN_FP16);
+		half_levels(STARNN_BF16);
+	}
 	codelets_vs_kernels(1, 1, 1, 1);
 	codelets_vs_kernels(4, 3, 5, 7);
 	codelets_vs_kernels(3, 16, 32, 32);

@@ -7,6 +7,7 @@
 #include "codelets/amp.h"
 #include "codelets/fill.h"
 #include "tests/testlib.h"
+#include "tests/codelets/simdcheck.h"
 
 #define STEPS 5
 
@@ -44,10 +45,10 @@ static const struct variant variants[] = {
 };
 #define NVARIANTS (sizeof variants / sizeof variants[0])
 
-static void kernel_vs_reference(const struct variant *v)
+static void kernel_vs_reference(const struct variant *v, size_t cols)
 {
-	/* w, grad, buf: 3 rows of 7 inside rows of 9, 10, 11. */
-	size_t rows = 3, cols = 7, ldw = 9, ldg = 10, ldb = 11, n = rows * cols;
+	/* w, grad, buf: 3 rows of cols inside rows of cols + 2, 3, 4. */
+	size_t rows = 3, ldw = cols + 2, ldg = cols + 3, ldb = cols + 4, n = rows * cols;
 	float *w = test_random(rows * ldw, -1, 1), *buf = test_random(rows * ldb, -1, 1);
 	float *w0 = malloc(rows * ldw * sizeof *w0), *b0 = malloc(rows * ldb * sizeof *b0);
 	memcpy(w0, w, rows * ldw * sizeof *w);
@@ -82,9 +83,10 @@ static void kernel_vs_reference(const struct variant *v)
 		}
 	char what[128];
 	/* fp32 arithmetic vs double over 5 steps: a few ulps of |w| ~ 1. */
-	snprintf(what, sizeof what, "sgd_cpu %s: w after %d steps", v->name, STEPS);
+	snprintf(what, sizeof what, "sgd_cpu %s (%zu cols, %s): w after %d steps", v->name, cols,
+	         starnn_simd_name(starnn_simd_level()), STEPS);
 	test_close(what, w, wexp, rows * ldw, 1e-5f, 1e-6f);
-	snprintf(what, sizeof what, "sgd_cpu %s: buf after %d steps", v->name, STEPS);
+	snprintf(what, sizeof what, "sgd_cpu %s (%zu cols): buf after %d steps", v->name, cols, STEPS);
 	test_close(what, buf, bexp, rows * ldb, 1e-5f, 1e-6f);
 	free(w), free(buf), free(w0), free(b0), free(rw), free(rb), free(wexp), free(bexp);
 }
@@ -217,12 +219,45 @@ static void amp_variant(const struct variant *v)
 	free(w0);
 }
 
+/* Every instruction-set level gives the generic level's results bit for
+ * bit (3 strided rows of 1000: vector loops and tails), first step and
+ * later ones. */
+static void levels_agree(const struct variant *v)
+{
+	size_t rows = 3, cols = 1000, ld = 1003, n = rows * ld;
+	float *w0 = test_random(n, -1, 1), *g = test_random(n, -1, 1), *b0 = test_random(n, -0.1f, 0.1f), *res[3][2];
+	for (int first = 0; first <= 1; first++) {
+		struct starnn_sgd_step s = {v->p, v->grad_scale, first};
+		int nlev = 0;
+		SC_FOR_EACH_LEVEL(lv) {
+			float *w = malloc(n * sizeof *w), *b = malloc(n * sizeof *b);
+			memcpy(w, w0, n * sizeof *w), memcpy(b, b0, n * sizeof *b);
+			starnn_sgd_cpu(rows, cols, &s, w, ld, g, ld, b, ld);
+			res[nlev][0] = w, res[nlev][1] = b;
+			if (nlev > 0)
+				for (int i = 0; i < 2; i++)
+					sc_same(v->name, res[nlev][i], res[0][i], n, sizeof(float));
+			nlev++;
+		}
+		sc_level_done();
+		for (int l = 0; l < nlev; l++)
+			free(res[l][0]), free(res[l][1]);
+	}
+	free(w0), free(g), free(b0);
+}
+
 int main(void)
 {
 	test_init();
 	for (size_t i = 0; i < NVARIANTS; i++) {
-		if (!TEST_ON_CUDA)
-			kernel_vs_reference(&variants[i]);
+		if (!TEST_ON_CUDA) {
+			SC_FOR_EACH_LEVEL(lv) {
+				kernel_vs_reference(&variants[i], 7);
+				kernel_vs_reference(&variants[i], 300);
+			}
+			sc_level_done();
+			levels_agree(&variants[i]);
+		}
 		codelet_vs_kernel(&variants[i], 1, 1, 1, 1);
 		codelet_vs_kernel(&variants[i], 4, 3, 5, 7);
 		codelet_vs_kernel(&variants[i], 2, 16, 32, 32);

@@ -12,6 +12,8 @@
  *
  * Everything runs on the calling thread: oneDNN's OpenMP team is set to one
  * thread (starnn's parallelism comes from several tasks, one per core).
+ * Scratchpads are user-managed, per thread: oneDNN's default one is global
+ * (per library), and workers running primitives at once corrupted it.
  * Primitives are created once per shape and cached per thread (creation
  * costs up to milliseconds: code generation); the cache and the buffers are
  * freed when the thread exits.
@@ -109,7 +111,11 @@ struct dnnl_conv {
 	 * when the user's layout is the primitive's */
 	dnnl_primitive_t conv, re_a, re_b, re_out;
 	dnnl_memory_t ua, ub, uout, ia, ib, iout, bias_mem;
-	size_t bytes_a, bytes_b, bytes_out; /* internal buffers (0: none) */
+	/* user-managed scratchpads of conv, re_a, re_b, re_out (NULL: none): the
+	 * library's default scratchpad is one global buffer, not safe when
+	 * several workers run primitives at once */
+	dnnl_memory_t scratch[4];
+	size_t bytes_a, bytes_b, bytes_out, bytes_scratch; /* per-thread buffers (0: none) */
 	int arg_a, arg_b, arg_out;
 };
 
@@ -118,8 +124,8 @@ struct dnnl_thread {
 	dnnl_stream_t stream;
 	struct dnnl_conv *slot[CACHE_SLOTS];
 	int next; /* round-robin replacement */
-	void *buf[3];
-	size_t bufn[3];
+	void *buf[4]; /* a, b, out, scratchpad */
+	size_t bufn[4];
 };
 
 static dnnl_engine_t engine;
@@ -136,7 +142,9 @@ static void conv_destroy(struct dnnl_conv *e)
 	for (size_t i = 0; i < sizeof p / sizeof *p; i++)
 		if (p[i])
 			dnnl_primitive_destroy(p[i]);
-	dnnl_memory_t m[] = {e->ua, e->ub, e->uout, e->ia, e->ib, e->iout, e->bias_mem};
+	dnnl_memory_t m[] = {e->ua,         e->ub,         e->uout,       e->ia,         e->ib,
+	                     e->iout,       e->bias_mem,   e->scratch[0], e->scratch[1], e->scratch[2],
+	                     e->scratch[3]};
 	for (size_t i = 0; i < sizeof m / sizeof *m; i++)
 		if (m[i])
 			dnnl_memory_destroy(m[i]);
@@ -148,7 +156,7 @@ static void thread_free(void *arg)
 	struct dnnl_thread *t = arg;
 	for (int i = 0; i < CACHE_SLOTS; i++)
 		conv_destroy(t->slot[i]);
-	for (int i = 0; i < 3; i++)
+	for (int i = 0; i < 4; i++)
 		free(t->buf[i]);
 	if (t->stream)
 		dnnl_stream_destroy(t->stream);
@@ -247,8 +255,31 @@ static dnnl_status_t wei_md(dnnl_memory_desc_t *md, int kind, size_t o, size_t c
 /* A reorder from -> to (NULL when the layouts are equal), with dst +=
  * (a sum post-op) when accumulate; *ui / *ii the user and internal memory
  * objects (handles set later). */
+/* Attributes with a user-managed scratchpad. */
+static dnnl_status_t user_scratchpad_attr(dnnl_primitive_attr_t *attr)
+{
+	dnnl_status_t s = dnnl_primitive_attr_create(attr);
+	if (s == dnnl_success)
+		s = dnnl_primitive_attr_set_scratchpad_mode(*attr, dnnl_scratchpad_mode_user);
+	return s;
+}
+
+/* The scratchpad memory object a primitive needs (*mem NULL: none), its
+ * size raised into *bytes. */
+static dnnl_status_t scratchpad_of(const_dnnl_primitive_desc_t pd, dnnl_memory_t *mem, size_t *bytes)
+{
+	*mem = NULL;
+	const dnnl_memory_desc_t *md = dnnl_primitive_desc_query_md(pd, dnnl_query_scratchpad_md, 0);
+	size_t n = md ? dnnl_memory_desc_get_size(md) : 0;
+	if (!n)
+		return dnnl_success;
+	if (n > *bytes)
+		*bytes = n;
+	return dnnl_memory_create(mem, md, engine, DNNL_MEMORY_NONE);
+}
+
 static dnnl_status_t make_reorder(const dnnl_memory_desc_t *from, const dnnl_memory_desc_t *to, int accumulate,
-                                  float beta, dnnl_primitive_t *re)
+                                  float beta, dnnl_primitive_t *re, dnnl_memory_t *scratch, size_t *scratch_bytes)
 {
 	*re = NULL;
 	if (!accumulate && dnnl_memory_desc_equal(from, to))
@@ -256,16 +287,20 @@ static dnnl_status_t make_reorder(const dnnl_memory_desc_t *from, const dnnl_mem
 	dnnl_primitive_attr_t attr = NULL;
 	dnnl_post_ops_t po = NULL;
 	dnnl_primitive_desc_t pd = NULL;
-	dnnl_status_t s = dnnl_success;
+	dnnl_status_t s = user_scratchpad_attr(&attr);
+	if (s != dnnl_success)
+		goto out;
 	if (accumulate) {
-		if ((s = dnnl_primitive_attr_create(&attr)) != dnnl_success || (s = dnnl_post_ops_create(&po)) != dnnl_success ||
+		if ((s = dnnl_post_ops_create(&po)) != dnnl_success ||
 		    (s = dnnl_post_ops_append_sum(po, beta)) != dnnl_success ||
 		    (s = dnnl_primitive_attr_set_post_ops(attr, po)) != dnnl_success)
 			goto out;
 	}
 	if ((s = dnnl_reorder_primitive_desc_create(&pd, from, engine, to, engine, attr)) != dnnl_success)
 		goto out;
-	s = dnnl_primitive_create(re, pd);
+	if ((s = dnnl_primitive_create(re, pd)) != dnnl_success)
+		goto out;
+	s = scratchpad_of(pd, scratch, scratch_bytes);
 out:
 	if (pd)
 		dnnl_primitive_desc_destroy(pd);
@@ -279,6 +314,48 @@ out:
 static size_t md_bytes(const dnnl_memory_desc_t *md)
 {
 	return dnnl_memory_desc_get_size(md);
+}
+
+/* The first implementation of op_desc whose name does not contain avoid
+ * (NULL: the first), else the first one. oneDNN 2.6's AMX bf16 backward
+ * weights convolution (jit:avx512_core_amx_bf16) computes wrong gradients
+ * on 384x384 images and writes 3 KiB before its diff_weights buffer
+ * (tools/bench-conv and tests/codelets/conv2d reproduce it), so bf16
+ * weight gradients avoid it. */
+static dnnl_status_t pd_create(dnnl_primitive_desc_t *pd, const_dnnl_op_desc_t op_desc,
+                               const_dnnl_primitive_attr_t attr, const_dnnl_primitive_desc_t hint, const char *avoid)
+{
+	if (!avoid)
+		return dnnl_primitive_desc_create(pd, op_desc, attr, engine, hint);
+	dnnl_primitive_desc_iterator_t it;
+	dnnl_status_t s = dnnl_primitive_desc_iterator_create(&it, op_desc, attr, engine, hint);
+	if (s != dnnl_success)
+		return s;
+	dnnl_primitive_desc_t first = NULL;
+	*pd = NULL;
+	do {
+		dnnl_primitive_desc_t cand = dnnl_primitive_desc_iterator_fetch(it);
+		if (!cand)
+			break;
+		const char *impl = NULL;
+		if (dnnl_primitive_desc_query(cand, dnnl_query_impl_info_str, 0, &impl) == dnnl_success && impl &&
+		    !strstr(impl, avoid)) {
+			*pd = cand;
+			break;
+		}
+		if (!first)
+			first = cand;
+		else
+			dnnl_primitive_desc_destroy(cand);
+	} while (dnnl_primitive_desc_iterator_next(it) == dnnl_success);
+	dnnl_primitive_desc_iterator_destroy(it);
+	if (*pd) {
+		if (first)
+			dnnl_primitive_desc_destroy(first);
+		return dnnl_success;
+	}
+	*pd = first;
+	return first ? dnnl_success : dnnl_unimplemented;
 }
 
 /* Builds the cached convolution for a pass. User layouts: a, b inputs and
@@ -307,6 +384,8 @@ static int conv_create(struct dnnl_conv *e, const char *shape)
 		stride[0] = stride[1] = 2, pad[0] = pad[1] = 0;
 	const dnnl_alg_kind_t alg = kind ? dnnl_deconvolution_direct : dnnl_convolution_direct;
 	dnnl_primitive_desc_t fpd = NULL, pd = NULL;
+	dnnl_primitive_attr_t attr = NULL;
+	DNNL_TRY(user_scratchpad_attr(&attr), "attributes");
 	DNNL_TRY(dnnl_memory_desc_init_by_tag(&ax, 4, xd, dt, dnnl_format_tag_any), "src descriptor");
 	DNNL_TRY(dnnl_memory_desc_init_by_tag(&aw, 4, wd, dt, dnnl_format_tag_any), "weights descriptor");
 	DNNL_TRY(dnnl_memory_desc_init_by_tag(&ay, 4, yd, dt, dnnl_format_tag_any), "dst descriptor");
@@ -323,7 +402,7 @@ static int conv_create(struct dnnl_conv *e, const char *shape)
 		DNNL_TRY(dnnl_convolution_forward_desc_init(&cd, dnnl_forward_training, alg, &ax, &aw,
 		                                            e->bias ? &ub : NULL, &ay, stride, pad, pad),
 		         "forward descriptor");
-	DNNL_TRY(dnnl_primitive_desc_create(&fpd, &cd, NULL, engine, NULL), "forward primitive descriptor");
+	DNNL_TRY(dnnl_primitive_desc_create(&fpd, &cd, attr, engine, NULL), "forward primitive descriptor");
 	dnnl_query_t qa, qb, qout;
 	const dnnl_memory_desc_t *ua = NULL, *ubm = NULL, *uo = NULL;
 	if (e->pass == STARNN_CONV2D_FWD) {
@@ -345,7 +424,7 @@ static int conv_create(struct dnnl_conv *e, const char *shape)
 		else
 			DNNL_TRY(dnnl_convolution_backward_data_desc_init(&bd_, alg, &adx, &aw, &ay, stride, pad, pad),
 			         "backward data descriptor");
-		DNNL_TRY(dnnl_primitive_desc_create(&pd, &bd_, NULL, engine, fpd), "backward data primitive descriptor");
+		DNNL_TRY(dnnl_primitive_desc_create(&pd, &bd_, attr, engine, fpd), "backward data primitive descriptor");
 		qa = dnnl_query_diff_dst_md, qb = dnnl_query_weights_md, qout = dnnl_query_diff_src_md;
 		e->arg_a = DNNL_ARG_DIFF_DST, e->arg_b = DNNL_ARG_WEIGHTS, e->arg_out = DNNL_ARG_DIFF_SRC;
 		ua = &uy, ubm = &uw, uo = &ux;
@@ -362,7 +441,7 @@ static int conv_create(struct dnnl_conv *e, const char *shape)
 			DNNL_TRY(dnnl_convolution_backward_weights_desc_init(&wd_, alg, &ax, &adw, NULL, &ay, stride, pad,
 			                                                     pad),
 			         "backward weights descriptor");
-		DNNL_TRY(dnnl_primitive_desc_create(&pd, &wd_, NULL, engine, fpd),
+		DNNL_TRY(pd_create(&pd, &wd_, attr, fpd, dt == dnnl_bf16 ? "amx" : NULL),
 		         "backward weights primitive descriptor");
 		qa = dnnl_query_src_md, qb = dnnl_query_diff_dst_md, qout = dnnl_query_diff_weights_md;
 		e->arg_a = DNNL_ARG_SRC, e->arg_b = DNNL_ARG_DIFF_DST, e->arg_out = DNNL_ARG_DIFF_WEIGHTS;
@@ -376,9 +455,11 @@ static int conv_create(struct dnnl_conv *e, const char *shape)
 		goto fail;
 	}
 	DNNL_TRY(dnnl_primitive_create(&e->conv, pd), "convolution primitive");
-	DNNL_TRY(make_reorder(ua, ia, 0, 0.0f, &e->re_a), "input reorder");
-	DNNL_TRY(make_reorder(ubm, ib, 0, 0.0f, &e->re_b), "input reorder");
-	DNNL_TRY(make_reorder(io, uo, e->accumulate, e->beta, &e->re_out), "output reorder");
+	DNNL_TRY(scratchpad_of(pd, &e->scratch[0], &e->bytes_scratch), "scratchpad");
+	DNNL_TRY(make_reorder(ua, ia, 0, 0.0f, &e->re_a, &e->scratch[1], &e->bytes_scratch), "input reorder");
+	DNNL_TRY(make_reorder(ubm, ib, 0, 0.0f, &e->re_b, &e->scratch[2], &e->bytes_scratch), "input reorder");
+	DNNL_TRY(make_reorder(io, uo, e->accumulate, e->beta, &e->re_out, &e->scratch[3], &e->bytes_scratch),
+	         "output reorder");
 	e->bytes_a = e->re_a ? md_bytes(ia) : 0;
 	e->bytes_b = e->re_b ? md_bytes(ib) : 0;
 	e->bytes_out = e->re_out ? md_bytes(io) : 0;
@@ -398,6 +479,8 @@ fail:
 		dnnl_primitive_desc_destroy(pd);
 	if (fpd)
 		dnnl_primitive_desc_destroy(fpd);
+	if (attr)
+		dnnl_primitive_attr_destroy(attr);
 	return rc;
 }
 
@@ -445,10 +528,15 @@ static int conv_run(int kind, int pass, starnn_dtype sdt, const struct starnn_co
 		t->next = (t->next + 1) % CACHE_SLOTS;
 	}
 	void *ba = e->bytes_a ? thread_buf(t, 0, e->bytes_a) : NULL, *bb = e->bytes_b ? thread_buf(t, 1, e->bytes_b) : NULL,
-	     *bo = e->bytes_out ? thread_buf(t, 2, e->bytes_out) : NULL;
-	if ((e->bytes_a && !ba) || (e->bytes_b && !bb) || (e->bytes_out && !bo))
-		return starnn_error(STARNN_ENOMEM, "conv2d (oneDNN): cannot allocate %zu + %zu + %zu bytes of buffers (%s)",
-		                    e->bytes_a, e->bytes_b, e->bytes_out, shape);
+	     *bo = e->bytes_out ? thread_buf(t, 2, e->bytes_out) : NULL,
+	     *bs = e->bytes_scratch ? thread_buf(t, 3, e->bytes_scratch) : NULL;
+	if ((e->bytes_a && !ba) || (e->bytes_b && !bb) || (e->bytes_out && !bo) || (e->bytes_scratch && !bs))
+		return starnn_error(STARNN_ENOMEM,
+		                    "conv2d (oneDNN): cannot allocate %zu + %zu + %zu + %zu bytes of buffers (%s)", e->bytes_a,
+		                    e->bytes_b, e->bytes_out, e->bytes_scratch, shape);
+	for (int i = 0; i < 4; i++)
+		if (e->scratch[i])
+			DNNL_TRY(dnnl_memory_set_data_handle(e->scratch[i], bs), "set handle");
 	DNNL_TRY(dnnl_memory_set_data_handle(e->ua, (void *)a), "set handle");
 	DNNL_TRY(dnnl_memory_set_data_handle(e->ub, (void *)b), "set handle");
 	DNNL_TRY(dnnl_memory_set_data_handle(e->uout, out), "set handle");
@@ -460,22 +548,29 @@ static int conv_run(int kind, int pass, starnn_dtype sdt, const struct starnn_co
 		DNNL_TRY(dnnl_memory_set_data_handle(e->iout, bo), "set handle");
 	if (e->bias_mem)
 		DNNL_TRY(dnnl_memory_set_data_handle(e->bias_mem, (void *)bias), "set handle");
+	/* the primitives run one after the other on this thread (the CPU
+	 * stream executes synchronously), so they share one scratchpad buffer */
 	if (e->re_a) {
-		dnnl_exec_arg_t args[] = {{DNNL_ARG_FROM, e->ua}, {DNNL_ARG_TO, e->ia}};
-		DNNL_TRY(dnnl_primitive_execute(e->re_a, t->stream, 2, args), "input reorder");
+		dnnl_exec_arg_t args[] = {{DNNL_ARG_FROM, e->ua}, {DNNL_ARG_TO, e->ia}, {DNNL_ARG_SCRATCHPAD, e->scratch[1]}};
+		DNNL_TRY(dnnl_primitive_execute(e->re_a, t->stream, e->scratch[1] ? 3 : 2, args), "input reorder");
 	}
 	if (e->re_b) {
-		dnnl_exec_arg_t args[] = {{DNNL_ARG_FROM, e->ub}, {DNNL_ARG_TO, e->ib}};
-		DNNL_TRY(dnnl_primitive_execute(e->re_b, t->stream, 2, args), "input reorder");
+		dnnl_exec_arg_t args[] = {{DNNL_ARG_FROM, e->ub}, {DNNL_ARG_TO, e->ib}, {DNNL_ARG_SCRATCHPAD, e->scratch[2]}};
+		DNNL_TRY(dnnl_primitive_execute(e->re_b, t->stream, e->scratch[2] ? 3 : 2, args), "input reorder");
 	}
-	dnnl_exec_arg_t args[4] = {{e->arg_a, e->ia ? e->ia : e->ua},
-	                           {e->arg_b, e->ib ? e->ib : e->ub},
-	                           {e->arg_out, e->iout ? e->iout : e->uout},
-	                           {DNNL_ARG_BIAS, e->bias_mem}};
-	DNNL_TRY(dnnl_primitive_execute(e->conv, t->stream, e->bias_mem ? 4 : 3, args), "convolution");
+	dnnl_exec_arg_t args[5];
+	int nargs = 0;
+	args[nargs++] = (dnnl_exec_arg_t){e->arg_a, e->ia ? e->ia : e->ua};
+	args[nargs++] = (dnnl_exec_arg_t){e->arg_b, e->ib ? e->ib : e->ub};
+	args[nargs++] = (dnnl_exec_arg_t){e->arg_out, e->iout ? e->iout : e->uout};
+	if (e->bias_mem)
+		args[nargs++] = (dnnl_exec_arg_t){DNNL_ARG_BIAS, e->bias_mem};
+	if (e->scratch[0])
+		args[nargs++] = (dnnl_exec_arg_t){DNNL_ARG_SCRATCHPAD, e->scratch[0]};
+	DNNL_TRY(dnnl_primitive_execute(e->conv, t->stream, nargs, args), "convolution");
 	if (e->re_out) {
-		dnnl_exec_arg_t ra[] = {{DNNL_ARG_FROM, e->iout}, {DNNL_ARG_TO, e->uout}};
-		DNNL_TRY(dnnl_primitive_execute(e->re_out, t->stream, 2, ra), "output reorder");
+		dnnl_exec_arg_t ra[] = {{DNNL_ARG_FROM, e->iout}, {DNNL_ARG_TO, e->uout}, {DNNL_ARG_SCRATCHPAD, e->scratch[3]}};
+		DNNL_TRY(dnnl_primitive_execute(e->re_out, t->stream, e->scratch[3] ? 3 : 2, ra), "output reorder");
 	}
 	DNNL_TRY(dnnl_stream_wait(t->stream), "stream wait");
 	return 0;

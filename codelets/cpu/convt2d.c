@@ -99,7 +99,7 @@ int starnn_convt2d_bwd_data_cpu(size_t n, size_t c, size_t o, size_t h, size_t w
 int starnn_convt2d_bwd_weight_cpu(size_t n, size_t c, size_t o, size_t h, size_t w, const float *x, size_t ldx,
                                   const float *dy, size_t lddy, float beta, float *dw, size_t lddw, float *db)
 {
-	size_t hw = h * w, hw4 = 4 * hw, o4 = 4 * o, t = tile_rows(o, h, w);
+	size_t hw = h * w, o4 = 4 * o, t = tile_rows(o, h, w);
 	float *g = malloc(o4 * t * w * sizeof *g);
 	if (!g)
 		return starnn_error(STARNN_ENOMEM, "convt2d_bwd_weight: no memory for a %zu x %zu workspace", o4, t * w);
@@ -114,24 +114,7 @@ int starnn_convt2d_bwd_weight_cpu(size_t n, size_t c, size_t o, size_t h, size_t
 		}
 	free(g);
 
-	/* Bias: per output channel, a sum over the batch and its 2H x 2W plane;
-	 * 8 float lanes per plane (vectorised), accumulated in double. */
-	for (size_t oc = 0; oc < o; oc++) {
-		double s = 0;
-		for (size_t r = 0; r < n; r++) {
-			const float *p = dy + r * lddy + oc * hw4;
-			float ps[8] = {0};
-			size_t k = 0;
-			for (; k + 8 <= hw4; k += 8)
-				for (int l = 0; l < 8; l++)
-					ps[l] += p[k + l];
-			for (; k < hw4; k++)
-				ps[0] += p[k];
-			for (int l = 0; l < 8; l++)
-				s += ps[l];
-		}
-		db[oc] = beta == 0.0f ? (float)s : beta * db[oc] + (float)s;
-	}
+	starnn_convt2d_bias_grad_cpu(n, o, h, w, STARNN_FP32, dy, lddy, beta, db);
 	return 0;
 }
 

@@ -16,9 +16,27 @@ fi
 # seen (rarely, on a loaded machine: once in modular-heteroprio-heft) to
 # spin without progress: such a run is stopped after 60 s and tried once
 # more; a second stall fails the test.
+#
+# History-based models: StarPU 1.3.10's modular-heteroprio-heft livelocks
+# when some of them are not calibrated yet (a worker spins in the heteroprio
+# component's push retries, inside starpu_mct_compute_execution_times, and
+# no task runs: seen with a fresh STARPU_HOME, with this version of starnn
+# and with the previous one). A user calibrates first, as StarPU's
+# documentation advises for model-based policies; so does this test: in a
+# STARPU_HOME of its own (the bus calibration copied from the shared one),
+# 80 steps under dmda with STARPU_CALIBRATE=1 give every footprint its 10
+# measurements, then every policy runs on those models.
+home=$(mktemp -d)
+trap 'rm -rf "$home"' EXIT
+[ -d "${STARPU_HOME:-$HOME}/.starpu" ] && cp -r "${STARPU_HOME:-$HOME}/.starpu" "$home/"
+export STARPU_HOME=$home
+args="--size 16 --depth 1 --filters 2 --batch 4 --micro-batches 2 --samples 16 --eval-every 0 --progress off"
+STARPU_SCHED=dmda STARPU_CALIBRATE=1 STARPU_SILENT=1 STARPU_NCPU=2 STARPU_NCUDA=0 timeout -k 5 120 "$unet" train $args \
+	--steps 80 --quiet > "$home/calibrate.log" 2>&1 ||
+	{ echo "FAIL: calibration run under dmda:"; cat "$home/calibrate.log"; exit 1; }
 run() {
-	STARPU_NCPU=2 STARPU_NCUDA=0 timeout -k 5 60 "$unet" train --size 16 --depth 1 --filters 2 --batch 4 --micro-batches 2 \
-		--samples 16 --steps 4 --eval-every 0 --progress off --log-every 1 2>&1 | sed -n 's/^step \([0-9]*\)\/.* loss \([0-9.]*\).*/\1 \2/p'
+	STARPU_NCPU=2 STARPU_NCUDA=0 timeout -k 5 60 "$unet" train $args --steps 4 --log-every 1 2>&1 |
+		sed -n 's/^step \([0-9]*\)\/.* loss \([0-9.]*\).*/\1 \2/p'
 }
 ref=$(unset STARPU_SCHED; run)
 [ "$(echo "$ref" | wc -l)" = 4 ] || { echo "FAIL: default policy: no losses"; exit 1; }

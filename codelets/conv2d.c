@@ -99,46 +99,151 @@ static float *workspace_get(size_t n, const char *op)
 	return ws->p;
 }
 
-/* A oneDNN kernel's status: its error becomes the task's deferred error. */
-static void dnnl_done(int rc)
+#if defined(STARNN_USE_CUDA) && defined(STARNN_USE_CUDNN)
+#define CONV_CUDA 1
+#endif
+
+/* A kernel's status: its error becomes the task's deferred error. */
+static void done(int rc)
 {
 	if (rc < 0)
 		starnn_defer_error(rc, "%s", starnn_last_error());
 }
 
-/* -------------------------------------------------------------- forward */
+/* ---------------------------------------------------- one pass, one worker
+ * Each pass runs through one function for every codelet that has it: on a
+ * CUDA worker (cuda != 0) cuDNN in fp32 on the given stream; on a CPU the
+ * kernels of the backend the task was submitted with: oneDNN (dt fp32, or
+ * bf16 natively) or im2col + sgemm (fp32). The fp32 codelets pass their
+ * buffers, the 16-bit ones theirs (bf16 on oneDNN) or fp32 copies of them. */
 
-static void fwd_cpu(void *buffers[], void *cl_arg)
+static void fwd_run(const struct conv_args *a, starnn_dtype dt, int cuda, void *stream, struct starnn_mat x,
+                    struct starnn_mat w, const float *b, struct starnn_mat y)
 {
-	const struct conv_args *a = cl_arg;
 	struct starnn_conv2d_geom g = geom_of(a);
-	struct starnn_mat x = starnn_buffer(buffers, 0), w = starnn_buffer(buffers, 1), b = starnn_buffer(buffers, 2),
-	                  y = starnn_buffer(buffers, 3);
+	b += a->o0;
+	(void)stream;
+	if (cuda) {
+#ifdef CONV_CUDA
+		done(starnn_conv2d_fwd_cuda(&g, x.ptr, x.ld, w.ptr, w.ld, b, y.ptr, y.ld, starnn_cudnn_handle(), stream));
+#endif
+		return;
+	}
 	if (a->backend == STARNN_CONV2D_DNNL) {
-		dnnl_done(starnn_conv2d_fwd_dnnl(&g, STARNN_FP32, x.ptr, x.ld, w.ptr, w.ld, (const float *)b.ptr + a->o0,
-		                                 y.ptr, y.ld));
+		done(starnn_conv2d_fwd_dnnl(&g, dt, x.ptr, x.ld, w.ptr, w.ld, b, y.ptr, y.ld));
 		return;
 	}
 	size_t nwork = starnn_conv2d_cpu_workspace(&g, STARNN_CONV2D_FWD);
 	float *work = workspace_get(nwork, "conv2d_fwd");
-	if (nwork && !work)
-		return;
-	starnn_conv2d_fwd_cpu(&g, x.ptr, x.ld, w.ptr, w.ld, (const float *)b.ptr + a->o0, y.ptr, y.ld, work);
+	if (!nwork || work)
+		starnn_conv2d_fwd_cpu(&g, x.ptr, x.ld, w.ptr, w.ld, b, y.ptr, y.ld, work);
 }
 
-#if defined(STARNN_USE_CUDA) && defined(STARNN_USE_CUDNN)
-#define CONV_CUDA 1
+static void bwd_data_run(const struct conv_args *a, starnn_dtype dt, int cuda, void *stream, struct starnn_mat dy,
+                         struct starnn_mat w, struct starnn_mat dx)
+{
+	struct starnn_conv2d_geom g = geom_of(a);
+	(void)stream;
+	if (cuda) {
+#ifdef CONV_CUDA
+		done(starnn_conv2d_bwd_data_cuda(&g, dy.ptr, dy.ld, w.ptr, w.ld, a->beta, dx.ptr, dx.ld,
+		                                 starnn_cudnn_handle(), stream));
+#endif
+		return;
+	}
+	if (a->backend == STARNN_CONV2D_DNNL) {
+		done(starnn_conv2d_bwd_data_dnnl(&g, dt, dy.ptr, dy.ld, w.ptr, w.ld, a->beta, dx.ptr, dx.ld));
+		return;
+	}
+	size_t nwork = starnn_conv2d_cpu_workspace(&g, STARNN_CONV2D_BWD_DATA);
+	float *work = workspace_get(nwork, "conv2d_bwd_data");
+	if (!nwork || work)
+		starnn_conv2d_bwd_data_cpu(&g, dy.ptr, dy.ld, w.ptr, w.ld, a->beta, dx.ptr, dx.ld, work);
+}
+
+static void bwd_weight_run(const struct conv_args *a, starnn_dtype dt, int cuda, void *stream, struct starnn_mat x,
+                           struct starnn_mat dy, struct starnn_mat dw)
+{
+	struct starnn_conv2d_geom g = geom_of(a);
+	(void)stream;
+	if (cuda) {
+#ifdef CONV_CUDA
+		done(starnn_conv2d_bwd_weight_cuda(&g, x.ptr, x.ld, dy.ptr, dy.ld, a->beta, dw.ptr, dw.ld,
+		                                   starnn_cudnn_handle(), stream));
+#endif
+		return;
+	}
+	if (a->backend == STARNN_CONV2D_DNNL) {
+		done(starnn_conv2d_bwd_weight_dnnl(&g, dt, x.ptr, x.ld, dy.ptr, dy.ld, a->beta, dw.ptr, dw.ld));
+		return;
+	}
+	size_t nwork = starnn_conv2d_cpu_workspace(&g, STARNN_CONV2D_BWD_WEIGHT);
+	float *work = workspace_get(nwork, "conv2d_bwd_weight");
+	if (!nwork || work)
+		starnn_conv2d_bwd_weight_cpu(&g, x.ptr, x.ld, dy.ptr, dy.ld, a->beta, dw.ptr, dw.ld, work);
+}
+
+/* The bias gradient: fp32 dy only (16-bit ones are widened first). */
+static void bwd_bias_run(const struct conv_args *a, int cuda, void *stream, struct starnn_mat dy, struct starnn_mat db)
+{
+	(void)stream;
+	if (cuda) {
+#ifdef CONV_CUDA
+		done(starnn_conv2d_bwd_bias_cuda(a->n, a->o, a->h, a->w, dy.ptr, dy.ld, a->beta, db.ptr,
+		                                 starnn_cudnn_handle(), stream));
+#endif
+		return;
+	}
+	starnn_conv2d_bwd_bias_cpu(a->n, a->o, (size_t)a->h * a->w, dy.ptr, dy.ld, a->beta, db.ptr);
+}
+
+/* ------------------------------------------------------- fp32 codelets */
+
+#define BUF(i) starnn_buffer(buffers, i)
+
+static void fwd_cpu(void *buffers[], void *cl_arg)
+{
+	fwd_run(cl_arg, STARNN_FP32, 0, NULL, BUF(0), BUF(1), BUF(2).ptr, BUF(3));
+}
+
+static void bwd_data_cpu(void *buffers[], void *cl_arg)
+{
+	bwd_data_run(cl_arg, STARNN_FP32, 0, NULL, BUF(0), BUF(1), BUF(2));
+}
+
+static void bwd_weight_cpu(void *buffers[], void *cl_arg)
+{
+	bwd_weight_run(cl_arg, STARNN_FP32, 0, NULL, BUF(0), BUF(1), BUF(2));
+}
+
+static void bwd_bias_cpu(void *buffers[], void *cl_arg)
+{
+	bwd_bias_run(cl_arg, 0, NULL, BUF(0), BUF(1));
+}
+
+#ifdef CONV_CUDA
 static void fwd_cuda(void *buffers[], void *cl_arg)
 {
-	const struct conv_args *a = cl_arg;
-	struct starnn_conv2d_geom g = geom_of(a);
-	struct starnn_mat x = starnn_buffer(buffers, 0), w = starnn_buffer(buffers, 1), b = starnn_buffer(buffers, 2),
-	                  y = starnn_buffer(buffers, 3);
-	int rc = starnn_conv2d_fwd_cuda(&g, x.ptr, x.ld, w.ptr, w.ld, (const float *)b.ptr + a->o0, y.ptr, y.ld,
-	                                starnn_cudnn_handle(), starnn_cuda_stream());
-	if (rc < 0)
-		starnn_defer_error(rc, "%s", starnn_last_error());
+	fwd_run(cl_arg, STARNN_FP32, 1, starnn_cuda_stream(), BUF(0), BUF(1), BUF(2).ptr, BUF(3));
 }
+
+static void bwd_data_cuda(void *buffers[], void *cl_arg)
+{
+	bwd_data_run(cl_arg, STARNN_FP32, 1, starnn_cuda_stream(), BUF(0), BUF(1), BUF(2));
+}
+
+static void bwd_weight_cuda(void *buffers[], void *cl_arg)
+{
+	bwd_weight_run(cl_arg, STARNN_FP32, 1, starnn_cuda_stream(), BUF(0), BUF(1), BUF(2));
+}
+
+static void bwd_bias_cuda(void *buffers[], void *cl_arg)
+{
+	bwd_bias_run(cl_arg, 1, starnn_cuda_stream(), BUF(0), BUF(1));
+}
+#define CONV_CUDA_FIELDS(fn) .cuda_funcs = {fn}, .cuda_flags = {STARPU_CUDA_ASYNC},
+#else
+#define CONV_CUDA_FIELDS(fn)
 #endif
 
 static STARNN_PERFMODEL_FP(conv2d_fwd, fp32, conv_footprint);
@@ -146,135 +251,40 @@ struct starpu_codelet starnn_conv2d_fwd_cl = {
 	.name = "conv2d_fwd",
 	.cpu_funcs = {fwd_cpu},
 	.cpu_funcs_name = {"fwd_cpu"},
-#ifdef CONV_CUDA
-	.cuda_funcs = {fwd_cuda},
-	.cuda_flags = {STARPU_CUDA_ASYNC},
-#endif
+	CONV_CUDA_FIELDS(fwd_cuda)
 	.nbuffers = 4,
 	.modes = {STARPU_R, STARPU_R, STARPU_R, STARPU_W},
 	.model = &starnn_conv2d_fwd_fp32_model,
 };
-
-/* -------------------------------------------------------- backward data */
-
-static void bwd_data_cpu(void *buffers[], void *cl_arg)
-{
-	const struct conv_args *a = cl_arg;
-	struct starnn_conv2d_geom g = geom_of(a);
-	struct starnn_mat dy = starnn_buffer(buffers, 0), w = starnn_buffer(buffers, 1), dx = starnn_buffer(buffers, 2);
-	if (a->backend == STARNN_CONV2D_DNNL) {
-		dnnl_done(starnn_conv2d_bwd_data_dnnl(&g, STARNN_FP32, dy.ptr, dy.ld, w.ptr, w.ld, a->beta, dx.ptr, dx.ld));
-		return;
-	}
-	size_t nwork = starnn_conv2d_cpu_workspace(&g, STARNN_CONV2D_BWD_DATA);
-	float *work = workspace_get(nwork, "conv2d_bwd_data");
-	if (nwork && !work)
-		return;
-	starnn_conv2d_bwd_data_cpu(&g, dy.ptr, dy.ld, w.ptr, w.ld, a->beta, dx.ptr, dx.ld, work);
-}
-
-#ifdef CONV_CUDA
-static void bwd_data_cuda(void *buffers[], void *cl_arg)
-{
-	const struct conv_args *a = cl_arg;
-	struct starnn_conv2d_geom g = geom_of(a);
-	struct starnn_mat dy = starnn_buffer(buffers, 0), w = starnn_buffer(buffers, 1), dx = starnn_buffer(buffers, 2);
-	int rc = starnn_conv2d_bwd_data_cuda(&g, dy.ptr, dy.ld, w.ptr, w.ld, a->beta, dx.ptr, dx.ld,
-	                                     starnn_cudnn_handle(), starnn_cuda_stream());
-	if (rc < 0)
-		starnn_defer_error(rc, "%s", starnn_last_error());
-}
-#endif
 
 static STARNN_PERFMODEL_FP(conv2d_bwd_data, fp32, conv_footprint);
 struct starpu_codelet starnn_conv2d_bwd_data_cl = {
 	.name = "conv2d_bwd_data",
 	.cpu_funcs = {bwd_data_cpu},
 	.cpu_funcs_name = {"bwd_data_cpu"},
-#ifdef CONV_CUDA
-	.cuda_funcs = {bwd_data_cuda},
-	.cuda_flags = {STARPU_CUDA_ASYNC},
-#endif
+	CONV_CUDA_FIELDS(bwd_data_cuda)
 	.nbuffers = 3,
 	.modes = {STARPU_R, STARPU_R, STARPU_RW},
 	.model = &starnn_conv2d_bwd_data_fp32_model,
 };
-
-/* ------------------------------------------------------ backward weight */
-
-static void bwd_weight_cpu(void *buffers[], void *cl_arg)
-{
-	const struct conv_args *a = cl_arg;
-	struct starnn_conv2d_geom g = geom_of(a);
-	struct starnn_mat x = starnn_buffer(buffers, 0), dy = starnn_buffer(buffers, 1), dw = starnn_buffer(buffers, 2);
-	if (a->backend == STARNN_CONV2D_DNNL) {
-		dnnl_done(starnn_conv2d_bwd_weight_dnnl(&g, STARNN_FP32, x.ptr, x.ld, dy.ptr, dy.ld, a->beta, dw.ptr, dw.ld));
-		return;
-	}
-	size_t nwork = starnn_conv2d_cpu_workspace(&g, STARNN_CONV2D_BWD_WEIGHT);
-	float *work = workspace_get(nwork, "conv2d_bwd_weight");
-	if (nwork && !work)
-		return;
-	starnn_conv2d_bwd_weight_cpu(&g, x.ptr, x.ld, dy.ptr, dy.ld, a->beta, dw.ptr, dw.ld, work);
-}
-
-#ifdef CONV_CUDA
-static void bwd_weight_cuda(void *buffers[], void *cl_arg)
-{
-	const struct conv_args *a = cl_arg;
-	struct starnn_conv2d_geom g = geom_of(a);
-	struct starnn_mat x = starnn_buffer(buffers, 0), dy = starnn_buffer(buffers, 1), dw = starnn_buffer(buffers, 2);
-	int rc = starnn_conv2d_bwd_weight_cuda(&g, x.ptr, x.ld, dy.ptr, dy.ld, a->beta, dw.ptr, dw.ld,
-	                                       starnn_cudnn_handle(), starnn_cuda_stream());
-	if (rc < 0)
-		starnn_defer_error(rc, "%s", starnn_last_error());
-}
-#endif
 
 static STARNN_PERFMODEL_FP(conv2d_bwd_weight, fp32, conv_footprint);
 struct starpu_codelet starnn_conv2d_bwd_weight_cl = {
 	.name = "conv2d_bwd_weight",
 	.cpu_funcs = {bwd_weight_cpu},
 	.cpu_funcs_name = {"bwd_weight_cpu"},
-#ifdef CONV_CUDA
-	.cuda_funcs = {bwd_weight_cuda},
-	.cuda_flags = {STARPU_CUDA_ASYNC},
-#endif
+	CONV_CUDA_FIELDS(bwd_weight_cuda)
 	.nbuffers = 3,
 	.modes = {STARPU_R, STARPU_R, STARPU_RW},
 	.model = &starnn_conv2d_bwd_weight_fp32_model,
 };
-
-/* --------------------------------------------------------- bias gradient */
-
-static void bwd_bias_cpu(void *buffers[], void *cl_arg)
-{
-	const struct conv_args *a = cl_arg;
-	struct starnn_mat dy = starnn_buffer(buffers, 0), db = starnn_buffer(buffers, 1);
-	starnn_conv2d_bwd_bias_cpu(a->n, a->o, (size_t)a->h * a->w, dy.ptr, dy.ld, a->beta, db.ptr);
-}
-
-#ifdef CONV_CUDA
-static void bwd_bias_cuda(void *buffers[], void *cl_arg)
-{
-	const struct conv_args *a = cl_arg;
-	struct starnn_mat dy = starnn_buffer(buffers, 0), db = starnn_buffer(buffers, 1);
-	int rc = starnn_conv2d_bwd_bias_cuda(a->n, a->o, a->h, a->w, dy.ptr, dy.ld, a->beta, db.ptr,
-	                                     starnn_cudnn_handle(), starnn_cuda_stream());
-	if (rc < 0)
-		starnn_defer_error(rc, "%s", starnn_last_error());
-}
-#endif
 
 static STARNN_PERFMODEL_FP(conv2d_bwd_bias, fp32, conv_footprint);
 struct starpu_codelet starnn_conv2d_bwd_bias_cl = {
 	.name = "conv2d_bwd_bias",
 	.cpu_funcs = {bwd_bias_cpu},
 	.cpu_funcs_name = {"bwd_bias_cpu"},
-#ifdef CONV_CUDA
-	.cuda_funcs = {bwd_bias_cuda},
-	.cuda_flags = {STARPU_CUDA_ASYNC},
-#endif
+	CONV_CUDA_FIELDS(bwd_bias_cuda)
 	.nbuffers = 2,
 	.modes = {STARPU_R, STARPU_RW},
 	.model = &starnn_conv2d_bwd_bias_fp32_model,
@@ -284,9 +294,9 @@ struct starpu_codelet starnn_conv2d_bwd_bias_cl = {
  * fp16 / bf16 activations: x, y, dy, dx and the weight copy w in the 16-bit
  * type; b, dw, db fp32. On a CPU with oneDNN, bf16 runs natively (oneDNN's
  * bf16 primitives: AVX512-BF16 / AMX, fp32 accumulation). Otherwise the
- * 16-bit buffers are widened to fp32 (exact) and the fp32 kernels run on
- * them (CPU: im2col + sgemm; CUDA: cuDNN in fp32), accumulating in fp32;
- * 16-bit outputs are rounded once at the end (codelets/halfwrap.h). */
+ * 16-bit buffers are widened to fp32 (exact) and the fp32 kernels of the
+ * worker run on them, accumulating in fp32; 16-bit outputs are rounded once
+ * at the end (codelets/halfwrap.h). */
 
 /* bf16 on a CPU with oneDNN: native bf16 kernels (no widening). */
 static int dnnl_native(const struct conv_args *a, starnn_dtype dt, int cuda)
@@ -297,34 +307,17 @@ static int dnnl_native(const struct conv_args *a, starnn_dtype dt, int cuda)
 static void fwd_half(void *buffers[], void *cl_arg, starnn_dtype dt, int cuda)
 {
 	const struct conv_args *a = cl_arg;
-	struct starnn_conv2d_geom g = geom_of(a);
-	struct starnn_mat x = starnn_buffer(buffers, 0), w = starnn_buffer(buffers, 1), b = starnn_buffer(buffers, 2),
-	                  y = starnn_buffer(buffers, 3);
+	struct starnn_mat x = BUF(0), w = BUF(1), y = BUF(3);
+	const float *b = BUF(2).ptr;
 	if (dnnl_native(a, dt, cuda)) {
-		dnnl_done(starnn_conv2d_fwd_dnnl(&g, dt, x.ptr, x.ld, w.ptr, w.ld, (const float *)b.ptr + a->o0, y.ptr,
-		                                 y.ld));
+		fwd_run(a, dt, 0, NULL, x, w, b, y);
 		return;
 	}
 	struct starnn_hw h;
 	starnn_hw_begin(&h, "conv2d_fwd_half", cuda);
 	struct starnn_mat xw = starnn_hw_in(&h, dt, x, 1), ww = starnn_hw_in(&h, dt, w, 1), yw = starnn_hw_in(&h, dt, y, 0);
 	if (!h.failed) {
-		if (!cuda) {
-			size_t nwork = starnn_conv2d_cpu_workspace(&g, STARNN_CONV2D_FWD);
-			float *work = workspace_get(nwork, "conv2d_fwd");
-			if (nwork && !work)
-				return;
-			starnn_conv2d_fwd_cpu(&g, xw.ptr, xw.ld, ww.ptr, ww.ld, (const float *)b.ptr + a->o0, yw.ptr, yw.ld,
-			                      work);
-		}
-#ifdef CONV_CUDA
-		else {
-			int rc = starnn_conv2d_fwd_cuda(&g, xw.ptr, xw.ld, ww.ptr, ww.ld, (const float *)b.ptr + a->o0,
-			                                yw.ptr, yw.ld, starnn_cudnn_handle(), h.stream);
-			if (rc < 0)
-				starnn_defer_error(rc, "%s", starnn_last_error());
-		}
-#endif
+		fwd_run(a, STARNN_FP32, cuda, h.stream, xw, ww, b, yw);
 		starnn_hw_out(&h, dt, yw, y);
 	}
 	starnn_hw_end(&h);
@@ -333,10 +326,9 @@ static void fwd_half(void *buffers[], void *cl_arg, starnn_dtype dt, int cuda)
 static void bwd_data_half(void *buffers[], void *cl_arg, starnn_dtype dt, int cuda)
 {
 	const struct conv_args *a = cl_arg;
-	struct starnn_conv2d_geom g = geom_of(a);
-	struct starnn_mat dy = starnn_buffer(buffers, 0), w = starnn_buffer(buffers, 1), dx = starnn_buffer(buffers, 2);
+	struct starnn_mat dy = BUF(0), w = BUF(1), dx = BUF(2);
 	if (dnnl_native(a, dt, cuda)) {
-		dnnl_done(starnn_conv2d_bwd_data_dnnl(&g, dt, dy.ptr, dy.ld, w.ptr, w.ld, a->beta, dx.ptr, dx.ld));
+		bwd_data_run(a, dt, 0, NULL, dy, w, dx);
 		return;
 	}
 	struct starnn_hw h;
@@ -344,21 +336,7 @@ static void bwd_data_half(void *buffers[], void *cl_arg, starnn_dtype dt, int cu
 	struct starnn_mat dyw = starnn_hw_in(&h, dt, dy, 1), ww = starnn_hw_in(&h, dt, w, 1),
 	                  dxw = starnn_hw_in(&h, dt, dx, a->beta != 0.0f);
 	if (!h.failed) {
-		if (!cuda) {
-			size_t nwork = starnn_conv2d_cpu_workspace(&g, STARNN_CONV2D_BWD_DATA);
-			float *work = workspace_get(nwork, "conv2d_bwd_data");
-			if (nwork && !work)
-				return;
-			starnn_conv2d_bwd_data_cpu(&g, dyw.ptr, dyw.ld, ww.ptr, ww.ld, a->beta, dxw.ptr, dxw.ld, work);
-		}
-#ifdef CONV_CUDA
-		else {
-			int rc = starnn_conv2d_bwd_data_cuda(&g, dyw.ptr, dyw.ld, ww.ptr, ww.ld, a->beta, dxw.ptr, dxw.ld,
-			                                     starnn_cudnn_handle(), h.stream);
-			if (rc < 0)
-				starnn_defer_error(rc, "%s", starnn_last_error());
-		}
-#endif
+		bwd_data_run(a, STARNN_FP32, cuda, h.stream, dyw, ww, dxw);
 		starnn_hw_out(&h, dt, dxw, dx);
 	}
 	starnn_hw_end(&h);
@@ -367,54 +345,26 @@ static void bwd_data_half(void *buffers[], void *cl_arg, starnn_dtype dt, int cu
 static void bwd_weight_half(void *buffers[], void *cl_arg, starnn_dtype dt, int cuda)
 {
 	const struct conv_args *a = cl_arg;
-	struct starnn_conv2d_geom g = geom_of(a);
-	struct starnn_mat x = starnn_buffer(buffers, 0), dy = starnn_buffer(buffers, 1), dw = starnn_buffer(buffers, 2);
+	struct starnn_mat x = BUF(0), dy = BUF(1), dw = BUF(2);
 	if (dnnl_native(a, dt, cuda)) {
-		dnnl_done(starnn_conv2d_bwd_weight_dnnl(&g, dt, x.ptr, x.ld, dy.ptr, dy.ld, a->beta, dw.ptr, dw.ld));
+		bwd_weight_run(a, dt, 0, NULL, x, dy, dw);
 		return;
 	}
 	struct starnn_hw h;
 	starnn_hw_begin(&h, "conv2d_bwd_weight_half", cuda);
 	struct starnn_mat xw = starnn_hw_in(&h, dt, x, 1), dyw = starnn_hw_in(&h, dt, dy, 1);
-	if (!h.failed) {
-		if (!cuda) {
-			size_t nwork = starnn_conv2d_cpu_workspace(&g, STARNN_CONV2D_BWD_WEIGHT);
-			float *work = workspace_get(nwork, "conv2d_bwd_weight");
-			if (nwork && !work)
-				return;
-			starnn_conv2d_bwd_weight_cpu(&g, xw.ptr, xw.ld, dyw.ptr, dyw.ld, a->beta, dw.ptr, dw.ld, work);
-		}
-#ifdef CONV_CUDA
-		else {
-			int rc = starnn_conv2d_bwd_weight_cuda(&g, xw.ptr, xw.ld, dyw.ptr, dyw.ld, a->beta, dw.ptr, dw.ld,
-			                                       starnn_cudnn_handle(), h.stream);
-			if (rc < 0)
-				starnn_defer_error(rc, "%s", starnn_last_error());
-		}
-#endif
-	}
+	if (!h.failed)
+		bwd_weight_run(a, STARNN_FP32, cuda, h.stream, xw, dyw, dw);
 	starnn_hw_end(&h);
 }
 
 static void bwd_bias_half(void *buffers[], void *cl_arg, starnn_dtype dt, int cuda)
 {
-	const struct conv_args *a = cl_arg;
-	struct starnn_mat dy = starnn_buffer(buffers, 0), db = starnn_buffer(buffers, 1);
 	struct starnn_hw h;
 	starnn_hw_begin(&h, "conv2d_bwd_bias_half", cuda);
-	struct starnn_mat dyw = starnn_hw_in(&h, dt, dy, 1);
-	if (!h.failed) {
-		if (!cuda)
-			starnn_conv2d_bwd_bias_cpu(a->n, a->o, (size_t)a->h * a->w, dyw.ptr, dyw.ld, a->beta, db.ptr);
-#ifdef CONV_CUDA
-		else {
-			int rc = starnn_conv2d_bwd_bias_cuda(a->n, a->o, a->h, a->w, dyw.ptr, dyw.ld, a->beta, db.ptr,
-			                                     starnn_cudnn_handle(), h.stream);
-			if (rc < 0)
-				starnn_defer_error(rc, "%s", starnn_last_error());
-		}
-#endif
-	}
+	struct starnn_mat dyw = starnn_hw_in(&h, dt, BUF(0), 1);
+	if (!h.failed)
+		bwd_bias_run(cl_arg, cuda, h.stream, dyw, BUF(1));
 	starnn_hw_end(&h);
 }
 

@@ -30,39 +30,78 @@ static void report(int rc)
 		starnn_defer_error(rc, "%s", starnn_last_error());
 }
 
-/* oneDNN deconvolutions on CPUs (when the conv2d CPU backend is oneDNN):
- * fp32, and bf16 natively; fp16 widens (below). */
-static int use_dnnl(const struct convt2d_args *a, starnn_dtype dt)
+/* ---------------------------------------------------- one pass, one worker
+ * Each pass runs through one function for every codelet that has it: on a
+ * CUDA worker (cuda != 0) cuBLAS in fp32 on the given stream; on a CPU
+ * oneDNN's deconvolutions when the conv2d CPU backend is oneDNN (dt fp32,
+ * or bf16 natively), else the GEMM-based kernels (fp32). The fp32 codelets
+ * pass their buffers, the 16-bit ones theirs (bf16 on oneDNN) or fp32 copies
+ * of them. Kernels see x.rows samples, w.rows input channels and w.cols / 4
+ * output channels (or those of dx / dw). */
+
+static void fwd_run(const struct convt2d_args *a, starnn_dtype dt, int cuda, void *stream, struct starnn_mat x,
+                    struct starnn_mat w, const float *b, struct starnn_mat y)
 {
-	return a->backend == STARNN_CONV2D_DNNL && (dt == STARNN_FP32 || dt == STARNN_BF16);
+	size_t n = x.rows, c = w.rows, o = w.cols / 4, h = (size_t)a->h, wd = (size_t)a->w;
+	(void)stream;
+	if (cuda) {
+#ifdef STARNN_USE_CUDA
+		starnn_convt2d_fwd_cuda(n, c, o, h, wd, x.ptr, x.ld, w.ptr, w.ld, b, y.ptr, y.ld, starnn_cublas_handle(),
+		                        stream);
+		STARNN_CUDA_LAUNCHED("convt2d_fwd");
+#endif
+		return;
+	}
+	if (a->backend == STARNN_CONV2D_DNNL)
+		report(starnn_convt2d_fwd_dnnl(n, c, o, h, wd, dt, x.ptr, x.ld, w.ptr, w.ld, b, y.ptr, y.ld));
+	else
+		report(starnn_convt2d_fwd_cpu(n, c, o, h, wd, x.ptr, x.ld, w.ptr, w.ld, b, y.ptr, y.ld));
 }
 
-static void fwd_dnnl(void *buffers[], const struct convt2d_args *a, starnn_dtype dt)
+static void bwd_data_run(const struct convt2d_args *a, starnn_dtype dt, int cuda, void *stream, struct starnn_mat w,
+                         struct starnn_mat dy, struct starnn_mat dx)
 {
-	struct starnn_mat x = starnn_buffer(buffers, 0), w = starnn_buffer(buffers, 1), b = starnn_buffer(buffers, 2),
-	                  y = starnn_buffer(buffers, 3);
-	report(starnn_convt2d_fwd_dnnl(x.rows, w.rows, w.cols / 4, (size_t)a->h, (size_t)a->w, dt, x.ptr, x.ld, w.ptr,
-	                               w.ld, b.ptr, y.ptr, y.ld));
+	size_t n = dx.rows, c = w.rows, o = w.cols / 4, h = (size_t)a->h, wd = (size_t)a->w;
+	(void)stream;
+	if (cuda) {
+#ifdef STARNN_USE_CUDA
+		starnn_convt2d_bwd_data_cuda(n, c, o, h, wd, w.ptr, w.ld, dy.ptr, dy.ld, a->beta, dx.ptr, dx.ld,
+		                             starnn_cublas_handle(), stream);
+		STARNN_CUDA_LAUNCHED("convt2d_bwd_data");
+#endif
+		return;
+	}
+	if (a->backend == STARNN_CONV2D_DNNL)
+		report(starnn_convt2d_bwd_data_dnnl(n, c, o, h, wd, dt, w.ptr, w.ld, dy.ptr, dy.ld, a->beta, dx.ptr, dx.ld));
+	else
+		report(starnn_convt2d_bwd_data_cpu(n, c, o, h, wd, w.ptr, w.ld, dy.ptr, dy.ld, a->beta, dx.ptr, dx.ld));
 }
 
-static void bwd_data_dnnl(void *buffers[], const struct convt2d_args *a, starnn_dtype dt)
+static void bwd_weight_run(const struct convt2d_args *a, starnn_dtype dt, int cuda, void *stream, struct starnn_mat x,
+                           struct starnn_mat dy, struct starnn_mat dw, struct starnn_mat db)
 {
-	struct starnn_mat w = starnn_buffer(buffers, 0), dy = starnn_buffer(buffers, 1), dx = starnn_buffer(buffers, 2);
-	report(starnn_convt2d_bwd_data_dnnl(dx.rows, w.rows, w.cols / 4, (size_t)a->h, (size_t)a->w, dt, w.ptr, w.ld,
-	                                    dy.ptr, dy.ld, a->beta, dx.ptr, dx.ld));
-}
-
-static void bwd_weight_dnnl(void *buffers[], const struct convt2d_args *a, starnn_dtype dt)
-{
-	struct starnn_mat x = starnn_buffer(buffers, 0), dy = starnn_buffer(buffers, 1), dw = starnn_buffer(buffers, 2),
-	                  db = starnn_buffer(buffers, 3);
-	int rc = starnn_convt2d_bwd_weight_dnnl(x.rows, dw.rows, dw.cols / 4, (size_t)a->h, (size_t)a->w, dt, x.ptr,
-	                                        x.ld, dy.ptr, dy.ld, a->beta, dw.ptr, dw.ld);
+	size_t n = x.rows, c = dw.rows, o = dw.cols / 4, h = (size_t)a->h, wd = (size_t)a->w;
+	(void)stream;
+	if (cuda) {
+#ifdef STARNN_USE_CUDA
+		starnn_convt2d_bwd_weight_cuda(n, c, o, h, wd, x.ptr, x.ld, dy.ptr, dy.ld, a->beta, dw.ptr, dw.ld, db.ptr,
+		                               starnn_cublas_handle(), stream);
+		STARNN_CUDA_LAUNCHED("convt2d_bwd_weight");
+#endif
+		return;
+	}
+	if (a->backend != STARNN_CONV2D_DNNL) {
+		report(starnn_convt2d_bwd_weight_cpu(n, c, o, h, wd, x.ptr, x.ld, dy.ptr, dy.ld, a->beta, dw.ptr, dw.ld,
+		                                     db.ptr));
+		return;
+	}
+	int rc = starnn_convt2d_bwd_weight_dnnl(n, c, o, h, wd, dt, x.ptr, x.ld, dy.ptr, dy.ld, a->beta, dw.ptr, dw.ld);
 	report(rc);
 	if (rc == 0)
-		starnn_convt2d_bias_grad_cpu(x.rows, dw.cols / 4, (size_t)a->h, (size_t)a->w, dt, dy.ptr, dy.ld, a->beta,
-		                             db.ptr);
+		starnn_convt2d_bias_grad_cpu(n, o, h, wd, dt, dy.ptr, dy.ld, a->beta, db.ptr);
 }
+
+#define BUF(i) starnn_buffer(buffers, i)
 
 #ifdef STARNN_USE_CUDA
 #define CUDA_IMPL(fn) .cuda_funcs = {fn}, .cuda_flags = {STARPU_CUDA_ASYNC},
@@ -74,26 +113,13 @@ static void bwd_weight_dnnl(void *buffers[], const struct convt2d_args *a, starn
 
 static void convt2d_fwd_cpu(void *buffers[], void *cl_arg)
 {
-	const struct convt2d_args *a = cl_arg;
-	if (use_dnnl(a, STARNN_FP32)) {
-		fwd_dnnl(buffers, a, STARNN_FP32);
-		return;
-	}
-	struct starnn_mat x = starnn_buffer(buffers, 0), w = starnn_buffer(buffers, 1), b = starnn_buffer(buffers, 2),
-	                  y = starnn_buffer(buffers, 3);
-	report(starnn_convt2d_fwd_cpu(x.rows, w.rows, w.cols / 4, (size_t)a->h, (size_t)a->w, x.ptr, x.ld, w.ptr, w.ld,
-	                              b.ptr, y.ptr, y.ld));
+	fwd_run(cl_arg, STARNN_FP32, 0, NULL, BUF(0), BUF(1), BUF(2).ptr, BUF(3));
 }
 
 #ifdef STARNN_USE_CUDA
 static void convt2d_fwd_cuda(void *buffers[], void *cl_arg)
 {
-	const struct convt2d_args *a = cl_arg;
-	struct starnn_mat x = starnn_buffer(buffers, 0), w = starnn_buffer(buffers, 1), b = starnn_buffer(buffers, 2),
-	                  y = starnn_buffer(buffers, 3);
-	starnn_convt2d_fwd_cuda(x.rows, w.rows, w.cols / 4, (size_t)a->h, (size_t)a->w, x.ptr, x.ld, w.ptr, w.ld,
-	                        b.ptr, y.ptr, y.ld, starnn_cublas_handle(), starnn_cuda_stream());
-	STARNN_CUDA_LAUNCHED("convt2d_fwd");
+	fwd_run(cl_arg, STARNN_FP32, 1, starnn_cuda_stream(), BUF(0), BUF(1), BUF(2).ptr, BUF(3));
 }
 #endif
 
@@ -112,24 +138,13 @@ struct starpu_codelet starnn_convt2d_fwd_cl = {
 
 static void convt2d_bwd_data_cpu(void *buffers[], void *cl_arg)
 {
-	const struct convt2d_args *a = cl_arg;
-	if (use_dnnl(a, STARNN_FP32)) {
-		bwd_data_dnnl(buffers, a, STARNN_FP32);
-		return;
-	}
-	struct starnn_mat w = starnn_buffer(buffers, 0), dy = starnn_buffer(buffers, 1), dx = starnn_buffer(buffers, 2);
-	report(starnn_convt2d_bwd_data_cpu(dx.rows, w.rows, w.cols / 4, (size_t)a->h, (size_t)a->w, w.ptr, w.ld, dy.ptr,
-	                                   dy.ld, a->beta, dx.ptr, dx.ld));
+	bwd_data_run(cl_arg, STARNN_FP32, 0, NULL, BUF(0), BUF(1), BUF(2));
 }
 
 #ifdef STARNN_USE_CUDA
 static void convt2d_bwd_data_cuda(void *buffers[], void *cl_arg)
 {
-	const struct convt2d_args *a = cl_arg;
-	struct starnn_mat w = starnn_buffer(buffers, 0), dy = starnn_buffer(buffers, 1), dx = starnn_buffer(buffers, 2);
-	starnn_convt2d_bwd_data_cuda(dx.rows, w.rows, w.cols / 4, (size_t)a->h, (size_t)a->w, w.ptr, w.ld, dy.ptr,
-	                             dy.ld, a->beta, dx.ptr, dx.ld, starnn_cublas_handle(), starnn_cuda_stream());
-	STARNN_CUDA_LAUNCHED("convt2d_bwd_data");
+	bwd_data_run(cl_arg, STARNN_FP32, 1, starnn_cuda_stream(), BUF(0), BUF(1), BUF(2));
 }
 #endif
 
@@ -157,27 +172,13 @@ struct starpu_codelet starnn_convt2d_bwd_data_w_cl = {
 
 static void convt2d_bwd_weight_cpu(void *buffers[], void *cl_arg)
 {
-	const struct convt2d_args *a = cl_arg;
-	if (use_dnnl(a, STARNN_FP32)) {
-		bwd_weight_dnnl(buffers, a, STARNN_FP32);
-		return;
-	}
-	struct starnn_mat x = starnn_buffer(buffers, 0), dy = starnn_buffer(buffers, 1), dw = starnn_buffer(buffers, 2),
-	                  db = starnn_buffer(buffers, 3);
-	report(starnn_convt2d_bwd_weight_cpu(x.rows, dw.rows, dw.cols / 4, (size_t)a->h, (size_t)a->w, x.ptr, x.ld,
-	                                     dy.ptr, dy.ld, a->beta, dw.ptr, dw.ld, db.ptr));
+	bwd_weight_run(cl_arg, STARNN_FP32, 0, NULL, BUF(0), BUF(1), BUF(2), BUF(3));
 }
 
 #ifdef STARNN_USE_CUDA
 static void convt2d_bwd_weight_cuda(void *buffers[], void *cl_arg)
 {
-	const struct convt2d_args *a = cl_arg;
-	struct starnn_mat x = starnn_buffer(buffers, 0), dy = starnn_buffer(buffers, 1), dw = starnn_buffer(buffers, 2),
-	                  db = starnn_buffer(buffers, 3);
-	starnn_convt2d_bwd_weight_cuda(x.rows, dw.rows, dw.cols / 4, (size_t)a->h, (size_t)a->w, x.ptr, x.ld, dy.ptr,
-	                               dy.ld, a->beta, dw.ptr, dw.ld, db.ptr, starnn_cublas_handle(),
-	                               starnn_cuda_stream());
-	STARNN_CUDA_LAUNCHED("convt2d_bwd_weight");
+	bwd_weight_run(cl_arg, STARNN_FP32, 1, starnn_cuda_stream(), BUF(0), BUF(1), BUF(2), BUF(3));
 }
 #endif
 
@@ -208,29 +209,26 @@ struct starpu_codelet starnn_convt2d_bwd_weight_w_cl = {
  * kernels run on them (fp32 accumulation); 16-bit outputs are rounded once
  * (codelets/halfwrap.h). */
 
+/* bf16 on a CPU with oneDNN runs natively, without widening. */
+static int use_dnnl(const struct convt2d_args *a, starnn_dtype dt)
+{
+	return a->backend == STARNN_CONV2D_DNNL && dt == STARNN_BF16;
+}
+
 static void convt2d_fwd_half(void *buffers[], void *cl_arg, starnn_dtype dt, int cuda)
 {
 	const struct convt2d_args *a = cl_arg;
+	struct starnn_mat x = BUF(0), w = BUF(1), y = BUF(3);
+	const float *b = BUF(2).ptr;
 	if (!cuda && use_dnnl(a, dt)) {
-		fwd_dnnl(buffers, a, dt);
+		fwd_run(a, dt, 0, NULL, x, w, b, y);
 		return;
 	}
-	struct starnn_mat x = starnn_buffer(buffers, 0), w = starnn_buffer(buffers, 1), b = starnn_buffer(buffers, 2),
-	                  y = starnn_buffer(buffers, 3);
 	struct starnn_hw h;
 	starnn_hw_begin(&h, "convt2d_fwd_half", cuda);
 	struct starnn_mat xw = starnn_hw_in(&h, dt, x, 1), ww = starnn_hw_in(&h, dt, w, 1), yw = starnn_hw_in(&h, dt, y, 0);
 	if (!h.failed) {
-		if (!cuda)
-			report(starnn_convt2d_fwd_cpu(x.rows, w.rows, w.cols / 4, (size_t)a->h, (size_t)a->w, xw.ptr, xw.ld,
-			                              ww.ptr, ww.ld, b.ptr, yw.ptr, yw.ld));
-#ifdef STARNN_USE_CUDA
-		else {
-			starnn_convt2d_fwd_cuda(x.rows, w.rows, w.cols / 4, (size_t)a->h, (size_t)a->w, xw.ptr, xw.ld, ww.ptr,
-			                        ww.ld, b.ptr, yw.ptr, yw.ld, starnn_cublas_handle(), h.stream);
-			STARNN_CUDA_LAUNCHED("convt2d_fwd_half");
-		}
-#endif
+		fwd_run(a, STARNN_FP32, cuda, h.stream, xw, ww, b, yw);
 		starnn_hw_out(&h, dt, yw, y);
 	}
 	starnn_hw_end(&h);
@@ -239,27 +237,17 @@ static void convt2d_fwd_half(void *buffers[], void *cl_arg, starnn_dtype dt, int
 static void convt2d_bwd_data_half(void *buffers[], void *cl_arg, starnn_dtype dt, int cuda)
 {
 	const struct convt2d_args *a = cl_arg;
+	struct starnn_mat w = BUF(0), dy = BUF(1), dx = BUF(2);
 	if (!cuda && use_dnnl(a, dt)) {
-		bwd_data_dnnl(buffers, a, dt);
+		bwd_data_run(a, dt, 0, NULL, w, dy, dx);
 		return;
 	}
-	struct starnn_mat w = starnn_buffer(buffers, 0), dy = starnn_buffer(buffers, 1), dx = starnn_buffer(buffers, 2);
 	struct starnn_hw h;
 	starnn_hw_begin(&h, "convt2d_bwd_data_half", cuda);
 	struct starnn_mat ww = starnn_hw_in(&h, dt, w, 1), dyw = starnn_hw_in(&h, dt, dy, 1),
 	                  dxw = starnn_hw_in(&h, dt, dx, a->beta != 0.0f);
 	if (!h.failed) {
-		if (!cuda)
-			report(starnn_convt2d_bwd_data_cpu(dx.rows, w.rows, w.cols / 4, (size_t)a->h, (size_t)a->w, ww.ptr,
-			                                   ww.ld, dyw.ptr, dyw.ld, a->beta, dxw.ptr, dxw.ld));
-#ifdef STARNN_USE_CUDA
-		else {
-			starnn_convt2d_bwd_data_cuda(dx.rows, w.rows, w.cols / 4, (size_t)a->h, (size_t)a->w, ww.ptr, ww.ld,
-			                             dyw.ptr, dyw.ld, a->beta, dxw.ptr, dxw.ld, starnn_cublas_handle(),
-			                             h.stream);
-			STARNN_CUDA_LAUNCHED("convt2d_bwd_data_half");
-		}
-#endif
+		bwd_data_run(a, STARNN_FP32, cuda, h.stream, ww, dyw, dxw);
 		starnn_hw_out(&h, dt, dxw, dx);
 	}
 	starnn_hw_end(&h);
@@ -268,28 +256,16 @@ static void convt2d_bwd_data_half(void *buffers[], void *cl_arg, starnn_dtype dt
 static void convt2d_bwd_weight_half(void *buffers[], void *cl_arg, starnn_dtype dt, int cuda)
 {
 	const struct convt2d_args *a = cl_arg;
+	struct starnn_mat x = BUF(0), dy = BUF(1), dw = BUF(2), db = BUF(3);
 	if (!cuda && use_dnnl(a, dt)) {
-		bwd_weight_dnnl(buffers, a, dt);
+		bwd_weight_run(a, dt, 0, NULL, x, dy, dw, db);
 		return;
 	}
-	struct starnn_mat x = starnn_buffer(buffers, 0), dy = starnn_buffer(buffers, 1), dw = starnn_buffer(buffers, 2),
-	                  db = starnn_buffer(buffers, 3);
 	struct starnn_hw h;
 	starnn_hw_begin(&h, "convt2d_bwd_weight_half", cuda);
 	struct starnn_mat xw = starnn_hw_in(&h, dt, x, 1), dyw = starnn_hw_in(&h, dt, dy, 1);
-	if (!h.failed) {
-		if (!cuda)
-			report(starnn_convt2d_bwd_weight_cpu(x.rows, dw.rows, dw.cols / 4, (size_t)a->h, (size_t)a->w, xw.ptr,
-			                                     xw.ld, dyw.ptr, dyw.ld, a->beta, dw.ptr, dw.ld, db.ptr));
-#ifdef STARNN_USE_CUDA
-		else {
-			starnn_convt2d_bwd_weight_cuda(x.rows, dw.rows, dw.cols / 4, (size_t)a->h, (size_t)a->w, xw.ptr,
-			                               xw.ld, dyw.ptr, dyw.ld, a->beta, dw.ptr, dw.ld, db.ptr,
-			                               starnn_cublas_handle(), h.stream);
-			STARNN_CUDA_LAUNCHED("convt2d_bwd_weight_half");
-		}
-#endif
-	}
+	if (!h.failed)
+		bwd_weight_run(a, STARNN_FP32, cuda, h.stream, xw, dyw, dw, db);
 	starnn_hw_end(&h);
 }
 

@@ -16,6 +16,7 @@
 #include "codelets/conv2d.h"
 #include "codelets/halfwrap.h"
 #include "runtime/codelet.h"
+#include "runtime/starnn.h"
 
 /* Smallest task worth splitting off: about 0.2 ms of one core with AVX-512
  * sgemm, 1 ms with SSE kernels; StarPU's per-task cost is some 10 us. The
@@ -463,7 +464,7 @@ static struct conv_args args_of(const struct starnn_conv2d_geom *g, float beta)
 static int task_count(const struct starnn_conv2d_geom *g, enum starnn_conv2d_pass pass, int max_parts)
 {
 	double parts = starnn_conv2d_flops(g, pass) / MIN_TASK_FLOPS;
-	int nw = (int)starpu_worker_get_count();
+	int nw = starnn_split_width();
 	if (max_parts > 0 && nw > max_parts)
 		nw = max_parts;
 	if (parts < 1)
@@ -670,7 +671,7 @@ int starnn_conv2d_bwd_weight_mp(starnn_tensor *x, starnn_tensor *dy, float beta,
 static int conv2d_bwd_dt(starnn_tensor *x, starnn_tensor *dy, starnn_tensor *w, float beta_x, starnn_tensor *dx,
                          float beta_w, starnn_tensor *dw, starnn_tensor *db, starnn_dtype dt)
 {
-	int nw = (int)starpu_worker_get_count(), half = dx ? (nw + 1) / 2 : 0;
+	int nw = starnn_split_width(), half = dx ? (nw + 1) / 2 : 0;
 	if (dx)
 		STARNN_CHECK(conv2d_bwd_data_dt(dy, w, beta_x, dx, dt, half));
 	return conv2d_bwd_weight_dt(x, dy, beta_w, dw, db, dt, half);

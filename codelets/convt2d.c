@@ -9,6 +9,7 @@
 #include "codelets/convt2d.h"
 #include "codelets/halfwrap.h"
 #include "runtime/codelet.h"
+#include "runtime/starnn.h"
 
 /* Leading fields (input H, W) are the footprint key: the buffers' matrix
  * shapes give C*H*W and 4*O*H*W but not H and W. */
@@ -368,7 +369,7 @@ static int task_count(const starnn_tensor *x, int64_t o)
 {
 	double flops = 8.0 * (double)x->shape[0] * (double)x->shape[1] * (double)o * (double)x->shape[2] *
 	               (double)x->shape[3];
-	int nw = (int)starpu_worker_get_count();
+	int nw = starnn_split_width();
 	double parts = flops / MIN_TASK_FLOPS;
 	return parts < 1 ? 1 : parts < nw ? (int)parts : nw;
 }

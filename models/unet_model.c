@@ -521,6 +521,9 @@ static int create(unet *m)
 	int f = cfg->filters, d = cfg->depth, S = cfg->size;
 	char path[32];
 
+	/* the micro-batches are independent streams of tasks: each operation
+	 * needs fewer parts to keep every worker busy */
+	starnn_set_streams(cfg->micro);
 	STARNN_CHECK(act_new(m, &m->x, "", "x", cfg->in_frames, S));
 	/* the target stays fp32 (the loss is fp32); the input is in the
 	 * compute dtype (written with starnn_tensor_write_f32, rounded once) */

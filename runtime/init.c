@@ -15,6 +15,23 @@ void openblas_set_num_threads(int);
 
 static char summary[256];
 
+static int split_streams = 1;
+static int split_width_env; /* STARNN_SPLIT_WIDTH, 0: not set */
+
+void starnn_set_streams(int streams)
+{
+	split_streams = streams < 1 ? 1 : streams;
+}
+
+int starnn_split_width(void)
+{
+	if (split_width_env)
+		return split_width_env;
+	int nw = (int)starpu_worker_get_count();
+	int w = (nw + split_streams - 1) / split_streams;
+	return w < 1 ? 1 : w;
+}
+
 void starnn_config_init(struct starnn_config *cfg)
 {
 	memset(cfg, 0, sizeof *cfg);
@@ -33,6 +50,17 @@ int starnn_init(const struct starnn_config *user_cfg)
 		cfg = *user_cfg;
 	else
 		starnn_config_init(&cfg);
+	const char *sw = getenv("STARNN_SPLIT_WIDTH");
+	split_width_env = 0;
+	split_streams = 1;
+	if (sw && *sw) {
+		char *end;
+		long v = strtol(sw, &end, 10);
+		if (*end != '\0' || v < 1 || v > 4096)
+			return starnn_error(STARNN_EINVAL, "STARNN_SPLIT_WIDTH='%s': expected a task count per operation in 1..4096",
+			                    sw);
+		split_width_env = (int)v;
+	}
 
 	starpu_conf_init(&conf);
 	/* Environment variables keep precedence over these (StarPU's rule). */

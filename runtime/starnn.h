@@ -43,6 +43,16 @@ void starnn_blas_autoselect(char **argv);
 /* Worker counts after starnn_init(). */
 int starnn_ncpu_workers(void);
 int starnn_ncuda_workers(void);
+/* How many tasks one operation is cut into so that every worker has work.
+ * A caller that submits S independent streams of operations side by side
+ * (micro-batches of one step) says so with starnn_set_streams(S); each
+ * operation is then cut into ceil(workers / S) parts instead of one per
+ * worker, since the streams already keep the workers busy (fewer, larger
+ * tasks: less scheduling, fewer partitions, better kernel efficiency).
+ * starnn_set_streams(1) (the default) restores one part per worker.
+ * STARNN_SPLIT_WIDTH=N in the environment overrides the result. */
+void starnn_set_streams(int streams);
+int starnn_split_width(void);
 /* One line describing the workers and the scheduler, e.g. for logs. */
 const char *starnn_runtime_summary(void);
 

@@ -119,7 +119,7 @@ struct dnnl_conv {
 	int arg_a, arg_b, arg_out;
 };
 
-#define CACHE_SLOTS 48
+#define CACHE_SLOTS 512
 struct dnnl_thread {
 	dnnl_stream_t stream;
 	struct dnnl_conv *slot[CACHE_SLOTS];

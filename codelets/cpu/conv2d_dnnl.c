@@ -215,12 +215,24 @@ static void *thread_buf(struct dnnl_thread *t, int i, size_t bytes)
 	return t->buf[i];
 }
 
+/* The convolution a cache entry is for, in words (error messages only:
+ * formatted when something fails, not at every call). */
+static const char *describe(char *buf, size_t n, const struct dnnl_conv *k)
+{
+	snprintf(buf, n, "%s%s %s n %zu c %zu o %zu %zux%zu k %zu", k->kind ? "transposed " : "",
+	         k->pass == STARNN_CONV2D_FWD        ? "forward"
+	         : k->pass == STARNN_CONV2D_BWD_DATA ? "backward data"
+	                                             : "backward weights",
+	         k->dt == (int)dnnl_bf16 ? "bf16" : "fp32", k->n, k->c, k->o, k->h, k->w, k->k);
+	return buf;
+}
+
 #define DNNL_TRY(call, what)                                                                               \
 	do {                                                                                               \
 		dnnl_status_t s_ = (call);                                                                 \
 		if (s_ != dnnl_success) {                                                                  \
 			rc = starnn_error(STARNN_EINVAL, "conv2d (oneDNN): %s failed: %s (%s)", what,     \
-			                  dnnl_status2str(s_), shape);                                     \
+			                  dnnl_status2str(s_), describe(shape, sizeof shape, e));          \
 			goto fail;                                                                         \
 		}                                                                                          \
 	} while (0)
@@ -368,8 +380,9 @@ static dnnl_status_t pd_create(dnnl_primitive_desc_t *pd, const_dnnl_op_desc_t o
  *   fwd:        a = x [n,c,h,w], b = w [o,c,k,k], out = y [n,o,h,w]
  *   bwd_data:   a = dy,           b = w,           out = dx
  *   bwd_weight: a = x,            b = dy,          out = dw (fp32) */
-static int conv_create(struct dnnl_conv *e, const char *shape)
+static int conv_create(struct dnnl_conv *e)
 {
+	char shape[160];
 	int rc = 0;
 	const size_t n = e->n, c = e->c, o = e->o, h = e->h, w = e->w, k = e->k;
 	const dnnl_data_type_t dt = (dnnl_data_type_t)e->dt;
@@ -456,7 +469,8 @@ static int conv_create(struct dnnl_conv *e, const char *shape)
 	                         *ib = dnnl_primitive_desc_query_md(pd, qb, 0),
 	                         *io = dnnl_primitive_desc_query_md(pd, qout, 0);
 	if (!ia || !ib || !io) {
-		rc = starnn_error(STARNN_EINVAL, "conv2d (oneDNN): the primitive has no memory descriptors (%s)", shape);
+		rc = starnn_error(STARNN_EINVAL, "conv2d (oneDNN): the primitive has no memory descriptors (%s)",
+		                  describe(shape, sizeof shape, e));
 		goto fail;
 	}
 	DNNL_TRY(dnnl_primitive_create(&e->conv, pd), "convolution primitive");
@@ -500,11 +514,9 @@ static int conv_run(int kind, int pass, starnn_dtype sdt, const struct starnn_co
                     size_t lda, const void *b, size_t ldb, const float *bias, float beta, void *out, size_t ldout)
 {
 	char shape[160];
-	snprintf(shape, sizeof shape, "%s%s %s n %zu c %zu o %zu %zux%zu k %zu", kind ? "transposed " : "",
-	         pass == STARNN_CONV2D_FWD ? "forward" : pass == STARNN_CONV2D_BWD_DATA ? "backward data" : "backward weights",
-	         starnn_dtype_name(sdt), g->n, g->c, g->o, g->h, g->w, g->k);
 	if (sdt != STARNN_FP32 && sdt != STARNN_BF16)
-		return starnn_error(STARNN_EINVAL, "conv2d (oneDNN): %s: only fp32 and bf16 are supported", shape);
+		return starnn_error(STARNN_EINVAL, "conv2d (oneDNN): %s: only fp32 and bf16 are supported",
+		                    starnn_dtype_name(sdt));
 	if (g->n == 0 || g->c == 0 || g->o == 0 || g->h == 0 || g->w == 0)
 		return 0;
 	struct dnnl_thread *t = thread_state();
@@ -523,7 +535,7 @@ static int conv_run(int kind, int pass, starnn_dtype sdt, const struct starnn_co
 		if (!e)
 			return starnn_error(STARNN_ENOMEM, "conv2d (oneDNN): out of memory");
 		*e = key;
-		rc = conv_create(e, shape);
+		rc = conv_create(e);
 		if (rc < 0) {
 			conv_destroy(e);
 			return rc;
@@ -538,7 +550,7 @@ static int conv_run(int kind, int pass, starnn_dtype sdt, const struct starnn_co
 	if ((e->bytes_a && !ba) || (e->bytes_b && !bb) || (e->bytes_out && !bo) || (e->bytes_scratch && !bs))
 		return starnn_error(STARNN_ENOMEM,
 		                    "conv2d (oneDNN): cannot allocate %zu + %zu + %zu + %zu bytes of buffers (%s)", e->bytes_a,
-		                    e->bytes_b, e->bytes_out, e->bytes_scratch, shape);
+		                    e->bytes_b, e->bytes_out, e->bytes_scratch, describe(shape, sizeof shape, e));
 	for (int i = 0; i < 4; i++)
 		if (e->scratch[i])
 			DNNL_TRY(dnnl_memory_set_data_handle(e->scratch[i], bs), "set handle");

@@ -9,7 +9,6 @@
  * own small task that reads the whole dy beside them. */
 #include <config.h>
 
-#include <pthread.h>
 #include <stdint.h>
 #include <stdlib.h>
 
@@ -46,58 +45,16 @@ static uint32_t conv_footprint(struct starpu_task *task)
 
 /* ------------------------------------------------- per-worker workspace */
 
-/* Each CPU worker keeps its largest im2col buffer; freed when the worker
- * thread exits (starpu_shutdown). */
-struct workspace {
-	float *p;
-	size_t n;
-};
-static pthread_key_t workspace_key;
-static pthread_once_t workspace_once = PTHREAD_ONCE_INIT;
-static int workspace_key_ok;
-
-static void workspace_free(void *arg)
-{
-	struct workspace *ws = arg;
-	free(ws->p);
-	free(ws);
-}
-
-static void workspace_make_key(void)
-{
-	workspace_key_ok = pthread_key_create(&workspace_key, workspace_free) == 0;
-}
-
+/* The im2col workspace: the worker thread's scratch slot for it
+ * (runtime/scratch.h; kept at its largest size). */
 static float *workspace_get(size_t n, const char *op)
 {
 	if (n == 0)
 		return NULL;
-	pthread_once(&workspace_once, workspace_make_key);
-	if (!workspace_key_ok) {
-		starnn_defer_error(STARNN_ENOMEM, "%s: cannot create the workspace key", op);
-		return NULL;
-	}
-	struct workspace *ws = pthread_getspecific(workspace_key);
-	if (!ws) {
-		ws = calloc(1, sizeof *ws);
-		if (!ws || pthread_setspecific(workspace_key, ws) != 0) {
-			free(ws);
-			starnn_defer_error(STARNN_ENOMEM, "%s: out of memory", op);
-			return NULL;
-		}
-	}
-	if (ws->n < n) {
-		free(ws->p);
-		ws->n = 0;
-		ws->p = NULL;
-		if (posix_memalign((void **)&ws->p, 64, n * sizeof(float)) != 0) {
-			ws->p = NULL;
-			starnn_defer_error(STARNN_ENOMEM, "%s: cannot allocate a %zu-float workspace", op, n);
-			return NULL;
-		}
-		ws->n = n;
-	}
-	return ws->p;
+	float *p = starnn_scratch(STARNN_SCRATCH_CONV, n * sizeof(float));
+	if (!p)
+		starnn_defer_error(STARNN_ENOMEM, "%s: cannot allocate a %zu-float workspace", op, n);
+	return p;
 }
 
 #if defined(STARNN_USE_CUDA) && defined(STARNN_USE_CUDNN)

@@ -7,9 +7,9 @@
  * value), the fp32 kernel runs with fp32 accumulation, and 16-bit outputs
  * are rounded once to nearest even (codelets/convert.h).
  *
- *   CPU:  the copies live in per-worker-thread scratch buffers (kept at
- *         their largest size, freed when the worker exits); they are not in
- *         starnn's tensor memory count (runtime/tensor.h).
+ *   CPU:  the copies live in the worker thread's scratch buffers
+ *         (runtime/scratch.h: kept at their largest size, freed when the
+ *         worker exits); they are not in starnn's tensor memory count.
  *   CUDA: stream-ordered cudaMallocAsync / cudaFreeAsync on the worker's
  *         stream, conversions with the kernels of codelets/cuda/convert.cu.
  *
@@ -21,76 +21,35 @@
  *   if (!h.failed) { fp32 kernel on xw, yw; starnn_hw_out(&h, dt, yw, y); }
  *   starnn_hw_end(&h);
  * An fp32 buffer (dt == STARNN_FP32) passes through unchanged. On failure
- * (allocation) a deferred error is recorded and h.failed is set. Header
- * only: each codelet file gets its own scratch key. */
+ * (allocation) a deferred error is recorded and h.failed is set. */
 #ifndef STARNN_HALFWRAP_H
 #define STARNN_HALFWRAP_H
 
-#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "codelets/convert.h"
 #include "runtime/codelet.h"
+#include "runtime/scratch.h"
 
 #ifdef STARNN_USE_CUDA
 #include <cuda_runtime.h>
 #endif
 
-#define STARNN_HW_SLOTS 6
+#define STARNN_HW_SLOTS STARNN_SCRATCH_HALF_SLOTS
 
-struct starnn_hw_scratch {
-	float *p[STARNN_HW_SLOTS];
-	size_t n[STARNN_HW_SLOTS];
-};
-
-static pthread_key_t starnn_hw_key;
-static pthread_once_t starnn_hw_once = PTHREAD_ONCE_INIT;
-static int starnn_hw_key_ok;
-
-static void starnn_hw_scratch_free(void *arg)
-{
-	struct starnn_hw_scratch *s = arg;
-	for (int i = 0; i < STARNN_HW_SLOTS; i++)
-		free(s->p[i]);
-	free(s);
-}
-
-static void starnn_hw_make_key(void)
-{
-	starnn_hw_key_ok = pthread_key_create(&starnn_hw_key, starnn_hw_scratch_free) == 0;
-}
-
-/* Slot `slot` of this thread's scratch, at least n floats; NULL (deferred
- * error recorded) on failure. */
+/* Slot `slot` of this thread's scratch (runtime/scratch.h), at least n
+ * floats; NULL (deferred error recorded) on failure. */
 static inline float *starnn_hw_scratch(int slot, size_t n, const char *op)
 {
-	pthread_once(&starnn_hw_once, starnn_hw_make_key);
-	if (!starnn_hw_key_ok || slot < 0 || slot >= STARNN_HW_SLOTS) {
+	if (slot < 0 || slot >= STARNN_HW_SLOTS) {
 		starnn_defer_error(STARNN_ENOMEM, "%s: no scratch slot %d", op, slot);
 		return NULL;
 	}
-	struct starnn_hw_scratch *s = pthread_getspecific(starnn_hw_key);
-	if (!s) {
-		s = calloc(1, sizeof *s);
-		if (!s || pthread_setspecific(starnn_hw_key, s) != 0) {
-			free(s);
-			starnn_defer_error(STARNN_ENOMEM, "%s: out of memory", op);
-			return NULL;
-		}
-	}
-	if (s->n[slot] < n) {
-		free(s->p[slot]);
-		s->p[slot] = NULL;
-		s->n[slot] = 0;
-		if (posix_memalign((void **)&s->p[slot], 64, n * sizeof(float)) != 0) {
-			s->p[slot] = NULL;
-			starnn_defer_error(STARNN_ENOMEM, "%s: cannot allocate %zu floats of scratch", op, n);
-			return NULL;
-		}
-		s->n[slot] = n;
-	}
-	return s->p[slot];
+	float *p = starnn_scratch(STARNN_SCRATCH_HALF + slot, n * sizeof(float));
+	if (!p)
+		starnn_defer_error(STARNN_ENOMEM, "%s: cannot allocate %zu floats of scratch", op, n);
+	return p;
 }
 
 struct starnn_hw {

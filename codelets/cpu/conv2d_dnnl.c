@@ -15,8 +15,9 @@
  * Scratchpads are user-managed, per thread: oneDNN's default one is global
  * (per library), and workers running primitives at once corrupted it.
  * Primitives are created once per shape and cached per thread (creation
- * costs up to milliseconds: code generation); the cache and the buffers are
- * freed when the thread exits.
+ * costs up to milliseconds: code generation); the cache is freed when the
+ * thread exits. Reordered operands and scratchpads live in the thread's
+ * scratch buffers (runtime/scratch.h).
  *
  * Kernels know nothing of StarPU: errors are returned as STARNN_E* codes
  * with the message recorded (runtime/error.h). */
@@ -30,6 +31,7 @@
 #include "codelets/conv2d.h"
 #include "codelets/convt2d.h"
 #include "runtime/error.h"
+#include "runtime/scratch.h"
 
 /* The backend choice (both builds). */
 static int backend_forced = -1; /* starnn_conv2d_cpu_backend_set, else -1 */
@@ -124,8 +126,6 @@ struct dnnl_thread {
 	dnnl_stream_t stream;
 	struct dnnl_conv *slot[CACHE_SLOTS];
 	int next; /* round-robin replacement */
-	void *buf[4]; /* a, b, out, scratchpad */
-	size_t bufn[4];
 };
 
 static dnnl_engine_t engine;
@@ -156,8 +156,6 @@ static void thread_free(void *arg)
 	struct dnnl_thread *t = arg;
 	for (int i = 0; i < CACHE_SLOTS; i++)
 		conv_destroy(t->slot[i]);
-	for (int i = 0; i < 4; i++)
-		free(t->buf[i]);
 	if (t->stream)
 		dnnl_stream_destroy(t->stream);
 	free(t);
@@ -201,18 +199,11 @@ static struct dnnl_thread *thread_state(void)
 	return t;
 }
 
-static void *thread_buf(struct dnnl_thread *t, int i, size_t bytes)
+/* Reorder buffer i (0 a, 1 b, 2 out, 3 scratchpad): the worker thread's
+ * scratch (runtime/scratch.h). */
+static void *thread_buf(int i, size_t bytes)
 {
-	if (t->bufn[i] < bytes) {
-		free(t->buf[i]);
-		t->bufn[i] = 0;
-		if (posix_memalign(&t->buf[i], 64, bytes) != 0) {
-			t->buf[i] = NULL;
-			return NULL;
-		}
-		t->bufn[i] = bytes;
-	}
-	return t->buf[i];
+	return starnn_scratch(STARNN_SCRATCH_DNNL + i, bytes);
 }
 
 /* The convolution a cache entry is for, in words (error messages only:
@@ -544,9 +535,9 @@ static int conv_run(int kind, int pass, starnn_dtype sdt, const struct starnn_co
 		t->slot[t->next] = e;
 		t->next = (t->next + 1) % CACHE_SLOTS;
 	}
-	void *ba = e->bytes_a ? thread_buf(t, 0, e->bytes_a) : NULL, *bb = e->bytes_b ? thread_buf(t, 1, e->bytes_b) : NULL,
-	     *bo = e->bytes_out ? thread_buf(t, 2, e->bytes_out) : NULL,
-	     *bs = e->bytes_scratch ? thread_buf(t, 3, e->bytes_scratch) : NULL;
+	void *ba = e->bytes_a ? thread_buf(0, e->bytes_a) : NULL, *bb = e->bytes_b ? thread_buf(1, e->bytes_b) : NULL,
+	     *bo = e->bytes_out ? thread_buf(2, e->bytes_out) : NULL,
+	     *bs = e->bytes_scratch ? thread_buf(3, e->bytes_scratch) : NULL;
 	if ((e->bytes_a && !ba) || (e->bytes_b && !bb) || (e->bytes_out && !bo) || (e->bytes_scratch && !bs))
 		return starnn_error(STARNN_ENOMEM,
 		                    "conv2d (oneDNN): cannot allocate %zu + %zu + %zu + %zu bytes of buffers (%s)", e->bytes_a,

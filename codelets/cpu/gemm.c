@@ -5,12 +5,12 @@
 #include <config.h>
 
 #include <cblas.h>
-#include <pthread.h>
 #include <stdint.h>
 #include <stdlib.h>
 
 #include "codelets/convert.h"
 #include "codelets/gemm.h"
+#include "runtime/scratch.h"
 
 void starnn_gemm_cpu(int transA, int transB, size_t m, size_t n, size_t k, float alpha, const float *a, size_t lda,
                      const float *b, size_t ldb, float beta, float *c, size_t ldc)
@@ -23,49 +23,11 @@ void starnn_gemm_cpu(int transA, int transB, size_t m, size_t n, size_t k, float
 
 /* ------------------------------------------------------- mixed precision */
 
-/* Per-thread scratch for the widened operands: grown on demand, freed when
- * the thread ends (pthread key destructor), so StarPU workers keep theirs
- * between tasks. Not counted in the tensor memory accounting. */
-static pthread_key_t scratch_key;
-static pthread_once_t scratch_once = PTHREAD_ONCE_INIT;
-
-struct scratch {
-	size_t bytes;
-	float *p;
-};
-
-static void scratch_free(void *s)
-{
-	free(((struct scratch *)s)->p);
-	free(s);
-}
-
-static void scratch_init(void)
-{
-	pthread_key_create(&scratch_key, scratch_free);
-}
-
+/* Scratch for the widened operands: the thread's slot for it
+ * (runtime/scratch.h: grown on demand, kept between tasks). */
 static float *scratch_get(size_t floats)
 {
-	pthread_once(&scratch_once, scratch_init);
-	struct scratch *s = pthread_getspecific(scratch_key);
-	if (!s) {
-		s = calloc(1, sizeof *s);
-		if (!s || pthread_setspecific(scratch_key, s) != 0) {
-			free(s);
-			return NULL;
-		}
-	}
-	size_t bytes = floats * sizeof(float);
-	if (bytes > s->bytes) {
-		float *p = malloc(bytes);
-		if (!p)
-			return NULL;
-		free(s->p);
-		s->p = p;
-		s->bytes = bytes;
-	}
-	return s->p;
+	return starnn_scratch(STARNN_SCRATCH_GEMM, floats * sizeof(float));
 }
 
 /* rows x cols of dtype dt (ld) -> dense fp32 (ld = cols). */

@@ -1,7 +1,8 @@
 #!/usr/bin/python3
 """PyTorch reference of `models/unet train` with SGD, for tests/models/unet_parity.sh.
 
-Builds the UNet of models/unet_model.h in torch (torch.nn.functional):
+Builds the UNet of models/unet_model.h in torch (torch.nn.functional, from
+tools/unet_ref.py):
   conv_block(c): [conv 3x3 'same' (bias) -> BatchNorm -> ReLU] x 2
   encoder i = 0..depth-1: conv_block(f*2^i) = skip_i, max-pool 2x2/2
   centre: conv_block(32*f)
@@ -52,6 +53,7 @@ Needs torch and h5py (Debian: python3-torch, python3-h5py); the test does not.
 """
 import argparse
 import json
+import os
 import sys
 
 import h5py
@@ -59,34 +61,17 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from unet_ref import forward, param_shapes  # noqa: E402  (tools/unet_ref.py)
+
 NORM_MEAN = np.float32(33.44)
 NORM_SCALE = np.float32(47.54)
-CENTRE_MULT = 32
-BN_EPS = 1e-5
-BN_MOMENTUM = 0.1
-
-
-def conv_paths(depth):
-    """(path, kind) of every layer with parameters, in model order."""
-    out = []
-
-    def block(prefix):
-        out.extend([(prefix + "/conv1", "conv"), (prefix + "/bn1", "bn"), (prefix + "/conv2", "conv"),
-                    (prefix + "/bn2", "bn")])
-
-    for i in range(depth):
-        block("enc%d" % i)
-    block("centre")
-    for i in reversed(range(depth)):
-        out.extend([("dec%d/up" % i, "convt"), ("dec%d/bn0" % i, "bn")])
-        block("dec%d" % i)
-    out.append(("out", "conv"))
-    return out
 
 
 def load_model(path, dtype):
     """Parameters (leaf tensors requiring grad, in model order), BN running
-    statistics and the architecture attributes of a starnn checkpoint."""
+    statistics and the architecture attributes of a starnn checkpoint; the
+    shapes must be those of the architecture (tools/unet_ref.py)."""
     params, buffers = {}, {}
     with h5py.File(path, "r") as f:
         arch = {k: int(f.attrs[k]) for k in ("depth", "filters", "in_frames", "out_frames", "size")}
@@ -95,80 +80,18 @@ def load_model(path, dtype):
             fmt = fmt.decode()
         if fmt != "starnn-unet":
             sys.exit("%s: not a starnn UNet checkpoint (format attribute %r)" % (path, fmt))
-        for layer, kind in conv_paths(arch["depth"]):
-            names = ["weight", "bias"]
-            for n in names:
-                a = np.asarray(f[layer + "/" + n][()], dtype=np.float32)
-                params[layer + "/" + n] = torch.tensor(a, dtype=dtype).requires_grad_(True)
-            if kind == "bn":
+        shapes = param_shapes(arch["depth"], arch["filters"], arch["in_frames"], arch["out_frames"])
+        for name, shape, kind in shapes:
+            a = np.asarray(f[name][()], dtype=np.float32)
+            if tuple(a.shape) != shape:
+                sys.exit("checkpoint: %s has shape %s, expected %s" % (name, tuple(a.shape), shape))
+            params[name] = torch.tensor(a, dtype=dtype).requires_grad_(True)
+            if kind == "bn" and name.endswith("/weight"):
+                layer = name[:-len("/weight")]
                 for n in ("running_mean", "running_var"):
                     a = np.asarray(f[layer + "/" + n][()], dtype=np.float32)
                     buffers[layer + "/" + n] = torch.tensor(a, dtype=dtype)
-    check_shapes(params, arch)
     return params, buffers, arch
-
-
-def check_shapes(p, a):
-    """The checkpoint's shapes are those of the architecture described in
-    models/unet_model.h (conv OIHW, transposed conv IOHW, 1-D biases)."""
-    f, d = a["filters"], a["depth"]
-    want = {}
-
-    def conv(path, cin, cout, k):
-        want[path + "/weight"] = (cout, cin, k, k)
-        want[path + "/bias"] = (cout,)
-
-    def bn(path, c):
-        want[path + "/weight"] = (c,)
-        want[path + "/bias"] = (c,)
-
-    def block(prefix, cin, c):
-        conv(prefix + "/conv1", cin, c, 3)
-        bn(prefix + "/bn1", c)
-        conv(prefix + "/conv2", c, c, 3)
-        bn(prefix + "/bn2", c)
-
-    cin = a["in_frames"]
-    for i in range(d):
-        block("enc%d" % i, cin, f << i)
-        cin = f << i
-    block("centre", cin, CENTRE_MULT * f)
-    below = CENTRE_MULT * f
-    for i in reversed(range(d)):
-        c = f << i
-        want["dec%d/up/weight" % i] = (below, c, 2, 2)  # IOHW
-        want["dec%d/up/bias" % i] = (c,)
-        bn("dec%d/bn0" % i, 2 * c)
-        block("dec%d" % i, 2 * c, c)
-        below = c
-    conv("out", f, a["out_frames"], 1)
-    for k, s in want.items():
-        if tuple(p[k].shape) != s:
-            sys.exit("checkpoint: %s has shape %s, expected %s" % (k, tuple(p[k].shape), s))
-
-
-def forward(p, buffers, x, depth):
-    def bnrelu(path, z):
-        return F.relu(F.batch_norm(z, buffers[path + "/running_mean"], buffers[path + "/running_var"],
-                                   p[path + "/weight"], p[path + "/bias"], training=True, momentum=BN_MOMENTUM,
-                                   eps=BN_EPS))
-
-    def block(prefix, a):
-        a = bnrelu(prefix + "/bn1", F.conv2d(a, p[prefix + "/conv1/weight"], p[prefix + "/conv1/bias"], padding=1))
-        return bnrelu(prefix + "/bn2", F.conv2d(a, p[prefix + "/conv2/weight"], p[prefix + "/conv2/bias"], padding=1))
-
-    skips = []
-    a = x
-    for i in range(depth):
-        s = block("enc%d" % i, a)
-        skips.append(s)
-        a = F.max_pool2d(s, 2)
-    a = block("centre", a)
-    for i in reversed(range(depth)):
-        up = F.conv_transpose2d(a, p["dec%d/up/weight" % i], p["dec%d/up/bias" % i], stride=2)
-        a = bnrelu("dec%d/bn0" % i, torch.cat([up, skips[i]], 1))
-        a = block("dec%d" % i, a)
-    return F.conv2d(a, p["out/weight"], p["out/bias"])
 
 
 def load_data(path, in_frames, out_frames):
@@ -241,7 +164,7 @@ def main():
     if bpe < 1:
         sys.exit("%s: %d samples, fewer than the batch %d" % (a.data, n, a.batch))
 
-    params = [p[path + "/" + w] for path, _ in conv_paths(arch["depth"]) for w in ("weight", "bias")]
+    params = list(p.values())  # model order (param_shapes)
     opt = torch.optim.SGD(params, lr=a.lr, momentum=a.momentum, dampening=0, weight_decay=0, nesterov=False)
     losses = []
     for g in range(a.steps):
@@ -249,7 +172,7 @@ def main():
         xb = torch.tensor(x[first:first + a.batch], dtype=dtype)
         yb = torch.tensor(y[first:first + a.batch], dtype=dtype)
         opt.zero_grad()
-        loss = F.mse_loss(forward(p, buffers, xb, arch["depth"]), yb)
+        loss = F.mse_loss(forward(p, xb, arch["depth"], buffers), yb)
         loss.backward()
         opt.step()
         losses.append(loss.item())

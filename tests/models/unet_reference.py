@@ -5,7 +5,7 @@ The test, run with UNET_DUMP=DIR, writes the parameters of its tiny UNets
 (depth 1: f 2, 8x8; depth 2: f 2, 16x16; 3 -> 2 frames; batch 2), their
 gradients from starnn, x, y and the prediction as raw fp32 files
 DIR/d<depth>.<path>.bin. This script builds the same network with
-torch.nn.functional in float64 (training-mode batch norm, eps 1e-5), and
+torch.nn.functional in float64 (tools/unet_ref.py) (training-mode batch norm, eps 1e-5), and
   - prints the largest gradient differences (checking starnn directly), and
   - with --write FILE, writes the reference the test compares against:
     per depth the loss, then for every parameter tensor a few elements
@@ -21,6 +21,9 @@ import sys
 from array import array
 import torch
 import torch.nn.functional as F
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "tools"))
+from unet_ref import forward, param_shapes  # noqa: E402  (tools/unet_ref.py: the network)
 
 CONFIGS = {1: dict(f=2, size=8), 2: dict(f=2, size=16)}
 IN, OUT, B = 3, 2, 2
@@ -38,71 +41,13 @@ def load(d, depth, name, shape):
     return raw(d, depth, name).reshape(shape).clone().requires_grad_(True)
 
 
-def param_shapes(depth, f, size):
-    """(path, shape) of every parameter in unet_tensors() order."""
-    out = []
-
-    def conv(path, cin, cout, k):
-        out.append((path + "/weight", (cout, cin, k, k)))
-        out.append((path + "/bias", (cout,)))
-
-    def bn(path, c):
-        out.append((path + "/weight", (c,)))
-        out.append((path + "/bias", (c,)))
-
-    def block(prefix, cin, c):
-        conv(prefix + "/conv1", cin, c, 3)
-        bn(prefix + "/bn1", c)
-        conv(prefix + "/conv2", c, c, 3)
-        bn(prefix + "/bn2", c)
-
-    cin = IN
-    for i in range(depth):
-        block("enc%d" % i, cin, f << i)
-        cin = f << i
-    block("centre", cin, 32 * f)
-    below = 32 * f
-    for i in reversed(range(depth)):
-        c = f << i
-        out.append(("dec%d/up/weight" % i, (below, c, 2, 2)))
-        out.append(("dec%d/up/bias" % i, (c,)))
-        bn("dec%d/bn0" % i, 2 * c)
-        block("dec%d" % i, 2 * c, c)
-        below = c
-    conv("out", f, OUT, 1)
-    return out
-
-
-def forward(p, x, depth):
-    def bnrelu(path, z):
-        return F.relu(F.batch_norm(z, None, None, p[path + "/weight"], p[path + "/bias"], training=True,
-                                   eps=1e-5))
-
-    def block(prefix, a):
-        a = bnrelu(prefix + "/bn1", F.conv2d(a, p[prefix + "/conv1/weight"], p[prefix + "/conv1/bias"], padding=1))
-        return bnrelu(prefix + "/bn2", F.conv2d(a, p[prefix + "/conv2/weight"], p[prefix + "/conv2/bias"], padding=1))
-
-    skips = []
-    a = x
-    for i in range(depth):
-        s = block("enc%d" % i, a)
-        skips.append(s)
-        a = F.max_pool2d(s, 2)
-    a = block("centre", a)
-    for i in reversed(range(depth)):
-        up = F.conv_transpose2d(a, p["dec%d/up/weight" % i], p["dec%d/up/bias" % i], stride=2)
-        a = bnrelu("dec%d/bn0" % i, torch.cat([up, skips[i]], 1))
-        a = block("dec%d" % i, a)
-    return F.conv2d(a, p["out/weight"], p["out/bias"])
-
-
 def main():
     d = sys.argv[1]
     write = sys.argv[3] if len(sys.argv) > 3 and sys.argv[2] == "--write" else None
     lines = []
     for depth, c in CONFIGS.items():
         f, size = c["f"], c["size"]
-        shapes = param_shapes(depth, f, size)
+        shapes = [(path, shape) for path, shape, _ in param_shapes(depth, f, IN, OUT)]
         p = {path: load(d, depth, path, shape) for path, shape in shapes}
         x = load(d, depth, "x", (B, IN, size, size))
         y = load(d, depth, "y", (B, OUT, size, size))

@@ -51,209 +51,25 @@ struct bn_args {
 	}
 #endif
 
-/* --------------------------------------------------------------- bn_stats
- * buffers: x [N, C*inner] (R), slot [1, 4C] (RW) */
+/* One function per pass runs it on a CPU (cuda == 0) or on the worker's
+ * CUDA stream, for every dtype of the data (x, y, dy, dx: fp32, fp16 or
+ * bf16); every per-channel vector, the statistics and the workspace are fp32
+ * (sums in double). CPU: the kernels read and write the data's dtype
+ * directly (16-bit in chunks widened on the stack). CUDA: 16-bit buffers
+ * are widened to fp32 inside the task and the fp32 kernels run on them
+ * (codelets/halfwrap.h, which passes fp32 buffers through); 16-bit outputs
+ * (y, dx) are rounded once. bn_finalize and bn_bwd_params see no data.
+ *
+ * buffers:
+ *   bn_stats:      x [N, C*inner] (R), slot [1, 4C] (RW)
+ *   bn_finalize:   work [S, 4C] (R), mean, invstd (W), running_mean, running_var (RW)
+ *   bn_apply:      x (R), mean (R), invstd or var (R), gamma (R), beta (R), y (W)
+ *   bn_bwd_reduce: x (R), dy (R), [y (R) with the fused ReLU], mean (R), slot (RW)
+ *   bn_bwd_params: work (R), invstd (R), dgamma, dbeta (W when beta == 0, else RW)
+ *   bn_bwd_apply:  x, dy, [y with the fused ReLU], mean, invstd, gamma, work (R),
+ *                  dx (W when beta == 0, else RW) */
 
-static void bn_stats_cpu(void *buffers[], void *cl_arg)
-{
-	const struct bn_args *a = cl_arg;
-	struct starnn_mat x = starnn_buffer(buffers, 0), s = starnn_buffer(buffers, 1);
-	size_t c = s.cols / 4;
-	starnn_bn_stats_cpu(x.rows, c, x.cols / c, x.ptr, x.ld, SLOTS(s), a->accumulate);
-}
-
-#ifdef STARNN_USE_CUDA
-static void bn_stats_cuda(void *buffers[], void *cl_arg)
-{
-	const struct bn_args *a = cl_arg;
-	struct starnn_mat x = starnn_buffer(buffers, 0), s = starnn_buffer(buffers, 1);
-	size_t c = s.cols / 4;
-	starnn_bn_stats_cuda(x.rows, c, x.cols / c, x.ptr, x.ld, SLOTS(s), a->accumulate, starnn_cuda_stream());
-	STARNN_CUDA_LAUNCHED("bn_stats");
-}
-#endif
-
-static STARNN_PERFMODEL(bn_stats, fp32);
-BN_CODELET(bn_stats_cl, "bn_stats", bn_stats, starnn_bn_stats_fp32_model, 2, STARPU_R, STARPU_RW);
-
-/* ------------------------------------------------------------ bn_finalize
- * buffers: work [S, 4C] (R), mean, invstd (W), running_mean, running_var (RW) */
-
-static void bn_finalize_cpu(void *buffers[], void *cl_arg)
-{
-	const struct bn_args *a = cl_arg;
-	struct starnn_mat w = starnn_buffer(buffers, 0), m = starnn_buffer(buffers, 1), is = starnn_buffer(buffers, 2),
-	                  rm = starnn_buffer(buffers, 3), rv = starnn_buffer(buffers, 4);
-	starnn_bn_finalize_cpu(m.cols, (size_t)a->nslots, SLOTS(w), SLOT_LD(w), a->count, a->eps, a->momentum,
-	                       a->update_running, m.ptr, is.ptr, rm.ptr, rv.ptr);
-}
-
-#ifdef STARNN_USE_CUDA
-static void bn_finalize_cuda(void *buffers[], void *cl_arg)
-{
-	const struct bn_args *a = cl_arg;
-	struct starnn_mat w = starnn_buffer(buffers, 0), m = starnn_buffer(buffers, 1), is = starnn_buffer(buffers, 2),
-	                  rm = starnn_buffer(buffers, 3), rv = starnn_buffer(buffers, 4);
-	starnn_bn_finalize_cuda(m.cols, (size_t)a->nslots, SLOTS(w), SLOT_LD(w), a->count, a->eps, a->momentum,
-	                        a->update_running, m.ptr, is.ptr, rm.ptr, rv.ptr, starnn_cuda_stream());
-	STARNN_CUDA_LAUNCHED("bn_finalize");
-}
-#endif
-
-static STARNN_PERFMODEL(bn_finalize, fp32);
-BN_CODELET(bn_finalize_cl, "bn_finalize", bn_finalize, starnn_bn_finalize_fp32_model, 5, STARPU_R, STARPU_W,
-           STARPU_W, STARPU_RW, STARPU_RW);
-
-/* --------------------------------------------------------------- bn_apply
- * buffers: x (R), mean (R), invstd or var (R), gamma (R), beta (R), y (W) */
-
-static void bn_apply_cpu(void *buffers[], void *cl_arg)
-{
-	const struct bn_args *a = cl_arg;
-	struct starnn_mat x = starnn_buffer(buffers, 0), m = starnn_buffer(buffers, 1), st = starnn_buffer(buffers, 2),
-	                  g = starnn_buffer(buffers, 3), b = starnn_buffer(buffers, 4), y = starnn_buffer(buffers, 5);
-	size_t c = m.cols;
-	starnn_bn_apply_cpu(x.rows, c, x.cols / c, x.ptr, x.ld, m.ptr, st.ptr, a->var_given, a->eps, g.ptr, b.ptr,
-	                    a->relu, y.ptr, y.ld);
-}
-
-#ifdef STARNN_USE_CUDA
-static void bn_apply_cuda(void *buffers[], void *cl_arg)
-{
-	const struct bn_args *a = cl_arg;
-	struct starnn_mat x = starnn_buffer(buffers, 0), m = starnn_buffer(buffers, 1), st = starnn_buffer(buffers, 2),
-	                  g = starnn_buffer(buffers, 3), b = starnn_buffer(buffers, 4), y = starnn_buffer(buffers, 5);
-	size_t c = m.cols;
-	starnn_bn_apply_cuda(x.rows, c, x.cols / c, x.ptr, x.ld, m.ptr, st.ptr, a->var_given, a->eps, g.ptr, b.ptr,
-	                     a->relu, y.ptr, y.ld, starnn_cuda_stream());
-	STARNN_CUDA_LAUNCHED("bn_apply");
-}
-#endif
-
-static STARNN_PERFMODEL(bn_apply, fp32);
-BN_CODELET(bn_apply_cl, "bn_apply", bn_apply, starnn_bn_apply_fp32_model, 6, STARPU_R, STARPU_R, STARPU_R, STARPU_R,
-           STARPU_R, STARPU_W);
-
-/* ---------------------------------------------------------- bn_bwd_reduce
- * buffers: x (R), dy (R), [y (R) with the fused ReLU], mean (R), slot (RW) */
-
-static void bn_bwd_reduce_cpu(void *buffers[], void *cl_arg)
-{
-	const struct bn_args *a = cl_arg;
-	int i = 0;
-	struct starnn_mat x = starnn_buffer(buffers, i++), dy = starnn_buffer(buffers, i++);
-	struct starnn_mat y = a->relu ? starnn_buffer(buffers, i++) : (struct starnn_mat){0};
-	struct starnn_mat m = starnn_buffer(buffers, i++), s = starnn_buffer(buffers, i++);
-	size_t c = m.cols;
-	starnn_bn_bwd_reduce_cpu(x.rows, c, x.cols / c, x.ptr, x.ld, dy.ptr, dy.ld, y.ptr, y.ld, m.ptr, SLOTS(s),
-	                         a->accumulate);
-}
-
-#ifdef STARNN_USE_CUDA
-static void bn_bwd_reduce_cuda(void *buffers[], void *cl_arg)
-{
-	const struct bn_args *a = cl_arg;
-	int i = 0;
-	struct starnn_mat x = starnn_buffer(buffers, i++), dy = starnn_buffer(buffers, i++);
-	struct starnn_mat y = a->relu ? starnn_buffer(buffers, i++) : (struct starnn_mat){0};
-	struct starnn_mat m = starnn_buffer(buffers, i++), s = starnn_buffer(buffers, i++);
-	size_t c = m.cols;
-	starnn_bn_bwd_reduce_cuda(x.rows, c, x.cols / c, x.ptr, x.ld, dy.ptr, dy.ld, y.ptr, y.ld, m.ptr, SLOTS(s),
-	                          a->accumulate, starnn_cuda_stream());
-	STARNN_CUDA_LAUNCHED("bn_bwd_reduce");
-}
-#endif
-
-static STARNN_PERFMODEL(bn_bwd_reduce, fp32);
-static STARNN_PERFMODEL(bn_bwd_reduce_relu, fp32);
-BN_CODELET(bn_bwd_reduce_cl, "bn_bwd_reduce", bn_bwd_reduce, starnn_bn_bwd_reduce_fp32_model, 4, STARPU_R, STARPU_R,
-           STARPU_R, STARPU_RW);
-BN_CODELET(bn_bwd_reduce_relu_cl, "bn_bwd_reduce_relu", bn_bwd_reduce, starnn_bn_bwd_reduce_relu_fp32_model, 5,
-           STARPU_R, STARPU_R, STARPU_R, STARPU_R, STARPU_RW);
-
-/* ---------------------------------------------------------- bn_bwd_params
- * buffers: work (R), invstd (R), dgamma, dbeta (W when beta == 0, else RW) */
-
-static void bn_bwd_params_cpu(void *buffers[], void *cl_arg)
-{
-	const struct bn_args *a = cl_arg;
-	struct starnn_mat w = starnn_buffer(buffers, 0), is = starnn_buffer(buffers, 1), dg = starnn_buffer(buffers, 2),
-	                  db = starnn_buffer(buffers, 3);
-	starnn_bn_bwd_params_cpu(is.cols, (size_t)a->nslots, SLOTS(w), SLOT_LD(w), is.ptr, a->beta, dg.ptr, db.ptr);
-}
-
-#ifdef STARNN_USE_CUDA
-static void bn_bwd_params_cuda(void *buffers[], void *cl_arg)
-{
-	const struct bn_args *a = cl_arg;
-	struct starnn_mat w = starnn_buffer(buffers, 0), is = starnn_buffer(buffers, 1), dg = starnn_buffer(buffers, 2),
-	                  db = starnn_buffer(buffers, 3);
-	starnn_bn_bwd_params_cuda(is.cols, (size_t)a->nslots, SLOTS(w), SLOT_LD(w), is.ptr, a->beta, dg.ptr, db.ptr,
-	                          starnn_cuda_stream());
-	STARNN_CUDA_LAUNCHED("bn_bwd_params");
-}
-#endif
-
-static STARNN_PERFMODEL(bn_bwd_params, fp32);
-BN_CODELET(bn_bwd_params_cl, "bn_bwd_params", bn_bwd_params, starnn_bn_bwd_params_fp32_model, 4, STARPU_R, STARPU_R,
-           STARPU_RW, STARPU_RW);
-BN_CODELET(bn_bwd_params_w_cl, "bn_bwd_params", bn_bwd_params, starnn_bn_bwd_params_fp32_model, 4, STARPU_R,
-           STARPU_R, STARPU_W, STARPU_W);
-
-/* ----------------------------------------------------------- bn_bwd_apply
- * buffers: x, dy, [y with the fused ReLU], mean, invstd, gamma, work (R),
- * dx (W when beta == 0, else RW) */
-
-static void bn_bwd_apply_cpu(void *buffers[], void *cl_arg)
-{
-	const struct bn_args *a = cl_arg;
-	int i = 0;
-	struct starnn_mat x = starnn_buffer(buffers, i++), dy = starnn_buffer(buffers, i++);
-	struct starnn_mat y = a->relu ? starnn_buffer(buffers, i++) : (struct starnn_mat){0};
-	struct starnn_mat m = starnn_buffer(buffers, i++), is = starnn_buffer(buffers, i++), g = starnn_buffer(buffers, i++);
-	struct starnn_mat w = starnn_buffer(buffers, i++), dx = starnn_buffer(buffers, i++);
-	size_t c = m.cols;
-	starnn_bn_bwd_apply_cpu(x.rows, c, x.cols / c, x.ptr, x.ld, dy.ptr, dy.ld, y.ptr, y.ld, m.ptr, is.ptr, g.ptr,
-	                        (size_t)a->nslots, SLOTS(w), SLOT_LD(w), a->count, a->beta, dx.ptr, dx.ld);
-}
-
-#ifdef STARNN_USE_CUDA
-static void bn_bwd_apply_cuda(void *buffers[], void *cl_arg)
-{
-	const struct bn_args *a = cl_arg;
-	int i = 0;
-	struct starnn_mat x = starnn_buffer(buffers, i++), dy = starnn_buffer(buffers, i++);
-	struct starnn_mat y = a->relu ? starnn_buffer(buffers, i++) : (struct starnn_mat){0};
-	struct starnn_mat m = starnn_buffer(buffers, i++), is = starnn_buffer(buffers, i++), g = starnn_buffer(buffers, i++);
-	struct starnn_mat w = starnn_buffer(buffers, i++), dx = starnn_buffer(buffers, i++);
-	size_t c = m.cols;
-	starnn_bn_bwd_apply_cuda(x.rows, c, x.cols / c, x.ptr, x.ld, dy.ptr, dy.ld, y.ptr, y.ld, m.ptr, is.ptr, g.ptr,
-	                         (size_t)a->nslots, SLOTS(w), SLOT_LD(w), a->count, a->beta, dx.ptr, dx.ld,
-	                         starnn_cuda_stream());
-	STARNN_CUDA_LAUNCHED("bn_bwd_apply");
-}
-#endif
-
-static STARNN_PERFMODEL(bn_bwd_apply, fp32);
-static STARNN_PERFMODEL(bn_bwd_apply_relu, fp32);
-BN_CODELET(bn_bwd_apply_cl, "bn_bwd_apply", bn_bwd_apply, starnn_bn_bwd_apply_fp32_model, 7, STARPU_R, STARPU_R,
-           STARPU_R, STARPU_R, STARPU_R, STARPU_R, STARPU_RW);
-BN_CODELET(bn_bwd_apply_w_cl, "bn_bwd_apply", bn_bwd_apply, starnn_bn_bwd_apply_fp32_model, 7, STARPU_R, STARPU_R,
-           STARPU_R, STARPU_R, STARPU_R, STARPU_R, STARPU_W);
-BN_CODELET(bn_bwd_apply_relu_cl, "bn_bwd_apply_relu", bn_bwd_apply, starnn_bn_bwd_apply_relu_fp32_model, 8,
-           STARPU_R, STARPU_R, STARPU_R, STARPU_R, STARPU_R, STARPU_R, STARPU_R, STARPU_RW);
-BN_CODELET(bn_bwd_apply_relu_w_cl, "bn_bwd_apply_relu", bn_bwd_apply, starnn_bn_bwd_apply_relu_fp32_model, 8,
-           STARPU_R, STARPU_R, STARPU_R, STARPU_R, STARPU_R, STARPU_R, STARPU_R, STARPU_W);
-
-/* -------------------------------------------------------- mixed precision
- * fp16 / bf16 data (x, y, dy, dx); every per-channel vector, the
- * statistics and the workspace stay fp32 (sums in double as above). CPU:
- * the _mp kernels read the 16-bit buffers directly. CUDA: the 16-bit
- * buffers are widened to fp32 inside the task and the fp32 kernels run on
- * them (codelets/halfwrap.h). 16-bit outputs (y, dx) are rounded once.
- * bn_finalize and bn_bwd_params see no data and are shared with fp32. */
-
-static void bn_stats_half(void *buffers[], void *cl_arg, starnn_dtype dt, int cuda)
+static void bn_stats_run(void *buffers[], void *cl_arg, starnn_dtype dt, int cuda)
 {
 	const struct bn_args *a = cl_arg;
 	struct starnn_mat x = starnn_buffer(buffers, 0), s = starnn_buffer(buffers, 1);
@@ -264,17 +80,17 @@ static void bn_stats_half(void *buffers[], void *cl_arg, starnn_dtype dt, int cu
 	}
 #ifdef STARNN_USE_CUDA
 	struct starnn_hw h;
-	starnn_hw_begin(&h, "bn_stats_half", cuda);
+	starnn_hw_begin(&h, "bn_stats", cuda);
 	struct starnn_mat xw = starnn_hw_in(&h, dt, x, 1);
 	if (!h.failed) {
 		starnn_bn_stats_cuda(x.rows, c, x.cols / c, xw.ptr, xw.ld, SLOTS(s), a->accumulate, h.stream);
-		STARNN_CUDA_LAUNCHED("bn_stats_half");
+		STARNN_CUDA_LAUNCHED("bn_stats");
 	}
 	starnn_hw_end(&h);
 #endif
 }
 
-static void bn_apply_half(void *buffers[], void *cl_arg, starnn_dtype dt, int cuda)
+static void bn_apply_run(void *buffers[], void *cl_arg, starnn_dtype dt, int cuda)
 {
 	const struct bn_args *a = cl_arg;
 	struct starnn_mat x = starnn_buffer(buffers, 0), m = starnn_buffer(buffers, 1), st = starnn_buffer(buffers, 2),
@@ -287,19 +103,19 @@ static void bn_apply_half(void *buffers[], void *cl_arg, starnn_dtype dt, int cu
 	}
 #ifdef STARNN_USE_CUDA
 	struct starnn_hw h;
-	starnn_hw_begin(&h, "bn_apply_half", cuda);
+	starnn_hw_begin(&h, "bn_apply", cuda);
 	struct starnn_mat xw = starnn_hw_in(&h, dt, x, 1), yw = starnn_hw_in(&h, dt, y, 0);
 	if (!h.failed) {
 		starnn_bn_apply_cuda(x.rows, c, x.cols / c, xw.ptr, xw.ld, m.ptr, st.ptr, a->var_given, a->eps, g.ptr,
 		                     b.ptr, a->relu, yw.ptr, yw.ld, h.stream);
-		STARNN_CUDA_LAUNCHED("bn_apply_half");
+		STARNN_CUDA_LAUNCHED("bn_apply");
 		starnn_hw_out(&h, dt, yw, y);
 	}
 	starnn_hw_end(&h);
 #endif
 }
 
-static void bn_bwd_reduce_half(void *buffers[], void *cl_arg, starnn_dtype dt, int cuda)
+static void bn_bwd_reduce_run(void *buffers[], void *cl_arg, starnn_dtype dt, int cuda)
 {
 	const struct bn_args *a = cl_arg;
 	int i = 0;
@@ -314,19 +130,19 @@ static void bn_bwd_reduce_half(void *buffers[], void *cl_arg, starnn_dtype dt, i
 	}
 #ifdef STARNN_USE_CUDA
 	struct starnn_hw h;
-	starnn_hw_begin(&h, "bn_bwd_reduce_half", cuda);
+	starnn_hw_begin(&h, "bn_bwd_reduce", cuda);
 	struct starnn_mat xw = starnn_hw_in(&h, dt, x, 1), dyw = starnn_hw_in(&h, dt, dy, 1);
 	struct starnn_mat yw = a->relu ? starnn_hw_in(&h, dt, y, 1) : y;
 	if (!h.failed) {
 		starnn_bn_bwd_reduce_cuda(x.rows, c, x.cols / c, xw.ptr, xw.ld, dyw.ptr, dyw.ld, yw.ptr, yw.ld, m.ptr,
 		                          SLOTS(s), a->accumulate, h.stream);
-		STARNN_CUDA_LAUNCHED("bn_bwd_reduce_half");
+		STARNN_CUDA_LAUNCHED("bn_bwd_reduce");
 	}
 	starnn_hw_end(&h);
 #endif
 }
 
-static void bn_bwd_apply_half(void *buffers[], void *cl_arg, starnn_dtype dt, int cuda)
+static void bn_bwd_apply_run(void *buffers[], void *cl_arg, starnn_dtype dt, int cuda)
 {
 	const struct bn_args *a = cl_arg;
 	int i = 0;
@@ -343,7 +159,7 @@ static void bn_bwd_apply_half(void *buffers[], void *cl_arg, starnn_dtype dt, in
 	}
 #ifdef STARNN_USE_CUDA
 	struct starnn_hw h;
-	starnn_hw_begin(&h, "bn_bwd_apply_half", cuda);
+	starnn_hw_begin(&h, "bn_bwd_apply", cuda);
 	struct starnn_mat xw = starnn_hw_in(&h, dt, x, 1), dyw = starnn_hw_in(&h, dt, dy, 1);
 	struct starnn_mat yw = a->relu ? starnn_hw_in(&h, dt, y, 1) : y;
 	struct starnn_mat dxw = starnn_hw_in(&h, dt, dx, a->beta != 0.0f);
@@ -351,57 +167,112 @@ static void bn_bwd_apply_half(void *buffers[], void *cl_arg, starnn_dtype dt, in
 		starnn_bn_bwd_apply_cuda(x.rows, c, x.cols / c, xw.ptr, xw.ld, dyw.ptr, dyw.ld, yw.ptr, yw.ld, m.ptr,
 		                         is.ptr, g.ptr, (size_t)a->nslots, SLOTS(w), SLOT_LD(w), a->count, a->beta,
 		                         dxw.ptr, dxw.ld, h.stream);
-		STARNN_CUDA_LAUNCHED("bn_bwd_apply_half");
+		STARNN_CUDA_LAUNCHED("bn_bwd_apply");
 		starnn_hw_out(&h, dt, dxw, dx);
 	}
 	starnn_hw_end(&h);
 #endif
 }
 
+static void bn_finalize_run(void *buffers[], void *cl_arg, int cuda)
+{
+	const struct bn_args *a = cl_arg;
+	struct starnn_mat w = starnn_buffer(buffers, 0), m = starnn_buffer(buffers, 1), is = starnn_buffer(buffers, 2),
+	                  rm = starnn_buffer(buffers, 3), rv = starnn_buffer(buffers, 4);
+	if (!cuda) {
+		starnn_bn_finalize_cpu(m.cols, (size_t)a->nslots, SLOTS(w), SLOT_LD(w), a->count, a->eps, a->momentum,
+		                       a->update_running, m.ptr, is.ptr, rm.ptr, rv.ptr);
+		return;
+	}
 #ifdef STARNN_USE_CUDA
-#define BN_HALF_CUDA(fn, dt, DT)                                                                            \
-	static void fn##_##dt##_cuda(void *buffers[], void *cl_arg) { fn##_half(buffers, cl_arg, DT, 1); }
-#else
-#define BN_HALF_CUDA(fn, dt, DT)
+	starnn_bn_finalize_cuda(m.cols, (size_t)a->nslots, SLOTS(w), SLOT_LD(w), a->count, a->eps, a->momentum,
+	                        a->update_running, m.ptr, is.ptr, rm.ptr, rv.ptr, starnn_cuda_stream());
+	STARNN_CUDA_LAUNCHED("bn_finalize");
 #endif
-#define BN_HALF_FNS(fn, dt, DT)                                                                             \
-	static void fn##_##dt##_cpu(void *buffers[], void *cl_arg) { fn##_half(buffers, cl_arg, DT, 0); }   \
-	BN_HALF_CUDA(fn, dt, DT)
-#define BN_HALF(dt, DT)                                                                                     \
-	BN_HALF_FNS(bn_stats, dt, DT)                                                                       \
-	BN_HALF_FNS(bn_apply, dt, DT)                                                                       \
-	BN_HALF_FNS(bn_bwd_reduce, dt, DT)                                                                  \
-	BN_HALF_FNS(bn_bwd_apply, dt, DT)                                                                   \
+}
+static void bn_bwd_params_run(void *buffers[], void *cl_arg, int cuda)
+{
+	const struct bn_args *a = cl_arg;
+	struct starnn_mat w = starnn_buffer(buffers, 0), is = starnn_buffer(buffers, 1), dg = starnn_buffer(buffers, 2),
+	                  db = starnn_buffer(buffers, 3);
+	if (!cuda) {
+		starnn_bn_bwd_params_cpu(is.cols, (size_t)a->nslots, SLOTS(w), SLOT_LD(w), is.ptr, a->beta, dg.ptr,
+		                         db.ptr);
+		return;
+	}
+#ifdef STARNN_USE_CUDA
+	starnn_bn_bwd_params_cuda(is.cols, (size_t)a->nslots, SLOTS(w), SLOT_LD(w), is.ptr, a->beta, dg.ptr, db.ptr,
+	                          starnn_cuda_stream());
+	STARNN_CUDA_LAUNCHED("bn_bwd_params");
+#endif
+}
+/* The worker entry points: fn_cpu / fn_cuda of a pass without data
+ * (BN_FNS), fn_<dt>_cpu / fn_<dt>_cuda of a data pass in one dtype. */
+#ifdef STARNN_USE_CUDA
+#define BN_FNS(fn)                                                                                          \
+	static void fn##_cpu(void *buffers[], void *cl_arg) { fn(buffers, cl_arg, 0); }                     \
+	static void fn##_cuda(void *buffers[], void *cl_arg) { fn(buffers, cl_arg, 1); }
+#define BN_DT_CUDA(fn, dt, DT)                                                                              \
+	static void fn##_##dt##_cuda(void *buffers[], void *cl_arg) { fn##_run(buffers, cl_arg, DT, 1); }
+#else
+#define BN_FNS(fn) \
+	static void fn##_cpu(void *buffers[], void *cl_arg) { fn(buffers, cl_arg, 0); }
+#define BN_DT_CUDA(fn, dt, DT)
+#endif
+#define BN_DT_FNS(fn, dt, DT)                                                                               \
+	static void fn##_##dt##_cpu(void *buffers[], void *cl_arg) { fn##_run(buffers, cl_arg, DT, 0); }    \
+	BN_DT_CUDA(fn, dt, DT)
+
+BN_FNS(bn_finalize_run)
+BN_FNS(bn_bwd_params_run)
+static STARNN_PERFMODEL(bn_finalize, fp32);
+static STARNN_PERFMODEL(bn_bwd_params, fp32);
+BN_CODELET(bn_finalize_cl, "bn_finalize", bn_finalize_run, starnn_bn_finalize_fp32_model, 5, STARPU_R, STARPU_W,
+           STARPU_W, STARPU_RW, STARPU_RW);
+BN_CODELET(bn_bwd_params_cl, "bn_bwd_params", bn_bwd_params_run, starnn_bn_bwd_params_fp32_model, 4, STARPU_R,
+           STARPU_R, STARPU_RW, STARPU_RW);
+BN_CODELET(bn_bwd_params_w_cl, "bn_bwd_params", bn_bwd_params_run, starnn_bn_bwd_params_fp32_model, 4, STARPU_R,
+           STARPU_R, STARPU_W, STARPU_W);
+
+/* The data codelets of one dtype: variables bn_stats<V>_cl ..., names
+ * "bn_stats<N>" ..., perfmodels starnn_bn_stats_<dt> ... (V, N empty for
+ * fp32, _fp16 / "_fp16" otherwise). */
+#define BN_DATA(dt, DT, V, N)                                                                               \
+	BN_DT_FNS(bn_stats, dt, DT)                                                                         \
+	BN_DT_FNS(bn_apply, dt, DT)                                                                         \
+	BN_DT_FNS(bn_bwd_reduce, dt, DT)                                                                    \
+	BN_DT_FNS(bn_bwd_apply, dt, DT)                                                                     \
 	static STARNN_PERFMODEL(bn_stats, dt);                                                              \
 	static STARNN_PERFMODEL(bn_apply, dt);                                                              \
 	static STARNN_PERFMODEL(bn_bwd_reduce, dt);                                                         \
 	static STARNN_PERFMODEL(bn_bwd_reduce_relu, dt);                                                    \
 	static STARNN_PERFMODEL(bn_bwd_apply, dt);                                                          \
 	static STARNN_PERFMODEL(bn_bwd_apply_relu, dt);                                                     \
-	BN_CODELET(bn_stats_##dt##_cl, "bn_stats_" #dt, bn_stats_##dt, starnn_bn_stats_##dt##_model, 2,     \
-	           STARPU_R, STARPU_RW);                                                                    \
-	BN_CODELET(bn_apply_##dt##_cl, "bn_apply_" #dt, bn_apply_##dt, starnn_bn_apply_##dt##_model, 6,     \
-	           STARPU_R, STARPU_R, STARPU_R, STARPU_R, STARPU_R, STARPU_W);                             \
-	BN_CODELET(bn_bwd_reduce_##dt##_cl, "bn_bwd_reduce_" #dt, bn_bwd_reduce_##dt,                       \
+	BN_CODELET(bn_stats##V##_cl, "bn_stats" N, bn_stats_##dt, starnn_bn_stats_##dt##_model, 2, STARPU_R, \
+	           STARPU_RW);                                                                              \
+	BN_CODELET(bn_apply##V##_cl, "bn_apply" N, bn_apply_##dt, starnn_bn_apply_##dt##_model, 6, STARPU_R, \
+	           STARPU_R, STARPU_R, STARPU_R, STARPU_R, STARPU_W);                                       \
+	BN_CODELET(bn_bwd_reduce##V##_cl, "bn_bwd_reduce" N, bn_bwd_reduce_##dt,                            \
 	           starnn_bn_bwd_reduce_##dt##_model, 4, STARPU_R, STARPU_R, STARPU_R, STARPU_RW);          \
-	BN_CODELET(bn_bwd_reduce_relu_##dt##_cl, "bn_bwd_reduce_relu_" #dt, bn_bwd_reduce_##dt,             \
+	BN_CODELET(bn_bwd_reduce_relu##V##_cl, "bn_bwd_reduce_relu" N, bn_bwd_reduce_##dt,                  \
 	           starnn_bn_bwd_reduce_relu_##dt##_model, 5, STARPU_R, STARPU_R, STARPU_R, STARPU_R,       \
 	           STARPU_RW);                                                                              \
-	BN_CODELET(bn_bwd_apply_##dt##_cl, "bn_bwd_apply_" #dt, bn_bwd_apply_##dt,                          \
+	BN_CODELET(bn_bwd_apply##V##_cl, "bn_bwd_apply" N, bn_bwd_apply_##dt,                               \
 	           starnn_bn_bwd_apply_##dt##_model, 7, STARPU_R, STARPU_R, STARPU_R, STARPU_R, STARPU_R,   \
 	           STARPU_R, STARPU_RW);                                                                    \
-	BN_CODELET(bn_bwd_apply_w_##dt##_cl, "bn_bwd_apply_" #dt, bn_bwd_apply_##dt,                        \
+	BN_CODELET(bn_bwd_apply_w##V##_cl, "bn_bwd_apply" N, bn_bwd_apply_##dt,                             \
 	           starnn_bn_bwd_apply_##dt##_model, 7, STARPU_R, STARPU_R, STARPU_R, STARPU_R, STARPU_R,   \
 	           STARPU_R, STARPU_W);                                                                     \
-	BN_CODELET(bn_bwd_apply_relu_##dt##_cl, "bn_bwd_apply_relu_" #dt, bn_bwd_apply_##dt,                \
+	BN_CODELET(bn_bwd_apply_relu##V##_cl, "bn_bwd_apply_relu" N, bn_bwd_apply_##dt,                     \
 	           starnn_bn_bwd_apply_relu_##dt##_model, 8, STARPU_R, STARPU_R, STARPU_R, STARPU_R,        \
 	           STARPU_R, STARPU_R, STARPU_R, STARPU_RW);                                                \
-	BN_CODELET(bn_bwd_apply_relu_w_##dt##_cl, "bn_bwd_apply_relu_" #dt, bn_bwd_apply_##dt,              \
+	BN_CODELET(bn_bwd_apply_relu_w##V##_cl, "bn_bwd_apply_relu" N, bn_bwd_apply_##dt,                   \
 	           starnn_bn_bwd_apply_relu_##dt##_model, 8, STARPU_R, STARPU_R, STARPU_R, STARPU_R,        \
 	           STARPU_R, STARPU_R, STARPU_R, STARPU_W);
 
-BN_HALF(fp16, STARNN_FP16)
-BN_HALF(bf16, STARNN_BF16)
+BN_DATA(fp32, STARNN_FP32, , "")
+BN_DATA(fp16, STARNN_FP16, _fp16, "_fp16")
+BN_DATA(bf16, STARNN_BF16, _bf16, "_bf16")
 
 /* The codelets by the data's dtype (fp32, fp16, bf16). */
 static struct starpu_codelet *const stats_cls[3] = {&bn_stats_cl, &bn_stats_fp16_cl, &bn_stats_bf16_cl};

@@ -3,7 +3,10 @@
  * the codelets (CPU, or CUDA in the _cuda build) against direct CPU kernel
  * calls on whole tensors, on tensors the submit function splits itself
  * (batch, output channels, input channels), and on tensors the caller
- * split (micro-batches, channel parts of a concatenation), and bad shapes.
+ * split (micro-batches, channel parts of a concatenation), and bad shapes;
+ * the fp16 / bf16 codelets against the fp32 ones and (CUDA: in both modes
+ * of STARNN_CUDA_HALF_CONV, native and widen) against the CPU fp32 kernels
+ * (half_mode_vs_cpu), and the validation of that variable.
  *
  * Tolerances (fp32 results against double references): an element passes
  * when |got - ref| <= 1e-5 * sum|terms| + 1e-6, where sum|terms| is the sum

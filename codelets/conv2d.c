@@ -11,6 +11,7 @@
 
 #include <stdint.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "codelets/conv2d.h"
 #include "codelets/halfwrap.h"
@@ -27,10 +28,15 @@ struct conv_args {
 	/* footprint key: the geometry of this task's parts */
 	uint32_t n, c, o, h, w, k;
 	uint32_t backend; /* CPU kernels (enum starnn_conv2d_backend): another cost */
+	uint32_t cuda_half; /* 16-bit codelets: enum starnn_cuda_half_conv (0 for fp32) */
 	uint32_t o0;  /* forward: first output channel of this part (bias offset) */
 	float beta;   /* backward passes: dx / dw / db = beta * old + new */
 };
+/* The fp32 codelets' key leaves cuda_half out (their footprints stay as
+ * they were); the 16-bit ones include it: native and widened are different
+ * costs. */
 #define CONV_KEY_BYTES (7 * sizeof(uint32_t))
+#define CONV_HALF_KEY_BYTES (8 * sizeof(uint32_t))
 
 static struct starnn_conv2d_geom geom_of(const struct conv_args *a)
 {
@@ -41,6 +47,61 @@ static struct starnn_conv2d_geom geom_of(const struct conv_args *a)
 static uint32_t conv_footprint(struct starpu_task *task)
 {
 	return starnn_footprint_args(task, CONV_KEY_BYTES);
+}
+
+static uint32_t conv_half_footprint(struct starpu_task *task)
+{
+	return starnn_footprint_args(task, CONV_HALF_KEY_BYTES);
+}
+
+/* ------------------------------------------ 16-bit convolutions on CUDA */
+
+static int cuda_half_forced = -1; /* starnn_cuda_half_conv_set, else -1 */
+static int cuda_half_env = -1;    /* from STARNN_CUDA_HALF_CONV; -2: an unknown value */
+static pthread_once_t cuda_half_once = PTHREAD_ONCE_INIT;
+
+static void cuda_half_read_env(void)
+{
+	const char *e = getenv("STARNN_CUDA_HALF_CONV");
+	if (!e || !*e)
+		cuda_half_env = -1;
+	else if (!strcmp(e, "native"))
+		cuda_half_env = STARNN_CUDA_HALF_NATIVE;
+	else if (!strcmp(e, "widen"))
+		cuda_half_env = STARNN_CUDA_HALF_WIDEN;
+	else
+		cuda_half_env = -2;
+}
+
+int starnn_cuda_half_conv_check(void)
+{
+	pthread_once(&cuda_half_once, cuda_half_read_env);
+	if (cuda_half_forced < 0 && cuda_half_env == -2)
+		return starnn_error(STARNN_EINVAL, "STARNN_CUDA_HALF_CONV is '%s': expected native or widen",
+		                    getenv("STARNN_CUDA_HALF_CONV"));
+	return 0;
+}
+
+enum starnn_cuda_half_conv starnn_cuda_half_conv(void)
+{
+	pthread_once(&cuda_half_once, cuda_half_read_env);
+	if (cuda_half_forced >= 0)
+		return (enum starnn_cuda_half_conv)cuda_half_forced;
+	/* default: widen, until the native kernels have run on a GPU */
+	return cuda_half_env == STARNN_CUDA_HALF_NATIVE ? STARNN_CUDA_HALF_NATIVE : STARNN_CUDA_HALF_WIDEN;
+}
+
+int starnn_cuda_half_conv_set(enum starnn_cuda_half_conv m)
+{
+	if (m != STARNN_CUDA_HALF_WIDEN && m != STARNN_CUDA_HALF_NATIVE)
+		return starnn_error(STARNN_EINVAL, "conv2d: unknown CUDA 16-bit mode %d (expected native or widen)", (int)m);
+	cuda_half_forced = (int)m;
+	return 0;
+}
+
+const char *starnn_cuda_half_conv_name(enum starnn_cuda_half_conv m)
+{
+	return m == STARNN_CUDA_HALF_NATIVE ? "native 16-bit cuDNN (tensor ops)" : "widened to fp32 (FMA)";
 }
 
 /* ------------------------------------------------- per-worker workspace */
@@ -251,7 +312,8 @@ struct starpu_codelet starnn_conv2d_bwd_bias_cl = {
 /* ------------------------------------------------------ mixed precision
  * fp16 / bf16 activations: x, y, dy, dx and the weight copy w in the 16-bit
  * type; b, dw, db fp32. On a CPU with oneDNN, bf16 runs natively (oneDNN's
- * bf16 primitives: AVX512-BF16 / AMX, fp32 accumulation). Otherwise the
+ * bf16 primitives: AVX512-BF16 / AMX, fp32 accumulation); on a CUDA worker
+ * with STARNN_CUDA_HALF_CONV=native, 16-bit cuDNN (cuda_native). Otherwise the
  * 16-bit buffers are widened to fp32 (exact) and the fp32 kernels of the
  * worker run on them, accumulating in fp32; 16-bit outputs are rounded once
  * at the end (codelets/halfwrap.h). */
@@ -262,6 +324,18 @@ static int dnnl_native(const struct conv_args *a, starnn_dtype dt, int cuda)
 	return !cuda && dt == STARNN_BF16 && a->backend == STARNN_CONV2D_DNNL;
 }
 
+/* A CUDA worker in native mode (starnn_cuda_half_conv, taken at submission):
+ * forward and backward data on 16-bit cuDNN tensors, backward weight with
+ * tensor-op math on the widened inputs (codelets/conv2d.h). A kernel that
+ * returns STARNN_CONV2D_UNSUPPORTED has written nothing: the task goes on
+ * along the widening route, so results are always produced. */
+#ifdef CONV_CUDA
+static int cuda_native(const struct conv_args *a, int cuda)
+{
+	return cuda && a->cuda_half == STARNN_CUDA_HALF_NATIVE;
+}
+#endif
+
 static void fwd_half(void *buffers[], void *cl_arg, starnn_dtype dt, int cuda)
 {
 	const struct conv_args *a = cl_arg;
@@ -271,6 +345,17 @@ static void fwd_half(void *buffers[], void *cl_arg, starnn_dtype dt, int cuda)
 		fwd_run(a, dt, 0, NULL, x, w, b, y);
 		return;
 	}
+#ifdef CONV_CUDA
+	if (cuda_native(a, cuda)) {
+		struct starnn_conv2d_geom g = geom_of(a);
+		int rc = starnn_conv2d_fwd_cuda_half(&g, dt, x.ptr, x.ld, w.ptr, w.ld, b + a->o0, y.ptr, y.ld,
+		                                     starnn_cudnn_handle(), starnn_cuda_stream());
+		if (rc != STARNN_CONV2D_UNSUPPORTED) {
+			done(rc);
+			return;
+		}
+	}
+#endif
 	struct starnn_hw h;
 	starnn_hw_begin(&h, "conv2d_fwd_half", cuda);
 	struct starnn_mat xw = starnn_hw_in(&h, dt, x, 1), ww = starnn_hw_in(&h, dt, w, 1), yw = starnn_hw_in(&h, dt, y, 0);
@@ -289,6 +374,17 @@ static void bwd_data_half(void *buffers[], void *cl_arg, starnn_dtype dt, int cu
 		bwd_data_run(a, dt, 0, NULL, dy, w, dx);
 		return;
 	}
+#ifdef CONV_CUDA
+	if (cuda_native(a, cuda)) {
+		struct starnn_conv2d_geom g = geom_of(a);
+		int rc = starnn_conv2d_bwd_data_cuda_half(&g, dt, dy.ptr, dy.ld, w.ptr, w.ld, a->beta, dx.ptr, dx.ld,
+		                                          starnn_cudnn_handle(), starnn_cuda_stream());
+		if (rc != STARNN_CONV2D_UNSUPPORTED) {
+			done(rc);
+			return;
+		}
+	}
+#endif
 	struct starnn_hw h;
 	starnn_hw_begin(&h, "conv2d_bwd_data_half", cuda);
 	struct starnn_mat dyw = starnn_hw_in(&h, dt, dy, 1), ww = starnn_hw_in(&h, dt, w, 1),
@@ -311,7 +407,19 @@ static void bwd_weight_half(void *buffers[], void *cl_arg, starnn_dtype dt, int 
 	struct starnn_hw h;
 	starnn_hw_begin(&h, "conv2d_bwd_weight_half", cuda);
 	struct starnn_mat xw = starnn_hw_in(&h, dt, x, 1), dyw = starnn_hw_in(&h, dt, dy, 1);
-	if (!h.failed)
+	/* No native route: cuDNN has no 16-bit x, dy -> fp32 dw configuration
+	 * (and a 16-bit dw would lose the fp32 sums of the master gradients). */
+	int rc = STARNN_CONV2D_UNSUPPORTED;
+#ifdef CONV_CUDA
+	if (!h.failed && cuda_native(a, cuda)) {
+		struct starnn_conv2d_geom g = geom_of(a);
+		rc = starnn_conv2d_bwd_weight_cuda_tf32(&g, xw.ptr, xw.ld, dyw.ptr, dyw.ld, a->beta, dw.ptr, dw.ld,
+		                                        starnn_cudnn_handle(), h.stream);
+		if (rc != STARNN_CONV2D_UNSUPPORTED)
+			done(rc);
+	}
+#endif
+	if (!h.failed && rc == STARNN_CONV2D_UNSUPPORTED)
 		bwd_weight_run(a, STARNN_FP32, cuda, h.stream, xw, dyw, dw);
 	starnn_hw_end(&h);
 }
@@ -339,7 +447,7 @@ static void bwd_bias_half(void *buffers[], void *cl_arg, starnn_dtype dt, int cu
 #define CONV_HALF_CL(fn, pass, dt, DT, nb, ...)                                                             \
 	static void fn##_##dt##_cpu(void *buffers[], void *cl_arg) { fn##_half(buffers, cl_arg, DT, 0); }   \
 	CONV_HALF_CUDA(fn, dt, DT)                                                                          \
-	static STARNN_PERFMODEL_FP(conv2d_##pass, dt, conv_footprint);                                      \
+	static STARNN_PERFMODEL_FP(conv2d_##pass, dt, conv_half_footprint);                                 \
 	static struct starpu_codelet fn##_##dt##_cl = {                                                     \
 		.name = "conv2d_" #pass "_" #dt,                                                            \
 		.cpu_funcs = {fn##_##dt##_cpu},                                                             \
@@ -378,6 +486,7 @@ static int check_shapes_dt(const char *op, const starnn_tensor *x, const starnn_
 	char dx[128], dw[128], dy[128];
 	const starnn_tensor *all[3] = {x, w, y};
 	STARNN_CHECK(starnn_conv2d_cpu_backend_check());
+	STARNN_CHECK(starnn_cuda_half_conv_check());
 	for (int i = 0; i < 3; i++) {
 		if (!all[i])
 			return starnn_error(STARNN_EINVAL, "%s: a tensor is NULL", op);
@@ -409,10 +518,11 @@ static int check_shapes_dt(const char *op, const starnn_tensor *x, const starnn_
 	return 0;
 }
 
-static struct conv_args args_of(const struct starnn_conv2d_geom *g, float beta)
+static struct conv_args args_of(const struct starnn_conv2d_geom *g, float beta, starnn_dtype dt)
 {
 	struct conv_args a = {(uint32_t)g->n, (uint32_t)g->c, (uint32_t)g->o, (uint32_t)g->h, (uint32_t)g->w,
-	                      (uint32_t)g->k, (uint32_t)starnn_conv2d_cpu_backend(), 0, beta};
+	                      (uint32_t)g->k, (uint32_t)starnn_conv2d_cpu_backend(),
+	                      dt == STARNN_FP32 ? 0u : (uint32_t)starnn_cuda_half_conv(), 0, beta};
 	return a;
 }
 
@@ -453,7 +563,7 @@ static int conv2d_fwd_dt(starnn_tensor *x, starnn_tensor *w, starnn_tensor *b, s
 		return starnn_error(STARNN_EINVAL, "conv2d_fwd: bias must be fp32 [%zu], got %s", g.o,
 		                    b ? starnn_tensor_describe(b, db, sizeof db) : "NULL");
 	int parts = task_count(&g, STARNN_CONV2D_FWD, 0);
-	struct conv_args a = args_of(&g, 0.0f);
+	struct conv_args a = args_of(&g, 0.0f, dt);
 	if (parts == 1) {
 		struct starnn_task_desc d = {.cl = fwd_cls[dt], .args = &a, .args_size = sizeof a,
 		                             .tensors = {x, w, b, y}};
@@ -500,7 +610,7 @@ static int conv2d_bwd_data_dt(starnn_tensor *dy, starnn_tensor *w, float beta, s
 	const starnn_dtype dts[3] = {dt, dt, dt};
 	STARNN_CHECK(check_shapes_dt("conv2d_bwd_data", dx, w, dy, &g, dts));
 	int parts = task_count(&g, STARNN_CONV2D_BWD_DATA, max_parts);
-	struct conv_args a = args_of(&g, beta);
+	struct conv_args a = args_of(&g, beta, dt);
 	if (parts == 1) {
 		struct starnn_task_desc d = {.cl = bwd_data_cls[dt], .args = &a, .args_size = sizeof a,
 		                             .tensors = {dy, w, dx}};
@@ -550,7 +660,7 @@ static int conv2d_bwd_weight_dt(starnn_tensor *x, starnn_tensor *dy, float beta,
 	if (db && (db->dtype != STARNN_FP32 || db->ndim != 1 || db->shape[0] != (int64_t)g.o))
 		return starnn_error(STARNN_EINVAL, "conv2d_bwd_weight: bias gradient must be fp32 [%zu], got %s", g.o,
 		                    starnn_tensor_describe(db, d1, sizeof d1));
-	struct conv_args a = args_of(&g, beta);
+	struct conv_args a = args_of(&g, beta, dt);
 	/* Input channels: dw[:, c-block] needs x[:, c-block] and all of dy;
 	 * the parts of dw are disjoint, so no reduction is needed. */
 	int parts = task_count(&g, STARNN_CONV2D_BWD_WEIGHT, max_parts);
@@ -574,7 +684,7 @@ static int conv2d_bwd_weight_dt(starnn_tensor *x, starnn_tensor *dy, float beta,
 		}
 	}
 	if (db) {
-		struct conv_args ab = args_of(&g, beta);
+		struct conv_args ab = args_of(&g, beta, dt);
 		ab.c = 0; /* not part of the bias gradient's cost */
 		ab.k = 0;
 		struct starnn_task_desc d = {.cl = bwd_bias_cls[dt], .args = &ab, .args_size = sizeof ab,

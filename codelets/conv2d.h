@@ -94,6 +94,58 @@ int starnn_conv2d_bwd_weight_cuda(const struct starnn_conv2d_geom *g, const floa
 int starnn_conv2d_bwd_bias_cuda(size_t n, size_t o, size_t h, size_t w, const float *dy, size_t ldy, float beta,
                                 float *db, void *cudnn, void *stream);
 
+/* Native 16-bit cuDNN kernels for the mixed-precision codelets on CUDA
+ * workers (used when starnn_cuda_half_conv() is STARNN_CUDA_HALF_NATIVE).
+ * dt is STARNN_FP16 or STARNN_BF16, the type of x, w, y (dy, dx); products
+ * accumulate in fp32 (cuDNN's PSEUDO_HALF_CONFIG / PSEUDO_BFLOAT16_CONFIG:
+ * 16-bit tensors, fp32 convolution compute type) with tensor-core math
+ * allowed. They return 0, a STARNN_E* code with the message recorded, or
+ * STARNN_CONV2D_UNSUPPORTED when cuDNN declines the configuration (status
+ * NOT_SUPPORTED at descriptor, algorithm, workspace or launch time): then
+ * nothing was written and the caller takes the widening route.
+ *   fwd:        y = round(conv(x, w) + round(b)): the fp32 bias is rounded
+ *               to dt once (cuDNN's fused bias takes the tensors' type),
+ *               then added to the fp32 sum inside cuDNN's kernel, and the
+ *               sum rounded once (cudnnConvolutionBiasActivationForward).
+ *   bwd_data:   dx = round(conv_transpose(dy, w) + beta * dx), the blend
+ *               done by cuDNN (see codelets/cuda/conv2d.cu for beta != 0).
+ *   bwd_weight: no native 16-bit route: cuDNN has no configuration with
+ *               16-bit x, dy and an fp32 dw. _tf32 is the fp32 kernel for
+ *               fp32 buffers that hold widened fp16 / bf16 values: tensor-op
+ *               math (TF32) is allowed, which is exact on such values
+ *               (TF32 holds every fp16 and bf16 value, products are exact
+ *               in fp32, sums stay fp32), restricted to the GEMM-type
+ *               algorithms (no FFT / Winograd transforms, whose transformed
+ *               operands TF32 would round). */
+#define STARNN_CONV2D_UNSUPPORTED 1
+int starnn_conv2d_fwd_cuda_half(const struct starnn_conv2d_geom *g, starnn_dtype dt, const void *x, size_t ldx,
+                                const void *w, size_t ldw, const float *b, void *y, size_t ldy, void *cudnn,
+                                void *stream);
+int starnn_conv2d_bwd_data_cuda_half(const struct starnn_conv2d_geom *g, starnn_dtype dt, const void *dy, size_t ldy,
+                                     const void *w, size_t ldw, float beta, void *dx, size_t ldx, void *cudnn,
+                                     void *stream);
+int starnn_conv2d_bwd_weight_cuda_tf32(const struct starnn_conv2d_geom *g, const float *x, size_t ldx,
+                                       const float *dy, size_t ldy, float beta, float *dw, size_t ldw, void *cudnn,
+                                       void *stream);
+
+/* How the 16-bit conv2d codelets compute on CUDA workers (convt2d: widened
+ * in both modes for now):
+ *   STARNN_CUDA_HALF_WIDEN   the 16-bit buffers are widened to fp32 and the
+ *                            fp32 kernels run (FMA math; the default),
+ *   STARNN_CUDA_HALF_NATIVE  the native kernels above, widening only where
+ *                            cuDNN declines a configuration.
+ * The environment variable STARNN_CUDA_HALF_CONV=native|widen chooses (read
+ * once); starnn_cuda_half_conv_set overrides it (tests, benchmarks: set it
+ * before submitting; tasks take the mode current at submission).
+ * starnn_cuda_half_conv_check returns STARNN_EINVAL with a message for a bad
+ * STARNN_CUDA_HALF_CONV (the submit functions call it). CPU workers ignore
+ * the mode. */
+enum starnn_cuda_half_conv { STARNN_CUDA_HALF_WIDEN = 0, STARNN_CUDA_HALF_NATIVE = 1 };
+enum starnn_cuda_half_conv starnn_cuda_half_conv(void);
+int starnn_cuda_half_conv_set(enum starnn_cuda_half_conv m);
+int starnn_cuda_half_conv_check(void);
+const char *starnn_cuda_half_conv_name(enum starnn_cuda_half_conv m);
+
 /* Task submission. x [N,C,H,W], w [O,C,k,k], b [O], y [N,O,H,W]; all fp32;
  * any of them may be a part (micro-batch, channel slice) of a larger
  * tensor. Large problems are split into several tasks (along the batch, or
@@ -110,7 +162,9 @@ int starnn_conv2d_bwd_weight(starnn_tensor *x, starnn_tensor *dy, float beta, st
  * fp32 and 16-bit outputs are rounded once (to nearest even). The kernels:
  * the 16-bit buffers are widened to fp32 inside the task (CPU: per-worker
  * scratch; CUDA: stream-ordered buffers) and the fp32 kernels above run on
- * them (codelets/halfwrap.h). Same task splitting as fp32. All-fp32 tensors
+ * them (codelets/halfwrap.h); bf16 on oneDNN CPUs and, with
+ * STARNN_CUDA_HALF_NATIVE, 16-bit cuDNN on CUDA workers compute natively
+ * (above). Same task splitting as fp32. All-fp32 tensors
  * submit the fp32 codelets. Perfmodels starnn_conv2d_{fwd,bwd_data,
  * bwd_weight,bwd_bias}_{fp16,bf16}. */
 int starnn_conv2d_fwd_mp(starnn_tensor *x, starnn_tensor *w, starnn_tensor *b, starnn_tensor *y);

@@ -3,7 +3,10 @@
  * the codelets (CPU, or CUDA in the _cuda build) against direct CPU kernel
  * calls on whole tensors, on tensors the submit function splits itself
  * (batch, output channels, input channels), and on tensors the caller
- * split (micro-batches, channel parts of a concatenation), and bad shapes.
+ * split (micro-batches, channel parts of a concatenation), and bad shapes;
+ * the fp16 / bf16 codelets against the fp32 ones and (CUDA: in both modes
+ * of STARNN_CUDA_HALF_CONV, native and widen) against the CPU fp32 kernels
+ * (half_mode_vs_cpu), and the validation of that variable.
  *
  * Tolerances (fp32 results against double references): an element passes
  * when |got - ref| <= 1e-5 * sum|terms| + 1e-6, where sum|terms| is the sum
@@ -618,6 +621,172 @@ static void half_vs_fp32(struct shape sh, starnn_dtype dt, int view)
 	free(x), free(w), free(b), free(dy), free(dx0);
 }
 
+/* The 16-bit codelets in the current CUDA mode (starnn_cuda_half_conv:
+ * native 16-bit cuDNN or widened) against direct calls of the CPU fp32
+ * kernels (im2col + sgemm) on the same values: forward with bias, backward
+ * data with beta 0 and 1, backward weight with beta 0 (dw and db) and
+ * beta 1 (dw accumulated); x and dx channel parts of larger 16-bit tensors
+ * when view (ld > cols). Native cuDNN sums in another order on tensor
+ * cores and rounds the bias to the 16-bit type, so 16-bit outputs pass
+ * within a fraction of the output's scale: |got - ref| <= tol * max|ref|,
+ * tol = 1e-2 (fp16: some 20 units in the last place of the largest
+ * element) or 4e-2 (bf16: some 10 units); the fp32 weight and bias
+ * gradients (exact products of 16-bit values, fp32 sums) within 1e-4
+ * relative + 1e-5 max (test_close). A wrong element, a missing bias (|b| ~ 1 against
+ * outputs of a few units) or a lost accumulation fails. On CPU the mode is
+ * ignored and the test checks itself against the widened route. */
+static int close_scaled(const char *what, starnn_dtype dt, const float *got, const float *ref, size_t n)
+{
+	double amax = 0;
+	for (size_t i = 0; i < n; i++)
+		if (fabs(ref[i]) > amax)
+			amax = fabs(ref[i]);
+	char label[200];
+	snprintf(label, sizeof label, "%s (%s, %s)", what, starnn_dtype_name(dt),
+	         starnn_cuda_half_conv_name(starnn_cuda_half_conv()));
+	return test_close(label, got, ref, n, 0.0f, (float)((dt == STARNN_FP16 ? 1e-2 : 4e-2) * amax));
+}
+
+/* fp32 outputs (weight and bias gradients): 1e-4 relative + 1e-5 max. */
+static int close32(const char *what, const float *got, const float *ref, size_t n)
+{
+	double amax = 0;
+	for (size_t i = 0; i < n; i++)
+		if (fabs(ref[i]) > amax)
+			amax = fabs(ref[i]);
+	char label[240];
+	snprintf(label, sizeof label, "%s (%s)", what, starnn_cuda_half_conv_name(starnn_cuda_half_conv()));
+	return test_close(label, got, ref, n, 1e-4f, (float)(1e-5 * amax));
+}
+
+static void half_mode_vs_cpu(struct shape sh, starnn_dtype dt, int view)
+{
+	struct starnn_conv2d_geom g = geom(sh);
+	int64_t xs[4] = {(int64_t)sh.n, (int64_t)sh.c, (int64_t)sh.h, (int64_t)sh.w};
+	int64_t ys[4] = {(int64_t)sh.n, (int64_t)sh.o, (int64_t)sh.h, (int64_t)sh.w};
+	int64_t ws[4] = {(int64_t)sh.o, (int64_t)sh.c, (int64_t)sh.k, (int64_t)sh.k}, bs[1] = {(int64_t)sh.o};
+	const size_t xc = sh.c * sh.h * sh.w, yc = sh.o * sh.h * sh.w, wc = sh.c * sh.k * sh.k;
+	const size_t nx = sh.n * xc, ny = sh.n * yc, nw = sh.o * wc;
+	float *x = hc_random(dt, nx, -1, 1), *w = hc_random(dt, nw, -0.3f, 0.3f), *b = test_random(sh.o, -1, 1);
+	float *dy = hc_random(dt, ny, -1, 1), *dx0 = hc_random(dt, nx, -1, 1), *dw0 = test_random(nw, -1, 1);
+
+	/* references: the CPU fp32 kernels on the 16-bit values */
+	float *ry = malloc(ny * sizeof *ry), *rdx1 = malloc(nx * sizeof *rdx1), *rdx0 = malloc(nx * sizeof *rdx0);
+	float *rdw0 = malloc(nw * sizeof *rdw0), *rdw1 = malloc(nw * sizeof *rdw1), *rdb = malloc(sh.o * sizeof *rdb);
+	float *work = work_for(&g, STARNN_CONV2D_FWD);
+	starnn_conv2d_fwd_cpu(&g, x, xc, w, wc, b, ry, yc, work);
+	free(work);
+	work = work_for(&g, STARNN_CONV2D_BWD_DATA);
+	memcpy(rdx1, dx0, nx * sizeof *rdx1);
+	starnn_conv2d_bwd_data_cpu(&g, dy, yc, w, wc, 1.0f, rdx1, xc, work);
+	starnn_conv2d_bwd_data_cpu(&g, dy, yc, w, wc, 0.0f, rdx0, xc, work);
+	free(work);
+	work = work_for(&g, STARNN_CONV2D_BWD_WEIGHT);
+	memcpy(rdw1, dw0, nw * sizeof *rdw1);
+	starnn_conv2d_bwd_weight_cpu(&g, x, xc, dy, yc, 0.0f, rdw0, wc, work);
+	starnn_conv2d_bwd_weight_cpu(&g, x, xc, dy, yc, 1.0f, rdw1, wc, work);
+	free(work);
+	starnn_conv2d_bwd_bias_cpu(sh.n, sh.o, sh.h * sh.w, dy, yc, 0.0f, rdb);
+
+	starnn_tensor *xbig = NULL, *dxbig = NULL, *xh, *dxh;
+	if (view) {
+		int64_t big[4] = {xs[0], xs[1] + 3, xs[2], xs[3]}, sizes[2] = {xs[1], 3};
+		starnn_tensor **xp, **dxp;
+		xbig = hc_tensor("xbig", dt, 4, big, NULL);
+		dxbig = hc_tensor("dxbig", dt, 4, big, NULL);
+		TEST_OK(starnn_tensor_split(xbig, 1, 2, sizes, &xp));
+		TEST_OK(starnn_tensor_split(dxbig, 1, 2, sizes, &dxp));
+		xh = xp[0], dxh = dxp[0];
+		starnn_tensor *x0 = hc_tensor("x0", STARNN_FP32, 4, xs, x), *d0 = hc_tensor("d0", STARNN_FP32, 4, xs, dx0);
+		TEST_OK(starnn_convert(x0, xh));
+		TEST_OK(starnn_convert(d0, dxh));
+		starnn_tensor_destroy(x0);
+		starnn_tensor_destroy(d0);
+	} else {
+		xh = hc_tensor("xh", dt, 4, xs, x);
+		dxh = hc_tensor("dxh", dt, 4, xs, dx0);
+	}
+	starnn_tensor *wh = hc_tensor("wh", dt, 4, ws, w), *yh = hc_tensor("yh", dt, 4, ys, NULL);
+	starnn_tensor *dyh = hc_tensor("dyh", dt, 4, ys, dy), *dxzh = hc_tensor("dxzh", dt, 4, xs, NULL);
+	starnn_tensor *b32 = hc_tensor("b32", STARNN_FP32, 1, bs, b);
+	starnn_tensor *dw = hc_tensor("dw", STARNN_FP32, 4, ws, NULL), *db = hc_tensor("db", STARNN_FP32, 1, bs, NULL);
+	starnn_tensor *dwacc = hc_tensor("dwacc", STARNN_FP32, 4, ws, dw0);
+	TEST_OK(starnn_conv2d_fwd_mp(xh, wh, b32, yh));
+	TEST_OK(starnn_conv2d_bwd_data_mp(dyh, wh, 1.0f, dxh));
+	TEST_OK(starnn_conv2d_bwd_data_mp(dyh, wh, 0.0f, dxzh));
+	TEST_OK(starnn_conv2d_bwd_weight_mp(xh, dyh, 0.0f, dw, db));
+	TEST_OK(starnn_conv2d_bwd_weight_mp(xh, dyh, 1.0f, dwacc, NULL));
+
+	char what[128];
+	float *o;
+	snprintf(what, sizeof what, "%zux%zux%zux%zux%zu k%zu%s vs CPU fp32", sh.n, sh.c, sh.o, sh.h, sh.w, sh.k,
+	         view ? " view" : "");
+	char lab[200];
+	snprintf(lab, sizeof lab, "conv2d_fwd_mp %s", what);
+	o = read_half(yh, ys);
+	close_scaled(lab, dt, o, ry, ny);
+	free(o);
+	snprintf(lab, sizeof lab, "conv2d_bwd_data_mp beta 1 %s", what);
+	o = read_half(dxh, xs);
+	close_scaled(lab, dt, o, rdx1, nx);
+	free(o);
+	snprintf(lab, sizeof lab, "conv2d_bwd_data_mp beta 0 %s", what);
+	o = read_half(dxzh, xs);
+	close_scaled(lab, dt, o, rdx0, nx);
+	free(o);
+	snprintf(lab, sizeof lab, "conv2d_bwd_weight_mp dw beta 0 %s %s", what, starnn_dtype_name(dt));
+	o = test_read(dw);
+	close32(lab, o, rdw0, nw);
+	free(o);
+	snprintf(lab, sizeof lab, "conv2d_bwd_weight_mp dw beta 1 %s %s", what, starnn_dtype_name(dt));
+	o = test_read(dwacc);
+	close32(lab, o, rdw1, nw);
+	free(o);
+	snprintf(lab, sizeof lab, "conv2d_bwd_weight_mp db %s %s", what, starnn_dtype_name(dt));
+	o = test_read(db);
+	close32(lab, o, rdb, sh.o);
+	free(o);
+
+	starnn_tensor *all[] = {wh, yh, dyh, dxzh, b32, dw, db, dwacc};
+	for (size_t i = 0; i < sizeof all / sizeof *all; i++)
+		starnn_tensor_destroy(all[i]);
+	if (view) {
+		starnn_tensor_destroy(xbig);
+		starnn_tensor_destroy(dxbig);
+	} else {
+		starnn_tensor_destroy(xh);
+		starnn_tensor_destroy(dxh);
+	}
+	free(x), free(w), free(b), free(dy), free(dx0), free(dw0);
+	free(ry), free(rdx1), free(rdx0), free(rdw0), free(rdw1), free(rdb);
+}
+
+/* STARNN_CUDA_HALF_CONV: a bad value is refused with a message; the setter
+ * overrides it. Must run before anything reads the variable. */
+static void cuda_half_switch(void)
+{
+	const char *old = getenv("STARNN_CUDA_HALF_CONV");
+	char *saved = old ? strdup(old) : NULL;
+	setenv("STARNN_CUDA_HALF_CONV", "fast", 1);
+	TEST_ASSERT(starnn_cuda_half_conv_check() == STARNN_EINVAL, "STARNN_CUDA_HALF_CONV=fast accepted");
+	TEST_ASSERT(strstr(starnn_last_error(), "STARNN_CUDA_HALF_CONV") != NULL, "no variable in the message: %s",
+	            starnn_last_error());
+	starnn_tensor *x = tensor4("x", 1, 3, 4, 4, NULL), *w = tensor4("w", 2, 3, 3, 3, NULL), *b = tensor1("b", 2, NULL);
+	starnn_tensor *y = tensor4("y", 1, 2, 4, 4, NULL);
+	TEST_ASSERT(starnn_conv2d_fwd(x, w, b, y) == STARNN_EINVAL, "conv2d_fwd submitted with STARNN_CUDA_HALF_CONV=fast");
+	TEST_ASSERT(starnn_cuda_half_conv() == STARNN_CUDA_HALF_WIDEN, "a bad STARNN_CUDA_HALF_CONV is not the default");
+	TEST_ASSERT(starnn_cuda_half_conv_set((enum starnn_cuda_half_conv)7) == STARNN_EINVAL, "mode 7 accepted");
+	TEST_OK(starnn_cuda_half_conv_set(STARNN_CUDA_HALF_WIDEN));
+	TEST_OK(starnn_cuda_half_conv_check());
+	TEST_OK(starnn_wait());
+	starnn_tensor_destroy(x), starnn_tensor_destroy(w), starnn_tensor_destroy(b), starnn_tensor_destroy(y);
+	if (saved)
+		setenv("STARNN_CUDA_HALF_CONV", saved, 1);
+	else
+		unsetenv("STARNN_CUDA_HALF_CONV");
+	free(saved);
+}
+
 /* oneDNN bf16 kernels against oneDNN fp32 on the same (bf16) values at the
  * UNet's full 384x384 size: oneDNN 2.6's AMX bf16 weight gradient gets
  * these wrong (and writes outside its buffer), which starnn avoids there;
@@ -672,6 +841,7 @@ static void dnnl_bf16_full_size(size_t c, size_t o, size_t side)
 int main(void)
 {
 	test_init();
+	cuda_half_switch();
 #if TEST_ON_CUDA && !defined(STARNN_USE_CUDNN)
 	printf("SKIP: conv2d runs on CUDA through cuDNN, and this build has no cuDNN\n");
 	starnn_shutdown();
@@ -730,6 +900,25 @@ int main(void)
 			half_vs_fp32((struct shape){4, 16, 16, 32, 32, 3}, halves[t], 1); /* batch split */
 			half_vs_fp32((struct shape){1, 32, 40, 48, 48, 3}, halves[t], 0); /* channel splits */
 		}
+		/* CUDA: both modes of the 16-bit codelets (CPU: the mode is ignored,
+		 * once); odd channels, batch 1 and > 1, views, batch and channel
+		 * splits (w parts: packed filter copies), 1x1 and 5x5 kernels */
+		const enum starnn_cuda_half_conv modes[2] = {STARNN_CUDA_HALF_WIDEN, STARNN_CUDA_HALF_NATIVE};
+		const struct shape mode_shapes[] = {
+			{2, 5, 7, 6, 10, 3}, {1, 3, 13, 9, 11, 3}, {3, 13, 16, 6, 10, 1}, {1, 8, 16, 12, 12, 5},
+			{4, 16, 16, 32, 32, 3}, /* batch split (CPU) */
+			{1, 32, 40, 48, 48, 3}, /* channel splits (CPU) */
+		};
+		const int views[] = {0, 1, 1, 0, 1, 0};
+		/* on CPU (where only the test itself is checked) the small shapes, once */
+		size_t nmode_shapes = TEST_ON_CUDA ? sizeof mode_shapes / sizeof *mode_shapes : (set == 0 ? 4 : 0);
+		for (int m = 0; m < (TEST_ON_CUDA ? 2 : 1); m++) {
+			TEST_OK(starnn_cuda_half_conv_set(modes[m]));
+			for (int t = 0; t < 2; t++)
+				for (size_t i = 0; i < nmode_shapes; i++)
+					half_mode_vs_cpu(mode_shapes[i], halves[t], views[i]);
+		}
+		TEST_OK(starnn_cuda_half_conv_set(STARNN_CUDA_HALF_WIDEN));
 	}
 	return test_finish();
 }

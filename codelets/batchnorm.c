@@ -223,8 +223,27 @@ static void bn_bwd_params_run(void *buffers[], void *cl_arg, int cuda)
 	static void fn##_##dt##_cpu(void *buffers[], void *cl_arg) { fn##_run(buffers, cl_arg, DT, 0); }    \
 	BN_DT_CUDA(fn, dt, DT)
 
+/* bn_slot_add: buffers slot (R), total (RW), one row of 4C floats each */
+static void bn_slot_add_run(void *buffers[], void *cl_arg, int cuda)
+{
+	(void)cl_arg;
+	struct starnn_mat sl = starnn_buffer(buffers, 0), t = starnn_buffer(buffers, 1);
+	size_t n = sl.cols / 2; /* doubles */
+	if (!cuda) {
+		starnn_bn_slot_add_cpu(n, SLOTS(sl), SLOTS(t));
+		return;
+	}
+#ifdef STARNN_USE_CUDA
+	starnn_bn_slot_add_cuda(n, SLOTS(sl), SLOTS(t), starnn_cuda_stream());
+	STARNN_CUDA_LAUNCHED("bn_slot_add");
+#endif
+}
+
 BN_FNS(bn_finalize_run)
 BN_FNS(bn_bwd_params_run)
+BN_FNS(bn_slot_add_run)
+static STARNN_PERFMODEL(bn_slot_add, fp32);
+BN_CODELET(bn_slot_add_cl, "bn_slot_add", bn_slot_add_run, starnn_bn_slot_add_fp32_model, 2, STARPU_R, STARPU_RW);
 static STARNN_PERFMODEL(bn_finalize, fp32);
 static STARNN_PERFMODEL(bn_bwd_params, fp32);
 BN_CODELET(bn_finalize_cl, "bn_finalize", bn_finalize_run, starnn_bn_finalize_fp32_model, 5, STARPU_R, STARPU_W,
@@ -373,6 +392,23 @@ static int bn_stats_dt(starnn_tensor *x, starnn_tensor *slot, int accumulate, st
 	return starnn_submit(&d);
 }
 
+int starnn_bn_slot_add(starnn_tensor *total, starnn_tensor *slot)
+{
+	const char *op = "bn_slot_add";
+	if (!total || !slot)
+		return starnn_error(STARNN_EINVAL, "%s: %s is NULL", op, total ? "slot" : "total");
+	int64_t c = (int64_t)(total->cols / 4);
+	STARNN_CHECK(check_work(op, total, c, 1));
+	STARNN_CHECK(check_work(op, slot, c, 1));
+	if (total->rows != 1 || slot->rows != 1)
+		return starnn_error(STARNN_EINVAL, "%s: total and slot must be one workspace row each, got %zu and %zu rows",
+		                    op, total->rows, slot->rows);
+	STARNN_CHECK(check_distinct(op, total, slot));
+	struct bn_args a = {0};
+	struct starnn_task_desc d = {.cl = &bn_slot_add_cl, .args = &a, .args_size = sizeof a, .tensors = {slot, total}};
+	return starnn_submit(&d);
+}
+
 int starnn_bn_finalize(starnn_tensor *work, int nslots, double count, float eps, float momentum, int update_running,
                        starnn_tensor *mean, starnn_tensor *invstd, starnn_tensor *running_mean,
                        starnn_tensor *running_var)
@@ -502,6 +538,27 @@ static int bn_bwd_apply_dt(starnn_tensor *x, starnn_tensor *dy, starnn_tensor *y
 
 /* ------------------------------------------------------ a batch-norm layer */
 
+/* The slot of part 0 (*work) and those of parts 1..max_parts-1: into
+ * *more when more is given (an array allocated here, or filled in place
+ * when *more is set). */
+static int slots_create(starnn_tensor **work, starnn_tensor ***more, const char *name, int64_t c, int max_parts)
+{
+	STARNN_CHECK(starnn_batchnorm_work_create(work, name, c, 1));
+	if (!more)
+		return 0;
+	if (!*more) {
+		*more = calloc((size_t)(max_parts - 1), sizeof **more);
+		if (!*more)
+			return starnn_error(STARNN_ENOMEM, "batchnorm %s: out of memory", name);
+	}
+	char n[STARNN_NAME_MAX];
+	for (int p = 1; p < max_parts; p++) {
+		snprintf(n, sizeof n, "%s.%d", name, p);
+		STARNN_CHECK(starnn_batchnorm_work_create(&(*more)[p - 1], n, c, 1));
+	}
+	return 0;
+}
+
 int starnn_batchnorm_init(starnn_batchnorm *bn, const char *name, int64_t channels, int max_parts, int relu)
 {
 	memset(bn, 0, sizeof *bn);
@@ -534,9 +591,10 @@ int starnn_batchnorm_init(starnn_batchnorm *bn, const char *name, int64_t channe
 			rc = starnn_tensor_write(*v[i].t, ones); /* created zeroed otherwise */
 	}
 	free(ones);
+	bn->max_parts = max_parts;
 	if (rc == 0) {
 		snprintf(n, sizeof n, "%s.work", name);
-		rc = starnn_batchnorm_work_create(&bn->work, n, channels, max_parts);
+		rc = slots_create(&bn->work, max_parts > 1 ? &bn->more : NULL, n, channels, max_parts);
 	}
 	/* channel blocks: one per worker, at least one channel each */
 	int nb = (int)starpu_worker_get_count();
@@ -544,13 +602,15 @@ int starnn_batchnorm_init(starnn_batchnorm *bn, const char *name, int64_t channe
 		nb = (int)channels;
 	if (rc == 0 && nb > 1) {
 		bn->bwork = calloc((size_t)nb, sizeof *bn->bwork);
-		if (!bn->bwork)
+		if (max_parts > 1)
+			bn->bmore = calloc((size_t)nb * (size_t)(max_parts - 1), sizeof *bn->bmore);
+		if (!bn->bwork || (max_parts > 1 && !bn->bmore))
 			rc = starnn_error(STARNN_ENOMEM, "batchnorm %s: out of memory", name);
 		for (int b = 0; rc == 0 && b < nb; b++) {
 			snprintf(n, sizeof n, "%s.work%d", name, b);
-			rc = starnn_batchnorm_work_create(&bn->bwork[b], n, channels / nb + (b < channels % nb), max_parts);
-			if (rc == 0)
-				bn->nblocks = b + 1;
+			starnn_tensor **more = bn->bmore ? bn->bmore + (size_t)b * (size_t)(max_parts - 1) : NULL;
+			bn->nblocks = b + 1; /* what destroy frees, this block's slots made so far too */
+			rc = slots_create(&bn->bwork[b], more ? &more : NULL, n, channels / nb + (b < channels % nb), max_parts);
 		}
 	}
 	if (rc < 0)
@@ -569,9 +629,18 @@ void starnn_batchnorm_destroy(starnn_batchnorm *bn)
 	starnn_tensor_destroy(bn->mean);
 	starnn_tensor_destroy(bn->invstd);
 	starnn_tensor_destroy(bn->work);
+	int nmore = bn->max_parts > 1 ? bn->max_parts - 1 : 0;
+	if (bn->more)
+		for (int p = 0; p < nmore; p++)
+			starnn_tensor_destroy(bn->more[p]);
+	free(bn->more);
 	for (int b = 0; b < bn->nblocks; b++)
 		starnn_tensor_destroy(bn->bwork[b]);
+	if (bn->bmore)
+		for (size_t i = 0; i < (size_t)bn->nblocks * (size_t)nmore; i++)
+			starnn_tensor_destroy(bn->bmore[i]);
 	free(bn->bwork);
+	free(bn->bmore);
 	memset(bn, 0, sizeof *bn);
 }
 
@@ -584,9 +653,9 @@ static int check_parts(const char *op, const starnn_batchnorm *bn, int nparts, s
 		return starnn_error(STARNN_EINVAL, "%s: batchnorm not initialised", op);
 	if (nparts < 1 || !x)
 		return starnn_error(STARNN_EINVAL, "%s: need at least one part, got %d", op, nparts);
-	if (need_slots && (size_t)nparts > bn->work->rows)
-		return starnn_error(STARNN_EINVAL, "%s: %d parts but the workspace has %zu slots (max_parts)", op, nparts,
-		                    bn->work->rows);
+	if (need_slots && nparts > bn->max_parts)
+		return starnn_error(STARNN_EINVAL, "%s: %d parts but the batch norm was made for at most %d (max_parts)",
+		                    op, nparts, bn->max_parts);
 	double total = 0;
 	for (int p = 0; p < nparts; p++) {
 		int64_t c = 0;
@@ -623,6 +692,7 @@ static int call_blocks(const starnn_batchnorm *bn, int nparts, starnn_tensor *co
 struct bn_block {
 	starnn_tensor **x, **y, **dy, **dx; /* [nparts] each */
 	starnn_tensor *gamma, *beta, *running_mean, *running_var, *mean, *invstd, *dgamma, *dbeta, *work;
+	starnn_tensor **more; /* slots of parts 1.. */
 };
 
 /* k[0..nb) with their part arrays in one allocation (free(k[0].x)). */
@@ -672,20 +742,22 @@ static int bn_block(starnn_batchnorm *bn, int nb, int b, int nparts, starnn_tens
 	for (int i = 0; i < 8; i++) /* [C] along axis 0, [1, C] along axis 1 */
 		STARNN_CHECK(block_of(vin[i], nb, sizes, b, vin[i] && vin[i]->ndim > 1, vout[i]));
 	k->work = nb == 1 ? bn->work : bn->bwork[b];
+	k->more = nb == 1 ? bn->more : bn->bmore ? bn->bmore + (size_t)b * (size_t)(bn->max_parts - 1) : NULL;
 	return 0;
 }
 
-/* Slot p of a workspace: the workspace itself when it has one row, else a
- * row of its split into single rows. */
-static int slot_of(starnn_tensor *work, int p, starnn_tensor **slot)
+/* The slot of part p of block k. */
+static starnn_tensor *slot_of(const struct bn_block *k, int p)
 {
-	if (work->rows == 1) {
-		*slot = work;
-		return 0;
-	}
-	starnn_tensor **rows;
-	STARNN_CHECK(starnn_tensor_split(work, 0, (int)work->rows, NULL, &rows));
-	*slot = rows[p];
+	return p == 0 ? k->work : k->more[p - 1];
+}
+
+/* Adds the slots of parts 1..nparts-1 to part 0's, in part order: the sums
+ * a combining step reads from one slot, in the order it would add them. */
+static int gather_slots(const struct bn_block *k, int nparts)
+{
+	for (int p = 1; p < nparts; p++)
+		STARNN_CHECK(starnn_bn_slot_add(k->work, k->more[p - 1]));
 	return 0;
 }
 
@@ -700,14 +772,13 @@ static int fwd_blocks(starnn_batchnorm *bn, int training, int nparts, int nb, st
 		return 0;
 	}
 	for (int b = 0; b < nb; b++)
-		for (int p = 0; p < nparts; p++) {
-			starnn_tensor *slot;
-			STARNN_CHECK(slot_of(k[b].work, p, &slot));
-			STARNN_CHECK(bn_stats_dt(k[b].x[p], slot, 0, dt));
-		}
-	for (int b = 0; b < nb; b++)
-		STARNN_CHECK(starnn_bn_finalize(k[b].work, nparts, count, bn->eps, bn->momentum, 1, k[b].mean,
-		                                k[b].invstd, k[b].running_mean, k[b].running_var));
+		for (int p = 0; p < nparts; p++)
+			STARNN_CHECK(bn_stats_dt(k[b].x[p], slot_of(&k[b], p), 0, dt));
+	for (int b = 0; b < nb; b++) {
+		STARNN_CHECK(gather_slots(&k[b], nparts));
+		STARNN_CHECK(starnn_bn_finalize(k[b].work, 1, count, bn->eps, bn->momentum, 1, k[b].mean, k[b].invstd,
+		                                k[b].running_mean, k[b].running_var));
+	}
 	for (int b = 0; b < nb; b++)
 		for (int p = 0; p < nparts; p++)
 			STARNN_CHECK(bn_apply_dt(k[b].x[p], k[b].mean, k[b].invstd, 0, bn->eps, k[b].gamma, k[b].beta,
@@ -744,21 +815,18 @@ static int bwd_blocks(starnn_batchnorm *bn, int nparts, int nb, struct bn_block 
                       int params, float param_beta, starnn_dtype dt)
 {
 	for (int b = 0; b < nb; b++)
-		for (int p = 0; p < nparts; p++) {
-			starnn_tensor *slot;
-			STARNN_CHECK(slot_of(k[b].work, p, &slot));
-			STARNN_CHECK(bn_bwd_reduce_dt(k[b].x[p], k[b].dy[p], bn->relu ? k[b].y[p] : NULL, k[b].mean, slot, 0,
-			                              dt));
-		}
+		for (int p = 0; p < nparts; p++)
+			STARNN_CHECK(bn_bwd_reduce_dt(k[b].x[p], k[b].dy[p], bn->relu ? k[b].y[p] : NULL, k[b].mean,
+			                              slot_of(&k[b], p), 0, dt));
+	for (int b = 0; b < nb; b++)
+		STARNN_CHECK(gather_slots(&k[b], nparts));
 	if (params)
 		for (int b = 0; b < nb; b++)
-			STARNN_CHECK(starnn_bn_bwd_params(k[b].work, nparts, k[b].invstd, param_beta, k[b].dgamma,
-			                                  k[b].dbeta));
+			STARNN_CHECK(starnn_bn_bwd_params(k[b].work, 1, k[b].invstd, param_beta, k[b].dgamma, k[b].dbeta));
 	for (int b = 0; b < nb; b++)
 		for (int p = 0; p < nparts; p++)
 			STARNN_CHECK(bn_bwd_apply_dt(k[b].x[p], k[b].dy[p], bn->relu ? k[b].y[p] : NULL, k[b].mean,
-			                             k[b].invstd, k[b].gamma, k[b].work, nparts, count, dx_beta, k[b].dx[p],
-			                             dt));
+			                             k[b].invstd, k[b].gamma, k[b].work, 1, count, dx_beta, k[b].dx[p], dt));
 	return 0;
 }
 

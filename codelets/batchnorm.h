@@ -99,6 +99,9 @@ void starnn_bn_bwd_apply_mp_cpu(starnn_dtype dt, size_t n, size_t c, size_t inne
                                 const float *invstd, const float *gamma, size_t nslots, const double *slots,
                                 size_t lds, double count, float beta, void *dx, size_t lddx);
 
+/* total[0:n) += slot[0:n): adds one slot to another (n = 2*c doubles). */
+void starnn_bn_slot_add_cpu(size_t n, const double *slot, double *total);
+
 /* The same on a CUDA stream (device pointers). The reductions sum in double
  * with atomics: not bitwise reproducible from run to run. */
 void starnn_bn_stats_cuda(size_t n, size_t c, size_t inner, const float *x, size_t ldx, double *sums, int accumulate,
@@ -114,6 +117,7 @@ void starnn_bn_bwd_reduce_cuda(size_t n, size_t c, size_t inner, const float *x,
                                int accumulate, void *stream);
 void starnn_bn_bwd_params_cuda(size_t c, size_t nslots, const double *slots, size_t lds, const float *invstd,
                                float beta, float *dgamma, float *dbeta, void *stream);
+void starnn_bn_slot_add_cuda(size_t n, const double *slot, double *total, void *stream);
 void starnn_bn_bwd_apply_cuda(size_t n, size_t c, size_t inner, const float *x, size_t ldx, const float *dy,
                               size_t lddy, const float *y, size_t ldy, const float *mean, const float *invstd,
                               const float *gamma, size_t nslots, const double *slots, size_t lds, double count,
@@ -128,6 +132,11 @@ void starnn_bn_bwd_apply_cuda(size_t n, size_t c, size_t inner, const float *x, 
 int starnn_batchnorm_work_create(starnn_tensor **out, const char *name, int64_t c, int nslots);
 
 int starnn_bn_stats(starnn_tensor *x, starnn_tensor *slot, int accumulate);
+/* total += slot (two one-row workspace tensors of the same channels): the
+ * slots of several parts combined in a fixed order, so that the combining
+ * steps read one slot (the same sums, in the same order, as reading them
+ * all) without splitting a workspace into rows. */
+int starnn_bn_slot_add(starnn_tensor *total, starnn_tensor *slot);
 int starnn_bn_finalize(starnn_tensor *work, int nslots, double count, float eps, float momentum, int update_running,
                        starnn_tensor *mean, starnn_tensor *invstd, starnn_tensor *running_mean,
                        starnn_tensor *running_var);
@@ -151,7 +160,13 @@ typedef struct starnn_batchnorm {
 	starnn_tensor *gamma, *beta;               /* [C] affine parameters */
 	starnn_tensor *running_mean, *running_var; /* [C] */
 	starnn_tensor *mean, *invstd;              /* [C] saved by the training forward */
-	starnn_tensor *work;                       /* workspace, one slot per part */
+	/* The slots of the parts: part 0 writes `work`, part p > 0 more[p - 1];
+	 * the others are then added to `work` in part order (bn_slot_add) and
+	 * the combining steps read `work` alone: no workspace is partitioned
+	 * and gathered twice per step. */
+	starnn_tensor *work;                       /* [1, 4C] */
+	starnn_tensor **more;                      /* [max_parts - 1] of [1, 4C] */
+	int max_parts;
 	float momentum, eps;
 	int relu;                                  /* fused ReLU after the affine map */
 	/* Channel blocks: with fewer parts than workers (batch 1 in one part),
@@ -159,7 +174,8 @@ typedef struct starnn_batchnorm {
 	 * statistics of a channel do not depend on the others), each with its
 	 * own workspace, so that every worker gets a share. */
 	int nblocks;
-	starnn_tensor **bwork;                     /* [nblocks] workspaces */
+	starnn_tensor **bwork;                     /* [nblocks] slots of part 0 */
+	starnn_tensor **bmore;                     /* [nblocks * (max_parts - 1)] */
 } starnn_batchnorm;
 
 /* Creates the tensors (gamma 1, beta 0, running mean 0, running var 1, as

@@ -143,6 +143,12 @@ static void slot_totals(const double *slots, size_t nslots, size_t lds, size_t c
 	*s2 = b;
 }
 
+void starnn_bn_slot_add_cpu(size_t n, const double *slot, double *total)
+{
+	for (size_t i = 0; i < n; i++)
+		total[i] += slot[i];
+}
+
 void starnn_bn_finalize_cpu(size_t c, size_t nslots, const double *slots, size_t lds, double count, float eps,
                             float momentum, int update_running, float *mean, float *invstd, float *running_mean,
                             float *running_var)

@@ -235,6 +235,16 @@ extern "C" void starnn_bn_bwd_reduce_cuda(size_t n, size_t c, size_t inner, cons
 	bwd_reduce_kernel<<<grid, RED_THREADS, 0, s>>>(n, c, inner, x, ldx, dy, lddy, y, ldy, mean, sums);
 }
 
+__global__ static void slot_add_kernel(size_t n, const double *slot, double *total)
+{
+	STARNN_GRID_1D(i, n) total[i] += slot[i];
+}
+
+extern "C" void starnn_bn_slot_add_cuda(size_t n, const double *slot, double *total, void *stream)
+{
+	starnn_launch_1d(n, stream, slot_add_kernel, n, slot, total);
+}
+
 extern "C" void starnn_bn_bwd_params_cuda(size_t c, size_t nslots, const double *slots, size_t lds,
                                           const float *invstd, float beta, float *dgamma, float *dbeta, void *stream)
 {

@@ -584,6 +584,61 @@ static void codelets_vs_kernels(struct dims dm, int relu)
 	data_free(&t);
 }
 
+/* ------------------------------------------------------------ bn_slot_add
+ * total += slot over 2C doubles: the kernel against a plain loop, the
+ * codelet (CPU, or CUDA in the _cuda build) against the kernel, bitwise
+ * (one double addition per element); bad arguments -> STARNN_EINVAL. */
+
+static void slot_add_check(int64_t c)
+{
+	size_t n = 2 * (size_t)c; /* doubles per slot */
+	double *a = malloc(n * sizeof *a), *b = malloc(n * sizeof *b), *want = malloc(n * sizeof *want);
+	double *got = malloc(n * sizeof *got);
+	uint64_t st = 0x5107add + (uint64_t)c;
+	for (size_t i = 0; i < n; i++) {
+		st = st * 6364136223846793005ull + 1442695040888963407ull;
+		a[i] = (double)(int64_t)(st >> 11) * 0x1p-40; /* magnitudes up to 2^13, 40 fraction bits */
+		st = st * 6364136223846793005ull + 1442695040888963407ull;
+		b[i] = (double)(int64_t)(st >> 11) * 0x1p-52;
+		want[i] = a[i] + b[i];
+	}
+	if (!TEST_ON_CUDA) {
+		memcpy(got, a, n * sizeof *got);
+		starnn_bn_slot_add_cpu(n, b, got);
+		TEST_ASSERT(memcmp(got, want, n * sizeof *got) == 0, "bn_slot_add kernel (c %lld) differs from a + b",
+		            (long long)c);
+	}
+	starnn_tensor *total, *slot;
+	TEST_OK(starnn_batchnorm_work_create(&total, "total", c, 1));
+	TEST_OK(starnn_batchnorm_work_create(&slot, "slot", c, 1));
+	TEST_OK(starnn_tensor_write(total, a)); /* 4C floats = 2C doubles */
+	TEST_OK(starnn_tensor_write(slot, b));
+	TEST_OK(starnn_bn_slot_add(total, slot));
+	TEST_OK(starnn_tensor_read(total, got));
+	TEST_ASSERT(memcmp(got, want, n * sizeof *got) == 0, "bn_slot_add codelet (c %lld) differs from a + b",
+	            (long long)c);
+	TEST_OK(starnn_tensor_read(slot, got));
+	TEST_ASSERT(memcmp(got, b, n * sizeof *got) == 0, "bn_slot_add changed its input slot (c %lld)", (long long)c);
+	starnn_tensor_destroy(total);
+	starnn_tensor_destroy(slot);
+	free(a), free(b), free(want), free(got);
+}
+
+static void slot_add_errors(void)
+{
+	starnn_tensor *t3, *t5, *w2;
+	TEST_OK(starnn_batchnorm_work_create(&t3, "t3", 3, 1));
+	TEST_OK(starnn_batchnorm_work_create(&t5, "t5", 5, 1));
+	TEST_OK(starnn_batchnorm_work_create(&w2, "w2", 3, 2));
+	TEST_ASSERT(starnn_bn_slot_add(t3, t5) == STARNN_EINVAL, "bn_slot_add: other channel count accepted");
+	TEST_ASSERT(starnn_bn_slot_add(t3, w2) == STARNN_EINVAL, "bn_slot_add: two-row slot accepted");
+	TEST_ASSERT(starnn_bn_slot_add(t3, t3) == STARNN_EINVAL, "bn_slot_add: total as its own slot accepted");
+	TEST_ASSERT(starnn_bn_slot_add(NULL, t3) == STARNN_EINVAL, "bn_slot_add: NULL total accepted");
+	starnn_tensor_destroy(t3);
+	starnn_tensor_destroy(t5);
+	starnn_tensor_destroy(w2);
+}
+
 /* ------------------------------------------------------------ bad shapes */
 
 #define EXPECT_EINVAL(expr) TEST_ASSERT((expr) == STARNN_EINVAL, "%s must give STARNN_EINVAL", #expr)
@@ -809,6 +864,10 @@ int main(void)
 			mp_kernels(dt, 2, 2, 15, 1, 0, 0.0f);
 		}
 	}
+	slot_add_check(1);
+	slot_add_check(7);
+	slot_add_check(1000);
+	slot_add_errors();
 	for (int s = 0; s < nshapes; s++)
 		codelets_vs_kernels(shapes[s], s % 2);
 	codelets_vs_kernels((struct dims){6, 3, 9, 10}, 0);

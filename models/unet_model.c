@@ -11,8 +11,8 @@
  * writes the skip in place and the transposed conv writes the up half, so
  * the concatenation costs no copy (the same holds for their gradients in
  * dcat_i). Every activation is allocated for the whole batch and split into
- * M micro-batches along axis 0; a view's micro-batches are a split of the
- * view (a nested plan).
+ * M micro-batches along axis 0; the concatenations' micro-batches are each
+ * split into their two channel views (a nested plan).
  *
  * One training step is one asynchronous graph: per micro-batch convolution
  * tasks, batch norms that combine the M parts (their statistics are over
@@ -91,11 +91,11 @@ struct block {
 struct level {
 	int c, s;                        /* channels, image size */
 	struct block enc, dec;
-	struct act skip, dskip;          /* views [B, c, s, s] of cat / dcat */
+	struct act skip, dskip;          /* per micro-batch: channel views of cat / dcat parts */
 	struct act pool, dpool;          /* [B, c, s/2, s/2] */
 	starnn_tensor *cat, *dcat;       /* [B, 2c, s, s]: [up, skip] */
 	struct act catb, dcatb;          /* their micro-batch parts */
-	struct act up, dup;              /* views [B, c, s, s] */
+	struct act up, dup;              /* per micro-batch: channel views of cat / dcat parts */
 	struct conv upc;                 /* transposed conv below -> up */
 	struct bn n0;
 	struct act a0, da0;              /* relu(bn0(cat)) */
@@ -436,13 +436,6 @@ static int act_new(unet *m, struct act *a, const char *path, const char *what, i
 	return starnn_tensor_split(a->t, 0, m->cfg.micro, NULL, &a->p);
 }
 
-/* The micro-batch parts of a view (or of a tensor already owned elsewhere). */
-static int act_of(unet *m, struct act *a, starnn_tensor *t)
-{
-	a->t = t;
-	return starnn_tensor_split(t, 0, m->cfg.micro, NULL, &a->p);
-}
-
 static void act_free(struct act *a)
 {
 	starnn_tensor_destroy(a->t);
@@ -478,17 +471,32 @@ static void block_free(struct block *b)
 		act_free(acts[i]);
 }
 
-/* The concatenation tensor of decoder level i (cat or dcat): its own
- * micro-batches, and the [up, skip] channel views with theirs. */
+/* The concatenation tensor of decoder level i (cat or dcat): its
+ * micro-batches, each cut into its [up, skip] channel views. Only the parts
+ * are used (up->t and skip->t stay NULL; up->p and skip->p are arrays of
+ * this level's, freed by cat_free). One hierarchy, micro-batches first:
+ * writing a part's views and reading the part switch one small plan of that
+ * part, rather than two plans of the whole tensor crossing each other. */
 static int cat_create(unet *m, starnn_tensor **cat, struct act *whole, struct act *up, struct act *skip,
                       const char *path, const char *what, int c, int s)
 {
 	STARNN_CHECK(act_new(m, whole, path, what, 2 * c, s));
 	*cat = whole->t;
-	starnn_tensor *u, *k;
-	STARNN_CHECK(starnn_concat_views(*cat, c, &u, &k));
-	STARNN_CHECK(act_of(m, up, u));
-	return act_of(m, skip, k);
+	up->t = skip->t = NULL;
+	up->p = calloc((size_t)m->cfg.micro, sizeof *up->p);
+	skip->p = calloc((size_t)m->cfg.micro, sizeof *skip->p);
+	if (!up->p || !skip->p)
+		return starnn_error(STARNN_ENOMEM, "unet: out of memory");
+	for (int p = 0; p < m->cfg.micro; p++)
+		STARNN_CHECK(starnn_concat_views(whole->p[p], c, &up->p[p], &skip->p[p]));
+	return 0;
+}
+
+static void cat_free(struct act *up, struct act *skip)
+{
+	free(up->p);
+	free(skip->p);
+	up->p = skip->p = NULL;
 }
 
 static int ref_table(unet *m)
@@ -635,6 +643,8 @@ void unet_destroy(unet *m)
 		block_free(&L->dec);
 		param_free(&L->upc.w), param_free(&L->upc.b);
 		bn_free(&L->n0);
+		cat_free(&L->up, &L->skip);
+		cat_free(&L->dup, &L->dskip);
 		struct act *acts[] = {&L->pool, &L->dpool, &L->catb, &L->dcatb, &L->a0, &L->da0, &L->out, &L->dout};
 		for (size_t k = 0; k < sizeof acts / sizeof *acts; k++)
 			act_free(acts[k]);

@@ -534,6 +534,32 @@ static float *read_half(starnn_tensor *h, const int64_t *shape)
 	return v;
 }
 
+
+/* The 16-bit x and dx (holding x and dx0) of a half test: plain tensors, or
+ * channel views of wider ones (ld > cols) when view; *xbig, *dxbig are the
+ * wider tensors to destroy (NULL otherwise). */
+static void half_inputs(starnn_dtype dt, int view, const int64_t *xs, const float *x, const float *dx0,
+                        starnn_tensor **xbig, starnn_tensor **dxbig, starnn_tensor **xh, starnn_tensor **dxh)
+{
+	*xbig = *dxbig = NULL;
+	if (!view) {
+		*xh = hc_tensor("xh", dt, 4, xs, x);
+		*dxh = hc_tensor("dxh", dt, 4, xs, dx0);
+		return;
+	}
+	int64_t big[4] = {xs[0], xs[1] + 3, xs[2], xs[3]}, sizes[2] = {xs[1], 3};
+	starnn_tensor **xp, **dxp;
+	*xbig = hc_tensor("xbig", dt, 4, big, NULL);
+	*dxbig = hc_tensor("dxbig", dt, 4, big, NULL);
+	TEST_OK(starnn_tensor_split(*xbig, 1, 2, sizes, &xp));
+	TEST_OK(starnn_tensor_split(*dxbig, 1, 2, sizes, &dxp));
+	*xh = xp[0], *dxh = dxp[0];
+	starnn_tensor *x0 = hc_tensor("x0", STARNN_FP32, 4, xs, x), *d0 = hc_tensor("d0", STARNN_FP32, 4, xs, dx0);
+	TEST_OK(starnn_convert(x0, *xh));
+	TEST_OK(starnn_convert(d0, *dxh));
+	starnn_tensor_destroy(x0);
+	starnn_tensor_destroy(d0);
+}
 static void half_vs_fp32(struct shape sh, starnn_dtype dt, int view)
 {
 	int64_t xs[4] = {(int64_t)sh.n, (int64_t)sh.c, (int64_t)sh.h, (int64_t)sh.w};
@@ -553,23 +579,7 @@ static void half_vs_fp32(struct shape sh, starnn_dtype dt, int view)
 	TEST_OK(starnn_conv2d_bwd_weight(x32, dy32, 0.0f, dw32, db32));
 
 	starnn_tensor *xbig = NULL, *dxbig = NULL, *xh, *dxh;
-	if (view) {
-		int64_t big[4] = {xs[0], xs[1] + 3, xs[2], xs[3]}, sizes[2] = {xs[1], 3};
-		starnn_tensor **xp, **dxp;
-		xbig = hc_tensor("xbig", dt, 4, big, NULL);
-		dxbig = hc_tensor("dxbig", dt, 4, big, NULL);
-		TEST_OK(starnn_tensor_split(xbig, 1, 2, sizes, &xp));
-		TEST_OK(starnn_tensor_split(dxbig, 1, 2, sizes, &dxp));
-		xh = xp[0], dxh = dxp[0];
-		starnn_tensor *x0 = hc_tensor("x0", STARNN_FP32, 4, xs, x), *d0 = hc_tensor("d0", STARNN_FP32, 4, xs, dx0);
-		TEST_OK(starnn_convert(x0, xh));
-		TEST_OK(starnn_convert(d0, dxh));
-		starnn_tensor_destroy(x0);
-		starnn_tensor_destroy(d0);
-	} else {
-		xh = hc_tensor("xh", dt, 4, xs, x);
-		dxh = hc_tensor("dxh", dt, 4, xs, dx0);
-	}
+	half_inputs(dt, view, xs, x, dx0, &xbig, &dxbig, &xh, &dxh);
 	starnn_tensor *wh = hc_tensor("wh", dt, 4, ws, w), *yh = hc_tensor("yh", dt, 4, ys, NULL);
 	starnn_tensor *dyh = hc_tensor("dyh", dt, 4, ys, dy), *dxzh = hc_tensor("dxzh", dt, 4, xs, NULL);
 	starnn_tensor *dw = hc_tensor("dw", STARNN_FP32, 4, ws, NULL), *db = hc_tensor("db", STARNN_FP32, 1, bs, NULL);
@@ -689,23 +699,7 @@ static void half_mode_vs_cpu(struct shape sh, starnn_dtype dt, int view)
 	starnn_conv2d_bwd_bias_cpu(sh.n, sh.o, sh.h * sh.w, dy, yc, 0.0f, rdb);
 
 	starnn_tensor *xbig = NULL, *dxbig = NULL, *xh, *dxh;
-	if (view) {
-		int64_t big[4] = {xs[0], xs[1] + 3, xs[2], xs[3]}, sizes[2] = {xs[1], 3};
-		starnn_tensor **xp, **dxp;
-		xbig = hc_tensor("xbig", dt, 4, big, NULL);
-		dxbig = hc_tensor("dxbig", dt, 4, big, NULL);
-		TEST_OK(starnn_tensor_split(xbig, 1, 2, sizes, &xp));
-		TEST_OK(starnn_tensor_split(dxbig, 1, 2, sizes, &dxp));
-		xh = xp[0], dxh = dxp[0];
-		starnn_tensor *x0 = hc_tensor("x0", STARNN_FP32, 4, xs, x), *d0 = hc_tensor("d0", STARNN_FP32, 4, xs, dx0);
-		TEST_OK(starnn_convert(x0, xh));
-		TEST_OK(starnn_convert(d0, dxh));
-		starnn_tensor_destroy(x0);
-		starnn_tensor_destroy(d0);
-	} else {
-		xh = hc_tensor("xh", dt, 4, xs, x);
-		dxh = hc_tensor("dxh", dt, 4, xs, dx0);
-	}
+	half_inputs(dt, view, xs, x, dx0, &xbig, &dxbig, &xh, &dxh);
 	starnn_tensor *wh = hc_tensor("wh", dt, 4, ws, w), *yh = hc_tensor("yh", dt, 4, ys, NULL);
 	starnn_tensor *dyh = hc_tensor("dyh", dt, 4, ys, dy), *dxzh = hc_tensor("dxzh", dt, 4, xs, NULL);
 	starnn_tensor *b32 = hc_tensor("b32", STARNN_FP32, 1, bs, b);

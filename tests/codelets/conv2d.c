@@ -534,7 +534,6 @@ static float *read_half(starnn_tensor *h, const int64_t *shape)
 	return v;
 }
 
-
 /* The 16-bit x and dx (holding x and dx0) of a half test: plain tensors, or
  * channel views of wider ones (ld > cols) when view; *xbig, *dxbig are the
  * wider tensors to destroy (NULL otherwise). */

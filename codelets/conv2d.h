@@ -128,12 +128,12 @@ int starnn_conv2d_bwd_weight_cuda_tf32(const struct starnn_conv2d_geom *g, const
                                        const float *dy, size_t ldy, float beta, float *dw, size_t ldw, void *cudnn,
                                        void *stream);
 
-/* How the 16-bit conv2d codelets compute on CUDA workers (convt2d: widened
- * in both modes for now):
+/* How the 16-bit conv2d and convt2d codelets compute on CUDA workers:
  *   STARNN_CUDA_HALF_WIDEN   the 16-bit buffers are widened to fp32 and the
  *                            fp32 kernels run (FMA math; the default),
- *   STARNN_CUDA_HALF_NATIVE  the native kernels above, widening only where
- *                            cuDNN declines a configuration.
+ *   STARNN_CUDA_HALF_NATIVE  the native kernels above (convt2d: 16-bit
+ *                            cuBLAS, codelets/convt2d.h), widening only where
+ *                            cuDNN / cuBLAS declines a configuration.
  * The environment variable STARNN_CUDA_HALF_CONV=native|widen chooses (read
  * once); starnn_cuda_half_conv_set overrides it (tests, benchmarks: set it
  * before submitting; tasks take the mode current at submission).

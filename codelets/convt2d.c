@@ -12,14 +12,22 @@
 #include "runtime/starnn.h"
 
 /* Leading fields (input H, W) are the footprint key: the buffers' matrix
- * shapes give C*H*W and 4*O*H*W but not H and W. */
+ * shapes give C*H*W and 4*O*H*W but not H and W. The fp32 codelets' key
+ * leaves cuda_half out (their footprints stay as they were); the 16-bit
+ * ones include it: native and widened are different costs. */
 struct convt2d_args {
 	int64_t h, w;
-	int64_t backend; /* CPU kernels (enum starnn_conv2d_backend): another cost */
+	int64_t backend;   /* CPU kernels (enum starnn_conv2d_backend): another cost */
+	int64_t cuda_half; /* 16-bit codelets: enum starnn_cuda_half_conv (0 for fp32) */
 	float beta;
 };
 
 static uint32_t convt2d_footprint(struct starpu_task *task)
+{
+	return starnn_footprint_args(task, offsetof(struct convt2d_args, cuda_half));
+}
+
+static uint32_t convt2d_half_footprint(struct starpu_task *task)
 {
 	return starnn_footprint_args(task, offsetof(struct convt2d_args, beta));
 }
@@ -205,8 +213,9 @@ struct starpu_codelet starnn_convt2d_bwd_weight_w_cl = {
 
 /* ------------------------------------------------------- mixed precision
  * fp16 / bf16 x, w (the 16-bit weight copy), y, dy, dx; b, dw, db fp32.
- * bf16 on a CPU with oneDNN runs natively (above). Otherwise the 16-bit
- * buffers are widened to fp32 inside the task and the fp32
+ * bf16 on a CPU with oneDNN runs natively (above); on a CUDA worker with
+ * STARNN_CUDA_HALF_CONV=native, 16-bit cuBLAS (cuda_native). Otherwise the
+ * 16-bit buffers are widened to fp32 inside the task and the fp32
  * kernels run on them (fp32 accumulation); 16-bit outputs are rounded once
  * (codelets/halfwrap.h). */
 
@@ -215,6 +224,18 @@ static int use_dnnl(const struct convt2d_args *a, starnn_dtype dt)
 {
 	return a->backend == STARNN_CONV2D_DNNL && dt == STARNN_BF16;
 }
+
+/* A CUDA worker in native mode (starnn_cuda_half_conv, taken at
+ * submission): the *_cuda_half kernels (codelets/convt2d.h) on the 16-bit
+ * buffers. One that returns STARNN_CONVT2D_UNSUPPORTED has written nothing:
+ * the task goes on along the widening route, so results are always
+ * produced. Other failures are already deferred errors. */
+#ifdef STARNN_USE_CUDA
+static int cuda_native(const struct convt2d_args *a, int cuda)
+{
+	return cuda && a->cuda_half == STARNN_CUDA_HALF_NATIVE;
+}
+#endif
 
 static void convt2d_fwd_half(void *buffers[], void *cl_arg, starnn_dtype dt, int cuda)
 {
@@ -225,6 +246,16 @@ static void convt2d_fwd_half(void *buffers[], void *cl_arg, starnn_dtype dt, int
 		fwd_run(a, dt, 0, NULL, x, w, b, y);
 		return;
 	}
+#ifdef STARNN_USE_CUDA
+	if (cuda_native(a, cuda)) {
+		int rc = starnn_convt2d_fwd_cuda_half(x.rows, w.rows, w.cols / 4, (size_t)a->h, (size_t)a->w, dt, x.ptr,
+		                                      x.ld, w.ptr, w.ld, b, y.ptr, y.ld, starnn_cublas_handle(),
+		                                      starnn_cuda_stream());
+		STARNN_CUDA_LAUNCHED("convt2d_fwd_half");
+		if (rc != STARNN_CONVT2D_UNSUPPORTED)
+			return;
+	}
+#endif
 	struct starnn_hw h;
 	starnn_hw_begin(&h, "convt2d_fwd_half", cuda);
 	struct starnn_mat xw = starnn_hw_in(&h, dt, x, 1), ww = starnn_hw_in(&h, dt, w, 1), yw = starnn_hw_in(&h, dt, y, 0);
@@ -243,6 +274,16 @@ static void convt2d_bwd_data_half(void *buffers[], void *cl_arg, starnn_dtype dt
 		bwd_data_run(a, dt, 0, NULL, w, dy, dx);
 		return;
 	}
+#ifdef STARNN_USE_CUDA
+	if (cuda_native(a, cuda)) {
+		int rc = starnn_convt2d_bwd_data_cuda_half(dx.rows, w.rows, w.cols / 4, (size_t)a->h, (size_t)a->w, dt,
+		                                           w.ptr, w.ld, dy.ptr, dy.ld, a->beta, dx.ptr, dx.ld,
+		                                           starnn_cublas_handle(), starnn_cuda_stream());
+		STARNN_CUDA_LAUNCHED("convt2d_bwd_data_half");
+		if (rc != STARNN_CONVT2D_UNSUPPORTED)
+			return;
+	}
+#endif
 	struct starnn_hw h;
 	starnn_hw_begin(&h, "convt2d_bwd_data_half", cuda);
 	struct starnn_mat ww = starnn_hw_in(&h, dt, w, 1), dyw = starnn_hw_in(&h, dt, dy, 1),
@@ -262,6 +303,16 @@ static void convt2d_bwd_weight_half(void *buffers[], void *cl_arg, starnn_dtype 
 		bwd_weight_run(a, dt, 0, NULL, x, dy, dw, db);
 		return;
 	}
+#ifdef STARNN_USE_CUDA
+	if (cuda_native(a, cuda)) {
+		int rc = starnn_convt2d_bwd_weight_cuda_half(x.rows, dw.rows, dw.cols / 4, (size_t)a->h, (size_t)a->w, dt,
+		                                             x.ptr, x.ld, dy.ptr, dy.ld, a->beta, dw.ptr, dw.ld, db.ptr,
+		                                             starnn_cublas_handle(), starnn_cuda_stream());
+		STARNN_CUDA_LAUNCHED("convt2d_bwd_weight_half");
+		if (rc != STARNN_CONVT2D_UNSUPPORTED)
+			return;
+	}
+#endif
 	struct starnn_hw h;
 	starnn_hw_begin(&h, "convt2d_bwd_weight_half", cuda);
 	struct starnn_mat xw = starnn_hw_in(&h, dt, x, 1), dyw = starnn_hw_in(&h, dt, dy, 1);
@@ -293,9 +344,9 @@ static void convt2d_bwd_weight_half(void *buffers[], void *cl_arg, starnn_dtype 
 	CT_HALF_FNS(convt2d_fwd, dt, DT)                                                                    \
 	CT_HALF_FNS(convt2d_bwd_data, dt, DT)                                                               \
 	CT_HALF_FNS(convt2d_bwd_weight, dt, DT)                                                             \
-	static STARNN_PERFMODEL_FP(convt2d_fwd, dt, convt2d_footprint);                                     \
-	static STARNN_PERFMODEL_FP(convt2d_bwd_data, dt, convt2d_footprint);                                \
-	static STARNN_PERFMODEL_FP(convt2d_bwd_weight, dt, convt2d_footprint);                              \
+	static STARNN_PERFMODEL_FP(convt2d_fwd, dt, convt2d_half_footprint);                                \
+	static STARNN_PERFMODEL_FP(convt2d_bwd_data, dt, convt2d_half_footprint);                           \
+	static STARNN_PERFMODEL_FP(convt2d_bwd_weight, dt, convt2d_half_footprint);                         \
 	CT_HALF_CL(fwd_##dt##_cl, convt2d_fwd, dt, starnn_convt2d_fwd_##dt##_model, 4, STARPU_R, STARPU_R,  \
 	           STARPU_R, STARPU_W)                                                                      \
 	CT_HALF_CL(bwd_data_##dt##_cl, convt2d_bwd_data, dt, starnn_convt2d_bwd_data_##dt##_model, 3,       \
@@ -328,6 +379,7 @@ static int check_shapes_dt(const char *op, const starnn_tensor *x, const starnn_
 {
 	char dx[128], dw[128], db[128], dy[128];
 	STARNN_CHECK(starnn_conv2d_cpu_backend_check());
+	STARNN_CHECK(starnn_cuda_half_conv_check());
 	starnn_tensor_describe(x, dx, sizeof dx);
 	starnn_tensor_describe(w, dw, sizeof dw);
 	starnn_tensor_describe(y, dy, sizeof dy);
@@ -355,6 +407,14 @@ static int check_shapes_dt(const char *op, const starnn_tensor *x, const starnn_
 	if (h * wd > INT_MAX || 4 * o > INT_MAX || c > INT_MAX || w->ld > INT_MAX)
 		return starnn_error(STARNN_EINVAL, "%s: sizes of %s / %s too large for BLAS", op, dx, dw);
 	return 0;
+}
+
+/* The task arguments; the CUDA 16-bit mode is taken now, at submission. */
+static struct convt2d_args args_of(const starnn_tensor *x, float beta, starnn_dtype dt)
+{
+	struct convt2d_args a = {x->shape[2], x->shape[3], (int64_t)starnn_conv2d_cpu_backend(),
+	                         dt == STARNN_FP32 ? 0 : (int64_t)starnn_cuda_half_conv(), beta};
+	return a;
 }
 
 /* Task splitting: one task is single-threaded, so a large call is cut into
@@ -389,7 +449,7 @@ static int convt2d_fwd_dt(starnn_tensor *x, starnn_tensor *w, starnn_tensor *b, 
 	if (!x || !w || !b || !y)
 		return starnn_error(STARNN_EINVAL, "convt2d_fwd: x, w, b and y are required");
 	STARNN_CHECK(check_shapes_dt("convt2d_fwd", x, w, b, y, dt, dt));
-	struct convt2d_args a = {x->shape[2], x->shape[3], (int64_t)starnn_conv2d_cpu_backend(), 0.0f};
+	struct convt2d_args a = args_of(x, 0.0f, dt);
 	int parts = task_count(x, w->shape[1]);
 	int64_t sizes[parts];
 	starnn_tensor **xp = NULL, **yp = NULL, **wp = NULL, **bp = NULL;
@@ -416,7 +476,7 @@ static int convt2d_bwd_data_dt(starnn_tensor *w, starnn_tensor *dy, float beta, 
 	if (!w || !dy || !dx)
 		return starnn_error(STARNN_EINVAL, "convt2d_bwd_data: w, dy and dx are required");
 	STARNN_CHECK(check_shapes_dt("convt2d_bwd_data", dx, w, NULL, dy, dt, dt));
-	struct convt2d_args a = {dx->shape[2], dx->shape[3], (int64_t)starnn_conv2d_cpu_backend(), beta};
+	struct convt2d_args a = args_of(dx, beta, dt);
 	struct starpu_codelet *cl = bwd_data_cls[beta != 0.0f][dt];
 	int parts = task_count(dx, w->shape[1]);
 	int64_t sizes[parts];
@@ -444,7 +504,7 @@ static int convt2d_bwd_weight_dt(starnn_tensor *x, starnn_tensor *dy, float beta
 	if (!x || !dy || !dw || !db)
 		return starnn_error(STARNN_EINVAL, "convt2d_bwd_weight: x, dy, dw and db are required");
 	STARNN_CHECK(check_shapes_dt("convt2d_bwd_weight", x, dw, db, dy, dt, STARNN_FP32));
-	struct convt2d_args a = {x->shape[2], x->shape[3], (int64_t)starnn_conv2d_cpu_backend(), beta};
+	struct convt2d_args a = args_of(x, beta, dt);
 	struct starpu_codelet *cl = bwd_weight_cls[beta != 0.0f][dt];
 	int parts = task_count(x, dw->shape[1]);
 	int64_t sizes[parts];

@@ -53,6 +53,37 @@ int starnn_convt2d_bwd_weight_cuda(size_t n, size_t c, size_t o, size_t h, size_
                                    const float *dy, size_t lddy, float beta, float *dw, size_t lddw, float *db,
                                    void *cublas_handle, void *stream);
 
+/* Native 16-bit CUDA kernels for the mixed-precision codelets on CUDA
+ * workers with STARNN_CUDA_HALF_CONV=native (starnn_cuda_half_conv,
+ * codelets/conv2d.h: one switch for conv2d and convt2d). dt is STARNN_FP16
+ * or STARNN_BF16, the type of x, w, y, dy, dx; bias, dw, db fp32. The GEMMs
+ * are those of the fp32 kernels through cublasGemmStridedBatchedEx /
+ * cublasGemmEx with 16-bit A and B, fp32 C, CUBLAS_COMPUTE_32F and
+ * CUBLAS_GEMM_DEFAULT_TENSOR_OP (tensor cores, fp32 accumulation):
+ *   fwd:        Z (fp32) = w^T x_n, then y = round(Z + b): the fp32 bias is
+ *               added to the fp32 sum and the result rounded once (to
+ *               nearest even) by the scatter kernel;
+ *   bwd_data:   T (fp32) = w G_n (G_n gathered 16-bit, a permutation), then
+ *               dx = round(T + beta * dx) in fp32, rounded once; beta == 0
+ *               does not read dx;
+ *   bwd_weight: dw = beta dw + sum_n x_n G_n^T directly into the fp32 dw
+ *               (cuBLAS' beta; 0 does not read dw), db = beta db + fp32
+ *               sums of the 16-bit dy.
+ * Return 0; STARNN_CONVT2D_UNSUPPORTED when cuBLAS answers NOT_SUPPORTED or
+ * ARCH_MISMATCH before any output was written (the caller then widens, see
+ * starnn_convt2d_fwd_mp); or a negative STARNN_E* code with the error
+ * already deferred (starnn_defer_error), as the fp32 CUDA kernels. */
+#define STARNN_CONVT2D_UNSUPPORTED 1
+int starnn_convt2d_fwd_cuda_half(size_t n, size_t c, size_t o, size_t h, size_t w, starnn_dtype dt, const void *x,
+                                 size_t ldx, const void *wt, size_t ldw, const float *bias, void *y, size_t ldy,
+                                 void *cublas_handle, void *stream);
+int starnn_convt2d_bwd_data_cuda_half(size_t n, size_t c, size_t o, size_t h, size_t w, starnn_dtype dt,
+                                      const void *wt, size_t ldw, const void *dy, size_t lddy, float beta, void *dx,
+                                      size_t lddx, void *cublas_handle, void *stream);
+int starnn_convt2d_bwd_weight_cuda_half(size_t n, size_t c, size_t o, size_t h, size_t w, starnn_dtype dt,
+                                        const void *x, size_t ldx, const void *dy, size_t lddy, float beta, float *dw,
+                                        size_t lddw, float *db, void *cublas_handle, void *stream);
+
 /* oneDNN kernels (codelets/cpu/conv2d_dnnl.c: oneDNN deconvolution
  * primitives, blocked layouts with reorders around each call, as for
  * conv2d), used by the CPU codelets where starnn has oneDNN and the
@@ -90,8 +121,12 @@ int starnn_convt2d_bwd_weight(starnn_tensor *x, starnn_tensor *dy, float beta, s
 /* Mixed precision: x, w (the 16-bit copy of the weights), y, dy, dx all
  * fp16 or all bf16; b, dw, db fp32. Widened to fp32 inside the task, the
  * fp32 kernels above accumulate in fp32, 16-bit outputs are rounded once
- * (codelets/halfwrap.h). All-fp32 tensors submit the fp32 codelets.
- * Perfmodels starnn_convt2d_{fwd,bwd_data,bwd_weight}_{fp16,bf16}. */
+ * (codelets/halfwrap.h); bf16 on oneDNN CPUs and, with
+ * STARNN_CUDA_HALF_CONV=native (taken at submission), the 16-bit cuBLAS
+ * kernels above on CUDA workers compute natively (widening where cuBLAS
+ * declines the types). All-fp32 tensors submit the fp32 codelets.
+ * Perfmodels starnn_convt2d_{fwd,bwd_data,bwd_weight}_{fp16,bf16}, whose
+ * footprints include the CUDA mode. */
 int starnn_convt2d_fwd_mp(starnn_tensor *x, starnn_tensor *w, starnn_tensor *b, starnn_tensor *y);
 int starnn_convt2d_bwd_data_mp(starnn_tensor *w, starnn_tensor *dy, float beta, starnn_tensor *dx);
 int starnn_convt2d_bwd_weight_mp(starnn_tensor *x, starnn_tensor *dy, float beta, starnn_tensor *dw,

@@ -5,7 +5,11 @@
  * L = sum(R * y); the codelets (CPU, or CUDA in the _cuda build) against
  * direct kernel calls on shapes across the UNet's range, on channel views
  * (the decoder writes into half of a concatenation) and on micro-batches
- * accumulating the weight gradient; the shape checks.
+ * accumulating the weight gradient; the shape checks; the fp16 / bf16
+ * codelets against the fp32 ones and (CUDA: in both modes of
+ * STARNN_CUDA_HALF_CONV, native 16-bit cuBLAS and widen) against the CPU
+ * fp32 kernels (half_mode_vs_cpu), and that convt2d refuses a bad value of
+ * that variable.
  * Tolerances: kernels vs definition |d| <= 1e-5 + 1e-4 |ref| (sgemm in
  * float vs double sums of <= 256 terms of size <= 1); finite differences
  * |d| <= 2e-3 + 1e-3 |ref| (L is linear in each parameter; step 0.05, the
@@ -15,6 +19,7 @@
  * kernel sets (GEMM based and oneDNN) where starnn has oneDNN. */
 #include "codelets/axpy.h"
 #include "codelets/conv2d.h"
+#include "codelets/convert.h"
 #include "codelets/convt2d.h"
 #include "tests/testlib.h"
 #include "tests/codelets/halfcheck.h"
@@ -428,9 +433,213 @@ static void half_vs_fp32(int64_t n, int64_t c, int64_t o, int64_t h, int64_t w, 
 	free(x), free(wt), free(b), free(dy), free(dx0), free(dw0), free(db0);
 }
 
+/* The 16-bit codelets in the current CUDA mode (starnn_cuda_half_conv:
+ * native 16-bit cuBLAS or widened) against direct calls of the CPU fp32
+ * kernels on the same (16-bit) values: forward with bias, backward data
+ * with beta 0 and 1, backward weight (dw and db) with beta 0 and 1. The
+ * beta 0 outputs start as NaN (must not be read). With view, x and dx are
+ * channel parts of larger 16-bit tensors and y and dy of a concatenation
+ * (ld > cols, as in the UNet's decoder). Native cuBLAS sums in another
+ * order on tensor cores, so 16-bit outputs pass within a fraction of the
+ * output's scale: |got - ref| <= tol * max|ref|, tol = 1e-2 (fp16: some 20
+ * units in the last place of the largest element) or 4e-2 (bf16: some 10
+ * units); the fp32 weight and bias gradients (exact products of 16-bit
+ * values, fp32 sums) within 1e-4 relative + 1e-5 max. A wrong element, a
+ * missing bias (|b| ~ 1 against outputs of a few units), a lost or doubled
+ * accumulation fails. On CPU the mode is ignored and the test checks itself
+ * against the widened route. */
+static int close_scaled(const char *what, starnn_dtype dt, const float *got, const float *ref, size_t n)
+{
+	double amax = 0;
+	for (size_t i = 0; i < n; i++)
+		if (fabs(ref[i]) > amax)
+			amax = fabs(ref[i]);
+	char label[240];
+	snprintf(label, sizeof label, "%s (%s, %s)", what, starnn_dtype_name(dt),
+	         starnn_cuda_half_conv() == STARNN_CUDA_HALF_NATIVE ? "native" : "widen");
+	return test_close(label, got, ref, n, 0.0f, (float)((dt == STARNN_FP16 ? 1e-2 : 4e-2) * amax));
+}
+
+static int close32(const char *what, starnn_dtype dt, const float *got, const float *ref, size_t n)
+{
+	double amax = 0;
+	for (size_t i = 0; i < n; i++)
+		if (fabs(ref[i]) > amax)
+			amax = fabs(ref[i]);
+	char label[240];
+	snprintf(label, sizeof label, "%s (%s, %s)", what, starnn_dtype_name(dt),
+	         starnn_cuda_half_conv() == STARNN_CUDA_HALF_NATIVE ? "native" : "widen");
+	return test_close(label, got, ref, n, 1e-4f, (float)(1e-5 * amax));
+}
+
+/* A 16-bit tensor of shape sh holding v (NULL: zeros), or, with view, the
+ * part of channels [1, 1 + sh[1]) of a new larger tensor *big. */
+static starnn_tensor *half_in(const char *name, starnn_dtype dt, const int64_t *sh, const float *v, int view,
+                              starnn_tensor **big)
+{
+	*big = NULL;
+	if (!view)
+		return hc_tensor(name, dt, 4, sh, v);
+	int64_t bs[4] = {sh[0], sh[1] + 3, sh[2], sh[3]}, sizes[3] = {1, sh[1], 2};
+	starnn_tensor **parts;
+	*big = hc_tensor(name, dt, 4, bs, NULL);
+	TEST_OK(starnn_tensor_split(*big, 1, 3, sizes, &parts));
+	if (v) {
+		starnn_tensor *t = hc_tensor("src", STARNN_FP32, 4, sh, v);
+		TEST_OK(starnn_convert(t, parts[1]));
+		starnn_tensor_destroy(t);
+	}
+	return parts[1];
+}
+
+static void half_out_destroy(starnn_tensor *t, starnn_tensor *big)
+{
+	starnn_tensor_destroy(big ? big : t);
+}
+
+/* A 16-bit tensor (or part) read as fp32, through an fp32 tensor: parts
+ * have no host buffer of their own. */
+static float *read_half(starnn_tensor *h, const int64_t *shape)
+{
+	starnn_tensor *t;
+	TEST_OK(starnn_tensor_create(&t, "readback", STARNN_FP32, 4, shape));
+	TEST_OK(starnn_convert(h, t));
+	float *v = test_read(t);
+	starnn_tensor_destroy(t);
+	return v;
+}
+
+static float *nans(size_t n)
+{
+	float *v = malloc(n * sizeof *v);
+	for (size_t i = 0; i < n; i++)
+		v[i] = NAN;
+	return v;
+}
+
+static void half_mode_vs_cpu(struct shape s, starnn_dtype dt, int view)
+{
+	int64_t xs[4] = {(int64_t)s.n, (int64_t)s.c, (int64_t)s.h, (int64_t)s.w};
+	int64_t ys[4] = {(int64_t)s.n, (int64_t)s.o, 2 * (int64_t)s.h, 2 * (int64_t)s.w};
+	int64_t ws[4] = {(int64_t)s.c, (int64_t)s.o, 2, 2}, bs[1] = {(int64_t)s.o};
+	const size_t xc = s.c * s.h * s.w, yc = s.o * 4 * s.h * s.w, wc = s.o * 4;
+	const size_t nx = s.n * xc, ny = s.n * yc, nw = s.c * wc;
+	float *x = hc_random(dt, nx, -1, 1), *w = hc_random(dt, nw, -0.5f, 0.5f), *b = test_random(s.o, -1, 1);
+	float *dy = hc_random(dt, ny, -1, 1), *dx0 = hc_random(dt, nx, -1, 1), *dw0 = test_random(nw, -1, 1);
+	float *db0 = test_random(s.o, -1, 1), *nx_nan = nans(nx), *nw_nan = nans(nw), *no_nan = nans(s.o);
+
+	/* references: the CPU fp32 kernels on the 16-bit values */
+	float *ry = malloc(ny * sizeof *ry), *rdx1 = dupf(dx0, nx), *rdx0 = malloc(nx * sizeof *rdx0);
+	float *rdw0 = malloc(nw * sizeof *rdw0), *rdw1 = dupf(dw0, nw), *rdb0 = malloc(s.o * sizeof *rdb0);
+	float *rdb1 = dupf(db0, s.o);
+	TEST_OK(starnn_convt2d_fwd_cpu(s.n, s.c, s.o, s.h, s.w, x, xc, w, wc, b, ry, yc));
+	TEST_OK(starnn_convt2d_bwd_data_cpu(s.n, s.c, s.o, s.h, s.w, w, wc, dy, yc, 1.0f, rdx1, xc));
+	TEST_OK(starnn_convt2d_bwd_data_cpu(s.n, s.c, s.o, s.h, s.w, w, wc, dy, yc, 0.0f, rdx0, xc));
+	TEST_OK(starnn_convt2d_bwd_weight_cpu(s.n, s.c, s.o, s.h, s.w, x, xc, dy, yc, 0.0f, rdw0, wc, rdb0));
+	TEST_OK(starnn_convt2d_bwd_weight_cpu(s.n, s.c, s.o, s.h, s.w, x, xc, dy, yc, 1.0f, rdw1, wc, rdb1));
+
+	starnn_tensor *bx, *bdx, *bdxz, *by, *bdy;
+	starnn_tensor *xh = half_in("x", dt, xs, x, view, &bx), *dxh = half_in("dx", dt, xs, dx0, view, &bdx);
+	starnn_tensor *dxzh = half_in("dxz", dt, xs, nx_nan, view, &bdxz), *yh = half_in("y", dt, ys, NULL, view, &by);
+	starnn_tensor *dyh = half_in("dy", dt, ys, dy, view, &bdy), *wh = hc_tensor("w", dt, 4, ws, w);
+	starnn_tensor *b32 = hc_tensor("b", STARNN_FP32, 1, bs, b);
+	starnn_tensor *dw = hc_tensor("dw", STARNN_FP32, 4, ws, nw_nan), *db = hc_tensor("db", STARNN_FP32, 1, bs, no_nan);
+	starnn_tensor *dwacc = hc_tensor("dwacc", STARNN_FP32, 4, ws, dw0);
+	starnn_tensor *dbacc = hc_tensor("dbacc", STARNN_FP32, 1, bs, db0);
+	TEST_OK(starnn_convt2d_fwd_mp(xh, wh, b32, yh));
+	TEST_OK(starnn_convt2d_bwd_data_mp(wh, dyh, 1.0f, dxh));
+	TEST_OK(starnn_convt2d_bwd_data_mp(wh, dyh, 0.0f, dxzh));
+	TEST_OK(starnn_convt2d_bwd_weight_mp(xh, dyh, 0.0f, dw, db));
+	TEST_OK(starnn_convt2d_bwd_weight_mp(xh, dyh, 1.0f, dwacc, dbacc));
+
+	char sh[96], lab[200];
+	snprintf(sh, sizeof sh, "n%zu c%zu o%zu %zux%zu%s vs CPU fp32", s.n, s.c, s.o, s.h, s.w, view ? " views" : "");
+	float *o;
+	snprintf(lab, sizeof lab, "convt2d_fwd_mp %s", sh);
+	o = read_half(yh, ys);
+	close_scaled(lab, dt, o, ry, ny);
+	free(o);
+	snprintf(lab, sizeof lab, "convt2d_bwd_data_mp beta 1 %s", sh);
+	o = read_half(dxh, xs);
+	close_scaled(lab, dt, o, rdx1, nx);
+	free(o);
+	snprintf(lab, sizeof lab, "convt2d_bwd_data_mp beta 0 %s", sh);
+	o = read_half(dxzh, xs);
+	close_scaled(lab, dt, o, rdx0, nx);
+	free(o);
+	snprintf(lab, sizeof lab, "convt2d_bwd_weight_mp dw beta 0 %s", sh);
+	o = test_read(dw);
+	close32(lab, dt, o, rdw0, nw);
+	free(o);
+	snprintf(lab, sizeof lab, "convt2d_bwd_weight_mp db beta 0 %s", sh);
+	o = test_read(db);
+	close32(lab, dt, o, rdb0, s.o);
+	free(o);
+	snprintf(lab, sizeof lab, "convt2d_bwd_weight_mp dw beta 1 %s", sh);
+	o = test_read(dwacc);
+	close32(lab, dt, o, rdw1, nw);
+	free(o);
+	snprintf(lab, sizeof lab, "convt2d_bwd_weight_mp db beta 1 %s", sh);
+	o = test_read(dbacc);
+	close32(lab, dt, o, rdb1, s.o);
+	free(o);
+	if (view) {
+		/* the channels around y's part stay zero */
+		float *g = test_read(by);
+		size_t lbig = (s.o + 3) * 4 * s.h * s.w, inner = 4 * s.h * s.w;
+		double around = 0;
+		for (size_t r = 0; r < s.n; r++)
+			for (size_t k = 0; k < lbig; k++)
+				if (k < inner || k >= (s.o + 1) * inner)
+					around += fabs(g[r * lbig + k]);
+		TEST_ASSERT(around == 0, "convt2d_fwd_mp %s (%s): wrote outside its view (%g)", sh, starnn_dtype_name(dt),
+		            around);
+		free(g);
+	}
+
+	half_out_destroy(xh, bx), half_out_destroy(dxh, bdx), half_out_destroy(dxzh, bdxz);
+	half_out_destroy(yh, by), half_out_destroy(dyh, bdy);
+	starnn_tensor *all[] = {wh, b32, dw, db, dwacc, dbacc};
+	for (size_t i = 0; i < sizeof all / sizeof *all; i++)
+		starnn_tensor_destroy(all[i]);
+	free(x), free(w), free(b), free(dy), free(dx0), free(dw0), free(db0), free(nx_nan), free(nw_nan), free(no_nan);
+	free(ry), free(rdx1), free(rdx0), free(rdw0), free(rdw1), free(rdb0), free(rdb1);
+}
+
+/* STARNN_CUDA_HALF_CONV (one switch for conv2d and convt2d): a bad value
+ * makes the convt2d submit functions refuse with a message; the setter
+ * overrides it. Must run before anything reads the variable. */
+static void cuda_half_switch(void)
+{
+	const char *old = getenv("STARNN_CUDA_HALF_CONV");
+	char *saved = old ? strdup(old) : NULL;
+	setenv("STARNN_CUDA_HALF_CONV", "fast", 1);
+	starnn_tensor *x, *w, *b, *y;
+	TEST_OK(starnn_tensor_new(&x, "x", STARNN_FP16, 4, 1, 3, 2, 2));
+	TEST_OK(starnn_tensor_new(&w, "w", STARNN_FP16, 4, 3, 2, 2, 2));
+	TEST_OK(starnn_tensor_new(&b, "b", STARNN_FP32, 1, 2));
+	TEST_OK(starnn_tensor_new(&y, "y", STARNN_FP16, 4, 1, 2, 4, 4));
+	TEST_ASSERT(starnn_convt2d_fwd_mp(x, w, b, y) == STARNN_EINVAL,
+	            "convt2d_fwd_mp submitted with STARNN_CUDA_HALF_CONV=fast");
+	TEST_ASSERT(strstr(starnn_last_error(), "STARNN_CUDA_HALF_CONV") != NULL, "no variable in the message: %s",
+	            starnn_last_error());
+	TEST_ASSERT(starnn_convt2d_bwd_data_mp(w, y, 0.0f, x) == STARNN_EINVAL,
+	            "convt2d_bwd_data_mp submitted with STARNN_CUDA_HALF_CONV=fast");
+	TEST_OK(starnn_cuda_half_conv_set(STARNN_CUDA_HALF_WIDEN));
+	TEST_OK(starnn_convt2d_fwd_mp(x, w, b, y));
+	TEST_OK(starnn_wait());
+	starnn_tensor_destroy(x), starnn_tensor_destroy(w), starnn_tensor_destroy(b), starnn_tensor_destroy(y);
+	if (saved)
+		setenv("STARNN_CUDA_HALF_CONV", saved, 1);
+	else
+		unsetenv("STARNN_CUDA_HALF_CONV");
+	free(saved);
+}
+
 int main(void)
 {
 	test_init();
+	cuda_half_switch();
 	/* CPU: both kernel sets where starnn has oneDNN, directly and through
 	 * the codelets; CUDA: cuBLAS. */
 	enum starnn_conv2d_backend sets[2] = {STARNN_CONV2D_IM2COL, STARNN_CONV2D_DNNL};
@@ -470,6 +679,24 @@ int main(void)
 			half_vs_fp32(1, 32, 16, 32, 32, dt);
 			half_vs_fp32(1, 128, 64, 48, 48, dt); /* channel splits */
 		}
+		/* CUDA: both modes of the 16-bit codelets (CPU: the mode is ignored,
+		 * once, with the GEMM kernels); odd channels, batch 1 and > 1, views,
+		 * the submit functions' splits (batch: x, y, dx, dy parts; channels:
+		 * w, b, dw, db parts with ld > cols) */
+		const enum starnn_cuda_half_conv modes[2] = {STARNN_CUDA_HALF_WIDEN, STARNN_CUDA_HALF_NATIVE};
+		const struct shape mode_shapes[] = {
+			{1, 3, 5, 1, 1},   {2, 5, 3, 3, 7},      {3, 7, 6, 12, 5}, {1, 13, 7, 9, 11},
+			{3, 64, 64, 32, 32}, /* batch splits (bwd_weight: channels) */
+			{1, 128, 64, 48, 48}, /* channel splits */
+		};
+		const int views[] = {0, 1, 1, 0, 1, 0};
+		for (int m = 0; m < (TEST_ON_CUDA ? 2 : 1) && set == 0; m++) {
+			TEST_OK(starnn_cuda_half_conv_set(modes[m]));
+			for (int t = 0; t < 2; t++)
+				for (size_t i = 0; i < sizeof mode_shapes / sizeof *mode_shapes; i++)
+					half_mode_vs_cpu(mode_shapes[i], t ? STARNN_BF16 : STARNN_FP16, views[i]);
+		}
+		TEST_OK(starnn_cuda_half_conv_set(STARNN_CUDA_HALF_WIDEN));
 	}
 	return test_finish();
 }

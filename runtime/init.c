@@ -62,6 +62,14 @@ int starnn_init(const struct starnn_config *user_cfg)
 		split_width_env = (int)v;
 	}
 
+	/* StarPU counts a measurement more than STARPU_HISTORY_MAX_ERROR percent
+	 * (default 50) away from a history entry's mean as an error, and once
+	 * errors outnumber samples it empties the entry: the model is
+	 * uncalibrated again. Tasks of a few microseconds vary that much on a
+	 * busy machine, and StarPU 1.3.10's modular-heteroprio-heft then stops
+	 * scheduling altogether (a task without an estimate is never handed to
+	 * a worker). A wider default keeps the entries; the user's setting wins. */
+	setenv("STARPU_HISTORY_MAX_ERROR", "1000", 0);
 	starpu_conf_init(&conf);
 	/* Environment variables keep precedence over these (StarPU's rule). */
 	conf.ncpus = cfg.ncpus;

@@ -25,7 +25,10 @@ fi
 # documentation advises for model-based policies; so does this test: in a
 # STARPU_HOME of its own (the bus calibration copied from the shared one),
 # 80 steps under dmda with STARPU_CALIBRATE=1 give every footprint its 10
-# measurements, then every policy runs on those models.
+# measurements, then every policy runs on those models. (starnn widens
+# STARPU_HISTORY_MAX_ERROR, so that StarPU does not empty the history of a
+# microsecond task whose times vary by more than 50% on a busy machine:
+# that made a CI run stall here after its first step.)
 home=$(mktemp -d)
 trap 'rm -rf "$home"' EXIT
 [ -d "${STARPU_HOME:-$HOME}/.starpu" ] && cp -r "${STARPU_HOME:-$HOME}/.starpu" "$home/"
@@ -43,8 +46,8 @@ ref=$(unset STARPU_SCHED; run)
 status=0
 for p in $policies; do
 	got=$(STARPU_SCHED=$p run)
-	if [ -z "$got" ]; then
-		echo "note $p: no losses (stalled or failed): trying once more"
+	if [ "$(echo "$got" | grep -c .)" != 4 ]; then
+		echo "note $p: $(echo "$got" | grep -c .) of 4 losses (stalled or failed): trying once more"
 		got=$(STARPU_SCHED=$p run)
 	fi
 	if [ "$got" = "$ref" ]; then

@@ -523,16 +523,6 @@ static void bad_shapes(void)
  * backward data with beta 0 and 1, backward weight + bias; on whole tensors
  * (single tasks and the submit function's batch / channel splits), and with
  * view: x and dx the first channels of larger 16-bit tensors (ld > cols). */
-static float *read_half(starnn_tensor *h, const int64_t *shape)
-{
-	/* through an fp32 tensor: parts have no host buffer of their own */
-	starnn_tensor *t;
-	TEST_OK(starnn_tensor_create(&t, "readback", STARNN_FP32, 4, shape));
-	TEST_OK(starnn_convert(h, t));
-	float *v = test_read(t);
-	starnn_tensor_destroy(t);
-	return v;
-}
 
 /* The 16-bit x and dx (holding x and dx0) of a half test: plain tensors, or
  * channel views of wider ones (ld > cols) when view; *xbig, *dxbig are the
@@ -591,15 +581,15 @@ static void half_vs_fp32(struct shape sh, starnn_dtype dt, int view)
 	float *r, *o;
 	snprintf(what, sizeof what, "conv2d_fwd_mp %zux%zux%zux%zux%zu k%zu%s", sh.n, sh.c, sh.o, sh.h, sh.w, sh.k,
 	         view ? " view" : "");
-	r = test_read(y32), o = read_half(yh, ys);
+	r = test_read(y32), o = hc_read(yh, 4, ys);
 	hc_close(what, dt, o, r, ny);
 	free(r), free(o);
 	snprintf(what, sizeof what, "conv2d_bwd_data_mp beta 1 %zux%zux%zu%s", sh.n, sh.c, sh.o, view ? " view" : "");
-	r = test_read(dx32), o = read_half(dxh, xs);
+	r = test_read(dx32), o = hc_read(dxh, 4, xs);
 	hc_close(what, dt, o, r, nx);
 	free(r), free(o);
 	snprintf(what, sizeof what, "conv2d_bwd_data_mp beta 0 %zux%zux%zu", sh.n, sh.c, sh.o);
-	r = test_read(dxz32), o = read_half(dxzh, xs);
+	r = test_read(dxz32), o = hc_read(dxzh, 4, xs);
 	hc_close(what, dt, o, r, nx);
 	free(r), free(o);
 	snprintf(what, sizeof what, "conv2d_bwd_weight_mp dw %zux%zux%zu", sh.n, sh.c, sh.o);
@@ -636,38 +626,11 @@ static void half_vs_fp32(struct shape sh, starnn_dtype dt, int view)
  * data with beta 0 and 1, backward weight with beta 0 (dw and db) and
  * beta 1 (dw accumulated); x and dx channel parts of larger 16-bit tensors
  * when view (ld > cols). Native cuDNN sums in another order on tensor
- * cores and rounds the bias to the 16-bit type, so 16-bit outputs pass
- * within a fraction of the output's scale: |got - ref| <= tol * max|ref|,
- * tol = 1e-2 (fp16: some 20 units in the last place of the largest
- * element) or 4e-2 (bf16: some 10 units); the fp32 weight and bias
- * gradients (exact products of 16-bit values, fp32 sums) within 1e-4
- * relative + 1e-5 max (test_close). A wrong element, a missing bias (|b| ~ 1 against
- * outputs of a few units) or a lost accumulation fails. On CPU the mode is
- * ignored and the test checks itself against the widened route. */
-static int close_scaled(const char *what, starnn_dtype dt, const float *got, const float *ref, size_t n)
-{
-	double amax = 0;
-	for (size_t i = 0; i < n; i++)
-		if (fabs(ref[i]) > amax)
-			amax = fabs(ref[i]);
-	char label[200];
-	snprintf(label, sizeof label, "%s (%s, %s)", what, starnn_dtype_name(dt),
-	         starnn_cuda_half_conv_name(starnn_cuda_half_conv()));
-	return test_close(label, got, ref, n, 0.0f, (float)((dt == STARNN_FP16 ? 1e-2 : 4e-2) * amax));
-}
-
-/* fp32 outputs (weight and bias gradients): 1e-4 relative + 1e-5 max. */
-static int close32(const char *what, const float *got, const float *ref, size_t n)
-{
-	double amax = 0;
-	for (size_t i = 0; i < n; i++)
-		if (fabs(ref[i]) > amax)
-			amax = fabs(ref[i]);
-	char label[240];
-	snprintf(label, sizeof label, "%s (%s)", what, starnn_cuda_half_conv_name(starnn_cuda_half_conv()));
-	return test_close(label, got, ref, n, 1e-4f, (float)(1e-5 * amax));
-}
-
+ * cores and rounds the bias to the 16-bit type: the tolerances are those
+ * of hc_check_scaled / hc_check_rel32 (tests/codelets/halfcheck.h). A
+ * wrong element, a missing bias (|b| ~ 1 against outputs of a few units) or
+ * a lost accumulation fails. On CPU the mode is ignored and the test checks
+ * itself against the widened route. */
 static void half_mode_vs_cpu(struct shape sh, starnn_dtype dt, int view)
 {
 	struct starnn_conv2d_geom g = geom(sh);
@@ -711,34 +674,22 @@ static void half_mode_vs_cpu(struct shape sh, starnn_dtype dt, int view)
 	TEST_OK(starnn_conv2d_bwd_weight_mp(xh, dyh, 1.0f, dwacc, NULL));
 
 	char what[128];
-	float *o;
+	const char *mode = starnn_cuda_half_conv_name(starnn_cuda_half_conv());
 	snprintf(what, sizeof what, "%zux%zux%zux%zux%zu k%zu%s vs CPU fp32", sh.n, sh.c, sh.o, sh.h, sh.w, sh.k,
 	         view ? " view" : "");
 	char lab[200];
 	snprintf(lab, sizeof lab, "conv2d_fwd_mp %s", what);
-	o = read_half(yh, ys);
-	close_scaled(lab, dt, o, ry, ny);
-	free(o);
+	hc_check_scaled(lab, dt, mode, yh, ys, ry, ny);
 	snprintf(lab, sizeof lab, "conv2d_bwd_data_mp beta 1 %s", what);
-	o = read_half(dxh, xs);
-	close_scaled(lab, dt, o, rdx1, nx);
-	free(o);
+	hc_check_scaled(lab, dt, mode, dxh, xs, rdx1, nx);
 	snprintf(lab, sizeof lab, "conv2d_bwd_data_mp beta 0 %s", what);
-	o = read_half(dxzh, xs);
-	close_scaled(lab, dt, o, rdx0, nx);
-	free(o);
+	hc_check_scaled(lab, dt, mode, dxzh, xs, rdx0, nx);
 	snprintf(lab, sizeof lab, "conv2d_bwd_weight_mp dw beta 0 %s %s", what, starnn_dtype_name(dt));
-	o = test_read(dw);
-	close32(lab, o, rdw0, nw);
-	free(o);
+	hc_check_rel32(lab, dt, mode, dw, rdw0, nw);
 	snprintf(lab, sizeof lab, "conv2d_bwd_weight_mp dw beta 1 %s %s", what, starnn_dtype_name(dt));
-	o = test_read(dwacc);
-	close32(lab, o, rdw1, nw);
-	free(o);
+	hc_check_rel32(lab, dt, mode, dwacc, rdw1, nw);
 	snprintf(lab, sizeof lab, "conv2d_bwd_weight_mp db %s %s", what, starnn_dtype_name(dt));
-	o = test_read(db);
-	close32(lab, o, rdb, sh.o);
-	free(o);
+	hc_check_rel32(lab, dt, mode, db, rdb, sh.o);
 
 	starnn_tensor *all[] = {wh, yh, dyh, dxzh, b32, dw, db, dwacc};
 	for (size_t i = 0; i < sizeof all / sizeof *all; i++)

@@ -433,45 +433,6 @@ static void half_vs_fp32(int64_t n, int64_t c, int64_t o, int64_t h, int64_t w, 
 	free(x), free(wt), free(b), free(dy), free(dx0), free(dw0), free(db0);
 }
 
-/* The 16-bit codelets in the current CUDA mode (starnn_cuda_half_conv:
- * native 16-bit cuBLAS or widened) against direct calls of the CPU fp32
- * kernels on the same (16-bit) values: forward with bias, backward data
- * with beta 0 and 1, backward weight (dw and db) with beta 0 and 1. The
- * beta 0 outputs start as NaN (must not be read). With view, x and dx are
- * channel parts of larger 16-bit tensors and y and dy of a concatenation
- * (ld > cols, as in the UNet's decoder). Native cuBLAS sums in another
- * order on tensor cores, so 16-bit outputs pass within a fraction of the
- * output's scale: |got - ref| <= tol * max|ref|, tol = 1e-2 (fp16: some 20
- * units in the last place of the largest element) or 4e-2 (bf16: some 10
- * units); the fp32 weight and bias gradients (exact products of 16-bit
- * values, fp32 sums) within 1e-4 relative + 1e-5 max. A wrong element, a
- * missing bias (|b| ~ 1 against outputs of a few units), a lost or doubled
- * accumulation fails. On CPU the mode is ignored and the test checks itself
- * against the widened route. */
-static int close_scaled(const char *what, starnn_dtype dt, const float *got, const float *ref, size_t n)
-{
-	double amax = 0;
-	for (size_t i = 0; i < n; i++)
-		if (fabs(ref[i]) > amax)
-			amax = fabs(ref[i]);
-	char label[240];
-	snprintf(label, sizeof label, "%s (%s, %s)", what, starnn_dtype_name(dt),
-	         starnn_cuda_half_conv() == STARNN_CUDA_HALF_NATIVE ? "native" : "widen");
-	return test_close(label, got, ref, n, 0.0f, (float)((dt == STARNN_FP16 ? 1e-2 : 4e-2) * amax));
-}
-
-static int close32(const char *what, starnn_dtype dt, const float *got, const float *ref, size_t n)
-{
-	double amax = 0;
-	for (size_t i = 0; i < n; i++)
-		if (fabs(ref[i]) > amax)
-			amax = fabs(ref[i]);
-	char label[240];
-	snprintf(label, sizeof label, "%s (%s, %s)", what, starnn_dtype_name(dt),
-	         starnn_cuda_half_conv() == STARNN_CUDA_HALF_NATIVE ? "native" : "widen");
-	return test_close(label, got, ref, n, 1e-4f, (float)(1e-5 * amax));
-}
-
 /* A 16-bit tensor of shape sh holding v (NULL: zeros), or, with view, the
  * part of channels [1, 1 + sh[1]) of a new larger tensor *big. */
 static starnn_tensor *half_in(const char *name, starnn_dtype dt, const int64_t *sh, const float *v, int view,
@@ -497,17 +458,6 @@ static void half_out_destroy(starnn_tensor *t, starnn_tensor *big)
 	starnn_tensor_destroy(big ? big : t);
 }
 
-/* A 16-bit tensor (or part) read as fp32, through an fp32 tensor: parts
- * have no host buffer of their own. */
-static float *read_half(starnn_tensor *h, const int64_t *shape)
-{
-	starnn_tensor *t;
-	TEST_OK(starnn_tensor_create(&t, "readback", STARNN_FP32, 4, shape));
-	TEST_OK(starnn_convert(h, t));
-	float *v = test_read(t);
-	starnn_tensor_destroy(t);
-	return v;
-}
 
 static float *nans(size_t n)
 {
@@ -517,6 +467,18 @@ static float *nans(size_t n)
 	return v;
 }
 
+/* The 16-bit codelets in the current CUDA mode (starnn_cuda_half_conv:
+ * native 16-bit cuBLAS or widened) against direct calls of the CPU fp32
+ * kernels on the same (16-bit) values: forward with bias, backward data
+ * with beta 0 and 1, backward weight (dw and db) with beta 0 and 1. The
+ * beta 0 outputs start as NaN (must not be read). With view, x and dx are
+ * channel parts of larger 16-bit tensors and y and dy of a concatenation
+ * (ld > cols, as in the UNet's decoder). Native cuBLAS sums in another
+ * order on tensor cores: the tolerances are those of hc_check_scaled /
+ * hc_check_rel32 (tests/codelets/halfcheck.h). A wrong element, a missing
+ * bias (|b| ~ 1 against outputs of a few units), a lost or doubled
+ * accumulation fails. On CPU the mode is ignored and the test checks itself
+ * against the widened route. */
 static void half_mode_vs_cpu(struct shape s, starnn_dtype dt, int view)
 {
 	int64_t xs[4] = {(int64_t)s.n, (int64_t)s.c, (int64_t)s.h, (int64_t)s.w};
@@ -554,35 +516,21 @@ static void half_mode_vs_cpu(struct shape s, starnn_dtype dt, int view)
 
 	char sh[96], lab[200];
 	snprintf(sh, sizeof sh, "n%zu c%zu o%zu %zux%zu%s vs CPU fp32", s.n, s.c, s.o, s.h, s.w, view ? " views" : "");
-	float *o;
+	const char *mode = starnn_cuda_half_conv_name(starnn_cuda_half_conv());
 	snprintf(lab, sizeof lab, "convt2d_fwd_mp %s", sh);
-	o = read_half(yh, ys);
-	close_scaled(lab, dt, o, ry, ny);
-	free(o);
+	hc_check_scaled(lab, dt, mode, yh, ys, ry, ny);
 	snprintf(lab, sizeof lab, "convt2d_bwd_data_mp beta 1 %s", sh);
-	o = read_half(dxh, xs);
-	close_scaled(lab, dt, o, rdx1, nx);
-	free(o);
+	hc_check_scaled(lab, dt, mode, dxh, xs, rdx1, nx);
 	snprintf(lab, sizeof lab, "convt2d_bwd_data_mp beta 0 %s", sh);
-	o = read_half(dxzh, xs);
-	close_scaled(lab, dt, o, rdx0, nx);
-	free(o);
+	hc_check_scaled(lab, dt, mode, dxzh, xs, rdx0, nx);
 	snprintf(lab, sizeof lab, "convt2d_bwd_weight_mp dw beta 0 %s", sh);
-	o = test_read(dw);
-	close32(lab, dt, o, rdw0, nw);
-	free(o);
+	hc_check_rel32(lab, dt, mode, dw, rdw0, nw);
 	snprintf(lab, sizeof lab, "convt2d_bwd_weight_mp db beta 0 %s", sh);
-	o = test_read(db);
-	close32(lab, dt, o, rdb0, s.o);
-	free(o);
+	hc_check_rel32(lab, dt, mode, db, rdb0, s.o);
 	snprintf(lab, sizeof lab, "convt2d_bwd_weight_mp dw beta 1 %s", sh);
-	o = test_read(dwacc);
-	close32(lab, dt, o, rdw1, nw);
-	free(o);
+	hc_check_rel32(lab, dt, mode, dwacc, rdw1, nw);
 	snprintf(lab, sizeof lab, "convt2d_bwd_weight_mp db beta 1 %s", sh);
-	o = test_read(dbacc);
-	close32(lab, dt, o, rdb1, s.o);
-	free(o);
+	hc_check_rel32(lab, dt, mode, dbacc, rdb1, s.o);
 	if (view) {
 		/* the channels around y's part stay zero */
 		float *g = test_read(by);

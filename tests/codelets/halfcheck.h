@@ -106,4 +106,58 @@ static inline int hc_close32(const char *what, starnn_dtype dt, const float *got
 	return test_close(label, got, ref, n, hc_exact ? 1e-6f : 1e-4f, (float)((hc_exact ? 1e-7 : 1e-5) * amax));
 }
 
+/* ---- the 16-bit CUDA convolution modes (STARNN_CUDA_HALF_CONV) against
+ * the CPU fp32 kernels: another algorithm sums in another order (tensor
+ * cores), so 16-bit outputs pass within a fraction of the output's scale,
+ * |got - ref| <= tol * max|ref|, tol 1e-2 for fp16 (some 20 units in the
+ * last place of the largest element) or 4e-2 for bf16 (some 10 units), and
+ * fp32 outputs (weight and bias gradients: exact products of 16-bit values,
+ * fp32 sums) within 1e-4 relative + 1e-5 max. mode: the mode's name, for
+ * the messages. */
+
+static inline double hc_amax(const float *v, size_t n)
+{
+	double amax = 0;
+	for (size_t i = 0; i < n; i++)
+		if (fabs(v[i]) > amax)
+			amax = fabs(v[i]);
+	return amax;
+}
+
+/* A 16-bit tensor (or part) read as fp32, through an fp32 tensor: parts
+ * have no host buffer of their own. */
+static inline float *hc_read(starnn_tensor *h, int ndim, const int64_t *shape)
+{
+	starnn_tensor *t;
+	TEST_OK(starnn_tensor_create(&t, "readback", STARNN_FP32, ndim, shape));
+	TEST_OK(starnn_convert(h, t));
+	float *v = test_read(t);
+	starnn_tensor_destroy(t);
+	return v;
+}
+
+/* The 16-bit tensor h (shape, n elements) against ref. */
+static inline int hc_check_scaled(const char *what, starnn_dtype dt, const char *mode, starnn_tensor *h,
+                                  const int64_t *shape, const float *ref, size_t n)
+{
+	float *got = hc_read(h, 4, shape);
+	char label[256];
+	snprintf(label, sizeof label, "%s (%s, %s)", what, starnn_dtype_name(dt), mode);
+	int ok = test_close(label, got, ref, n, 0.0f, (float)((dt == STARNN_FP16 ? 1e-2 : 4e-2) * hc_amax(ref, n)));
+	free(got);
+	return ok;
+}
+
+/* The fp32 tensor t (n elements) against ref. */
+static inline int hc_check_rel32(const char *what, starnn_dtype dt, const char *mode, starnn_tensor *t,
+                                 const float *ref, size_t n)
+{
+	float *got = test_read(t);
+	char label[256];
+	snprintf(label, sizeof label, "%s (%s, %s)", what, starnn_dtype_name(dt), mode);
+	int ok = test_close(label, got, ref, n, 1e-4f, (float)(1e-5 * hc_amax(ref, n)));
+	free(got);
+	return ok;
+}
+
 #endif

@@ -318,10 +318,11 @@ struct starpu_codelet starnn_conv2d_bwd_bias_cl = {
  * worker run on them, accumulating in fp32; 16-bit outputs are rounded once
  * at the end (codelets/halfwrap.h). */
 
-/* bf16 on a CPU with oneDNN: native bf16 kernels (no widening). */
+/* bf16 on a CPU with oneDNN, where oneDNN has bf16 kernels for the
+ * processor: native bf16 kernels (no widening). */
 static int dnnl_native(const struct conv_args *a, starnn_dtype dt, int cuda)
 {
-	return !cuda && dt == STARNN_BF16 && a->backend == STARNN_CONV2D_DNNL;
+	return !cuda && dt == STARNN_BF16 && a->backend == STARNN_CONV2D_DNNL && starnn_conv2d_dnnl_bf16();
 }
 
 /* A CUDA worker in native mode (starnn_cuda_half_conv, taken at submission):

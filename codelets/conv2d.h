@@ -79,6 +79,11 @@ enum starnn_conv2d_backend starnn_conv2d_cpu_backend(void);
 int starnn_conv2d_cpu_backend_set(enum starnn_conv2d_backend b);
 int starnn_conv2d_cpu_backend_check(void);
 const char *starnn_conv2d_cpu_backend_name(enum starnn_conv2d_backend b);
+/* 1 when the oneDNN kernels run bf16 on this processor (probed once: oneDNN
+ * has bf16 convolutions only on AVX-512 and newer ISAs), else 0 (also
+ * without oneDNN). Where it is 0, the bf16 codelets widen to fp32 on CPU
+ * workers, as fp16 does. */
+int starnn_conv2d_dnnl_bf16(void);
 
 /* CUDA implementations (codelets/cuda/conv2d.cu) on cuDNN, given the
  * worker's cuDNN handle (bound to stream). They return 0 or a STARNN_E*

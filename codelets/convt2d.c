@@ -219,10 +219,11 @@ struct starpu_codelet starnn_convt2d_bwd_weight_w_cl = {
  * kernels run on them (fp32 accumulation); 16-bit outputs are rounded once
  * (codelets/halfwrap.h). */
 
-/* bf16 on a CPU with oneDNN runs natively, without widening. */
+/* bf16 on a CPU with oneDNN runs natively, without widening, where oneDNN
+ * has bf16 kernels for the processor (starnn_conv2d_dnnl_bf16). */
 static int use_dnnl(const struct convt2d_args *a, starnn_dtype dt)
 {
-	return a->backend == STARNN_CONV2D_DNNL && dt == STARNN_BF16;
+	return a->backend == STARNN_CONV2D_DNNL && dt == STARNN_BF16 && starnn_conv2d_dnnl_bf16();
 }
 
 /* A CUDA worker in native mode (starnn_cuda_half_conv, taken at

@@ -628,7 +628,48 @@ int starnn_convt2d_bwd_weight_dnnl(size_t n, size_t c, size_t o, size_t h, size_
 	return conv_run(1, STARNN_CONV2D_BWD_WEIGHT, dt, &g, x, ldx, dy, lddy, NULL, beta, dw, lddw);
 }
 
+/* Whether oneDNN runs bf16 convolutions on this processor. oneDNN
+ * implements bf16 only on ISAs that have it (AVX-512 and newer: emulated on
+ * plain AVX-512, native with AVX512-BF16 / AMX); on AVX2-only processors
+ * (AMD Zen 3, older Intel) every bf16 primitive is "unimplemented". Probed
+ * once with the real kernels on a tiny shape (all six passes), so the
+ * answer is what the library does here, not a guess from CPUID. */
+static int bf16_ok;
+static pthread_once_t bf16_once = PTHREAD_ONCE_INIT;
+
+static void bf16_probe(void)
+{
+	enum { N = 1, C = 2, O = 2, H = 4, W = 4 };
+	uint16_t x[N * C * H * W] = {0}, w[O * C * 9] = {0}, y[N * O * H * W], wt[C * O * 4] = {0};
+	uint16_t yt[N * O * 4 * H * W] = {0}, dx[N * C * H * W];
+	float b[O] = {0}, dw[O * C * 9], dwt[C * O * 4];
+	struct starnn_conv2d_geom g = {N, C, O, H, W, 3};
+	bf16_ok = conv_run(0, STARNN_CONV2D_FWD, STARNN_BF16, &g, x, C * H * W, w, C * 9, b, 0.0f, y, O * H * W) == 0 &&
+	          conv_run(0, STARNN_CONV2D_BWD_DATA, STARNN_BF16, &g, y, O * H * W, w, C * 9, NULL, 0.0f, dx,
+	                   C * H * W) == 0 &&
+	          conv_run(0, STARNN_CONV2D_BWD_WEIGHT, STARNN_BF16, &g, x, C * H * W, y, O * H * W, NULL, 0.0f, dw,
+	                   C * 9) == 0;
+	g.k = 2;
+	bf16_ok = bf16_ok &&
+	          conv_run(1, STARNN_CONV2D_FWD, STARNN_BF16, &g, x, C * H * W, wt, O * 4, b, 0.0f, yt, O * 4 * H * W) == 0 &&
+	          conv_run(1, STARNN_CONV2D_BWD_DATA, STARNN_BF16, &g, yt, O * 4 * H * W, wt, O * 4, NULL, 0.0f, dx,
+	                   C * H * W) == 0 &&
+	          conv_run(1, STARNN_CONV2D_BWD_WEIGHT, STARNN_BF16, &g, x, C * H * W, yt, O * 4 * H * W, NULL, 0.0f,
+	                   dwt, O * 4) == 0;
+}
+
+int starnn_conv2d_dnnl_bf16(void)
+{
+	pthread_once(&bf16_once, bf16_probe);
+	return bf16_ok;
+}
+
 #else /* no oneDNN */
+
+int starnn_conv2d_dnnl_bf16(void)
+{
+	return 0;
+}
 
 static int no_dnnl(void)
 {

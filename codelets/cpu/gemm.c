@@ -5,6 +5,7 @@
 #include <config.h>
 
 #include <cblas.h>
+#include <pthread.h>
 #include <stdint.h>
 #include <stdlib.h>
 
@@ -61,12 +62,38 @@ static int dnnl_gemm(int transA, int transB, size_t m, size_t n, size_t k, float
 	                             (dnnl_dim_t_)k, alpha, a, (dnnl_dim_t_)lda, b, (dnnl_dim_t_)ldb, beta, c,
 	                             (dnnl_dim_t_)ldc);
 }
+
+/* oneDNN has bf16 GEMM only on ISAs that have bf16 (AVX-512 and newer); on
+ * AVX2-only processors it returns dnnl_unimplemented for every shape.
+ * Probed once with a 1x1x1 product. */
+static int dnnl_bf16_ok;
+static pthread_once_t dnnl_bf16_once = PTHREAD_ONCE_INIT;
+
+static void dnnl_bf16_probe(void)
+{
+	const uint16_t one = 0x3f80; /* 1.0 in bf16 */
+	float c = 0.0f;
+	dnnl_bf16_ok = dnnl_gemm(0, 0, 1, 1, 1, 1.0f, &one, 1, &one, 1, 0.0f, &c, 1) == 0 && c == 1.0f;
+}
 #endif
+
+/* 1 where bf16 products take oneDNN's bf16 GEMM. */
+static int use_dnnl_bf16(void)
+{
+#ifdef STARNN_HAVE_DNNL
+	pthread_once(&dnnl_bf16_once, dnnl_bf16_probe);
+	return dnnl_bf16_ok;
+#else
+	return 0;
+#endif
+}
 
 const char *starnn_gemm_bf16_cpu_route(void)
 {
+	if (use_dnnl_bf16())
+		return "oneDNN bf16 GEMM (dnnl_gemm_bf16bf16f32)";
 #ifdef STARNN_HAVE_DNNL
-	return "oneDNN bf16 GEMM (dnnl_gemm_bf16bf16f32)";
+	return "fp32 conversion + OpenBLAS sgemm (oneDNN has no bf16 GEMM on this processor)";
 #else
 	return "fp32 conversion + OpenBLAS sgemm";
 #endif
@@ -79,10 +106,7 @@ void starnn_gemm_half_cpu(starnn_dtype ab, starnn_dtype cdt, int transA, int tra
 	if (m == 0 || n == 0)
 		return;
 	size_t ar = transA ? k : m, ac = transA ? m : k, br = transB ? n : k, bc = transB ? k : n;
-	int use_dnnl = 0;
-#ifdef STARNN_HAVE_DNNL
-	use_dnnl = ab == STARNN_BF16;
-#endif
+	int use_dnnl = ab == STARNN_BF16 && use_dnnl_bf16();
 	size_t need = (cdt == STARNN_FP32 ? 0 : m * n) + (use_dnnl ? 0 : ar * ac + br * bc);
 	float *scratch = need ? scratch_get(need) : NULL;
 	if (need && !scratch) {

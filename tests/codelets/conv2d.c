@@ -816,7 +816,10 @@ int main(void)
 			for (size_t i = 0; i < sizeof shapes / sizeof *shapes; i++)
 				kernels_vs_naive(shapes[i], 1);
 			kernels_vs_naive((struct shape){1, 3, 5, 384, 384, 3}, 0); /* full-scale image, forward */
-			if (kernels == STARNN_CONV2D_DNNL) {
+			if (kernels == STARNN_CONV2D_DNNL && !starnn_conv2d_dnnl_bf16())
+				printf("oneDNN has no bf16 convolutions on this processor: bf16 widens to fp32 (checked "
+				       "below through the codelets)\n");
+			if (kernels == STARNN_CONV2D_DNNL && starnn_conv2d_dnnl_bf16()) {
 				dnnl_bf16_full_size(32, 32, 384);
 				dnnl_bf16_full_size(64, 32, 384);
 				dnnl_bf16_full_size(32, 32, 192); /* the largest on AMX */

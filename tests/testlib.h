@@ -140,6 +140,93 @@ static inline int test_close(const char *what, const float *got, const float *re
 	return 1;
 }
 
+/* ------------------------------------------------ tolerances of sums
+ * Outputs that are sums (dot products, convolutions, reductions) are
+ * checked against a reference computed in double with, for each output,
+ * the magnitude of its terms: mag = sum |term| (for y = beta y0 + sum a b:
+ * |beta y0| + sum |a b|). The bound follows from the computation, not from
+ * a constant (Higham and Mary, "A new approach to probabilistic rounding
+ * error analysis", SIAM J. Sci. Comput. 41(5), 2019, Thm 3.1): a sum of n
+ * terms evaluated in any order in a precision of unit roundoff u has
+ *     |computed - exact| <= lambda sqrt(n) u mag
+ * with probability at least 1 - 2n exp(-lambda^2 (1-u)^2 / 2), rounding
+ * errors being independent and of mean zero (round to nearest on random
+ * data). lambda = 10 makes that 1 - 4e-18 n per output: no correct kernel,
+ * whatever its blocking, split, worker count or processor, fails it. The
+ * deterministic bound n u mag (any order, no assumption) is sqrt(n) / 10
+ * times wider: at n = 2304 it would let a wrong term of average size pass
+ * in some elements, the probabilistic one does not. The result's own
+ * rounding to the output type adds u |exact|; TEST_SUM_FLOOR absorbs
+ * subnormal results. u: TEST_U32 for fp32 arithmetic. */
+#define TEST_U32 5.9604644775390625e-8 /* 2^-24 */
+#define TEST_SUM_LAMBDA 10.0
+#define TEST_SUM_FLOOR 1e-30
+
+static inline double test_sum_bound(double mag, double exact, size_t nterms, double u)
+{
+	return TEST_SUM_LAMBDA * sqrt((double)(nterms ? nterms : 1)) * u * mag + u * fabs(exact) + TEST_SUM_FLOOR;
+}
+
+/* got (float) against exact (double) with the bound above per element;
+ * mag[i] as described, nterms the number of terms of each sum (the longest
+ * when they differ). NaN counts as a mismatch. Reports the worst element
+ * and how far it is into its bound (1.0 = at the bound). */
+static inline int test_close_sum(const char *what, const float *got, const double *exact, const double *mag,
+                                 size_t n, size_t nterms, double u)
+{
+	size_t bad = 0, worst = 0;
+	double worst_ratio = -1;
+	for (size_t i = 0; i < n; i++) {
+		double d = fabs((double)got[i] - exact[i]);
+		double ratio = isnan(d) ? INFINITY : d / test_sum_bound(mag[i], exact[i], nterms, u);
+		if (ratio > 1)
+			bad++;
+		if (ratio > worst_ratio) {
+			worst_ratio = ratio;
+			worst = i;
+		}
+	}
+	test_checks++;
+	if (getenv("STARNN_TEST_VERBOSE"))
+		printf("     %s: worst error %.3g of its bound (%zu terms)\n", what, worst_ratio, nterms);
+	if (bad) {
+		test_failures++;
+		fprintf(stderr,
+		        "FAIL %s: %zu of %zu elements outside the rounding bound; worst [%zu]: got %.9g, exact %.12g, "
+		        "term magnitude %.6g, %zu terms: %.3g times the bound\n",
+		        what, bad, n, worst, n ? got[worst] : 0.0, n ? exact[worst] : 0.0, n ? mag[worst] : 0.0, nterms,
+		        worst_ratio);
+		return 0;
+	}
+	return 1;
+}
+
+/* A double reference with its term magnitudes: n of each (malloc'd). */
+struct test_sums {
+	double *val, *mag;
+	size_t n;
+};
+static inline struct test_sums test_sums_new(size_t n)
+{
+	struct test_sums r = {calloc(n ? n : 1, sizeof(double)), calloc(n ? n : 1, sizeof(double)), n};
+	if (!r.val || !r.mag) {
+		fprintf(stderr, "out of memory\n");
+		exit(1);
+	}
+	return r;
+}
+static inline void test_sums_free(struct test_sums *r)
+{
+	free(r->val), free(r->mag);
+	r->val = r->mag = NULL;
+}
+/* Elements of an untouched region (padding) of a strided output: exact
+ * copies of the input, magnitude 0, so any change fails. */
+static inline void test_sums_copy(struct test_sums *r, size_t i, float v)
+{
+	r->val[i] = v, r->mag[i] = 0;
+}
+
 /* A tensor filled from host data (fp32). */
 static inline starnn_tensor *test_tensor(const char *name, int ndim, const int64_t *shape, const float *data)
 {

@@ -10,12 +10,12 @@
  * STARNN_CUDA_HALF_CONV, native 16-bit cuBLAS and widen) against the CPU
  * fp32 kernels (half_mode_vs_cpu), and that convt2d refuses a bad value of
  * that variable.
- * Tolerances: kernels vs definition |d| <= 1e-5 + 1e-4 |ref| (sgemm in
- * float vs double sums of <= 256 terms of size <= 1); finite differences
+ * Tolerances: kernels and codelets against the definition summed in
+ * double, each output within the rounding bound of its own sum
+ * (test_close_sum in tests/testlib.h: lambda sqrt(n) u sum|terms|, which
+ * any summation order meets); finite differences
  * |d| <= 2e-3 + 1e-3 |ref| (L is linear in each parameter; step 0.05, the
- * error is L's float rounding / step); codelets vs kernels 1e-5 on CPU
- * (same code; OpenBLAS may block differently across threads), 1e-4 on CUDA
- * (cuBLAS' summation order) and on oneDNN. Everything CPU runs for both
+ * error is L's float rounding / step). Everything CPU runs for both
  * kernel sets (GEMM based and oneDNN) where starnn has oneDNN. */
 #include "codelets/axpy.h"
 #include "codelets/conv2d.h"
@@ -68,60 +68,96 @@ struct bufs {
 	float *x, *wt, *b, *y, *dy, *dx, *dw, *db;
 };
 
-static void naive_fwd(struct shape s, const struct bufs *t, float *y)
+/* The definitions in double, with the magnitude of each output's terms
+ * (tests/testlib.h: test_close_sum). ref starts as a copy of the output
+ * buffer (its padding stays as it is). Terms per output: fwd c + 1 (the
+ * bias), bwd_data 4o + 1, bwd_weight n h w + 1, bias n 4 h w + 1 (the
+ * 1: beta times the old value). */
+static void ref_init(struct test_sums *r, const float *cur)
 {
+	for (size_t i = 0; i < r->n; i++)
+		test_sums_copy(r, i, cur[i]);
+}
+
+static void naive_fwd(struct shape s, const struct bufs *t, struct test_sums *y)
+{
+	ref_init(y, t->y);
 	for (size_t r = 0; r < s.n; r++)
 		for (size_t o = 0; o < s.o; o++)
 			for (size_t p = 0; p < 2 * s.h; p++)
 				for (size_t q = 0; q < 2 * s.w; q++) {
-					double acc = t->b[o];
-					for (size_t c = 0; c < s.c; c++)
-						acc += (double)t->x[r * t->lx + (c * s.h + p / 2) * s.w + q / 2] *
-						       t->wt[c * t->lw + o * 4 + (p % 2) * 2 + q % 2];
-					y[r * t->ly + (o * 2 * s.h + p) * 2 * s.w + q] = (float)acc;
+					double acc = t->b[o], mag = fabs(acc);
+					for (size_t c = 0; c < s.c; c++) {
+						double term = (double)t->x[r * t->lx + (c * s.h + p / 2) * s.w + q / 2] *
+						              t->wt[c * t->lw + o * 4 + (p % 2) * 2 + q % 2];
+						acc += term, mag += fabs(term);
+					}
+					size_t i = r * t->ly + (o * 2 * s.h + p) * 2 * s.w + q;
+					y->val[i] = acc, y->mag[i] = mag;
 				}
 }
 
-static void naive_bwd_data(struct shape s, const struct bufs *t, float beta, float *dx)
+/* beta * old + acc, with its magnitude. */
+static void ref_set(struct test_sums *r, size_t i, float beta, double acc, double mag)
 {
+	double old = beta == 0.0f ? 0.0 : beta * r->val[i];
+	r->val[i] = old + acc, r->mag[i] = fabs(old) + mag;
+}
+
+static void naive_bwd_data(struct shape s, const struct bufs *t, float beta, struct test_sums *dx)
+{
+	ref_init(dx, t->dx);
 	for (size_t r = 0; r < s.n; r++)
 		for (size_t c = 0; c < s.c; c++)
 			for (size_t i = 0; i < s.h; i++)
 				for (size_t j = 0; j < s.w; j++) {
-					double acc = 0;
+					double acc = 0, mag = 0;
 					for (size_t o = 0; o < s.o; o++)
 						for (size_t a = 0; a < 2; a++)
-							for (size_t b = 0; b < 2; b++)
-								acc += (double)t->wt[c * t->lw + o * 4 + a * 2 + b] *
-								       t->dy[r * t->ly + (o * 2 * s.h + 2 * i + a) * 2 * s.w + 2 * j + b];
-					float *d = &dx[r * t->lx + (c * s.h + i) * s.w + j];
-					*d = (float)(beta == 0.0f ? acc : beta * (double)*d + acc);
+							for (size_t b = 0; b < 2; b++) {
+								double term = (double)t->wt[c * t->lw + o * 4 + a * 2 + b] *
+								              t->dy[r * t->ly + (o * 2 * s.h + 2 * i + a) * 2 * s.w + 2 * j + b];
+								acc += term, mag += fabs(term);
+							}
+					ref_set(dx, r * t->lx + (c * s.h + i) * s.w + j, beta, acc, mag);
 				}
 }
 
-static void naive_bwd_weight(struct shape s, const struct bufs *t, float beta, float *dw, float *db)
+static void naive_bwd_weight(struct shape s, const struct bufs *t, float beta, struct test_sums *dw,
+                             struct test_sums *db)
 {
+	ref_init(dw, t->dw);
+	ref_init(db, t->db);
 	for (size_t c = 0; c < s.c; c++)
 		for (size_t o = 0; o < s.o; o++)
 			for (size_t a = 0; a < 2; a++)
 				for (size_t b = 0; b < 2; b++) {
-					double acc = 0;
+					double acc = 0, mag = 0;
 					for (size_t r = 0; r < s.n; r++)
 						for (size_t i = 0; i < s.h; i++)
-							for (size_t j = 0; j < s.w; j++)
-								acc += (double)t->x[r * t->lx + (c * s.h + i) * s.w + j] *
-								       t->dy[r * t->ly + (o * 2 * s.h + 2 * i + a) * 2 * s.w + 2 * j + b];
-					float *d = &dw[c * t->lw + o * 4 + a * 2 + b];
-					*d = (float)(beta == 0.0f ? acc : beta * (double)*d + acc);
+							for (size_t j = 0; j < s.w; j++) {
+								double term = (double)t->x[r * t->lx + (c * s.h + i) * s.w + j] *
+								              t->dy[r * t->ly + (o * 2 * s.h + 2 * i + a) * 2 * s.w + 2 * j + b];
+								acc += term, mag += fabs(term);
+							}
+					ref_set(dw, c * t->lw + o * 4 + a * 2 + b, beta, acc, mag);
 				}
 	for (size_t o = 0; o < s.o; o++) {
-		double acc = 0;
+		double acc = 0, mag = 0;
 		for (size_t r = 0; r < s.n; r++)
-			for (size_t k = 0; k < 4 * s.h * s.w; k++)
-				acc += t->dy[r * t->ly + o * 4 * s.h * s.w + k];
-		db[o] = (float)(beta == 0.0f ? acc : beta * (double)db[o] + acc);
+			for (size_t k = 0; k < 4 * s.h * s.w; k++) {
+				double term = t->dy[r * t->ly + o * 4 * s.h * s.w + k];
+				acc += term, mag += fabs(term);
+			}
+		ref_set(db, o, beta, acc, mag);
 	}
 }
+
+/* Terms per output of each pass (the longest sum). */
+static size_t terms_fwd(struct shape s) { return s.c + 1; }
+static size_t terms_bwd_data(struct shape s) { return 4 * s.o + 1; }
+static size_t terms_bwd_weight(struct shape s) { return s.n * s.h * s.w + 1; }
+static size_t terms_bias(struct shape s) { return s.n * 4 * s.h * s.w + 1; }
 
 static struct bufs make_bufs(struct shape s, size_t pad)
 {
@@ -167,13 +203,12 @@ static void kernels_vs_naive(struct shape s, size_t pad)
 	size_t ny = s.n * t.ly, nx = s.n * t.lx, nw = s.c * t.lw;
 	char what[128], sh[64];
 	snprintf(sh, sizeof sh, "n%zu c%zu o%zu %zux%zu pad %zu", s.n, s.c, s.o, s.h, s.w, pad);
-	const float rtol = 1e-4f, atol = 1e-5f;
 
-	float *yref = dupf(t.y, ny);
+	struct test_sums yref = test_sums_new(ny);
+	naive_fwd(s, &t, &yref);
 	TEST_OK(fwd_kernel(s, t.x, t.lx, t.wt, t.lw, t.b, t.y, t.ly));
-	naive_fwd(s, &t, yref);
 	snprintf(what, sizeof what, "%s fwd %s", KNAME, sh);
-	test_close(what, t.y, yref, ny, rtol, atol);
+	test_close_sum(what, t.y, yref.val, yref.mag, ny, terms_fwd(s), TEST_U32);
 
 	for (int k = 0; k < 2; k++) {
 		float beta = k ? 0.75f : 0.0f;
@@ -182,21 +217,21 @@ static void kernels_vs_naive(struct shape s, size_t pad)
 			poison(t.dw, s.c, s.o * 4, t.lw);
 			poison(t.db, 1, s.o, s.o);
 		}
-		float *dxref = dupf(t.dx, nx), *dwref = dupf(t.dw, nw), *dbref = dupf(t.db, s.o);
+		struct test_sums dxref = test_sums_new(nx), dwref = test_sums_new(nw), dbref = test_sums_new(s.o);
+		naive_bwd_data(s, &t, beta, &dxref);
+		naive_bwd_weight(s, &t, beta, &dwref, &dbref);
 		TEST_OK(bwd_data_kernel(s, t.wt, t.lw, t.dy, t.ly, beta, t.dx, t.lx));
 		TEST_OK(bwd_weight_kernel(s, t.x, t.lx, t.dy, t.ly, beta, t.dw, t.lw, t.db));
-		naive_bwd_data(s, &t, beta, dxref);
-		naive_bwd_weight(s, &t, beta, dwref, dbref);
 		/* Padding: random on both sides, compared exactly (untouched). */
 		snprintf(what, sizeof what, "%s bwd_data beta %g %s", KNAME, beta, sh);
-		test_close(what, t.dx, dxref, nx, rtol, atol);
+		test_close_sum(what, t.dx, dxref.val, dxref.mag, nx, terms_bwd_data(s), TEST_U32);
 		snprintf(what, sizeof what, "%s bwd_weight beta %g %s", KNAME, beta, sh);
-		test_close(what, t.dw, dwref, nw, rtol, atol);
+		test_close_sum(what, t.dw, dwref.val, dwref.mag, nw, terms_bwd_weight(s), TEST_U32);
 		snprintf(what, sizeof what, "%s bwd_bias beta %g %s", KNAME, beta, sh);
-		test_close(what, t.db, dbref, s.o, rtol, 1e-4f); /* sums of up to 16k terms */
-		free(dxref), free(dwref), free(dbref);
+		test_close_sum(what, t.db, dbref.val, dbref.mag, s.o, terms_bias(s), TEST_U32);
+		test_sums_free(&dxref), test_sums_free(&dwref), test_sums_free(&dbref);
 	}
-	free(yref);
+	test_sums_free(&yref);
 	free_bufs(&t);
 }
 
@@ -258,9 +293,9 @@ static void codelets_vs_kernels(struct shape s)
 	int64_t n = (int64_t)s.n, c = (int64_t)s.c, o = (int64_t)s.o, h = (int64_t)s.h, w = (int64_t)s.w;
 	struct bufs t = make_bufs(s, 0);
 	size_t nx = s.n * t.lx, ny = s.n * t.ly, nw = s.c * t.lw;
-	/* the references are the GEMM-based CPU kernels: the codelets on CUDA or
-	 * on oneDNN sum in another order */
-	float tol = TEST_ON_CUDA || kernels == STARNN_CONV2D_DNNL ? 1e-4f : 1e-5f;
+	/* the references: the definitions in double with the rounding bound of
+	 * each sum (the codelets split the work and sum in their own order on
+	 * every worker type and backend; cuBLAS on CUDA in fp32, FMA math) */
 	char what[128], sh[64];
 	snprintf(sh, sizeof sh, "n%zu c%zu o%zu %zux%zu", s.n, s.c, s.o, s.h, s.w);
 
@@ -279,10 +314,11 @@ static void codelets_vs_kernels(struct shape s)
 	TEST_OK(starnn_tensor_split(ybig, 1, 3, ysz, &yp));
 	TEST_OK(starnn_add(1.0f, tx, 0.0f, tx, xp[1])); /* x into the view */
 
-	float *yref = malloc(ny * sizeof *yref), *dxref = dupf(t.dx, nx), *dwref = dupf(t.dw, nw), *dbref = dupf(t.db, s.o);
-	TEST_OK(starnn_convt2d_fwd_cpu(s.n, s.c, s.o, s.h, s.w, t.x, t.lx, t.wt, t.lw, t.b, yref, t.ly));
-	TEST_OK(starnn_convt2d_bwd_data_cpu(s.n, s.c, s.o, s.h, s.w, t.wt, t.lw, t.dy, t.ly, 1.0f, dxref, t.lx));
-	TEST_OK(starnn_convt2d_bwd_weight_cpu(s.n, s.c, s.o, s.h, s.w, t.x, t.lx, t.dy, t.ly, 1.0f, dwref, t.lw, dbref));
+	struct test_sums yref = test_sums_new(ny), dxref = test_sums_new(nx), dwref = test_sums_new(nw);
+	struct test_sums dbref = test_sums_new(s.o);
+	naive_fwd(s, &t, &yref);
+	naive_bwd_data(s, &t, 1.0f, &dxref);
+	naive_bwd_weight(s, &t, 1.0f, &dwref, &dbref);
 
 	TEST_OK(starnn_convt2d_fwd(xp[1], tw, tb, yp[1]));
 	TEST_OK(starnn_convt2d_bwd_data(tw, tdy, 1.0f, tdx));
@@ -304,7 +340,7 @@ static void codelets_vs_kernels(struct shape s)
 	for (size_t r = 0; r < s.n; r++)
 		memcpy(gy + r * t.ly, gbig + r * lbig + 2 * inner, t.ly * sizeof *gy);
 	snprintf(what, sizeof what, "fwd codelet on views %s", sh);
-	test_close(what, gy, yref, ny, tol, tol);
+	test_close_sum(what, gy, yref.val, yref.mag, ny, terms_fwd(s), TEST_U32);
 	/* The channels around the view stay zero. */
 	double around = 0;
 	for (size_t r = 0; r < s.n; r++)
@@ -315,31 +351,32 @@ static void codelets_vs_kernels(struct shape s)
 
 	float *gdx = test_read(tdx), *gdw = test_read(tdw), *gdb = test_read(tdb);
 	snprintf(what, sizeof what, "bwd_data codelet beta 1 %s", sh);
-	test_close(what, gdx, dxref, nx, tol, tol);
+	test_close_sum(what, gdx, dxref.val, dxref.mag, nx, terms_bwd_data(s), TEST_U32);
+	/* two micro-batches: each sum is dw0 + part 0 + part 1 */
 	snprintf(what, sizeof what, "bwd_weight codelet beta 1 %s", sh);
-	test_close(what, gdw, dwref, nw, tol, tol);
+	test_close_sum(what, gdw, dwref.val, dwref.mag, nw, terms_bwd_weight(s) + 1, TEST_U32);
 	snprintf(what, sizeof what, "bias grad codelet beta 1 %s", sh);
-	test_close(what, gdb, dbref, s.o, tol, 10 * tol);
+	test_close_sum(what, gdb, dbref.val, dbref.mag, s.o, terms_bias(s) + 1, TEST_U32);
 	free(gbig), free(gy), free(gdx), free(gdw), free(gdb);
 
 	/* beta = 0 overwrites. */
 	TEST_OK(starnn_convt2d_bwd_data(tw, tdy, 0.0f, tdx));
 	TEST_OK(starnn_convt2d_bwd_weight(tx, tdy, 0.0f, tdw, tdb));
-	TEST_OK(starnn_convt2d_bwd_data_cpu(s.n, s.c, s.o, s.h, s.w, t.wt, t.lw, t.dy, t.ly, 0.0f, dxref, t.lx));
-	TEST_OK(starnn_convt2d_bwd_weight_cpu(s.n, s.c, s.o, s.h, s.w, t.x, t.lx, t.dy, t.ly, 0.0f, dwref, t.lw, dbref));
+	naive_bwd_data(s, &t, 0.0f, &dxref);
+	naive_bwd_weight(s, &t, 0.0f, &dwref, &dbref);
 	gdx = test_read(tdx), gdw = test_read(tdw), gdb = test_read(tdb);
 	snprintf(what, sizeof what, "bwd_data codelet beta 0 %s", sh);
-	test_close(what, gdx, dxref, nx, tol, tol);
+	test_close_sum(what, gdx, dxref.val, dxref.mag, nx, terms_bwd_data(s), TEST_U32);
 	snprintf(what, sizeof what, "bwd_weight codelet beta 0 %s", sh);
-	test_close(what, gdw, dwref, nw, tol, tol);
+	test_close_sum(what, gdw, dwref.val, dwref.mag, nw, terms_bwd_weight(s), TEST_U32);
 	snprintf(what, sizeof what, "bias grad codelet beta 0 %s", sh);
-	test_close(what, gdb, dbref, s.o, tol, 10 * tol);
+	test_close_sum(what, gdb, dbref.val, dbref.mag, s.o, terms_bias(s), TEST_U32);
 	free(gdx), free(gdw), free(gdb);
 
 	starnn_tensor_destroy(xbig), starnn_tensor_destroy(ybig), starnn_tensor_destroy(tw), starnn_tensor_destroy(tb);
 	starnn_tensor_destroy(tdy), starnn_tensor_destroy(tdx), starnn_tensor_destroy(tdw), starnn_tensor_destroy(tdb);
 	starnn_tensor_destroy(tx);
-	free(yref), free(dxref), free(dwref), free(dbref);
+	test_sums_free(&yref), test_sums_free(&dxref), test_sums_free(&dwref), test_sums_free(&dbref);
 	free_bufs(&t);
 }
 

@@ -8,14 +8,15 @@
  * of STARNN_CUDA_HALF_CONV, native and widen) against the CPU fp32 kernels
  * (half_mode_vs_cpu), and the validation of that variable.
  *
- * Tolerances (fp32 results against double references): an element passes
- * when |got - ref| <= 1e-5 * sum|terms| + 1e-6, where sum|terms| is the sum
- * of the absolute values of the products that make the element (the
- * condition of the sum; fp32 GEMMs stay far inside it, a wrong term or
- * index does not). Finite differences: L = sum(g .* conv(x, w, b)) is
- * linear in each variable, so the central difference with h = 1e-2 is exact
- * up to double rounding; |fd - analytic| <= 1e-4 * (1 + |fd|). Codelet vs
- * direct kernel: |got - ref| <= 1e-4 * |ref| + 1e-5 * max|ref|. */
+ * Tolerances: fp32 results (kernels, and codelets whatever they split)
+ * against the definitions summed in double, each element within the
+ * rounding bound of its own sum, lambda sqrt(n) u sum|terms| with n the
+ * number of terms (tests/testlib.h, test_close_sum): any correct summation
+ * order meets it, a wrong term or index does not. Finite differences:
+ * L = sum(g .* conv(x, w, b)) is linear in each variable, so the central
+ * difference with h = 1e-2 is exact up to double rounding;
+ * |fd - analytic| <= 1e-4 * (1 + |fd|) covers the fp32 gradient's own
+ * rounding (sums of at most a few hundred terms of size <= 1 here). */
 #include <config.h>
 
 #include "codelets/conv2d.h"
@@ -176,23 +177,16 @@ static void naive_bwd_weight(const struct starnn_conv2d_geom *g, const float *x,
 				}
 }
 
-static int check_cond(const char *what, const float *got, const double *ref, const double *mag, size_t n)
+/* Terms of each output's sum (plus beta times the old value, or the bias):
+ * the n of its rounding bound (tests/testlib.h, test_close_sum). */
+static size_t terms_fwd(const struct starnn_conv2d_geom *g) { return g->c * g->k * g->k + 1; }
+static size_t terms_bwd_data(const struct starnn_conv2d_geom *g) { return g->o * g->k * g->k + 1; }
+static size_t terms_bwd_weight(const struct starnn_conv2d_geom *g) { return g->n * g->h * g->w + 1; }
+
+static int check_cond(const char *what, const float *got, const double *ref, const double *mag, size_t n,
+                      size_t nterms)
 {
-	size_t bad = 0, worst = 0;
-	double worst_ratio = -1;
-	for (size_t i = 0; i < n; i++) {
-		double lim = 1e-5 * mag[i] + 1e-6, d = fabs((double)got[i] - ref[i]);
-		double ratio = isnan(d) ? INFINITY : d / lim;
-		if (ratio > 1)
-			bad++;
-		if (ratio > worst_ratio) {
-			worst_ratio = ratio;
-			worst = i;
-		}
-	}
-	TEST_ASSERT(bad == 0, "%s: %zu of %zu elements off; worst [%zu]: got %.9g, expected %.9g (sum|terms| %.3g)", what,
-	            bad, n, worst, (double)got[worst], ref[worst], mag[worst]);
-	return bad == 0;
+	return test_close_sum(what, got, ref, mag, n, nterms, TEST_U32);
 }
 
 /* ------------------------------------------------ strided copies (views) */
@@ -245,7 +239,7 @@ static void kernels_vs_naive(struct shape s, int do_backward)
 	snprintf(what, sizeof what, "%s fwd N%zu C%zu O%zu %zux%zu k%zu", KNAME, s.n, s.c, s.o, s.h, s.w, s.k);
 	float *y = from_strided(what, ys, s.n, yc, ldy);
 	naive_fwd(&g, x, w, b, ref, mag);
-	check_cond(what, y, ref, mag, s.n * yc);
+	check_cond(what, y, ref, mag, s.n * yc, terms_fwd(&g));
 	free(y), free(ys);
 
 	if (do_backward) {
@@ -262,7 +256,7 @@ static void kernels_vs_naive(struct shape s, int do_backward)
 			         s.w, s.k);
 			float *dx = from_strided(what, dxs, s.n, xc, ldx);
 			naive_bwd_data(&g, dy, w, beta, dx0, ref, mag);
-			check_cond(what, dx, ref, mag, s.n * xc);
+			check_cond(what, dx, ref, mag, s.n * xc, terms_bwd_data(&g));
 			free(dx0), free(dxs), free(dx);
 
 			/* backward weight and bias */
@@ -279,9 +273,9 @@ static void kernels_vs_naive(struct shape s, int do_backward)
 			double *refb = malloc(s.o * sizeof *refb), *magb = malloc(s.o * sizeof *magb);
 			double *refw = malloc(s.o * wc * sizeof *refw), *magw = malloc(s.o * wc * sizeof *magw);
 			naive_bwd_weight(&g, x, dy, beta, dw0, db0, refw, magw, refb, magb);
-			check_cond(what, dw, refw, magw, s.o * wc);
+			check_cond(what, dw, refw, magw, s.o * wc, terms_bwd_weight(&g));
 			snprintf(what, sizeof what, "bwd_bias beta %g N%zu O%zu %zux%zu", beta, s.n, s.o, s.h, s.w);
-			check_cond(what, db, refb, magb, s.o);
+			check_cond(what, db, refb, magb, s.o, terms_bwd_weight(&g));
 			free(dw0), free(dws), free(dw), free(db), free(db0), free(refb), free(magb), free(refw), free(magw);
 		}
 		free(dy), free(dys);
@@ -342,14 +336,6 @@ static void finite_differences(struct shape s)
 
 /* ---------------------------------------------------- codelets vs kernels */
 
-static void compare(const char *what, const float *got, const float *ref, size_t n)
-{
-	float m = 0;
-	for (size_t i = 0; i < n; i++)
-		m = fmaxf(m, fabsf(ref[i]));
-	test_close(what, got, ref, n, 1e-4f, 1e-5f * m);
-}
-
 static starnn_tensor *tensor4(const char *name, size_t a, size_t b, size_t c, size_t d, const float *data)
 {
 	int64_t shape[4] = {(int64_t)a, (int64_t)b, (int64_t)c, (int64_t)d};
@@ -381,23 +367,20 @@ static void codelets_vs_kernels(struct shape s)
 	for (int acc = 0; acc < 4; acc++) {
 		float beta = acc & 1 ? 1.0f : 0.0f;
 		int combined = acc >= 2, no_dx = acc == 2;
-		float *ry = malloc(yn * sizeof *ry), *rdx = malloc(xn * sizeof *rdx), *rdw = malloc(wn * sizeof *rdw);
-		float *rdb = malloc(s.o * sizeof *rdb);
-		/* references: direct CPU kernel calls */
-		float *work = work_for(&g, STARNN_CONV2D_FWD);
-		starnn_conv2d_fwd_cpu(&g, x, s.c * HW, w, wc, b, ry, s.o * HW, work);
-		free(work);
-		TEST_OK(starnn_tensor_read_f32(tdx, rdx));
-		TEST_OK(starnn_tensor_read_f32(tdw, rdw));
-		TEST_OK(starnn_tensor_read_f32(tdb, rdb));
-		work = work_for(&g, STARNN_CONV2D_BWD_DATA);
-		if (!no_dx)
-			starnn_conv2d_bwd_data_cpu(&g, dy, s.o * HW, w, wc, beta, rdx, s.c * HW, work);
-		free(work);
-		work = work_for(&g, STARNN_CONV2D_BWD_WEIGHT);
-		starnn_conv2d_bwd_weight_cpu(&g, x, s.c * HW, dy, s.o * HW, beta, rdw, wc, work);
-		free(work);
-		starnn_conv2d_bwd_bias_cpu(s.n, s.o, HW, dy, s.o * HW, beta, rdb);
+		/* references: the definitions in double, from the gradients' current
+		 * values (what the previous round left) */
+		float *rdx = test_read(tdx), *rdw = test_read(tdw), *rdb = test_read(tdb);
+		double *ry = malloc(yn * sizeof *ry), *my = malloc(yn * sizeof *my);
+		double *rx = malloc(xn * sizeof *rx), *mx = malloc(xn * sizeof *mx);
+		double *rw = malloc(wn * sizeof *rw), *mw = malloc(wn * sizeof *mw);
+		double *rb = malloc(s.o * sizeof *rb), *mb = malloc(s.o * sizeof *mb);
+		naive_fwd(&g, x, w, b, ry, my);
+		if (no_dx)
+			for (size_t i = 0; i < xn; i++)
+				rx[i] = rdx[i], mx[i] = 0; /* untouched */
+		else
+			naive_bwd_data(&g, dy, w, beta, rdx, rx, mx);
+		naive_bwd_weight(&g, x, dy, beta, rdw, rdb, rw, mw, rb, mb);
 
 		TEST_OK(starnn_conv2d_fwd(tx, tw, tb, ty));
 		if (combined) {
@@ -411,14 +394,15 @@ static void codelets_vs_kernels(struct shape s)
 		         no_dx ? " (conv2d_bwd, no dx)" : combined ? " (conv2d_bwd)" : "");
 		char w2[200];
 		snprintf(w2, sizeof w2, "codelet fwd %s", what);
-		compare(w2, gy, ry, yn);
+		check_cond(w2, gy, ry, my, yn, terms_fwd(&g));
 		snprintf(w2, sizeof w2, "codelet bwd_data %s", what);
-		compare(w2, gdx, rdx, xn);
+		check_cond(w2, gdx, rx, mx, xn, terms_bwd_data(&g));
 		snprintf(w2, sizeof w2, "codelet bwd_weight %s", what);
-		compare(w2, gdw, rdw, wn);
+		check_cond(w2, gdw, rw, mw, wn, terms_bwd_weight(&g));
 		snprintf(w2, sizeof w2, "codelet bwd_bias %s", what);
-		compare(w2, gdb, rdb, s.o);
-		free(ry), free(rdx), free(rdw), free(rdb), free(gy), free(gdx), free(gdw), free(gdb);
+		check_cond(w2, gdb, rb, mb, s.o, terms_bwd_weight(&g));
+		free(ry), free(my), free(rx), free(mx), free(rw), free(mw), free(rb), free(mb);
+		free(rdx), free(rdw), free(rdb), free(gy), free(gdx), free(gdw), free(gdb);
 	}
 	starnn_tensor_destroy(tx), starnn_tensor_destroy(tw), starnn_tensor_destroy(tb), starnn_tensor_destroy(ty);
 	starnn_tensor_destroy(tdy), starnn_tensor_destroy(tdx), starnn_tensor_destroy(tdw), starnn_tensor_destroy(tdb);
@@ -456,29 +440,38 @@ static void caller_split(struct shape s, size_t c0)
 		TEST_OK(starnn_conv2d_bwd_data(dymb[m], tw, 1.0f, dxmb[m]));
 		TEST_OK(starnn_conv2d_bwd_weight(xmb[m], dymb[m], m ? 1.0f : 0.0f, tdw, tdb));
 	}
-	/* the whole batch through the CPU kernels on the strided view */
-	float *ry = malloc(yn * sizeof *ry), *rdw = malloc(wn * sizeof *rdw), *rdb = malloc(s.o * sizeof *rdb);
-	float *rdcat = malloc(catn * sizeof *rdcat);
-	memcpy(rdcat, dcat0, catn * sizeof *rdcat);
-	float *work = work_for(&g, STARNN_CONV2D_FWD);
-	starnn_conv2d_fwd_cpu(&g, cat + c0 * HW, ct * HW, w, wc, b, ry, s.o * HW, work);
-	free(work);
-	work = work_for(&g, STARNN_CONV2D_BWD_DATA);
-	starnn_conv2d_bwd_data_cpu(&g, dy, s.o * HW, w, wc, 1.0f, rdcat + c0 * HW, ct * HW, work);
-	free(work);
-	work = work_for(&g, STARNN_CONV2D_BWD_WEIGHT);
-	starnn_conv2d_bwd_weight_cpu(&g, cat + c0 * HW, ct * HW, dy, s.o * HW, 0.0f, rdw, wc, work);
-	free(work);
-	starnn_conv2d_bwd_bias_cpu(s.n, s.o, HW, dy, s.o * HW, 0.0f, rdb);
+	/* the whole batch by the definitions in double: x and dx are channels
+	 * [c0, c0 + C) of each sample of cat / dcat (the rest of dcat stays) */
+	const size_t xc = s.c * HW;
+	float *x = malloc(s.n * xc * sizeof *x), *dx0 = malloc(s.n * xc * sizeof *dx0);
+	for (size_t r = 0; r < s.n; r++) {
+		memcpy(x + r * xc, cat + r * ct * HW + c0 * HW, xc * sizeof *x);
+		memcpy(dx0 + r * xc, dcat0 + r * ct * HW + c0 * HW, xc * sizeof *x);
+	}
+	double *ry = malloc(yn * sizeof *ry), *my = malloc(yn * sizeof *my);
+	double *rx = malloc(s.n * xc * sizeof *rx), *mx = malloc(s.n * xc * sizeof *mx);
+	double *rcat = malloc(catn * sizeof *rcat), *mcat = malloc(catn * sizeof *mcat);
+	double *rw = malloc(wn * sizeof *rw), *mw = malloc(wn * sizeof *mw);
+	double *rb = malloc(s.o * sizeof *rb), *mb = malloc(s.o * sizeof *mb);
+	naive_fwd(&g, x, w, b, ry, my);
+	naive_bwd_data(&g, dy, w, 1.0f, dx0, rx, mx);
+	naive_bwd_weight(&g, x, dy, 0.0f, NULL, NULL, rw, mw, rb, mb);
+	for (size_t r = 0; r < s.n; r++)
+		for (size_t i = 0; i < ct * HW; i++) {
+			size_t e = r * ct * HW + i, in = i >= c0 * HW;
+			rcat[e] = in ? rx[r * xc + i - c0 * HW] : dcat0[e];
+			mcat[e] = in ? mx[r * xc + i - c0 * HW] : 0;
+		}
 
 	float *gy = test_read(ty), *gdcat = test_read(tdcat), *gdw = test_read(tdw), *gdb = test_read(tdb);
-	compare("caller-split fwd (micro-batches of a channel part)", gy, ry, yn);
-	compare("caller-split bwd_data accumulated into a channel part", gdcat, rdcat, catn);
-	compare("caller-split bwd_weight accumulated over micro-batches", gdw, rdw, wn);
-	compare("caller-split bwd_bias accumulated over micro-batches", gdb, rdb, s.o);
+	check_cond("caller-split fwd (micro-batches of a channel part)", gy, ry, my, yn, terms_fwd(&g));
+	check_cond("caller-split bwd_data accumulated into a channel part", gdcat, rcat, mcat, catn, terms_bwd_data(&g));
+	check_cond("caller-split bwd_weight accumulated over micro-batches", gdw, rw, mw, wn, terms_bwd_weight(&g));
+	check_cond("caller-split bwd_bias accumulated over micro-batches", gdb, rb, mb, s.o, terms_bwd_weight(&g));
+	free(x), free(dx0), free(rx), free(mx), free(rcat), free(mcat), free(my), free(mw), free(mb);
 	starnn_tensor_destroy(tcat), starnn_tensor_destroy(tdcat), starnn_tensor_destroy(tw), starnn_tensor_destroy(tb);
 	starnn_tensor_destroy(ty), starnn_tensor_destroy(tdy), starnn_tensor_destroy(tdw), starnn_tensor_destroy(tdb);
-	free(cat), free(dcat0), free(w), free(b), free(dy), free(ry), free(rdw), free(rdb), free(rdcat);
+	free(cat), free(dcat0), free(w), free(b), free(dy), free(ry), free(rw), free(rb);
 	free(gy), free(gdcat), free(gdw), free(gdb);
 }
 

@@ -156,29 +156,33 @@ static inline int test_close(const char *what, const float *got, const float *re
  * deterministic bound n u mag (any order, no assumption) is sqrt(n) / 10
  * times wider: at n = 2304 it would let a wrong term of average size pass
  * in some elements, the probabilistic one does not. The result's own
- * rounding to the output type adds u |exact|; TEST_SUM_FLOOR absorbs
- * subnormal results. u: TEST_U32 for fp32 arithmetic. */
+ * rounding to the output type adds uout |exact| (uout = u, or the unit
+ * roundoff of a 16-bit output: TEST_U16, TEST_UBF16); TEST_SUM_FLOOR
+ * absorbs subnormal results. u: TEST_U32 for fp32 arithmetic. */
 #define TEST_U32 5.9604644775390625e-8 /* 2^-24 */
+#define TEST_U16 4.8828125e-4         /* fp16: 2^-11 */
+#define TEST_UBF16 3.90625e-3         /* bf16: 2^-8 */
 #define TEST_SUM_LAMBDA 10.0
 #define TEST_SUM_FLOOR 1e-30
 
-static inline double test_sum_bound(double mag, double exact, size_t nterms, double u)
+static inline double test_sum_bound(double mag, double exact, size_t nterms, double u, double uout)
 {
-	return TEST_SUM_LAMBDA * sqrt((double)(nterms ? nterms : 1)) * u * mag + u * fabs(exact) + TEST_SUM_FLOOR;
+	double sum = TEST_SUM_LAMBDA * sqrt((double)(nterms ? nterms : 1)) * u * mag;
+	return sum + uout * (fabs(exact) + sum) + TEST_SUM_FLOOR;
 }
 
 /* got (float) against exact (double) with the bound above per element;
  * mag[i] as described, nterms the number of terms of each sum (the longest
  * when they differ). NaN counts as a mismatch. Reports the worst element
  * and how far it is into its bound (1.0 = at the bound). */
-static inline int test_close_sum(const char *what, const float *got, const double *exact, const double *mag,
-                                 size_t n, size_t nterms, double u)
+static inline int test_close_sum_out(const char *what, const float *got, const double *exact, const double *mag,
+                                     size_t n, size_t nterms, double u, double uout)
 {
 	size_t bad = 0, worst = 0;
 	double worst_ratio = -1;
 	for (size_t i = 0; i < n; i++) {
 		double d = fabs((double)got[i] - exact[i]);
-		double ratio = isnan(d) ? INFINITY : d / test_sum_bound(mag[i], exact[i], nterms, u);
+		double ratio = isnan(d) ? INFINITY : d / test_sum_bound(mag[i], exact[i], nterms, u, uout);
 		if (ratio > 1)
 			bad++;
 		if (ratio > worst_ratio) {
@@ -199,6 +203,13 @@ static inline int test_close_sum(const char *what, const float *got, const doubl
 		return 0;
 	}
 	return 1;
+}
+
+/* The usual case: the output has the arithmetic's precision. */
+static inline int test_close_sum(const char *what, const float *got, const double *exact, const double *mag, size_t n,
+                                 size_t nterms, double u)
+{
+	return test_close_sum_out(what, got, exact, mag, n, nterms, u, u);
 }
 
 /* A double reference with its term magnitudes: n of each (malloc'd). */

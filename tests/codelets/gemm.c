@@ -1,28 +1,36 @@
 /* gemm: the CPU kernel against a naive triple loop (all four transpose
  * combinations, odd sizes, several alpha / beta, strided operands, padding
  * left untouched, beta == 0 ignoring NaN in C); the codelet (CPU, or CUDA in
- * the _cuda build) against a direct kernel call, on dense tensors and on
- * channel partitions of 4-D tensors (ld > cols); bad shapes -> EINVAL. */
+ * the _cuda build) on dense tensors and on channel partitions of 4-D
+ * tensors (ld > cols); the 16-bit variants; bad shapes -> EINVAL. Every
+ * result is checked against the product in double, each element within the
+ * rounding bound of its own sum (tests/testlib.h, test_close_sum). */
 #include "codelets/gemm.h"
 #include "runtime/half.h"
 #include "tests/testlib.h"
 
 #define PAD_VALUE 1.0e6f /* reading padding would show in the results */
 
-/* C = alpha op(A) op(B) + beta C in double; beta == 0 does not read C. */
+/* C = alpha op(A) op(B) + beta C in double, with the magnitude of each
+ * element's terms (tests/testlib.h, test_close_sum: k + 1 terms); beta == 0
+ * does not read C; elements outside the m x n block (padding) keep C's
+ * value with magnitude 0, so they must stay exactly as they were. */
 static void naive_gemm(int ta, int tb, size_t m, size_t n, size_t k, float alpha, const float *a, size_t lda,
-                       const float *b, size_t ldb, float beta, float *c, size_t ldc)
+                       const float *b, size_t ldb, float beta, const float *c, size_t ldc, struct test_sums *ref)
 {
+	for (size_t i = 0; i < m * ldc; i++)
+		test_sums_copy(ref, i, c[i]);
 	for (size_t i = 0; i < m; i++)
 		for (size_t j = 0; j < n; j++) {
-			double s = 0;
+			double s = 0, mag = 0;
 			for (size_t p = 0; p < k; p++) {
 				double x = ta ? a[p * lda + i] : a[i * lda + p];
 				double y = tb ? b[j * ldb + p] : b[p * ldb + j];
-				s += x * y;
+				s += x * y, mag += fabs(x * y);
 			}
 			double old = beta == 0.0f ? 0.0 : (double)beta * c[i * ldc + j];
-			c[i * ldc + j] = (float)(alpha * s + old);
+			ref->val[i * ldc + j] = alpha * s + old;
+			ref->mag[i * ldc + j] = fabs((double)alpha) * mag + fabs(old);
 		}
 }
 
@@ -50,17 +58,15 @@ static void kernel_vs_naive(size_t m, size_t n, size_t k)
 					for (size_t i = 0; i < m; i++)
 						for (size_t j = 0; j < n; j++)
 							c[i * ldc + j] = NAN;
-				float *ref = malloc(m * ldc * sizeof *ref);
-				memcpy(ref, c, m * ldc * sizeof *ref);
-				naive_gemm(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, ref, ldc);
+				struct test_sums ref = test_sums_new(m * ldc);
+				naive_gemm(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc, &ref);
 				starnn_gemm_cpu(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
 				char what[128];
 				snprintf(what, sizeof what, "gemm_cpu %c%c m %zu n %zu k %zu alpha %g beta %g",
 				         ta ? 'T' : 'N', tb ? 'T' : 'N', m, n, k, alpha, beta);
-				/* Products of [-1, 1] values; float rounding grows with k.
-				 * Padding compared exactly (it equals PAD_VALUE in both). */
-				test_close(what, c, ref, m * ldc, 1e-5f, 2e-6f * (float)(k + 4));
-				free(a), free(b), free(c), free(ref);
+				test_close_sum(what, c, ref.val, ref.mag, m * ldc, k + 1, TEST_U32);
+				test_sums_free(&ref);
+				free(a), free(b), free(c);
 			}
 }
 
@@ -110,26 +116,25 @@ static void codelet_vs_kernel(int ta, int tb, size_t m, size_t n, size_t k, floa
 	TEST_ASSERT(C->ld == ldc && (!view || ldc > n), "C view: ld %zu, cols %zu", C->ld, C->cols);
 
 	size_t nc = m * ldc;
-	float *ref = malloc(nc * sizeof *ref);
-	memcpy(ref, hc, nc * sizeof *ref);
-	starnn_gemm_cpu(ta, tb, m, n, k, alpha, ha, lda, hb, ldb, beta, ref, ldc);
+	struct test_sums ref = test_sums_new(nc);
+	naive_gemm(ta, tb, m, n, k, alpha, ha, lda, hb, ldb, beta, hc, ldc, &ref);
 
 	TEST_OK(starnn_gemm(ta, tb, alpha, A, B, beta, C));
 	float *got = test_read(view ? pc : C); /* whole parent: padding must be intact */
 	char what[160];
 	snprintf(what, sizeof what, "gemm codelet %c%c m %zu n %zu k %zu alpha %g beta %g%s", ta ? 'T' : 'N',
 	         tb ? 'T' : 'N', m, n, k, alpha, beta, view ? " on channel parts" : "");
-	/* CPU: the same OpenBLAS call (tiny slack for OpenBLAS's threading in
-	 * the test thread); CUDA: cuBLAS sums in another order. */
-	float rtol = TEST_ON_CUDA ? 1e-5f : 1e-6f, atol = TEST_ON_CUDA ? 2e-6f * (float)(k + 4) : 1e-6f;
-	test_close(what, got, ref, nc, rtol, atol);
+	/* OpenBLAS (CPU) or cuBLAS (CUDA, fp32 FMA math), each in its own
+	 * order: within the rounding bound of each sum */
+	test_close_sum(what, got, ref.val, ref.mag, nc, k + 1, TEST_U32);
+	test_sums_free(&ref);
 
 	if (view) {
 		starnn_tensor_destroy(pa), starnn_tensor_destroy(pb), starnn_tensor_destroy(pc);
 	} else {
 		starnn_tensor_destroy(A), starnn_tensor_destroy(B), starnn_tensor_destroy(C);
 	}
-	free(ha), free(hb), free(hc), free(ref), free(got);
+	free(ha), free(hb), free(hc), free(got);
 }
 
 static void bad_shapes(void)
@@ -180,12 +185,6 @@ static void round_to(starnn_dtype dt, float *x, size_t n)
 		                           : x[i];
 }
 
-/* Relative tolerance of one rounding to dt, doubled: fp16 2^-10, bf16 2^-7. */
-static float half_rtol(starnn_dtype dt)
-{
-	return dt == STARNN_FP16 ? 9.765625e-4f : dt == STARNN_BF16 ? 7.8125e-3f : 1e-6f;
-}
-
 static starnn_tensor *tensor_dt(const char *name, starnn_dtype dt, int ndim, const int64_t *shape, const float *data)
 {
 	starnn_tensor *t;
@@ -195,11 +194,12 @@ static starnn_tensor *tensor_dt(const char *name, starnn_dtype dt, int ndim, con
 	return t;
 }
 
-/* gemm_mp (A, B of dt; C fp32 or dt) against the fp32 gemm on the same
- * (rounded) values. Tolerance: fp32 C: 2e-6 * k absolute + 1e-5 relative
- * (only the order of the fp32 sums differs: OpenBLAS, oneDNN or cuBLAS);
- * 16-bit C: plus one rounding to dt (half_rtol). With view, A is the first
- * columns of a wider tensor (ld > cols). */
+/* gemm_mp (A, B of dt; C fp32 or dt) and the fp32 gemm on the same
+ * (rounded) values, against the product in double: fp32 accumulation on
+ * every route (widened OpenBLAS, oneDNN bf16, cuBLAS compute 32F) within
+ * the rounding bound of each sum, plus one rounding to dt for a 16-bit C
+ * (tests/testlib.h, test_close_sum_out). With view, A is the first columns
+ * of a wider tensor (ld > cols). */
 static void half_vs_fp32(starnn_dtype dt, starnn_dtype cdt, int ta, int tb, int64_t m, int64_t n, int64_t k,
                          float alpha, float beta, int view)
 {
@@ -230,16 +230,24 @@ static void half_vs_fp32(starnn_dtype dt, starnn_dtype cdt, int ta, int tb, int6
 	starnn_tensor *cf = tensor_dt("Cf", STARNN_FP32, 2, csh, c), *ch = tensor_dt("Ch", cdt, 2, csh, c);
 	TEST_OK(starnn_gemm(ta, tb, alpha, af, bf, beta, cf));
 	TEST_OK(starnn_gemm_mp(ta, tb, alpha, ah, bh, beta, ch));
-	float *ref = test_read(cf), *got = test_read(ch);
+	float *ref32 = test_read(cf), *got = test_read(ch);
+	struct test_sums ref = test_sums_new(nc);
+	naive_gemm(ta, tb, (size_t)m, (size_t)n, (size_t)k, alpha, a, (size_t)(view ? wide[1] : ash[1]), b,
+	           (size_t)bsh[1], beta, c, (size_t)n, &ref);
 	char what[160];
 	snprintf(what, sizeof what, "gemm_mp %s x %s -> %s, %c%c, %lldx%lldx%lld, alpha %g beta %g%s",
 	         starnn_dtype_name(dt), starnn_dtype_name(dt), starnn_dtype_name(cdt), ta ? 'T' : 'N', tb ? 'T' : 'N',
 	         (long long)m, (long long)n, (long long)k, alpha, beta, view ? ", A a column view" : "");
-	test_close(what, got, ref, nc, (cdt == STARNN_FP32 ? 0.0f : half_rtol(cdt)) + 1e-5f, 2e-6f * (float)k);
+	double uout = cdt == STARNN_FP16 ? TEST_U16 : cdt == STARNN_BF16 ? TEST_UBF16 : TEST_U32;
+	test_close_sum_out(what, got, ref.val, ref.mag, nc, (size_t)k + 1, TEST_U32, uout);
+	snprintf(what, sizeof what, "gemm fp32 on the same %s values, %c%c, %lldx%lldx%lld", starnn_dtype_name(dt),
+	         ta ? 'T' : 'N', tb ? 'T' : 'N', (long long)m, (long long)n, (long long)k);
+	test_close_sum(what, ref32, ref.val, ref.mag, nc, (size_t)k + 1, TEST_U32);
+	test_sums_free(&ref);
 	starnn_tensor_destroy(af), starnn_tensor_destroy(bf), starnn_tensor_destroy(cf);
 	starnn_tensor_destroy(bh), starnn_tensor_destroy(ch);
 	starnn_tensor_destroy(view ? awide : ah);
-	free(a), free(b), free(c), free(ref), free(got);
+	free(a), free(b), free(c), free(ref32), free(got);
 }
 
 static void half_variants(void)

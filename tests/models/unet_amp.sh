@@ -93,7 +93,7 @@ for p in amp-fp16 amp-bf16; do
 		END { for (s in a) { n++; r += a[s] / f[s]; ma += a[s]; mf += f[s]; mp += per[s] }
 		      printf "%.4f %.5f %.5f %.5f %d %s %s", r / n, ma / n, mf / n, mp / n, n, ap[1], fp[1] }' "$tmp/quality")
 	set -- $line
-	ratio=$1 ma=$2 mf=$3 mp=$4 n=$5 pa=$6 pf=$7
+	ratio=${1:-} ma=${2:-} mf=${3:-} mp=${4:-} n=${5:-0} pa=${6:-} pf=${7:-} # short when runs failed
 	if [ "$n" = 5 ] && awk -v r="$ratio" 'BEGIN { exit !(r <= 1.02 && r >= 0.95) }'; then
 		ok "$p: mean amp / fp32 validation MSE ratio over seeds $SEEDS: $ratio (mean MSE $ma vs $mf; bound 0.95 .. 1.02)"
 	else

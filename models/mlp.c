@@ -5,10 +5,10 @@
  *
  * One training step is one asynchronous task graph: the batch is split
  * into micro-batches; each runs forward, loss and backward as its own chain
- * of tasks, writing its weight gradients into its own slice of a gradient
- * tensor; a tree of axpy tasks sums those slices; the optimizer updates each
- * parameter. Nothing waits inside the step; the loss is read only when it is
- * logged. Layer l: z = a W^T + b (gemm, bias_add), a = relu(z) but for the
+ * of tasks, writing its weight gradients into its own gradient slice; the
+ * parameter layer (runtime/params.h) sums the slices with a tree of axpy
+ * tasks and updates each parameter. Nothing waits inside the step; the loss
+ * is read only when it is logged. Layer l: z = a W^T + b (gemm, bias_add), a = relu(z) but for the
  * last layer; loss = mean((z_L - y)^2).
  *
  * Mixed precision (--precision amp-fp16 | amp-bf16): the weights and the
@@ -16,10 +16,10 @@
  * the weights (and the input batch) to the 16-bit type; activations and
  * their gradients are 16-bit tensors; the products accumulate in fp32 and
  * the weight gradients are fp32; the loss is fp32. With loss scaling the
- * loss gradient is multiplied by the scale held in a state tensor, every
- * reduced gradient is checked for Inf/NaN into a flag, and the optimizer
- * tasks unscale, or skip the step when the flag is set; a last task updates
- * the scale (codelets/amp.h). The host never waits for the flag. */
+ * loss gradient is multiplied by the scale held in the parameter set's
+ * state tensor, which checks every reduced gradient for Inf/NaN and skips
+ * the update on overflow (runtime/params.h, codelets/amp.h). The host never
+ * waits for the flag. */
 #include <config.h>
 
 #include <errno.h>
@@ -30,16 +30,13 @@
 #include <string.h>
 #include <time.h>
 
-#include "codelets/adam.h"
 #include "codelets/amp.h"
 #include "codelets/convert.h"
-#include "codelets/fill.h"
-#include "codelets/axpy.h"
 #include "codelets/bias.h"
 #include "codelets/gemm.h"
 #include "codelets/mse.h"
 #include "codelets/relu.h"
-#include "codelets/sgd.h"
+#include "runtime/params.h"
 #include "runtime/starnn.h"
 
 #define MAX_LAYERS 8
@@ -144,23 +141,19 @@ static void free_data(struct dataset *ds)
 
 struct layer {
 	int in, out;
-	starnn_tensor *w, *b;        /* [out, in], [1, out] */
-	starnn_tensor *gw, *gb;      /* [M*out, in], [M, out]: one slice per micro-batch */
-	starnn_tensor **gwp, **gbp;  /* the slices */
-	starnn_tensor *s1w, *s1b, *s2w, *s2b; /* optimizer state (momentum; Adam m, v) */
-	starnn_tensor *wc;           /* W in the compute dtype: W itself for fp32 */
+	/* W [out, in] (compute copy: W->compute), b [1, out]; their gradient
+	 * slices (one per micro-batch) and optimizer state are in the set */
+	starnn_param *w, *b;
 	starnn_tensor *z, *a, *dz, *da; /* activations [B, out] and their gradients */
 };
 
 struct mlp {
 	int nlayers, batch, micro;
 	struct layer layers[MAX_LAYERS + 1];
+	starnn_params *ps;            /* fc<l>.W, fc<l>.b in layer order */
 	starnn_tensor *x, *y, *loss;  /* [B, D], [B, K], [M, 1] */
 	starnn_tensor *xc;            /* x in the compute dtype: x itself for fp32 */
-	starnn_tensor *state, *flag;  /* loss scaling (codelets/amp.h), or NULL */
-	struct starnn_amp_policy policy;
 	starnn_dtype dt;
-	int64_t step;
 };
 
 static int new2dt(starnn_tensor **t, const char *layer, const char *what, starnn_dtype dt, int64_t r, int64_t c)
@@ -180,6 +173,19 @@ static int split_batch(starnn_tensor *t, int micro)
 	return starnn_tensor_split(t, 0, micro, NULL, NULL);
 }
 
+/* A parameter [r, c] named "<layer>.<what>" with one gradient slice per
+ * micro-batch; the set owns it. */
+static int add_param(struct mlp *m, starnn_param **p, const char *layer, const char *what, int64_t r, int64_t c,
+                     int flags)
+{
+	starnn_tensor *t;
+	STARNN_CHECK(new2(&t, layer, what, r, c));
+	int rc = starnn_params_add(m->ps, t->name, t, m->micro, flags, p);
+	if (rc < 0)
+		starnn_tensor_destroy(t);
+	return rc;
+}
+
 static int mlp_create(struct mlp *m, const struct options *o, uint64_t *s)
 {
 	memset(m, 0, sizeof *m);
@@ -189,20 +195,21 @@ static int mlp_create(struct mlp *m, const struct options *o, uint64_t *s)
 	m->dt = o->compute;
 	int B = o->batch, M = o->micro;
 	starnn_dtype dt = o->compute;
+	struct starnn_params_config pc = {
+		.optim = {.kind = o->adam ? STARNN_OPTIM_ADAM : STARNN_OPTIM_SGD, .lr = o->lr,
+		          .momentum = o->adam ? 0.0f : o->momentum, .beta1 = 0.9f, .beta2 = 0.999f, .eps = 1e-8f},
+		.compute = dt,
+		.loss_scaling = (enum starnn_loss_scaling)o->scaling,
+		.static_scale = o->static_scale,
+	};
+	STARNN_CHECK(starnn_params_new(&m->ps, &pc));
+	starnn_params_set_inject_inf_step(m->ps, o->inject_inf_step);
 	STARNN_CHECK(new2(&m->x, "", "x", B, o->inputs));
 	if (dt != STARNN_FP32) {
 		STARNN_CHECK(new2dt(&m->xc, "", "x.h", dt, B, o->inputs));
 		STARNN_CHECK(split_batch(m->xc, M));
 	} else {
 		m->xc = m->x;
-	}
-	if (o->scaling) {
-		int64_t len = STARNN_AMP_STATE_LEN, one = 1;
-		STARNN_CHECK(starnn_tensor_create(&m->state, "loss_scale", STARNN_FP32, 1, &len));
-		STARNN_CHECK(starnn_tensor_create(&m->flag, "overflow", STARNN_FP32, 1, &one));
-		STARNN_CHECK(starnn_amp_state_init(m->state, o->scaling == 1 ? STARNN_AMP_INIT_SCALE : o->static_scale));
-		starnn_amp_policy_default(&m->policy);
-		m->policy.dynamic = o->scaling == 1;
 	}
 	STARNN_CHECK(new2(&m->y, "", "y", B, o->outputs));
 	STARNN_CHECK(new2(&m->loss, "", "loss", M, 1));
@@ -215,22 +222,8 @@ static int mlp_create(struct mlp *m, const struct options *o, uint64_t *s)
 		snprintf(name, sizeof name, "fc%d", l + 1);
 		L->in = l == 0 ? o->inputs : o->hidden[l - 1];
 		L->out = l == m->nlayers - 1 ? o->outputs : o->hidden[l];
-		STARNN_CHECK(new2(&L->w, name, "W", L->out, L->in));
-		STARNN_CHECK(new2(&L->b, name, "b", 1, L->out));
-		STARNN_CHECK(new2(&L->gw, name, "dW", (int64_t)M * L->out, L->in));
-		STARNN_CHECK(new2(&L->gb, name, "db", M, L->out));
-		STARNN_CHECK(starnn_tensor_split(L->gw, 0, M, NULL, &L->gwp));
-		STARNN_CHECK(starnn_tensor_split(L->gb, 0, M, NULL, &L->gbp));
-		STARNN_CHECK(new2(&L->s1w, name, "W.m", L->out, L->in));
-		STARNN_CHECK(new2(&L->s1b, name, "b.m", 1, L->out));
-		if (o->adam) {
-			STARNN_CHECK(new2(&L->s2w, name, "W.v", L->out, L->in));
-			STARNN_CHECK(new2(&L->s2b, name, "b.v", 1, L->out));
-		}
-		if (dt != STARNN_FP32)
-			STARNN_CHECK(new2dt(&L->wc, name, "W.h", dt, L->out, L->in));
-		else
-			L->wc = L->w;
+		STARNN_CHECK(add_param(m, &L->w, name, "W", L->out, L->in, STARNN_PARAM_COMPUTE_COPY));
+		STARNN_CHECK(add_param(m, &L->b, name, "b", 1, L->out, 0));
 		STARNN_CHECK(new2dt(&L->z, name, "z", dt, B, L->out));
 		STARNN_CHECK(new2dt(&L->dz, name, "dz", dt, B, L->out));
 		STARNN_CHECK(split_batch(L->z, M));
@@ -253,9 +246,9 @@ static int mlp_create(struct mlp *m, const struct options *o, uint64_t *s)
 			w[i] = rng_uniform(s, -bound, bound);
 		for (int i = 0; i < L->out; i++)
 			b[i] = rng_uniform(s, -bound, bound);
-		int rc = starnn_tensor_write(L->w, w);
+		int rc = starnn_tensor_write(L->w->master, w);
 		if (rc == 0)
-			rc = starnn_tensor_write(L->b, b);
+			rc = starnn_tensor_write(L->b->master, b);
 		free(w), free(b);
 		STARNN_CHECK(rc);
 	}
@@ -266,28 +259,16 @@ static void mlp_destroy(struct mlp *m)
 {
 	for (int l = 0; l < m->nlayers; l++) {
 		struct layer *L = &m->layers[l];
-		starnn_tensor *all[] = {L->w, L->b, L->gw, L->gb, L->s1w, L->s1b, L->s2w, L->s2b, L->z, L->a, L->dz, L->da};
+		starnn_tensor *all[] = {L->z, L->a, L->dz, L->da};
 		for (size_t i = 0; i < sizeof all / sizeof *all; i++)
 			starnn_tensor_destroy(all[i]);
-		if (L->wc != L->w)
-			starnn_tensor_destroy(L->wc);
 	}
+	starnn_params_destroy(m->ps);
 	if (m->xc != m->x)
 		starnn_tensor_destroy(m->xc);
-	starnn_tensor_destroy(m->state);
-	starnn_tensor_destroy(m->flag);
 	starnn_tensor_destroy(m->x);
 	starnn_tensor_destroy(m->y);
 	starnn_tensor_destroy(m->loss);
-}
-
-/* Forward of micro-batch p, then its loss (scale: 1 / elements of the batch). */
-/* The compute-dtype copies of the weights (after each update) for amp. */
-static int convert_weights(struct mlp *m)
-{
-	for (int l = 0; m->dt != STARNN_FP32 && l < m->nlayers; l++)
-		STARNN_CHECK(starnn_convert(m->layers[l].w, m->layers[l].wc));
-	return 0;
 }
 
 /* Forward of micro-batch p, then its loss (scale: 1 / elements of the batch).
@@ -299,8 +280,8 @@ static int forward(struct mlp *m, int p, float scale)
 	starnn_tensor *a = m->xc->parts[p];
 	for (int l = 0; l < m->nlayers; l++) {
 		struct layer *L = &m->layers[l];
-		STARNN_CHECK(starnn_gemm_mp(0, 1, 1.0f, a, L->wc, 0.0f, L->z->parts[p]));
-		STARNN_CHECK(starnn_bias_add_mp(L->b, L->z->parts[p]));
+		STARNN_CHECK(starnn_gemm_mp(0, 1, 1.0f, a, L->w->compute, 0.0f, L->z->parts[p]));
+		STARNN_CHECK(starnn_bias_add_mp(L->b->master, L->z->parts[p]));
 		if (L->a) {
 			STARNN_CHECK(starnn_relu_fwd_mp(L->z->parts[p], L->a->parts[p]));
 			a = L->a->parts[p];
@@ -314,70 +295,20 @@ static int backward(struct mlp *m, int p, float scale)
 {
 	struct layer *last = &m->layers[m->nlayers - 1];
 	/* With loss scaling, the loss gradient is multiplied by state[0] here. */
-	STARNN_CHECK(starnn_mse_bwd_mp(last->z->parts[p], m->y->parts[p], last->dz->parts[p], scale, m->state));
+	STARNN_CHECK(starnn_mse_bwd_mp(last->z->parts[p], m->y->parts[p], last->dz->parts[p], scale,
+	                               starnn_params_loss_scale(m->ps)));
 	for (int l = m->nlayers - 1; l >= 0; l--) {
 		struct layer *L = &m->layers[l];
 		starnn_tensor *input = l ? m->layers[l - 1].a->parts[p] : m->xc->parts[p];
 		/* 16-bit x 16-bit -> fp32 weight gradients; 16-bit activation gradients. */
-		STARNN_CHECK(starnn_gemm_mp(1, 0, 1.0f, L->dz->parts[p], input, 0.0f, L->gwp[p]));
-		STARNN_CHECK(starnn_bias_grad_mp(L->dz->parts[p], 0.0f, L->gbp[p]));
+		STARNN_CHECK(starnn_gemm_mp(1, 0, 1.0f, L->dz->parts[p], input, 0.0f, L->w->grad[p]));
+		STARNN_CHECK(starnn_bias_grad_mp(L->dz->parts[p], 0.0f, L->b->grad[p]));
 		if (l) {
 			struct layer *prev = &m->layers[l - 1];
-			STARNN_CHECK(starnn_gemm_mp(0, 0, 1.0f, L->dz->parts[p], L->wc, 0.0f, prev->da->parts[p]));
+			STARNN_CHECK(starnn_gemm_mp(0, 0, 1.0f, L->dz->parts[p], L->w->compute, 0.0f, prev->da->parts[p]));
 			STARNN_CHECK(starnn_relu_bwd_mp(prev->z->parts[p], prev->da->parts[p], prev->dz->parts[p]));
 		}
 	}
-	return 0;
-}
-
-/* Sums the micro-batch slices into slice 0 with a tree of axpy tasks:
- * log2(M) levels, the tasks of one level independent of each other. */
-static int reduce_slices(starnn_tensor **slices, int n)
-{
-	for (int stride = 1; stride < n; stride *= 2)
-		for (int i = 0; i + stride < n; i += 2 * stride)
-			STARNN_CHECK(starnn_axpy(1.0f, slices[i + stride], slices[i]));
-	return 0;
-}
-
-static int update(struct mlp *m, const struct options *o)
-{
-	m->step++;
-	for (int l = 0; l < m->nlayers; l++) {
-		struct layer *L = &m->layers[l];
-		STARNN_CHECK(reduce_slices(L->gwp, m->micro));
-		STARNN_CHECK(reduce_slices(L->gbp, m->micro));
-		/* Test hook: an Inf in one gradient at one step (the overflow test). */
-		if (m->step == o->inject_inf_step && l == m->nlayers - 1)
-			STARNN_CHECK(starnn_fill(INFINITY, L->gbp[0]));
-		if (m->state) {
-			STARNN_CHECK(starnn_amp_nonfinite(L->gwp[0], m->flag));
-			STARNN_CHECK(starnn_amp_nonfinite(L->gbp[0], m->flag));
-		}
-	}
-	/* All the checks come before any update: one overflow skips every layer. */
-	for (int l = 0; l < m->nlayers; l++) {
-		struct layer *L = &m->layers[l];
-		if (m->state && o->adam) {
-			struct starnn_adam_params ap = {o->lr, 0.9f, 0.999f, 1e-8f, 0.0f, 0};
-			STARNN_CHECK(starnn_adam_amp(L->w, L->gwp[0], L->s1w, L->s2w, &ap, m->state, m->flag));
-			STARNN_CHECK(starnn_adam_amp(L->b, L->gbp[0], L->s1b, L->s2b, &ap, m->state, m->flag));
-		} else if (m->state) {
-			struct starnn_sgd_params sp = {o->lr, o->momentum, 0.0f, 0.0f, 0};
-			STARNN_CHECK(starnn_sgd_amp(L->w, L->gwp[0], L->s1w, &sp, m->state, m->flag));
-			STARNN_CHECK(starnn_sgd_amp(L->b, L->gbp[0], L->s1b, &sp, m->state, m->flag));
-		} else if (o->adam) {
-			struct starnn_adam_params ap = {o->lr, 0.9f, 0.999f, 1e-8f, 0.0f, 0};
-			STARNN_CHECK(starnn_adam(L->w, L->gwp[0], L->s1w, L->s2w, &ap, m->step, 1.0f));
-			STARNN_CHECK(starnn_adam(L->b, L->gbp[0], L->s1b, L->s2b, &ap, m->step, 1.0f));
-		} else {
-			struct starnn_sgd_params sp = {o->lr, o->momentum, 0.0f, 0.0f, 0};
-			STARNN_CHECK(starnn_sgd(L->w, L->gwp[0], L->s1w, &sp, m->step, 1.0f));
-			STARNN_CHECK(starnn_sgd(L->b, L->gbp[0], L->s1b, &sp, m->step, 1.0f));
-		}
-	}
-	if (m->state)
-		STARNN_CHECK(starnn_amp_scale_update(m->state, m->flag, &m->policy));
 	return 0;
 }
 
@@ -409,7 +340,7 @@ static int evaluate(struct mlp *m, const struct dataset *ds, int *idx, float *xb
 {
 	int nb = ds->n / m->batch;
 	double total = 0;
-	STARNN_CHECK(convert_weights(m));
+	STARNN_CHECK(starnn_params_convert(m->ps));
 	for (int b = 0; b < nb; b++) {
 		for (int i = 0; i < m->batch; i++)
 			idx[i] = b * m->batch + i;
@@ -617,16 +548,17 @@ struct snapshot {
 	float scale;
 };
 
+/* Every master and optimizer state of the set, in its order. */
 static starnn_tensor **param_tensors(struct mlp *m, int *count)
 {
 	static starnn_tensor *all[6 * (MAX_LAYERS + 1)];
 	int n = 0;
-	for (int l = 0; l < m->nlayers; l++) {
-		struct layer *L = &m->layers[l];
-		starnn_tensor *t[6] = {L->w, L->b, L->s1w, L->s1b, L->s2w, L->s2b};
-		for (int i = 0; i < 6; i++)
-			if (t[i])
-				all[n++] = t[i];
+	for (int i = 0; i < starnn_params_count(m->ps); i++) {
+		starnn_param *p = starnn_params_at(m->ps, i);
+		starnn_tensor *t[3] = {p->master, p->state[0], p->state[1]};
+		for (int k = 0; k < 3; k++)
+			if (t[k])
+				all[n++] = t[k];
 	}
 	*count = n;
 	return all;
@@ -659,7 +591,7 @@ static int read_all(struct mlp *m, float **out, size_t *total)
 static int snapshot(struct mlp *m, struct snapshot *s)
 {
 	struct starnn_amp_state st;
-	STARNN_CHECK(starnn_amp_state_read(m->state, &st));
+	STARNN_CHECK(starnn_params_get_amp_state(m->ps, &st));
 	s->scale = st.scale;
 	return read_all(m, &s->data, &s->n);
 }
@@ -669,11 +601,12 @@ static int check_skipped(struct mlp *m, struct snapshot *s, int step)
 	float *now;
 	size_t n;
 	struct starnn_amp_state st;
-	STARNN_CHECK(starnn_amp_state_read(m->state, &st));
+	STARNN_CHECK(starnn_params_get_amp_state(m->ps, &st));
 	STARNN_CHECK(read_all(m, &now, &n));
 	int same = n == s->n && memcmp(now, s->data, n * sizeof *now) == 0;
 	free(now);
-	int halved = m->policy.dynamic ? st.scale == fmaxf(s->scale * 0.5f, STARNN_AMP_MIN_SCALE) : st.scale == s->scale;
+	int dynamic = starnn_params_get_config(m->ps)->loss_scaling == STARNN_LOSS_SCALE_DYNAMIC;
+	int halved = dynamic ? st.scale == fmaxf(s->scale * 0.5f, STARNN_AMP_MIN_SCALE) : st.scale == s->scale;
 	printf("inject: Inf in a gradient at step %d: weights and optimizer state %s, scale %g -> %g\n", step,
 	       same ? "unchanged bit for bit" : "CHANGED", (double)s->scale, (double)st.scale);
 	if (!same || !halved)
@@ -762,10 +695,8 @@ static int train(const struct options *o)
 		}
 		rc = load_batch(&m, &train, idx + epoch_pos, xbuf, ybuf);
 		epoch_pos += o->batch;
-		if (rc == 0 && m.flag)
-			rc = starnn_fill(0.0f, m.flag);
 		if (rc == 0)
-			rc = convert_weights(&m);
+			rc = starnn_params_convert(m.ps);
 		if (rc == 0 && step == o->inject_inf_step)
 			rc = snapshot(&m, &snap);
 		for (int p = 0; rc == 0 && p < m.micro; p++) {
@@ -774,7 +705,9 @@ static int train(const struct options *o)
 				rc = backward(&m, p, scale);
 		}
 		if (rc == 0)
-			rc = update(&m, o);
+			rc = starnn_params_reduce(m.ps);
+		if (rc == 0)
+			rc = starnn_params_update(m.ps, step);
 		if (rc == 0 && step == o->inject_inf_step)
 			rc = check_skipped(&m, &snap, step);
 		starnn_memory_sample();
@@ -792,9 +725,9 @@ static int train(const struct options *o)
 	if (rc == 0)
 		rc = evaluate(&m, &val, idx, xbuf, ybuf, &mse);
 	double elapsed = now() - t0;
-	if (rc == 0 && m.state) {
+	if (rc == 0 && starnn_params_loss_scale(m.ps)) {
 		struct starnn_amp_state st;
-		rc = starnn_amp_state_read(m.state, &st);
+		rc = starnn_params_get_amp_state(m.ps, &st);
 		if (rc == 0)
 			printf("loss scaling: %lld skipped steps, final scale %g\n", (long long)st.skipped_steps,
 			       (double)st.scale);

@@ -18,9 +18,12 @@
  * tasks, batch norms that combine the M parts (their statistics are over
  * the whole batch), the loss per micro-batch, the backward mirrored, weight
  * gradients written per micro-batch into slices (beta 0) and summed by a
- * tree of axpy tasks (log2 M levels, as models/mlp.c), then the optimizer.
- * Batch-norm parameter gradients come out of the batch-norm backward
- * already summed over the parts. Nothing waits inside a step. */
+ * tree of axpy tasks (log2 M levels), then the optimizer: the parameter
+ * bookkeeping (gradient slices, their reduction, compute copies, optimizer
+ * state and update, loss scaling) is runtime/params.h's; this file keeps
+ * the layers' forward and backward graphs. Batch-norm parameter gradients
+ * come out of the batch-norm backward already summed over the parts (one
+ * slice). Nothing waits inside a step. */
 #include <config.h>
 
 #include <math.h>
@@ -28,39 +31,21 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "codelets/adam.h"
 #include "codelets/amp.h"
-#include "codelets/axpy.h"
 #include "codelets/batchnorm.h"
 #include "codelets/concat.h"
-#include "codelets/convert.h"
 #include "codelets/copy.h"
 #include "codelets/conv2d.h"
 #include "codelets/convt2d.h"
-#include "codelets/fill.h"
 #include "codelets/maxpool.h"
 #include "codelets/mse.h"
-#include "codelets/sgd.h"
 #include "models/unet_model.h"
+#include "runtime/params.h"
 
 #define UNET_MAX_DEPTH 5
 #define CENTRE_MULT 32 /* centre: conv_block(32 * f), as the reference */
 
 /* ------------------------------------------------------------ tensors */
-
-/* A trainable tensor: its value, its gradient slices (one per micro-batch
- * for convolutions, one for batch norms; g[0] holds the sum after the
- * reduction) and its optimizer state (Adam: s1 = exp_avg, s2 = exp_avg_sq;
- * SGD: s1 = momentum_buffer). */
-struct param {
-	char path[64];
-	starnn_tensor *w;
-	int borrowed;          /* w belongs to a starnn_batchnorm */
-	starnn_tensor **g;
-	int ng;
-	starnn_tensor *s1, *s2;
-	starnn_tensor *wc;     /* convolution weights: the compute-dtype copy (w itself for fp32) */
-};
 
 /* An activation: the whole-batch tensor and its micro-batch parts. For a
  * channel view, t is the view (owned by the concatenation tensor). */
@@ -69,14 +54,17 @@ struct act {
 	starnn_tensor **p;
 };
 
+/* Trainable tensors are parameters of the set (runtime/params.h): master,
+ * gradient slices (one per micro-batch for convolutions, one for batch
+ * norms), compute copy (convolution weights) and optimizer state. */
 struct conv {
 	int cin, cout, k;
-	struct param w, b;
+	starnn_param *w, *b;
 };
 
 struct bn {
 	starnn_batchnorm bn;
-	struct param gamma, beta;
+	starnn_param *gamma, *beta;     /* the batch norm's own tensors, borrowed */
 	char path[48];
 };
 
@@ -111,7 +99,6 @@ struct entry {
 
 struct unet {
 	struct unet_config cfg;
-	struct unet_optim opt;
 	struct level lv[UNET_MAX_DEPTH];
 	struct block centre;
 	struct act centre_out, dcentre_out;
@@ -125,16 +112,11 @@ struct unet {
 	struct act loss_slot[2];
 	int64_t slot_step[2];
 	starnn_dtype dt;                 /* compute dtype of activations */
-	starnn_tensor *state, *flag;     /* loss scaling (codelets/amp.h), or NULL */
-	struct starnn_amp_policy policy;
-	int64_t inject_inf_step;
+	starnn_params *ps;               /* every trainable tensor, in layer order; loss scaling */
 
-	struct param **params;           /* every trainable tensor, in layer order */
-	int nparams;
 	struct entry *entries;
 	struct unet_tensor_ref *refs;
 	int nentries;
-	int64_t nparameters;
 	uint64_t rng;
 };
 
@@ -298,15 +280,18 @@ static int add_entry(unet *m, const char *path, starnn_tensor *t, int is_paramet
 	return 0;
 }
 
-static int register_param(unet *m, struct param *p)
+/* Adds t (fp32; the set owns it unless STARNN_PARAM_BORROWED, and
+ * destroys it here on failure) as parameter `path` with nslices gradient
+ * slices, and its checkpoint entry. */
+static int add_param(unet *m, starnn_param **p, const char *path, starnn_tensor *t, int nslices, int flags)
 {
-	struct param **ps = realloc(m->params, sizeof *ps * (size_t)(m->nparams + 1));
-	if (!ps)
-		return starnn_error(STARNN_ENOMEM, "unet: out of memory");
-	m->params = ps;
-	ps[m->nparams++] = p;
-	m->nparameters += (int64_t)starnn_tensor_numel(p->w);
-	return add_entry(m, p->path, p->w, 1, p->g[0]);
+	int rc = starnn_params_add(m->ps, path, t, nslices, flags, p);
+	if (rc < 0) {
+		if (!(flags & STARNN_PARAM_BORROWED))
+			starnn_tensor_destroy(t);
+		return rc;
+	}
+	return add_entry(m, path, t, 1, (*p)->grad[0]);
 }
 
 /* StarPU names: the path with '.' for '/', shortened to fit. */
@@ -316,42 +301,6 @@ static void tensor_name(char *buf, size_t size, const char *path, const char *su
 	for (char *c = buf; *c; c++)
 		if (*c == '/')
 			*c = '.';
-}
-
-/* Gradient slices (ng of them, shaped like w) and optimizer state. */
-static int param_state(unet *m, struct param *p, int ng)
-{
-	char name[STARNN_NAME_MAX], suffix[16];
-	p->g = calloc((size_t)ng, sizeof *p->g);
-	if (!p->g)
-		return starnn_error(STARNN_ENOMEM, "unet: out of memory");
-	p->ng = ng;
-	for (int i = 0; i < ng; i++) {
-		snprintf(suffix, sizeof suffix, "grad%d", i);
-		tensor_name(name, sizeof name, p->path, suffix);
-		STARNN_CHECK(starnn_tensor_create(&p->g[i], name, STARNN_FP32, p->w->ndim, p->w->shape));
-	}
-	tensor_name(name, sizeof name, p->path, m->opt.kind == UNET_ADAM ? "exp_avg" : "momentum");
-	STARNN_CHECK(starnn_tensor_create(&p->s1, name, STARNN_FP32, p->w->ndim, p->w->shape));
-	if (m->opt.kind == UNET_ADAM) {
-		tensor_name(name, sizeof name, p->path, "exp_avg_sq");
-		STARNN_CHECK(starnn_tensor_create(&p->s2, name, STARNN_FP32, p->w->ndim, p->w->shape));
-	}
-	return register_param(m, p);
-}
-
-static void param_free(struct param *p)
-{
-	if (p->wc && p->wc != p->w)
-		starnn_tensor_destroy(p->wc);
-	if (!p->borrowed)
-		starnn_tensor_destroy(p->w);
-	for (int i = 0; i < p->ng && p->g; i++)
-		starnn_tensor_destroy(p->g[i]);
-	free(p->g);
-	starnn_tensor_destroy(p->s1);
-	starnn_tensor_destroy(p->s2);
-	memset(p, 0, sizeof *p);
 }
 
 /* Fills t with U(-bound, bound) from the model's generator. */
@@ -375,29 +324,33 @@ static int init_uniform(unet *m, starnn_tensor *t, float bound)
  * = weight.size(1) * k * k: C*k*k for Conv2d, O*k*k for ConvTranspose2d. */
 static int conv_create(unet *m, struct conv *c, const char *path, int cin, int cout, int k, int transposed)
 {
-	char name[STARNN_NAME_MAX];
+	char name[STARNN_NAME_MAX], wpath[64], bpath[64];
+	starnn_tensor *w, *b;
 	c->cin = cin, c->cout = cout, c->k = k;
-	snprintf(c->w.path, sizeof c->w.path, "%s/weight", path);
-	snprintf(c->b.path, sizeof c->b.path, "%s/bias", path);
+	snprintf(wpath, sizeof wpath, "%s/weight", path);
+	snprintf(bpath, sizeof bpath, "%s/bias", path);
 	tensor_name(name, sizeof name, path, "weight");
 	if (transposed)
-		STARNN_CHECK(starnn_tensor_new(&c->w.w, name, STARNN_FP32, 4, (int64_t)cin, (int64_t)cout, (int64_t)k,
+		STARNN_CHECK(starnn_tensor_new(&w, name, STARNN_FP32, 4, (int64_t)cin, (int64_t)cout, (int64_t)k,
 		                               (int64_t)k));
 	else
-		STARNN_CHECK(starnn_tensor_new(&c->w.w, name, STARNN_FP32, 4, (int64_t)cout, (int64_t)cin, (int64_t)k,
+		STARNN_CHECK(starnn_tensor_new(&w, name, STARNN_FP32, 4, (int64_t)cout, (int64_t)cin, (int64_t)k,
 		                               (int64_t)k));
-	tensor_name(name, sizeof name, path, "bias");
-	STARNN_CHECK(starnn_tensor_new(&c->b.w, name, STARNN_FP32, 1, (int64_t)cout));
 	float bound = 1.0f / sqrtf((float)((transposed ? cout : cin) * k * k));
-	STARNN_CHECK(init_uniform(m, c->w.w, bound));
-	STARNN_CHECK(init_uniform(m, c->b.w, bound));
-	c->w.wc = c->w.w;
-	if (m->dt != STARNN_FP32) {
-		tensor_name(name, sizeof name, path, "weight.h");
-		STARNN_CHECK(starnn_tensor_create(&c->w.wc, name, m->dt, 4, c->w.w->shape));
+	int rc = init_uniform(m, w, bound);
+	if (rc < 0) {
+		starnn_tensor_destroy(w);
+		return rc;
 	}
-	STARNN_CHECK(param_state(m, &c->w, m->cfg.micro));
-	return param_state(m, &c->b, m->cfg.micro);
+	/* the weight's compute copy is what the convolutions read */
+	STARNN_CHECK(add_param(m, &c->w, wpath, w, m->cfg.micro, STARNN_PARAM_COMPUTE_COPY));
+	tensor_name(name, sizeof name, path, "bias");
+	STARNN_CHECK(starnn_tensor_new(&b, name, STARNN_FP32, 1, (int64_t)cout));
+	if ((rc = init_uniform(m, b, bound)) < 0) {
+		starnn_tensor_destroy(b);
+		return rc;
+	}
+	return add_param(m, &c->b, bpath, b, m->cfg.micro, 0);
 }
 
 static int bn_create(unet *m, struct bn *n, const char *path, int c)
@@ -406,23 +359,20 @@ static int bn_create(unet *m, struct bn *n, const char *path, int c)
 	snprintf(n->path, sizeof n->path, "%s", path);
 	tensor_name(name, sizeof name, path, "");
 	STARNN_CHECK(starnn_batchnorm_init(&n->bn, name, c, m->cfg.micro, 1));
-	n->gamma.w = n->bn.gamma, n->gamma.borrowed = 1;
-	n->beta.w = n->bn.beta, n->beta.borrowed = 1;
-	snprintf(n->gamma.path, sizeof n->gamma.path, "%s/weight", path);
-	snprintf(n->beta.path, sizeof n->beta.path, "%s/bias", path);
-	STARNN_CHECK(param_state(m, &n->gamma, 1));
-	STARNN_CHECK(param_state(m, &n->beta, 1));
 	char p[96];
+	snprintf(p, sizeof p, "%s/weight", path);
+	STARNN_CHECK(add_param(m, &n->gamma, p, n->bn.gamma, 1, STARNN_PARAM_BORROWED));
+	snprintf(p, sizeof p, "%s/bias", path);
+	STARNN_CHECK(add_param(m, &n->beta, p, n->bn.beta, 1, STARNN_PARAM_BORROWED));
 	snprintf(p, sizeof p, "%s/running_mean", path);
 	STARNN_CHECK(add_entry(m, p, n->bn.running_mean, 0, NULL));
 	snprintf(p, sizeof p, "%s/running_var", path);
 	return add_entry(m, p, n->bn.running_var, 0, NULL);
 }
 
+/* After starnn_params_destroy (the set's gradients of gamma and beta). */
 static void bn_free(struct bn *n)
 {
-	param_free(&n->gamma);
-	param_free(&n->beta);
 	starnn_batchnorm_destroy(&n->bn);
 }
 
@@ -464,7 +414,6 @@ static int block_create(unet *m, struct block *b, const char *prefix, int cin, i
 
 static void block_free(struct block *b)
 {
-	param_free(&b->c1.w), param_free(&b->c1.b), param_free(&b->c2.w), param_free(&b->c2.b);
 	bn_free(&b->n1), bn_free(&b->n2);
 	struct act *acts[] = {&b->z1, &b->a1, &b->z2, &b->dz1, &b->da1, &b->dz2};
 	for (size_t i = 0; i < sizeof acts / sizeof *acts; i++)
@@ -501,18 +450,14 @@ static void cat_free(struct act *up, struct act *skip)
 
 static int ref_table(unet *m)
 {
-	/* Optimizer state after the model's tensors. */
-	for (int i = 0; i < m->nparams; i++) {
-		struct param *p = m->params[i];
-		char path[96];
-		if (m->opt.kind == UNET_ADAM) {
-			snprintf(path, sizeof path, "optimizer/%s/exp_avg", p->path);
-			STARNN_CHECK(add_entry(m, path, p->s1, 0, NULL));
-			snprintf(path, sizeof path, "optimizer/%s/exp_avg_sq", p->path);
-			STARNN_CHECK(add_entry(m, path, p->s2, 0, NULL));
-		} else {
-			snprintf(path, sizeof path, "optimizer/%s/momentum_buffer", p->path);
-			STARNN_CHECK(add_entry(m, path, p->s1, 0, NULL));
+	/* Optimizer state after the model's tensors: optimizer/<path>/<slot>
+	 * (exp_avg, exp_avg_sq; momentum_buffer). */
+	for (int i = 0; i < starnn_params_count(m->ps); i++) {
+		starnn_param *p = starnn_params_at(m->ps, i);
+		for (int k = 0; k < starnn_params_nslots(m->ps); k++) {
+			char path[96];
+			snprintf(path, sizeof path, "optimizer/%s/%s", p->name, starnn_params_slot_name(m->ps, k));
+			STARNN_CHECK(add_entry(m, path, p->state[k], 0, NULL));
 		}
 	}
 	m->refs = calloc((size_t)m->nentries, sizeof *m->refs);
@@ -538,15 +483,6 @@ static int create(unet *m)
 	STARNN_CHECK(starnn_tensor_new(&m->y.t, "y", STARNN_FP32, 4, (int64_t)cfg->batch, (int64_t)cfg->out_frames,
 	                               (int64_t)S, (int64_t)S));
 	STARNN_CHECK(starnn_tensor_split(m->y.t, 0, cfg->micro, NULL, &m->y.p));
-	if (cfg->loss_scale) {
-		int64_t len = STARNN_AMP_STATE_LEN, one = 1;
-		STARNN_CHECK(starnn_tensor_create(&m->state, "loss_scale", STARNN_FP32, 1, &len));
-		STARNN_CHECK(starnn_tensor_create(&m->flag, "overflow", STARNN_FP32, 1, &one));
-		STARNN_CHECK(starnn_amp_state_init(m->state,
-		                                   cfg->loss_scale == 1 ? STARNN_AMP_INIT_SCALE : cfg->static_scale));
-		starnn_amp_policy_default(&m->policy);
-		m->policy.dynamic = cfg->loss_scale == 1;
-	}
 	STARNN_CHECK(act_new(m, &m->pred, "", "pred", cfg->out_frames, S));
 	STARNN_CHECK(act_new(m, &m->dpred, "", "dpred", cfg->out_frames, S));
 	STARNN_CHECK(starnn_tensor_new(&m->loss.t, "loss", STARNN_FP32, 2, (int64_t)cfg->micro, (int64_t)1));
@@ -598,12 +534,6 @@ int unet_create(unet **out, const struct unet_config *cfg, const struct unet_opt
 	*out = NULL;
 	STARNN_CHECK(check_config(cfg));
 	STARNN_CHECK(check_batch(cfg));
-	if (cfg->compute != STARNN_FP32 && cfg->compute != STARNN_FP16 && cfg->compute != STARNN_BF16)
-		return starnn_error(STARNN_EINVAL, "unet: unknown compute dtype %d", cfg->compute);
-	if (cfg->loss_scale < 0 || cfg->loss_scale > 2 ||
-	    (cfg->loss_scale == 2 && !(cfg->static_scale > 0 && isfinite(cfg->static_scale))))
-		return starnn_error(STARNN_EINVAL, "unet: bad loss scaling (%d, static scale %g)", cfg->loss_scale,
-		                    (double)cfg->static_scale);
 	struct unet_optim o;
 	if (opt)
 		o = *opt;
@@ -611,17 +541,24 @@ int unet_create(unet **out, const struct unet_config *cfg, const struct unet_opt
 		unet_optim_defaults(&o);
 	if (o.kind != UNET_ADAM && o.kind != UNET_SGD)
 		return starnn_error(STARNN_EINVAL, "unet: unknown optimizer %d", (int)o.kind);
-	if (!(o.lr >= 0) || o.warmup < 0 || !(o.momentum >= 0 && o.momentum < 1) || !(o.weight_decay >= 0) ||
-	    !(o.beta1 >= 0 && o.beta1 < 1) || !(o.beta2 >= 0 && o.beta2 < 1) || !(o.eps >= 0))
-		return starnn_error(STARNN_EINVAL,
-		                    "unet: bad optimizer settings (lr %g, warmup %d, momentum %g, betas %g %g, eps %g, "
-		                    "weight decay %g)",
-		                    o.lr, o.warmup, o.momentum, o.beta1, o.beta2, o.eps, o.weight_decay);
+	/* the set checks the optimizer settings, the dtype and the scaling */
+	struct starnn_params_config pc = {
+		.optim = {.kind = o.kind == UNET_SGD ? STARNN_OPTIM_SGD : STARNN_OPTIM_ADAM, .lr = o.lr,
+		          .warmup = o.warmup, .momentum = o.momentum, .beta1 = o.beta1, .beta2 = o.beta2, .eps = o.eps,
+		          .weight_decay = o.weight_decay},
+		.compute = (starnn_dtype)cfg->compute,
+		.loss_scaling = (enum starnn_loss_scaling)cfg->loss_scale,
+		.static_scale = cfg->static_scale,
+	};
+	starnn_params *ps;
+	STARNN_CHECK(starnn_params_new(&ps, &pc));
 	unet *m = calloc(1, sizeof *m);
-	if (!m)
+	if (!m) {
+		starnn_params_destroy(ps);
 		return starnn_error(STARNN_ENOMEM, "unet: out of memory");
+	}
 	m->cfg = *cfg;
-	m->opt = o;
+	m->ps = ps;
 	m->dt = (starnn_dtype)cfg->compute;
 	m->rng = seed;
 	int rc = create(m);
@@ -637,11 +574,11 @@ void unet_destroy(unet *m)
 {
 	if (!m)
 		return;
+	starnn_params_destroy(m->ps); /* before the batch norms: it borrows their tensors */
 	for (int i = 0; i < m->cfg.depth; i++) {
 		struct level *L = &m->lv[i];
 		block_free(&L->enc);
 		block_free(&L->dec);
-		param_free(&L->upc.w), param_free(&L->upc.b);
 		bn_free(&L->n0);
 		cat_free(&L->up, &L->skip);
 		cat_free(&L->dup, &L->dskip);
@@ -651,12 +588,8 @@ void unet_destroy(unet *m)
 	}
 	block_free(&m->centre);
 	act_free(&m->centre_out), act_free(&m->dcentre_out);
-	param_free(&m->outc.w), param_free(&m->outc.b);
 	act_free(&m->x), act_free(&m->y), act_free(&m->pred), act_free(&m->dpred), act_free(&m->loss);
 	act_free(&m->xs), act_free(&m->ys), act_free(&m->loss_slot[0]), act_free(&m->loss_slot[1]);
-	starnn_tensor_destroy(m->state);
-	starnn_tensor_destroy(m->flag);
-	free(m->params);
 	free(m->entries);
 	free(m->refs);
 	free(m);
@@ -664,7 +597,7 @@ void unet_destroy(unet *m)
 
 int64_t unet_parameter_count(const unet *m)
 {
-	return m->nparameters;
+	return starnn_params_numel(m->ps);
 }
 
 starnn_tensor *unet_input(unet *m) { return m->x.t; }
@@ -690,7 +623,7 @@ starnn_tensor *unet_gradient(unet *m, int i)
 static int conv_fwd(unet *m, struct conv *c, struct act *in, struct act *out)
 {
 	for (int p = 0; p < m->cfg.micro; p++)
-		STARNN_CHECK(starnn_conv2d_fwd_mp(in->p[p], c->w.wc, c->b.w, out->p[p]));
+		STARNN_CHECK(starnn_conv2d_fwd_mp(in->p[p], c->w->compute, c->b->master, out->p[p]));
 	return 0;
 }
 
@@ -707,22 +640,13 @@ static int block_fwd(unet *m, struct block *b, int training, struct act *in, str
 	return bn_fwd(m, &b->n2, training, &b->z2, out);
 }
 
-/* The compute-dtype copies of the convolution weights (cast tasks; each
- * forward, after the last update). */
-static int convert_weights(unet *m)
-{
-	for (int i = 0; m->dt != STARNN_FP32 && i < m->nparams; i++)
-		if (m->params[i]->wc && m->params[i]->wc != m->params[i]->w)
-			STARNN_CHECK(starnn_convert(m->params[i]->w, m->params[i]->wc));
-	return 0;
-}
-
 /* The forward and the loss of every micro-batch into loss[p] (their sum
  * is the batch's mean squared error). */
 static int forward(unet *m, int training)
 {
 	int M = m->cfg.micro, d = m->cfg.depth;
-	STARNN_CHECK(convert_weights(m));
+	/* the compute-dtype copies of the convolution weights, after the last update */
+	STARNN_CHECK(starnn_params_convert(m->ps));
 	struct act *in = &m->x;
 	for (int i = 0; i < d; i++) {
 		struct level *L = &m->lv[i];
@@ -736,7 +660,7 @@ static int forward(unet *m, int training)
 	for (int i = d - 1; i >= 0; i--) {
 		struct level *L = &m->lv[i];
 		for (int p = 0; p < M; p++)
-			STARNN_CHECK(starnn_convt2d_fwd_mp(below->p[p], L->upc.w.wc, L->upc.b.w, L->up.p[p]));
+			STARNN_CHECK(starnn_convt2d_fwd_mp(below->p[p], L->upc.w->compute, L->upc.b->master, L->up.p[p]));
 		STARNN_CHECK(bn_fwd(m, &L->n0, training, &L->catb, &L->a0));
 		STARNN_CHECK(block_fwd(m, &L->dec, training, &L->a0, &L->out));
 		below = &L->out;
@@ -756,15 +680,15 @@ static int forward(unet *m, int training)
 static int conv_bwd(unet *m, struct conv *c, struct act *in, struct act *dout, struct act *din)
 {
 	for (int p = 0; p < m->cfg.micro; p++)
-		STARNN_CHECK(starnn_conv2d_bwd_mp(in->p[p], dout->p[p], c->w.wc, 0.0f, din ? din->p[p] : NULL, 0.0f,
-		                                  c->w.g[p], c->b.g[p]));
+		STARNN_CHECK(starnn_conv2d_bwd_mp(in->p[p], dout->p[p], c->w->compute, 0.0f, din ? din->p[p] : NULL, 0.0f,
+		                                  c->w->grad[p], c->b->grad[p]));
 	return 0;
 }
 
 static int bn_bwd(unet *m, struct bn *n, struct act *x, struct act *y, struct act *dy, struct act *dx)
 {
-	return starnn_batchnorm_bwd_mp(&n->bn, m->cfg.micro, x->p, y->p, dy->p, dx->p, 0.0f, n->gamma.g[0],
-	                               n->beta.g[0], 0.0f);
+	return starnn_batchnorm_bwd_mp(&n->bn, m->cfg.micro, x->p, y->p, dy->p, dx->p, 0.0f, n->gamma->grad[0],
+	                               n->beta->grad[0], 0.0f);
 }
 
 static int block_bwd(unet *m, struct block *b, struct act *in, struct act *out, struct act *dout, struct act *din)
@@ -792,9 +716,9 @@ static int backward(unet *m, starnn_tensor *state)
 		 * max-pool's gradient added later (beta 1). */
 		STARNN_CHECK(bn_bwd(m, &L->n0, &L->catb, &L->a0, &L->da0, &L->dcatb));
 		for (int p = 0; p < M; p++) {
-			STARNN_CHECK(starnn_convt2d_bwd_data_mp(L->upc.w.wc, L->dup.p[p], 0.0f, dbelow->p[p]));
-			STARNN_CHECK(starnn_convt2d_bwd_weight_mp(below->p[p], L->dup.p[p], 0.0f, L->upc.w.g[p],
-			                                          L->upc.b.g[p]));
+			STARNN_CHECK(starnn_convt2d_bwd_data_mp(L->upc.w->compute, L->dup.p[p], 0.0f, dbelow->p[p]));
+			STARNN_CHECK(starnn_convt2d_bwd_weight_mp(below->p[p], L->dup.p[p], 0.0f, L->upc.w->grad[p],
+			                                          L->upc.b->grad[p]));
 		}
 	}
 	struct act *din = d ? &m->lv[d - 1].dpool : NULL;
@@ -805,68 +729,6 @@ static int backward(unet *m, starnn_tensor *state)
 			STARNN_CHECK(starnn_maxpool_bwd_mp(L->skip.p[p], L->dpool.p[p], 1.0f, L->dskip.p[p]));
 		struct act *in = i ? &m->lv[i - 1].pool : &m->x;
 		STARNN_CHECK(block_bwd(m, &L->enc, in, &L->skip, &L->dskip, i ? &m->lv[i - 1].dpool : NULL));
-	}
-	return 0;
-}
-
-/* Sums the micro-batch slices into slice 0 with a tree of axpy tasks:
- * log2(n) levels, the tasks of one level independent of each other. */
-static int reduce_slices(starnn_tensor **slices, int n)
-{
-	for (int stride = 1; stride < n; stride *= 2)
-		for (int i = 0; i + stride < n; i += 2 * stride)
-			STARNN_CHECK(starnn_axpy(1.0f, slices[i + stride], slices[i]));
-	return 0;
-}
-
-static int reduce_gradients(unet *m)
-{
-	for (int i = 0; i < m->nparams; i++)
-		STARNN_CHECK(reduce_slices(m->params[i]->g, m->params[i]->ng));
-	return 0;
-}
-
-static float step_lr(const unet *m, int64_t step)
-{
-	float lr = m->opt.lr;
-	if (m->opt.warmup > 0 && step < m->opt.warmup)
-		lr = (float)((double)lr * (double)step / (double)m->opt.warmup);
-	return lr;
-}
-
-static int update(unet *m, int64_t step)
-{
-	float lr = step_lr(m, step);
-	if (m->state) {
-		/* Every gradient is checked before any update: one Inf / NaN skips
-		 * the whole step (the optimizer tasks read the flag), then the
-		 * scale is updated. */
-		if (step == m->inject_inf_step && m->nparams > 0)
-			STARNN_CHECK(starnn_fill(INFINITY, m->params[m->nparams - 1]->g[0]));
-		for (int i = 0; i < m->nparams; i++)
-			STARNN_CHECK(starnn_amp_nonfinite(m->params[i]->g[0], m->flag));
-		for (int i = 0; i < m->nparams; i++) {
-			struct param *p = m->params[i];
-			if (m->opt.kind == UNET_ADAM) {
-				struct starnn_adam_params ap = {lr, m->opt.beta1, m->opt.beta2, m->opt.eps,
-				                                m->opt.weight_decay, 0};
-				STARNN_CHECK(starnn_adam_amp(p->w, p->g[0], p->s1, p->s2, &ap, m->state, m->flag));
-			} else {
-				struct starnn_sgd_params sp = {lr, m->opt.momentum, 0.0f, m->opt.weight_decay, 0};
-				STARNN_CHECK(starnn_sgd_amp(p->w, p->g[0], p->s1, &sp, m->state, m->flag));
-			}
-		}
-		return starnn_amp_scale_update(m->state, m->flag, &m->policy);
-	}
-	for (int i = 0; i < m->nparams; i++) {
-		struct param *p = m->params[i];
-		if (m->opt.kind == UNET_ADAM) {
-			struct starnn_adam_params ap = {lr, m->opt.beta1, m->opt.beta2, m->opt.eps, m->opt.weight_decay, 0};
-			STARNN_CHECK(starnn_adam(p->w, p->g[0], p->s1, p->s2, &ap, step, 1.0f));
-		} else {
-			struct starnn_sgd_params sp = {lr, m->opt.momentum, 0.0f, m->opt.weight_decay, 0};
-			STARNN_CHECK(starnn_sgd(p->w, p->g[0], p->s1, &sp, step, 1.0f));
-		}
 	}
 	return 0;
 }
@@ -887,8 +749,6 @@ int unet_train_step(unet *m, int64_t step)
 	if (step < 1)
 		return starnn_error(STARNN_EINVAL, "unet_train_step: steps count from 1, got %lld", (long long)step);
 	STARNN_CHECK(check_trainable(m));
-	if (m->flag)
-		STARNN_CHECK(starnn_fill(0.0f, m->flag));
 	STARNN_CHECK(forward(m, 1));
 	/* The step's loss into its slot, so that the next step may be
 	 * submitted before this one's loss is read (unet_read_step_loss). */
@@ -896,9 +756,9 @@ int unet_train_step(unet *m, int64_t step)
 	for (int p = 0; p < m->cfg.micro; p++)
 		STARNN_CHECK(starnn_copy(m->loss.p[p], slot->p[p]));
 	m->slot_step[step & 1] = step;
-	STARNN_CHECK(backward(m, m->state));
-	STARNN_CHECK(reduce_gradients(m));
-	return update(m, step);
+	STARNN_CHECK(backward(m, starnn_params_loss_scale(m->ps)));
+	STARNN_CHECK(starnn_params_reduce(m->ps));
+	return starnn_params_update(m->ps, step);
 }
 
 int unet_eval_step(unet *m)
@@ -918,7 +778,7 @@ int unet_gradient_step(unet *m)
 	STARNN_CHECK(check_trainable(m));
 	STARNN_CHECK(forward(m, 1));
 	STARNN_CHECK(backward(m, NULL)); /* unscaled: dLoss/dparameter */
-	return reduce_gradients(m);
+	return starnn_params_reduce(m->ps);
 }
 
 /* The sum of the micro-batch losses in t ([micro, 1]), checked. */
@@ -975,15 +835,13 @@ int unet_stage_batch(unet *m, const float *x, const float *y)
 
 void unet_set_inject_inf_step(unet *m, int64_t step)
 {
-	m->inject_inf_step = step;
+	starnn_params_set_inject_inf_step(m->ps, step);
 }
 
 int unet_loss_scale_state(unet *m, float *scale, int64_t *skipped, int64_t *applied)
 {
-	if (!m->state)
-		return starnn_error(STARNN_EINVAL, "unet: no loss scaling in this model");
 	struct starnn_amp_state st;
-	STARNN_CHECK(starnn_amp_state_read(m->state, &st));
+	STARNN_CHECK(starnn_params_get_amp_state(m->ps, &st));
 	if (scale)
 		*scale = st.scale;
 	if (skipped)
@@ -995,24 +853,10 @@ int unet_loss_scale_state(unet *m, float *scale, int64_t *skipped, int64_t *appl
 
 int unet_get_amp_state(unet *m, struct starnn_amp_state *st)
 {
-	if (!m->state)
-		return starnn_error(STARNN_EINVAL, "unet: no loss scaling in this model");
-	return starnn_amp_state_read(m->state, st);
+	return starnn_params_get_amp_state(m->ps, st);
 }
 
 int unet_set_amp_state(unet *m, const struct starnn_amp_state *st)
 {
-	if (!m->state)
-		return starnn_error(STARNN_EINVAL, "unet: no loss scaling in this model");
-	const int64_t max = INT64_C(1) << 24; /* fp32 counts every integer up to here */
-	if (!(st->scale > 0.0f) || !isfinite(st->scale) || st->good_steps < 0 || st->good_steps > max ||
-	    st->skipped_steps < 0 || st->skipped_steps > max || st->applied_steps < 0 || st->applied_steps > max)
-		return starnn_error(STARNN_EINVAL,
-		                    "unet: bad loss-scale state (scale %g, %lld clean, %lld skipped, %lld applied steps; "
-		                    "counters must be in [0, 2^24])",
-		                    (double)st->scale, (long long)st->good_steps, (long long)st->skipped_steps,
-		                    (long long)st->applied_steps);
-	float s[STARNN_AMP_STATE_LEN] = {st->scale, (float)st->good_steps, (float)st->skipped_steps,
-	                                 (float)st->applied_steps};
-	return starnn_tensor_write(m->state, s);
+	return starnn_params_set_amp_state(m->ps, st);
 }

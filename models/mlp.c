@@ -8,8 +8,8 @@
  * of tasks, writing its weight gradients into its own gradient slice; the
  * parameter layer (runtime/params.h) sums the slices with a tree of axpy
  * tasks and updates each parameter. Nothing waits inside the step; the loss
- * is read only when it is logged. Layer l: z = a W^T + b (gemm, bias_add), a = relu(z) but for the
- * last layer; loss = mean((z_L - y)^2).
+ * is read only when it is logged. Layer l: z = a W^T + b (gemm, bias_add),
+ * a = relu(z) but for the last layer; loss = mean((z_L - y)^2).
  *
  * Mixed precision (--precision amp-fp16 | amp-bf16): the weights and the
  * optimizer state stay fp32 ("master weights"); each step first converts

@@ -7,16 +7,20 @@
  * (starpu_task_get_current()) by a probe codelet.
  *
  * Flops: each task's task->flops, read the same way, and summed by StarPU's
- * own per-worker profiling for real operations (conv2d split into parts,
- * gemm, adam, copy), against the counts of their shapes. */
+ * own per-worker profiling for real operations (conv2d and convt2d split
+ * into parts, relu, mse, gemm, axpy, adam, copy), against the counts of
+ * their shapes. */
 #include <math.h>
 #include <starpu_profiling.h>
 
 #include "codelets/adam.h"
 #include "codelets/axpy.h"
 #include "codelets/conv2d.h"
+#include "codelets/convt2d.h"
 #include "codelets/copy.h"
 #include "codelets/gemm.h"
+#include "codelets/mse.h"
+#include "codelets/relu.h"
 #include "runtime/codelet.h"
 #include "tests/testlib.h"
 
@@ -206,6 +210,21 @@ static void operation_flop_counts(void)
 	CHECK_FLOPS("conv2d_bwd_data", gemm, starnn_conv2d_bwd_data(dy, wt, 0.0f, dx));
 	CHECK_FLOPS("conv2d_bwd_weight + bias", gemm + bias, starnn_conv2d_bwd_weight(x, dy, 0.0f, dw, db));
 
+	/* convt2d 2x2 stride 2, [4,32,32,32] -> [4,64,64,64]: 8 N C O H W for
+	 * the product (big enough to be cut into parts), plus the bias on
+	 * every output */
+	starnn_tensor *xt = new4("xt", 4, 32, 32, 32), *wt2 = new4("wt2", 32, 64, 2, 2), *yt = new4("yt", 4, 64, 64, 64);
+	starnn_tensor *bt;
+	TEST_OK(starnn_tensor_new(&bt, "bt", STARNN_FP32, 1, (int64_t)64));
+	CHECK_FLOPS("convt2d_fwd", 8.0 * 4 * 32 * 64 * 32 * 32 + 4.0 * 64 * 64 * 64, starnn_convt2d_fwd(xt, wt2, bt, yt));
+
+	/* element-wise defaults and counts on y [4,16,64,64]: relu one per
+	 * element (the default), mse forward 3 */
+	starnn_tensor *loss;
+	TEST_OK(starnn_tensor_new(&loss, "loss", STARNN_FP32, 1, (int64_t)1));
+	CHECK_FLOPS("relu_fwd", n * o * h * w, starnn_relu_fwd(y, dy));
+	CHECK_FLOPS("mse_fwd", 3.0 * n * o * h * w, starnn_mse_fwd(y, dy, loss, 1.0f, 0.0f));
+
 	/* gemm [8 x 5] x [5 x 7] */
 	starnn_tensor *A, *B, *C, *D;
 	TEST_OK(starnn_tensor_new(&A, "A", STARNN_FP32, 2, (int64_t)8, (int64_t)5));
@@ -223,7 +242,7 @@ static void operation_flop_counts(void)
 	CHECK_FLOPS("adam", 17.0 * 2304, starnn_adam(wt, dw, m, v, &ap, 1, 1.0f));
 	CHECK_FLOPS("copy", 0.0, starnn_copy(x, dx));
 
-	starnn_tensor *all[] = {x, y, dx, dy, wt, dw, b, db, A, B, C, D, m, v};
+	starnn_tensor *all[] = {x, y, dx, dy, wt, dw, b, db, xt, wt2, yt, bt, loss, A, B, C, D, m, v};
 	for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
 		starnn_tensor_destroy(all[i]);
 }

@@ -86,6 +86,12 @@ static int check_args(starnn_tensor *w, starnn_tensor *grad, starnn_tensor *m, s
 	return 0;
 }
 
+/* Flops per element of the update as the kernels compute it (unscale and
+ * L2 term 3, m 3, v 4, denominator 3, w 4), whatever the parameters: the
+ * models' footprints are the shapes alone, and StarPU wants one count per
+ * footprint. */
+#define ADAM_FLOPS_PER_ELEMENT 17.0
+
 int starnn_adam(starnn_tensor *w, starnn_tensor *grad, starnn_tensor *m, starnn_tensor *v,
                 const struct starnn_adam_params *params, int64_t t, float grad_scale)
 {
@@ -98,7 +104,9 @@ int starnn_adam(starnn_tensor *w, starnn_tensor *grad, starnn_tensor *m, starnn_
 
 	struct starnn_adam_step s;
 	starnn_adam_step_init(&s, p, t, grad_scale);
-	struct starnn_task_desc d = {.cl = &starnn_adam_cl, .args = &s, .args_size = sizeof s, .tensors = {w, grad, m, v}};
+	struct starnn_task_desc d = {.cl = &starnn_adam_cl, .args = &s, .args_size = sizeof s,
+	                             .flops = ADAM_FLOPS_PER_ELEMENT * (double)(w->rows * w->cols),
+	                             .tensors = {w, grad, m, v}};
 	return starnn_submit(&d);
 }
 
@@ -148,6 +156,8 @@ int starnn_adam_amp(starnn_tensor *w, starnn_tensor *grad, starnn_tensor *m, sta
 	struct starnn_adam_params p = *params;
 	p.decoupled = params->decoupled != 0;
 	struct starnn_task_desc d = {
-		.cl = &adam_amp_cl, .args = &p, .args_size = sizeof p, .tensors = {w, grad, m, v, state, flag}};
+		.cl = &adam_amp_cl, .args = &p, .args_size = sizeof p,
+		.flops = ADAM_FLOPS_PER_ELEMENT * (double)(w->rows * w->cols),
+		.tensors = {w, grad, m, v, state, flag}};
 	return starnn_submit(&d);
 }

@@ -113,7 +113,9 @@ int starnn_axpy(float alpha, starnn_tensor *x, starnn_tensor *y)
 {
 	STARNN_CHECK(starnn_check_like("axpy", "x", x, "y", y));
 	struct alpha_beta a = {alpha, 1.0f};
-	struct starnn_task_desc d = {.cl = &starnn_axpy_cl, .args = &a, .args_size = sizeof a, .tensors = {x, y}};
+	/* a multiply and an add per element */
+	struct starnn_task_desc d = {.cl = &starnn_axpy_cl, .args = &a, .args_size = sizeof a,
+	                             .flops = 2.0 * (double)(y->rows * y->cols), .tensors = {x, y}};
 	return starnn_submit(&d);
 }
 
@@ -130,6 +132,8 @@ int starnn_add(float alpha, starnn_tensor *x, float beta, starnn_tensor *y, star
 	STARNN_CHECK(starnn_check_like("add", "x", x, "y", y));
 	STARNN_CHECK(starnn_check_like("add", "x", x, "z", z));
 	struct alpha_beta a = {alpha, beta};
-	struct starnn_task_desc d = {.cl = &starnn_add_cl, .args = &a, .args_size = sizeof a, .tensors = {x, y, z}};
+	/* two multiplies and an add per element */
+	struct starnn_task_desc d = {.cl = &starnn_add_cl, .args = &a, .args_size = sizeof a,
+	                             .flops = 3.0 * (double)(z->rows * z->cols), .tensors = {x, y, z}};
 	return starnn_submit(&d);
 }

@@ -380,6 +380,15 @@ int starnn_batchnorm_work_create(starnn_tensor **out, const char *name, int64_t 
 	return starnn_tensor_new(out, name, STARNN_FP32, 2, (int64_t)nslots, 4 * c);
 }
 
+/* Flops per element of x of the passes over the data, as the CPU kernels
+ * compute them: stats sum x and x^2 (3), apply (x - m) s + b (3), the
+ * backward sums g and g (x - m) (4) and dx = a g + k - d (x - m) (5). The
+ * fused ReLU and the beta blend are left out: those variants share one
+ * model (footprint: the shapes), and StarPU wants one count per footprint.
+ * The per-channel steps (slot sums, finalize, bwd_params) keep the default
+ * count, one per workspace element. */
+#define BN_FLOPS(per_element, x) ((per_element) * (double)((x)->rows * (x)->cols))
+
 static int bn_stats_dt(starnn_tensor *x, starnn_tensor *slot, int accumulate, starnn_dtype dt)
 {
 	int64_t c = 0;
@@ -388,7 +397,8 @@ static int bn_stats_dt(starnn_tensor *x, starnn_tensor *slot, int accumulate, st
 	if (slot->rows != 1)
 		return starnn_error(STARNN_EINVAL, "bn_stats: the slot must be one workspace row, got %zu rows", slot->rows);
 	struct bn_args a = {.accumulate = accumulate != 0};
-	struct starnn_task_desc d = {.cl = stats_cls[dt], .args = &a, .args_size = sizeof a, .tensors = {x, slot}};
+	struct starnn_task_desc d = {.cl = stats_cls[dt], .args = &a, .args_size = sizeof a, .flops = BN_FLOPS(3, x),
+	                             .tensors = {x, slot}};
 	return starnn_submit(&d);
 }
 
@@ -450,7 +460,7 @@ static int bn_apply_dt(starnn_tensor *x, starnn_tensor *mean, starnn_tensor *sta
 	if (var_given && !(eps > 0))
 		return starnn_error(STARNN_EINVAL, "%s: need eps > 0, got %g", op, eps);
 	struct bn_args a = {.eps = eps, .relu = relu != 0, .var_given = var_given != 0};
-	struct starnn_task_desc d = {.cl = apply_cls[dt], .args = &a, .args_size = sizeof a,
+	struct starnn_task_desc d = {.cl = apply_cls[dt], .args = &a, .args_size = sizeof a, .flops = BN_FLOPS(3, x),
 	                             .tensors = {x, mean, stat, gamma, beta, y}};
 	return starnn_submit(&d);
 }
@@ -469,7 +479,7 @@ static int bn_bwd_reduce_dt(starnn_tensor *x, starnn_tensor *dy, starnn_tensor *
 	if (slot->rows != 1)
 		return starnn_error(STARNN_EINVAL, "%s: the slot must be one workspace row, got %zu rows", op, slot->rows);
 	struct bn_args a = {.accumulate = accumulate != 0, .relu = y != NULL};
-	struct starnn_task_desc d = {.args = &a, .args_size = sizeof a};
+	struct starnn_task_desc d = {.args = &a, .args_size = sizeof a, .flops = BN_FLOPS(4, x)};
 	if (y) {
 		d.cl = reduce_cls[1][dt];
 		starnn_tensor *t[] = {x, dy, y, mean, slot};
@@ -523,7 +533,7 @@ static int bn_bwd_apply_dt(starnn_tensor *x, starnn_tensor *dy, starnn_tensor *y
 	if (!(count > 1))
 		return starnn_error(STARNN_EINVAL, "%s: expected more than 1 value per channel, got %g", op, count);
 	struct bn_args a = {.count = count, .beta = beta, .relu = y != NULL, .nslots = nslots};
-	struct starnn_task_desc d = {.args = &a, .args_size = sizeof a};
+	struct starnn_task_desc d = {.args = &a, .args_size = sizeof a, .flops = BN_FLOPS(5, x)};
 	if (y) {
 		d.cl = bwd_apply_cls[1][beta != 0][dt];
 		starnn_tensor *t[] = {x, dy, y, mean, invstd, gamma, work, dx};

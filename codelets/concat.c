@@ -212,7 +212,8 @@ static int check_shapes(const char *op, const starnn_tensor *a, const starnn_ten
 int starnn_concat_fwd(starnn_tensor *a, starnn_tensor *b, starnn_tensor *cat)
 {
 	STARNN_CHECK(check_shapes("concat_fwd", a, b, cat, STARNN_FP32));
-	struct starnn_task_desc d = {.cl = &starnn_concat_fwd_cl, .tensors = {a, b, cat}};
+	/* a copy: no arithmetic (the backward's beta blends count one per element) */
+	struct starnn_task_desc d = {.cl = &starnn_concat_fwd_cl, .flops = STARNN_NO_FLOPS, .tensors = {a, b, cat}};
 	return starnn_submit(&d);
 }
 
@@ -239,7 +240,7 @@ int starnn_concat_fwd_mp(starnn_tensor *a, starnn_tensor *b, starnn_tensor *cat)
 		return starnn_concat_fwd(a, b, cat);
 	STARNN_CHECK(check_shapes("concat_fwd", a, b, cat, dt));
 	struct starnn_task_desc d = {.cl = dt == STARNN_FP16 ? &concat_fwd_fp16_cl : &concat_fwd_bf16_cl,
-	                             .tensors = {a, b, cat}};
+	                             .flops = STARNN_NO_FLOPS, .tensors = {a, b, cat}};
 	return starnn_submit(&d);
 }
 

@@ -527,6 +527,17 @@ static struct conv_args args_of(const struct starnn_conv2d_geom *g, float beta, 
 	return a;
 }
 
+/* Flops of one task (StarPU shows GFlop/s from them): the product's
+ * 2 N C O k^2 H W, plus the bias for the forward. From the footprint's keys. */
+static double task_flops(const struct conv_args *a, enum starnn_conv2d_pass pass)
+{
+	struct starnn_conv2d_geom g = geom_of(a);
+	double f = starnn_conv2d_flops(&g, pass);
+	if (pass == STARNN_CONV2D_FWD)
+		f += (double)a->n * (double)a->o * (double)a->h * (double)a->w;
+	return f;
+}
+
 /* How many tasks: one per worker when each gets enough work, at most
  * max_parts (0: no limit). */
 static int task_count(const struct starnn_conv2d_geom *g, enum starnn_conv2d_pass pass, int max_parts)
@@ -567,7 +578,7 @@ static int conv2d_fwd_dt(starnn_tensor *x, starnn_tensor *w, starnn_tensor *b, s
 	struct conv_args a = args_of(&g, 0.0f, dt);
 	if (parts == 1) {
 		struct starnn_task_desc d = {.cl = fwd_cls[dt], .args = &a, .args_size = sizeof a,
-		                             .tensors = {x, w, b, y}};
+		                             .flops = task_flops(&a, STARNN_CONV2D_FWD), .tensors = {x, w, b, y}};
 		return starnn_submit(&d);
 	}
 	int64_t sizes[parts];
@@ -579,7 +590,7 @@ static int conv2d_fwd_dt(starnn_tensor *x, starnn_tensor *w, starnn_tensor *b, s
 		for (int i = 0; i < parts; i++) {
 			a.n = (uint32_t)sizes[i];
 			struct starnn_task_desc d = {.cl = fwd_cls[dt], .args = &a, .args_size = sizeof a,
-			                             .tensors = {xp[i], w, b, yp[i]}};
+			                             .flops = task_flops(&a, STARNN_CONV2D_FWD), .tensors = {xp[i], w, b, yp[i]}};
 			STARNN_CHECK(starnn_submit(&d));
 		}
 		return 0;
@@ -588,7 +599,7 @@ static int conv2d_fwd_dt(starnn_tensor *x, starnn_tensor *w, starnn_tensor *b, s
 		parts = (int)g.o;
 	if (parts == 1) {
 		struct starnn_task_desc d = {.cl = fwd_cls[dt], .args = &a, .args_size = sizeof a,
-		                             .tensors = {x, w, b, y}};
+		                             .flops = task_flops(&a, STARNN_CONV2D_FWD), .tensors = {x, w, b, y}};
 		return starnn_submit(&d);
 	}
 	even_sizes((int64_t)g.o, parts, sizes);
@@ -597,7 +608,7 @@ static int conv2d_fwd_dt(starnn_tensor *x, starnn_tensor *w, starnn_tensor *b, s
 	for (int i = 0; i < parts; i++) {
 		a.o = (uint32_t)sizes[i];
 		struct starnn_task_desc d = {.cl = fwd_cls[dt], .args = &a, .args_size = sizeof a,
-		                             .tensors = {x, wp[i], b, yp[i]}};
+		                             .flops = task_flops(&a, STARNN_CONV2D_FWD), .tensors = {x, wp[i], b, yp[i]}};
 		STARNN_CHECK(starnn_submit(&d));
 		a.o0 += (uint32_t)sizes[i];
 	}
@@ -614,7 +625,7 @@ static int conv2d_bwd_data_dt(starnn_tensor *dy, starnn_tensor *w, float beta, s
 	struct conv_args a = args_of(&g, beta, dt);
 	if (parts == 1) {
 		struct starnn_task_desc d = {.cl = bwd_data_cls[dt], .args = &a, .args_size = sizeof a,
-		                             .tensors = {dy, w, dx}};
+		                             .flops = task_flops(&a, STARNN_CONV2D_BWD_DATA), .tensors = {dy, w, dx}};
 		return starnn_submit(&d);
 	}
 	int64_t sizes[parts];
@@ -626,7 +637,7 @@ static int conv2d_bwd_data_dt(starnn_tensor *dy, starnn_tensor *w, float beta, s
 		for (int i = 0; i < parts; i++) {
 			a.n = (uint32_t)sizes[i];
 			struct starnn_task_desc d = {.cl = bwd_data_cls[dt], .args = &a, .args_size = sizeof a,
-			                             .tensors = {dyp[i], w, dxp[i]}};
+			                             .flops = task_flops(&a, STARNN_CONV2D_BWD_DATA), .tensors = {dyp[i], w, dxp[i]}};
 			STARNN_CHECK(starnn_submit(&d));
 		}
 		return 0;
@@ -636,7 +647,7 @@ static int conv2d_bwd_data_dt(starnn_tensor *dy, starnn_tensor *w, float beta, s
 		parts = (int)g.c;
 	if (parts == 1) {
 		struct starnn_task_desc d = {.cl = bwd_data_cls[dt], .args = &a, .args_size = sizeof a,
-		                             .tensors = {dy, w, dx}};
+		                             .flops = task_flops(&a, STARNN_CONV2D_BWD_DATA), .tensors = {dy, w, dx}};
 		return starnn_submit(&d);
 	}
 	even_sizes((int64_t)g.c, parts, sizes);
@@ -645,7 +656,7 @@ static int conv2d_bwd_data_dt(starnn_tensor *dy, starnn_tensor *w, float beta, s
 	for (int i = 0; i < parts; i++) {
 		a.c = (uint32_t)sizes[i];
 		struct starnn_task_desc d = {.cl = bwd_data_cls[dt], .args = &a, .args_size = sizeof a,
-		                             .tensors = {dy, wp[i], dxp[i]}};
+		                             .flops = task_flops(&a, STARNN_CONV2D_BWD_DATA), .tensors = {dy, wp[i], dxp[i]}};
 		STARNN_CHECK(starnn_submit(&d));
 	}
 	return 0;
@@ -669,7 +680,7 @@ static int conv2d_bwd_weight_dt(starnn_tensor *x, starnn_tensor *dy, float beta,
 		parts = (int)g.c;
 	if (parts == 1) {
 		struct starnn_task_desc d = {.cl = bwd_weight_cls[dt], .args = &a, .args_size = sizeof a,
-		                             .tensors = {x, dy, dw}};
+		                             .flops = task_flops(&a, STARNN_CONV2D_BWD_WEIGHT), .tensors = {x, dy, dw}};
 		STARNN_CHECK(starnn_submit(&d));
 	} else {
 		int64_t sizes[parts];
@@ -680,7 +691,8 @@ static int conv2d_bwd_weight_dt(starnn_tensor *x, starnn_tensor *dy, float beta,
 		for (int i = 0; i < parts; i++) {
 			a.c = (uint32_t)sizes[i];
 			struct starnn_task_desc d = {.cl = bwd_weight_cls[dt], .args = &a,
-			                             .args_size = sizeof a, .tensors = {xp[i], dy, dwp[i]}};
+			                             .args_size = sizeof a,
+			                             .flops = task_flops(&a, STARNN_CONV2D_BWD_WEIGHT), .tensors = {xp[i], dy, dwp[i]}};
 			STARNN_CHECK(starnn_submit(&d));
 		}
 	}

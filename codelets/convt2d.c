@@ -426,10 +426,18 @@ static struct convt2d_args args_of(const starnn_tensor *x, float beta, starnn_dt
  * the batch would have to be summed). All parts are disjoint. */
 #define MIN_TASK_FLOPS 2.5e7
 
+/* Multiply-adds of a 2x2 stride-2 transposed convolution from x [N,C,H,W]
+ * to o channels: each input pixel meets 4 outputs of each of the o
+ * channels, 2 flops each. Also the count given to each task's StarPU
+ * flops (x and o those of its parts: shapes its footprint holds). */
+static double ct_flops(const starnn_tensor *x, int64_t o)
+{
+	return 8.0 * (double)x->shape[0] * (double)x->shape[1] * (double)o * (double)x->shape[2] * (double)x->shape[3];
+}
+
 static int task_count(const starnn_tensor *x, int64_t o)
 {
-	double flops = 8.0 * (double)x->shape[0] * (double)x->shape[1] * (double)o * (double)x->shape[2] *
-	               (double)x->shape[3];
+	double flops = ct_flops(x, o);
 	int nw = starnn_split_width();
 	double parts = flops / MIN_TASK_FLOPS;
 	return parts < 1 ? 1 : parts < nw ? (int)parts : nw;
@@ -465,8 +473,11 @@ static int convt2d_fwd_dt(starnn_tensor *x, starnn_tensor *w, starnn_tensor *b, 
 	} else
 		parts = 1;
 	for (int i = 0; i < parts; i++) {
-		struct starnn_task_desc d = {.cl = fwd_cls[dt], .args = &a, .args_size = sizeof a,
-		                             .tensors = {xp ? xp[i] : x, wp ? wp[i] : w, bp ? bp[i] : b, yp ? yp[i] : y}};
+		starnn_tensor *xi = xp ? xp[i] : x, *wi = wp ? wp[i] : w, *yi = yp ? yp[i] : y;
+		/* the product, then the bias on every output element */
+		double flops = ct_flops(xi, wi->shape[1]) + (double)(yi->rows * yi->cols);
+		struct starnn_task_desc d = {.cl = fwd_cls[dt], .args = &a, .args_size = sizeof a, .flops = flops,
+		                             .tensors = {xi, wi, bp ? bp[i] : b, yi}};
 		STARNN_CHECK(starnn_submit(&d));
 	}
 	return 0;
@@ -492,8 +503,10 @@ static int convt2d_bwd_data_dt(starnn_tensor *w, starnn_tensor *dy, float beta, 
 	} else
 		parts = 1;
 	for (int i = 0; i < parts; i++) {
+		starnn_tensor *wi = wp ? wp[i] : w, *dxi = dxp ? dxp[i] : dx;
 		struct starnn_task_desc d = {.cl = cl, .args = &a, .args_size = sizeof a,
-		                             .tensors = {wp ? wp[i] : w, dyp ? dyp[i] : dy, dxp ? dxp[i] : dx}};
+		                             .flops = ct_flops(dxi, wi->shape[1]),
+		                             .tensors = {wi, dyp ? dyp[i] : dy, dxi}};
 		STARNN_CHECK(starnn_submit(&d));
 	}
 	return 0;
@@ -517,8 +530,11 @@ static int convt2d_bwd_weight_dt(starnn_tensor *x, starnn_tensor *dy, float beta
 	} else
 		parts = 1;
 	for (int i = 0; i < parts; i++) {
-		struct starnn_task_desc d = {.cl = cl, .args = &a, .args_size = sizeof a,
-		                             .tensors = {x, dyp ? dyp[i] : dy, dwp ? dwp[i] : dw, dbp ? dbp[i] : db}};
+		starnn_tensor *dyi = dyp ? dyp[i] : dy, *dwi = dwp ? dwp[i] : dw;
+		/* the weight product, then the bias gradient's sum over dy */
+		double flops = ct_flops(x, dwi->shape[1]) + (double)(dyi->rows * dyi->cols);
+		struct starnn_task_desc d = {.cl = cl, .args = &a, .args_size = sizeof a, .flops = flops,
+		                             .tensors = {x, dyi, dwi, dbp ? dbp[i] : db}};
 		STARNN_CHECK(starnn_submit(&d));
 	}
 	return 0;

@@ -79,6 +79,7 @@ int starnn_copy(starnn_tensor *x, starnn_tensor *y)
 		return starnn_error(STARNN_EINVAL, "copy: tensor '%s' has an unknown dtype %d", y->name, (int)y->dtype);
 	}
 	struct copy_args a = {starnn_dtype_size(y->dtype)};
-	struct starnn_task_desc d = {.cl = cl, .args = &a, .args_size = sizeof a, .tensors = {x, y}};
+	struct starnn_task_desc d = {.cl = cl, .args = &a, .args_size = sizeof a, .flops = STARNN_NO_FLOPS,
+	                             .tensors = {x, y}};
 	return starnn_submit(&d);
 }

@@ -89,6 +89,7 @@ int starnn_fill(float value, starnn_tensor *y)
 	default:
 		return starnn_error(STARNN_EINVAL, "fill: tensor '%s' has an unknown dtype %d", y->name, (int)y->dtype);
 	}
-	struct starnn_task_desc d = {.cl = cl, .args = &a, .args_size = sizeof a, .tensors = {y}};
+	struct starnn_task_desc d = {.cl = cl, .args = &a, .args_size = sizeof a, .flops = STARNN_NO_FLOPS,
+	                             .tensors = {y}};
 	return starnn_submit(&d);
 }

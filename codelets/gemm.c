@@ -98,6 +98,14 @@ static int check_shapes(int transA, int transB, const starnn_tensor *A, const st
 	return 0;
 }
 
+/* 2 M N K: a multiply and an add per term of each of C's M x N sums
+ * (beta's scaling of C left out). */
+static double gemm_flops(int transA, const starnn_tensor *A, const starnn_tensor *C)
+{
+	size_t k = transA ? A->rows : A->cols;
+	return 2.0 * (double)C->rows * (double)C->cols * (double)k;
+}
+
 int starnn_gemm(int transA, int transB, float alpha, starnn_tensor *A, starnn_tensor *B, float beta,
                 starnn_tensor *C)
 {
@@ -118,6 +126,7 @@ int starnn_gemm(int transA, int transB, float alpha, starnn_tensor *A, starnn_te
 		.cl = beta == 0.0f ? &starnn_gemm_w_cl : &starnn_gemm_cl,
 		.args = &g,
 		.args_size = sizeof g,
+		.flops = gemm_flops(transA, A, C),
 		.tensors = {A, B, C},
 	};
 	return starnn_submit(&d);
@@ -221,6 +230,7 @@ int starnn_gemm_mp(int transA, int transB, float alpha, starnn_tensor *A, starnn
 		.cl = beta == 0.0f ? (fp16 ? &gemm_fp16_w_cl : &gemm_bf16_w_cl) : (fp16 ? &gemm_fp16_cl : &gemm_bf16_cl),
 		.args = &g,
 		.args_size = sizeof g,
+		.flops = gemm_flops(transA, A, C),
 		.tensors = {A, B, C},
 	};
 	return starnn_submit(&d);

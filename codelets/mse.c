@@ -86,6 +86,11 @@ struct starpu_codelet starnn_mse_bwd_cl = {
 
 /* ------------------------------------------------------------ submission */
 
+/* Flops per task: forward p - t, its square and the sum (3 per element);
+ * backward p - t times 2 scale (2 per element). */
+#define MSE_FWD_FLOPS(pred) (3.0 * (double)((pred)->rows * (pred)->cols))
+#define MSE_BWD_FLOPS(pred) (2.0 * (double)((pred)->rows * (pred)->cols))
+
 int starnn_mse_fwd(starnn_tensor *pred, starnn_tensor *target, starnn_tensor *loss, float scale, float beta)
 {
 	char d[128];
@@ -101,7 +106,8 @@ int starnn_mse_fwd(starnn_tensor *pred, starnn_tensor *target, starnn_tensor *lo
 		                    (double)beta);
 	struct mse_args a = {scale, beta};
 	struct starnn_task_desc desc = {
-		.cl = &starnn_mse_fwd_cl, .args = &a, .args_size = sizeof a, .tensors = {pred, target, loss}};
+		.cl = &starnn_mse_fwd_cl, .args = &a, .args_size = sizeof a, .flops = MSE_FWD_FLOPS(pred),
+		.tensors = {pred, target, loss}};
 	return starnn_submit(&desc);
 }
 
@@ -117,7 +123,8 @@ int starnn_mse_bwd(starnn_tensor *pred, starnn_tensor *target, starnn_tensor *dp
 		return starnn_error(STARNN_EINVAL, "mse_bwd: scale must be finite, got %g", (double)scale);
 	struct mse_args a = {scale, 0.0f};
 	struct starnn_task_desc desc = {
-		.cl = &starnn_mse_bwd_cl, .args = &a, .args_size = sizeof a, .tensors = {pred, target, dpred}};
+		.cl = &starnn_mse_bwd_cl, .args = &a, .args_size = sizeof a, .flops = MSE_BWD_FLOPS(pred),
+		.tensors = {pred, target, dpred}};
 	return starnn_submit(&desc);
 }
 
@@ -242,6 +249,7 @@ int starnn_mse_fwd_mp(starnn_tensor *pred, starnn_tensor *target, starnn_tensor 
 	struct starnn_task_desc desc = {.cl = pred->dtype == STARNN_FP16 ? &mse_fwd_fp16_cl : &mse_fwd_bf16_cl,
 	                                .args = &a,
 	                                .args_size = sizeof a,
+	                                .flops = MSE_FWD_FLOPS(pred),
 	                                .tensors = {pred, target, loss}};
 	return starnn_submit(&desc);
 }
@@ -274,6 +282,7 @@ int starnn_mse_bwd_mp(starnn_tensor *pred, starnn_tensor *target, starnn_tensor 
 		cl = pred->dtype == STARNN_FP16 ? &mse_bwd_fp16_cl : &mse_bwd_bf16_cl;
 	struct mse_args a = {scale, 0.0f};
 	struct starnn_task_desc desc = {
-		.cl = cl, .args = &a, .args_size = sizeof a, .tensors = {pred, target, dpred, state}};
+		.cl = cl, .args = &a, .args_size = sizeof a, .flops = MSE_BWD_FLOPS(pred),
+		.tensors = {pred, target, dpred, state}};
 	return starnn_submit(&desc);
 }

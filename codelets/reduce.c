@@ -100,7 +100,10 @@ static int submit(struct starpu_codelet *cl, const char *op, starnn_tensor *x, s
 {
 	STARNN_CHECK(check(op, x, out, beta));
 	struct reduce_args a = {beta};
-	struct starnn_task_desc d = {.cl = cl, .args = &a, .args_size = sizeof a, .tensors = {x, out}};
+	/* sum: an add per element; sumsq: a multiply and an add */
+	double per = cl == &starnn_sumsq_cl ? 2.0 : 1.0;
+	struct starnn_task_desc d = {.cl = cl, .args = &a, .args_size = sizeof a,
+	                             .flops = per * (double)(x->rows * x->cols), .tensors = {x, out}};
 	return starnn_submit(&d);
 }
 

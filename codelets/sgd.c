@@ -38,6 +38,12 @@ struct starpu_codelet starnn_sgd_cl = {
 	.model = &starnn_sgd_fp32_model,
 };
 
+/* Flops per element of the update with momentum and weight decay (the
+ * gradient 3, the momentum buffer 3, w 2), whatever the parameters: the
+ * models' footprints are the shapes alone, and StarPU wants one count per
+ * footprint. */
+#define SGD_FLOPS_PER_ELEMENT 8.0
+
 static int check_same(const char *an, const starnn_tensor *a, const char *bn, const starnn_tensor *b)
 {
 	char d[128];
@@ -81,7 +87,9 @@ int starnn_sgd(starnn_tensor *w, starnn_tensor *grad, starnn_tensor *buf, const 
 
 	struct starnn_sgd_step s = {*p, grad_scale, step == 1};
 	s.p.nesterov = p->nesterov != 0;
-	struct starnn_task_desc d = {.cl = &starnn_sgd_cl, .args = &s, .args_size = sizeof s, .tensors = {w, grad, buf}};
+	struct starnn_task_desc d = {.cl = &starnn_sgd_cl, .args = &s, .args_size = sizeof s,
+	                             .flops = SGD_FLOPS_PER_ELEMENT * (double)(w->rows * w->cols),
+	                             .tensors = {w, grad, buf}};
 	return starnn_submit(&d);
 }
 
@@ -129,6 +137,8 @@ int starnn_sgd_amp(starnn_tensor *w, starnn_tensor *grad, starnn_tensor *buf, co
 	struct starnn_sgd_params p = *params;
 	p.nesterov = params->nesterov != 0;
 	struct starnn_task_desc d = {
-		.cl = &sgd_amp_cl, .args = &p, .args_size = sizeof p, .tensors = {w, grad, buf, state, flag}};
+		.cl = &sgd_amp_cl, .args = &p, .args_size = sizeof p,
+		.flops = SGD_FLOPS_PER_ELEMENT * (double)(w->rows * w->cols),
+		.tensors = {w, grad, buf, state, flag}};
 	return starnn_submit(&d);
 }

@@ -297,7 +297,8 @@ static int add_param(unet *m, starnn_param **p, const char *path, starnn_tensor 
 /* StarPU names: the path with '.' for '/', shortened to fit. */
 static void tensor_name(char *buf, size_t size, const char *path, const char *suffix)
 {
-	snprintf(buf, size, "%.40s%s%s", path, *suffix ? "." : "", suffix);
+	/* top-level tensors (empty path) are just "x", not ".x" */
+	snprintf(buf, size, "%.40s%s%s", path, *path && *suffix ? "." : "", suffix);
 	for (char *c = buf; *c; c++)
 		if (*c == '/')
 			*c = '.';

@@ -9,8 +9,28 @@ static _Thread_local int placement = STARNN_ANYWHERE;
 static _Thread_local uint32_t where_mask;
 static starnn_edge_fn edge_hook;
 static void *edge_ctx;
+/* Models submit from their main thread and loader threads alike (a
+ * mutex: _Atomic double would need libatomic for its compound add). */
+static double submitted_flops;
+static pthread_mutex_t flops_lock = PTHREAD_MUTEX_INITIALIZER;
 
 /* ------------------------------------------------------------ interning */
+
+char *starnn_trace_name(const char *name, char *out, size_t size)
+{
+	size_t n = 0;
+	for (const unsigned char *c = (const unsigned char *)name; *c && n + 1 < size; c++) {
+		/* Quotes would open a Paje string field; a backslash is an escape
+		 * in some readers. Dropping them keeps the name one token. */
+		if (*c == '"' || *c == '\'' || *c == '\\')
+			continue;
+		out[n++] = *c <= ' ' || *c >= 0x7f ? '_' : (char)*c;
+	}
+	out[n] = '\0';
+	if (n == 0) /* an empty field would shift the others */
+		snprintf(out, size, "task");
+	return out;
+}
 
 /* A chained hash set: task names are looked up at every submission. */
 #define INTERN_BUCKETS 1024
@@ -21,8 +41,12 @@ struct interned {
 static struct interned *interned[INTERN_BUCKETS];
 static pthread_mutex_t intern_lock = PTHREAD_MUTEX_INITIALIZER;
 
-const char *starnn_intern(const char *s)
+const char *starnn_intern(const char *name)
 {
+	/* Sanitised before hashing, so names that differ only in characters a
+	 * trace cannot hold share one copy. */
+	char s[STARNN_NAME_MAX + 64];
+	starnn_trace_name(name, s, sizeof s);
 	uint32_t h = 2166136261u; /* FNV-1a */
 	for (const char *c = s; *c; c++)
 		h = (h ^ (unsigned char)*c) * 16777619u;
@@ -60,6 +84,31 @@ void starnn_submit_shutdown(void)
 	pthread_mutex_unlock(&intern_lock);
 	edge_hook = NULL;
 	edge_ctx = NULL;
+	pthread_mutex_lock(&flops_lock);
+	submitted_flops = 0.0;
+	pthread_mutex_unlock(&flops_lock);
+}
+
+double starnn_submitted_flops(void)
+{
+	pthread_mutex_lock(&flops_lock);
+	double f = submitted_flops;
+	pthread_mutex_unlock(&flops_lock);
+	return f;
+}
+
+/* The default count of a task (see struct starnn_task_desc): one operation
+ * per element of its largest buffer. The buffers' shapes are part of every
+ * starnn footprint, so tasks of one footprint get one count. */
+static double default_flops(starnn_tensor *const *tensors, int nbuffers)
+{
+	size_t most = 0;
+	for (int i = 0; i < nbuffers; i++) {
+		size_t n = tensors[i]->rows * tensors[i]->cols;
+		if (n > most)
+			most = n;
+	}
+	return (double)most;
 }
 
 /* ------------------------------------------------------------ placement */
@@ -133,6 +182,9 @@ int starnn_submit(const struct starnn_task_desc *d)
 	const struct starpu_codelet *cl = d->cl;
 	if (!cl || cl->nbuffers < 0 || cl->nbuffers > STARNN_MAX_BUFFERS)
 		return starnn_error(STARNN_EINVAL, "starnn_submit: bad codelet");
+	/* Checked before anything is submitted (the edge hook, partitions). */
+	if (!(d->flops >= 0.0 || d->flops == STARNN_NO_FLOPS))
+		return starnn_error(STARNN_EINVAL, "%s: flops must be >= 0 or STARNN_NO_FLOPS, got %g", cl->name, d->flops);
 	int nbuffers = cl->nbuffers;
 	starnn_tensor *tensors[STARNN_MAX_BUFFERS];
 	const starnn_tensor *written = NULL;
@@ -180,10 +232,13 @@ int starnn_submit(const struct starnn_task_desc *d)
 		}
 		memcpy(args, d->args, d->args_size);
 	}
+	/* "<op>:<tensor>" reads as one word in ViTE's legend and in
+	 * paje.trace's whitespace-separated fields. */
 	char buf[STARNN_NAME_MAX + 64];
 	if (!d->name)
-		snprintf(buf, sizeof buf, "%s %s", cl->name, written ? written->name : "");
+		snprintf(buf, sizeof buf, "%s%s%s", cl->name, written ? ":" : "", written ? written->name : "");
 	const char *name = d->name ? d->name : buf;
+	double flops = d->flops == STARNN_NO_FLOPS ? 0.0 : d->flops > 0.0 ? d->flops : default_flops(tensors, nbuffers);
 
 	struct starpu_task *task = starpu_task_create();
 	task->cl = (struct starpu_codelet *)cl;
@@ -193,6 +248,7 @@ int starnn_submit(const struct starnn_task_desc *d)
 	task->cl_arg_size = d->args_size;
 	task->cl_arg_free = 1;
 	task->name = starnn_intern(name);
+	task->flops = flops;
 	task->priority = d->priority;
 	if (where_mask)
 		task->where = (int32_t)where_mask;
@@ -217,6 +273,9 @@ int starnn_submit(const struct starnn_task_desc *d)
 	for (int i = 0; i < nbuffers; i++)
 		if (cl->modes[i] & STARPU_W)
 			tensors[i]->node = placement;
+	pthread_mutex_lock(&flops_lock);
+	submitted_flops += flops;
+	pthread_mutex_unlock(&flops_lock);
 	return 0;
 }
 

@@ -36,11 +36,23 @@ struct starnn_task_desc {
 	const void *args;                /* copied; given to the kernels as cl_arg */
 	size_t args_size;
 	starnn_tensor *tensors[STARNN_MAX_BUFFERS]; /* cl->nbuffers of them */
-	const char *name;                /* optional: default "<op> <written tensor>" */
+	const char *name;                /* optional: default "<op>:<written tensor>" */
 	int priority;                    /* STARPU_MIN_PRIO .. STARPU_MAX_PRIO, 0 default */
+	/* Floating-point operations of this task, given to StarPU as
+	 * task->flops (its perfmodels, STARPU_WORKER_STATS and traces show
+	 * GFlop/s from it). 0: one per element of the largest buffer, the
+	 * count of element-wise operations; STARNN_NO_FLOPS: none (copies,
+	 * fills). Tasks of one footprint must have the same count, or StarPU
+	 * stops recording flops for it: compute it from the footprint's keys. */
+	double flops;
 };
+#define STARNN_NO_FLOPS (-1.0)
 
 int starnn_submit(const struct starnn_task_desc *desc);
+
+/* Sum of the flops of every task submitted since starnn_init() (all
+ * threads), as given to StarPU. */
+double starnn_submitted_flops(void);
 
 /* Waits for every submitted task; returns the first error a task raised. */
 int starnn_wait(void);
@@ -59,9 +71,18 @@ typedef int (*starnn_edge_fn)(void *ctx, starnn_tensor *t, int from_node, int to
                               starnn_tensor **replacement);
 void starnn_set_edge_hook(starnn_edge_fn fn, void *ctx);
 
-/* Interned copy of a string that lives until starnn_shutdown(): task names
- * must outlive their tasks. */
+/* Interned copy of a task name that lives until starnn_shutdown(): task
+ * names must outlive their tasks. The copy is made safe for traces first
+ * (starnn_trace_name), so the interned string may differ from s; NULL when
+ * out of memory. */
 const char *starnn_intern(const char *s);
+
+/* Writes into out (size > 0 bytes) a form of name that a Paje trace can
+ * hold: StarPU writes task names into paje.trace unquoted, as
+ * whitespace-separated fields, so spaces, tabs, control and non-ASCII bytes
+ * become '_', quotes and backslashes are dropped, and an empty result
+ * becomes "task". Truncates to size - 1 bytes; returns out. */
+char *starnn_trace_name(const char *name, char *out, size_t size);
 
 /* Internal to the runtime: make t's own handle hold its data (gathers parts,
  * partitions ancestors), asynchronously. make_whole drops every plan of t;

@@ -1,0 +1,258 @@
+/* The submit layer's task names and flop counts, as StarPU receives them.
+ *
+ * Names: StarPU writes task names unquoted into paje.trace, whose fields are
+ * separated by whitespace, so a name with a space breaks every line that
+ * carries it (ViTE: "Unknown entity type", "extra token(s) ignored"). The
+ * names a task really gets are read inside the task itself
+ * (starpu_task_get_current()) by a probe codelet.
+ *
+ * Flops: each task's task->flops, read the same way, and summed by StarPU's
+ * own per-worker profiling for real operations (conv2d and convt2d split
+ * into parts, relu, mse, gemm, axpy, adam, copy), against the counts of
+ * their shapes. */
+#include <math.h>
+#include <starpu_profiling.h>
+
+#include "codelets/adam.h"
+#include "codelets/axpy.h"
+#include "codelets/conv2d.h"
+#include "codelets/convt2d.h"
+#include "codelets/copy.h"
+#include "codelets/gemm.h"
+#include "codelets/mse.h"
+#include "codelets/relu.h"
+#include "runtime/codelet.h"
+#include "tests/testlib.h"
+
+/* ------------------------------------------------------------ the probe */
+
+static char probe_name[256];
+static double probe_flops = -1.0;
+
+/* Records what StarPU holds for the running task. */
+static void probe_cpu(void *buffers[], void *cl_arg)
+{
+	(void)buffers;
+	(void)cl_arg;
+	struct starpu_task *task = starpu_task_get_current();
+	snprintf(probe_name, sizeof probe_name, "%s", task && task->name ? task->name : "(none)");
+	probe_flops = task ? task->flops : -1.0;
+}
+
+static struct starpu_codelet probe_cl = {
+	.name = "probe",
+	.cpu_funcs = {probe_cpu},
+	.nbuffers = 2,
+	.modes = {STARPU_R, STARPU_RW},
+};
+
+/* Submits the probe on (x, y) with the given name and flops, waits, and
+ * leaves what the task saw in probe_name / probe_flops. */
+static int run_probe(starnn_tensor *x, starnn_tensor *y, const char *name, double flops)
+{
+	probe_name[0] = '\0';
+	probe_flops = -1.0;
+	struct starnn_task_desc d = {.cl = &probe_cl, .name = name, .flops = flops, .tensors = {x, y}};
+	int rc = starnn_submit(&d);
+	if (rc < 0)
+		return rc;
+	return starnn_wait();
+}
+
+/* A name ViTE reads as one field: no whitespace, quote, backslash or
+ * non-ASCII byte, and not empty. */
+static int trace_safe(const char *s)
+{
+	if (!*s)
+		return 0;
+	for (const unsigned char *c = (const unsigned char *)s; *c; c++)
+		if (*c <= ' ' || *c >= 0x7f || *c == '"' || *c == '\'' || *c == '\\')
+			return 0;
+	return 1;
+}
+
+/* ------------------------------------------------------------ names */
+
+static void sanitising(void)
+{
+	static const struct {
+		const char *in, *want;
+	} cases[] = {
+		{"copy y[0]", "copy_y[0]"},
+		{"conv2d_fwd:enc0/conv1.y[n1]", "conv2d_fwd:enc0/conv1.y[n1]"}, /* already safe: unchanged */
+		{"a\tb\nc\rd", "a_b_c_d"},
+		{"say \"hi\" it's a\\b", "say_hi_its_ab"},
+		{"caf\xc3\xa9", "caf__"},
+		{"", "task"},
+		{"\"\"", "task"},
+	};
+	char out[64];
+	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+		starnn_trace_name(cases[i].in, out, sizeof out);
+		TEST_ASSERT(strcmp(out, cases[i].want) == 0, "trace name of '%s': '%s', expected '%s'", cases[i].in, out,
+		            cases[i].want);
+	}
+	starnn_trace_name("abcdefgh", out, 4);
+	TEST_ASSERT(strcmp(out, "abc") == 0, "truncated to size - 1: '%s'", out);
+
+	const char *a = starnn_intern("copy y[0]"), *b = starnn_intern("copy\ty[0]");
+	TEST_ASSERT(a && trace_safe(a), "interned name is trace-safe: '%s'", a ? a : "(null)");
+	TEST_ASSERT(a && strcmp(a, "copy_y[0]") == 0, "interned 'copy y[0]': '%s'", a ? a : "(null)");
+	TEST_ASSERT(a == b, "names equal once sanitised share one copy");
+}
+
+static void task_names(void)
+{
+	/* A tensor name with a space (models may name tensors freely). */
+	starnn_tensor *x, *y;
+	TEST_OK(starnn_tensor_new(&x, "input data", STARNN_FP32, 2, (int64_t)3, (int64_t)5));
+	TEST_OK(starnn_tensor_new(&y, "my \"out\" [0]", STARNN_FP32, 2, (int64_t)3, (int64_t)5));
+
+	TEST_OK(run_probe(x, y, NULL, 0.0));
+	TEST_ASSERT(strcmp(probe_name, "probe:my_out_[0]") == 0, "default name '<op>:<written>': '%s'", probe_name);
+	TEST_ASSERT(trace_safe(probe_name), "default name is trace-safe: '%s'", probe_name);
+
+	TEST_OK(run_probe(x, y, "step 3\t'fwd'", 0.0));
+	TEST_ASSERT(strcmp(probe_name, "step_3_fwd") == 0, "given name sanitised: '%s'", probe_name);
+
+	/* The names starnn's own operations build, on parts too. */
+	starnn_tensor **xp, **yp;
+	TEST_OK(starnn_tensor_split(x, 0, 3, NULL, &xp));
+	TEST_OK(starnn_tensor_split(y, 0, 3, NULL, &yp));
+	TEST_OK(run_probe(xp[1], yp[1], NULL, 0.0));
+	TEST_ASSERT(strcmp(probe_name, "probe:my_out_[0][1]") == 0, "part's task name: '%s'", probe_name);
+	TEST_ASSERT(trace_safe(probe_name), "part's task name is trace-safe: '%s'", probe_name);
+	starnn_tensor_destroy(x);
+	starnn_tensor_destroy(y);
+}
+
+/* ------------------------------------------------------------ flops */
+
+static void probe_flop_counts(void)
+{
+	starnn_tensor *x, *y;
+	TEST_OK(starnn_tensor_new(&x, "x", STARNN_FP32, 2, (int64_t)4, (int64_t)6));
+	TEST_OK(starnn_tensor_new(&y, "y", STARNN_FP32, 2, (int64_t)2, (int64_t)3));
+
+	double before = starnn_submitted_flops();
+	TEST_OK(run_probe(x, y, NULL, 0.0));
+	TEST_ASSERT(probe_flops == 24.0, "default flops: one per element of the largest buffer (24), got %g",
+	            probe_flops);
+	TEST_OK(run_probe(x, y, NULL, 1234.5));
+	TEST_ASSERT(probe_flops == 1234.5, "given flops reach the task: %g", probe_flops);
+	TEST_OK(run_probe(x, y, NULL, STARNN_NO_FLOPS));
+	TEST_ASSERT(probe_flops == 0.0, "STARNN_NO_FLOPS: 0 in the task, got %g", probe_flops);
+	double sum = starnn_submitted_flops() - before;
+	TEST_ASSERT(sum == 24.0 + 1234.5, "starnn_submitted_flops counts what the tasks got: %g", sum);
+
+	struct starnn_task_desc d = {.cl = &probe_cl, .flops = -2.0, .tensors = {x, y}};
+	TEST_ASSERT(starnn_submit(&d) == STARNN_EINVAL, "negative flops refused");
+	TEST_ASSERT(strstr(starnn_last_error(), "flops") != NULL, "message names flops: %s", starnn_last_error());
+	d.flops = NAN;
+	TEST_ASSERT(starnn_submit(&d) == STARNN_EINVAL, "NaN flops refused");
+	TEST_OK(starnn_wait());
+	starnn_tensor_destroy(x);
+	starnn_tensor_destroy(y);
+}
+
+/* Flops StarPU's profiling summed over every worker since the last call
+ * (starpu_profiling_worker_get_info resets the counters it reports). */
+static double profiled_flops(void)
+{
+	double sum = 0.0;
+	unsigned n = starpu_worker_get_count();
+	for (unsigned w = 0; w < n; w++) {
+		struct starpu_profiling_worker_info info;
+		if (starpu_profiling_worker_get_info((int)w, &info) == 0)
+			sum += info.flops;
+	}
+	return sum;
+}
+
+static starnn_tensor *new4(const char *name, int64_t n, int64_t c, int64_t h, int64_t w)
+{
+	starnn_tensor *t = NULL;
+	TEST_OK(starnn_tensor_new(&t, name, STARNN_FP32, 4, n, c, h, w));
+	return t;
+}
+
+/* Submits what op does, waits, and checks both the submit layer's count
+ * and StarPU's profiled count against want. */
+#define CHECK_FLOPS(what, want, ...)                                                                   \
+	do {                                                                                           \
+		double b_ = starnn_submitted_flops();                                                  \
+		profiled_flops();                                                                      \
+		TEST_OK(__VA_ARGS__);                                                                  \
+		TEST_OK(starnn_wait());                                                                \
+		double got_ = starnn_submitted_flops() - b_, prof_ = profiled_flops();                 \
+		TEST_ASSERT(got_ == (want), "%s: %.0f flops submitted, expected %.0f", what, got_,     \
+		            (double)(want));                                                           \
+		TEST_ASSERT(prof_ == (want), "%s: StarPU profiled %.0f flops, expected %.0f", what,    \
+		            prof_, (double)(want));                                                    \
+	} while (0)
+
+static void operation_flop_counts(void)
+{
+	if (starpu_profiling_status_set(STARPU_PROFILING_ENABLE) < 0)
+		TEST_ASSERT(0, "cannot enable StarPU profiling");
+
+	/* conv2d 3x3 at a size cut into several tasks (2 N C O k^2 H W > the
+	 * split threshold): the parts' counts must add up to the whole's. */
+	const double n = 4, c = 16, o = 16, h = 64, w = 64, k = 3;
+	starnn_tensor *x = new4("x", 4, 16, 64, 64), *y = new4("y", 4, 16, 64, 64);
+	starnn_tensor *dx = new4("dx", 4, 16, 64, 64), *dy = new4("dy", 4, 16, 64, 64);
+	starnn_tensor *wt = new4("w", 16, 16, 3, 3), *dw = new4("dw", 16, 16, 3, 3), *b, *db;
+	TEST_OK(starnn_tensor_new(&b, "b", STARNN_FP32, 1, (int64_t)16));
+	TEST_OK(starnn_tensor_new(&db, "db", STARNN_FP32, 1, (int64_t)16));
+	const double gemm = 2 * n * c * o * k * k * h * w, bias = n * o * h * w;
+	CHECK_FLOPS("conv2d_fwd", gemm + bias, starnn_conv2d_fwd(x, wt, b, y));
+	TEST_ASSERT(gemm + bias > 0, "conv2d counts flops");
+	CHECK_FLOPS("conv2d_bwd_data", gemm, starnn_conv2d_bwd_data(dy, wt, 0.0f, dx));
+	CHECK_FLOPS("conv2d_bwd_weight + bias", gemm + bias, starnn_conv2d_bwd_weight(x, dy, 0.0f, dw, db));
+
+	/* convt2d 2x2 stride 2, [4,32,32,32] -> [4,64,64,64]: 8 N C O H W for
+	 * the product (big enough to be cut into parts), plus the bias on
+	 * every output */
+	starnn_tensor *xt = new4("xt", 4, 32, 32, 32), *wt2 = new4("wt2", 32, 64, 2, 2), *yt = new4("yt", 4, 64, 64, 64);
+	starnn_tensor *bt;
+	TEST_OK(starnn_tensor_new(&bt, "bt", STARNN_FP32, 1, (int64_t)64));
+	CHECK_FLOPS("convt2d_fwd", 8.0 * 4 * 32 * 64 * 32 * 32 + 4.0 * 64 * 64 * 64, starnn_convt2d_fwd(xt, wt2, bt, yt));
+
+	/* element-wise defaults and counts on y [4,16,64,64]: relu one per
+	 * element (the default), mse forward 3 */
+	starnn_tensor *loss;
+	TEST_OK(starnn_tensor_new(&loss, "loss", STARNN_FP32, 1, (int64_t)1));
+	CHECK_FLOPS("relu_fwd", n * o * h * w, starnn_relu_fwd(y, dy));
+	CHECK_FLOPS("mse_fwd", 3.0 * n * o * h * w, starnn_mse_fwd(y, dy, loss, 1.0f, 0.0f));
+
+	/* gemm [8 x 5] x [5 x 7] */
+	starnn_tensor *A, *B, *C, *D;
+	TEST_OK(starnn_tensor_new(&A, "A", STARNN_FP32, 2, (int64_t)8, (int64_t)5));
+	TEST_OK(starnn_tensor_new(&B, "B", STARNN_FP32, 2, (int64_t)5, (int64_t)7));
+	TEST_OK(starnn_tensor_new(&C, "C", STARNN_FP32, 2, (int64_t)8, (int64_t)7));
+	TEST_OK(starnn_tensor_new(&D, "D", STARNN_FP32, 2, (int64_t)8, (int64_t)7));
+	CHECK_FLOPS("gemm", 2.0 * 8 * 7 * 5, starnn_gemm(0, 0, 1.0f, A, B, 0.0f, C));
+
+	/* element-wise: axpy 2 per element, adam 17, a copy none */
+	struct starnn_adam_params ap = {0.001f, 0.9f, 0.999f, 1e-8f, 0.0f, 0};
+	starnn_tensor *m, *v;
+	TEST_OK(starnn_tensor_new(&m, "m", STARNN_FP32, 4, (int64_t)16, (int64_t)16, (int64_t)3, (int64_t)3));
+	TEST_OK(starnn_tensor_new(&v, "v", STARNN_FP32, 4, (int64_t)16, (int64_t)16, (int64_t)3, (int64_t)3));
+	CHECK_FLOPS("axpy", 2.0 * 56, starnn_axpy(0.5f, C, D));
+	CHECK_FLOPS("adam", 17.0 * 2304, starnn_adam(wt, dw, m, v, &ap, 1, 1.0f));
+	CHECK_FLOPS("copy", 0.0, starnn_copy(x, dx));
+
+	starnn_tensor *all[] = {x, y, dx, dy, wt, dw, b, db, xt, wt2, yt, bt, loss, A, B, C, D, m, v};
+	for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
+		starnn_tensor_destroy(all[i]);
+}
+
+int main(void)
+{
+	test_init();
+	sanitising();
+	task_names();
+	probe_flop_counts();
+	operation_flop_counts();
+	return test_finish();
+}

@@ -99,14 +99,14 @@ static void codelets_vs_kernels(int64_t n, int64_t c1, int64_t c2, int64_t h, in
 		starnn_tensor *tda = test_tensor("da", 4, as, da), *tdb = test_tensor("db", 4, bs, db);
 		/* beta d + s rounded once (the sum exact in double) */
 		for (size_t r = 0; r < rows; r++) {
-			for (size_t k = 0; k < ca; k++) {
-				size_t i = r * ca + k;
-				double sv = dcat[r * (ca + cb) + k];
+			for (size_t j = 0; j < ca; j++) {
+				size_t i = r * ca + j;
+				double sv = dcat[r * (ca + cb) + j];
 				da[i] = (float)(ba == 0 ? sv : (double)ba * da[i] + sv);
 			}
-			for (size_t k = 0; k < cb; k++) {
-				size_t i = r * cb + k;
-				double sv = dcat[r * (ca + cb) + ca + k];
+			for (size_t j = 0; j < cb; j++) {
+				size_t i = r * cb + j;
+				double sv = dcat[r * (ca + cb) + ca + j];
 				db[i] = (float)(bb == 0 ? sv : (double)bb * db[i] + sv);
 			}
 		}

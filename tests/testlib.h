@@ -162,6 +162,7 @@ static inline int test_close(const char *what, const float *got, const float *re
 #define TEST_U32 5.9604644775390625e-8 /* 2^-24 */
 #define TEST_U16 4.8828125e-4         /* fp16: 2^-11 */
 #define TEST_UBF16 3.90625e-3         /* bf16: 2^-8 */
+#define TEST_U64 1.1102230246251565e-16 /* 2^-53: double accumulation */
 #define TEST_SUM_LAMBDA 10.0
 #define TEST_SUM_FLOOR 1e-30
 
@@ -210,6 +211,41 @@ static inline int test_close_sum(const char *what, const float *got, const doubl
                                  size_t nterms, double u)
 {
 	return test_close_sum_out(what, got, exact, mag, n, nterms, u, u);
+}
+
+/* Results whose bound the caller derives per element (elementwise
+ * formulas: k roundings of u relative to the magnitudes of the terms; a
+ * chain of roundings of stored partials): |got - exact| <= bound[i] (plus
+ * TEST_SUM_FLOOR). NaN counts as a mismatch. Reports the worst element and
+ * how far it is into its bound, as test_close_sum_out does. */
+static inline int test_close_bound(const char *what, const float *got, const double *exact, const double *bound,
+                                   size_t n)
+{
+	size_t bad = 0, worst = 0;
+	double worst_ratio = -1;
+	for (size_t i = 0; i < n; i++) {
+		double d = fabs((double)got[i] - exact[i]);
+		double ratio = isnan(d) ? INFINITY : d / (bound[i] + TEST_SUM_FLOOR);
+		if (ratio > 1)
+			bad++;
+		if (ratio > worst_ratio) {
+			worst_ratio = ratio;
+			worst = i;
+		}
+	}
+	test_checks++;
+	if (getenv("STARNN_TEST_VERBOSE"))
+		printf("     %s: worst error %.3g of its bound\n", what, worst_ratio);
+	if (bad) {
+		test_failures++;
+		fprintf(stderr,
+		        "FAIL %s: %zu of %zu elements outside the derived bound; worst [%zu]: got %.9g, exact %.12g, "
+		        "bound %.3g: %.3g times the bound\n",
+		        what, bad, n, worst, n ? got[worst] : 0.0, n ? exact[worst] : 0.0, n ? bound[worst] : 0.0,
+		        worst_ratio);
+		return 0;
+	}
+	return 1;
 }
 
 /* A double reference with its term magnitudes: n of each (malloc'd). */

@@ -1,27 +1,34 @@
 /* batchnorm: the CPU kernels against a double-precision reference of
  * torch.nn.BatchNorm2d (training forward with running statistics, backward,
- * evaluation, fused ReLU, strided views), against PyTorch itself on one small
- * fixed input, against central finite differences; the codelets (CPU, or
- * CUDA in the _cuda build) through starnn_batchnorm_fwd / _bwd against direct
- * kernel calls, on whole batches and on batches split into 2 and 3
- * micro-batches; bad shapes -> STARNN_EINVAL.
+ * evaluation, fused ReLU, strided views), PyTorch itself on one small fixed
+ * input, central finite differences; the codelets (CPU, or CUDA in the
+ * _cuda build) through starnn_batchnorm_fwd / _bwd on whole batches and on
+ * batches split into 2 and 3 micro-batches; the 16-bit layer; bn_slot_add;
+ * the 16-bit kernels at every instruction-set level; bad shapes ->
+ * STARNN_EINVAL. Data in [-2, 3) plus a per-channel offset, gamma in [0.5,
+ * 1.5) with random signs.
  *
- * Tolerances (|got - ref| <= atol + rtol*|ref|), data in [-2, 3) plus a
- * per-channel offset, gamma in [0.5, 1.5) with random signs:
- *   kernels vs double reference: y, mean, running stats rtol 1e-5 atol 1e-5;
- *     invstd rtol 1e-5; dx rtol 1e-4 atol 1e-5 * max|gamma*invstd| * max|dy|
- *     (dx cancels to ~0 for M = 2, so its own size is no scale);
- *     dgamma, dbeta rtol 1e-5 atol 1e-5 * (sum |dy|) (sums of M terms);
- *   kernels vs PyTorch 1.13 (tools/ref-batchnorm.py): rtol 1e-5 atol 1e-5;
- *   codelets vs direct kernel calls: CPU bit-exact (same code, same order),
- *     CUDA rtol 1e-5 atol 1e-5 (dx: 1e-4 as above);
- *   micro-batch parts vs whole batch: as CUDA above (the partial sums are
- *     combined in double, so only the last float rounding can differ);
- *   finite differences of L = sum(g .* bn(x)) computed with the float
- *     kernels, accumulated in double, h = 1e-2: |fd - analytic| <=
- *     5e-4 + 5e-3 * |analytic| (float rounding of L ~ 1e-6 over 2h gives
- *     noise ~1e-4; the O(h^2) truncation is ~1e-4 relative; measured worst
- *     |fd - analytic| 6e-5, printed with BN_VERBOSE=1). */
+ * Tolerances: every result is checked against the double reference of its
+ * definition within a bound derived from the computation (ref_forward,
+ * ref_backward, ref_eval, y_bound: the derivations are there), for each
+ * element from the magnitudes of its own terms: the double sums' rounding
+ * bound (lambda sqrt(M) 2^-53 sum|terms|, tests/testlib.h), the errors of
+ * the float mean and invstd carried through the formulas that use them,
+ * and one 2^-24 for each fp32 rounding of what it rounds. The kernels' and
+ * the codelets' arithmetic (CPU or CUDA, any split into slots, micro-batches
+ * or channel blocks) only reorders the double sums, and an FMA only drops a
+ * rounding: one bound serves all. Results that are one rounding of a double
+ * value (mean, dbeta) may come to ~1 of their bound; the others sit lower.
+ * PyTorch's committed fp32 outputs are checked against the same reference
+ * within fp32 bounds of any summation order (kernels_vs_torch), and the
+ * kernels against them within the sum of both bounds. The finite
+ * differences: the rounding of the float objective over the step, the
+ * truncation (Richardson, from the double reference) and the analytic
+ * value's bound (fd_check). Exact results stay exact: padding, the running
+ * statistics in evaluation, bn_slot_add (one double addition), the 16-bit
+ * kernels against the fp32 kernels on the same values (the same sums in
+ * the same order, and 16-bit outputs rounded once). STARNN_TEST_VERBOSE=1
+ * prints how far into its bound each check lands. */
 #include "codelets/batchnorm.h"
 #include "tests/testlib.h"
 #include "tests/codelets/halfcheck.h"
@@ -41,21 +48,74 @@ static size_t inner_of(struct dims d)
 
 /* ------------------------------------------------------------ reference */
 
+/* The arithmetic a bound is derived for: u, the unit roundoff of the
+ * elementwise steps and of the stored results (fp32); ua, that of the
+ * sums; det: the deterministic n ua of a sum of n terms (any order, no
+ * assumption) instead of the probabilistic lambda sqrt(n) ua
+ * (tests/testlib.h). */
+struct prec {
+	double u, ua;
+	int det;
+};
+/* starnn's kernels, CPU and CUDA: fp32 elementwise, sums in double. */
+static const struct prec KERNELS = {TEST_U32, TEST_U64, 0};
+/* Any fp32 implementation (PyTorch's): fp32 everywhere, sums in any order. */
+static const struct prec FP32_ANY = {TEST_U32, TEST_U32, 1};
+
+static double sum_err(const struct prec *p, double nterms, double mag)
+{
+	return (p->det ? nterms : TEST_SUM_LAMBDA * sqrt(nterms)) * p->ua * mag;
+}
+
 struct ref {
 	double *y, *mean, *var, *invstd, *rm, *rv; /* forward */
 	double *dx, *dgamma, *dbeta;               /* backward */
+	/* bounds of |got - exact| of each (see the derivations below) */
+	double *by, *bmean, *binvstd, *brm, *brv, *bdx, *bdgamma, *bdbeta;
 };
 
-/* BatchNorm2d training forward in double; rm / rv in: initial running stats. */
-static void ref_forward(size_t n, size_t c, size_t inner, const float *x, const float *gamma, const float *beta,
-                        int relu, const float *rm0, const float *rv0, struct ref *r)
+/* The bound of y = fl(fl(fl(x - mf) s) + b), s = fl(gamma isf), mf and isf
+ * the float mean and invstd with errors em, eis; xm = x - mean, ylin =
+ * gamma xm is + beta (exact). First order, each rounding u of what it
+ * rounds:
+ *   |s| |fl(x - mf) - xm|   <= A (em + u |xm|),       A = |gamma| is
+ *   |xm| |s - gamma is|     <= |xm| (|gamma| eis + u A)
+ *   the product's rounding  <= u A |xm|,  the sum's <= u |ylin|;
+ * (1 + 8u) covers the second-order terms (and the reference's own double
+ * roundings, 2^-29 of these). An FMA (CUDA, or a compiler contracting on
+ * another processor) only drops a rounding. The ReLU is 1-Lipschitz: the
+ * same bound. */
+static double y_bound(double gamma, double is, double xm, double ylin, double em, double eis, double u)
 {
-	double m = (double)(n * inner);
+	double a = fabs(gamma) * is;
+	return (1 + 8 * u) * (a * em + 3 * u * a * fabs(xm) + fabs(gamma) * fabs(xm) * eis + u * fabs(ylin));
+}
+
+/* BatchNorm2d training forward in double from the definition, rm0 / rv0 the
+ * initial running stats, with the bounds of the float results computed by
+ * p's arithmetic with these mom and eps. Per channel, M = n inner:
+ *   s1 = sum x, s2 = sum x^2: errors E1 = e(M, sum|x|), E2 = e(M, s2);
+ *   mean = s1 / M: Em = E1 / M + ua |mean|;
+ *   var = s2 / M - mean^2 (the kernels' formula, the worst of the usual
+ *     ones): Ev = E2 / M + 2 |mean| Em + 3 ua (s2 / M + mean^2);
+ *   float mean: em = u |mean| + Em; float invstd = 1 / sqrt(var + eps):
+ *     eis = u is + is^3 Ev / 2 + 3 ua is;
+ *   running_mean = (1 - mom) rm0 + mom mean, running_var = (1 - mom) rv0 +
+ *     mom var M / (M - 1): u of the result, mom times the error of the
+ *     statistic, a few ua of the terms;
+ *   y: y_bound. */
+static void ref_forward(size_t n, size_t c, size_t inner, const float *x, const float *gamma, const float *beta,
+                        int relu, const float *rm0, const float *rv0, double mom, double eps, const struct prec *p,
+                        struct ref *r)
+{
+	double m = (double)(n * inner), u = p->u, ua = p->ua;
 	for (size_t k = 0; k < c; k++) {
-		double s = 0, v = 0;
+		double s = 0, sabs = 0, s2 = 0, v = 0;
 		for (size_t i = 0; i < n; i++)
-			for (size_t j = 0; j < inner; j++)
-				s += x[(i * c + k) * inner + j];
+			for (size_t j = 0; j < inner; j++) {
+				double xv = x[(i * c + k) * inner + j];
+				s += xv, sabs += fabs(xv), s2 += xv * xv;
+			}
 		double mean = s / m;
 		for (size_t i = 0; i < n; i++)
 			for (size_t j = 0; j < inner; j++) {
@@ -63,43 +123,101 @@ static void ref_forward(size_t n, size_t c, size_t inner, const float *x, const 
 				v += e * e;
 			}
 		v /= m;
+		double e_mean = sum_err(p, m, sabs) / m + ua * fabs(mean);
+		double e_var = sum_err(p, m, s2) / m + 2 * fabs(mean) * e_mean + 3 * ua * (s2 / m + mean * mean);
+		double is = 1 / sqrt(v + eps), unb = v * m / (m - 1);
 		r->mean[k] = mean;
 		r->var[k] = v;
-		r->invstd[k] = 1 / sqrt(v + EPS);
-		r->rm[k] = (1 - MOM) * rm0[k] + MOM * mean;
-		r->rv[k] = (1 - MOM) * rv0[k] + MOM * v * m / (m - 1);
+		r->invstd[k] = is;
+		r->rm[k] = (1 - mom) * rm0[k] + mom * mean;
+		r->rv[k] = (1 - mom) * rv0[k] + mom * unb;
+		r->bmean[k] = u * fabs(mean) + (1 + u) * e_mean;
+		r->binvstd[k] = u * is + (1 + u) * (0.5 * is * is * is * e_var + 3 * ua * is);
+		r->brm[k] = u * fabs(r->rm[k]) +
+		            (1 + u) * (mom * e_mean + 4 * ua * (fabs((1 - mom) * rm0[k]) + fabs(mom * mean)));
+		r->brv[k] = u * fabs(r->rv[k]) + (1 + u) * (mom * (e_var * m / (m - 1) + 2 * ua * unb) +
+		                                            4 * ua * (fabs((1 - mom) * rv0[k]) + fabs(mom * unb)));
 		for (size_t i = 0; i < n; i++)
 			for (size_t j = 0; j < inner; j++) {
 				size_t e = (i * c + k) * inner + j;
-				double yv = gamma[k] * (x[e] - mean) * r->invstd[k] + beta[k];
+				double xm = x[e] - mean, yv = gamma[k] * xm * is + beta[k];
 				r->y[e] = relu && yv < 0 ? 0 : yv;
+				r->by[e] = y_bound(gamma[k], is, xm, yv, r->bmean[k], r->binvstd[k], u);
 			}
 	}
 }
 
-/* Backward; mask: the forward output when the ReLU is fused (its own float
- * y, so that elements at the kink agree), else NULL. */
-static void ref_backward(size_t n, size_t c, size_t inner, const float *x, const float *dy, const float *mask,
-                         const float *gamma, struct ref *r)
+/* Evaluation: y = gamma (x - rm) / sqrt(rv + eps) + beta with the given
+ * running stats (exact values rm, rv; the float ones the kernel uses off
+ * by at most erm, erv: 0 when they are the inputs themselves). The kernels
+ * take 1 / sqrt(rv + eps) in double (3 ua) and s = fl(gamma istd): y_bound
+ * with em = erm, eis = is^3 erv / 2 + 3 ua is. */
+static void ref_eval(size_t n, size_t c, size_t inner, const float *x, const float *gamma, const float *beta, int relu,
+                     const double *rm, const double *rv, const double *erm, const double *erv, double eps,
+                     const struct prec *p, double *y, double *by)
 {
-	double m = (double)(n * inner);
 	for (size_t k = 0; k < c; k++) {
-		double sg = 0, sgx = 0;
+		double is = 1 / sqrt(rv[k] + eps), em = erm ? erm[k] : 0;
+		double eis = (erv ? 0.5 * is * is * is * erv[k] : 0) + 3 * p->ua * is;
 		for (size_t i = 0; i < n; i++)
 			for (size_t j = 0; j < inner; j++) {
 				size_t e = (i * c + k) * inner + j;
-				double g = !mask || mask[e] > 0 ? dy[e] : 0;
-				sg += g;
-				sgx += g * (x[e] - r->mean[k]) * r->invstd[k];
+				double xm = x[e] - rm[k], v = gamma[k] * xm * is + beta[k];
+				y[e] = relu && v < 0 ? 0 : v;
+				by[e] = y_bound(gamma[k], is, xm, v, em, eis, p->u);
 			}
-		r->dbeta[k] = sg;
-		r->dgamma[k] = sgx;
+	}
+}
+
+/* Backward in double; mask: the forward output when the ReLU is fused (its
+ * own float y, so that elements at the kink agree), else NULL. Bounds, per
+ * channel, g = dy (masked), A = gamma is, em / eis those of the forward:
+ *   sg = sum g: Eg = e(M, sum|g|); dbeta = sg: u |dbeta| + Eg;
+ *   S2 = sum g xm; the kernels sum g (x - mf): off by es2 = em sum|g| +
+ *     e(M, sum|g xm| + em sum|g|);
+ *   dgamma = is S2 = fl(isf S2'): u |dgamma| + eis |S2| + (is + eis) es2;
+ *   dx = a g + kk - d (x - mf), a = fl(gamma isf), kk = fl(-a sg / M),
+ *     d = fl(a isf^2 S2' / M) (the kernels' constants, in double):
+ *     ea = |gamma| eis + u A; ek = u |K| + (|gamma| eis |sg| + A Eg) / M;
+ *     ed = u |D| + |gamma| (3 is^2 eis |S2| + is^3 es2) / M (K = -A sg / M,
+ *     D = gamma is^3 S2 / M), then per element the errors of the
+ *     coefficients times their factors and one u for each of the four
+ *     roundings (a g, + kk, x - mf and d (x - mf), the difference):
+ *     |g| ea + 2u A |g| + ek + u |K| + ed |xm| + |D| (em + u |xm|) + u |D xm|
+ *     + u |dx|. */
+static void ref_backward(size_t n, size_t c, size_t inner, const float *x, const float *dy, const float *mask,
+                         const float *gamma, const struct prec *p, struct ref *r)
+{
+	double m = (double)(n * inner), u = p->u, ua = p->ua;
+	for (size_t k = 0; k < c; k++) {
+		double sg = 0, sgabs = 0, s2 = 0, s2abs = 0, mean = r->mean[k], is = r->invstd[k];
 		for (size_t i = 0; i < n; i++)
 			for (size_t j = 0; j < inner; j++) {
 				size_t e = (i * c + k) * inner + j;
 				double g = !mask || mask[e] > 0 ? dy[e] : 0;
-				double xhat = (x[e] - r->mean[k]) * r->invstd[k];
-				r->dx[e] = gamma[k] * r->invstd[k] / m * (m * g - sg - xhat * sgx);
+				sg += g, sgabs += fabs(g);
+				s2 += g * (x[e] - mean), s2abs += fabs(g * (x[e] - mean));
+			}
+		double em = r->bmean[k], eis = r->binvstd[k], ag = fabs(gamma[k]);
+		double e_g = sum_err(p, m, sgabs), es2 = em * sgabs + sum_err(p, m, s2abs + em * sgabs);
+		r->dbeta[k] = sg;
+		r->dgamma[k] = is * s2;
+		r->bdbeta[k] = u * fabs(sg) + (1 + u) * e_g;
+		r->bdgamma[k] = u * fabs(r->dgamma[k]) + (1 + 2 * u) * (eis * fabs(s2) + (is + eis) * es2) +
+		                2 * ua * fabs(r->dgamma[k]);
+		double a = gamma[k] * is, kc = -a * sg / m, dc = gamma[k] * is * is * is * s2 / m;
+		double ea = ag * eis + u * (fabs(a) + ag * eis);
+		double ek = (1 + 2 * u) * (u * fabs(kc) + (ag * eis * fabs(sg) + fabs(a) * e_g) / m + 3 * ua * fabs(kc));
+		double ed = (1 + 4 * u) * (u * fabs(dc) + ag * (3 * is * is * eis * fabs(s2) + is * is * is * es2) / m +
+		                           5 * ua * fabs(dc));
+		for (size_t i = 0; i < n; i++)
+			for (size_t j = 0; j < inner; j++) {
+				size_t e = (i * c + k) * inner + j;
+				double g = !mask || mask[e] > 0 ? dy[e] : 0, xm = x[e] - mean;
+				r->dx[e] = a * g + kc - dc * xm;
+				r->bdx[e] = (1 + 8 * u) * (fabs(g) * ea + 2 * u * fabs(a * g) + ek + u * fabs(kc) +
+				                           ed * fabs(xm) + fabs(dc) * (em + u * fabs(xm)) +
+				                           u * fabs(dc * xm) + u * fabs(r->dx[e]));
 			}
 	}
 }
@@ -107,10 +225,13 @@ static void ref_backward(size_t n, size_t c, size_t inner, const float *x, const
 static struct ref ref_alloc(size_t numel, size_t c)
 {
 	struct ref r;
-	r.y = calloc(numel, sizeof(double)), r.dx = calloc(numel, sizeof(double));
-	r.mean = calloc(c, sizeof(double)), r.var = calloc(c, sizeof(double)), r.invstd = calloc(c, sizeof(double));
-	r.rm = calloc(c, sizeof(double)), r.rv = calloc(c, sizeof(double));
-	r.dgamma = calloc(c, sizeof(double)), r.dbeta = calloc(c, sizeof(double));
+	double **pe[] = {&r.y, &r.dx, &r.by, &r.bdx}, **pc[] = {&r.mean, &r.var, &r.invstd, &r.rm, &r.rv, &r.dgamma,
+	                                                      &r.dbeta, &r.bmean, &r.binvstd, &r.brm, &r.brv,
+	                                                      &r.bdgamma, &r.bdbeta};
+	for (size_t i = 0; i < sizeof pe / sizeof *pe; i++)
+		*pe[i] = calloc(numel ? numel : 1, sizeof(double));
+	for (size_t i = 0; i < sizeof pc / sizeof *pc; i++)
+		*pc[i] = calloc(c ? c : 1, sizeof(double));
 	return r;
 }
 
@@ -118,22 +239,20 @@ static void ref_free(struct ref *r)
 {
 	free(r->y), free(r->dx), free(r->mean), free(r->var), free(r->invstd), free(r->rm), free(r->rv);
 	free(r->dgamma), free(r->dbeta);
+	free(r->by), free(r->bdx), free(r->bmean), free(r->binvstd), free(r->brm), free(r->brv);
+	free(r->bdgamma), free(r->bdbeta);
 }
 
-static float *to_float(const double *d, size_t n)
+/* An accumulated result fl(new + beta old): exact + beta old (old the
+ * stored float), the new part's bound plus the roundings of beta old and
+ * of the sum. */
+static void accumulated(size_t n, double beta, const float *old, double *exact, double *bound, double u)
 {
-	float *f = malloc((n ? n : 1) * sizeof *f);
-	for (size_t i = 0; i < n; i++)
-		f[i] = (float)d[i];
-	return f;
-}
-
-/* Compares got (float) with a double reference. */
-static void close_d(const char *what, const float *got, const double *ref, size_t n, float rtol, float atol)
-{
-	float *r = to_float(ref, n);
-	test_close(what, got, r, n, rtol, atol);
-	free(r);
+	for (size_t i = 0; i < n; i++) {
+		double bo = beta * old[i];
+		exact[i] += bo;
+		bound[i] = (1 + 2 * u) * (bound[i] + u * fabs(bo) + u * fabs(exact[i]));
+	}
 }
 
 /* Dense <-> strided copies (rows of cols, ld apart). */
@@ -148,7 +267,7 @@ static float *strided(const float *dense, size_t rows, size_t cols, size_t ld, f
 
 static float *dense_of(const float *s, size_t rows, size_t cols, size_t ld)
 {
-	float *d = malloc(rows * cols * sizeof *d);
+	float *d = calloc(rows * cols + 1, sizeof *d);
 	for (size_t r = 0; r < rows; r++)
 		memcpy(d + r * cols, s + r * ld, cols * sizeof *d);
 	return d;
@@ -205,6 +324,7 @@ static const char *dims_str(struct dims d, int relu)
 	return buf;
 }
 
+
 /* ------------------------------------------------ direct kernel pipeline */
 
 struct out {
@@ -251,7 +371,35 @@ static struct out kernels_run(const struct data *t, int relu, int nslots)
 	return o;
 }
 
+
 /* ------------------------------------------------ kernels vs the reference */
+
+/* The parameters as the kernels get them (floats). */
+#define MOMF ((double)(float)MOM)
+#define EPSF ((double)(float)EPS)
+
+static void check(const char *what, const char *ds, const float *got, const double *exact, const double *bound,
+                  size_t n)
+{
+	char w[320];
+	snprintf(w, sizeof w, "%s %s", what, ds);
+	test_close_bound(w, got, exact, bound, n);
+}
+
+static double *to_double(const float *f, size_t n)
+{
+	double *d = calloc(n + 1, sizeof *d);
+	for (size_t i = 0; i < n; i++)
+		d[i] = f[i];
+	return d;
+}
+
+static float *copy_of(const float *f, size_t n)
+{
+	float *d = malloc((n ? n : 1) * sizeof *d);
+	memcpy(d, f, n * sizeof *d);
+	return d;
+}
 
 static void kernels_vs_ref(struct dims dm, int relu)
 {
@@ -260,11 +408,10 @@ static void kernels_vs_ref(struct dims dm, int relu)
 	size_t ldx = cols + 3, lddy = cols + 1, ldy = cols + 5, lddx = cols + 2, lds = 2 * c + 2;
 	double count = (double)(n * inner);
 	const float pad = 7.25f;
-	char what[160];
 	const char *ds = dims_str(dm, relu);
 
 	struct ref r = ref_alloc(numel, c);
-	ref_forward(n, c, inner, t.x, t.gamma, t.beta, relu, t.rm0, t.rv0, &r);
+	ref_forward(n, c, inner, t.x, t.gamma, t.beta, relu, t.rm0, t.rv0, MOMF, EPSF, &KERNELS, &r);
 
 	float *x = strided(t.x, n, cols, ldx, pad), *dy = strided(t.dy, n, cols, lddy, pad);
 	float *y = strided(t.dy, n, cols, ldy, pad), *dx = strided(t.dy, n, cols, lddx, pad);
@@ -283,21 +430,16 @@ static void kernels_vs_ref(struct dims dm, int relu)
 	starnn_bn_finalize_cpu(c, 2, slots, lds, count, (float)EPS, (float)MOM, 1, mean, invstd, rm, rv);
 	starnn_bn_apply_cpu(n, c, inner, x, ldx, mean, invstd, 0, (float)EPS, t.gamma, t.beta, relu, y, ldy);
 
-	snprintf(what, sizeof what, "mean %s", ds);
-	close_d(what, mean, r.mean, c, 1e-5f, 1e-5f);
-	snprintf(what, sizeof what, "invstd %s", ds);
-	close_d(what, invstd, r.invstd, c, 1e-5f, 0);
-	snprintf(what, sizeof what, "running_mean %s", ds);
-	close_d(what, rm, r.rm, c, 1e-5f, 1e-5f);
-	snprintf(what, sizeof what, "running_var %s", ds);
-	close_d(what, rv, r.rv, c, 1e-5f, 1e-5f);
+	check("mean", ds, mean, r.mean, r.bmean, c);
+	check("invstd", ds, invstd, r.invstd, r.binvstd, c);
+	check("running_mean", ds, rm, r.rm, r.brm, c);
+	check("running_var", ds, rv, r.rv, r.brv, c);
 	float *yd = dense_of(y, n, cols, ldy);
-	snprintf(what, sizeof what, "y %s", ds);
-	close_d(what, yd, r.y, numel, 1e-5f, 1e-5f);
+	check("y", ds, yd, r.y, r.by, numel);
 	TEST_ASSERT(pads_untouched(y, n, cols, ldy, pad), "bn_apply wrote past cols (%s)", ds);
 
 	/* Backward, same slots layout. */
-	ref_backward(n, c, inner, t.x, t.dy, relu ? yd : NULL, t.gamma, &r);
+	ref_backward(n, c, inner, t.x, t.dy, relu ? yd : NULL, t.gamma, &KERNELS, &r);
 	const float *ym = relu ? y : NULL;
 	starnn_bn_bwd_reduce_cpu(a, c, inner, x, ldx, dy, lddy, ym, ldy, mean, slots, 0);
 	starnn_bn_bwd_reduce_cpu(b - a, c, inner, x + a * ldx, ldx, dy + a * lddy, lddy, ym ? ym + a * ldy : NULL, ldy,
@@ -307,65 +449,54 @@ static void kernels_vs_ref(struct dims dm, int relu)
 	starnn_bn_bwd_params_cpu(c, 2, slots, lds, invstd, 0, dgamma, dbeta);
 	starnn_bn_bwd_apply_cpu(n, c, inner, x, ldx, dy, lddy, ym, ldy, mean, invstd, t.gamma, 2, slots, lds, count, 0,
 	                        dx, lddx);
-	double sabs = 0;
-	for (size_t e = 0; e < numel; e++)
-		sabs += fabs(t.dy[e]);
-	/* dx scale: |gamma * invstd| * |dy| (dx itself cancels to ~0 when M = 2). */
-	double gi = 0, dymax = 0;
-	for (size_t k = 0; k < c; k++)
-		gi = fmax(gi, fabs(t.gamma[k] * r.invstd[k]));
-	for (size_t e = 0; e < numel; e++)
-		dymax = fmax(dymax, fabs(t.dy[e]));
-	float dxmax = (float)(gi * dymax), datol = 1e-5f * (float)sabs;
 	float *dxd = dense_of(dx, n, cols, lddx);
-	snprintf(what, sizeof what, "dx %s", ds);
-	close_d(what, dxd, r.dx, numel, 1e-4f, 1e-5f * dxmax);
+	check("dx", ds, dxd, r.dx, r.bdx, numel);
 	TEST_ASSERT(pads_untouched(dx, n, cols, lddx, pad), "bn_bwd_apply wrote past cols (%s)", ds);
-	snprintf(what, sizeof what, "dgamma %s", ds);
-	close_d(what, dgamma, r.dgamma, c, 1e-5f, datol);
-	snprintf(what, sizeof what, "dbeta %s", ds);
-	close_d(what, dbeta, r.dbeta, c, 1e-5f, datol);
+	check("dgamma", ds, dgamma, r.dgamma, r.bdgamma, c);
+	check("dbeta", ds, dbeta, r.dbeta, r.bdbeta, c);
 
 	/* Accumulation: dgamma, dbeta += (beta 1); dx = new + 0.5 * old. */
+	float *og = copy_of(dgamma, c), *ob = copy_of(dbeta, c);
 	starnn_bn_bwd_params_cpu(c, 2, slots, lds, invstd, 1, dgamma, dbeta);
 	starnn_bn_bwd_apply_cpu(n, c, inner, x, ldx, dy, lddy, ym, ldy, mean, invstd, t.gamma, 2, slots, lds, count,
 	                        0.5f, dx, lddx);
-	for (size_t k = 0; k < c; k++)
-		r.dgamma[k] *= 2, r.dbeta[k] *= 2;
-	for (size_t e = 0; e < numel; e++)
-		r.dx[e] *= 1.5;
+	accumulated(c, 1.0, og, r.dgamma, r.bdgamma, TEST_U32);
+	accumulated(c, 1.0, ob, r.dbeta, r.bdbeta, TEST_U32);
+	accumulated(numel, 0.5, dxd, r.dx, r.bdx, TEST_U32);
 	free(dxd);
 	dxd = dense_of(dx, n, cols, lddx);
-	snprintf(what, sizeof what, "dx accumulated %s", ds);
-	close_d(what, dxd, r.dx, numel, 1e-4f, 2e-5f * dxmax);
-	snprintf(what, sizeof what, "dgamma accumulated %s", ds);
-	close_d(what, dgamma, r.dgamma, c, 1e-5f, 2 * datol);
-	snprintf(what, sizeof what, "dbeta accumulated %s", ds);
-	close_d(what, dbeta, r.dbeta, c, 1e-5f, 2 * datol);
+	check("dx accumulated", ds, dxd, r.dx, r.bdx, numel);
+	check("dgamma accumulated", ds, dgamma, r.dgamma, r.bdgamma, c);
+	check("dbeta accumulated", ds, dbeta, r.dbeta, r.bdbeta, c);
 
 	/* Evaluation mode with the initial running statistics. */
 	starnn_bn_apply_cpu(n, c, inner, x, ldx, t.rm0, t.rv0, 1, (float)EPS, t.gamma, t.beta, relu, y, ldy);
-	for (size_t i = 0; i < n; i++)
-		for (size_t k = 0; k < c; k++)
-			for (size_t j = 0; j < inner; j++) {
-				size_t e = (i * c + k) * inner + j;
-				double v = t.gamma[k] * (t.x[e] - t.rm0[k]) / sqrt(t.rv0[k] + EPS) + t.beta[k];
-				r.y[e] = relu && v < 0 ? 0 : v;
-			}
+	double *rm0 = to_double(t.rm0, c), *rv0 = to_double(t.rv0, c);
+	ref_eval(n, c, inner, t.x, t.gamma, t.beta, relu, rm0, rv0, NULL, NULL, EPSF, &KERNELS, r.y, r.by);
 	free(yd);
 	yd = dense_of(y, n, cols, ldy);
-	snprintf(what, sizeof what, "eval y %s", ds);
-	close_d(what, yd, r.y, numel, 1e-5f, 1e-5f);
+	check("eval y", ds, yd, r.y, r.by, numel);
 
 	free(x), free(dy), free(y), free(dx), free(mean), free(invstd), free(rm), free(rv), free(dgamma), free(dbeta);
-	free(slots), free(yd), free(dxd);
+	free(slots), free(yd), free(dxd), free(og), free(ob), free(rm0), free(rv0);
 	ref_free(&r);
 	data_free(&t);
 }
 
-/* --------------------------------------------------------- PyTorch itself */
+/* --------------------------------------------------------- PyTorch itself
+ * The committed outputs of PyTorch (an fp32 implementation) are checked
+ * against the double reference of the same definition, and the kernels
+ * against them. PyTorch's error: the bounds of ref_forward / ref_backward
+ * for fp32 arithmetic throughout with deterministic sum bounds (FP32_ANY:
+ * n u sum|terms|, any order or algorithm of the sums), doubled because its
+ * evaluation order differs (e.g. dx = (g - mean g - xhat mean(g xhat))
+ * invstd gamma: at most twice the roundings per term of the same
+ * magnitudes), plus the difference of the references with torch's
+ * parameters (momentum 0.1, eps 1e-5 in double) and the kernels' (the same
+ * as floats). The kernels against torch: that plus the kernels' bound. */
 
 /* Printed by tools/ref-batchnorm.py with Debian's python3-torch (torch 1.13.0a0). */
+
 static const float torch_y[] = {-1.1967001, 0.833462656, 1.90880823, 1.5235846, -0.141031355, -2.30214477, 0.689136147, 0.762320459, 0.530520082, 0.102754466, -0.319791585, -0.538388073, 1.00260997, 0.389702588, -0.394975424, -0.982377768, -1.09623992, -0.683010697, -1.09074175, 0.913356364, 1.92506182, 1.46855378, -0.241464615, -2.40074515, 0.699691176, 0.757814527, 0.513072431, 0.0805709809, -0.336277664, -0.541423082, 0.982073009, 0.353024662, -0.430544108, -1.00010872, -1.08779395, -0.652360082};
 static const float torch_dx[] = {0.55666697, 0.22516346, -0.117991924, -0.389449358, -0.583838105, -0.765367508, 0.0528732426, 0.161166251, 0.185133487, 0.142742291, 0.0748873651, 0.0242852066, 0.0362252593, 0.0286246277, 0.0286056101, 0.0875606835, 0.238694221, 0.475963086, -0.0325692743, 0.0248227417, 0.0923738182, 0.213627979, 0.355382949, 0.421177894, -0.22047703, -0.120869905, -0.0800042674, -0.080299519, -0.0842104405, -0.0552267581, 0.0244702734, -0.130073309, -0.260457098, -0.303716123, -0.218683898, -0.00721330522};
 static const float torch_dgamma[] = {1.46935618, -4.13955879, -2.70345592};
@@ -380,6 +511,34 @@ static const float torch_relu_dbeta[] = {5.19702339, -1.60811639, -3.52604628};
 static const float torch_relu_running_mean[] = {0.26229459, -0.0661033168, 0.0433002785};
 static const float torch_relu_running_var[] = {0.998862088, 0.70039916, 1.9873693};
 
+
+/* got (the kernels) and tv (torch) against exact; bk: the kernels' bound;
+ * bt: torch's distance to exact (see above). */
+static void torch_check(const char *name, size_t n, const float *got, const float *tv, const double *exact,
+                        const double *bk, const double *bt)
+{
+	double *bsum = malloc(n * sizeof *bsum);
+	for (size_t i = 0; i < n; i++)
+		bsum[i] = bk[i] + bt[i];
+	char what[96];
+	snprintf(what, sizeof what, "torch %s vs the double reference", name);
+	test_close_bound(what, tv, exact, bt, n);
+	snprintf(what, sizeof what, "kernels %s on torch's input", name);
+	test_close_bound(what, got, exact, bk, n);
+	double *tvd = to_double(tv, n);
+	snprintf(what, sizeof what, "kernels %s vs torch", name);
+	test_close_bound(what, got, tvd, bsum, n);
+	free(bsum), free(tvd);
+}
+
+/* torch's distance to the kernels' exact values: 2 b (its fp32 bound) +
+ * |e_kernels - e_torch| (the parameters), into b. */
+static void torch_bound(size_t n, double *b, const double *ek, const double *et)
+{
+	for (size_t i = 0; i < n; i++)
+		b[i] = 2 * b[i] + fabs(ek[i] - et[i]);
+}
+
 static void kernels_vs_torch(void)
 {
 	struct dims dm = {2, 3, 2, 3};
@@ -392,40 +551,85 @@ static void kernels_vs_torch(void)
 	}
 	memcpy(t.gamma, gamma, sizeof gamma), memcpy(t.beta, beta, sizeof beta);
 	memcpy(t.rm0, rm0, sizeof rm0), memcpy(t.rv0, rv0, sizeof rv0);
+	size_t n = t.n, c = t.c, inner = t.inner, numel = t.numel;
 
-	struct out o = kernels_run(&t, 0, 1);
-	test_close("torch y", o.y, torch_y, t.numel, 1e-5f, 1e-5f);
-	test_close("torch dx", o.dx, torch_dx, t.numel, 1e-5f, 1e-5f);
-	test_close("torch dgamma", o.dgamma, torch_dgamma, t.c, 1e-5f, 1e-5f);
-	test_close("torch dbeta", o.dbeta, torch_dbeta, t.c, 1e-5f, 1e-5f);
-	test_close("torch running_mean", o.rm, torch_running_mean, t.c, 1e-5f, 1e-5f);
-	test_close("torch running_var", o.rv, torch_running_var, t.c, 1e-5f, 1e-5f);
-	float *ye = malloc(t.numel * sizeof *ye);
-	starnn_bn_apply_cpu(t.n, t.c, t.inner, t.x, t.cols, o.rm, o.rv, 1, (float)EPS, t.gamma, t.beta, 0, ye, t.cols);
-	test_close("torch eval y", ye, torch_eval_y, t.numel, 1e-5f, 1e-5f);
-	out_free(&o);
-
-	o = kernels_run(&t, 1, 1);
-	test_close("torch relu y", o.y, torch_relu_y, t.numel, 1e-5f, 1e-5f);
-	test_close("torch relu dx", o.dx, torch_relu_dx, t.numel, 1e-5f, 1e-5f);
-	test_close("torch relu dgamma", o.dgamma, torch_relu_dgamma, t.c, 1e-5f, 1e-5f);
-	test_close("torch relu dbeta", o.dbeta, torch_relu_dbeta, t.c, 1e-5f, 1e-5f);
-	test_close("torch relu running_mean", o.rm, torch_relu_running_mean, t.c, 1e-5f, 1e-5f);
-	test_close("torch relu running_var", o.rv, torch_relu_running_var, t.c, 1e-5f, 1e-5f);
-	out_free(&o);
-	free(ye);
+	for (int relu = 0; relu <= 1; relu++) {
+		struct out o = kernels_run(&t, relu, 1);
+		const float *ty = relu ? torch_relu_y : torch_y, *tdx = relu ? torch_relu_dx : torch_dx;
+		const float *tdg = relu ? torch_relu_dgamma : torch_dgamma, *tdb = relu ? torch_relu_dbeta : torch_dbeta;
+		const float *trm = relu ? torch_relu_running_mean : torch_running_mean;
+		const float *trv = relu ? torch_relu_running_var : torch_running_var;
+		struct ref rk = ref_alloc(numel, c), rt = ref_alloc(numel, c);
+		ref_forward(n, c, inner, t.x, t.gamma, t.beta, relu, t.rm0, t.rv0, MOMF, EPSF, &KERNELS, &rk);
+		ref_forward(n, c, inner, t.x, t.gamma, t.beta, relu, t.rm0, t.rv0, MOM, EPS, &FP32_ANY, &rt);
+		/* each backward with its own forward's mask */
+		ref_backward(n, c, inner, t.x, t.dy, relu ? o.y : NULL, t.gamma, &KERNELS, &rk);
+		ref_backward(n, c, inner, t.x, t.dy, relu ? ty : NULL, t.gamma, &FP32_ANY, &rt);
+		torch_bound(numel, rt.by, rk.y, rt.y);
+		torch_bound(numel, rt.bdx, rk.dx, rt.dx);
+		torch_bound(c, rt.bdgamma, rk.dgamma, rt.dgamma);
+		torch_bound(c, rt.bdbeta, rk.dbeta, rt.dbeta);
+		torch_bound(c, rt.brm, rk.rm, rt.rm);
+		torch_bound(c, rt.brv, rk.rv, rt.rv);
+		const char *p = relu ? "relu " : "";
+		char name[48];
+		snprintf(name, sizeof name, "%sy", p);
+		torch_check(name, numel, o.y, ty, rk.y, rk.by, rt.by);
+		snprintf(name, sizeof name, "%sdx", p);
+		torch_check(name, numel, o.dx, tdx, rk.dx, rk.bdx, rt.bdx);
+		snprintf(name, sizeof name, "%sdgamma", p);
+		torch_check(name, c, o.dgamma, tdg, rk.dgamma, rk.bdgamma, rt.bdgamma);
+		snprintf(name, sizeof name, "%sdbeta", p);
+		torch_check(name, c, o.dbeta, tdb, rk.dbeta, rk.bdbeta, rt.bdbeta);
+		snprintf(name, sizeof name, "%srunning_mean", p);
+		torch_check(name, c, o.rm, trm, rk.rm, rk.brm, rt.brm);
+		snprintf(name, sizeof name, "%srunning_var", p);
+		torch_check(name, c, o.rv, trv, rk.rv, rk.brv, rt.brv);
+		if (!relu) {
+			/* Evaluation with the updated running stats (the kernels'
+			 * o.rm / o.rv, torch's own): exact with the exact ones,
+			 * their errors carried by ref_eval. */
+			float *ye = malloc(numel * sizeof *ye);
+			starnn_bn_apply_cpu(n, c, inner, t.x, t.cols, o.rm, o.rv, 1, (float)EPS, t.gamma, t.beta, 0, ye,
+			                    t.cols);
+			double *yk = malloc(numel * sizeof *yk), *bk = malloc(numel * sizeof *bk);
+			double *yt = malloc(numel * sizeof *yt), *bt = malloc(numel * sizeof *bt);
+			ref_eval(n, c, inner, t.x, t.gamma, t.beta, 0, rk.rm, rk.rv, rk.brm, rk.brv, EPSF, &KERNELS, yk, bk);
+			/* rt.brm / rt.brv are torch's distances already (torch_bound) */
+			ref_eval(n, c, inner, t.x, t.gamma, t.beta, 0, rt.rm, rt.rv, rt.brm, rt.brv, EPS, &FP32_ANY, yt, bt);
+			torch_bound(numel, bt, yk, yt);
+			torch_check("eval y", numel, ye, torch_eval_y, yk, bk, bt);
+			free(ye), free(yk), free(bk), free(yt), free(bt);
+		}
+		ref_free(&rk), ref_free(&rt);
+		out_free(&o);
+	}
 	data_free(&t);
 }
 
-/* ------------------------------------------------- finite differences */
+
+/* ------------------------------------------------- finite differences
+ * L = sum(g .* bn(x)) computed with the float kernels (training mode),
+ * accumulated in double, central differences with h = 1e-2 on the float
+ * steps actually taken, against the kernels' dx, dgamma, dbeta. The bound:
+ *   rounding: |L_float - L| <= sum |g| by + 2 M' 2^-53 sum |g y| at each of
+ *     the two points (by: ref_forward's bound of each y there, computed),
+ *     over the step;
+ *   truncation: the h^2 term of the exact difference quotient, estimated by
+ *     Richardson from the double reference (Lr, ref_forward) at h and h/2:
+ *     (q(h) - q(h/2)) 4/3, doubled for the higher-order terms; 0 for gamma
+ *     and beta (L is linear in them);
+ *   the midpoint of the float steps is not x: |L''| |mid - x|, L'' the
+ *     second difference of Lr;
+ *   the analytic value's own bound (ref_backward). */
 
 struct fd_ctx {
-	const struct data *t;
+	struct data *t;
 	const float *g; /* weights of the objective */
 	int relu;
 };
 
-/* L = sum(g .* bn(x)) with the float kernels (training mode), in double. */
+/* L with the float kernels, in double. */
 static double fd_objective(const float *unused, void *p)
 {
 	const struct fd_ctx *f = p;
@@ -447,38 +651,94 @@ static double fd_objective(const float *unused, void *p)
 	return l;
 }
 
+/* L from the double reference at the current data; *rb: the bound of the
+ * float L there (see above). */
+static double fd_exact(const struct fd_ctx *f, double *rb)
+{
+	const struct data *t = f->t;
+	struct ref r = ref_alloc(t->numel, t->c);
+	ref_forward(t->n, t->c, t->inner, t->x, t->gamma, t->beta, f->relu, t->rm0, t->rv0, MOMF, EPSF, &KERNELS, &r);
+	double l = 0, b = 0, gy = 0;
+	for (size_t e = 0; e < t->numel; e++) {
+		l += (double)f->g[e] * r.y[e];
+		b += fabs((double)f->g[e]) * r.by[e];
+		gy += fabs((double)f->g[e] * r.y[e]);
+	}
+	if (rb)
+		*rb = b + 2 * (double)t->numel * TEST_U64 * gy;
+	ref_free(&r);
+	return l;
+}
+
+/* The exact difference quotient over the float steps xi +- h. */
+static double fd_quotient(const struct fd_ctx *f, float *v, size_t i, double h, double *rbp, double *rbm, double *dx)
+{
+	float xi = v[i], xp = (float)(xi + h), xm = (float)(xi - h);
+	v[i] = xp;
+	double lp = fd_exact(f, rbp);
+	v[i] = xm;
+	double lm = fd_exact(f, rbm);
+	v[i] = xi;
+	*dx = (double)xp - (double)xm;
+	return (lp - lm) / *dx;
+}
+
+/* One coordinate v[i]: the float difference quotient against the analytic
+ * an (bound ban); linear: L is linear in v (no truncation). */
+static void fd_one(const char *what, struct fd_ctx *f, float *v, size_t i, double an, double ban, int linear,
+                   double *worst)
+{
+	const double h = 1e-2;
+	double fd = test_fd(fd_objective, v, i, h, f);
+	double rbp, rbm, step, q2p, q2m, s2;
+	double q1 = fd_quotient(f, v, i, h, &rbp, &rbm, &step);
+	double trunc = 0;
+	if (!linear) {
+		double q2 = fd_quotient(f, v, i, h / 2, &q2p, &q2m, &s2);
+		trunc = 2 * fabs(q1 - q2) * 4 / 3;
+	}
+	float xi = v[i], xp = (float)(xi + h), xm = (float)(xi - h);
+	double l0 = fd_exact(f, NULL), lp, lm;
+	v[i] = xp, lp = fd_exact(f, NULL);
+	v[i] = xm, lm = fd_exact(f, NULL);
+	v[i] = xi;
+	double l2 = fabs(lp - 2 * l0 + lm) / (h * h), mid = 0.5 * ((double)xp + (double)xm);
+	double bound = (rbp + rbm) / step + trunc + l2 * fabs(mid - (double)xi) + ban + 4 * TEST_U64 * fabs(fd);
+	double d = fabs(fd - an);
+	*worst = fmax(*worst, isnan(d) ? INFINITY : d / bound);
+	TEST_ASSERT(d <= bound, "%s: fd %.9g, analytic %.9g, bound %.3g", what, fd, an, bound);
+}
+
 static void fd_check(struct dims dm)
 {
 	struct data t = data_make(dm, (uint64_t)(dm.n * 31 + dm.c * 7 + dm.h));
 	struct fd_ctx f = {.t = &t, .g = t.dy, .relu = 0};
 	struct out o = kernels_run(&t, 0, 1); /* dy = g: dx = dL/dx */
-	const double h = 1e-2;
+	struct ref r = ref_alloc(t.numel, t.c);
+	ref_forward(t.n, t.c, t.inner, t.x, t.gamma, t.beta, 0, t.rm0, t.rv0, MOMF, EPSF, &KERNELS, &r);
+	ref_backward(t.n, t.c, t.inner, t.x, t.dy, NULL, t.gamma, &KERNELS, &r);
 	char what[160];
 	double worst = 0;
 	for (int q = 0; q < 6; q++) {
 		size_t e = (size_t)q * (t.numel - 1) / 5;
-		double fd = test_fd(fd_objective, t.x, e, h, &f), an = o.dx[e];
-		worst = fmax(worst, fabs(fd - an));
 		snprintf(what, sizeof what, "fd dx[%zu] %s", e, dims_str(dm, 0));
-		TEST_ASSERT(fabs(fd - an) <= 5e-4 + 5e-3 * fabs(an), "%s: fd %.6g, analytic %.6g", what, fd, an);
+		fd_one(what, &f, t.x, e, o.dx[e], r.bdx[e], 0, &worst);
 	}
 	for (size_t k = 0; k < t.c; k++) {
-		double fd = test_fd(fd_objective, t.gamma, k, h, &f), an = o.dgamma[k];
-		worst = fmax(worst, fabs(fd - an));
-		TEST_ASSERT(fabs(fd - an) <= 5e-4 + 5e-3 * fabs(an), "fd dgamma[%zu] %s: fd %.6g, analytic %.6g", k,
-		            dims_str(dm, 0), fd, an);
-		fd = test_fd(fd_objective, t.beta, k, h, &f), an = o.dbeta[k];
-		worst = fmax(worst, fabs(fd - an));
-		TEST_ASSERT(fabs(fd - an) <= 5e-4 + 5e-3 * fabs(an), "fd dbeta[%zu] %s: fd %.6g, analytic %.6g", k,
-		            dims_str(dm, 0), fd, an);
+		snprintf(what, sizeof what, "fd dgamma[%zu] %s", k, dims_str(dm, 0));
+		fd_one(what, &f, t.gamma, k, o.dgamma[k], r.bdgamma[k], 1, &worst);
+		snprintf(what, sizeof what, "fd dbeta[%zu] %s", k, dims_str(dm, 0));
+		fd_one(what, &f, t.beta, k, o.dbeta[k], r.bdbeta[k], 1, &worst);
 	}
-	if (getenv("BN_VERBOSE"))
-		printf("fd %s: worst |fd - analytic| %.3g\n", dims_str(dm, 0), worst);
+	if (getenv("STARNN_TEST_VERBOSE"))
+		printf("     fd %s: worst error %.3g of its bound\n", dims_str(dm, 0), worst);
+	ref_free(&r);
 	out_free(&o);
 	data_free(&t);
 }
 
 /* ------------------------------------------------------------- codelets */
+
 
 static starnn_tensor *data_tensor(const char *name, struct dims d, const float *v)
 {
@@ -494,45 +754,45 @@ static void reset_params(starnn_batchnorm *bn, const struct data *t)
 	TEST_OK(starnn_tensor_write(bn->running_var, t->rv0));
 }
 
-static void compare_run(const char *how, const struct data *t, const struct out *e, starnn_batchnorm *bn,
-                        starnn_tensor *ty, starnn_tensor *tdx, starnn_tensor *tdg, starnn_tensor *tdb, float tol,
-                        float dxtol, const char *ds)
+
+
+/* A layer run (codelets) against the double reference: training forward
+ * with the layer's eps / momentum from the initial parameters, backward
+ * with the ReLU mask of the layer's own y; every output within its bound
+ * (the kernels' arithmetic: CPU or CUDA, any split into micro-batches or
+ * channel blocks only changes the order of the double sums). */
+static void compare_run(const char *how, const struct data *t, starnn_batchnorm *bn, starnn_tensor *ty,
+                        starnn_tensor *tdx, starnn_tensor *tdg, starnn_tensor *tdb, int relu, const char *ds)
 {
-	char what[200];
+	char w[200];
 	float *y = test_read(ty), *dx = test_read(tdx), *dg = test_read(tdg), *db = test_read(tdb);
 	float *rm = test_read(bn->running_mean), *rv = test_read(bn->running_var);
 	float *mean = test_read(bn->mean), *invstd = test_read(bn->invstd);
-	float dxmax = 0, gmax = 0; /* dx scale: |gamma * invstd| * |dy| */
-	for (size_t k = 0; k < t->c; k++)
-		for (size_t i = 0; i < t->numel; i++)
-			dxmax = fmaxf(dxmax, fabsf(t->gamma[k] * e->invstd[k] * t->dy[i]));
-	for (size_t k = 0; k < t->c; k++)
-		gmax = fmaxf(gmax, fmaxf(fabsf(e->dgamma[k]), fabsf(e->dbeta[k])));
-#define CMP(name, got, ref, n, rt, at)                                             \
-	snprintf(what, sizeof what, "%s %s %s", how, name, ds);                    \
-	test_close(what, got, ref, n, rt, at)
-	CMP("y", y, e->y, t->numel, tol, tol);
-	CMP("mean", mean, e->mean, t->c, tol, tol);
-	CMP("invstd", invstd, e->invstd, t->c, tol, 0);
-	CMP("running_mean", rm, e->rm, t->c, tol, tol);
-	CMP("running_var", rv, e->rv, t->c, tol, tol);
-	CMP("dx", dx, e->dx, t->numel, dxtol, tol * dxmax);
-	CMP("dgamma", dg, e->dgamma, t->c, tol, tol * gmax);
-	CMP("dbeta", db, e->dbeta, t->c, tol, tol * gmax);
-#undef CMP
+	struct ref r = ref_alloc(t->numel, t->c);
+	ref_forward(t->n, t->c, t->inner, t->x, t->gamma, t->beta, relu, t->rm0, t->rv0, (double)bn->momentum,
+	            (double)bn->eps, &KERNELS, &r);
+	ref_backward(t->n, t->c, t->inner, t->x, t->dy, relu ? y : NULL, t->gamma, &KERNELS, &r);
+	snprintf(w, sizeof w, "%s %s", how, ds);
+	check("y", w, y, r.y, r.by, t->numel);
+	check("mean", w, mean, r.mean, r.bmean, t->c);
+	check("invstd", w, invstd, r.invstd, r.binvstd, t->c);
+	check("running_mean", w, rm, r.rm, r.brm, t->c);
+	check("running_var", w, rv, r.rv, r.brv, t->c);
+	check("dx", w, dx, r.dx, r.bdx, t->numel);
+	check("dgamma", w, dg, r.dgamma, r.bdgamma, t->c);
+	check("dbeta", w, db, r.dbeta, r.bdbeta, t->c);
+	ref_free(&r);
 	free(y), free(dx), free(dg), free(db), free(rm), free(rv), free(mean), free(invstd);
 }
 
-/* starnn_batchnorm_fwd / _bwd against direct kernel calls: whole batch,
+/* starnn_batchnorm_fwd / _bwd against the double reference: whole batch,
  * then the batch split into 2 and 3 micro-batches, then evaluation. */
-static void codelets_vs_kernels(struct dims dm, int relu)
+static void codelets_vs_ref(struct dims dm, int relu)
 {
 	struct data t = data_make(dm, (uint64_t)(dm.n * 7 + dm.c * 3 + dm.h * 11 + dm.w + relu));
 	const char *ds0 = dims_str(dm, relu);
 	char ds[96];
 	snprintf(ds, sizeof ds, "%s", ds0);
-	struct out e = kernels_run(&t, relu, 1);
-	float tol = TEST_ON_CUDA ? 1e-5f : 0, dxtol = TEST_ON_CUDA ? 1e-4f : 0;
 
 	starnn_tensor *tx = data_tensor("x", dm, t.x), *tdy = data_tensor("dy", dm, t.dy);
 	starnn_tensor *ty = data_tensor("y", dm, NULL), *tdx = data_tensor("dx", dm, NULL);
@@ -545,7 +805,7 @@ static void codelets_vs_kernels(struct dims dm, int relu)
 
 	TEST_OK(starnn_batchnorm_fwd(&bn, 1, 1, &tx, &ty));
 	TEST_OK(starnn_batchnorm_bwd(&bn, 1, &tx, &ty, &tdy, &tdx, 0, tdg, tdb, 0));
-	compare_run("whole", &t, &e, &bn, ty, tdx, tdg, tdb, tol, dxtol, ds);
+	compare_run("whole", &t, &bn, ty, tdx, tdg, tdb, relu, ds);
 
 	for (int k = 2; k <= 3; k++) {
 		if (t.n < (size_t)k)
@@ -560,27 +820,26 @@ static void codelets_vs_kernels(struct dims dm, int relu)
 		TEST_OK(starnn_batchnorm_bwd(&bn, k, px, py, pdy, pdx, 0, tdg, tdb, 0));
 		char how[32];
 		snprintf(how, sizeof how, "%d parts", k);
-		compare_run(how, &t, &e, &bn, ty, tdx, tdg, tdb, 1e-5f, 1e-4f, ds);
+		compare_run(how, &t, &bn, ty, tdx, tdg, tdb, relu, ds);
 	}
 
 	/* Evaluation with the initial running statistics. */
 	reset_params(&bn, &t);
 	TEST_OK(starnn_batchnorm_fwd(&bn, 0, 1, &tx, &ty));
-	float *ye = malloc(t.numel * sizeof *ye), *y = test_read(ty);
-	starnn_bn_apply_cpu(t.n, t.c, t.inner, t.x, t.cols, t.rm0, t.rv0, 1, (float)EPS, t.gamma, t.beta, relu, ye,
-	                    t.cols);
+	float *y = test_read(ty);
+	double *rm0 = to_double(t.rm0, t.c), *rv0 = to_double(t.rv0, t.c);
+	double *ye = malloc(t.numel * sizeof *ye), *be = malloc(t.numel * sizeof *be);
+	ref_eval(t.n, t.c, t.inner, t.x, t.gamma, t.beta, relu, rm0, rv0, NULL, NULL, (double)bn.eps, &KERNELS, ye, be);
+	check("eval codelet", ds, y, ye, be, t.numel);
 	char what[160];
-	snprintf(what, sizeof what, "eval codelet %s", ds);
-	test_close(what, y, ye, t.numel, tol, tol);
 	float *rm = test_read(bn.running_mean);
 	snprintf(what, sizeof what, "eval leaves running_mean %s", ds);
 	test_close(what, rm, t.rm0, t.c, 0, 0);
 
-	free(ye), free(y), free(rm);
+	free(ye), free(be), free(y), free(rm), free(rm0), free(rv0);
 	starnn_batchnorm_destroy(&bn);
 	starnn_tensor_destroy(tx), starnn_tensor_destroy(ty), starnn_tensor_destroy(tdy), starnn_tensor_destroy(tdx);
 	starnn_tensor_destroy(tdg), starnn_tensor_destroy(tdb);
-	out_free(&e);
 	data_free(&t);
 }
 
@@ -691,10 +950,16 @@ static void bad_shapes(void)
 
 /* ------------------------------------------------------ mixed precision
  * starnn_batchnorm_*_mp on fp16 / bf16 data (nparts micro-batches, with and
- * without the fused ReLU) against the fp32 layer on the same values
- * (tests/codelets/halfcheck.h): training forward y, batch mean / invstd and
- * running statistics (fp32), backward dx with dx_beta 1, dgamma / dbeta
- * (fp32), then the evaluation forward. */
+ * without the fused ReLU) and the fp32 layer on the same values, both
+ * against the double reference: training forward y, batch mean / invstd
+ * and running statistics (fp32), backward dx with dx_beta 1, dgamma /
+ * dbeta (fp32), then the evaluation forward with the updated running
+ * statistics. The 16-bit layer widens its inputs exactly and runs the fp32
+ * arithmetic, so its fp32 outputs have the fp32 layer's bounds and its
+ * 16-bit outputs those plus one rounding to dt: b + u_dt (|exact| + b),
+ * and 2^-25 absolute for fp16 (subnormals spaced 2^-24). On CPU the 16-bit
+ * results are moreover bitwise the fp32 layer's rounded once (the same
+ * kernels on the same values, hc_exact). */
 static void half_vs_fp32(int64_t n, int64_t c, int64_t h, int64_t w, int nparts, int relu, starnn_dtype dt)
 {
 	int64_t xs[4] = {n, c, h, w};
@@ -723,17 +988,60 @@ static void half_vs_fp32(int64_t n, int64_t c, int64_t h, int64_t w, int nparts,
 			res[k][i] = test_read(out[i]);
 		res[k][8] = test_read(db[k]);
 	}
-	const char *names[9] = {"batchnorm_fwd_mp y", "batchnorm_bwd_mp dx", "batchnorm_fwd_mp eval y", "mean",
-	                        "invstd", "running_mean", "running_var", "dgamma", "dbeta"};
-	for (int i = 0; i < 9; i++) {
-		char what[128];
-		snprintf(what, sizeof what, "%s %lldx%lldx%lldx%lld parts %d relu %d", names[i], (long long)n,
-		         (long long)c, (long long)h, (long long)w, nparts, relu);
-		if (i < 3)
-			hc_close(what, dt, res[1][i], res[0][i], nx);
-		else
-			hc_close32(what, dt, res[1][i], res[0][i], (size_t)c);
+	/* the layers' initial parameters (init: gamma 1, beta 0, running stats
+	 * 0 and 1), the same in both */
+	float *gamma = test_read(bn[0].gamma), *beta = test_read(bn[0].beta);
+	float *rm0 = calloc((size_t)c, sizeof *rm0), *rv0 = malloc((size_t)c * sizeof *rv0);
+	for (int64_t k = 0; k < c; k++)
+		rv0[k] = 1.0f;
+	size_t cc = (size_t)c, inner = (size_t)(h * w);
+	double ud = dt == STARNN_FP16 ? TEST_U16 : TEST_UBF16, sub = dt == STARNN_FP16 ? 0x1p-25 : 0;
+	double *ye = malloc(nx * sizeof *ye), *be = malloc(nx * sizeof *be);
+	for (int k = 0; k < 2; k++) {
+		const char *layer = k ? starnn_dtype_name(dt) : "fp32 layer on the same values";
+		char ds[160];
+		snprintf(ds, sizeof ds, "%lldx%lldx%lldx%lld parts %d relu %d (%s)", (long long)n, (long long)c,
+		         (long long)h, (long long)w, nparts, relu, layer);
+		struct ref r = ref_alloc(nx, cc);
+		ref_forward((size_t)n, cc, inner, x, gamma, beta, relu, rm0, rv0, (double)bn[k].momentum,
+		            (double)bn[k].eps, &KERNELS, &r);
+		ref_backward((size_t)n, cc, inner, x, dy, relu ? res[k][0] : NULL, gamma, &KERNELS, &r);
+		accumulated(nx, 1.0, dx0, r.dx, r.bdx, TEST_U32);
+		ref_eval((size_t)n, cc, inner, x, gamma, beta, relu, r.rm, r.rv, r.brm, r.brv, (double)bn[k].eps, &KERNELS,
+		         ye, be);
+		double *b16[3] = {r.by, r.bdx, be};
+		if (k)
+			for (int i = 0; i < 3; i++)
+				for (size_t e = 0; e < nx; e++) {
+					const double *ex = i == 0 ? r.y : i == 1 ? r.dx : ye;
+					b16[i][e] += ud * (fabs(ex[e]) + b16[i][e]) + sub;
+				}
+		check("batchnorm_fwd_mp y", ds, res[k][0], r.y, r.by, nx);
+		check("batchnorm_bwd_mp dx", ds, res[k][1], r.dx, r.bdx, nx);
+		check("batchnorm_fwd_mp eval y", ds, res[k][2], ye, be, nx);
+		check("mean", ds, res[k][3], r.mean, r.bmean, cc);
+		check("invstd", ds, res[k][4], r.invstd, r.binvstd, cc);
+		check("running_mean", ds, res[k][5], r.rm, r.brm, cc);
+		check("running_var", ds, res[k][6], r.rv, r.brv, cc);
+		check("dgamma", ds, res[k][7], r.dgamma, r.bdgamma, cc);
+		check("dbeta", ds, res[k][8], r.dbeta, r.bdbeta, cc);
+		ref_free(&r);
 	}
+	if (hc_exact) {
+		/* CPU: the same kernels on the same values: bitwise (16-bit
+		 * outputs: the fp32 result rounded once) */
+		for (int i = 0; i < 9; i++) {
+			size_t len = i < 3 ? nx : cc, diff = 0;
+			for (size_t e = 0; e < len; e++) {
+				float want = i < 3 ? hc_round1(dt, res[0][i][e]) : res[0][i][e];
+				diff += memcmp(&res[1][i][e], &want, sizeof want) != 0 && !(res[1][i][e] == 0 && want == 0);
+			}
+			TEST_ASSERT(diff == 0, "batchnorm %s output %d (%lldx%lldx%lldx%lld parts %d relu %d): %zu of %zu not "
+			            "bitwise the fp32 layer's", starnn_dtype_name(dt), i, (long long)n, (long long)c,
+			            (long long)h, (long long)w, nparts, relu, diff, len);
+		}
+	}
+	free(gamma), free(beta), free(rm0), free(rv0), free(ye), free(be);
 	starnn_tensor **p32, **p16;
 	TEST_OK(starnn_tensor_split(t[0][1], 0, nparts, NULL, &p32));
 	TEST_OK(starnn_tensor_split(t[1][0], 0, nparts, NULL, &p16));
@@ -869,13 +1177,13 @@ int main(void)
 	slot_add_check(1000);
 	slot_add_errors();
 	for (int s = 0; s < nshapes; s++)
-		codelets_vs_kernels(shapes[s], s % 2);
-	codelets_vs_kernels((struct dims){6, 3, 9, 10}, 0);
-	codelets_vs_kernels((struct dims){6, 3, 9, 10}, 1);
+		codelets_vs_ref(shapes[s], s % 2);
+	codelets_vs_ref((struct dims){6, 3, 9, 10}, 0);
+	codelets_vs_ref((struct dims){6, 3, 9, 10}, 1);
 	/* one part large enough to be cut into channel blocks (one per worker,
 	 * odd channel counts: uneven blocks) */
-	codelets_vs_kernels((struct dims){1, 7, 256, 256}, 0);
-	codelets_vs_kernels((struct dims){2, 5, 256, 200}, 1);
+	codelets_vs_ref((struct dims){1, 7, 256, 256}, 0);
+	codelets_vs_ref((struct dims){2, 5, 256, 200}, 1);
 	for (int t = 0; t < 2; t++) {
 		starnn_dtype dt = t ? STARNN_BF16 : STARNN_FP16;
 		half_vs_fp32(4, 5, 8, 6, 2, 1, dt);

@@ -1,15 +1,45 @@
 /* bias_add / bias_grad: the CPU kernels against naive loops (strided rows,
  * padding untouched, beta = 0 ignoring NaN in db, beta != 0 accumulating);
- * the codelets (CPU, or CUDA in the _cuda build) against direct kernel
- * calls on [N, C], [N, C, H, W] and channel parts of a 4-D tensor (ld >
- * cols), including the accumulation of micro-batch gradients; bias_grad
- * against central finite differences of L = sum(w .* bias_add(b, y)) with
- * respect to b; bad shapes -> EINVAL. */
+ * the codelets (CPU, or CUDA in the _cuda build) on [N, C], [N, C, H, W]
+ * and channel parts of a 4-D tensor (ld > cols), including the
+ * accumulation of micro-batch gradients; bias_grad against central finite
+ * differences of L = sum(w .* bias_add(b, y)) with respect to b; the 16-bit
+ * variants; bad shapes -> EINVAL.
+ *
+ * Tolerances. bias_add is one fp32 add per element, the same IEEE operation
+ * on CPU and GPU (nothing to contract): compared exactly. bias_grad is a sum
+ * of n * inner terms (plus beta * db) in fp32 partial sums (CPU: 8 float
+ * lanes gathered in double; CUDA: per-thread float sums and shuffle trees),
+ * checked against the sum in double within its rounding bound
+ * (tests/testlib.h, test_close_sum); a micro-batch accumulation through a
+ * stored fp32 db is one more rounded addition of the same sum, inside the
+ * same bound. The finite differences: L is linear in b, so the difference
+ * quotient is exact but for the rounding of each y0 + b (at most 2^-24 |y0
+ * + b| each, deterministic) and the double sums, divided by the step taken
+ * (fd_bound). 16-bit bias_add: the fp32 add, then one rounding to fp16 /
+ * bf16 (plus 2^-25 absolute for fp16's subnormal spacing). */
 #include "codelets/bias.h"
 #include "runtime/half.h"
 #include "tests/testlib.h"
 
 #define PAD_VALUE 1.0e6f
+
+/* db = beta * old + sum over rows and inner of dy, per channel, in double,
+ * with the magnitude of its terms (old not read when beta == 0). */
+static void channel_sums(size_t n, size_t ch, size_t inner, const float *dy, size_t ld, float beta, const float *old,
+                         struct test_sums *r)
+{
+	for (size_t c = 0; c < ch; c++) {
+		double s = beta == 0.0f ? 0.0 : (double)beta * old[c];
+		double m = fabs(s);
+		for (size_t k = 0; k < n; k++)
+			for (size_t i = 0; i < inner; i++) {
+				double v = dy[k * ld + c * inner + i];
+				s += v, m += fabs(v);
+			}
+		r->val[c] = s, r->mag[c] = m;
+	}
+}
 
 static void kernels_vs_naive(size_t n, size_t ch, size_t inner)
 {
@@ -29,29 +59,25 @@ static void kernels_vs_naive(size_t n, size_t ch, size_t inner)
 	snprintf(what, sizeof what, "bias_add_cpu n %zu c %zu inner %zu", n, ch, inner);
 	test_close(what, y, ref, len, 0, 0); /* one float add per element: exact */
 
-	/* bias_grad of y: naive sum in double. */
-	double *sum = calloc(ch, sizeof *sum);
-	for (size_t r = 0; r < n; r++)
-		for (size_t c = 0; c < ch; c++)
-			for (size_t i = 0; i < inner; i++)
-				sum[c] += y[r * ld + c * inner + i];
-	float *db = malloc(ch * sizeof *db), *dref = malloc(ch * sizeof *dref);
+	/* bias_grad of y: the sum in double, with its magnitude. */
+	struct test_sums dref = test_sums_new(ch);
+	float *db = malloc(ch * sizeof *db), *old = malloc(ch * sizeof *old);
 	static const float betas[] = {0.0f, 1.0f, -0.5f};
 	for (size_t v = 0; v < 3; v++) {
 		float beta = betas[v];
-		for (size_t c = 0; c < ch; c++) {
-			db[c] = beta == 0.0f ? NAN : (float)c - 2.0f;
-			dref[c] = (float)((beta == 0.0f ? 0.0 : (double)beta * db[c]) + sum[c]);
-		}
+		for (size_t c = 0; c < ch; c++)
+			old[c] = (float)c - 2.0f, db[c] = beta == 0.0f ? NAN : old[c];
+		channel_sums(n, ch, inner, y, ld, beta, old, &dref);
 		starnn_bias_grad_cpu(n, ch, inner, y, ld, beta, db);
 		snprintf(what, sizeof what, "bias_grad_cpu n %zu c %zu inner %zu beta %g", n, ch, inner, beta);
-		/* |values| <= 2 here; float partial sums of up to n * inner terms. */
-		test_close(what, db, dref, ch, 1e-5f, 1e-6f * (float)(n * inner + 8));
+		test_close_sum(what, db, dref.val, dref.mag, ch, n * inner + 1, TEST_U32);
 	}
-	free(y), free(b), free(ref), free(sum), free(db), free(dref);
+	test_sums_free(&dref);
+	free(y), free(b), free(ref), free(db), free(old);
 }
 
-/* The codelets against direct kernel calls. y is [n, ch, h, w] (ndim 4) or
+/* The codelets: bias_add against the kernel (exact), bias_grad against the
+ * double sums. y is [n, ch, h, w] (ndim 4) or
  * [n, ch] (ndim 2); with view, y is channel part 1 of a parent of ch + 2
  * channels (ld > cols, the part starting at a channel offset). */
 static void codelets_vs_kernels(int ndim, int64_t n, int64_t ch, int64_t h, int64_t w, int view)
@@ -85,19 +111,18 @@ static void codelets_vs_kernels(int ndim, int64_t n, int64_t ch, int64_t h, int6
 	test_close(what, got, ref, len, 0, 0); /* same float add on CPU and GPU */
 
 	/* bias_grad of the new y: beta = 0 over db full of NaN (W mode). */
-	float *nan = malloc((size_t)ch * sizeof *nan), *dref = malloc((size_t)ch * sizeof *dref);
+	float *nan = malloc((size_t)ch * sizeof *nan);
 	for (int64_t c = 0; c < ch; c++)
 		nan[c] = NAN;
 	TEST_OK(starnn_tensor_write(db, nan));
-	starnn_bias_grad_cpu((size_t)n, (size_t)ch, inner, ref + off, ld, 0.0f, dref);
+	struct test_sums dref = test_sums_new((size_t)ch);
+	channel_sums((size_t)n, (size_t)ch, inner, ref + off, ld, 0.0f, NULL, &dref);
 	TEST_OK(starnn_bias_grad(y, 0.0f, db));
 	float *gdb = test_read(db);
-	/* The CUDA reduction sums in another order (float partial sums). */
-	float atol = 1e-6f * (float)((size_t)n * inner + 8);
+	size_t nterms = (size_t)n * inner + 1;
 	snprintf(what, sizeof what, "bias_grad codelet beta 0 %dD [%lld,%lld,%lld,%lld]%s", ndim, (long long)n,
 	         (long long)ch, (long long)h, (long long)w, view ? " channel part" : "");
-	test_close(what, gdb, dref, (size_t)ch, 1e-5f, atol);
-	free(gdb);
+	test_close_sum(what, gdb, dref.val, dref.mag, (size_t)ch, nterms, TEST_U32);
 
 	/* Micro-batch accumulation: db = 0.5 * db + grad(rows [0, n1)), then
 	 * db += grad(rows [n1, n)) through a batch split of y (of its parent
@@ -106,22 +131,19 @@ static void codelets_vs_kernels(int ndim, int64_t n, int64_t ch, int64_t h, int6
 		TEST_OK(starnn_tensor_split(py, 0, 2, NULL, NULL));
 		TEST_OK(starnn_bias_grad(py->parts[0], 0.5f, db));
 		TEST_OK(starnn_bias_grad(py->parts[1], 1.0f, db));
-		size_t n1 = py->parts[0]->rows;
-		float *acc = malloc((size_t)ch * sizeof *acc);
-		memcpy(acc, dref, (size_t)ch * sizeof *acc);
-		starnn_bias_grad_cpu(n1, (size_t)ch, inner, ref, ld, 0.5f, acc);
-		starnn_bias_grad_cpu((size_t)n - n1, (size_t)ch, inner, ref + n1 * ld, ld, 1.0f, acc);
+		/* vs the whole batch: 0.5 * (the stored db) + sum over all
+		 * rows; the stored partial is one more rounded addition */
+		struct test_sums acc = test_sums_new((size_t)ch);
+		channel_sums((size_t)n, (size_t)ch, inner, ref, ld, 0.5f, gdb, &acc);
+		free(gdb);
 		gdb = test_read(db);
-		/* vs the whole batch: 0.5 * db + sum over all rows */
-		for (int64_t c = 0; c < ch; c++)
-			dref[c] = 1.5f * dref[c];
-		test_close("bias_grad micro-batch accumulation vs kernels", gdb, acc, (size_t)ch, 1e-5f, 2 * atol);
-		test_close("bias_grad micro-batch accumulation vs 1.5 x whole batch", gdb, dref, (size_t)ch, 1e-5f,
-		           2 * atol);
-		free(gdb), free(acc);
+		test_close_sum("bias_grad micro-batch accumulation vs 0.5 db + whole batch", gdb, acc.val, acc.mag,
+		               (size_t)ch, nterms, TEST_U32);
+		test_sums_free(&acc);
 	}
+	test_sums_free(&dref);
 	starnn_tensor_destroy(py), starnn_tensor_destroy(b), starnn_tensor_destroy(db);
-	free(hy), free(hb), free(ref), free(got), free(nan), free(dref);
+	free(hy), free(hb), free(ref), free(got), free(nan), free(gdb);
 }
 
 /* L(b) = sum(w .* (y0 + b)), on the CPU kernel, in double. */
@@ -153,13 +175,39 @@ static void finite_differences(int64_t n, int64_t ch, int64_t h, int64_t w)
 	starnn_tensor *tw = test_tensor("w", 4, shape, wt), *db = test_tensor("db", 1, bshape, NULL);
 	TEST_OK(starnn_bias_grad(tw, 0.0f, db)); /* dL/db = bias_grad(w) */
 	float *g = test_read(db);
+	struct test_sums gw = test_sums_new((size_t)ch);
+	channel_sums((size_t)n, (size_t)ch, inner, wt, (size_t)ch * inner, 0.0f, NULL, &gw);
+	double step = 0.05, worst = 0;
+	/* sum |w y| over all elements, |y| <= |y0| + |b| + h: the double sums */
+	double wy = 0;
+	for (size_t i = 0; i < len; i++)
+		wy += fabs((double)wt[i]) * (fabs((double)y0[i]) + 1.0 + step);
 	for (int64_t c = 0; c < ch; c++) {
-		double fd = test_fd(objective, b, (size_t)c, 0.05, &ctx);
-		/* L is linear in b: only the rounding of y0 + b (~1e-7 per term)
-		 * divided by the step remains. */
-		TEST_ASSERT(fabs(fd - g[c]) <= 1e-3 * fabs(fd) + 1e-3, "bias_grad vs finite differences [%lld]: %.7g vs %.7g",
-		            (long long)c, (double)g[c], fd);
+		double fd = test_fd(objective, b, (size_t)c, step, &ctx);
+		/* L is linear in b: fd = sum_c w + (sum_c w_i (e+_i - e-_i) +
+		 * delta) / (x+ - x-), e+-_i the rounding of y0_i + x+- (at most
+		 * 2^-24 |y0_i + x+-| each), delta that of the two double sums of
+		 * len terms (at most 2 len 2^-53 sum |w y|); g[c] the fp32 sum of
+		 * the same w within its own bound. */
+		float bc = b[c], xp = (float)(bc + step), xm = (float)(bc - step);
+		double e = 0;
+		for (size_t k = 0; k < (size_t)n; k++)
+			for (size_t i = 0; i < inner; i++) {
+				size_t j = k * (size_t)ch * inner + (size_t)c * inner + i;
+				e += fabs((double)wt[j]) * (fabs((double)y0[j] + xp) + fabs((double)y0[j] + xm));
+			}
+		double fd_bound = (TEST_U32 * e + 2.0 * (double)len * TEST_U64 * wy) / ((double)xp - (double)xm) +
+		                  4 * TEST_U64 * fabs(fd);
+		double bound = fd_bound + test_sum_bound(gw.mag[c], gw.val[c], (size_t)n * inner, TEST_U32, TEST_U32);
+		double d = fabs(fd - g[c]);
+		worst = fmax(worst, isnan(d) ? INFINITY : d / bound);
+		TEST_ASSERT(d <= bound, "bias_grad vs finite differences [%lld]: %.9g vs %.9g (bound %.3g)",
+		            (long long)c, (double)g[c], fd, bound);
 	}
+	if (getenv("STARNN_TEST_VERBOSE"))
+		printf("     bias_grad vs finite differences [%lld,%lld,%lld,%lld]: worst error %.3g of its bound\n",
+		       (long long)n, (long long)ch, (long long)h, (long long)w, worst);
+	test_sums_free(&gw);
 	starnn_tensor_destroy(tw), starnn_tensor_destroy(db);
 	free(y0), free(wt), free(b), free(y), free(g);
 }
@@ -206,10 +254,10 @@ static void round_to(starnn_dtype dt, float *x, size_t n)
 		                           : x[i];
 }
 
-/* Relative tolerance of one rounding to dt, doubled: fp16 2^-10, bf16 2^-7. */
-static float half_rtol(starnn_dtype dt)
+/* Unit roundoff of dt. */
+static double unit_roundoff(starnn_dtype dt)
 {
-	return dt == STARNN_FP16 ? 9.765625e-4f : dt == STARNN_BF16 ? 7.8125e-3f : 1e-6f;
+	return dt == STARNN_FP16 ? TEST_U16 : dt == STARNN_BF16 ? TEST_UBF16 : TEST_U32;
 }
 
 static starnn_tensor *tensor_dt(const char *name, starnn_dtype dt, int ndim, const int64_t *shape, const float *data)
@@ -221,10 +269,13 @@ static starnn_tensor *tensor_dt(const char *name, starnn_dtype dt, int ndim, con
 	return t;
 }
 
-/* bias_add_mp / bias_grad_mp on y, dy of dt against the fp32 codelets on the
- * same (rounded) values: bias_add one rounding to dt (half_rtol); bias_grad
- * (fp32 result, both sum the same values in double) 1e-5 relative + 1e-6
- * absolute. With view, y and dy are channel views (ld > cols). */
+/* bias_add_mp / bias_grad_mp on y, dy of dt, and the fp32 codelets on the
+ * same (rounded) values, against double references: bias_add_mp is the fp32
+ * add then one rounding to dt: |got - (y + b)| <= (2^-24 + u_dt (1 +
+ * 2^-24)) |y + b|, plus 2^-25 absolute for fp16 (subnormals below 2^-14 are
+ * spaced 2^-24); the fp32 add exactly as in C. bias_grad_mp (fp32 sums of
+ * the widened values, fp32 result) within the rounding bound of each sum.
+ * With view, y and dy are channel views (ld > cols). */
 static void half_vs_fp32(starnn_dtype dt, int64_t n, int64_t c, int64_t h, int64_t w, float beta, int view)
 {
 	int64_t shape[4] = {n, c, h, w}, full[4] = {n, c + 2, h, w}, bs = c;
@@ -256,13 +307,28 @@ static void half_vs_fp32(starnn_dtype dt, int64_t n, int64_t c, int64_t h, int64
 	TEST_OK(starnn_bias_grad(dyf, beta, dbf));
 	TEST_OK(starnn_bias_grad_mp(dyh, beta, dbh));
 	float *ref = test_read(yf), *got = test_read(yh), *gref = test_read(dbf), *ggot = test_read(dbh);
+	double *exact = malloc(numel * sizeof *exact), *bound = malloc(numel * sizeof *bound);
+	float *ref32 = malloc(numel * sizeof *ref32);
+	double ud = unit_roundoff(dt), sub = dt == STARNN_FP16 ? 0x1p-25 : 0;
+	for (size_t i = 0; i < numel; i++) {
+		exact[i] = (double)dense[i] + b[(i / inner) % (size_t)c];
+		bound[i] = (TEST_U32 + ud * (1 + TEST_U32)) * fabs(exact[i]) + sub;
+		ref32[i] = dense[i] + b[(i / inner) % (size_t)c];
+	}
 	char what[128];
 	snprintf(what, sizeof what, "bias_add_mp %s [%lld,%lld,%lld,%lld]%s", starnn_dtype_name(dt), (long long)n,
 	         (long long)c, (long long)h, (long long)w, view ? " channel view" : "");
-	test_close(what, got, ref, numel, half_rtol(dt), 1e-6f);
+	test_close_bound(what, got, exact, bound, numel);
+	test_close("bias_add fp32 on the same values", ref, ref32, numel, 0, 0);
+	struct test_sums gx = test_sums_new((size_t)c);
+	channel_sums((size_t)n, (size_t)c, inner, dense, (size_t)c * inner, beta, db, &gx);
 	snprintf(what, sizeof what, "bias_grad_mp %s [%lld,%lld,%lld,%lld] beta %g%s", starnn_dtype_name(dt),
 	         (long long)n, (long long)c, (long long)h, (long long)w, beta, view ? " channel view" : "");
-	test_close(what, ggot, gref, (size_t)c, 1e-5f, 1e-6f);
+	test_close_sum(what, ggot, gx.val, gx.mag, (size_t)c, (size_t)n * inner + 1, TEST_U32);
+	snprintf(what, sizeof what, "bias_grad fp32 on the same %s values, beta %g", starnn_dtype_name(dt), beta);
+	test_close_sum(what, gref, gx.val, gx.mag, (size_t)c, (size_t)n * inner + 1, TEST_U32);
+	test_sums_free(&gx);
+	free(exact), free(bound), free(ref32);
 	starnn_tensor_destroy(yf), starnn_tensor_destroy(dyf), starnn_tensor_destroy(tb);
 	starnn_tensor_destroy(dbf), starnn_tensor_destroy(dbh);
 	if (view)

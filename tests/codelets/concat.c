@@ -1,11 +1,22 @@
 /* concat: the CPU kernels against naive loops on strided data; the copy
- * codelets (CPU, or CUDA in the _cuda build) against direct kernel calls,
+ * codelets (CPU, or CUDA in the _cuda build) against naive loops,
  * with every beta combination of the backward (beta 0 must not read the
  * NaN-filled output); the no-copy path (starnn_concat_views) against the
  * copy path: producers (convt2d, add) write into the views, tasks then read
  * the whole tensor, write into the views again, and the backward reads
- * dcat's views; the shape checks. Copies are exact everywhere; beta * d + s
- * is compared exactly on CPU and within 1e-6 relative on CUDA (FMA). */
+ * dcat's views; the shape checks; the 16-bit variants.
+ *
+ * Tolerances: copies are exact everywhere. The backward's beta * d + s uses
+ * betas 0, 1, 0.5 and 2: powers of two, so beta * d is exact and the result
+ * is one rounding of the exact sum, whether or not a compiler fuses it into
+ * an FMA (nvcc does): bit for bit the same on CPU and CUDA, compared
+ * exactly. The same holds for the scale / add steps of views_vs_copy. The
+ * one sum there, convt2d (c + 1 terms per output), may run in another
+ * order into a view than into a tensor of its own (cuDNN picks its
+ * algorithm per layout): both paths are checked against the convolution in
+ * double within its rounding bound (tests/testlib.h, test_close_sum), the
+ * skip half exactly. The 16-bit variants copy bit patterns or round one
+ * exact fp32 addition once: exactly the fp32 result rounded to the type. */
 #include "codelets/axpy.h"
 #include "codelets/concat.h"
 #include "codelets/convt2d.h"
@@ -55,8 +66,7 @@ static void kernels_vs_naive(void)
 	free(a), free(b), free(cat), free(ref);
 }
 
-/* The copy codelets vs the kernels, on dense tensors and with a and cat's
- * backward targets being channel views of other tensors. */
+/* The copy codelets vs naive loops on dense tensors. */
 static void codelets_vs_kernels(int64_t n, int64_t c1, int64_t c2, int64_t h, int64_t w)
 {
 	int64_t as[4] = {n, c1, h, w}, bs[4] = {n, c2, h, w}, cs[4] = {n, c1 + c2, h, w};
@@ -66,7 +76,9 @@ static void codelets_vs_kernels(int64_t n, int64_t c1, int64_t c2, int64_t h, in
 	starnn_tensor *ta = test_tensor("a", 4, as, a), *tb = test_tensor("b", 4, bs, b);
 	starnn_tensor *tc = test_tensor("cat", 4, cs, NULL), *tdc = test_tensor("dcat", 4, cs, dcat);
 	float *ref = malloc(nc * sizeof *ref);
-	starnn_concat_fwd_cpu(rows, ca, a, ca, cb, b, cb, ref, ca + cb);
+	for (size_t r = 0; r < rows; r++)
+		for (size_t k = 0; k < ca + cb; k++)
+			ref[r * (ca + cb) + k] = k < ca ? a[r * ca + k] : b[r * cb + k - ca];
 	TEST_OK(starnn_concat_fwd(ta, tb, tc));
 	float *got = test_read(tc);
 	char what[96];
@@ -75,7 +87,7 @@ static void codelets_vs_kernels(int64_t n, int64_t c1, int64_t c2, int64_t h, in
 	test_close(what, got, ref, nc, 0, 0);
 	free(got);
 
-	float tol = TEST_ON_CUDA ? 1e-6f : 0;
+	/* powers-of-two betas: one rounding, exact on CPU and CUDA */
 	float betas[4][2] = {{0, 0}, {0, 1}, {1, 0}, {0.5f, 2}};
 	for (int k = 0; k < 4; k++) {
 		float ba = betas[k][0], bb = betas[k][1];
@@ -85,13 +97,25 @@ static void codelets_vs_kernels(int64_t n, int64_t c1, int64_t c2, int64_t h, in
 		for (size_t i = 0; bb == 0 && i < nb; i++)
 			db[i] = NAN;
 		starnn_tensor *tda = test_tensor("da", 4, as, da), *tdb = test_tensor("db", 4, bs, db);
-		starnn_concat_bwd_cpu(rows, ca, cb, dcat, ca + cb, ba, da, ca, bb, db, cb);
+		/* beta d + s rounded once (the sum exact in double) */
+		for (size_t r = 0; r < rows; r++) {
+			for (size_t j = 0; j < ca; j++) {
+				size_t i = r * ca + j;
+				double sv = dcat[r * (ca + cb) + j];
+				da[i] = (float)(ba == 0 ? sv : (double)ba * da[i] + sv);
+			}
+			for (size_t j = 0; j < cb; j++) {
+				size_t i = r * cb + j;
+				double sv = dcat[r * (ca + cb) + ca + j];
+				db[i] = (float)(bb == 0 ? sv : (double)bb * db[i] + sv);
+			}
+		}
 		TEST_OK(starnn_concat_bwd(tdc, ba, tda, bb, tdb));
 		float *ga = test_read(tda), *gb = test_read(tdb);
 		snprintf(what, sizeof what, "concat_bwd codelet da beta %g, c1 %lld", ba, (long long)c1);
-		test_close(what, ga, da, na, tol, tol);
+		test_close(what, ga, da, na, 0, 0);
 		snprintf(what, sizeof what, "concat_bwd codelet db beta %g, c2 %lld", bb, (long long)c2);
-		test_close(what, gb, db, nb, tol, tol);
+		test_close(what, gb, db, nb, 0, 0);
 		free(ga), free(gb), free(da), free(db);
 		starnn_tensor_destroy(tda), starnn_tensor_destroy(tdb);
 	}
@@ -129,22 +153,45 @@ static void views_vs_copy(int64_t n, int64_t c, int64_t up, int64_t skip, int64_
 	TEST_OK(starnn_convt2d_fwd(tx, tw, tb, va));
 	TEST_OK(starnn_add(1.0f, ts, 0.0f, ts, vb)); /* the skip, copied by another op */
 	float *got = test_read(tcat);
-	float tol = TEST_ON_CUDA ? 1e-6f : 0;
+	/* the reference: the convolution in double (w: [c, up, 2, 2], stride
+	 * 2: c + 1 terms per output), the skip exactly */
+	size_t ld = nc / (size_t)n, ca = (size_t)(up * 4 * h * w), H = (size_t)(2 * h), W = (size_t)(2 * w);
+	struct test_sums ref = test_sums_new(nc);
+	for (size_t r = 0; r < (size_t)n; r++) {
+		for (size_t o = 0; o < (size_t)up; o++)
+			for (size_t p = 0; p < H; p++)
+				for (size_t q = 0; q < W; q++) {
+					double acc = bias[o], mag = fabs(acc);
+					for (size_t k = 0; k < (size_t)c; k++) {
+						double term = (double)x[((r * (size_t)c + k) * (size_t)h + p / 2) * (size_t)w + q / 2] *
+						              wt[(k * (size_t)up + o) * 4 + (p % 2) * 2 + q % 2];
+						acc += term, mag += fabs(term);
+					}
+					size_t i = r * ld + (o * H + p) * W + q;
+					ref.val[i] = acc, ref.mag[i] = mag;
+				}
+		for (size_t k = 0; k < ld - ca; k++)
+			test_sums_copy(&ref, r * ld + ca + k, s[r * (ld - ca) + k]);
+	}
 	char what[96];
-	snprintf(what, sizeof what, "views vs copy n%lld up%lld skip%lld %lldx%lld", (long long)n, (long long)up,
-	         (long long)skip, (long long)(2 * h), (long long)(2 * w));
-	test_close(what, got, want, nc, tol, tol);
-	free(got);
+	snprintf(what, sizeof what, "views n%lld up%lld skip%lld %lldx%lld", (long long)n, (long long)up,
+	         (long long)skip, (long long)H, (long long)W);
+	test_close_sum(what, got, ref.val, ref.mag, nc, (size_t)c + 1, TEST_U32);
+	snprintf(what, sizeof what, "copy n%lld up%lld skip%lld %lldx%lld", (long long)n, (long long)up,
+	         (long long)skip, (long long)H, (long long)W);
+	test_close_sum(what, want, ref.val, ref.mag, nc, (size_t)c + 1, TEST_U32);
+	test_sums_free(&ref);
 
-	/* A task on the whole, then producers on the views again, then the whole. */
+	/* A task on the whole, then producers on the views again, then the
+	 * whole: scalings by powers of two, exact. */
 	TEST_OK(starnn_scale(2.0f, tcat));
 	TEST_OK(starnn_scale(-1.0f, vb));
-	got = test_read(tcat);
-	size_t ld = nc / (size_t)n, ca = (size_t)(up * 4 * h * w);
 	for (size_t r = 0; r < (size_t)n; r++)
 		for (size_t k = 0; k < ld; k++)
-			want[r * ld + k] *= k < ca ? 2.0f : -2.0f;
-	test_close("whole, then views, then whole", got, want, nc, tol, tol);
+			want[r * ld + k] = got[r * ld + k] * (k < ca ? 2.0f : -2.0f);
+	free(got);
+	got = test_read(tcat);
+	test_close("whole, then views, then whole", got, want, nc, 0, 0);
 	free(got);
 
 	/* Backward: dcat's views are the two gradients (no copy); the copy path
@@ -156,7 +203,7 @@ static void views_vs_copy(int64_t n, int64_t c, int64_t up, int64_t skip, int64_
 	starnn_tensor *viewsum = test_tensor("viewsum", 4, ss, NULL);
 	TEST_OK(starnn_add(1.0f, dvb, 1.0f, ts, viewsum)); /* skip + dcat[:, up:] read through the view */
 	float *g1 = test_read(tds), *g2 = test_read(viewsum), *g3 = test_read(tdu), *g4 = test_read(dva);
-	test_close("concat_bwd beta 1 vs the view's sum", g1, g2, ns, tol, tol);
+	test_close("concat_bwd beta 1 vs the view's sum", g1, g2, ns, 0, 0); /* both fl(s + d) */
 	test_close("concat_bwd beta 0 vs the view", g3, g4, nc - ns, 0, 0);
 	free(g1), free(g2), free(g3), free(g4);
 
@@ -190,8 +237,20 @@ static void bad_shapes(void)
 
 /* ------------------------------------------------------ mixed precision
  * starnn_concat_*_mp on fp16 / bf16 tensors against the fp32 codelets on
- * the same values (tests/codelets/halfcheck.h): forward, backward with
- * (beta_a, beta_b) = (1, 0) and (0, 1). */
+ * the same values: forward, backward with (beta_a, beta_b) = (1, 0) and
+ * (0, 1). Copies of 16-bit values and one exact fp32 addition rounded once:
+ * exactly the fp32 result rounded to dt, on CPU and CUDA (half_exact). */
+static void half_exact(const char *what, starnn_dtype dt, const float *got, const float *ref, size_t n)
+{
+	float *r = malloc((n + 1) * sizeof *r);
+	for (size_t i = 0; i < n; i++)
+		r[i] = hc_round1(dt, ref[i]);
+	char label[160];
+	snprintf(label, sizeof label, "%s (%s)", what, starnn_dtype_name(dt));
+	test_close(label, got, r, n, 0, 0);
+	free(r);
+}
+
 static void half_vs_fp32(int64_t n, int64_t c1, int64_t c2, int64_t h, int64_t w, starnn_dtype dt)
 {
 	int64_t as[4] = {n, c1, h, w}, bs[4] = {n, c2, h, w}, cs[4] = {n, c1 + c2, h, w};
@@ -213,14 +272,14 @@ static void half_vs_fp32(int64_t n, int64_t c1, int64_t c2, int64_t h, int64_t w
 		if (i == 3)
 			continue;
 		float *r = test_read(t[0][i]), *g = test_read(t[1][i]);
-		hc_close(names[i], dt, g, r, sizes[i]);
+		half_exact(names[i], dt, g, r, sizes[i]);
 		free(r), free(g);
 	}
 	for (int k = 0; k < 2; k++)
 		TEST_OK(starnn_concat_bwd_mp(t[k][3], 0.0f, t[k][4], 1.0f, t[k][5]));
 	for (int i = 4; i < 6; i++) {
 		float *r = test_read(t[0][i]), *g = test_read(t[1][i]);
-		hc_close(i == 4 ? "concat_bwd_mp da (beta 0)" : "concat_bwd_mp db (beta 1)", dt, g, r, sizes[i]);
+		half_exact(i == 4 ? "concat_bwd_mp da (beta 0)" : "concat_bwd_mp db (beta 1)", dt, g, r, sizes[i]);
 		free(r), free(g);
 	}
 	TEST_ASSERT(starnn_concat_fwd_mp(t[1][0], t[0][1], t[1][2]) == STARNN_EINVAL, "concat_fwd_mp: mixed dtypes");

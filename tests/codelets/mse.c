@@ -1,9 +1,30 @@
 /* mse_fwd / mse_bwd: kernels against double loops on strided views, the
  * beta (accumulate) flag, mse_bwd against central finite differences of
- * mse_fwd, the codelets (CPU, or CUDA in the _cuda build) against direct
- * kernel calls on whole tensors and on batch / channel parts (micro-batch
- * losses accumulated with beta = 1 add up to the batch loss), and bad
- * arguments -> STARNN_EINVAL. */
+ * mse_fwd, the codelets (CPU, or CUDA in the _cuda build) on whole tensors
+ * and on batch / channel parts (micro-batch losses accumulated with beta =
+ * 1 add up to the batch loss), the 16-bit variants, and bad arguments ->
+ * STARNN_EINVAL.
+ *
+ * Tolerances, all against references in double from the definitions:
+ * - the loss: both the CPU and the CUDA kernels accumulate (p - t)^2 in
+ *   double (p - t exact in double, the square one double rounding, each in
+ *   its own order), scale it in double and round once to float: within
+ *   lambda sqrt(n) 2^-53 mag + 2^-24 |exact| (test_close_sum_out with u =
+ *   TEST_U64, uout = TEST_U32; the terms are >= 0 so mag = |exact|): a
+ *   hard bound, a correct kernel may reach ~1 of it. A loss accumulated
+ *   over tasks (beta = 1) is rounded once per task: parts_bound.
+ * - the gradient 2 scale (p - t): k = 2 scale is exact (a power-of-two
+ *   multiple), then two fp32 roundings (p - t, then k x), nothing to
+ *   contract into an FMA: |got - exact| <= 2u (1 + u) |exact|, u = 2^-24
+ *   (grad_bound), on CPU and CUDA alike; padding compared exactly.
+ * - 16-bit gradient: the same in fp32 (times a power-of-two loss scale,
+ *   exact), then one rounding to fp16 / bf16, plus 2^-25 absolute for fp16
+ *   (its subnormals below 2^-14 are spaced 2^-24).
+ * - finite differences: the central difference of a quadratic is exact at
+ *   the midpoint of the steps actually taken; what remains is the float
+ *   rounding of the two losses (their bound above) over the step, the
+ *   midpoint's offset times the curvature 2 scale, and the gradient's own
+ *   rounding (fd_check). */
 #include "codelets/amp.h"
 #include "codelets/mse.h"
 #include "runtime/half.h"
@@ -18,6 +39,41 @@ static double naive_loss(size_t rows, size_t cols, const float *p, size_t ldp, c
 			s += d * d;
 		}
 	return scale * s;
+}
+
+/* A double sum of nterms terms of magnitude mag, then the float roundings of
+ * the partials stored between tasks (exact values stored[0..k-1], the last
+ * one the result): each adds 2^-24 of what it rounds. */
+static double parts_bound(double mag, size_t nterms, const double *stored, int k)
+{
+	double b = TEST_SUM_LAMBDA * sqrt((double)(nterms ? nterms : 1)) * TEST_U64 * mag;
+	for (int j = 0; j < k; j++)
+		b += TEST_U32 * (fabs(stored[j]) + b);
+	return b;
+}
+
+/* The bound of the fp32 gradient k (p - t), k = 2 scale exact: two
+ * roundings; times the unit roundoff ud of a narrower output type (ud = 0
+ * for fp32) and its subnormal spacing. */
+static double grad_bound(double exact, double ud, double sub)
+{
+	double e32 = 2 * TEST_U32 * (1 + TEST_U32);
+	return (e32 + ud * (1 + e32)) * fabs(exact) + sub;
+}
+
+/* d[r * ldd + c] = 2 scale (p - t) in double with its bound (grad_bound) in
+ * bound[]; elements outside the rows x cols block keep old with bound 0. */
+static void naive_grad(size_t rows, size_t cols, const float *p, size_t ldp, const float *t, size_t ldt, float scale,
+                       const float *old, size_t ldd, double ud, double sub, double *exact, double *bound)
+{
+	if (old)
+		for (size_t i = 0; i < rows * ldd; i++)
+			exact[i] = old[i], bound[i] = 0;
+	for (size_t r = 0; r < rows; r++)
+		for (size_t c = 0; c < cols; c++) {
+			double e = 2.0 * (double)scale * ((double)p[r * ldp + c] - (double)t[r * ldt + c]);
+			exact[r * ldd + c] = e, bound[r * ldd + c] = grad_bound(e, ud, sub);
+		}
 }
 
 struct fd_ctx {
@@ -41,41 +97,56 @@ static void kernels_vs_naive(void)
 	 * inside rows of 13 (its padding must stay untouched). */
 	size_t rows = 4, cols = 6, ldp = 11, ldt = 9, ldd = 13;
 	float *p = test_random(rows * ldp, -2, 2), *t = test_random(rows * ldt, -2, 2);
-	float *d = test_random(rows * ldd, -1, 1), *dref = malloc(rows * ldd * sizeof *dref);
-	memcpy(dref, d, rows * ldd * sizeof *d);
+	float *d = test_random(rows * ldd, -1, 1);
 	float scale = 1.0f / 24;
 
-	double s = naive_loss(rows, cols, p, ldp, t, ldt, scale);
-	float loss = NAN, ref = (float)s;
+	size_t nt = rows * cols + 1; /* the squares and the scaling */
+	double s = naive_loss(rows, cols, p, ldp, t, ldt, scale), ex, mg;
+	float loss = NAN;
 	starnn_mse_fwd_cpu(rows, cols, p, ldp, t, ldt, scale, 0.0f, &loss); /* beta 0: NaN not read */
-	test_close("mse_fwd_cpu strided beta=0", &loss, &ref, 1, 1e-6f, 0);
+	test_close_sum_out("mse_fwd_cpu strided beta=0", &loss, &s, &s, 1, nt, TEST_U64, TEST_U32);
 	loss = 0.75f;
-	ref = (float)(0.75 + s);
+	ex = mg = 0.75 + s;
 	starnn_mse_fwd_cpu(rows, cols, p, ldp, t, ldt, scale, 1.0f, &loss);
-	test_close("mse_fwd_cpu strided beta=1", &loss, &ref, 1, 1e-6f, 0);
+	test_close_sum_out("mse_fwd_cpu strided beta=1", &loss, &ex, &mg, 1, nt + 1, TEST_U64, TEST_U32);
 
+	double *dex = malloc(rows * ldd * sizeof *dex), *dbd = malloc(rows * ldd * sizeof *dbd);
+	naive_grad(rows, cols, p, ldp, t, ldt, scale, d, ldd, 0, 0, dex, dbd);
 	starnn_mse_bwd_cpu(rows, cols, p, ldp, t, ldt, scale, d, ldd);
-	for (size_t r = 0; r < rows; r++)
-		for (size_t c = 0; c < cols; c++)
-			dref[r * ldd + c] = (float)(2.0 * scale * ((double)p[r * ldp + c] - (double)t[r * ldt + c]));
-	test_close("mse_bwd_cpu strided (padding untouched)", d, dref, rows * ldd, 1e-6f, 1e-9f);
+	test_close_bound("mse_bwd_cpu strided (padding untouched)", d, dex, dbd, rows * ldd);
 
-	/* Finite differences of mse_fwd along every element of the view. */
+	/* Finite differences of mse_fwd along every element of the view: the
+	 * difference quotient of the quadratic is exact at the midpoint m of
+	 * the steps taken, 2 scale (m - t); the float losses L+- are within
+	 * B(L) = lambda sqrt(n) 2^-53 L + 2^-24 L (1 + ...) of the exact ones. */
 	struct fd_ctx ctx = {rows, cols, ldp, ldt, t, scale};
-	float *fd = malloc(rows * cols * sizeof *fd), *an = malloc(rows * cols * sizeof *an);
+	double worst = 0;
 	for (size_t r = 0; r < rows; r++)
 		for (size_t c = 0; c < cols; c++) {
-			fd[r * cols + c] = (float)test_fd(loss_of, p, r * ldp + c, 1e-2, &ctx);
-			an[r * cols + c] = d[r * ldd + c];
+			size_t i = r * ldp + c;
+			double step = 1e-2, fd = test_fd(loss_of, p, i, step, &ctx);
+			float xi = p[i], xp = (float)(xi + step), xm = (float)(xi - step);
+			p[i] = xp;
+			double lp = naive_loss(rows, cols, p, ldp, t, ldt, scale);
+			p[i] = xm;
+			double lm = naive_loss(rows, cols, p, ldp, t, ldt, scale);
+			p[i] = xi;
+			double dx = (double)xp - (double)xm, mid = 0.5 * ((double)xp + (double)xm);
+			double bound = (test_sum_bound(lp, lp, nt, TEST_U64, TEST_U32) +
+			                test_sum_bound(lm, lm, nt, TEST_U64, TEST_U32)) / dx +
+			               2.0 * scale * fabs(mid - (double)xi) + dbd[r * ldd + c] + 2 * TEST_U64 * fabs(fd);
+			double err = fabs(fd - (double)d[r * ldd + c]);
+			worst = fmax(worst, isnan(err) ? INFINITY : err / bound);
+			TEST_ASSERT(err <= bound, "mse_bwd_cpu vs finite differences of mse_fwd_cpu [%zu,%zu]: %.9g vs %.9g (bound %.3g)",
+			            r, c, (double)d[r * ldd + c], fd, bound);
 		}
-	/* The loss is quadratic: central differences are exact up to the fp32
-	 * rounding of the loss (~1e-7 * 1.5 / 0.02 ~ 1e-5). */
-	test_close("mse_bwd_cpu vs finite differences of mse_fwd_cpu", an, fd, rows * cols, 1e-4f, 2e-5f);
-	free(p), free(t), free(d), free(dref), free(fd), free(an);
+	if (getenv("STARNN_TEST_VERBOSE"))
+		printf("     mse_bwd_cpu vs finite differences of mse_fwd_cpu: worst error %.3g of its bound\n", worst);
+	free(p), free(t), free(d), free(dex), free(dbd);
 }
 
-/* The codelets against the CPU kernels on the same data. */
-static void codelets_vs_kernels(int64_t n, int64_t c, int64_t h, int64_t w)
+/* The codelets against the double references. */
+static void codelets_vs_naive(int64_t n, int64_t c, int64_t h, int64_t w)
 {
 	int64_t shape[4] = {n, c, h, w}, one = 1;
 	size_t numel = (size_t)(n * c * h * w), rows = (size_t)n, cols = numel / rows, inner = (size_t)(h * w);
@@ -83,20 +154,25 @@ static void codelets_vs_kernels(int64_t n, int64_t c, int64_t h, int64_t w)
 	starnn_tensor *tp = test_tensor("pred", 4, shape, p), *tt = test_tensor("target", 4, shape, t);
 	starnn_tensor *tl = test_tensor("loss", 1, &one, NULL), *td = test_tensor("dpred", 4, shape, NULL);
 	float scale = 1.0f / (float)numel;
-	/* CPU bit-exact; CUDA: another double summation order, one rounding. */
-	float rtol = TEST_ON_CUDA ? 1e-6f : 0;
+	size_t nt = numel + 1;
+	double *dex = malloc(numel * sizeof *dex), *dbd = malloc(numel * sizeof *dbd);
+	char what[128];
 
-	float ref = 0, *got, *dref = malloc(numel * sizeof *dref);
-	starnn_mse_fwd_cpu(rows, cols, p, cols, t, cols, scale, 0.0f, &ref);
+	double loss = naive_loss(rows, cols, p, cols, t, cols, scale);
+	float *got;
 	TEST_OK(starnn_mse_fwd(tp, tt, tl, scale, 0.0f));
 	got = test_read(tl);
-	test_close("mse_fwd codelet", got, &ref, 1, rtol, 0);
+	snprintf(what, sizeof what, "mse_fwd codelet [%lld,%lld,%lld,%lld]", (long long)n, (long long)c, (long long)h,
+	         (long long)w);
+	test_close_sum_out(what, got, &loss, &loss, 1, nt, TEST_U64, TEST_U32);
 	free(got);
 
-	starnn_mse_bwd_cpu(rows, cols, p, cols, t, cols, 0.5f * scale, dref, cols);
+	naive_grad(rows, cols, p, cols, t, cols, 0.5f * scale, NULL, cols, 0, 0, dex, dbd);
 	TEST_OK(starnn_mse_bwd(tp, tt, td, 0.5f * scale));
 	got = test_read(td);
-	test_close("mse_bwd codelet", got, dref, numel, rtol, 0);
+	snprintf(what, sizeof what, "mse_bwd codelet [%lld,%lld,%lld,%lld]", (long long)n, (long long)c, (long long)h,
+	         (long long)w);
+	test_close_bound(what, got, dex, dbd, numel);
 	free(got);
 
 	if (n >= 2) {
@@ -109,16 +185,14 @@ static void codelets_vs_kernels(int64_t n, int64_t c, int64_t h, int64_t w)
 		for (int k = 0; k < 2; k++)
 			TEST_OK(starnn_mse_bwd(tp->parts[k], tt->parts[k], td->parts[k], scale));
 		size_t r0 = tp->parts[0]->rows;
-		float pref = 0;
-		starnn_mse_fwd_cpu(r0, cols, p, cols, t, cols, scale, 0.0f, &pref);
-		starnn_mse_fwd_cpu(rows - r0, cols, p + r0 * cols, cols, t + r0 * cols, cols, scale, 1.0f, &pref);
+		double stored[2] = {naive_loss(r0, cols, p, cols, t, cols, scale), loss};
+		double bound = parts_bound(loss, nt + 1, stored, 2);
 		got = test_read(tl);
-		test_close("mse_fwd over batch parts, accumulated", got, &pref, 1, rtol, 0);
-		test_close("mse_fwd batch parts vs whole batch", got, &ref, 1, 1e-6f, 0);
+		test_close_bound("mse_fwd over batch parts, accumulated, vs the whole batch", got, &loss, &bound, 1);
 		free(got);
-		starnn_mse_bwd_cpu(rows, cols, p, cols, t, cols, scale, dref, cols);
+		naive_grad(rows, cols, p, cols, t, cols, scale, NULL, cols, 0, 0, dex, dbd);
 		got = test_read(td);
-		test_close("mse_bwd over batch parts", got, dref, numel, rtol, 0);
+		test_close_bound("mse_bwd over batch parts", got, dex, dbd, numel);
 		free(got);
 	}
 	if (c >= 2) {
@@ -137,21 +211,21 @@ static void codelets_vs_kernels(int64_t n, int64_t c, int64_t h, int64_t w)
 		TEST_OK(starnn_mse_fwd(tp2->parts[0], tt2->parts[0], tl, scale, 1.0f));
 		TEST_OK(starnn_mse_bwd(tp2->parts[0], tt2->parts[0], td2->parts[0], scale));
 		TEST_OK(starnn_mse_bwd(tp2->parts[1], tt2->parts[1], td2->parts[1], 2.0f * scale));
-		float cref = 0;
-		starnn_mse_fwd_cpu(rows, cols - inner, p + inner, cols, t + inner, cols, scale, 0.0f, &cref);
-		starnn_mse_fwd_cpu(rows, inner, p, cols, t, cols, scale, 1.0f, &cref);
+		double stored[2] = {naive_loss(rows, cols - inner, p + inner, cols, t + inner, cols, scale), loss};
+		double bound = parts_bound(loss, nt + 1, stored, 2);
 		got = test_read(tl);
-		test_close("mse_fwd over channel parts (strided), accumulated", got, &cref, 1, rtol, 0);
+		test_close_bound("mse_fwd over channel parts (strided), accumulated", got, &loss, &bound, 1);
 		free(got);
-		starnn_mse_bwd_cpu(rows, inner, p, cols, t, cols, scale, dref, cols);
-		starnn_mse_bwd_cpu(rows, cols - inner, p + inner, cols, t + inner, cols, 2.0f * scale, dref + inner, cols);
+		naive_grad(rows, inner, p, cols, t, cols, scale, NULL, cols, 0, 0, dex, dbd);
+		naive_grad(rows, cols - inner, p + inner, cols, t + inner, cols, 2.0f * scale, NULL, cols, 0, 0, dex + inner,
+		           dbd + inner);
 		got = test_read(td2);
-		test_close("mse_bwd over channel parts (strided)", got, dref, numel, rtol, 0);
+		test_close_bound("mse_bwd over channel parts (strided)", got, dex, dbd, numel);
 		free(got);
 		starnn_tensor_destroy(tp2), starnn_tensor_destroy(tt2), starnn_tensor_destroy(td2);
 	}
 	starnn_tensor_destroy(tp), starnn_tensor_destroy(tt), starnn_tensor_destroy(tl), starnn_tensor_destroy(td);
-	free(p), free(t), free(dref);
+	free(p), free(t), free(dex), free(dbd);
 }
 
 static void bad_arguments(void)
@@ -185,10 +259,10 @@ static void round_to(starnn_dtype dt, float *x, size_t n)
 		                           : x[i];
 }
 
-/* Relative tolerance of one rounding to dt, doubled: fp16 2^-10, bf16 2^-7. */
-static float half_rtol(starnn_dtype dt)
+/* Unit roundoff of dt. */
+static double unit_roundoff(starnn_dtype dt)
 {
-	return dt == STARNN_FP16 ? 9.765625e-4f : dt == STARNN_BF16 ? 7.8125e-3f : 1e-6f;
+	return dt == STARNN_FP16 ? TEST_U16 : dt == STARNN_BF16 ? TEST_UBF16 : TEST_U32;
 }
 
 static starnn_tensor *tensor_dt(const char *name, starnn_dtype dt, int ndim, const int64_t *shape, const float *data)
@@ -201,13 +275,15 @@ static starnn_tensor *tensor_dt(const char *name, starnn_dtype dt, int ndim, con
 }
 
 
-/* mse_fwd_mp / mse_bwd_mp with pred of dt against the fp32 codelets on the
- * same (rounded) pred: the loss sums the same values in double (1e-6
- * relative); the gradient is rounded once to dt (half_rtol, and for fp16
- * 2^-24 absolute: below 2^-14 fp16 is subnormal with a fixed spacing of
- * 2^-24, which is what loss scaling is for); the scaled backward (a loss-scale state of 1024) equals
- * 1024 x the unscaled one within the same tolerance, and for fp32 exactly.
- * With view, pred is a channel view (ld > cols). */
+/* mse_fwd_mp / mse_bwd_mp with pred of dt, and the fp32 codelets on the
+ * same (rounded) pred, against the double references: the loss sums in
+ * double and rounds once (as mse_fwd); the gradient is the fp32 one rounded
+ * once to dt (grad_bound with u_dt, and for fp16 2^-25 absolute: below
+ * 2^-14 fp16 is subnormal with a fixed spacing of 2^-24, which is what loss
+ * scaling is for); the scaled backward (a loss-scale state of 1024, a power
+ * of two: exact) against 1024 x the exact gradient within the same bound,
+ * and for fp32 exactly 1024 x the fp32 backward. With view, pred is a
+ * channel view (ld > cols). */
 static void half_vs_fp32(starnn_dtype dt, int64_t n, int64_t c, int64_t h, int64_t w, int view)
 {
 	int64_t shape[4] = {n, c, h, w}, full[4] = {n, c + 1, h, w}, four = 4, one = 1;
@@ -241,16 +317,25 @@ static void half_vs_fp32(starnn_dtype dt, int64_t n, int64_t c, int64_t h, int64
 	float *lr = test_read(l32), *lg = test_read(lh), *dr = test_read(d32), *dg = test_read(dh), *dsg = test_read(ds);
 	char what[128];
 	const char *dn = starnn_dtype_name(dt);
+	double loss = naive_loss((size_t)n, row, dense, row, t, row, scale);
 	snprintf(what, sizeof what, "mse_fwd_mp %s [%lld,%lld,%lld,%lld]%s", dn, (long long)n, (long long)c,
 	         (long long)h, (long long)w, view ? " view" : "");
-	test_close(what, lg, lr, 1, 1e-6f, 0);
+	test_close_sum_out(what, lg, &loss, &loss, 1, numel + 1, TEST_U64, TEST_U32);
+	snprintf(what, sizeof what, "mse_fwd fp32 on the same %s values", dn);
+	test_close_sum_out(what, lr, &loss, &loss, 1, numel + 1, TEST_U64, TEST_U32);
+	double *dex = malloc(numel * sizeof *dex), *dbd = malloc(numel * sizeof *dbd);
+	double ud = unit_roundoff(dt), sub = dt == STARNN_FP16 ? 0x1p-25 : 0;
+	naive_grad((size_t)n, row, dense, row, t, row, scale, NULL, row, 0, 0, dex, dbd);
+	snprintf(what, sizeof what, "mse_bwd fp32 on the same %s values", dn);
+	test_close_bound(what, dr, dex, dbd, numel);
+	naive_grad((size_t)n, row, dense, row, t, row, scale, NULL, row, ud, sub, dex, dbd);
 	snprintf(what, sizeof what, "mse_bwd_mp %s%s", dn, view ? " view" : "");
-	float atol = dt == STARNN_FP16 ? 5.9604645e-8f : 1e-30f;
-	test_close(what, dg, dr, numel, half_rtol(dt), atol);
+	test_close_bound(what, dg, dex, dbd, numel);
 	for (size_t i = 0; i < numel; i++)
-		dr[i] *= 1024.0f;
+		dr[i] *= 1024.0f, dex[i] *= 1024.0, dbd[i] = grad_bound(dex[i], ud, sub);
 	snprintf(what, sizeof what, "mse_bwd_mp %s scaled by the state (1024)%s", dn, view ? " view" : "");
-	test_close(what, dsg, dr, numel, half_rtol(dt), atol);
+	test_close_bound(what, dsg, dex, dbd, numel);
+	free(dex), free(dbd);
 	/* The scaled fp32 backward is exactly 1024 x the fp32 one. */
 	starnn_tensor *d32s = tensor_dt("d32s", STARNN_FP32, 4, shape, NULL);
 	TEST_OK(starnn_mse_bwd_mp(pred32, tt, d32s, scale, state));
@@ -288,11 +373,11 @@ int main(void)
 	test_init();
 	if (!TEST_ON_CUDA)
 		kernels_vs_naive();
-	codelets_vs_kernels(1, 1, 1, 1);
-	codelets_vs_kernels(1, 3, 5, 7);
-	codelets_vs_kernels(4, 3, 5, 7);
-	codelets_vs_kernels(2, 12, 64, 64);
-	codelets_vs_kernels(2, 8, 128, 160); /* > 1024 blocks x 256 threads on CUDA */
+	codelets_vs_naive(1, 1, 1, 1);
+	codelets_vs_naive(1, 3, 5, 7);
+	codelets_vs_naive(4, 3, 5, 7);
+	codelets_vs_naive(2, 12, 64, 64);
+	codelets_vs_naive(2, 8, 128, 160); /* > 1024 blocks x 256 threads on CUDA */
 	bad_arguments();
 	half_variants();
 	return test_finish();

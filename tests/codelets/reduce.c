@@ -1,8 +1,23 @@
-/* sum / sumsq: kernels against double loops on strided views, the beta
- * (accumulate) flag, the double accumulation (a sum float accumulation gets
- * wrong), the codelets (CPU, or CUDA in the _cuda build) against direct
- * kernel calls on whole tensors, micro-batch parts accumulated with beta = 1
- * and channel parts (ld > cols), and bad arguments -> STARNN_EINVAL. */
+/* sum / sumsq: kernels on strided views, the beta (accumulate) flag, the
+ * double accumulation (a sum float accumulation gets wrong), the codelets
+ * (CPU, or CUDA in the _cuda build) on whole tensors, micro-batch parts
+ * accumulated with beta = 1 and channel parts (ld > cols), and bad
+ * arguments -> STARNN_EINVAL.
+ *
+ * Tolerances: every result is checked against the sum in double from the
+ * definition (terms x or x^2 of floats: exact in double), with the sum of
+ * |term| as its magnitude. Both the CPU and the CUDA kernels accumulate in
+ * double (in their own orders: 8 lanes row by row; a grid-stride and tree
+ * reduction) and round once to float, so one result is within
+ *     lambda sqrt(n) 2^-53 mag  +  2^-24 |exact|
+ * (tests/testlib.h, test_close_sum_out with u = TEST_U64, uout = TEST_U32):
+ * the double sum's rounding bound plus the single rounding to float, a
+ * hard bound: a correct kernel may reach 0.5 ulp of the result, i.e. up to
+ * ~1 of this bound when |exact| is just above a power of two. A result
+ * accumulated over several tasks (beta = 1: micro-batch or channel parts)
+ * is rounded to float once per task; each stored partial adds 2^-24 of its
+ * own magnitude (parts_bound). Exact cases (empty sums, the double
+ * accumulation checks on exactly representable data) are compared with ==. */
 #include "codelets/reduce.h"
 #include "tests/testlib.h"
 
@@ -20,11 +35,23 @@ static double naive(size_t rows, size_t cols, const float *x, size_t ld, int squ
 	return s;
 }
 
+/* One double sum of nterms terms of magnitude mag, then float roundings of
+ * the partials stored between tasks (their exact values stored[0..k-1],
+ * the last one the result): each rounding adds 2^-24 of what it rounds
+ * (including the error so far). */
+static double parts_bound(double mag, size_t nterms, const double *stored, int k)
+{
+	double b = TEST_SUM_LAMBDA * sqrt((double)(nterms ? nterms : 1)) * TEST_U64 * mag;
+	for (int j = 0; j < k; j++)
+		b += TEST_U32 * (fabs(stored[j]) + b);
+	return b;
+}
+
 static void kernels_vs_naive(void)
 {
 	/* 5 rows of 7 inside rows of 11; the padding holds large values that
 	 * would show if it were summed. */
-	size_t rows = 5, cols = 7, ld = 11, n = rows * ld;
+	size_t rows = 5, cols = 7, ld = 11, n = rows * ld, nt = rows * cols;
 	float *x = test_random(n, -1, 1);
 	for (size_t r = 0; r < rows; r++)
 		for (size_t c = cols; c < ld; c++)
@@ -32,22 +59,23 @@ static void kernels_vs_naive(void)
 	for (int square = 0; square < 2; square++) {
 		const char *what = square ? "sumsq_cpu" : "sum_cpu";
 		void (*k)(size_t, size_t, const float *, size_t, float, float *) = square ? starnn_sumsq_cpu : starnn_sum_cpu;
-		double s = naive(rows, cols, x, ld, square, NULL);
-		float out = NAN, ref = (float)s;
+		double mag, s = naive(rows, cols, x, ld, square, &mag), ex, mg;
+		float out = NAN;
 		k(rows, cols, x, ld, 0.0f, &out); /* beta 0: the NaN is not read */
 		char msg[64];
 		snprintf(msg, sizeof msg, "%s strided beta=0", what);
-		test_close(msg, &out, &ref, 1, 1e-6f, 0);
+		test_close_sum_out(msg, &out, &s, &mag, 1, nt, TEST_U64, TEST_U32);
+		/* beta out: beta * 2.5 is exact in double, one more term */
 		out = 2.5f;
-		ref = (float)(2.5 + s);
+		ex = 2.5 + s, mg = 2.5 + mag;
 		k(rows, cols, x, ld, 1.0f, &out);
 		snprintf(msg, sizeof msg, "%s strided beta=1", what);
-		test_close(msg, &out, &ref, 1, 1e-6f, 0);
+		test_close_sum_out(msg, &out, &ex, &mg, 1, nt + 1, TEST_U64, TEST_U32);
 		out = 2.5f;
-		ref = (float)(-1.25 + s);
+		ex = -1.25 + s, mg = 1.25 + mag;
 		k(rows, cols, x, ld, -0.5f, &out);
 		snprintf(msg, sizeof msg, "%s strided beta=-0.5", what);
-		test_close(msg, &out, &ref, 1, 1e-6f, 0);
+		test_close_sum_out(msg, &out, &ex, &mg, 1, nt + 1, TEST_U64, TEST_U32);
 		/* Empty tensor: out = beta * out. */
 		out = 3.0f;
 		k(0, cols, x, ld, 1.0f, &out);
@@ -73,55 +101,50 @@ static void kernels_vs_naive(void)
 	free(x), free(y);
 }
 
-/* The codelets against the CPU kernels on the same data. */
-static void codelets_vs_kernels(int64_t n, int64_t c, int64_t h, int64_t w)
+/* The codelets against the double sums. */
+static void codelets_vs_naive(int64_t n, int64_t c, int64_t h, int64_t w)
 {
 	int64_t shape[4] = {n, c, h, w}, one = 1;
 	size_t numel = (size_t)(n * c * h * w), rows = (size_t)n, cols = numel / rows, inner = (size_t)(h * w);
 	float *x = test_random(numel, -2, 2);
 	starnn_tensor *tx = test_tensor("x", 4, shape, x);
 	starnn_tensor *ts = test_tensor("s", 1, &one, NULL), *tq = test_tensor("q", 1, &one, NULL);
-	/* CPU: same kernel, same data: bit-exact. CUDA: another summation order
-	 * in double, then one rounding to float: within a few ulps, relative to
-	 * the sum of magnitudes (cancellation). */
-	double sumabs, sqabs;
-	naive(rows, cols, x, cols, 0, &sumabs);
-	naive(rows, cols, x, cols, 1, &sqabs);
-	float tol_s = TEST_ON_CUDA ? (float)(1e-6 * sumabs) : 0, tol_q = TEST_ON_CUDA ? (float)(1e-6 * sqabs) : 0;
+	double sumabs, sqabs, s = naive(rows, cols, x, cols, 0, &sumabs), q = naive(rows, cols, x, cols, 1, &sqabs);
+	char what[128];
 
-	float ref_s, ref_q, *got;
-	starnn_sum_cpu(rows, cols, x, cols, 0.0f, &ref_s);
-	starnn_sumsq_cpu(rows, cols, x, cols, 0.0f, &ref_q);
+	float *got;
 	TEST_OK(starnn_sum(tx, ts, 0.0f));
 	TEST_OK(starnn_sumsq(tx, tq, 0.0f));
 	got = test_read(ts);
-	test_close("sum codelet", got, &ref_s, 1, 0, tol_s);
+	snprintf(what, sizeof what, "sum codelet [%lld,%lld,%lld,%lld]", (long long)n, (long long)c, (long long)h,
+	         (long long)w);
+	test_close_sum_out(what, got, &s, &sumabs, 1, numel, TEST_U64, TEST_U32);
+	float first = *got;
 	free(got);
 	got = test_read(tq);
-	test_close("sumsq codelet", got, &ref_q, 1, 0, tol_q);
+	snprintf(what, sizeof what, "sumsq codelet [%lld,%lld,%lld,%lld]", (long long)n, (long long)c, (long long)h,
+	         (long long)w);
+	test_close_sum_out(what, got, &q, &sqabs, 1, numel, TEST_U64, TEST_U32);
 	free(got);
 
-	/* Accumulate: out = 1 * out + sum(x) on top of the previous result. */
+	/* Accumulate: out = 1 * out + sum(x) on top of the stored result. */
 	TEST_OK(starnn_sum(tx, ts, 1.0f));
-	float ref2 = ref_s;
-	starnn_sum_cpu(rows, cols, x, cols, 1.0f, &ref2);
+	double ex = (double)first + s, mg = fabs((double)first) + sumabs;
 	got = test_read(ts);
-	test_close("sum codelet beta=1", got, &ref2, 1, 0, 2 * tol_s);
+	test_close_sum_out("sum codelet beta=1", got, &ex, &mg, 1, numel + 1, TEST_U64, TEST_U32);
 	free(got);
 
-	/* Micro-batches: part 0 overwrites, the others accumulate. */
 	if (n >= 2) {
+		/* Micro-batches: part 0 overwrites, the others accumulate; the
+		 * parts add up to the whole sum. */
 		TEST_OK(starnn_tensor_split(tx, 0, 2, NULL, NULL));
 		TEST_OK(starnn_sumsq(tx->parts[0], tq, 0.0f));
 		TEST_OK(starnn_sumsq(tx->parts[1], tq, 1.0f));
 		size_t r0 = tx->parts[0]->rows;
-		float ref = 0;
-		starnn_sumsq_cpu(r0, cols, x, cols, 0.0f, &ref);
-		starnn_sumsq_cpu(rows - r0, cols, x + r0 * cols, cols, 1.0f, &ref);
+		double stored[2] = {naive(r0, cols, x, cols, 1, NULL), q};
+		double bound = parts_bound(sqabs, numel, stored, 2);
 		got = test_read(tq);
-		test_close("sumsq over batch parts, accumulated", got, &ref, 1, 0, tol_q);
-		/* and it equals the whole sum up to one rounding of the partial */
-		test_close("sumsq parts vs whole", got, &ref_q, 1, 1e-6f, tol_q);
+		test_close_bound("sumsq over batch parts, accumulated", got, &q, &bound, 1);
 		free(got);
 		TEST_OK(starnn_tensor_gather(tx));
 	} else if (c >= 2) {
@@ -130,11 +153,10 @@ static void codelets_vs_kernels(int64_t n, int64_t c, int64_t h, int64_t w)
 		TEST_OK(starnn_tensor_split(tx, 1, 2, sizes, NULL));
 		TEST_OK(starnn_sum(tx->parts[1], ts, 0.0f));
 		TEST_OK(starnn_sum(tx->parts[0], ts, 1.0f));
-		float ref = 0;
-		starnn_sum_cpu(rows, cols - inner, x + inner, cols, 0.0f, &ref);
-		starnn_sum_cpu(rows, inner, x, cols, 1.0f, &ref);
+		double stored[2] = {naive(rows, cols - inner, x + inner, cols, 0, NULL), s};
+		double bound = parts_bound(sumabs, numel, stored, 2);
 		got = test_read(ts);
-		test_close("sum over channel parts (strided), accumulated", got, &ref, 1, 0, 2 * tol_s);
+		test_close_bound("sum over channel parts (strided), accumulated", got, &s, &bound, 1);
 		free(got);
 		TEST_OK(starnn_tensor_gather(tx));
 	}
@@ -152,14 +174,11 @@ static void channel_parts(void)
 	TEST_OK(starnn_tensor_split(tx, 1, 2, sizes, NULL));
 	TEST_OK(starnn_sumsq(tx->parts[0], tq, 0.0f));
 	TEST_OK(starnn_sumsq(tx->parts[1], tq, 1.0f));
-	float ref = 0, *got;
-	starnn_sumsq_cpu(3, 3 * inner, x, cols, 0.0f, &ref);
-	starnn_sumsq_cpu(3, inner, x + 3 * inner, cols, 1.0f, &ref);
-	double exact = naive(3, cols, x, cols, 1, NULL);
-	got = test_read(tq);
-	test_close("sumsq over channel parts (strided)", got, &ref, 1, TEST_ON_CUDA ? 1e-6f : 0, 0);
-	float fexact = (float)exact;
-	test_close("sumsq over channel parts vs double loop", got, &fexact, 1, 1e-6f, 0);
+	double mag, exact = naive(3, cols, x, cols, 1, &mag);
+	double stored[2] = {naive(3, 3 * inner, x, cols, 1, NULL), exact};
+	double bound = parts_bound(mag, numel, stored, 2);
+	float *got = test_read(tq);
+	test_close_bound("sumsq over channel parts (strided) vs double loop", got, &exact, &bound, 1);
 	free(got);
 	starnn_tensor_destroy(tx), starnn_tensor_destroy(tq);
 	free(x);
@@ -185,11 +204,11 @@ int main(void)
 	test_init();
 	if (!TEST_ON_CUDA)
 		kernels_vs_naive();
-	codelets_vs_kernels(1, 1, 1, 1);
-	codelets_vs_kernels(1, 3, 5, 7);
-	codelets_vs_kernels(4, 3, 5, 7);
-	codelets_vs_kernels(3, 16, 32, 32);
-	codelets_vs_kernels(2, 8, 128, 160); /* > 1024 blocks x 256 threads on CUDA */
+	codelets_vs_naive(1, 1, 1, 1);
+	codelets_vs_naive(1, 3, 5, 7);
+	codelets_vs_naive(4, 3, 5, 7);
+	codelets_vs_naive(3, 16, 32, 32);
+	codelets_vs_naive(2, 8, 128, 160); /* > 1024 blocks x 256 threads on CUDA */
 	channel_parts();
 	bad_arguments();
 	return test_finish();

@@ -1,8 +1,22 @@
 /* sgd: the kernel against a double-precision reference of torch.optim.SGD
  * over 5 steps (momentum, dampening, Nesterov, weight decay, grad_scale
  * variants; strided views), the codelet (CPU, or CUDA in the _cuda build)
- * against direct kernel calls on whole tensors and channel parts, and bad
- * arguments -> STARNN_EINVAL. */
+ * on whole tensors and channel parts against the same reference, sgd_amp,
+ * every instruction-set level bitwise equal, and bad arguments ->
+ * STARNN_EINVAL.
+ *
+ * Tolerances: the reference carries, next to the exact w and momentum
+ * buffer in double, a first-order bound of the fp32 kernels' error on each
+ * (ref_step): per element and step, g = gs grad + wd w (3 roundings, plus
+ * wd times w's error), b = mom b + keep g (3, plus mom times b's error and
+ * keep times g's; keep = 1 - dampening in fp32 off by what it is off by),
+ * Nesterov's g + mom b (2), w - lr d (2), each 2^-24 of what it rounds.
+ * FMA contraction (CUDA, other processors) only drops roundings. A hard
+ * bound: the weights' last rounding dominates (|lr d| << |w|), so a
+ * correct kernel may come close to 1 of it; a 2^-12 relative error in the
+ * update is far outside. Exact results stay exact: padding, the buffer
+ * without momentum, skipped amp steps, the instruction-set levels against
+ * each other. */
 #include "codelets/sgd.h"
 #include "codelets/amp.h"
 #include "codelets/fill.h"
@@ -11,23 +25,79 @@
 
 #define STEPS 5
 
-/* torch.optim.SGD._single_tensor_sgd, in double. */
-static void reference_step(size_t n, const struct starnn_sgd_params *p, double gs, int step, double *w,
-                           const float *grad, double *buf)
+/* The exact w and buf of n elements (dense rows x cols) and the bounds of
+ * the fp32 ones' errors. */
+struct sgd_ref {
+	size_t n;
+	double *w, *b, *ew, *eb;
+};
+
+static struct sgd_ref ref_new(size_t n, const float *w, const float *b)
 {
-	for (size_t i = 0; i < n; i++) {
-		double g = gs * grad[i];
-		if (p->weight_decay != 0)
-			g += (double)p->weight_decay * w[i];
-		if (p->momentum != 0) {
-			if (step == 1)
-				buf[i] = g;
-			else
-				buf[i] = (double)p->momentum * buf[i] + (1.0 - (double)p->dampening) * g;
-			g = p->nesterov ? g + (double)p->momentum * buf[i] : buf[i];
+	struct sgd_ref r = {.n = n};
+	double **a[] = {&r.w, &r.b, &r.ew, &r.eb};
+	for (size_t i = 0; i < 4; i++)
+		*a[i] = calloc(n + 1, sizeof(double));
+	for (size_t i = 0; i < n; i++)
+		r.w[i] = w[i], r.b[i] = b[i];
+	return r;
+}
+
+static void ref_free(struct sgd_ref *r)
+{
+	free(r->w), free(r->b), free(r->ew), free(r->eb);
+}
+
+/* torch.optim.SGD._single_tensor_sgd in double on the columns [c0, c1) of
+ * rows x cols, with the error bounds (see the file's comment), first order,
+ * grown by (1 + 8u) per step for the second-order terms. */
+static void ref_step(struct sgd_ref *r, const struct starnn_sgd_params *p, double gs, int step, const float *grad,
+                     size_t rows, size_t cols, size_t c0, size_t c1)
+{
+	const double u = TEST_U32, slack = 1 + 8 * u;
+	double lr = p->lr, mom = p->momentum, wd = p->weight_decay, keep = 1.0 - (double)p->dampening;
+	double e_keep = fabs((double)(1.0f - p->dampening) - keep);
+	for (size_t row = 0; row < rows; row++)
+		for (size_t c = c0; c < c1; c++) {
+			size_t i = row * cols + c;
+			double w = r->w[i], ew = r->ew[i];
+			double gsg = gs * grad[i], g = gsg + wd * w;
+			double eg = u * (fabs(gsg) + fabs(wd * w) + fabs(g)) + wd * ew, d = g, ed = eg;
+			if (mom != 0) {
+				double b = r->b[i], eb = r->eb[i], b1, eb1;
+				if (step == 1) {
+					b1 = g, eb1 = eg;
+				} else {
+					b1 = mom * b + keep * g;
+					eb1 = mom * eb + keep * eg + e_keep * fabs(g) +
+					      u * (mom * fabs(b) + keep * fabs(g) + fabs(b1));
+				}
+				r->b[i] = b1, r->eb[i] = slack * eb1;
+				if (p->nesterov)
+					d = g + mom * b1, ed = eg + mom * eb1 + u * (mom * fabs(b1) + fabs(d));
+				else
+					d = b1, ed = eb1;
+			}
+			double w1 = w - lr * d;
+			r->w[i] = w1;
+			r->ew[i] = slack * (ew + lr * ed + u * (lr * fabs(d) + fabs(w1)));
 		}
-		w[i] -= (double)p->lr * g;
-	}
+}
+
+/* got[r * ld + c] (rows x cols inside rows of ld) against the reference's
+ * dense element r * cols + c; the padding against pad0, exactly. */
+static void check_strided(const char *what, const float *got, size_t rows, size_t cols, size_t ld, const double *ex,
+                          const double *eb, const float *pad0)
+{
+	double *e = malloc(rows * ld * sizeof *e), *b = malloc(rows * ld * sizeof *b);
+	for (size_t r = 0; r < rows; r++)
+		for (size_t c = 0; c < ld; c++) {
+			size_t i = r * ld + c;
+			e[i] = c < cols ? ex[r * cols + c] : pad0[i];
+			b[i] = c < cols ? eb[r * cols + c] : 0;
+		}
+	test_close_bound(what, got, e, b, rows * ld);
+	free(e), free(b);
 }
 
 struct variant {
@@ -53,10 +123,11 @@ static void kernel_vs_reference(const struct variant *v, size_t cols)
 	float *w0 = malloc(rows * ldw * sizeof *w0), *b0 = malloc(rows * ldb * sizeof *b0);
 	memcpy(w0, w, rows * ldw * sizeof *w);
 	memcpy(b0, buf, rows * ldb * sizeof *buf);
-	double *rw = malloc(n * sizeof *rw), *rb = calloc(n, sizeof *rb);
+	float *wd = malloc(n * sizeof *wd), *bd = malloc(n * sizeof *bd);
 	for (size_t r = 0; r < rows; r++)
 		for (size_t c = 0; c < cols; c++)
-			rw[r * cols + c] = w[r * ldw + c];
+			wd[r * cols + c] = w[r * ldw + c], bd[r * cols + c] = buf[r * ldb + c];
+	struct sgd_ref ref = ref_new(n, wd, bd); /* without momentum buf stays as it is */
 
 	for (int step = 1; step <= STEPS; step++) {
 		/* the gradient of a mixed-precision step is grad_scale^-1 larger */
@@ -67,54 +138,42 @@ static void kernel_vs_reference(const struct variant *v, size_t cols)
 				gd[r * cols + c] = g[r * ldg + c];
 		struct starnn_sgd_step s = {v->p, v->grad_scale, step == 1};
 		starnn_sgd_cpu(rows, cols, &s, w, ldw, g, ldg, buf, ldb);
-		reference_step(n, &v->p, v->grad_scale, step, rw, gd, rb);
+		ref_step(&ref, &v->p, v->grad_scale, step, gd, rows, cols, 0, cols);
 		free(g), free(gd);
 	}
-	/* Expected: the whole padded arrays, padding untouched; buf entirely
-	 * untouched without momentum. */
-	float *wexp = malloc(rows * ldw * sizeof *wexp), *bexp = malloc(rows * ldb * sizeof *bexp);
-	memcpy(wexp, w0, rows * ldw * sizeof *w0);
-	memcpy(bexp, b0, rows * ldb * sizeof *b0);
-	for (size_t r = 0; r < rows; r++)
-		for (size_t c = 0; c < cols; c++) {
-			wexp[r * ldw + c] = (float)rw[r * cols + c];
-			if (v->p.momentum != 0)
-				bexp[r * ldb + c] = (float)rb[r * cols + c];
-		}
 	char what[128];
-	/* fp32 arithmetic vs double over 5 steps: a few ulps of |w| ~ 1. */
 	snprintf(what, sizeof what, "sgd_cpu %s (%zu cols, %s): w after %d steps", v->name, cols,
 	         starnn_simd_name(starnn_simd_level()), STEPS);
-	test_close(what, w, wexp, rows * ldw, 1e-5f, 1e-6f);
+	check_strided(what, w, rows, cols, ldw, ref.w, ref.ew, w0);
 	snprintf(what, sizeof what, "sgd_cpu %s (%zu cols): buf after %d steps", v->name, cols, STEPS);
-	test_close(what, buf, bexp, rows * ldb, 1e-5f, 1e-6f);
-	free(w), free(buf), free(w0), free(b0), free(rw), free(rb), free(wexp), free(bexp);
+	check_strided(what, buf, rows, cols, ldb, ref.b, ref.eb, b0);
+	ref_free(&ref);
+	free(w), free(buf), free(w0), free(b0), free(wd), free(bd);
 }
 
-/* STEPS codelet updates against the same kernel calls on host copies. */
-static void codelet_vs_kernel(const struct variant *v, int64_t n, int64_t c, int64_t h, int64_t wd)
+/* STEPS codelet updates against the double reference. */
+static void codelet_vs_reference(const struct variant *v, int64_t n, int64_t c, int64_t h, int64_t wd)
 {
 	int64_t shape[4] = {n, c, h, wd};
 	size_t numel = (size_t)(n * c * h * wd), rows = (size_t)n, cols = numel / rows, inner = (size_t)(h * wd);
 	float *w = test_random(numel, -1, 1), *b = test_random(numel, -1, 1);
 	starnn_tensor *tw = test_tensor("w", 4, shape, w), *tg = test_tensor("grad", 4, shape, NULL);
 	starnn_tensor *tb = test_tensor("buf", 4, shape, b);
+	struct sgd_ref ref = ref_new(numel, w, b);
 	for (int step = 1; step <= STEPS; step++) {
 		float *g = test_random(numel, -1, 1);
 		TEST_OK(starnn_tensor_write(tg, g));
 		TEST_OK(starnn_sgd(tw, tg, tb, &v->p, step, v->grad_scale));
-		struct starnn_sgd_step s = {v->p, v->grad_scale, step == 1};
-		starnn_sgd_cpu(rows, cols, &s, w, cols, g, cols, b, cols);
+		ref_step(&ref, &v->p, v->grad_scale, step, g, rows, cols, 0, cols);
 		free(g);
 	}
-	/* CPU: the same kernel, bit-exact. CUDA: FMA contraction differs. */
-	float rtol = TEST_ON_CUDA ? 1e-5f : 0, atol = TEST_ON_CUDA ? 1e-6f : 0;
 	float *gw = test_read(tw), *gb = test_read(tb);
-	char what[128];
-	snprintf(what, sizeof what, "sgd codelet %s: w", v->name);
-	test_close(what, gw, w, numel, rtol, atol);
+	char what[160];
+	snprintf(what, sizeof what, "sgd codelet %s [%lld,%lld,%lld,%lld]: w", v->name, (long long)n, (long long)c,
+	         (long long)h, (long long)wd);
+	test_close_bound(what, gw, ref.w, ref.ew, numel);
 	snprintf(what, sizeof what, "sgd codelet %s: buf", v->name);
-	test_close(what, gb, b, numel, rtol, atol);
+	test_close_bound(what, gb, ref.b, ref.eb, numel);
 	free(gw), free(gb);
 
 	if (c >= 2) {
@@ -130,18 +189,18 @@ static void codelet_vs_kernel(const struct variant *v, int64_t n, int64_t c, int
 		p1.lr *= 0.5f;
 		TEST_OK(starnn_sgd(tw->parts[0], tg->parts[0], tb->parts[0], &v->p, STEPS + 1, v->grad_scale));
 		TEST_OK(starnn_sgd(tw->parts[1], tg->parts[1], tb->parts[1], &p1, STEPS + 1, v->grad_scale));
-		struct starnn_sgd_step s0 = {v->p, v->grad_scale, 0}, s1 = {p1, v->grad_scale, 0};
-		starnn_sgd_cpu(rows, inner, &s0, w, cols, g, cols, b, cols);
-		starnn_sgd_cpu(rows, cols - inner, &s1, w + inner, cols, g + inner, cols, b + inner, cols);
+		ref_step(&ref, &v->p, v->grad_scale, STEPS + 1, g, rows, cols, 0, inner);
+		ref_step(&ref, &p1, v->grad_scale, STEPS + 1, g, rows, cols, inner, cols);
 		gw = test_read(tw);
 		gb = test_read(tb);
 		snprintf(what, sizeof what, "sgd codelet %s on channel parts: w", v->name);
-		test_close(what, gw, w, numel, rtol, atol);
+		test_close_bound(what, gw, ref.w, ref.ew, numel);
 		snprintf(what, sizeof what, "sgd codelet %s on channel parts: buf", v->name);
-		test_close(what, gb, b, numel, rtol, atol);
+		test_close_bound(what, gb, ref.b, ref.eb, numel);
 		free(gw), free(gb), free(g);
 	}
 	starnn_tensor_destroy(tw), starnn_tensor_destroy(tg), starnn_tensor_destroy(tb);
+	ref_free(&ref);
 	free(w), free(b);
 }
 
@@ -174,23 +233,23 @@ static void bad_arguments(void)
 }
 
 /* sgd_amp: the step read from the loss-scale state and the overflow flag
- * inside the task against sgd with the same values on the host: scale
- * S = 1 / grad_scale (a power of two, so the unscaled gradient is the
- * same), step = applied + 1; steps 2 and 4 of 5 overflow and must leave
- * everything untouched and not count. Bit for bit on CPU; 1e-6 relative on
- * CUDA (the kernel computes the step's constants itself). */
+ * inside the task, and sgd with the same values on the host, both against
+ * the double reference: scale S = 1 / grad_scale (a power of two, so the
+ * unscaled gradient is the same), step = applied + 1; steps 2 and 4 of 5
+ * overflow and must leave everything exactly as it was and not count. */
 static void amp_variant(const struct variant *v)
 {
 	int64_t shape[2] = {3, 45}, four = 4, one = 1;
 	size_t n = 135;
-	float *w0 = test_random(n, -1, 1);
+	float *w0 = test_random(n, -1, 1), *z = calloc(n, sizeof *z);
 	starnn_tensor *w1 = test_tensor("w1", 2, shape, w0), *w2 = test_tensor("w2", 2, shape, w0);
 	starnn_tensor *g = test_tensor("g", 2, shape, NULL), *state, *flag;
-	starnn_tensor *b1 = test_tensor("b1", 2, shape, NULL), *b2 = test_tensor("b2", 2, shape, NULL);
+	starnn_tensor *b1 = test_tensor("b1", 2, shape, z), *b2 = test_tensor("b2", 2, shape, z);
 	TEST_OK(starnn_tensor_create(&state, "state", STARNN_FP32, 1, &four));
 	TEST_OK(starnn_tensor_create(&flag, "flag", STARNN_FP32, 1, &one));
+	struct sgd_ref ref = ref_new(n, w0, z);
+	float *wprev = test_read(w1), *bprev = test_read(b1);
 	int64_t applied = 0;
-	float rtol = TEST_ON_CUDA ? 1e-6f : 0.0f;
 	for (int step = 1; step <= 5; step++) {
 		int overflow = step == 2 || step == 4;
 		float *gv = test_random(n, -1, 1);
@@ -202,21 +261,36 @@ static void amp_variant(const struct variant *v)
 		if (!overflow) {
 			TEST_OK(starnn_sgd(w2, g, b2, &v->p, applied + 1, v->grad_scale));
 			applied++;
+			ref_step(&ref, &v->p, v->grad_scale, (int)applied, gv, 1, n, 0, n);
 		}
 		float *a = test_read(w1), *b = test_read(w2), *c = test_read(b1), *d = test_read(b2);
 		char what[128];
-		snprintf(what, sizeof what, "sgd_amp '%s' step %d%s: weights", v->name, step, overflow ? " (skipped)" : "");
-		test_close(what, a, b, n, rtol, 0);
-		snprintf(what, sizeof what, "sgd_amp '%s' step %d%s: momentum buffer", v->name, step, overflow ? " (skipped)" : "");
-		test_close(what, c, d, n, rtol, 0);
-		free(a), free(b), free(c), free(d), free(gv);
+		const char *sk = overflow ? " (skipped)" : "";
+		if (overflow) {
+			snprintf(what, sizeof what, "sgd_amp '%s' step %d%s: weights unchanged", v->name, step, sk);
+			test_close(what, a, wprev, n, 0, 0);
+			snprintf(what, sizeof what, "sgd_amp '%s' step %d%s: momentum buffer unchanged", v->name, step, sk);
+			test_close(what, c, bprev, n, 0, 0);
+		}
+		snprintf(what, sizeof what, "sgd_amp '%s' step %d%s: weights", v->name, step, sk);
+		test_close_bound(what, a, ref.w, ref.ew, n);
+		snprintf(what, sizeof what, "sgd_amp '%s' step %d%s: momentum buffer", v->name, step, sk);
+		test_close_bound(what, c, ref.b, ref.eb, n);
+		snprintf(what, sizeof what, "sgd '%s' with the same values, step %d: weights", v->name, step);
+		test_close_bound(what, b, ref.w, ref.ew, n);
+		snprintf(what, sizeof what, "sgd '%s' with the same values, step %d: momentum buffer", v->name, step);
+		test_close_bound(what, d, ref.b, ref.eb, n);
+		free(wprev), free(bprev);
+		wprev = a, bprev = c;
+		free(b), free(d), free(gv);
 	}
 	TEST_ASSERT(starnn_sgd_amp(w1, g, b1, &v->p, flag, state) == STARNN_EINVAL, "sgd_amp with state and flag swapped must fail");
 	TEST_ASSERT(starnn_sgd_amp(w1, g, b1, &v->p, NULL, flag) == STARNN_EINVAL, "sgd_amp without a state must fail");
 	starnn_tensor_destroy(w1), starnn_tensor_destroy(w2), starnn_tensor_destroy(g);
 	starnn_tensor_destroy(state), starnn_tensor_destroy(flag);
 	starnn_tensor_destroy(b1), starnn_tensor_destroy(b2);
-	free(w0);
+	ref_free(&ref);
+	free(w0), free(z), free(wprev), free(bprev);
 }
 
 /* Every instruction-set level gives the generic level's results bit for
@@ -258,9 +332,9 @@ int main(void)
 			sc_level_done();
 			levels_agree(&variants[i]);
 		}
-		codelet_vs_kernel(&variants[i], 1, 1, 1, 1);
-		codelet_vs_kernel(&variants[i], 4, 3, 5, 7);
-		codelet_vs_kernel(&variants[i], 2, 16, 32, 32);
+		codelet_vs_reference(&variants[i], 1, 1, 1, 1);
+		codelet_vs_reference(&variants[i], 4, 3, 5, 7);
+		codelet_vs_reference(&variants[i], 2, 16, 32, 32);
 	}
 	bad_arguments();
 	for (size_t i = 0; i < NVARIANTS; i++)

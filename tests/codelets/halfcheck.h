@@ -15,6 +15,7 @@
 #ifndef STARNN_TEST_HALFCHECK_H
 #define STARNN_TEST_HALFCHECK_H
 
+#include "codelets/convert.h"
 #include "runtime/half.h"
 #include "tests/testlib.h"
 

@@ -1,7 +1,7 @@
 #!/bin/sh
 # models/unet killed with SIGKILL and resumed, 20 times in a row (about
-# 20-40 s on 2 cores): a tiny model (16x16, depth 1, f 2, batch 2), 150
-# steps, --checkpoint-every 5. The moments of the kills are drawn from a
+# 20-40 s on 2 cores): a tiny model (16x16, depth 1, f 2, batch 2), 240
+# steps (the kills leave most of them to the last run), --checkpoint-every 5. The moments of the kills are drawn from a
 # fixed seed (printed) in three kinds, in turn:
 #  - in the middle of a checkpoint write: STARNN_TEST_WRITE_PAUSE_MS=300
 #    makes the writer pause half-way through the datasets and between the
@@ -30,7 +30,7 @@ status=0
 fail() { echo "FAIL: $*"; status=1; }
 ok() { echo "ok: $*"; }
 
-S=150
+S=240
 EVERY=5
 C="--size 16 --depth 1 --filters 2 --batch 2 --micro-batches 1 --samples 32 --val-samples 4 --eval-every 0 --quiet"
 ck=$tmp/ck.h5
@@ -94,6 +94,10 @@ for i in $(seq 1 20); do
 	kill -KILL $pid 2> /dev/null
 	{ wait $pid; } 2> /dev/null # (the shell's own "Killed")
 	rc=$?
+	if [ $rc = 0 ] && [ "$("$ckutil" int "$ck" step 2> /dev/null)" = $S ]; then
+		echo "kill $i came too late: the run had reached step $S" # a very fast machine: not a failure
+		break
+	fi
 	[ $rc = 137 ] || { fail "kill $i ($kind): the run was not killed (exit $rc)"; cat "$tmp/out.$i"; }
 	now=$(temps | wc -l)
 	# the killed run's own temporary (a name that was not there before)
@@ -120,9 +124,9 @@ done
 "$unet" train --resume "$ck" --steps $S --checkpoint "$ck" --checkpoint-every $EVERY --eval-every 0 --quiet \
 	> "$tmp/last.out" 2>&1 || { fail "the last resumed run exited $?"; cat "$tmp/last.out"; }
 if "$ckutil" cmp "$tmp/ref.h5" "$ck" > "$tmp/cmp.out" 2>&1; then
-	ok "20 kills + resume: the final checkpoint equals the uninterrupted run's bit for bit ($(tail -1 "$tmp/cmp.out"))"
+	ok "$i kills + resume: the final checkpoint equals the uninterrupted run's bit for bit ($(tail -1 "$tmp/cmp.out"))"
 else
-	fail "20 kills + resume: the final checkpoint differs from the uninterrupted run's:"
+	fail "$i kills + resume: the final checkpoint differs from the uninterrupted run's:"
 	cat "$tmp/cmp.out"
 fi
 [ $mid_write -ge 1 ] && ok "$mid_write kills in the middle of a checkpoint write left their temporary ($left in all)" ||

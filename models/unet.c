@@ -235,6 +235,8 @@ static void usage(FILE *f)
 	        "\n"
 	        "Environment: STARNN_UNET_INJECT_INF_STEP=N puts an Inf into one gradient at\n"
 	        "training step N (test hook; needs loss scaling): the step is skipped.\n"
+	        "STARNN_TEST_WRITE_PAUSE_MS=N pauses checkpoint writes N ms half-way, and every\n"
+	        "output write N ms before its rename (test hook: kills in the middle of a write).\n"
 	        "\n"
 	        "A loss that is not finite (diverged) stops training with exit status 1; it is\n"
 	        "seen at most one step later (the next step is already running, not logged).\n"

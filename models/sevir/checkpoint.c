@@ -98,11 +98,11 @@ static char *dup_string(const char *s)
 /* Liveness of a temporary: its writer holds a write lock on the whole file
  * from just after creating it until after the rename, so a temporary that
  * can be locked has no writer any more (the process died: locks go with
- * it). Open-file-description locks (Linux): independent of the flock()
- * HDF5 takes on its own descriptor of the same file, and not dropped when
- * HDF5 closes that descriptor (POSIX record locks would be). Elsewhere
- * flock(), which HDF5's lock would collide with: ckpt_atomic_h5create
- * turns HDF5's locking off for the temporary. */
+ * it). Open-file-description locks (Linux): independent of any flock()
+ * HDF5 takes on its own descriptor of the same file (ckpt_atomic_h5create
+ * turns HDF5's locking off, but HDF5_USE_FILE_LOCKING can turn it back
+ * on), and not dropped when HDF5 closes that descriptor (POSIX record
+ * locks would be). Elsewhere flock(). */
 static int lock_file(int fd, int exclusive, int wait)
 {
 	int r;
@@ -117,9 +117,9 @@ static int lock_file(int fd, int exclusive, int wait)
 	return r;
 }
 
-/* Whether no one holds a flock() on the file either (HDF5 takes one on the
- * files it has open, flock(1) too): a temporary someone else has open that
- * way is not ours to remove. */
+/* Whether no one holds an exclusive flock() on the file either (HDF5
+ * writers with file locking on, flock(1)): a temporary someone else is
+ * writing that way is not ours to remove. */
 static int free_of_flock(int fd)
 {
 #ifdef F_OFD_SETLK
@@ -203,6 +203,11 @@ static void remove_stale_temporaries(const char *file, const char *mine)
 
 int ckpt_atomic_begin(struct ckpt_atomic *a, const char *file)
 {
+	return ckpt_atomic_begin_opt(a, file, 1);
+}
+
+int ckpt_atomic_begin_opt(struct ckpt_atomic *a, const char *file, int remove_stale)
+{
 	a->fd = -1;
 	a->tmp = NULL;
 	a->file = NULL;
@@ -250,7 +255,8 @@ int ckpt_atomic_begin(struct ckpt_atomic *a, const char *file)
 			break;
 		}
 		if (st.st_nlink > 0) {
-			remove_stale_temporaries(file, a->tmp);
+			if (remove_stale)
+				remove_stale_temporaries(file, a->tmp);
 			return 0;
 		}
 		/* Another run took it for stale between our create and our lock,

@@ -65,6 +65,9 @@ struct ckpt_atomic {
 	int fd;
 };
 int ckpt_atomic_begin(struct ckpt_atomic *a, const char *file);
+/* The same, removing stale temporaries only if remove_stale: the scan reads
+ * the whole directory, too much for each of thousands of pictures in one. */
+int ckpt_atomic_begin_opt(struct ckpt_atomic *a, const char *file, int remove_stale);
 int ckpt_atomic_commit(struct ckpt_atomic *a);
 void ckpt_atomic_abort(struct ckpt_atomic *a);
 /* H5Fcreate of the temporary (HDF5's own file locking off: the temporary

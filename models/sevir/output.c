@@ -349,7 +349,9 @@ static int write_png(const char *file, const struct canvas *c)
 		return starnn_error(STARNN_EIO, "%s: PNG encoding failed: %s", file, img.message);
 	}
 	struct ckpt_atomic a;
-	int rc = ckpt_atomic_begin(&a, file);
+	/* no scan for stale temporaries per picture (see ckpt_atomic_begin_opt);
+	 * a killed predict leaves at most one, which is small */
+	int rc = ckpt_atomic_begin_opt(&a, file, 0);
 	for (size_t done = 0; rc == 0 && done < size;) {
 		ssize_t k = write(a.fd, (char *)mem + done, size - done);
 		if (k < 0 && errno == EINTR)

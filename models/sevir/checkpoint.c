@@ -536,18 +536,24 @@ int ckpt_write(const char *file, const struct ckpt_entry *entries, int nentries,
 	if (rc < 0)
 		goto fail;
 	root = H5Gopen2(fid, "/", H5P_DEFAULT);
+	if (root < 0)
+		rc = starnn_error(STARNN_EIO, "checkpoint %s: cannot open the root group: %s", file, REASON(why));
 	for (int i = 0; i < nattrs && rc == 0; i++)
 		rc = write_attr(root, file, &attrs[i]);
 	if (rc < 0)
 		goto fail;
-	H5Gclose(root);
+	herr_t st = H5Gclose(root);
 	root = -1;
+	if (st < 0) {
+		rc = starnn_error(STARNN_EIO, "checkpoint %s: cannot write the attributes: %s", file, REASON(why));
+		goto fail;
+	}
 	H5Pclose(lcpl);
 	lcpl = -1;
 	/* The metadata reach the file only now: a full disk often shows here.
 	 * The file is closed even after a failed flush (the descriptor must
 	 * not outlive the temporary), the first reason kept. */
-	herr_t st = H5Fflush(fid, H5F_SCOPE_GLOBAL);
+	st = H5Fflush(fid, H5F_SCOPE_GLOBAL);
 	if (st < 0) {
 		REASON(why);
 		ckpt_h5_discard(fid);

@@ -1,5 +1,5 @@
 #!/bin/sh
-# models/unet stopped by signals and by a full disk (about 15 s on 2 cores;
+# models/unet stopped by signals and by a full disk (about 8 s on 2 cores;
 # a tiny model: 16x16, depth 1, f 2, batch 2):
 #  - SIGTERM during training: the steps in flight finish, the checkpoint
 #    holds the last logged step, exit 143 with a line naming the signal and

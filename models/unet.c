@@ -37,7 +37,8 @@
  * version-1 file reads as fp32 without loss scaling. */
 #define CKPT_VERSION 2
 /* Return codes of the commands besides starnn's (negative STARNN_E*): bad
- * usage found late (exit 2, message already printed), interrupted (exit 130). */
+ * usage found late (exit 2, message already printed), interrupted by a
+ * signal (exit 128 + its number: 130 SIGINT, 143 SIGTERM). */
 #define RC_USAGE (-1000)
 #define RC_INTERRUPTED (-1001)
 
@@ -115,13 +116,27 @@ static double now(void)
 	return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
+/* The first SIGINT or SIGTERM (its number is kept here) asks for a stop at
+ * the next step boundary: training finishes the steps in flight and saves
+ * --checkpoint, eval and predict stop without a result. A second one
+ * leaves at once, as a user pressing Ctrl-C twice or a supervisor insisting
+ * means it, without saving: a checkpoint write then under way leaves its
+ * temporary file, which the next write of that checkpoint removes. */
 static volatile sig_atomic_t interrupted;
-static void on_sigint(int sig)
+static void on_signal(int sig)
 {
-	(void)sig;
-	if (interrupted) /* second Ctrl-C: leave now */
-		_exit(130);
-	interrupted = 1;
+	if (interrupted) {
+		static const char msg[] = "unet: second signal: exiting at once, without saving\n";
+		ssize_t k = write(STDERR_FILENO, msg, sizeof msg - 1);
+		(void)k; /* nothing to do about a failed message here */
+		_exit(128 + sig);
+	}
+	interrupted = sig;
+}
+
+static const char *signal_name(int sig)
+{
+	return sig == SIGINT ? "SIGINT" : sig == SIGTERM ? "SIGTERM" : "a signal";
 }
 
 /* ------------------------------------------------------------ command line */
@@ -220,13 +235,17 @@ static void usage(FILE *f)
 	        "\n"
 	        "Environment: STARNN_UNET_INJECT_INF_STEP=N puts an Inf into one gradient at\n"
 	        "training step N (test hook; needs loss scaling): the step is skipped.\n"
+	        "STARNN_TEST_WRITE_PAUSE_MS=N pauses checkpoint writes N ms half-way, and every\n"
+	        "output write N ms before its rename (test hook: kills in the middle of a write).\n"
 	        "\n"
 	        "A loss that is not finite (diverged) stops training with exit status 1; it is\n"
 	        "seen at most one step later (the next step is already running, not logged).\n"
-	        "Ctrl-C finishes the steps already submitted (at most two), then saves\n"
-	        "--checkpoint.\n"
+	        "SIGINT (Ctrl-C) or SIGTERM finishes the steps already submitted (at most\n"
+	        "two), saves --checkpoint and exits with 128 + the signal number (130, 143);\n"
+	        "a second signal exits at once without saving.\n"
 	        "\n"
-	        "Exit status: 0 success, 1 runtime error (files, data, numerics), 2 bad usage.\n");
+	        "Exit status: 0 success, 1 runtime error (files, data, numerics, a full disk),\n"
+	        "2 bad usage, 130 / 143 stopped by SIGINT / SIGTERM.\n");
 }
 
 static int parse_i64(const char *opt, const char *s, int64_t lo, int64_t hi, int64_t *out)
@@ -1240,6 +1259,7 @@ static int cmd_train(struct options *o)
 	int nq = 0;
 	float *snap = NULL, scale_before = 0;
 	size_t nsnap = 0;
+	int64_t saved_step = -1; /* the step --checkpoint holds, once written here */
 	while (rc == 0) {
 		int64_t next = st.step + nq + 1;
 		int submit = next <= total && !interrupted && nq < 2 &&
@@ -1318,6 +1338,7 @@ static int cmd_train(struct options *o)
 			rc = write_checkpoint(o->checkpoint, r.m, o, &r.opt, &st);
 			if (rc < 0)
 				break;
+			saved_step = st.step;
 		}
 		if (r.val && o->eval_every > 0 && st.step % o->eval_every == 0 && st.step < total) {
 			rc = run_eval_during_training(&r, st.step, epoch, tty);
@@ -1329,10 +1350,16 @@ static int cmd_train(struct options *o)
 	free(snap);
 	if (tty && st.step > first_step)
 		printf("\n");
-	if (rc == 0 && interrupted)
-		fprintf(stderr, "%s: interrupted at step %lld%s\n", prog, (long long)st.step,
-		        o->checkpoint ? ": saving the checkpoint" : "");
-	if (rc == 0 && o->checkpoint)
+	if (rc == 0 && interrupted) {
+		const char *what = !o->checkpoint           ? "no --checkpoint to save"
+		                   : saved_step == st.step ? "checkpoint already saved in"
+		                                           : "saving the checkpoint";
+		fprintf(stderr, "%s: interrupted at step %lld (%s): %s%s%s\n", prog, (long long)st.step,
+		        signal_name(interrupted), what, o->checkpoint ? " " : "", o->checkpoint ? o->checkpoint : "");
+	}
+	/* (after a signal during the checkpoint of this very step, that one
+	 * holds it already) */
+	if (rc == 0 && o->checkpoint && saved_step != st.step)
 		rc = write_checkpoint(o->checkpoint, r.m, o, &r.opt, &st);
 	if (rc == 0 && !o->quiet && st.step > first_step) {
 		double el = now() - t_start;
@@ -1479,6 +1506,10 @@ static int cmd_predict(struct options *o)
 int main(int argc, char **argv)
 {
 	starnn_blas_autoselect(argv); /* may restart the program with fast BLAS kernels */
+	/* Every HDF5 file is closed here before exit; HDF5's own clean-up at
+	 * exit would only crash on a file left half-closed by a failed write
+	 * (see ckpt_h5_discard). Before any other HDF5 call. */
+	H5dont_atexit();
 	struct options *o = malloc(sizeof *o);
 	if (!o) {
 		fail("out of memory");
@@ -1507,9 +1538,17 @@ int main(int argc, char **argv)
 	}
 	struct sigaction sa;
 	memset(&sa, 0, sizeof sa);
-	sa.sa_handler = on_sigint;
+	sa.sa_handler = on_signal;
+	/* SA_RESTART: the other threads' system calls (HDF5 reads of the
+	 * loader, writes of a checkpoint) go on rather than fail with EINTR */
+	sa.sa_flags = SA_RESTART;
+	sigemptyset(&sa.sa_mask);
 	sigaction(SIGINT, &sa, NULL);
 	sigaction(SIGTERM, &sa, NULL);
+	/* A file over the size limit (ulimit -f) then fails its write with
+	 * EFBIG, reported like a full disk, instead of killing the run with a
+	 * core dump and a temporary left behind. */
+	signal(SIGXFSZ, SIG_IGN);
 	switch (o->cmd) {
 	case CMD_TRAIN: rc = cmd_train(o); break;
 	case CMD_EVAL: rc = cmd_eval(o); break;
@@ -1523,5 +1562,9 @@ int main(int argc, char **argv)
 		rc = rc2;
 	}
 	free(o);
-	return rc == RC_USAGE ? 2 : rc == RC_INTERRUPTED ? 130 : rc < 0 ? 1 : 0;
+	if (rc == RC_INTERRUPTED) {
+		fail("stopped by %s: exit status %d", signal_name(interrupted), 128 + interrupted);
+		return 128 + interrupted;
+	}
+	return rc == RC_USAGE ? 2 : rc < 0 ? 1 : 0;
 }

@@ -11,6 +11,7 @@
 #ifndef STARNN_SEVIR_CHECKPOINT_H
 #define STARNN_SEVIR_CHECKPOINT_H
 
+#include <hdf5.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -50,16 +51,46 @@ int ckpt_read_tensor(ckpt_file *f, const char *path, starnn_tensor *t);
  *
  * Atomic creation of a file: a temporary "<file>.tmp.XXXXXX" in the same
  * directory (mode 0666 less the umask), written by the caller (by its
- * name or its descriptor), then commit: fsync, close, rename over `file`,
- * fsync of the directory. Any failure of commit, or abort, removes the
- * temporary file: `file` is either untouched or complete. */
+ * name or its descriptor; HDF5 files with ckpt_atomic_h5create), then
+ * commit: fsync, rename over `file`, close, fsync of the directory. Any
+ * failure of commit, or abort, removes the temporary file: `file` is
+ * either untouched or complete.
+ * The writer holds a lock on its temporary until after the rename, so a
+ * temporary nobody holds locked was left by a writer that died (SIGKILL,
+ * a crash, a power cut): begin removes those of `file` (the same
+ * "<file>.tmp." prefix and a 6-letter suffix; never a live writer's) and
+ * says so in one line on stderr. */
 struct ckpt_atomic {
 	char *file, *tmp;
 	int fd;
 };
 int ckpt_atomic_begin(struct ckpt_atomic *a, const char *file);
+/* The same, removing stale temporaries only if remove_stale: the scan reads
+ * the whole directory, too much for each of thousands of pictures in one. */
+int ckpt_atomic_begin_opt(struct ckpt_atomic *a, const char *file, int remove_stale);
 int ckpt_atomic_commit(struct ckpt_atomic *a);
 void ckpt_atomic_abort(struct ckpt_atomic *a);
+/* H5Fcreate of the temporary (HDF5's own file locking off: the temporary
+ * is private and our lock guards it); < 0 on failure, with HDF5's reason
+ * in why. */
+hid_t ckpt_atomic_h5create(struct ckpt_atomic *a, char *why, size_t size);
+/* For an HDF5 file being abandoned after a failed write (a full disk, the
+ * file size limit): its remaining writes go to an anonymous file in memory.
+ * HDF5 1.10 cannot close a dataset or a file whose flush fails, and such a
+ * half-closed file crashes the library's clean-up at exit (H5F__close_cb);
+ * after this the closes succeed, except under a file size limit smaller
+ * than the file (HDF5 truncates it to its full size at close): a program
+ * that may write files then calls H5dont_atexit() first (models/unet does).
+ * The file's contents are lost: for temporaries only, before their
+ * removal. Clears HDF5's error stack. */
+void ckpt_h5_discard(hid_t fid);
+
+/* Test hook: with STARNN_TEST_WRITE_PAUSE_MS=N in the environment (1 to
+ * 60000), sleeps N ms; ckpt_write calls it once half the datasets are
+ * written and ckpt_atomic_commit between the fsync and the rename, so that
+ * a test can kill the writer in the middle of a write
+ * (tests/models/unet_kill.sh). Otherwise it does nothing. */
+void ckpt_test_pause(void);
 
 /* HDF5 error handling of this thread: stops HDF5 from printing its error
  * stack (call before HDF5 calls), and the reason of the last HDF5 failure

@@ -69,10 +69,9 @@ int forecast_create(forecast_file **out, const char *path, int nsamples, int lea
 		return rc;
 	}
 	char why[256];
-	f->fid = H5Fcreate(f->a.tmp, H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT);
+	f->fid = ckpt_atomic_h5create(&f->a, why, sizeof why);
 	if (f->fid < 0) {
-		rc = starnn_error(STARNN_EIO, "forecast %s: cannot create HDF5 file %s: %s", path, f->a.tmp,
-		                  ckpt_hdf5_reason(why, sizeof why));
+		rc = starnn_error(STARNN_EIO, "forecast %s: cannot create HDF5 file %s: %s", path, f->a.tmp, why);
 		forecast_abort(f);
 		return rc;
 	}
@@ -130,7 +129,8 @@ int forecast_append(forecast_file *f, const float *pred, int n)
 		hsize_t start[4] = {(hsize_t)f->count, 0, 0, 0};
 		char why[256];
 		if (H5Sselect_hyperslab(fspace, H5S_SELECT_SET, start, NULL, count, NULL) < 0 ||
-		    H5Dwrite(f->dset, H5T_NATIVE_FLOAT, mspace, fspace, H5P_DEFAULT, f->buf) < 0)
+		    H5Dwrite(f->dset, H5T_NATIVE_FLOAT, mspace, fspace, H5P_DEFAULT, f->buf) < 0 ||
+		    H5Dflush(f->dset) < 0) /* a full disk shows now, not in a close HDF5 cannot undo */
 			rc = starnn_error(STARNN_EIO, "forecast %s: cannot write sample %d: %s", f->a.file, f->count,
 			                  ckpt_hdf5_reason(why, sizeof why));
 		else
@@ -159,10 +159,13 @@ int forecast_commit(forecast_file *f)
 		forecast_abort(f);
 		return rc;
 	}
-	herr_t st = H5Dclose(f->dset);
-	f->dset = -1;
-	if (st >= 0)
-		st = H5Fflush(f->fid, H5F_SCOPE_GLOBAL);
+	/* Flushed before the closes: a failure then leaves objects that
+	 * forecast_abort can still close (see ckpt_h5_discard). */
+	herr_t st = H5Fflush(f->fid, H5F_SCOPE_GLOBAL);
+	if (st >= 0) {
+		st = H5Dclose(f->dset);
+		f->dset = -1;
+	}
 	if (st >= 0) {
 		st = H5Fclose(f->fid);
 		f->fid = -1;
@@ -183,6 +186,8 @@ void forecast_abort(forecast_file *f)
 	if (!f)
 		return;
 	ckpt_hdf5_quiet();
+	if (f->fid >= 0)
+		ckpt_h5_discard(f->fid); /* after a failed write the closes need it */
 	if (f->dset >= 0)
 		H5Dclose(f->dset);
 	if (f->fid >= 0)
@@ -344,7 +349,9 @@ static int write_png(const char *file, const struct canvas *c)
 		return starnn_error(STARNN_EIO, "%s: PNG encoding failed: %s", file, img.message);
 	}
 	struct ckpt_atomic a;
-	int rc = ckpt_atomic_begin(&a, file);
+	/* no scan for stale temporaries per picture (see ckpt_atomic_begin_opt);
+	 * a killed predict leaves at most one, which is small */
+	int rc = ckpt_atomic_begin_opt(&a, file, 0);
 	for (size_t done = 0; rc == 0 && done < size;) {
 		ssize_t k = write(a.fd, (char *)mem + done, size - done);
 		if (k < 0 && errno == EINTR)

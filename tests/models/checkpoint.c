@@ -10,12 +10,19 @@
  * attributes (ckpt_amp_attrs / ckpt_get_amp): exact round trip of
  * precision, loss scaling, scale and counters, their HDF5 types, the fp32
  * defaults of a file without them, and clear errors for bad values and
- * malformed or incomplete sets. */
+ * malformed or incomplete sets; temporaries of writers that are gone (a
+ * child killed in the middle of a write, an unlocked file of that name)
+ * are removed by the next write with one line on stderr, while a live
+ * writer's temporary, other names, a directory and a symbolic link are
+ * left alone. */
 #include <config.h>
 
 #include <dirent.h>
+#include <fcntl.h>
 #include <hdf5.h>
+#include <signal.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "models/sevir/checkpoint.h"
@@ -495,6 +502,112 @@ static void test_atomicity(void)
 	unlink(file);
 }
 
+static int exists(const char *name)
+{
+	struct stat st;
+	return lstat(path_in(name), &st) == 0;
+}
+
+static void touch(const char *name)
+{
+	FILE *f = fopen(path_in(name), "w");
+	TEST_ASSERT(f != NULL, "create %s", name);
+	if (f) {
+		fputs("partial\n", f);
+		fclose(f);
+	}
+}
+
+/* Runs ckpt_write(file, ...) with stderr going to a file; returns what it
+ * printed there (static). */
+static const char *write_capturing_stderr(const char *file, const struct ckpt_entry *e, int n)
+{
+	static char text[2048];
+	char cap[600];
+	snprintf(cap, sizeof cap, "%s", path_in("stderr.txt"));
+	fflush(stderr);
+	int saved = dup(STDERR_FILENO), fd = open(cap, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+	TEST_ASSERT(saved >= 0 && fd >= 0, "redirect stderr");
+	dup2(fd, STDERR_FILENO);
+	close(fd);
+	TEST_OK(ckpt_write(file, e, n, NULL, 0));
+	fflush(stderr);
+	dup2(saved, STDERR_FILENO);
+	close(saved);
+	size_t len = 0;
+	char *got = slurp(cap, &len);
+	snprintf(text, sizeof text, "%.*s", got ? (int)len : 0, got ? got : "");
+	free(got);
+	unlink(cap);
+	return text;
+}
+
+static void test_stale(void)
+{
+	char file[600]; /* not path_in's: its buffers are reused */
+	snprintf(file, sizeof file, "%s", path_in("st.h5"));
+	struct ckpt_entry e[2] = {{paths[0], tensors[0]}, {paths[1], tensors[1]}};
+
+	/* A live writer (first: a writer's begin removes what is stale then). */
+	struct ckpt_atomic live;
+	TEST_OK(ckpt_atomic_begin(&live, file));
+	/* A writer killed in the middle of its write. */
+	pid_t pid = fork();
+	if (pid == 0) {
+		struct ckpt_atomic a;
+		if (ckpt_atomic_begin(&a, file) == 0 && write(a.fd, "half", 4) == 4)
+			raise(SIGKILL);
+		_exit(1);
+	}
+	int ws = 0;
+	TEST_ASSERT(pid > 0 && waitpid(pid, &ws, 0) == pid && WIFSIGNALED(ws) && WTERMSIG(ws) == SIGKILL,
+	            "a child began a write and was killed");
+	int killed_left = dir_entries();
+	TEST_ASSERT(killed_left == 2, "the killed writer left its temporary (%d entries)", killed_left);
+	/* An unlocked file of the pattern (a writer gone), and things that are
+	 * not temporaries of st.h5. */
+	touch("st.h5.tmp.Zz9abc");
+	static const char *const others[] = {"st.h5.tmp.abc", "st.h5.tmp.abcdefg", "st.h5.tmp.ab-def", "other.h5.tmp.abcdef",
+	                                     "st.h5.tmpXabcdef"};
+	for (size_t i = 0; i < sizeof others / sizeof *others; i++)
+		touch(others[i]);
+	mkdir(path_in("st.h5.tmp.dirdir"), 0755);
+	touch("target");
+	TEST_ASSERT(symlink("target", path_in("st.h5.tmp.linkit")) == 0, "symlink");
+	int before = dir_entries();
+
+	const char *err = write_capturing_stderr(file, e, 2);
+	int lines = 0;
+	for (const char *c = err; *c; c++)
+		lines += *c == '\n';
+	TEST_ASSERT(lines == 1 && strstr(err, "removed 2 stale temporary files") && strstr(err, file),
+	            "one line on stderr names the file and the 2 removed: '%s'", err);
+	printf("  stale temporaries -> %s", err);
+	TEST_ASSERT(!exists("st.h5.tmp.Zz9abc"), "the unlocked temporary is removed");
+	TEST_ASSERT(exists(strrchr(live.tmp, '/') + 1), "the live writer's temporary is left alone");
+	for (size_t i = 0; i < sizeof others / sizeof *others; i++)
+		TEST_ASSERT(exists(others[i]), "%s is left alone", others[i]);
+	TEST_ASSERT(exists("st.h5.tmp.dirdir") && exists("st.h5.tmp.linkit") && exists("target"),
+	            "a directory and a symbolic link of the pattern are left alone");
+	/* removed: the killed writer's and Zz9abc; added: st.h5 */
+	TEST_ASSERT(dir_entries() == before - 2 + 1, "%d entries, expected %d", dir_entries(), before - 1);
+	ckpt_file *f;
+	TEST_OK(ckpt_open(&f, file));
+	ckpt_close(f);
+
+	/* Nothing stale: nothing said. The live writer then gives up. */
+	err = write_capturing_stderr(file, e, 2);
+	TEST_ASSERT(err[0] == '\0', "no line when nothing is stale: '%s'", err);
+	ckpt_atomic_abort(&live);
+	for (size_t i = 0; i < sizeof others / sizeof *others; i++)
+		unlink(path_in(others[i]));
+	rmdir(path_in("st.h5.tmp.dirdir"));
+	unlink(path_in("st.h5.tmp.linkit"));
+	unlink(path_in("target"));
+	unlink(file);
+	TEST_ASSERT(dir_entries() == 0, "nothing left (%d entries)", dir_entries());
+}
+
 static void test_nan(void)
 {
 	const char *file = path_in("nan.h5");
@@ -525,6 +638,7 @@ int main(void)
 	test_amp();
 	test_open_errors();
 	test_atomicity();
+	test_stale();
 	test_nan();
 	for (int i = 0; i < NT; i++) {
 		starnn_tensor_destroy(tensors[i]);

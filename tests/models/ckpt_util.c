@@ -10,6 +10,8 @@
  *       sets the `format_version` attribute of FILE to N; N = 1 also deletes
  *       the attributes version 1 did not have (`precision`, `loss_scaling`,
  *       `loss_scale*`): FILE becomes a checkpoint as written before them.
+ *   ckpt_util int FILE NAME
+ *       prints the integer root attribute NAME of FILE (e.g. `step`).
  * Exit status: 0 identical / done, 1 different, 2 on an error (message). */
 #include <config.h>
 
@@ -201,6 +203,26 @@ static int cmd_version(const char *file, int64_t version)
 	return rc;
 }
 
+static int cmd_int(const char *file, const char *name)
+{
+	hid_t f = H5Fopen(file, H5F_ACC_RDONLY, H5P_DEFAULT);
+	if (f < 0) {
+		fprintf(stderr, "ckpt_util: cannot open %s\n", file);
+		return 2;
+	}
+	long long v = 0;
+	hid_t at = H5Aexists(f, name) > 0 ? H5Aopen(f, name, H5P_DEFAULT) : -1;
+	int rc = at >= 0 && H5Aread(at, H5T_NATIVE_LLONG, &v) >= 0 ? 0 : 2;
+	if (at >= 0)
+		H5Aclose(at);
+	H5Fclose(f);
+	if (rc)
+		fprintf(stderr, "ckpt_util: %s: no integer attribute '%s'\n", file, name);
+	else
+		printf("%lld\n", v);
+	return rc;
+}
+
 int main(int argc, char **argv)
 {
 	H5Eset_auto2(H5E_DEFAULT, NULL, NULL);
@@ -208,6 +230,8 @@ int main(int argc, char **argv)
 		return cmd_cmp(argv[2], argv[3]);
 	if (argc == 4 && strcmp(argv[1], "version") == 0)
 		return cmd_version(argv[2], strtoll(argv[3], NULL, 10));
-	fprintf(stderr, "usage: ckpt_util cmp A B | ckpt_util version FILE N\n");
+	if (argc == 4 && strcmp(argv[1], "int") == 0)
+		return cmd_int(argv[2], argv[3]);
+	fprintf(stderr, "usage: ckpt_util cmp A B | ckpt_util version FILE N | ckpt_util int FILE NAME\n");
 	return 2;
 }

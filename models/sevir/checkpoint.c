@@ -481,12 +481,15 @@ int ckpt_get_string(ckpt_file *f, const char *name, char *buf, size_t size)
 			s[n] = '\0';
 	}
 	if (rc == 0) {
-		size_t n = strlen(s);
+		/* a variable-length string may be stored as null (HDF5 then reads a
+		 * NULL pointer): the empty string */
+		const char *v = s ? s : "";
+		size_t n = strlen(v);
 		if (n >= size)
 			rc = starnn_error(STARNN_EINVAL, "checkpoint %s: attribute '%s' (%zu characters) does not fit in %zu bytes",
 			                  f->name, name, n, size);
 		else
-			memcpy(buf, s, n + 1);
+			memcpy(buf, v, n + 1);
 	}
 	if (H5Tis_variable_str(type) > 0) {
 		if (s)

@@ -28,6 +28,11 @@
  * read from a file must be bounded before it sizes an allocation; SEVIR's
  * own images are 384 x 384, the synthetic generator stops at 4096 too. */
 #define SEVIR_MAX_FILE_SIZE 4096
+/* Largest number of rows (events) of a raw file, and longest event id: the
+ * `id` of every row is read whole at open (SEVIR's files hold a few
+ * thousand events, ids such as "S728503" or "R18032123577327"). */
+#define SEVIR_MAX_FILE_ROWS (1 << 20)
+#define SEVIR_MAX_ID_BYTES 256
 
 /* ------------------------------------------------------------ random numbers */
 

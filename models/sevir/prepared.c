@@ -54,7 +54,7 @@ int sevir_open_prepared(sevir_data *d)
 		if (!ok)
 			return starnn_error(STARNN_EINVAL, "%s: `%s` must hold float32 or float64 values", d->path, names[k]);
 	}
-	if (di[1] != di[2] || di[1] < 1 || di[1] > 1 << 16 || di[0] < 1)
+	if (di[1] != di[2] || di[1] < 1 || di[0] < 1)
 		return starnn_error(STARNN_EINVAL, "%s: `IN` is %llux%llux%llux%llu, expected N x H x W x %d with H = W",
 		                    d->path, (unsigned long long)di[0], (unsigned long long)di[1], (unsigned long long)di[2],
 		                    (unsigned long long)di[3], d->in_frames);
@@ -63,9 +63,16 @@ int sevir_open_prepared(sevir_data *d)
 		                    (unsigned long long)dout[0], (unsigned long long)dout[1], (unsigned long long)dout[2],
 		                    (unsigned long long)dout[3], (unsigned long long)di[0], (unsigned long long)di[1],
 		                    (unsigned long long)di[2], (unsigned long long)di[3]);
-	if ((int)di[3] != d->in_frames || (int)dout[3] != d->out_frames)
+	/* compared as hsize_t: a cast to int would take 2^32 + 13 frames for 13 */
+	if (di[3] != (hsize_t)d->in_frames || dout[3] != (hsize_t)d->out_frames)
 		return starnn_error(STARNN_EINVAL, "%s: `IN` has %llu frames and `OUT` %llu, expected %d and %d", d->path,
 		                    (unsigned long long)di[3], (unsigned long long)dout[3], d->in_frames, d->out_frames);
+	/* the file's image size sizes every read (a sample's region): bounded
+	 * before it sizes an allocation */
+	if (di[1] > SEVIR_MAX_FILE_SIZE)
+		return starnn_error(STARNN_EINVAL, "%s: `IN` images are %llux%llu, at most %dx%d supported", d->path,
+		                    (unsigned long long)di[1], (unsigned long long)di[2], SEVIR_MAX_FILE_SIZE,
+		                    SEVIR_MAX_FILE_SIZE);
 	if (di[0] > INT32_MAX)
 		return starnn_error(STARNN_EINVAL, "%s: too many samples", d->path);
 	d->nrows = (int64_t)di[0];

@@ -31,6 +31,13 @@ static int read_ids(sevir_data *d)
 		rc = starnn_error(STARNN_EINVAL, "%s: `id` is not a string dataset", d->path);
 		goto out;
 	}
+	/* the width of fixed-length ids is the file's: bounded before it sizes the buffer */
+	size_t w = H5Tis_variable_str(type) > 0 ? 0 : H5Tget_size(type);
+	if (w > SEVIR_MAX_ID_BYTES) {
+		rc = starnn_error(STARNN_EINVAL, "%s: `id` holds strings of %zu bytes, at most %d expected", d->path, w,
+		                  SEVIR_MAX_ID_BYTES);
+		goto out;
+	}
 	d->ids = calloc((size_t)d->nrows + 1, sizeof *d->ids);
 	if (!d->ids) {
 		rc = starnn_error(STARNN_ENOMEM, "out of memory");
@@ -40,17 +47,27 @@ static int read_ids(sevir_data *d)
 	if (H5Tis_variable_str(type) > 0) {
 		H5Tset_size(mem, H5T_VARIABLE);
 		var = calloc((size_t)d->nrows + 1, sizeof *var);
-		if (!var || H5Dread(ds, mem, H5S_ALL, H5S_ALL, H5P_DEFAULT, var) < 0) {
+		if (!var)
+			rc = starnn_error(STARNN_ENOMEM, "out of memory");
+		else if (H5Dread(ds, mem, H5S_ALL, H5S_ALL, H5P_DEFAULT, var) < 0)
 			rc = starnn_error(STARNN_EIO, "%s: cannot read `id`", d->path);
-			goto out;
+		for (int64_t i = 0; rc == 0 && i < d->nrows; i++) {
+			if (var[i] && strlen(var[i]) > SEVIR_MAX_ID_BYTES)
+				rc = starnn_error(STARNN_EINVAL, "%s: `id` of row %lld has %zu bytes, at most %d expected", d->path,
+				                  (long long)i, strlen(var[i]), SEVIR_MAX_ID_BYTES);
+			else
+				d->ids[i] = strdup(var[i] ? var[i] : "");
 		}
-		for (int64_t i = 0; i < d->nrows; i++)
-			d->ids[i] = strdup(var[i] ? var[i] : "");
-		hid_t sp = H5Dget_space(ds);
-		H5Dvlen_reclaim(mem, sp, H5P_DEFAULT, var);
-		H5Sclose(sp);
+		/* also after a failed read: the strings converted before the failure
+		 * are HDF5's allocations, ours to free (the rest are NULL) */
+		if (var) {
+			hid_t sp = H5Dget_space(ds);
+			H5Dvlen_reclaim(mem, sp, H5P_DEFAULT, var);
+			H5Sclose(sp);
+		}
+		if (rc)
+			goto out;
 	} else {
-		size_t w = H5Tget_size(type);
 		H5Tset_size(mem, w + 1);
 		H5Tset_strpad(mem, H5T_STR_NULLTERM);
 		fixed = calloc((size_t)d->nrows + 1, w + 1);
@@ -87,13 +104,22 @@ int sevir_open_raw(sevir_data *d)
 	H5Tclose(type);
 	if (!ok)
 		return starnn_error(STARNN_EINVAL, "%s: `vil` must hold 8-bit unsigned integers", d->path);
-	if (dims[0] < 1 || dims[1] != dims[2] || dims[1] < 1 || dims[1] > 1 << 16)
+	if (dims[0] < 1 || dims[1] != dims[2] || dims[1] < 1)
 		return starnn_error(STARNN_EINVAL, "%s: `vil` is %llux%llux%llux%llu, expected N x H x W x %d with H = W",
 		                    d->path, (unsigned long long)dims[0], (unsigned long long)dims[1],
 		                    (unsigned long long)dims[2], (unsigned long long)dims[3], SEVIR_FRAMES);
 	if (dims[3] != SEVIR_FRAMES)
 		return starnn_error(STARNN_EINVAL, "%s: `vil` has %llu frames per event, expected %d", d->path,
 		                    (unsigned long long)dims[3], SEVIR_FRAMES);
+	/* the file's dimensions size the reads (a sample's region, all ids):
+	 * bounded before they size an allocation */
+	if (dims[1] > SEVIR_MAX_FILE_SIZE)
+		return starnn_error(STARNN_EINVAL, "%s: `vil` images are %llux%llu, at most %dx%d supported", d->path,
+		                    (unsigned long long)dims[1], (unsigned long long)dims[2], SEVIR_MAX_FILE_SIZE,
+		                    SEVIR_MAX_FILE_SIZE);
+	if (dims[0] > SEVIR_MAX_FILE_ROWS)
+		return starnn_error(STARNN_EINVAL, "%s: `vil` has %llu events, at most %d supported", d->path,
+		                    (unsigned long long)dims[0], SEVIR_MAX_FILE_ROWS);
 	d->nrows = (int64_t)dims[0];
 	d->native = (int)dims[1];
 	d->frames = SEVIR_FRAMES;

@@ -37,7 +37,7 @@ int fuzz_checkpoint(const uint8_t *data, size_t size)
 		return 0;
 	ckpt_file *f;
 	if (ckpt_open_hdf5(&f, fid, "fuzz.h5") < 0)
-		return 0;
+		return fuzz_h5_all_closed();
 	int rc = 0;
 	char s[64], path[4096];
 	int64_t v;
@@ -73,7 +73,7 @@ int fuzz_checkpoint(const uint8_t *data, size_t size)
 		}
 	}
 	ckpt_close(f);
-	return rc;
+	return rc ? rc : fuzz_h5_all_closed();
 }
 
 FUZZ_ENTRY(fuzz_checkpoint)

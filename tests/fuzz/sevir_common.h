@@ -29,11 +29,22 @@ static inline int fuzz_sevir_source(const uint8_t *data, size_t size, const stru
 		return 0;
 	sevir_data *d;
 	if (sevir_open_hdf5(&d, o, file, fuzz_raw_catalog, sizeof fuzz_raw_catalog - 1) < 0)
-		return 0; /* refused with a message: fine */
+		return fuzz_h5_all_closed(); /* refused with a message: fine, if nothing was left open */
 	int rc = 0;
 	int n = sevir_count(d), s = sevir_size(d);
 	if (n < 1 || s < 1 || s > SEVIR_MAX_FILE_SIZE)
 		rc = FUZZ_FAIL("sevir_open accepted %d samples of %dx%d", n, s, s);
+	/* what was accepted is what the file holds: frames of IN / OUT or vil */
+	hid_t ds[2] = {d->kind == KIND_RAW ? d->vil : d->in, d->kind == KIND_RAW ? -1 : d->out};
+	hsize_t want[2] = {d->kind == KIND_RAW ? SEVIR_FRAMES : (hsize_t)d->in_frames, (hsize_t)d->out_frames};
+	for (int k = 0; k < 2 && rc == 0; k++) {
+		hsize_t dims[4];
+		if (ds[k] >= 0 && sevir_dataset_shape(d, ds[k], "dataset", 4, dims) == 0 &&
+		    (dims[3] != want[k] || dims[1] != (hsize_t)d->native))
+			rc = FUZZ_FAIL("sevir_open accepted a dataset of %llu frames of %llux%llu for %llu of %dx%d",
+			               (unsigned long long)dims[3], (unsigned long long)dims[1], (unsigned long long)dims[2],
+			               (unsigned long long)want[k], d->native, d->native);
+	}
 	if (rc == 0 && s <= FUZZ_SEVIR_MAX_READ) {
 		size_t ss = (size_t)s * s;
 		float *x = malloc(2 * ss * SEVIR_IN_FRAMES * sizeof *x), *y = malloc(2 * ss * SEVIR_OUT_FRAMES * sizeof *y);
@@ -44,7 +55,7 @@ static inline int fuzz_sevir_source(const uint8_t *data, size_t size, const stru
 		free(y);
 	}
 	sevir_close(d);
-	return rc;
+	return rc ? rc : fuzz_h5_all_closed();
 }
 
 #endif

@@ -614,13 +614,23 @@ int ckpt_open(ckpt_file **out, const char *file)
 	hid_t fid = H5Fopen(file, H5F_ACC_RDONLY, H5P_DEFAULT);
 	if (fid < 0)
 		return starnn_error(STARNN_EIO, "checkpoint %s: cannot open: %s", file, REASON(why));
+	return ckpt_open_hdf5(out, fid, file);
+}
+
+/* checkpoint.h takes the file as int64_t, so that it need not include hdf5.h */
+_Static_assert(sizeof(hid_t) == sizeof(int64_t), "hid_t is 64-bit since HDF5 1.10");
+
+int ckpt_open_hdf5(ckpt_file **out, int64_t fid, const char *name)
+{
+	ckpt_hdf5_quiet();
+	*out = NULL;
 	ckpt_file *f = calloc(1, sizeof *f);
-	if (!f || !(f->name = dup_string(file))) {
+	if (!f || !(f->name = dup_string(name))) {
 		free(f);
-		H5Fclose(fid);
-		return starnn_error(STARNN_ENOMEM, "checkpoint %s: out of memory", file);
+		H5Fclose((hid_t)fid);
+		return starnn_error(STARNN_ENOMEM, "checkpoint %s: out of memory", name);
 	}
-	f->fid = fid;
+	f->fid = (hid_t)fid;
 	*out = f;
 	return 0;
 }
@@ -710,8 +720,11 @@ int ckpt_get_string(ckpt_file *f, const char *name, char *buf, size_t size)
 			rc = starnn_error(STARNN_EINVAL, "checkpoint %s: attribute '%s': %s", f->name, name, REASON(why));
 	} else {
 		size_t n = H5Tget_size(type);
-		s = malloc(n + 1);
-		if (!s)
+		/* the size is the file's: a damaged one must not size the allocation */
+		if (n == 0 || n > CKPT_MAX_STRING)
+			rc = starnn_error(STARNN_EINVAL, "checkpoint %s: attribute '%s' is a string of %zu bytes (at most %d)",
+			                  f->name, name, n, CKPT_MAX_STRING);
+		else if (!(s = malloc(n + 1)))
 			rc = starnn_error(STARNN_ENOMEM, "checkpoint %s: out of memory", f->name);
 		else if (H5Aread(a, mtype, s) < 0)
 			rc = starnn_error(STARNN_EINVAL, "checkpoint %s: attribute '%s': %s", f->name, name, REASON(why));
@@ -719,12 +732,15 @@ int ckpt_get_string(ckpt_file *f, const char *name, char *buf, size_t size)
 			s[n] = '\0';
 	}
 	if (rc == 0) {
-		size_t n = strlen(s);
+		/* a variable-length string may be stored as null (HDF5 then reads a
+		 * NULL pointer): the empty string */
+		const char *v = s ? s : "";
+		size_t n = strlen(v);
 		if (n >= size)
 			rc = starnn_error(STARNN_EINVAL, "checkpoint %s: attribute '%s' (%zu characters) does not fit in %zu bytes",
 			                  f->name, name, n, size);
 		else
-			memcpy(buf, s, n + 1);
+			memcpy(buf, v, n + 1);
 	}
 	if (H5Tis_variable_str(type) > 0) {
 		if (s)
@@ -763,7 +779,8 @@ static void shape_string(char *buf, size_t size, int ndim, const int64_t *dims)
 		snprintf(buf + o, size - o, "]");
 }
 
-int ckpt_read_tensor(ckpt_file *f, const char *path, starnn_tensor *t)
+int ckpt_read_f32(ckpt_file *f, const char *path, const char *tensor_name, int ndim, const int64_t *shape,
+                  float *buf)
 {
 	ckpt_hdf5_quiet();
 	char why[256];
@@ -774,43 +791,48 @@ int ckpt_read_tensor(ckpt_file *f, const char *path, starnn_tensor *t)
 		return starnn_error(STARNN_EIO, "checkpoint %s: cannot open dataset '%s': %s", f->name, path, REASON(why));
 	hid_t type = H5Dget_type(dset), space = H5Dget_space(dset);
 	H5T_class_t cls = H5Tget_class(type);
-	int ndim = H5Sget_simple_extent_ndims(space);
+	int fndim = H5Sget_simple_extent_ndims(space);
 	hsize_t dims[H5S_MAX_RANK];
-	int64_t shape[H5S_MAX_RANK];
-	if (ndim > 0)
+	int64_t fshape[H5S_MAX_RANK];
+	if (fndim > 0)
 		H5Sget_simple_extent_dims(space, dims, NULL);
-	for (int d = 0; d < ndim; d++)
-		shape[d] = (int64_t)dims[d];
+	for (int d = 0; d < fndim; d++)
+		fshape[d] = (int64_t)dims[d];
 	H5Tclose(type);
 	H5Sclose(space);
 	int rc = 0;
-	float *buf = NULL;
-	int same = ndim == t->ndim;
-	for (int d = 0; same && d < ndim; d++)
-		same = shape[d] == t->shape[d];
+	int same = fndim == ndim;
+	size_t n = 1;
+	for (int d = 0; same && d < ndim; d++) {
+		same = fshape[d] == shape[d];
+		n *= (size_t)shape[d];
+	}
 	if (cls != H5T_FLOAT) {
 		rc = starnn_error(STARNN_EINVAL, "checkpoint %s: dataset '%s' is not floating-point", f->name, path);
 	} else if (!same) {
 		char a[128], b[128];
-		shape_string(a, sizeof a, ndim < 0 ? 0 : ndim, shape);
-		shape_string(b, sizeof b, t->ndim, t->shape);
+		shape_string(a, sizeof a, fndim < 0 ? 0 : fndim, fshape);
+		shape_string(b, sizeof b, ndim, shape);
 		rc = starnn_error(STARNN_EINVAL, "checkpoint %s: dataset '%s' has shape %s, the model's tensor '%s' has %s",
-		                  f->name, path, a, t->name, b);
-	} else if (!(buf = malloc((starnn_tensor_numel(t) ? starnn_tensor_numel(t) : 1) * sizeof *buf))) {
-		rc = starnn_error(STARNN_ENOMEM, "checkpoint %s: out of memory", f->name);
+		                  f->name, path, a, tensor_name, b);
 	} else if (H5Dread(dset, H5T_NATIVE_FLOAT, H5S_ALL, H5S_ALL, H5P_DEFAULT, buf) < 0) {
 		rc = starnn_error(STARNN_EIO, "checkpoint %s: cannot read dataset '%s': %s", f->name, path, REASON(why));
 	}
 	H5Dclose(dset);
-	if (rc == 0) {
-		size_t n = starnn_tensor_numel(t);
+	if (rc == 0)
 		for (size_t i = 0; i < n; i++)
-			if (!isfinite(buf[i])) {
-				rc = starnn_error(STARNN_ENUM, "checkpoint %s: dataset '%s' holds %g at element %zu", f->name,
-				                  path, (double)buf[i], i);
-				break;
-			}
-	}
+			if (!isfinite(buf[i]))
+				return starnn_error(STARNN_ENUM, "checkpoint %s: dataset '%s' holds %g at element %zu", f->name,
+				                    path, (double)buf[i], i);
+	return rc;
+}
+
+int ckpt_read_tensor(ckpt_file *f, const char *path, starnn_tensor *t)
+{
+	float *buf = malloc((starnn_tensor_numel(t) ? starnn_tensor_numel(t) : 1) * sizeof *buf);
+	if (!buf)
+		return starnn_error(STARNN_ENOMEM, "checkpoint %s: out of memory", f->name);
+	int rc = ckpt_read_f32(f, path, t->name, t->ndim, t->shape, buf);
 	if (rc == 0)
 		rc = starnn_tensor_write_f32(t, buf);
 	free(buf);

@@ -47,6 +47,20 @@ int ckpt_has(ckpt_file *f, const char *path); /* dataset exists */
  * (message names the path, both shapes). */
 int ckpt_read_tensor(ckpt_file *f, const char *path, starnn_tensor *t);
 
+/* ---- Extensions (additive): the reader without a file name or StarPU,
+ * for the fuzz harness (tests/fuzz/checkpoint.c) ----
+ *
+ * ckpt_open on an HDF5 file already open (hid_t `fid`, e.g. a file image):
+ * takes it over (closed by ckpt_close, or on failure); `name` names it in
+ * messages. */
+int ckpt_open_hdf5(ckpt_file **out, int64_t fid, const char *name);
+/* ckpt_read_tensor into buf (the product of shape[0..ndim) floats) instead
+ * of a tensor; tensor_name names the model's tensor in messages. */
+int ckpt_read_f32(ckpt_file *f, const char *path, const char *tensor_name, int ndim, const int64_t *shape,
+                  float *buf);
+/* Longest fixed-length string attribute read (the file gives the length). */
+#define CKPT_MAX_STRING (1 << 20)
+
 /* ---- Extensions (additive): helpers shared with output.c ----
  *
  * Atomic creation of a file: a temporary "<file>.tmp.XXXXXX" in the same

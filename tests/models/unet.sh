@@ -64,11 +64,11 @@ n=$("$unet" info --depth 4 --filters 32 | tail -1)
 "$unet" --help > "$tmp/help" || fail "--help exited non-zero"
 src=${srcdir:-$(dirname "$0")/../..}
 nopts=0
-for opt in $(sed -n 's/^[[:space:]]*{"\([a-z-]*\)", [a-z_]*_argument.*/\1/p' "$src/models/unet.c"); do
+for opt in $(sed -n 's/^[[:space:]]*{"\([a-z-]*\)", [a-z_]*_argument.*/\1/p' "$src/models/unet_options.c"); do
 	nopts=$((nopts + 1))
 	grep -q -- "--$opt" "$tmp/help" || fail "--help does not list --$opt"
 done
-[ $nopts -gt 30 ] && ok "--help lists all $nopts options" || fail "found only $nopts options in $src/models/unet.c"
+[ $nopts -gt 30 ] && ok "--help lists all $nopts options" || fail "found only $nopts options in $src/models/unet_options.c"
 
 # ------------------------------------------------------------------ training
 C="--size 32 --depth 2 --filters 4 --batch 4 --micro-batches 2 --samples 64 --val-samples 16"

@@ -1,0 +1,122 @@
+/* Prepared nowcast files: `IN` (N x H x W x 13) and `OUT` (N x H x W x 12),
+ * float32 (or float64) raw VIL values 0..255. */
+#include <math.h>
+#include <stdint.h>
+#include <stdlib.h>
+
+#include <hdf5.h>
+
+#include "models/sevir/internal.h"
+#include "runtime/error.h"
+
+static int check_values(const sevir_data *d, const char *name, int64_t sample, const float *v, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		if (!(v[i] >= 0 && v[i] <= 255))
+			return starnn_error(isnan(v[i]) ? STARNN_ENUM : STARNN_EINVAL,
+			                    "%s: dataset `%s`, sample %lld: value %g%s (element %zu; raw VIL must be 0..255)",
+			                    d->path, name, (long long)sample, v[i], isnan(v[i]) ? " (NaN)" : "", i);
+	return 0;
+}
+
+static int read_prepared_block(const sevir_data *d, hid_t ds, const char *name, int64_t row, int oy, int ox, int r,
+                               int frames, float *out)
+{
+	hsize_t start[4] = {(hsize_t)row, (hsize_t)oy, (hsize_t)ox, 0};
+	hsize_t count[4] = {1, (hsize_t)r, (hsize_t)r, (hsize_t)frames};
+	hid_t fs = H5Dget_space(ds);
+	hid_t ms = H5Screate_simple(4, count, NULL);
+	herr_t e = fs < 0 || ms < 0 ? -1 : H5Sselect_hyperslab(fs, H5S_SELECT_SET, start, NULL, count, NULL);
+	if (e >= 0)
+		e = H5Dread(ds, H5T_NATIVE_FLOAT, ms, fs, H5P_DEFAULT, out);
+	if (ms >= 0)
+		H5Sclose(ms);
+	if (fs >= 0)
+		H5Sclose(fs);
+	if (e < 0)
+		return starnn_error(STARNN_EIO, "%s: cannot read `%s` sample %lld", d->path, name, (long long)row);
+	return check_values(d, name, row, out, (size_t)r * r * frames);
+}
+
+int sevir_open_prepared(sevir_data *d)
+{
+	STARNN_CHECK(sevir_open_dataset(d, "IN", &d->in));
+	STARNN_CHECK(sevir_open_dataset(d, "OUT", &d->out));
+	hsize_t di[4], dout[4];
+	STARNN_CHECK(sevir_dataset_shape(d, d->in, "IN", 4, di));
+	STARNN_CHECK(sevir_dataset_shape(d, d->out, "OUT", 4, dout));
+	const char *names[2] = {"IN", "OUT"};
+	hid_t ds[2] = {d->in, d->out};
+	for (int k = 0; k < 2; k++) {
+		hid_t type = H5Dget_type(ds[k]);
+		int ok = H5Tget_class(type) == H5T_FLOAT && (H5Tget_size(type) == 4 || H5Tget_size(type) == 8);
+		H5Tclose(type);
+		if (!ok)
+			return starnn_error(STARNN_EINVAL, "%s: `%s` must hold float32 or float64 values", d->path, names[k]);
+	}
+	if (di[1] != di[2] || di[1] < 1 || di[0] < 1)
+		return starnn_error(STARNN_EINVAL, "%s: `IN` is %llux%llux%llux%llu, expected N x H x W x %d with H = W",
+		                    d->path, (unsigned long long)di[0], (unsigned long long)di[1], (unsigned long long)di[2],
+		                    (unsigned long long)di[3], d->in_frames);
+	if (dout[0] != di[0] || dout[1] != di[1] || dout[2] != di[2])
+		return starnn_error(STARNN_EINVAL, "%s: `OUT` is %llux%llux%llux%llu but `IN` is %llux%llux%llux%llu", d->path,
+		                    (unsigned long long)dout[0], (unsigned long long)dout[1], (unsigned long long)dout[2],
+		                    (unsigned long long)dout[3], (unsigned long long)di[0], (unsigned long long)di[1],
+		                    (unsigned long long)di[2], (unsigned long long)di[3]);
+	/* compared as hsize_t: a cast to int would take 2^32 + 13 frames for 13 */
+	if (di[3] != (hsize_t)d->in_frames || dout[3] != (hsize_t)d->out_frames)
+		return starnn_error(STARNN_EINVAL, "%s: `IN` has %llu frames and `OUT` %llu, expected %d and %d", d->path,
+		                    (unsigned long long)di[3], (unsigned long long)dout[3], d->in_frames, d->out_frames);
+	/* the file's image size sizes every read (a sample's region): bounded
+	 * before it sizes an allocation */
+	if (di[1] > SEVIR_MAX_FILE_SIZE)
+		return starnn_error(STARNN_EINVAL, "%s: `IN` images are %llux%llu, at most %dx%d supported", d->path,
+		                    (unsigned long long)di[1], (unsigned long long)di[2], SEVIR_MAX_FILE_SIZE,
+		                    SEVIR_MAX_FILE_SIZE);
+	if (di[0] > INT32_MAX)
+		return starnn_error(STARNN_EINVAL, "%s: too many samples", d->path);
+	d->nrows = (int64_t)di[0];
+	d->native = (int)di[1];
+	d->count = (int)d->nrows;
+	d->windows = 1;
+	/* small files are checked whole now (NaN, range), so that a bad file fails before training;
+	 * every read checks what it reads anyway */
+	size_t per = (size_t)d->native * d->native;
+	if ((double)d->nrows * per * (d->in_frames + d->out_frames) * 4 <= 1024.0 * 1024 * 1024) {
+		float *buf = malloc(per * (d->in_frames > d->out_frames ? d->in_frames : d->out_frames) * sizeof *buf);
+		if (!buf)
+			return starnn_error(STARNN_ENOMEM, "out of memory");
+		int rc = 0;
+		for (int64_t i = 0; i < d->nrows && !rc; i++) {
+			rc = read_prepared_block(d, d->in, "IN", i, 0, 0, d->native, d->in_frames, buf);
+			if (!rc)
+				rc = read_prepared_block(d, d->out, "OUT", i, 0, 0, d->native, d->out_frames, buf);
+		}
+		free(buf);
+		STARNN_CHECK(rc);
+	}
+	return 0;
+}
+
+/* Transposes a region read as R x R x T (HWC) into T x R x R floats, in
+ * tiles of 64 pixels so that both sides stay in cache. */
+#define TRANSPOSE_TILE 64
+static void hwc_to_chw_f32(const float *restrict in, int rr, int frames, float *restrict out)
+{
+	for (int p0 = 0; p0 < rr; p0 += TRANSPOSE_TILE) {
+		int p1 = p0 + TRANSPOSE_TILE < rr ? p0 + TRANSPOSE_TILE : rr;
+		for (int t = 0; t < frames; t++)
+			for (int p = p0; p < p1; p++)
+				out[(size_t)t * rr + p] = in[(size_t)p * frames + t];
+	}
+}
+
+int sevir_prepared_read_region(const sevir_data *d, int64_t row, int oy, int ox, int r, float *buf, float *region)
+{
+	const size_t rr = (size_t)r * r;
+	STARNN_CHECK(read_prepared_block(d, d->in, "IN", row, oy, ox, r, d->in_frames, buf));
+	hwc_to_chw_f32(buf, (int)rr, d->in_frames, region);
+	STARNN_CHECK(read_prepared_block(d, d->out, "OUT", row, oy, ox, r, d->out_frames, buf));
+	hwc_to_chw_f32(buf, (int)rr, d->out_frames, region + (size_t)d->in_frames * rr);
+	return 0;
+}

@@ -1,0 +1,436 @@
+/* The command line of models/unet (see unet_options.h and the usage below). */
+#include <config.h>
+
+#include <errno.h>
+#include <getopt.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "models/unet_options.h"
+
+/* models/unet.c has the same: messages of the program, "unet: ..." */
+static void fail(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static void fail(const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	fprintf(stderr, "unet: ");
+	vfprintf(stderr, fmt, ap);
+	fputc('\n', stderr);
+	va_end(ap);
+}
+
+
+static void usage(FILE *f)
+{
+	fprintf(f,
+	        "Usage: models/unet train|eval|predict|info [OPTIONS]\n"
+	        "The SEVIR nowcasting UNet (13 VIL frames in, 12 out) on StarPU: every training\n"
+	        "step is one task graph spread over all workers, and step k+1 is submitted\n"
+	        "before the loss of step k is read, so consecutive steps overlap. StarPU's\n"
+	        "variables apply (STARPU_SCHED, STARPU_NCPU, STARPU_NCUDA, ...).\n"
+	        "\n"
+	        "  train    train a model; --checkpoint FILE saves it (also every\n"
+	        "           --checkpoint-every steps), --resume FILE continues a run exactly\n"
+	        "  eval     metrics of --checkpoint FILE on the evaluation data, beside\n"
+	        "           persistence (the last input frame repeated)\n"
+	        "  predict  forecasts of --checkpoint FILE: --output FILE.h5 and/or --png DIR\n"
+	        "  info     the layers, output shapes and parameter count\n"
+	        "\n"
+	        "Data:\n"
+	        "  --data synthetic|FILE   training data (train) or the data to evaluate / forecast\n"
+	        "                          (eval, predict: its TEST split); FILE: a raw SEVIR event\n"
+	        "                          file (vil, id + CATALOG.csv) or a prepared file (IN, OUT);\n"
+	        "                          default synthetic\n"
+	        "  --val-data synthetic|FILE  evaluation data during training (default: the TEST\n"
+	        "                          split of --data: synthetic, or the same file)\n"
+	        "  --catalog FILE          CATALOG.csv of raw files (default: beside the file)\n"
+	        "  --size N                image size H = W (a multiple of 2^depth; default: the\n"
+	        "                          data's own size)\n"
+	        "  --resize crop|downsample  how larger images come to --size (default crop:\n"
+	        "                          random crops for training, centre crops for evaluation)\n"
+	        "  --synthetic-size N      size of the generated images (default: --size, else 128)\n"
+	        "  --samples N             synthetic training samples (default 256)\n"
+	        "  --val-samples N         synthetic evaluation samples (default 64)\n"
+	        "  --shuffle on|off        shuffle the training samples each epoch (default on;\n"
+	        "                          off: file order)\n"
+	        "\n"
+	        "Model:\n"
+	        "  --depth N               encoder levels, 1..5 (default 4)\n"
+	        "  --filters N             filters of the first level, f (default 32)\n"
+	        "  --in-frames N           input frames (default 13)\n"
+	        "  --out-frames N          predicted frames (default 12)\n"
+	        "\n"
+	        "Training:\n"
+	        "  --batch N               samples per step (default 8)\n"
+	        "  --micro-batches N       micro-batches per step (default: one per worker, at\n"
+	        "                          most 8 and the batch)\n"
+	        "  --epochs N              passes over the training data (default 1)\n"
+	        "  --steps N               total steps instead of epochs (a resumed run continues\n"
+	        "                          up to step N); 0 with --checkpoint saves the initial model\n"
+	        "  --optimizer adam|sgd    default adam\n"
+	        "  --lr X                  peak learning rate (default 0.001)\n"
+	        "  --warmup N              linear learning-rate warm-up over N steps (default 0)\n"
+	        "  --momentum X            SGD momentum (default 0.9)\n"
+	        "  --weight-decay X        L2 weight decay (default 0)\n"
+	        "  --seed N                initial weights, shuffling, crops, synthetic data (default 1)\n"
+	        "  --checkpoint FILE       train: write the model here at the end (atomically);\n"
+	        "                          eval, predict, info: the model to use\n"
+	        "  --checkpoint-every N    train: also write it every N steps\n"
+	        "  --resume FILE           continue the run saved in FILE (options not given are\n"
+	        "                          taken from it, --steps too; another architecture is\n"
+	        "                          refused)\n"
+	        "  --init FILE             start from the weights of FILE (not its optimizer state)\n"
+	        "  --eval-every N          evaluate every N steps (default: at the end only; 0: never)\n"
+	        "  --precision P           fp32 (default), amp-fp16 or amp-bf16: fp32 master weights\n"
+	        "                          and optimizer state, activations and their gradients in\n"
+	        "                          16 bits, fp32 accumulation, BN statistics and loss in fp32.\n"
+	        "                          Checkpoints hold fp32 weights, the precision and the\n"
+	        "                          loss-scale state; --resume, eval and predict use the\n"
+	        "                          checkpoint's precision unless P is given. Resuming with\n"
+	        "                          another P or --loss-scale is allowed, with a note: fp32\n"
+	        "                          weights, optimizer state and step counts carry over, a\n"
+	        "                          changed loss scaling starts afresh (not the run an\n"
+	        "                          uninterrupted one would be)\n"
+	        "  --loss-scale S          dynamic (start 2^16, halve on overflow and skip the step,\n"
+	        "                          double after 2000 clean steps), N (static) or none;\n"
+	        "                          default dynamic for amp-fp16, none otherwise (--resume:\n"
+	        "                          the checkpoint's, state included, if P is unchanged)\n"
+	        "\n"
+	        "Output:\n"
+	        "  --log-json FILE         one JSON object per line: per step {step, epoch (from 1),\n"
+	        "                          loss, lr, samples_per_s, elapsed (s)}, per evaluation\n"
+	        "                          {step, epoch, eval: metrics}; eval: the metrics. Every\n"
+	        "                          step's own loss is logged; a step's time ends when its\n"
+	        "                          loss is read, after its forward (so the first step,\n"
+	        "                          and the first after an evaluation, look faster)\n"
+	        "  --log-every N           plain progress line every N steps when not on a terminal\n"
+	        "                          (default 10)\n"
+	        "  --progress on|off       progress bar (default: on when stdout is a terminal)\n"
+	        "  --output FILE.h5        predict: forecasts in the prepared layout (OUT, raw VIL)\n"
+	        "  --png DIR               predict: pictures (last input, truth, forecast per lead)\n"
+	        "  --png-samples N         predict: samples pictured (default 4)\n"
+	        "  --quiet                 only errors and final results\n"
+	        "  -h, --help              this text\n"
+	        "\n"
+	        "Environment: STARNN_UNET_INJECT_INF_STEP=N puts an Inf into one gradient at\n"
+	        "training step N (test hook; needs loss scaling): the step is skipped.\n"
+	        "STARNN_TEST_WRITE_PAUSE_MS=N pauses checkpoint writes N ms half-way, and every\n"
+	        "output write N ms before its rename (test hook: kills in the middle of a write).\n"
+	        "\n"
+	        "A loss that is not finite (diverged) stops training with exit status 1; it is\n"
+	        "seen at most one step later (the next step is already running, not logged).\n"
+	        "SIGINT (Ctrl-C) or SIGTERM finishes the steps already submitted (at most\n"
+	        "two), saves --checkpoint and exits with 128 + the signal number (130, 143);\n"
+	        "a second signal exits at once without saving.\n"
+	        "\n"
+	        "Exit status: 0 success, 1 runtime error (files, data, numerics, a full disk),\n"
+	        "2 bad usage, 130 / 143 stopped by SIGINT / SIGTERM.\n");
+}
+
+static int parse_i64(const char *opt, const char *s, int64_t lo, int64_t hi, int64_t *out)
+{
+	char *end;
+	errno = 0;
+	long long v = strtoll(s, &end, 10);
+	if (errno || end == s || *end || v < lo || v > hi) {
+		fail("%s wants an integer in [%lld, %lld], got '%s'", opt, (long long)lo, (long long)hi, s);
+		return -1;
+	}
+	*out = v;
+	return 0;
+}
+
+static int parse_int(const char *opt, const char *s, int lo, int hi, int *out)
+{
+	int64_t v;
+	if (parse_i64(opt, s, lo, hi, &v) < 0)
+		return -1;
+	*out = (int)v;
+	return 0;
+}
+
+static int parse_float(const char *opt, const char *s, float lo, float hi, float *out)
+{
+	char *end;
+	errno = 0;
+	float v = strtof(s, &end);
+	if (errno || end == s || *end || !(v >= lo && v <= hi)) {
+		fail("%s wants a number in [%g, %g], got '%s'", opt, lo, hi, s);
+		return -1;
+	}
+	*out = v;
+	return 0;
+}
+
+static int parse_onoff(const char *opt, const char *s, int *out)
+{
+	if (strcmp(s, "on") == 0 || strcmp(s, "yes") == 0 || strcmp(s, "1") == 0)
+		*out = 1;
+	else if (strcmp(s, "off") == 0 || strcmp(s, "no") == 0 || strcmp(s, "0") == 0)
+		*out = 0;
+	else {
+		fail("%s is on or off, not '%s'", opt, s);
+		return -1;
+	}
+	return 0;
+}
+
+/* The default loss scaling of the precision when --loss-scale was not
+ * given, and the check of the test hook that needs one. */
+int finish_loss_scale(struct options *o)
+{
+	if (o->loss_scale < 0)
+		o->loss_scale = o->compute == STARNN_FP16;
+	if (o->inject_inf_step && !o->loss_scale) {
+		fail("STARNN_UNET_INJECT_INF_STEP needs loss scaling (--loss-scale dynamic or N)");
+		return -1;
+	}
+	return 0;
+}
+
+int parse_options(int argc, char **argv, struct options *o)
+{
+	static const struct option longopts[] = {
+		{"data", required_argument, 0, O_DATA},
+		{"val-data", required_argument, 0, O_VAL_DATA},
+		{"catalog", required_argument, 0, O_CATALOG},
+		{"size", required_argument, 0, O_SIZE},
+		{"resize", required_argument, 0, O_RESIZE},
+		{"synthetic-size", required_argument, 0, O_SYN_SIZE},
+		{"samples", required_argument, 0, O_SAMPLES},
+		{"val-samples", required_argument, 0, O_VAL_SAMPLES},
+		{"depth", required_argument, 0, O_DEPTH},
+		{"filters", required_argument, 0, O_FILTERS},
+		{"in-frames", required_argument, 0, O_IN_FRAMES},
+		{"out-frames", required_argument, 0, O_OUT_FRAMES},
+		{"batch", required_argument, 0, O_BATCH},
+		{"micro-batches", required_argument, 0, O_MICRO},
+		{"epochs", required_argument, 0, O_EPOCHS},
+		{"steps", required_argument, 0, O_STEPS},
+		{"lr", required_argument, 0, O_LR},
+		{"warmup", required_argument, 0, O_WARMUP},
+		{"optimizer", required_argument, 0, O_OPTIMIZER},
+		{"momentum", required_argument, 0, O_MOMENTUM},
+		{"weight-decay", required_argument, 0, O_WEIGHT_DECAY},
+		{"seed", required_argument, 0, O_SEED},
+		{"shuffle", required_argument, 0, O_SHUFFLE},
+		{"checkpoint", required_argument, 0, O_CHECKPOINT},
+		{"checkpoint-every", required_argument, 0, O_CHECKPOINT_EVERY},
+		{"resume", required_argument, 0, O_RESUME},
+		{"init", required_argument, 0, O_INIT},
+		{"log-json", required_argument, 0, O_LOG_JSON},
+		{"log-every", required_argument, 0, O_LOG_EVERY},
+		{"eval-every", required_argument, 0, O_EVAL_EVERY},
+		{"output", required_argument, 0, O_OUTPUT},
+		{"png", required_argument, 0, O_PNG},
+		{"png-samples", required_argument, 0, O_PNG_SAMPLES},
+		{"progress", required_argument, 0, O_PROGRESS},
+		{"quiet", no_argument, 0, O_QUIET},
+		{"help", no_argument, 0, O_HELP},
+		{"precision", required_argument, 0, O_PRECISION},
+		{"loss-scale", required_argument, 0, O_LOSS_SCALE},
+		{0, 0, 0, 0},
+	};
+	memset(o, 0, sizeof *o);
+	o->data = "synthetic";
+	o->samples = 256, o->val_samples = 64;
+	o->depth = 4, o->filters = 32, o->in_frames = SEVIR_IN_FRAMES, o->out_frames = SEVIR_OUT_FRAMES;
+	o->batch = 8, o->epochs = 1, o->steps = -1;
+	o->lr = 1e-3f, o->momentum = 0.9f;
+	o->optimizer = UNET_ADAM;
+	o->seed = 1, o->shuffle = 1;
+	o->eval_every = -1, o->log_every = 10, o->png_samples = 4, o->progress = -1;
+	o->compute = STARNN_FP32, o->loss_scale = -1;
+
+	if (argc < 2) {
+		usage(stderr);
+		return -1;
+	}
+	const char *cmd = argv[1];
+	if (strcmp(cmd, "-h") == 0 || strcmp(cmd, "--help") == 0 || strcmp(cmd, "help") == 0) {
+		usage(stdout);
+		return PARSE_HELP;
+	}
+	if (strcmp(cmd, "train") == 0)
+		o->cmd = CMD_TRAIN;
+	else if (strcmp(cmd, "eval") == 0)
+		o->cmd = CMD_EVAL;
+	else if (strcmp(cmd, "predict") == 0)
+		o->cmd = CMD_PREDICT;
+	else if (strcmp(cmd, "info") == 0)
+		o->cmd = CMD_INFO;
+	else {
+		fail("unknown command '%s': train, eval, predict or info (see --help)", cmd);
+		return -1;
+	}
+	/* optind = 0 makes glibc's getopt start afresh: optind = 1 alone would
+	 * keep its position inside a cluster of short options ("-hx") from a
+	 * previous call, a pointer into another argv. Options start after the
+	 * command: argv[2], the first after av[0] = the command. */
+	int ac = argc - 1;
+	char **av = argv + 1;
+	optind = 0;
+	opterr = 0; /* our own messages, without the libtool wrapper's name */
+	int c;
+	while ((c = getopt_long(ac, av, ":h", longopts, NULL)) != -1) {
+		int rc = 0;
+		int64_t v64 = 0;
+		int v;
+		if (c > 0 && c < O_END)
+			o->given[c] = 1;
+		switch (c) {
+		case O_DATA: o->data = optarg; break;
+		case O_VAL_DATA: o->val_data = optarg; break;
+		case O_CATALOG: o->catalog = optarg; break;
+		case O_SIZE: rc = parse_int("--size", optarg, 1, 16384, &o->size); break;
+		case O_RESIZE:
+			if (strcmp(optarg, "crop") == 0)
+				o->resize = SEVIR_CROP;
+			else if (strcmp(optarg, "downsample") == 0)
+				o->resize = SEVIR_DOWNSAMPLE;
+			else {
+				fail("--resize is crop or downsample, not '%s'", optarg);
+				rc = -1;
+			}
+			break;
+		case O_SYN_SIZE: rc = parse_int("--synthetic-size", optarg, 1, 16384, &o->synthetic_size); break;
+		case O_SAMPLES: rc = parse_int("--samples", optarg, 1, 100000000, &o->samples); break;
+		case O_VAL_SAMPLES: rc = parse_int("--val-samples", optarg, 1, 100000000, &o->val_samples); break;
+		case O_DEPTH: rc = parse_int("--depth", optarg, 1, 5, &o->depth); break;
+		case O_FILTERS: rc = parse_int("--filters", optarg, 1, 4096, &o->filters); break;
+		case O_IN_FRAMES: rc = parse_int("--in-frames", optarg, 1, SEVIR_FRAMES - 1, &o->in_frames); break;
+		case O_OUT_FRAMES: rc = parse_int("--out-frames", optarg, 1, SEVIR_OUT_FRAMES, &o->out_frames); break;
+		case O_BATCH: rc = parse_int("--batch", optarg, 1, 65536, &o->batch); break;
+		case O_MICRO: rc = parse_int("--micro-batches", optarg, 1, 64, &o->micro); break;
+		case O_EPOCHS: rc = parse_int("--epochs", optarg, 1, 1000000, &o->epochs); break;
+		case O_STEPS: rc = parse_i64("--steps", optarg, 0, INT64_C(1) << 40, &o->steps); break;
+		case O_LR: rc = parse_float("--lr", optarg, 0.0f, 10.0f, &o->lr); break;
+		case O_WARMUP: rc = parse_int("--warmup", optarg, 0, 1000000000, &o->warmup); break;
+		case O_MOMENTUM: rc = parse_float("--momentum", optarg, 0.0f, 0.9999f, &o->momentum); break;
+		case O_WEIGHT_DECAY: rc = parse_float("--weight-decay", optarg, 0.0f, 1.0f, &o->weight_decay); break;
+		case O_OPTIMIZER:
+			if (strcmp(optarg, "adam") == 0)
+				o->optimizer = UNET_ADAM;
+			else if (strcmp(optarg, "sgd") == 0)
+				o->optimizer = UNET_SGD;
+			else {
+				fail("--optimizer is adam or sgd, not '%s'", optarg);
+				rc = -1;
+			}
+			break;
+		case O_SEED:
+			rc = parse_i64("--seed", optarg, 0, INT64_MAX, &v64);
+			o->seed = (uint64_t)v64;
+			break;
+		case O_SHUFFLE: rc = parse_onoff("--shuffle", optarg, &o->shuffle); break;
+		case O_CHECKPOINT: o->checkpoint = optarg; break;
+		case O_CHECKPOINT_EVERY: rc = parse_i64("--checkpoint-every", optarg, 1, INT64_MAX, &o->checkpoint_every); break;
+		case O_RESUME: o->resume = optarg; break;
+		case O_INIT: o->init = optarg; break;
+		case O_LOG_JSON: o->log_json = optarg; break;
+		case O_LOG_EVERY: rc = parse_int("--log-every", optarg, 1, 1000000000, &o->log_every); break;
+		case O_EVAL_EVERY: rc = parse_i64("--eval-every", optarg, 0, INT64_MAX, &o->eval_every); break;
+		case O_OUTPUT: o->output = optarg; break;
+		case O_PNG: o->png = optarg; break;
+		case O_PNG_SAMPLES: rc = parse_int("--png-samples", optarg, 0, 1000000, &o->png_samples); break;
+		case O_PROGRESS:
+			rc = parse_onoff("--progress", optarg, &v);
+			o->progress = v;
+			break;
+		case O_QUIET: o->quiet = 1; break;
+		case O_PRECISION:
+			if (strcmp(optarg, "fp32") == 0)
+				o->compute = STARNN_FP32;
+			else if (strcmp(optarg, "amp-fp16") == 0)
+				o->compute = STARNN_FP16;
+			else if (strcmp(optarg, "amp-bf16") == 0)
+				o->compute = STARNN_BF16;
+			else {
+				fail("--precision is fp32, amp-fp16 or amp-bf16, not '%s'", optarg);
+				rc = -1;
+			}
+			break;
+		case O_LOSS_SCALE:
+			if (strcmp(optarg, "dynamic") == 0)
+				o->loss_scale = 1;
+			else if (strcmp(optarg, "none") == 0)
+				o->loss_scale = 0;
+			else {
+				o->loss_scale = 2;
+				rc = parse_float("--loss-scale", optarg, 1.0f, 16777216.0f, &o->static_scale);
+				if (rc)
+					fail("--loss-scale is dynamic, none or a number in [1, 2^24]");
+			}
+			break;
+		case 'h':
+		case O_HELP: usage(stdout); return PARSE_HELP;
+		case ':': fail("%s needs a value (see --help)", av[optind - 1]); return -1;
+		default:
+			if (optopt && optopt < 256)
+				fail("unknown option '-%c' (see --help)", optopt);
+			else
+				fail("unknown option '%s' (see --help)", av[optind - 1]);
+			return -1;
+		}
+		if (rc)
+			return -1;
+	}
+	if (optind < ac) {
+		fail("unexpected argument '%s' (see --help)", av[optind]);
+		return -1;
+	}
+
+	/* Options that make no sense for the command. */
+	struct {
+		int id;
+		const char *name;
+		int allowed; /* bit per command */
+	} only[] = {
+		{O_RESUME, "--resume", 1 << CMD_TRAIN},        {O_INIT, "--init", 1 << CMD_TRAIN},
+		{O_CHECKPOINT_EVERY, "--checkpoint-every", 1 << CMD_TRAIN},
+		{O_EVAL_EVERY, "--eval-every", 1 << CMD_TRAIN}, {O_EPOCHS, "--epochs", 1 << CMD_TRAIN},
+		{O_STEPS, "--steps", 1 << CMD_TRAIN},          {O_OUTPUT, "--output", 1 << CMD_PREDICT},
+		{O_PNG, "--png", 1 << CMD_PREDICT},            {O_PNG_SAMPLES, "--png-samples", 1 << CMD_PREDICT},
+		{O_VAL_DATA, "--val-data", 1 << CMD_TRAIN},
+		{O_LOSS_SCALE, "--loss-scale", 1 << CMD_TRAIN},
+		{O_PRECISION, "--precision", (1 << CMD_TRAIN) | (1 << CMD_EVAL) | (1 << CMD_PREDICT)},
+	};
+	for (size_t i = 0; i < sizeof only / sizeof *only; i++)
+		if (o->given[only[i].id] && !(only[i].allowed & (1 << o->cmd))) {
+			fail("%s does not apply to '%s' (see --help)", only[i].name, cmd);
+			return -1;
+		}
+	const char *inject = getenv("STARNN_UNET_INJECT_INF_STEP");
+	if (inject && *inject &&
+	    parse_i64("STARNN_UNET_INJECT_INF_STEP", inject, 1, INT64_MAX, &o->inject_inf_step) < 0)
+		return -1;
+	/* A resumed run takes its precision and loss scaling from the
+	 * checkpoint (checkpoint_training). */
+	if (!(o->cmd == CMD_TRAIN && o->resume) && finish_loss_scale(o) < 0)
+		return -1;
+	if (o->resume && o->init) {
+		fail("--resume and --init exclude each other (--resume continues a run, --init starts one from weights)");
+		return -1;
+	}
+	if ((o->cmd == CMD_EVAL || o->cmd == CMD_PREDICT) && !o->checkpoint) {
+		fail("%s needs --checkpoint FILE (the model to use)", cmd);
+		return -1;
+	}
+	if (o->cmd == CMD_PREDICT && !o->output && !o->png) {
+		fail("predict needs --output FILE.h5 and/or --png DIR");
+		return -1;
+	}
+	if (o->cmd == CMD_TRAIN && o->steps == 0 && !o->checkpoint) {
+		fail("--steps 0 trains nothing: give --checkpoint FILE to save the initial model");
+		return -1;
+	}
+	if (o->given[O_MICRO] && o->micro > o->batch && o->given[O_BATCH]) {
+		fail("--micro-batches (%d) cannot exceed --batch (%d)", o->micro, o->batch);
+		return -1;
+	}
+	return 0;
+}
+

@@ -50,7 +50,7 @@ enum opt_id {
 	O_DEPTH, O_FILTERS, O_IN_FRAMES, O_OUT_FRAMES, O_BATCH, O_MICRO, O_EPOCHS, O_STEPS, O_LR, O_WARMUP,
 	O_OPTIMIZER, O_MOMENTUM, O_WEIGHT_DECAY, O_SEED, O_SHUFFLE, O_CHECKPOINT, O_CHECKPOINT_EVERY, O_RESUME,
 	O_INIT, O_LOG_JSON, O_LOG_EVERY, O_EVAL_EVERY, O_OUTPUT, O_PNG, O_PNG_SAMPLES, O_PROGRESS, O_QUIET,
-	O_HELP, O_PRECISION, O_LOSS_SCALE, O_END
+	O_HELP, O_PRECISION, O_LOSS_SCALE, O_BN_SYNC, O_END
 };
 
 struct options {
@@ -73,6 +73,7 @@ struct options {
 	int loss_scale;     /* 0 none, 1 dynamic, 2 static (--loss-scale); -1: the default */
 	float static_scale;
 	int64_t inject_inf_step; /* STARNN_UNET_INJECT_INF_STEP (test hook) */
+	int bn_local;       /* --bn-sync local (under mpirun) */
 	char given[O_END];
 	/* strings taken from a checkpoint live here */
 	char data_buf[4096], val_data_buf[4096], catalog_buf[4096];
@@ -167,9 +168,11 @@ static void usage(FILE *f)
 	        "  --out-frames N          predicted frames (default 12)\n"
 	        "\n"
 	        "Training:\n"
-	        "  --batch N               samples per step (default 8)\n"
+	        "  --batch N               samples per step (default 8; under mpirun: over all ranks)\n"
 	        "  --micro-batches N       micro-batches per step (default: one per worker, at\n"
-	        "                          most 8 and the batch)\n"
+	        "                          most 8 and the batch; under mpirun: per rank)\n"
+	        "  --bn-sync global|local  under mpirun: BatchNorm statistics over the global\n"
+	        "                          batch (default; the model one rank trains) or per rank\n"
 	        "  --epochs N              passes over the training data (default 1)\n"
 	        "  --steps N               total steps instead of epochs (a resumed run continues\n"
 	        "                          up to step N); 0 with --checkpoint saves the initial model\n"
@@ -307,6 +310,7 @@ static int parse_options(int argc, char **argv, struct options *o)
 		{"out-frames", required_argument, 0, O_OUT_FRAMES},
 		{"batch", required_argument, 0, O_BATCH},
 		{"micro-batches", required_argument, 0, O_MICRO},
+		{"bn-sync", required_argument, 0, O_BN_SYNC},
 		{"epochs", required_argument, 0, O_EPOCHS},
 		{"steps", required_argument, 0, O_STEPS},
 		{"lr", required_argument, 0, O_LR},
@@ -398,6 +402,13 @@ static int parse_options(int argc, char **argv, struct options *o)
 		case O_OUT_FRAMES: rc = parse_int("--out-frames", optarg, 1, SEVIR_OUT_FRAMES, &o->out_frames); break;
 		case O_BATCH: rc = parse_int("--batch", optarg, 1, 65536, &o->batch); break;
 		case O_MICRO: rc = parse_int("--micro-batches", optarg, 1, 64, &o->micro); break;
+		case O_BN_SYNC:
+			if (strcmp(optarg, "global") && strcmp(optarg, "local")) {
+				fail("--bn-sync is global or local, not '%s'", optarg);
+				rc = -1;
+			}
+			o->bn_local = strcmp(optarg, "local") == 0;
+			break;
 		case O_EPOCHS: rc = parse_int("--epochs", optarg, 1, 1000000, &o->epochs); break;
 		case O_STEPS: rc = parse_i64("--steps", optarg, 0, INT64_C(1) << 40, &o->steps); break;
 		case O_LR: rc = parse_float("--lr", optarg, 0.0f, 10.0f, &o->lr); break;
@@ -548,6 +559,8 @@ struct train_state {
 static int write_checkpoint(const char *file, unet *m, const struct options *o, const struct unet_optim *opt,
                             const struct train_state *st)
 {
+	if (starnn_dist_rank() > 0)
+		return 0; /* rank 0 writes the checkpoints */
 	int n;
 	const struct unet_tensor_ref *refs = unet_tensors(m, &n);
 	struct ckpt_entry *e = malloc(sizeof *e * (size_t)n);
@@ -576,7 +589,7 @@ static int write_checkpoint(const char *file, unet *m, const struct options *o, 
 		{.name = "out_frames", .type = CKPT_INT, .i = c->out_frames},
 		{.name = "parameters", .type = CKPT_INT, .i = unet_parameter_count(m)},
 		{.name = "size", .type = CKPT_INT, .i = c->size},
-		{.name = "batch", .type = CKPT_INT, .i = c->batch},
+		{.name = "batch", .type = CKPT_INT, .i = c->global_batch ? c->global_batch : c->batch},
 		{.name = "micro_batches", .type = CKPT_INT, .i = c->micro},
 		{.name = "step", .type = CKPT_INT, .i = st->step},
 		{.name = "epoch", .type = CKPT_INT, .i = st->epoch},
@@ -970,7 +983,7 @@ static int cmd_info(struct options *o)
 		STARNN_CHECK(rc);
 	}
 	struct unet_config c = {o->depth, o->filters, o->in_frames, o->out_frames,
-	                        o->size ? o->size : SEVIR_NATIVE_SIZE, o->batch, 1, 0, 0, 0};
+	                        o->size ? o->size : SEVIR_NATIVE_SIZE, o->batch, 1, 0, 0, 0, 0, 0};
 	if (c.size % (1 << c.depth) != 0) {
 		fail("the image size %d is not a multiple of 2^depth = %d (see --size)", c.size, 1 << c.depth);
 		return RC_USAGE;
@@ -1044,6 +1057,7 @@ struct run {
 	struct unet_optim opt;
 	struct batch_buf buf;
 	FILE *log;
+	int first; /* this rank's first sample of a batch (mpirun) */
 };
 
 static void run_free(struct run *r)
@@ -1063,14 +1077,27 @@ static void run_free(struct run *r)
 static int make_model(struct run *r, ckpt_file *ck, int with_optimizer)
 {
 	struct options *o = r->o;
+	/* Under mpirun, --batch is the global batch; this rank trains on its
+	 * share, samples [first, first + local) of every batch. */
+	int64_t first = 0, local = o->batch;
+	if (o->cmd == CMD_TRAIN)
+		starnn_dist_share(o->batch, starnn_dist_rank(), starnn_dist_size(), &first, &local);
+	if (local < 1) {
+		fail("--batch %d is the global batch: it cannot be split over %d ranks (at least one sample per rank)",
+		     o->batch, starnn_dist_size());
+		return RC_USAGE;
+	}
+	r->first = (int)first;
 	if (!o->micro)
-		o->micro = default_micro(o->batch);
-	if (o->micro > o->batch) {
-		fail("--micro-batches (%d) cannot exceed the batch (%d)", o->micro, o->batch);
+		o->micro = default_micro((int)local);
+	if (o->micro > local) {
+		fail("--micro-batches (%d) cannot exceed the batch (%lld%s)", o->micro, (long long)local,
+		     starnn_dist_size() > 1 ? " on this rank" : "");
 		return RC_USAGE;
 	}
 	struct unet_config c = {o->depth,  o->filters, o->in_frames, o->out_frames,   o->size,
-	                        o->batch,  o->micro,   o->compute,   o->loss_scale, o->static_scale};
+	                        (int)local, o->micro,  o->compute,   o->loss_scale, o->static_scale, o->batch,
+	                        o->bn_local};
 	if (o->cmd != CMD_TRAIN)
 		c.loss_scale = 0;
 	optim_of(o, &r->opt);
@@ -1078,6 +1105,12 @@ static int make_model(struct run *r, ckpt_file *ck, int with_optimizer)
 	unet_set_inject_inf_step(r->m, o->inject_inf_step);
 	if (ck)
 		STARNN_CHECK(load_tensors(ck, r->m, with_optimizer));
+	if (starnn_dist_active()) { /* rank 0's model on every rank */
+		int n;
+		const struct unet_tensor_ref *refs = unet_tensors(r->m, &n);
+		for (int i = 0; i < n; i++)
+			STARNN_CHECK(starnn_dist_broadcast(refs[i].tensor));
+	}
 	return batch_buf_init(&r->buf, &c);
 }
 
@@ -1180,14 +1213,15 @@ static int cmd_train(struct options *o)
 			r.val = NULL;
 		}
 	}
-	if (o->log_json) {
+	if (o->log_json && starnn_dist_rank() == 0) {
 		r.log = fopen(o->log_json, o->resume ? "a" : "w");
 		if (!r.log) {
 			rc = starnn_error(STARNN_EIO, "cannot write the log %s: %s", o->log_json, strerror(errno));
 			goto out;
 		}
 	}
-	int tty = o->progress >= 0 ? o->progress : isatty(STDOUT_FILENO);
+	/* mpirun hands its ranks a pseudo-terminal: no bar unless asked. */
+	int tty = o->progress >= 0 ? o->progress : isatty(STDOUT_FILENO) && starnn_dist_size() == 1;
 	if (o->quiet)
 		tty = 0;
 	if (!o->quiet) {
@@ -1197,8 +1231,11 @@ static int cmd_train(struct options *o)
 		printf("data: %s\n", sevir_describe(r.train));
 		if (r.val)
 			printf("evaluation: %s\n", sevir_describe(r.val));
-		printf("training: batch %d in %d micro-batches, %s lr %g%s, %lld steps (%d per epoch)%s, %s\n", c->batch,
-		       c->micro, optimizer_name(r.opt.kind), (double)r.opt.lr,
+		if (starnn_dist_size() > 1)
+			printf("ranks: %d, %d samples of each batch on rank 0, BatchNorm statistics %s\n",
+			       starnn_dist_size(), c->batch, c->bn_local ? "per rank (--bn-sync local)" : "over all ranks");
+		printf("training: batch %d in %d micro-batches%s, %s lr %g%s, %lld steps (%d per epoch)%s, %s\n", o->batch,
+		       c->micro, starnn_dist_size() > 1 ? " per rank" : "", optimizer_name(r.opt.kind), (double)r.opt.lr,
 		       r.opt.warmup ? " with warm-up" : "", (long long)total, bpe,
 		       o->resume ? ", resumed" : o->init ? ", from --init weights" : "", starnn_runtime_summary());
 		if (o->compute == STARNN_FP32)
@@ -1248,8 +1285,11 @@ static int cmd_train(struct options *o)
 			const float *x, *y;
 			int64_t epoch, index;
 			rc = sevir_loader_next(r.loader, &x, &y, &epoch, &index);
-			if (rc == 0)
-				rc = unet_stage_batch(r.m, x, y);
+			if (rc == 0) {
+				size_t hw = (size_t)o->size * (size_t)o->size;
+				rc = unet_stage_batch(r.m, x + (size_t)r.first * (size_t)o->in_frames * hw,
+				                      y + (size_t)r.first * (size_t)o->out_frames * hw);
+			}
 			if (rc == 0 && o->inject_inf_step == next) {
 				/* the state before the step: nothing after step next - 1 is
 				 * submitted yet */
@@ -1499,11 +1539,25 @@ int main(int argc, char **argv)
 	struct starnn_config cfg;
 	starnn_config_init(&cfg);
 	cfg.quiet = 1;
+	cfg.config_hash = starnn_dist_hash_args(argc, argv);
 	rc = starnn_init(&cfg);
 	if (rc < 0) {
 		fail("%s", last_error());
 		free(o);
 		return 1;
+	}
+	if (starnn_dist_size() > 1) {
+		/* Rank 0 alone prints, logs and checkpoints; errors come from any rank. */
+		if (o->cmd != CMD_TRAIN) {
+			fail("%s runs on one rank: start it without mpirun", o->cmd == CMD_EVAL ? "eval" : "predict");
+			starnn_shutdown();
+			free(o);
+			return 2;
+		}
+		if (!o->quiet)
+			fprintf(stderr, "%s: %s\n", prog, starnn_dist_summary());
+		if (starnn_dist_rank() > 0 && !freopen("/dev/null", "w", stdout))
+			fail("rank %d: cannot silence stdout", starnn_dist_rank());
 	}
 	struct sigaction sa;
 	memset(&sa, 0, sizeof sa);

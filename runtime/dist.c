@@ -317,12 +317,13 @@ int starnn_dist_broadcast(starnn_tensor *t)
 	return tree_down(t, coll_seq++, 0);
 }
 
-int starnn_dist_allreduce(starnn_tensor *t)
+static int add_f32(starnn_tensor *acc, starnn_tensor *x)
 {
-	if (!dist_on)
-		return 0;
-	if (t->dtype != STARNN_FP32)
-		return starnn_error(STARNN_EINVAL, "dist_allreduce: %s: fp32 only", t->name);
+	return starnn_axpy(1.0f, x, acc);
+}
+
+static int allreduce(starnn_tensor *t, starnn_dist_add_fn add)
+{
 	uint64_t seq = coll_seq++;
 	struct scratch *sc = scratch_for(t);
 	if (!sc)
@@ -335,7 +336,7 @@ int starnn_dist_allreduce(starnn_tensor *t)
 		nchunks = extent;
 	if (nchunks > 65536)
 		nchunks = 65536;
-	if (nchunks < 1)
+	if (nchunks < 1 || add != add_f32)
 		nchunks = 1;
 	starnn_tensor **parts = NULL;
 	if (nchunks > 1)
@@ -358,7 +359,7 @@ int starnn_dist_allreduce(starnn_tensor *t)
 						STARNN_CHECK(starnn_tensor_split(tmp, 0, (int)nchunks, NULL, &tparts));
 					starnn_tensor *r = nchunks > 1 ? tparts[c] : tmp;
 					STARNN_CHECK(post(r, dist_rank + s, up, 1));
-					STARNN_CHECK(starnn_axpy(1.0f, r, x));
+					STARNN_CHECK(add(x, r));
 				}
 			} else {
 				STARNN_CHECK(post(x, dist_rank - s, up, 0));
@@ -368,6 +369,22 @@ int starnn_dist_allreduce(starnn_tensor *t)
 		STARNN_CHECK(tree_down(x, seq, c));
 	}
 	return 0;
+}
+
+int starnn_dist_allreduce(starnn_tensor *t)
+{
+	if (!dist_on)
+		return 0;
+	if (t->dtype != STARNN_FP32)
+		return starnn_error(STARNN_EINVAL, "dist_allreduce: %s: fp32 only", t->name);
+	return allreduce(t, add_f32);
+}
+
+int starnn_dist_allreduce_with(starnn_tensor *t, starnn_dist_add_fn add)
+{
+	if (!dist_on)
+		return 0;
+	return allreduce(t, add);
 }
 
 #else /* no StarPU-MPI: one rank */
@@ -397,6 +414,12 @@ int starnn_dist_broadcast(starnn_tensor *t)
 int starnn_dist_allreduce(starnn_tensor *t)
 {
 	(void)t;
+	return 0;
+}
+
+int starnn_dist_allreduce_with(starnn_tensor *t, starnn_dist_add_fn add)
+{
+	(void)t, (void)add;
 	return 0;
 }
 

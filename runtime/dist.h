@@ -68,6 +68,11 @@ int starnn_dist_broadcast(starnn_tensor *t);
 /* Submits the sum of t over the ranks into t on every rank (fp32, whole
  * tensor; order above). */
 int starnn_dist_allreduce(starnn_tensor *t);
+/* The same tree with add(acc, x) (acc += x, e.g. starnn_bn_slot_add on
+ * double sums) in place of the fp32 axpy, on the whole tensor (no
+ * chunks). */
+typedef int (*starnn_dist_add_fn)(starnn_tensor *acc, starnn_tensor *x);
+int starnn_dist_allreduce_with(starnn_tensor *t, starnn_dist_add_fn add);
 /* The parameter set's gradient hook (starnn_params_set_grad_hook):
  * all-reduces p->grad[0]. ctx is unused. */
 int starnn_dist_grad_hook(void *ctx, starnn_param *p);

@@ -8,7 +8,7 @@
 # ranks, ranks started with other options, a rank killed. Skips (77)
 # without StarPU-MPI or without mpirun.
 set -u
-top=${top_builddir:-.}
+top=$(cd "${top_builddir:-.}" && pwd)
 mlp=$top/models/mlp
 "$top/tests/runtime/allreduce" --has-mpi || { echo "SKIP: starnn was built without StarPU-MPI"; exit 77; }
 command -v mpirun > /dev/null 2>&1 || { echo "SKIP: no mpirun"; exit 77; }

@@ -821,8 +821,8 @@ int main(int argc, char **argv)
 		starnn_shutdown();
 		return 2;
 	}
-	int64_t first, local;
-	starnn_dist_share(o.batch, starnn_dist_rank(), nranks, &first, &local);
+	/* Decided alike on every rank: from the smallest share. */
+	int64_t local = o.batch / nranks;
 	if (o.micro == 0) {
 		int workers = starnn_ncpu_workers() + starnn_ncuda_workers();
 		o.micro = workers < 1 ? 1 : workers > 8 ? 8 : workers;
@@ -831,16 +831,18 @@ int main(int argc, char **argv)
 	}
 	if (o.micro > local) {
 		if (nranks > 1)
-			fprintf(stderr, "mlp: rank %d: --micro-batches (%d) cannot exceed its share of the batch (%lld of %d)\n",
-			        starnn_dist_rank(), o.micro, (long long)local, o.batch);
+			fprintf(stderr, "mlp: --micro-batches (%d) cannot exceed the smallest share of the batch (%lld of %d)\n",
+			        o.micro, (long long)local, o.batch);
 		else
 			fprintf(stderr, "mlp: --micro-batches (%d) cannot exceed --batch (%d)\n", o.micro, o.batch);
 		starnn_shutdown();
 		return 2;
 	}
 	rc = train(&o);
-	if (rc < 0)
+	if (rc < 0) {
 		fprintf(stderr, "mlp: %s\n", starnn_last_error());
+		starnn_dist_abort(1); /* under mpirun: the other ranks too */
+	}
 	int rc2 = starnn_shutdown();
 	if (rc == 0 && rc2 < 0) {
 		fprintf(stderr, "mlp: %s\n", starnn_last_error());

@@ -1082,17 +1082,19 @@ static int make_model(struct run *r, ckpt_file *ck, int with_optimizer)
 	int64_t first = 0, local = o->batch;
 	if (o->cmd == CMD_TRAIN)
 		starnn_dist_share(o->batch, starnn_dist_rank(), starnn_dist_size(), &first, &local);
-	if (local < 1) {
+	/* Decided alike on every rank: from the smallest share. */
+	int least = o->cmd == CMD_TRAIN ? o->batch / starnn_dist_size() : o->batch;
+	if (least < 1) {
 		fail("--batch %d is the global batch: it cannot be split over %d ranks (at least one sample per rank)",
 		     o->batch, starnn_dist_size());
 		return RC_USAGE;
 	}
 	r->first = (int)first;
 	if (!o->micro)
-		o->micro = default_micro((int)local);
-	if (o->micro > local) {
-		fail("--micro-batches (%d) cannot exceed the batch (%lld%s)", o->micro, (long long)local,
-		     starnn_dist_size() > 1 ? " on this rank" : "");
+		o->micro = default_micro(least);
+	if (o->micro > least) {
+		fail("--micro-batches (%d) cannot exceed the batch (%d%s)", o->micro, least,
+		     starnn_dist_size() > 1 ? " samples on the rank with the fewest" : "");
 		return RC_USAGE;
 	}
 	struct unet_config c = {o->depth,  o->filters, o->in_frames, o->out_frames,   o->size,
@@ -1571,6 +1573,8 @@ int main(int argc, char **argv)
 	}
 	if (rc < 0 && rc != RC_USAGE && rc != RC_INTERRUPTED)
 		fail("%s", last_error());
+	if (rc < 0 && rc != RC_INTERRUPTED)
+		starnn_dist_abort(rc == RC_USAGE ? 2 : 1); /* under mpirun: the other ranks too */
 	int rc2 = starnn_shutdown();
 	if (rc == 0 && rc2 < 0) {
 		fail("%s", last_error());

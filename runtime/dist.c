@@ -248,6 +248,15 @@ void starnn_dist_stop(void)
 	dist_on = 0;
 }
 
+void starnn_dist_abort(int status)
+{
+	if (!dist_on)
+		return;
+	fflush(stdout);
+	fflush(stderr);
+	MPI_Abort(MPI_COMM_WORLD, status);
+}
+
 void starnn_dist_finish(void)
 {
 	if (mpi_inited_here) {
@@ -329,7 +338,7 @@ static int allreduce(starnn_tensor *t, starnn_dist_add_fn add)
 	if (!sc)
 		return starnn_error(STARNN_ENOMEM, "dist_allreduce: out of memory");
 	/* Chunks along the first axis (the only one of a 1-D tensor). */
-	int64_t extent = t->ndim == 1 ? t->shape[0] : t->shape[0];
+	int64_t extent = t->shape[0];
 	size_t numel = starnn_tensor_numel(t);
 	int64_t nchunks = (int64_t)((numel + chunk_elems - 1) / chunk_elems);
 	if (nchunks > extent)
@@ -404,6 +413,7 @@ int starnn_dist_start(struct starpu_conf *conf)
 
 void starnn_dist_stop(void) {}
 void starnn_dist_finish(void) {}
+void starnn_dist_abort(int status) { (void)status; }
 
 int starnn_dist_broadcast(starnn_tensor *t)
 {

@@ -78,6 +78,12 @@ int starnn_dist_allreduce_with(starnn_tensor *t, starnn_dist_add_fn add);
 int starnn_dist_grad_hook(void *ctx, starnn_param *p);
 /* Submits the broadcast of every master of the set from rank 0. */
 int starnn_dist_broadcast_params(starnn_params *ps);
+/* After an error on this rank, under mpirun: ends every rank with
+ * MPI_Abort(status) (the failed rank cannot take part in the collective
+ * shutdown, and the others would wait for it); does nothing with one rank.
+ * For programs, in place of their error exit; it does not return under
+ * mpirun. */
+void starnn_dist_abort(int status);
 /* Chunk size of the all-reduce in elements (0: the default). */
 void starnn_dist_set_chunk(size_t elems);
 

@@ -9,7 +9,7 @@
 #   - --bn-sync local: trains, with finite losses (another model: per-rank
 #     statistics);
 #   - only rank 0 writes the checkpoint and the log; eval under mpirun is
-#     refused.
+#     refused; a global batch smaller than the ranks is refused.
 # A tiny UNet (depth 1, 16x16): on 2 busy cores the exchange's latency
 # dominates. Skips (77) without StarPU-MPI or without mpirun.
 set -u
@@ -63,5 +63,13 @@ if [ $rc = 0 ] || ! echo "$out" | grep -q "runs on one rank"; then
 	echo "FAIL: eval under mpirun: exit $rc"; echo "$out"; status=1
 else
 	echo "ok: eval under mpirun refused (exit $rc)"
+fi
+# A global batch smaller than the ranks: refused on every rank, the job ends (exit 2).
+out=$(timeout 60 $MPIRUN -np 3 "$unet" train --size 16 --depth 1 --filters 4 --batch 2 --steps 2 --samples 8 --eval-every 0 2>&1)
+rc=$?
+if [ $rc = 0 ] || [ $rc = 124 ] || ! echo "$out" | grep -q "cannot be split over 3 ranks"; then
+	echo "FAIL: --batch 2 on 3 ranks: exit $rc"; echo "$out"; status=1
+else
+	echo "ok: --batch 2 on 3 ranks refused (exit $rc)"
 fi
 exit $status

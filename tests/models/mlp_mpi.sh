@@ -4,7 +4,7 @@
 # STARNN_MLP_EXACT=1) and the validation MSE equal, bit for bit, those of
 # one rank with the same global batch and the same total number of
 # micro-batches (the all-reduce sums in the order of the micro-batch
-# tree, runtime/dist.h). Then the faults: a global batch smaller than the
+# tree, runtime/dist.h), also with the gradients cut into chunks. Then the faults: a global batch smaller than the
 # ranks, ranks started with other options, a rank killed. Skips (77)
 # without StarPU-MPI or without mpirun.
 set -u
@@ -47,6 +47,11 @@ compare "adam fp32" 2 1 --batch 64
 compare "sgd, batch 63 (uneven shares)" 3 1 --batch 63 --optimizer sgd
 compare "adam, 2 micro-batches per rank" 2 2 --batch 64 --hidden 32,48
 compare "amp-fp16, dynamic loss scale" 2 1 --batch 64 --precision amp-fp16
+# Gradients cut into chunks (300 x 200 weights in chunks of 1000 elements
+# along their rows: 60 trees each): the same bits.
+export STARNN_DIST_CHUNK=1000
+compare "chunked all-reduce" 2 1 --batch 64 --hidden 300,200
+unset STARNN_DIST_CHUNK
 
 # A global batch smaller than the ranks: usage error (2) with a message.
 out=$(timeout 60 $MPIRUN -np 2 "$mlp" --batch 1 --val-size 8 2>&1)

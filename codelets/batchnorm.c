@@ -764,6 +764,20 @@ static starnn_tensor *slot_of(const struct bn_block *k, int p)
 
 /* Adds the slots of parts 1..nparts-1 to part 0's, in part order: the sums
  * a combining step reads from one slot, in the order it would add them. */
+static starnn_bn_sync_fn sync_fn; /* starnn_batchnorm_set_sync */
+static void *sync_ctx;
+
+void starnn_batchnorm_set_sync(starnn_bn_sync_fn fn, void *ctx)
+{
+	sync_fn = fn;
+	sync_ctx = ctx;
+}
+
+static int sync_slot(starnn_tensor *work, double *count)
+{
+	return sync_fn ? sync_fn(sync_ctx, work, count) : 0;
+}
+
 static int gather_slots(const struct bn_block *k, int nparts)
 {
 	for (int p = 1; p < nparts; p++)
@@ -785,8 +799,10 @@ static int fwd_blocks(starnn_batchnorm *bn, int training, int nparts, int nb, st
 		for (int p = 0; p < nparts; p++)
 			STARNN_CHECK(bn_stats_dt(k[b].x[p], slot_of(&k[b], p), 0, dt));
 	for (int b = 0; b < nb; b++) {
+		double total = count;
 		STARNN_CHECK(gather_slots(&k[b], nparts));
-		STARNN_CHECK(starnn_bn_finalize(k[b].work, 1, count, bn->eps, bn->momentum, 1, k[b].mean, k[b].invstd,
+		STARNN_CHECK(sync_slot(k[b].work, &total));
+		STARNN_CHECK(starnn_bn_finalize(k[b].work, 1, total, bn->eps, bn->momentum, 1, k[b].mean, k[b].invstd,
 		                                k[b].running_mean, k[b].running_var));
 	}
 	for (int b = 0; b < nb; b++)
@@ -830,13 +846,20 @@ static int bwd_blocks(starnn_batchnorm *bn, int nparts, int nb, struct bn_block 
 			                              slot_of(&k[b], p), 0, dt));
 	for (int b = 0; b < nb; b++)
 		STARNN_CHECK(gather_slots(&k[b], nparts));
+	/* Synchronised: dx, dgamma and dbeta from the sums over all ranks
+	 * (dgamma, dbeta are then whole-batch gradients already). */
+	double total = count;
+	for (int b = 0; b < nb; b++) {
+		total = count;
+		STARNN_CHECK(sync_slot(k[b].work, &total));
+	}
 	if (params)
 		for (int b = 0; b < nb; b++)
 			STARNN_CHECK(starnn_bn_bwd_params(k[b].work, 1, k[b].invstd, param_beta, k[b].dgamma, k[b].dbeta));
 	for (int b = 0; b < nb; b++)
 		for (int p = 0; p < nparts; p++)
 			STARNN_CHECK(bn_bwd_apply_dt(k[b].x[p], k[b].dy[p], bn->relu ? k[b].y[p] : NULL, k[b].mean,
-			                             k[b].invstd, k[b].gamma, k[b].work, 1, count, dx_beta, k[b].dx[p], dt));
+			                             k[b].invstd, k[b].gamma, k[b].work, 1, total, dx_beta, k[b].dx[p], dt));
 	return 0;
 }
 

@@ -153,6 +153,17 @@ int starnn_bn_bwd_apply(starnn_tensor *x, starnn_tensor *dy, starnn_tensor *y, s
                         starnn_tensor *invstd, starnn_tensor *gamma, starnn_tensor *work, int nslots, double count,
                         float beta, starnn_tensor *dx);
 
+/* Batch statistics over several ranks (data-distributed training,
+ * runtime/dist.h): when set, every training forward and backward calls
+ * fn with each combined slot (forward: sums of x and x^2; backward: of g
+ * and g * (x - mean)) before it is used; fn submits the slot's sum over
+ * the ranks and sets *count (values per channel on this rank) to that over
+ * all ranks. dgamma and dbeta then come from the sums over all ranks: they
+ * are the whole batch's gradients on every rank (not to be summed again).
+ * NULL (the default): this process's statistics only. */
+typedef int (*starnn_bn_sync_fn)(void *ctx, starnn_tensor *slot, double *count);
+void starnn_batchnorm_set_sync(starnn_bn_sync_fn fn, void *ctx);
+
 /* ---------------------------------------------------- a batch-norm layer
  * The tensors of one BatchNorm2d (+ReLU), for the whole-operation calls. */
 typedef struct starnn_batchnorm {

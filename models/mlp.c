@@ -19,7 +19,15 @@
  * loss gradient is multiplied by the scale held in the parameter set's
  * state tensor, which checks every reduced gradient for Inf/NaN and skips
  * the update on overflow (runtime/params.h, codelets/amp.h). The host never
- * waits for the flag. */
+ * waits for the flag.
+ *
+ * Under mpirun (runtime/dist.h): --batch is the global batch; rank r
+ * takes its share of every step's samples (consecutive, in rank order)
+ * and splits it into its own micro-batches; rank 0's initial weights are
+ * broadcast; each parameter's gradient is all-reduced over the ranks as
+ * soon as its micro-batch sum is submitted (the parameter set's gradient
+ * hook); the loss slots of all ranks are all-reduced when the loss is
+ * read, so every rank sees the same loss; rank 0 alone prints. */
 #include <config.h>
 
 #include <errno.h>
@@ -33,6 +41,7 @@
 #include "codelets/amp.h"
 #include "codelets/convert.h"
 #include "codelets/bias.h"
+#include "codelets/fill.h"
 #include "codelets/gemm.h"
 #include "codelets/mse.h"
 #include "codelets/relu.h"
@@ -148,10 +157,12 @@ struct layer {
 };
 
 struct mlp {
-	int nlayers, batch, micro;
+	int nlayers, batch, micro;    /* this rank's samples and micro-batches */
+	int global, first;            /* samples of a step on all ranks; this rank's first */
+	int rank, nranks;
 	struct layer layers[MAX_LAYERS + 1];
 	starnn_params *ps;            /* fc<l>.W, fc<l>.b in layer order */
-	starnn_tensor *x, *y, *loss;  /* [B, D], [B, K], [M, 1] */
+	starnn_tensor *x, *y, *loss;  /* [B, D], [B, K], [ranks x M, 1] (this rank's M from rank x M) */
 	starnn_tensor *xc;            /* x in the compute dtype: x itself for fp32 */
 	starnn_dtype dt;
 };
@@ -190,10 +201,16 @@ static int mlp_create(struct mlp *m, const struct options *o, uint64_t *s)
 {
 	memset(m, 0, sizeof *m);
 	m->nlayers = o->nhidden + 1;
-	m->batch = o->batch;
+	m->rank = starnn_dist_rank();
+	m->nranks = starnn_dist_size();
+	int64_t first, count;
+	starnn_dist_share(o->batch, m->rank, m->nranks, &first, &count);
+	m->batch = (int)count;
+	m->global = o->batch;
+	m->first = (int)first;
 	m->micro = o->micro;
 	m->dt = o->compute;
-	int B = o->batch, M = o->micro;
+	int B = m->batch, M = o->micro;
 	starnn_dtype dt = o->compute;
 	struct starnn_params_config pc = {
 		.optim = {.kind = o->adam ? STARNN_OPTIM_ADAM : STARNN_OPTIM_SGD, .lr = o->lr,
@@ -212,10 +229,10 @@ static int mlp_create(struct mlp *m, const struct options *o, uint64_t *s)
 		m->xc = m->x;
 	}
 	STARNN_CHECK(new2(&m->y, "", "y", B, o->outputs));
-	STARNN_CHECK(new2(&m->loss, "", "loss", M, 1));
+	STARNN_CHECK(new2(&m->loss, "", "loss", (int64_t)m->nranks * M, 1));
 	STARNN_CHECK(split_batch(m->x, M));
 	STARNN_CHECK(split_batch(m->y, M));
-	STARNN_CHECK(split_batch(m->loss, M));
+	STARNN_CHECK(split_batch(m->loss, m->nranks * M));
 	for (int l = 0; l < m->nlayers; l++) {
 		struct layer *L = &m->layers[l];
 		char name[16];
@@ -287,8 +304,8 @@ static int forward(struct mlp *m, int p, float scale)
 			a = L->a->parts[p];
 		}
 	}
-	return starnn_mse_fwd_mp(m->layers[m->nlayers - 1].z->parts[p], m->y->parts[p], m->loss->parts[p], scale,
-	                         0.0f);
+	return starnn_mse_fwd_mp(m->layers[m->nlayers - 1].z->parts[p], m->y->parts[p],
+	                         m->loss->parts[m->rank * m->micro + p], scale, 0.0f);
 }
 
 static int backward(struct mlp *m, int p, float scale)
@@ -312,9 +329,11 @@ static int backward(struct mlp *m, int p, float scale)
 	return 0;
 }
 
-/* Copies samples idx[0..B) of ds into the x / y tensors. */
+/* Copies this rank's samples of the batch idx[0..global batch) of ds
+ * into the x / y tensors. */
 static int load_batch(struct mlp *m, const struct dataset *ds, const int *idx, float *xbuf, float *ybuf)
 {
+	idx += m->first;
 	for (int i = 0; i < m->batch; i++) {
 		memcpy(xbuf + (size_t)i * (size_t)ds->d, ds->x + (size_t)idx[i] * (size_t)ds->d, sizeof(float) * (size_t)ds->d);
 		memcpy(ybuf + (size_t)i * (size_t)ds->k, ds->y + (size_t)idx[i] * (size_t)ds->k, sizeof(float) * (size_t)ds->k);
@@ -325,10 +344,21 @@ static int load_batch(struct mlp *m, const struct dataset *ds, const int *idx, f
 
 static int read_loss(struct mlp *m, double *loss)
 {
-	float parts[64];
+	float parts[64 * 64];
+	int n = m->nranks * m->micro;
+	if (n > 64 * 64)
+		return starnn_error(STARNN_EINVAL, "mlp: at most 4096 micro-batches over all ranks, got %d", n);
+	if (m->nranks > 1) {
+		/* The other ranks' slots to 0, then the sum over the ranks: every
+		 * rank gets every rank's slots, bit for bit (x + 0 = x). */
+		for (int p = 0; p < n; p++)
+			if (p / m->micro != m->rank)
+				STARNN_CHECK(starnn_fill(0.0f, m->loss->parts[p]));
+		STARNN_CHECK(starnn_dist_allreduce(m->loss));
+	}
 	STARNN_CHECK(starnn_tensor_read(m->loss, parts));
 	*loss = 0;
-	for (int p = 0; p < m->micro; p++)
+	for (int p = 0; p < n; p++)
 		*loss += parts[p];
 	if (!isfinite(*loss))
 		return starnn_error(STARNN_ENUM, "mlp: the loss is %g (diverged: lower --lr)", *loss);
@@ -338,15 +368,15 @@ static int read_loss(struct mlp *m, double *loss)
 /* Mean squared error over the whole of ds (its size is a multiple of B). */
 static int evaluate(struct mlp *m, const struct dataset *ds, int *idx, float *xbuf, float *ybuf, double *mse)
 {
-	int nb = ds->n / m->batch;
+	int nb = ds->n / m->global;
 	double total = 0;
 	STARNN_CHECK(starnn_params_convert(m->ps));
 	for (int b = 0; b < nb; b++) {
-		for (int i = 0; i < m->batch; i++)
-			idx[i] = b * m->batch + i;
+		for (int i = 0; i < m->global; i++)
+			idx[i] = b * m->global + i;
 		STARNN_CHECK(load_batch(m, ds, idx, xbuf, ybuf));
 		for (int p = 0; p < m->micro; p++)
-			STARNN_CHECK(forward(m, p, 1.0f / (float)(m->batch * ds->k)));
+			STARNN_CHECK(forward(m, p, 1.0f / (float)(m->global * ds->k)));
 		double l;
 		STARNN_CHECK(read_loss(m, &l));
 		total += l;
@@ -392,7 +422,10 @@ static void usage(FILE *f)
 	        "  --quiet            only the final line\n"
 	        "  -h, --help         this text\n"
 	        "Environment: STARNN_MLP_INJECT_INF_STEP=N puts an Inf into one gradient at\n"
-	        "step N and checks that the step is skipped (needs loss scaling).\n");
+	        "step N and checks that the step is skipped (needs loss scaling);\n"
+	        "STARNN_MLP_EXACT=1 prints the logged losses with all their digits.\n"
+	        "Under mpirun: --batch is the global batch, split over the ranks in rank\n"
+	        "order; --micro-batches counts each rank's own; rank 0 prints.\n");
 }
 
 static int parse_int(const char *opt, const char *s, int lo, int hi, int *out)
@@ -644,6 +677,11 @@ static int train(const struct options *o)
 		rc = starnn_error(STARNN_ENOMEM, "mlp: out of memory");
 	if (rc == 0)
 		rc = mlp_create(&m, o, &s);
+	/* Ranks: rank 0's weights everywhere, gradients summed over the ranks. */
+	if (rc == 0 && starnn_dist_active()) {
+		starnn_params_set_grad_hook(m.ps, starnn_dist_grad_hook, NULL);
+		rc = starnn_dist_broadcast_params(m.ps);
+	}
 	if (rc < 0) {
 		free_data(&train), free_data(&val), free(idx), free(xbuf), free(ybuf);
 		return rc;
@@ -655,8 +693,14 @@ static int train(const struct options *o)
 			n += snprintf(widths + n, sizeof widths - (size_t)n, "-%d", o->hidden[l]);
 		if (n > 0 && (size_t)n < sizeof widths)
 			snprintf(widths + n, sizeof widths - (size_t)n, "-%d", o->outputs);
-		printf("mlp: %s network, batch %d in %d micro-batches, %s lr %g, %d train / %d validation samples\n",
-		       widths, o->batch, o->micro, o->adam ? "adam" : "sgd", o->lr, o->train_size, o->val_size);
+		if (m.nranks > 1)
+			printf("mlp: %s network, batch %d over %d ranks (%d on rank 0) in %d micro-batches per rank, %s lr "
+			       "%g, %d train / %d validation samples\n",
+			       widths, o->batch, m.nranks, m.batch, o->micro, o->adam ? "adam" : "sgd", o->lr, o->train_size,
+			       o->val_size);
+		else
+			printf("mlp: %s network, batch %d in %d micro-batches, %s lr %g, %d train / %d validation samples\n",
+			       widths, o->batch, o->micro, o->adam ? "adam" : "sgd", o->lr, o->train_size, o->val_size);
 		if (o->compute != STARNN_FP32 || o->scaling)
 			printf("precision: %s%s, loss scale %s\n", o->compute == STARNN_FP32 ? "fp32" : "amp-",
 			       o->compute == STARNN_FP32 ? "" : starnn_dtype_name(o->compute),
@@ -680,6 +724,9 @@ static int train(const struct options *o)
 	base /= (double)val.n * o->outputs;
 
 	float scale = 1.0f / (float)(o->batch * o->outputs);
+	/* STARNN_MLP_EXACT=1: losses with all their digits (tests compare runs). */
+	const char *exact_env = getenv("STARNN_MLP_EXACT");
+	int exact = exact_env && *exact_env == '1';
 	double t0 = now(), tlast = t0, loss = NAN;
 	int epoch_pos = train.n; /* forces a shuffle first */
 	for (int step = 1; rc == 0 && step <= o->steps; step++) {
@@ -715,7 +762,8 @@ static int train(const struct options *o)
 			rc = read_loss(&m, &loss);
 			double t = now();
 			if (rc == 0 && !o->quiet)
-				printf("step %5d/%d  loss %.6f  %.0f samples/s\n", step, o->steps, loss,
+				printf(exact ? "step %5d/%d  loss %.17g  %.0f samples/s\n" : "step %5d/%d  loss %.6f  %.0f samples/s\n",
+				       step, o->steps, loss,
 				       (double)o->batch * (step % o->log_every ? step % o->log_every : o->log_every) /
 				               (t - tlast));
 			tlast = t;
@@ -757,23 +805,44 @@ int main(int argc, char **argv)
 	struct starnn_config cfg;
 	starnn_config_init(&cfg);
 	cfg.quiet = o.quiet;
+	cfg.config_hash = starnn_dist_hash_args(argc, argv);
 	int rc = starnn_init(&cfg);
 	if (rc < 0) {
 		fprintf(stderr, "mlp: %s\n", starnn_last_error());
 		return 1;
 	}
+	/* Under mpirun, rank 0 alone prints results; errors come from any rank. */
+	if (starnn_dist_rank() > 0 && !freopen("/dev/null", "w", stdout))
+		fprintf(stderr, "mlp: rank %d: cannot silence stdout\n", starnn_dist_rank());
+	int nranks = starnn_dist_size();
+	if (o.batch < nranks) {
+		fprintf(stderr, "mlp: --batch %d is the global batch: it cannot be split over %d ranks (at least one "
+		        "sample per rank)\n", o.batch, nranks);
+		starnn_shutdown();
+		return 2;
+	}
+	/* Decided alike on every rank: from the smallest share. */
+	int64_t local = o.batch / nranks;
 	if (o.micro == 0) {
 		int workers = starnn_ncpu_workers() + starnn_ncuda_workers();
 		o.micro = workers < 1 ? 1 : workers > 8 ? 8 : workers;
+		if (o.micro > local)
+			o.micro = (int)local;
 	}
-	if (o.micro > o.batch) {
-		fprintf(stderr, "mlp: --micro-batches (%d) cannot exceed --batch (%d)\n", o.micro, o.batch);
+	if (o.micro > local) {
+		if (nranks > 1)
+			fprintf(stderr, "mlp: --micro-batches (%d) cannot exceed the smallest share of the batch (%lld of %d)\n",
+			        o.micro, (long long)local, o.batch);
+		else
+			fprintf(stderr, "mlp: --micro-batches (%d) cannot exceed --batch (%d)\n", o.micro, o.batch);
 		starnn_shutdown();
 		return 2;
 	}
 	rc = train(&o);
-	if (rc < 0)
+	if (rc < 0) {
 		fprintf(stderr, "mlp: %s\n", starnn_last_error());
+		starnn_dist_abort(1); /* under mpirun: the other ranks too */
+	}
 	int rc2 = starnn_shutdown();
 	if (rc == 0 && rc2 < 0) {
 		fprintf(stderr, "mlp: %s\n", starnn_last_error());

@@ -124,6 +124,8 @@ struct train_state {
 static int write_checkpoint(const char *file, unet *m, const struct options *o, const struct unet_optim *opt,
                             const struct train_state *st)
 {
+	if (starnn_dist_rank() > 0)
+		return 0; /* rank 0 writes the checkpoints */
 	int n;
 	const struct unet_tensor_ref *refs = unet_tensors(m, &n);
 	struct ckpt_entry *e = malloc(sizeof *e * (size_t)n);
@@ -152,7 +154,7 @@ static int write_checkpoint(const char *file, unet *m, const struct options *o, 
 		{.name = "out_frames", .type = CKPT_INT, .i = c->out_frames},
 		{.name = "parameters", .type = CKPT_INT, .i = unet_parameter_count(m)},
 		{.name = "size", .type = CKPT_INT, .i = c->size},
-		{.name = "batch", .type = CKPT_INT, .i = c->batch},
+		{.name = "batch", .type = CKPT_INT, .i = c->global_batch ? c->global_batch : c->batch},
 		{.name = "micro_batches", .type = CKPT_INT, .i = c->micro},
 		{.name = "step", .type = CKPT_INT, .i = st->step},
 		{.name = "epoch", .type = CKPT_INT, .i = st->epoch},
@@ -546,7 +548,7 @@ static int cmd_info(struct options *o)
 		STARNN_CHECK(rc);
 	}
 	struct unet_config c = {o->depth, o->filters, o->in_frames, o->out_frames,
-	                        o->size ? o->size : SEVIR_NATIVE_SIZE, o->batch, 1, 0, 0, 0};
+	                        o->size ? o->size : SEVIR_NATIVE_SIZE, o->batch, 1, 0, 0, 0, 0, 0};
 	if (c.size % (1 << c.depth) != 0) {
 		fail("the image size %d is not a multiple of 2^depth = %d (see --size)", c.size, 1 << c.depth);
 		return RC_USAGE;
@@ -620,6 +622,7 @@ struct run {
 	struct unet_optim opt;
 	struct batch_buf buf;
 	FILE *log;
+	int first; /* this rank's first sample of a batch (mpirun) */
 };
 
 static void run_free(struct run *r)
@@ -639,14 +642,29 @@ static void run_free(struct run *r)
 static int make_model(struct run *r, ckpt_file *ck, int with_optimizer)
 {
 	struct options *o = r->o;
+	/* Under mpirun, --batch is the global batch; this rank trains on its
+	 * share, samples [first, first + local) of every batch. */
+	int64_t first = 0, local = o->batch;
+	if (o->cmd == CMD_TRAIN)
+		starnn_dist_share(o->batch, starnn_dist_rank(), starnn_dist_size(), &first, &local);
+	/* Decided alike on every rank: from the smallest share. */
+	int least = o->cmd == CMD_TRAIN ? o->batch / starnn_dist_size() : o->batch;
+	if (least < 1) {
+		fail("--batch %d is the global batch: it cannot be split over %d ranks (at least one sample per rank)",
+		     o->batch, starnn_dist_size());
+		return RC_USAGE;
+	}
+	r->first = (int)first;
 	if (!o->micro)
-		o->micro = default_micro(o->batch);
-	if (o->micro > o->batch) {
-		fail("--micro-batches (%d) cannot exceed the batch (%d)", o->micro, o->batch);
+		o->micro = default_micro(least);
+	if (o->micro > least) {
+		fail("--micro-batches (%d) cannot exceed the batch (%d%s)", o->micro, least,
+		     starnn_dist_size() > 1 ? " samples on the rank with the fewest" : "");
 		return RC_USAGE;
 	}
 	struct unet_config c = {o->depth,  o->filters, o->in_frames, o->out_frames,   o->size,
-	                        o->batch,  o->micro,   o->compute,   o->loss_scale, o->static_scale};
+	                        (int)local, o->micro,  o->compute,   o->loss_scale, o->static_scale, o->batch,
+	                        o->bn_local};
 	if (o->cmd != CMD_TRAIN)
 		c.loss_scale = 0;
 	optim_of(o, &r->opt);
@@ -654,6 +672,12 @@ static int make_model(struct run *r, ckpt_file *ck, int with_optimizer)
 	unet_set_inject_inf_step(r->m, o->inject_inf_step);
 	if (ck)
 		STARNN_CHECK(load_tensors(ck, r->m, with_optimizer));
+	if (starnn_dist_active()) { /* rank 0's model on every rank */
+		int n;
+		const struct unet_tensor_ref *refs = unet_tensors(r->m, &n);
+		for (int i = 0; i < n; i++)
+			STARNN_CHECK(starnn_dist_broadcast(refs[i].tensor));
+	}
 	return batch_buf_init(&r->buf, &c);
 }
 
@@ -756,14 +780,15 @@ static int cmd_train(struct options *o)
 			r.val = NULL;
 		}
 	}
-	if (o->log_json) {
+	if (o->log_json && starnn_dist_rank() == 0) {
 		r.log = fopen(o->log_json, o->resume ? "a" : "w");
 		if (!r.log) {
 			rc = starnn_error(STARNN_EIO, "cannot write the log %s: %s", o->log_json, strerror(errno));
 			goto out;
 		}
 	}
-	int tty = o->progress >= 0 ? o->progress : isatty(STDOUT_FILENO);
+	/* mpirun hands its ranks a pseudo-terminal: no bar unless asked. */
+	int tty = o->progress >= 0 ? o->progress : isatty(STDOUT_FILENO) && starnn_dist_size() == 1;
 	if (o->quiet)
 		tty = 0;
 	if (!o->quiet) {
@@ -773,8 +798,11 @@ static int cmd_train(struct options *o)
 		printf("data: %s\n", sevir_describe(r.train));
 		if (r.val)
 			printf("evaluation: %s\n", sevir_describe(r.val));
-		printf("training: batch %d in %d micro-batches, %s lr %g%s, %lld steps (%d per epoch)%s, %s\n", c->batch,
-		       c->micro, optimizer_name(r.opt.kind), (double)r.opt.lr,
+		if (starnn_dist_size() > 1)
+			printf("ranks: %d, %d samples of each batch on rank 0, BatchNorm statistics %s\n",
+			       starnn_dist_size(), c->batch, c->bn_local ? "per rank (--bn-sync local)" : "over all ranks");
+		printf("training: batch %d in %d micro-batches%s, %s lr %g%s, %lld steps (%d per epoch)%s, %s\n", o->batch,
+		       c->micro, starnn_dist_size() > 1 ? " per rank" : "", optimizer_name(r.opt.kind), (double)r.opt.lr,
 		       r.opt.warmup ? " with warm-up" : "", (long long)total, bpe,
 		       o->resume ? ", resumed" : o->init ? ", from --init weights" : "", starnn_runtime_summary());
 		if (o->compute == STARNN_FP32)
@@ -825,8 +853,11 @@ static int cmd_train(struct options *o)
 			const float *x, *y;
 			int64_t epoch, index;
 			rc = sevir_loader_next(r.loader, &x, &y, &epoch, &index);
-			if (rc == 0)
-				rc = unet_stage_batch(r.m, x, y);
+			if (rc == 0) {
+				size_t hw = (size_t)o->size * (size_t)o->size;
+				rc = unet_stage_batch(r.m, x + (size_t)r.first * (size_t)o->in_frames * hw,
+				                      y + (size_t)r.first * (size_t)o->out_frames * hw);
+			}
 			if (rc == 0 && o->inject_inf_step == next) {
 				/* the state before the step: nothing after step next - 1 is
 				 * submitted yet */
@@ -1088,11 +1119,25 @@ int main(int argc, char **argv)
 	struct starnn_config cfg;
 	starnn_config_init(&cfg);
 	cfg.quiet = 1;
+	cfg.config_hash = starnn_dist_hash_args(argc, argv);
 	rc = starnn_init(&cfg);
 	if (rc < 0) {
 		fail("%s", last_error());
 		free(o);
 		return 1;
+	}
+	if (starnn_dist_size() > 1) {
+		/* Rank 0 alone prints, logs and checkpoints; errors come from any rank. */
+		if (o->cmd != CMD_TRAIN) {
+			fail("%s runs on one rank: start it without mpirun", o->cmd == CMD_EVAL ? "eval" : "predict");
+			starnn_shutdown();
+			free(o);
+			return 2;
+		}
+		if (!o->quiet)
+			fprintf(stderr, "%s: %s\n", prog, starnn_dist_summary());
+		if (starnn_dist_rank() > 0 && !freopen("/dev/null", "w", stdout))
+			fail("rank %d: cannot silence stdout", starnn_dist_rank());
 	}
 	struct sigaction sa;
 	memset(&sa, 0, sizeof sa);
@@ -1114,6 +1159,8 @@ int main(int argc, char **argv)
 	}
 	if (rc < 0 && rc != RC_USAGE && rc != RC_INTERRUPTED)
 		fail("%s", last_error());
+	if (rc < 0 && rc != RC_INTERRUPTED)
+		starnn_dist_abort(rc == RC_USAGE ? 2 : 1); /* under mpirun: the other ranks too */
 	int rc2 = starnn_shutdown();
 	if (rc == 0 && rc2 < 0) {
 		fail("%s", last_error());

@@ -37,6 +37,7 @@
 #include "codelets/copy.h"
 #include "codelets/conv2d.h"
 #include "codelets/convt2d.h"
+#include "codelets/fill.h"
 #include "codelets/maxpool.h"
 #include "codelets/mse.h"
 #include "models/unet_model.h"
@@ -113,6 +114,7 @@ struct unet {
 	int64_t slot_step[2];
 	starnn_dtype dt;                 /* compute dtype of activations */
 	starnn_params *ps;               /* every trainable tensor, in layer order; loss scaling */
+	int bn_synced;                   /* batch statistics over the ranks (bn_sync) */
 
 	struct entry *entries;
 	struct unet_tensor_ref *refs;
@@ -490,8 +492,10 @@ static int create(unet *m)
 	STARNN_CHECK(starnn_tensor_split(m->loss.t, 0, cfg->micro, NULL, &m->loss.p));
 	for (int k = 0; k < 2; k++) {
 		snprintf(path, sizeof path, "loss_step%d", k);
-		STARNN_CHECK(starnn_tensor_new(&m->loss_slot[k].t, path, STARNN_FP32, 2, (int64_t)cfg->micro, (int64_t)1));
-		STARNN_CHECK(starnn_tensor_split(m->loss_slot[k].t, 0, cfg->micro, NULL, &m->loss_slot[k].p));
+		/* one slot per micro-batch of every rank (rank r: r * micro ...) */
+		int n = starnn_dist_size() * cfg->micro;
+		STARNN_CHECK(starnn_tensor_new(&m->loss_slot[k].t, path, STARNN_FP32, 2, (int64_t)n, (int64_t)1));
+		STARNN_CHECK(starnn_tensor_split(m->loss_slot[k].t, 0, n, NULL, &m->loss_slot[k].p));
 	}
 
 	/* Parameters in the order of the forward (the initialisation order). */
@@ -530,6 +534,28 @@ static int create(unet *m)
 	return ref_table(m);
 }
 
+static int global_batch(const unet *m);
+
+/* The batch norms' statistics over the ranks: each combined slot summed
+ * over the ranks (fixed tree, double sums), counts scaled from this rank's
+ * samples to the global batch. */
+static int bn_sync(void *ctx, starnn_tensor *slot, double *count)
+{
+	const unet *m = ctx;
+	*count = *count / m->cfg.batch * global_batch(m);
+	return starnn_dist_allreduce_with(slot, starnn_bn_slot_add);
+}
+
+/* Gradients summed over the ranks, but those of synchronised batch norms:
+ * their backward computed them from the sums over all ranks already. */
+static int grad_hook(void *ctx, starnn_param *p)
+{
+	const unet *m = ctx;
+	if (m->bn_synced && strstr(p->name, "/bn"))
+		return 0;
+	return starnn_dist_grad_hook(NULL, p);
+}
+
 int unet_create(unet **out, const struct unet_config *cfg, const struct unet_optim *opt, uint64_t seed)
 {
 	*out = NULL;
@@ -560,6 +586,13 @@ int unet_create(unet **out, const struct unet_config *cfg, const struct unet_opt
 	}
 	m->cfg = *cfg;
 	m->ps = ps;
+	if (starnn_dist_active()) {
+		starnn_params_set_grad_hook(ps, grad_hook, m);
+		if (!cfg->bn_local && starnn_dist_size() > 1) {
+			starnn_batchnorm_set_sync(bn_sync, m);
+			m->bn_synced = 1;
+		}
+	}
 	m->dt = (starnn_dtype)cfg->compute;
 	m->rng = seed;
 	int rc = create(m);
@@ -575,6 +608,8 @@ void unet_destroy(unet *m)
 {
 	if (!m)
 		return;
+	if (m->bn_synced)
+		starnn_batchnorm_set_sync(NULL, NULL);
 	starnn_params_destroy(m->ps); /* before the batch norms: it borrows their tensors */
 	for (int i = 0; i < m->cfg.depth; i++) {
 		struct level *L = &m->lv[i];
@@ -628,6 +663,11 @@ static int conv_fwd(unet *m, struct conv *c, struct act *in, struct act *out)
 	return 0;
 }
 
+static int global_batch(const unet *m)
+{
+	return m->cfg.global_batch > 0 ? m->cfg.global_batch : m->cfg.batch;
+}
+
 static int bn_fwd(unet *m, struct bn *n, int training, struct act *in, struct act *out)
 {
 	return starnn_batchnorm_fwd_mp(&n->bn, training, m->cfg.micro, in->p, out->p);
@@ -667,7 +707,7 @@ static int forward(unet *m, int training)
 		below = &L->out;
 	}
 	STARNN_CHECK(conv_fwd(m, &m->outc, below, &m->pred));
-	float scale = (float)(1.0 / ((double)m->cfg.batch * m->cfg.out_frames * m->cfg.size * m->cfg.size));
+	float scale = (float)(1.0 / ((double)global_batch(m) * m->cfg.out_frames * m->cfg.size * m->cfg.size));
 	for (int p = 0; p < M; p++)
 		STARNN_CHECK(starnn_mse_fwd_mp(m->pred.p[p], m->y.p[p], m->loss.p[p], scale, 0.0f));
 	return 0;
@@ -704,7 +744,7 @@ static int block_bwd(unet *m, struct block *b, struct act *in, struct act *out, 
 static int backward(unet *m, starnn_tensor *state)
 {
 	int M = m->cfg.micro, d = m->cfg.depth;
-	float scale = (float)(1.0 / ((double)m->cfg.batch * m->cfg.out_frames * m->cfg.size * m->cfg.size));
+	float scale = (float)(1.0 / ((double)global_batch(m) * m->cfg.out_frames * m->cfg.size * m->cfg.size));
 	for (int p = 0; p < M; p++)
 		STARNN_CHECK(starnn_mse_bwd_mp(m->pred.p[p], m->y.p[p], m->dpred.p[p], scale, state));
 	STARNN_CHECK(conv_bwd(m, &m->outc, &m->lv[0].out, &m->dpred, &m->lv[0].dout));
@@ -754,8 +794,16 @@ int unet_train_step(unet *m, int64_t step)
 	/* The step's loss into its slot, so that the next step may be
 	 * submitted before this one's loss is read (unet_read_step_loss). */
 	struct act *slot = &m->loss_slot[step & 1];
+	int rank = starnn_dist_rank(), nranks = starnn_dist_size();
 	for (int p = 0; p < m->cfg.micro; p++)
-		STARNN_CHECK(starnn_copy(m->loss.p[p], slot->p[p]));
+		STARNN_CHECK(starnn_copy(m->loss.p[p], slot->p[rank * m->cfg.micro + p]));
+	if (nranks > 1) {
+		/* every rank's slots on every rank: the others' at 0, summed (x + 0 = x) */
+		for (int p = 0; p < nranks * m->cfg.micro; p++)
+			if (p / m->cfg.micro != rank)
+				STARNN_CHECK(starnn_fill(0.0f, slot->p[p]));
+		STARNN_CHECK(starnn_dist_allreduce(slot->t));
+	}
 	m->slot_step[step & 1] = step;
 	STARNN_CHECK(backward(m, starnn_params_loss_scale(m->ps)));
 	STARNN_CHECK(starnn_params_reduce(m->ps));
@@ -782,13 +830,16 @@ int unet_gradient_step(unet *m)
 	return starnn_params_reduce(m->ps);
 }
 
-/* The sum of the micro-batch losses in t ([micro, 1]), checked. */
+/* The sum of the micro-batch losses in t ([micro, 1], or [ranks x micro,
+ * 1]: every rank's), checked. */
 static int read_loss(unet *m, starnn_tensor *t, double *loss)
 {
-	float parts[m->cfg.micro];
+	(void)m;
+	int n = (int)t->shape[0];
+	float parts[n];
 	STARNN_CHECK(starnn_tensor_read(t, parts));
 	double s = 0;
-	for (int p = 0; p < m->cfg.micro; p++)
+	for (int p = 0; p < n; p++)
 		s += parts[p];
 	*loss = s;
 	if (!isfinite(s))

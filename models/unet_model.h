@@ -44,6 +44,16 @@ struct unet_config {
 	int compute;        /* starnn_dtype */
 	int loss_scale;
 	float static_scale;
+	/* Data-distributed training (runtime/dist.h): batch is this rank's
+	 * share of global_batch samples per step (0: batch, one rank); the
+	 * loss is a mean over the global batch, the gradients are summed over
+	 * the ranks (the parameter set's gradient hook) and every rank reads
+	 * the same loss. */
+	int global_batch;
+	/* Batch norm over several ranks: 0 (default) statistics over the
+	 * global batch (every rank's sums added inside the graph: the same
+	 * model as one rank trains), 1 each rank's own statistics. */
+	int bn_local;
 };
 
 enum unet_optimizer { UNET_ADAM = 0, UNET_SGD = 1 };

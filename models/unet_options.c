@@ -64,9 +64,11 @@ static void usage(FILE *f)
 	        "  --out-frames N          predicted frames (default 12)\n"
 	        "\n"
 	        "Training:\n"
-	        "  --batch N               samples per step (default 8)\n"
+	        "  --batch N               samples per step (default 8; under mpirun: over all ranks)\n"
 	        "  --micro-batches N       micro-batches per step (default: one per worker, at\n"
-	        "                          most 8 and the batch)\n"
+	        "                          most 8 and the batch; under mpirun: per rank)\n"
+	        "  --bn-sync global|local  under mpirun: BatchNorm statistics over the global\n"
+	        "                          batch (default; the model one rank trains) or per rank\n"
 	        "  --epochs N              passes over the training data (default 1)\n"
 	        "  --steps N               total steps instead of epochs (a resumed run continues\n"
 	        "                          up to step N); 0 with --checkpoint saves the initial model\n"
@@ -232,6 +234,7 @@ int parse_options(int argc, char **argv, struct options *o)
 		{"help", no_argument, 0, O_HELP},
 		{"precision", required_argument, 0, O_PRECISION},
 		{"loss-scale", required_argument, 0, O_LOSS_SCALE},
+		{"bn-sync", required_argument, 0, O_BN_SYNC},
 		{0, 0, 0, 0},
 	};
 	memset(o, 0, sizeof *o);
@@ -364,6 +367,13 @@ int parse_options(int argc, char **argv, struct options *o)
 				if (rc)
 					fail("--loss-scale is dynamic, none or a number in [1, 2^24]");
 			}
+			break;
+		case O_BN_SYNC:
+			if (strcmp(optarg, "global") && strcmp(optarg, "local")) {
+				fail("--bn-sync is global or local, not '%s'", optarg);
+				rc = -1;
+			}
+			o->bn_local = strcmp(optarg, "local") == 0;
 			break;
 		case 'h':
 		case O_HELP: usage(stdout); return PARSE_HELP;

@@ -19,7 +19,7 @@ enum opt_id {
 	O_DEPTH, O_FILTERS, O_IN_FRAMES, O_OUT_FRAMES, O_BATCH, O_MICRO, O_EPOCHS, O_STEPS, O_LR, O_WARMUP,
 	O_OPTIMIZER, O_MOMENTUM, O_WEIGHT_DECAY, O_SEED, O_SHUFFLE, O_CHECKPOINT, O_CHECKPOINT_EVERY, O_RESUME,
 	O_INIT, O_LOG_JSON, O_LOG_EVERY, O_EVAL_EVERY, O_OUTPUT, O_PNG, O_PNG_SAMPLES, O_PROGRESS, O_QUIET,
-	O_HELP, O_PRECISION, O_LOSS_SCALE, O_END
+	O_HELP, O_PRECISION, O_LOSS_SCALE, O_BN_SYNC, O_END
 };
 
 struct options {
@@ -42,6 +42,7 @@ struct options {
 	int loss_scale;     /* 0 none, 1 dynamic, 2 static (--loss-scale); -1: the default */
 	float static_scale;
 	int64_t inject_inf_step; /* STARNN_UNET_INJECT_INF_STEP (test hook) */
+	int bn_local;       /* --bn-sync local (under mpirun) */
 	char given[O_END];
 	/* strings taken from a checkpoint live here */
 	char data_buf[4096], val_data_buf[4096], catalog_buf[4096];

@@ -70,6 +70,10 @@ int starnn_init(const struct starnn_config *user_cfg)
 	 * scheduling altogether (a task without an estimate is never handed to
 	 * a worker). A wider default keeps the entries; the user's setting wins. */
 	setenv("STARPU_HISTORY_MAX_ERROR", "1000", 0);
+	/* Under mpirun: MPI, local ranks and core binding before StarPU reads
+	 * its variables. */
+	int mpi = 0;
+	STARNN_CHECK(starnn_dist_setup(cfg.config_hash, &mpi));
 	starpu_conf_init(&conf);
 	/* Environment variables keep precedence over these (StarPU's rule). */
 	conf.ncpus = cfg.ncpus;
@@ -84,11 +88,13 @@ int starnn_init(const struct starnn_config *user_cfg)
 	/* StarPU runs one task per core: a BLAS call must not spawn threads. */
 	openblas_set_num_threads(1);
 #endif
-	int rc = starpu_init(&conf);
+	int rc = mpi ? starnn_dist_start(&conf) : starpu_init(&conf);
+	if (rc)
+		starnn_dist_finish();
 	if (rc == -ENODEV)
 		return starnn_error(STARNN_ENODEV, "starpu_init: no worker available (check STARPU_NCPU / STARPU_NCUDA)");
 	if (rc)
-		return starnn_error(STARNN_ESTARPU, "starpu_init failed (%d)", rc);
+		return starnn_error(STARNN_ESTARPU, "%s failed (%d)", mpi ? "starpu_mpi_init_conf" : "starpu_init", rc);
 #ifdef STARNN_USE_CUDA
 	if (starpu_cuda_worker_get_count() > 0) {
 		starpu_cublas_init();
@@ -101,8 +107,12 @@ int starnn_init(const struct starnn_config *user_cfg)
 	         STARPU_MAJOR_VERSION, STARPU_MINOR_VERSION, STARPU_RELEASE_VERSION, policy ? policy->policy_name : "?",
 	         starpu_cpu_worker_get_count(), starpu_cuda_worker_get_count(), core ? ", OpenBLAS " : "",
 	         core ? core : "");
-	if (!cfg.quiet && !getenv("STARNN_QUIET"))
-		fprintf(stderr, "starnn: %s\n", summary);
+	if (!cfg.quiet && !getenv("STARNN_QUIET")) {
+		if (starnn_dist_active())
+			fprintf(stderr, "starnn: %s: %s\n", starnn_dist_summary(), summary);
+		else
+			fprintf(stderr, "starnn: %s\n", summary);
+	}
 	return 0;
 }
 
@@ -111,14 +121,20 @@ int starnn_shutdown(void)
 	if (!starpu_is_initialized())
 		return starnn_error(STARNN_ESTATE, "starnn_shutdown: not initialised");
 	starpu_task_wait_for_all();
+	/* StarPU-MPI 1.3 stops StarPU itself when it started it. */
+	int mpi = starnn_dist_active();
 #ifdef STARNN_USE_CUDA
 	if (starpu_cuda_worker_get_count() > 0) {
 		starnn_cudnn_shutdown();
 		starpu_cublas_shutdown();
 	}
 #endif
-	starpu_shutdown();
+	if (mpi)
+		starnn_dist_stop();
+	else
+		starpu_shutdown();
 	starnn_submit_shutdown();
+	starnn_dist_finish();
 	return starnn_take_deferred_error();
 }
 

@@ -2,7 +2,10 @@
 #ifndef STARNN_H
 #define STARNN_H
 
+#include <stdint.h>
+
 #include "runtime/error.h"
+#include "runtime/dist.h"
 #include "runtime/tensor.h"
 #include "runtime/submit.h"
 
@@ -17,6 +20,8 @@ struct starnn_config {
 	int ncuda;            /* STARPU_NCUDA */
 	const char *sched;    /* STARPU_SCHED; NULL: StarPU's default (lws) */
 	int quiet;            /* no "starnn: ..." worker summary on stderr */
+	uint64_t config_hash; /* under mpirun: must be equal on every rank (e.g.
+	                       * starnn_dist_hash_args of the command line) */
 };
 
 void starnn_config_init(struct starnn_config *cfg);
@@ -25,7 +30,9 @@ void starnn_config_init(struct starnn_config *cfg);
  * CUDA workers, keeps OpenBLAS single-threaded inside workers (each worker
  * is one core), and creates no OpenCL worker unless STARPU_NOPENCL asks
  * (starnn has no OpenCL codelets; an OpenCL worker would idle a core).
- * cfg may be NULL. Returns STARNN_ENODEV when no worker could be started. */
+ * Under mpirun with more than one rank, also MPI and StarPU-MPI, with
+ * disjoint cores per rank of a node (runtime/dist.h). cfg may be NULL.
+ * Returns STARNN_ENODEV when no worker could be started. */
 int starnn_init(const struct starnn_config *cfg);
 /* Waits for all tasks and shuts StarPU down. Returns the first deferred
  * task error, if any. */

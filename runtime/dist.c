@@ -1,0 +1,449 @@
+/* Data-distributed training on StarPU-MPI: start-up, core binding,
+ * broadcast and all-reduce inside the task graph (see dist.h). Without
+ * StarPU-MPI (configure --disable-mpi, or a StarPU without it) the same
+ * functions exist and behave as one rank. */
+#include <config.h>
+
+#define _GNU_SOURCE
+#include <errno.h>
+#include <sched.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <starpu.h>
+#ifdef STARNN_USE_MPI
+#include <mpi.h>
+#include <starpu_mpi.h>
+#endif
+
+#include "codelets/axpy.h"
+#include "runtime/dist.h"
+#include "runtime/submit.h"
+
+static int dist_rank, dist_size = 1, local_rank, local_size = 1, dist_on;
+static char dist_line[256];
+
+int starnn_dist_rank(void) { return dist_rank; }
+int starnn_dist_size(void) { return dist_size; }
+int starnn_dist_local_rank(void) { return local_rank; }
+int starnn_dist_local_size(void) { return local_size; }
+int starnn_dist_active(void) { return dist_on; }
+const char *starnn_dist_summary(void) { return dist_line; }
+
+void starnn_dist_share(int64_t n, int rank, int size, int64_t *begin, int64_t *count)
+{
+	int64_t q = n / size, r = n % size;
+	*begin = rank * q + (rank < r ? rank : r);
+	*count = q + (rank < r);
+}
+
+uint64_t starnn_dist_hash_args(int argc, char **argv)
+{
+	uint64_t h = 0xcbf29ce484222325ull;
+	for (int i = 1; i < argc; i++) {
+		for (const unsigned char *c = (const unsigned char *)argv[i]; *c; c++)
+			h = (h ^ *c) * 0x100000001b3ull;
+		h = (h ^ 0xff) * 0x100000001b3ull; /* argument separator */
+	}
+	return h;
+}
+
+static size_t chunk_elems = 65536;
+
+void starnn_dist_set_chunk(size_t elems)
+{
+	chunk_elems = elems ? elems : 65536;
+}
+
+#ifdef STARNN_USE_MPI
+
+static int mpi_inited_here;
+
+/* Launched by mpirun (Open MPI, MPICH/Hydra, PMIx launchers) with more
+ * than one rank? */
+static int launcher_size(void)
+{
+	const char *vars[] = {"OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "PMIX_SIZE", "MPI_LOCALNRANKS"};
+	for (size_t i = 0; i < sizeof vars / sizeof *vars; i++) {
+		const char *v = getenv(vars[i]);
+		if (v && *v)
+			return atoi(v);
+	}
+	return 0;
+}
+
+/* "0-3" or "0,2,5" of a CPU set, into buf. */
+static void cpus_text(const int *cpus, int n, char *buf, size_t size)
+{
+	size_t off = 0;
+	buf[0] = '\0';
+	for (int i = 0; i < n && off < size; i++) {
+		int j = i;
+		while (j + 1 < n && cpus[j + 1] == cpus[j] + 1)
+			j++;
+		int w = j > i ? snprintf(buf + off, size - off, "%s%d-%d", off ? "," : "", cpus[i], cpus[j])
+		              : snprintf(buf + off, size - off, "%s%d", off ? "," : "", cpus[i]);
+		if (w < 0)
+			break;
+		off += (size_t)w;
+		i = j;
+	}
+}
+
+/* Gives the ranks of this node disjoint cores through StarPU's variables,
+ * unless the user or the launcher already decided; says what in where. */
+static void bind_cores(char *where, size_t size)
+{
+	const char *user[] = {"STARPU_WORKERS_CPUID", "STARPU_WORKERS_COREID", "STARPU_WORKERS_NOBIND"};
+	for (size_t i = 0; i < sizeof user / sizeof *user; i++)
+		if (getenv(user[i])) {
+			snprintf(where, size, "cores as %s=%s says", user[i], getenv(user[i]));
+			return;
+		}
+	cpu_set_t set;
+	int allowed[CPU_SETSIZE], nallowed = 0;
+	if (sched_getaffinity(0, sizeof set, &set) == 0)
+		for (int c = 0; c < CPU_SETSIZE; c++)
+			if (CPU_ISSET(c, &set))
+				allowed[nallowed++] = c;
+	long online = sysconf(_SC_NPROCESSORS_ONLN);
+	char text[128];
+	if (nallowed > 0 && nallowed < online) {
+		/* The launcher bound this process (e.g. mpirun --bind-to core):
+		 * StarPU sees only these cores. */
+		cpus_text(allowed, nallowed, text, sizeof text);
+		snprintf(where, size, "cores %s (the launcher's binding)", text);
+		return;
+	}
+	int n = online > 0 ? (int)online : 1, per = n / local_size, first;
+	if (per >= 1) {
+		first = local_rank * per;
+	} else { /* more ranks than cores: they share, one core each */
+		per = 1;
+		first = local_rank % n;
+	}
+	char list[CPU_SETSIZE * 5];
+	size_t off = 0;
+	int ids[CPU_SETSIZE];
+	for (int i = 0; i < per && off < sizeof list; i++) {
+		ids[i] = first + i;
+		off += (size_t)snprintf(list + off, sizeof list - off, "%s%d", i ? " " : "", first + i);
+	}
+	setenv("STARPU_WORKERS_CPUID", list, 1);
+	char ncpu[16];
+	snprintf(ncpu, sizeof ncpu, "%d", per);
+	setenv("STARPU_NCPU", ncpu, 0); /* the user's STARPU_NCPU wins */
+	cpus_text(ids, per, text, sizeof text);
+	snprintf(where, size, "cores %s%s", text, per * local_size > n ? " (shared: more ranks than cores)" : "");
+}
+
+int starnn_dist_setup(uint64_t config_hash, int *mpi)
+{
+	*mpi = 0;
+	dist_rank = 0, dist_size = 1, local_rank = 0, local_size = 1, dist_on = 0;
+	dist_line[0] = '\0';
+	if (launcher_size() <= 1)
+		return 0;
+	int inited = 0, provided = 0;
+	MPI_Initialized(&inited);
+	if (!inited) {
+		if (MPI_Init_thread(NULL, NULL, MPI_THREAD_SERIALIZED, &provided) != MPI_SUCCESS)
+			return starnn_error(STARNN_ESTARPU, "dist: MPI_Init_thread failed");
+		mpi_inited_here = 1;
+	}
+	MPI_Comm_rank(MPI_COMM_WORLD, &dist_rank);
+	MPI_Comm_size(MPI_COMM_WORLD, &dist_size);
+	MPI_Comm node;
+	MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, dist_rank, MPI_INFO_NULL, &node);
+	MPI_Comm_rank(node, &local_rank);
+	MPI_Comm_size(node, &local_size);
+	MPI_Comm_free(&node);
+
+	/* Same configuration on every rank: every rank sees every hash, so
+	 * they all stop together with the same message. */
+	uint64_t *hashes = malloc(sizeof *hashes * (size_t)dist_size);
+	if (!hashes) {
+		starnn_dist_finish();
+		return starnn_error(STARNN_ENOMEM, "dist: out of memory");
+	}
+	MPI_Allgather(&config_hash, 1, MPI_UINT64_T, hashes, 1, MPI_UINT64_T, MPI_COMM_WORLD);
+	int bad = -1;
+	for (int r = 1; r < dist_size && bad < 0; r++)
+		if (hashes[r] != hashes[0])
+			bad = r;
+	if (bad >= 0) {
+		unsigned long long h0 = (unsigned long long)hashes[0], hb = (unsigned long long)hashes[bad];
+		free(hashes);
+		starnn_dist_finish();
+		return starnn_error(STARNN_EINVAL,
+		                    "rank %d was started with other options than rank 0 (configuration hash %016llx vs "
+		                    "%016llx): every rank must get the same command line",
+		                    bad, hb, h0);
+	}
+	free(hashes);
+
+	const char *chunk = getenv("STARNN_DIST_CHUNK");
+	if (chunk && *chunk) {
+		char *end;
+		long v = strtol(chunk, &end, 10);
+		if (*end || v < 1) {
+			starnn_dist_finish();
+			return starnn_error(STARNN_EINVAL, "STARNN_DIST_CHUNK='%s': expected a positive element count", chunk);
+		}
+		chunk_elems = (size_t)v;
+	}
+	char where[200];
+	bind_cores(where, sizeof where);
+	/* The progression thread mostly waits: it shares the rank's cores
+	 * rather than asking for a core of its own (StarPU-MPI would bind it
+	 * onto a worker's core with a warning when none is left). */
+	if (!getenv("STARPU_MPI_THREAD_CPUID") && !getenv("STARPU_MPI_THREAD_COREID"))
+		setenv("STARPU_MPI_NOBIND", "1", 0);
+	char host[64] = "";
+	gethostname(host, sizeof host - 1);
+	snprintf(dist_line, sizeof dist_line, "rank %d/%d (local %d/%d on %s), %s", dist_rank, dist_size, local_rank,
+	         local_size, host, where);
+	*mpi = 1;
+	return 0;
+}
+
+int starnn_dist_start(struct starpu_conf *conf)
+{
+	/* StarPU-MPI reserves a core for its progression thread unless the
+	 * worker count is given: with STARPU_NCPU set (by the user or by
+	 * bind_cores), that many workers, the thread sharing their cores. */
+	const char *ncpu = getenv("STARPU_NCPU");
+	if (ncpu && *ncpu)
+		conf->ncpus = atoi(ncpu);
+	int rc = starpu_mpi_init_conf(NULL, NULL, 0, MPI_COMM_WORLD, conf);
+	if (rc == 0)
+		dist_on = 1;
+	return rc;
+}
+
+struct scratch {
+	starnn_tensor *t;         /* the tensor reduced (identity only) */
+	int64_t shape[STARNN_MAX_DIMS];
+	int ndim;
+	starnn_tensor *tmp[32];   /* one receive buffer per tree level */
+};
+static struct scratch *scratch;
+static int nscratch;
+
+void starnn_dist_stop(void)
+{
+	if (!dist_on)
+		return;
+	starpu_task_wait_for_all();
+	starpu_mpi_wait_for_all(MPI_COMM_WORLD);
+	for (int i = 0; i < nscratch; i++)
+		for (int l = 0; l < 32; l++)
+			starnn_tensor_destroy(scratch[i].tmp[l]);
+	free(scratch);
+	scratch = NULL, nscratch = 0;
+	starpu_mpi_barrier(MPI_COMM_WORLD);
+	starpu_mpi_shutdown();
+	dist_on = 0;
+}
+
+void starnn_dist_abort(int status)
+{
+	if (!dist_on)
+		return;
+	fflush(stdout);
+	fflush(stderr);
+	MPI_Abort(MPI_COMM_WORLD, status);
+}
+
+void starnn_dist_finish(void)
+{
+	if (mpi_inited_here) {
+		MPI_Finalize();
+		mpi_inited_here = 0;
+	}
+}
+
+/* Message tags: identical on both sides because every rank submits the
+ * same collectives in the same order. */
+static uint64_t coll_seq;
+static starpu_mpi_tag_t tag_of(uint64_t seq, int down, int chunk)
+{
+	return (starpu_mpi_tag_t)(((uint64_t)1 << 50) | ((seq & 0xffffffull) << 18) | ((uint64_t)down << 17) |
+	                          (uint64_t)chunk);
+}
+
+static int post(starnn_tensor *t, int peer, starpu_mpi_tag_t tag, int recv)
+{
+	starnn_tensor_prepare(t, recv);
+	int rc = recv ? starpu_mpi_irecv_detached(t->handle, peer, tag, MPI_COMM_WORLD, NULL, NULL)
+	              : starpu_mpi_isend_detached(t->handle, peer, tag, MPI_COMM_WORLD, NULL, NULL);
+	if (rc)
+		return starnn_error(STARNN_ESTARPU, "dist: starpu_mpi_%s_detached of %s %s rank %d failed (%d)",
+		                    recv ? "irecv" : "isend", t->name, recv ? "from" : "to", peer, rc);
+	return 0;
+}
+
+/* Rank 0's t down the binomial tree (largest stride first). */
+static int tree_down(starnn_tensor *t, uint64_t seq, int chunk)
+{
+	int top = 1;
+	while (top * 2 < dist_size)
+		top *= 2;
+	starpu_mpi_tag_t tag = tag_of(seq, 1, chunk);
+	for (int s = top; s >= 1; s /= 2) {
+		if (dist_rank % (2 * s) == 0 && dist_rank + s < dist_size)
+			STARNN_CHECK(post(t, dist_rank + s, tag, 0));
+		else if (dist_rank % (2 * s) == s)
+			STARNN_CHECK(post(t, dist_rank - s, tag, 1));
+	}
+	return 0;
+}
+
+static struct scratch *scratch_for(starnn_tensor *t)
+{
+	for (int i = 0; i < nscratch; i++)
+		if (scratch[i].t == t && scratch[i].ndim == t->ndim &&
+		    memcmp(scratch[i].shape, t->shape, sizeof(int64_t) * (size_t)t->ndim) == 0)
+			return &scratch[i];
+	struct scratch *list = realloc(scratch, sizeof *list * (size_t)(nscratch + 1));
+	if (!list)
+		return NULL;
+	scratch = list;
+	struct scratch *s = &scratch[nscratch++];
+	memset(s, 0, sizeof *s);
+	s->t = t;
+	s->ndim = t->ndim;
+	memcpy(s->shape, t->shape, sizeof(int64_t) * (size_t)t->ndim);
+	return s;
+}
+
+int starnn_dist_broadcast(starnn_tensor *t)
+{
+	if (!dist_on)
+		return 0;
+	return tree_down(t, coll_seq++, 0);
+}
+
+static int add_f32(starnn_tensor *acc, starnn_tensor *x)
+{
+	return starnn_axpy(1.0f, x, acc);
+}
+
+static int allreduce(starnn_tensor *t, starnn_dist_add_fn add)
+{
+	uint64_t seq = coll_seq++;
+	struct scratch *sc = scratch_for(t);
+	if (!sc)
+		return starnn_error(STARNN_ENOMEM, "dist_allreduce: out of memory");
+	/* Chunks along the first axis (the only one of a 1-D tensor). */
+	int64_t extent = t->shape[0];
+	size_t numel = starnn_tensor_numel(t);
+	int64_t nchunks = (int64_t)((numel + chunk_elems - 1) / chunk_elems);
+	if (nchunks > extent)
+		nchunks = extent;
+	if (nchunks > 65536)
+		nchunks = 65536;
+	if (nchunks < 1 || add != add_f32)
+		nchunks = 1;
+	starnn_tensor **parts = NULL;
+	if (nchunks > 1)
+		STARNN_CHECK(starnn_tensor_split(t, 0, (int)nchunks, NULL, &parts));
+	for (int level = 0, s = 1; s < dist_size; s *= 2, level++) {
+		if (dist_rank % (2 * s) == 0 && dist_rank + s < dist_size && !sc->tmp[level]) {
+			char name[STARNN_NAME_MAX];
+			snprintf(name, sizeof name, "%.48s.recv%d", t->name, level);
+			STARNN_CHECK(starnn_tensor_create(&sc->tmp[level], name, STARNN_FP32, t->ndim, t->shape));
+		}
+	}
+	for (int c = 0; c < nchunks; c++) {
+		starnn_tensor *x = nchunks > 1 ? parts[c] : t;
+		starpu_mpi_tag_t up = tag_of(seq, 0, c);
+		for (int level = 0, s = 1; s < dist_size; s *= 2, level++) {
+			if (dist_rank % (2 * s) == 0) {
+				if (dist_rank + s < dist_size) {
+					starnn_tensor *tmp = sc->tmp[level], **tparts = NULL;
+					if (nchunks > 1)
+						STARNN_CHECK(starnn_tensor_split(tmp, 0, (int)nchunks, NULL, &tparts));
+					starnn_tensor *r = nchunks > 1 ? tparts[c] : tmp;
+					STARNN_CHECK(post(r, dist_rank + s, up, 1));
+					STARNN_CHECK(add(x, r));
+				}
+			} else {
+				STARNN_CHECK(post(x, dist_rank - s, up, 0));
+				break;
+			}
+		}
+		STARNN_CHECK(tree_down(x, seq, c));
+	}
+	return 0;
+}
+
+int starnn_dist_allreduce(starnn_tensor *t)
+{
+	if (!dist_on)
+		return 0;
+	if (t->dtype != STARNN_FP32)
+		return starnn_error(STARNN_EINVAL, "dist_allreduce: %s: fp32 only", t->name);
+	return allreduce(t, add_f32);
+}
+
+int starnn_dist_allreduce_with(starnn_tensor *t, starnn_dist_add_fn add)
+{
+	if (!dist_on)
+		return 0;
+	return allreduce(t, add);
+}
+
+#else /* no StarPU-MPI: one rank */
+
+int starnn_dist_setup(uint64_t config_hash, int *mpi)
+{
+	(void)config_hash;
+	*mpi = 0;
+	return 0;
+}
+
+int starnn_dist_start(struct starpu_conf *conf)
+{
+	(void)conf;
+	return -ENODEV;
+}
+
+void starnn_dist_stop(void) {}
+void starnn_dist_finish(void) {}
+void starnn_dist_abort(int status) { (void)status; }
+
+int starnn_dist_broadcast(starnn_tensor *t)
+{
+	(void)t;
+	return 0;
+}
+
+int starnn_dist_allreduce(starnn_tensor *t)
+{
+	(void)t;
+	return 0;
+}
+
+int starnn_dist_allreduce_with(starnn_tensor *t, starnn_dist_add_fn add)
+{
+	(void)t, (void)add;
+	return 0;
+}
+
+#endif
+
+int starnn_dist_grad_hook(void *ctx, starnn_param *p)
+{
+	(void)ctx;
+	return starnn_dist_allreduce(p->grad[0]);
+}
+
+int starnn_dist_broadcast_params(starnn_params *ps)
+{
+	for (int i = 0; i < starnn_params_count(ps); i++)
+		STARNN_CHECK(starnn_dist_broadcast(starnn_params_at(ps, i)->master));
+	return 0;
+}

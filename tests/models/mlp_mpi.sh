@@ -1,0 +1,102 @@
+#!/bin/bash
+# models/mlp under mpirun (data-distributed, runtime/dist.h), one CPU
+# worker per rank: the losses of 20 steps (all their digits,
+# STARNN_MLP_EXACT=1) and the validation MSE equal, bit for bit, those of
+# one rank with the same global batch and the same total number of
+# micro-batches (the all-reduce sums in the order of the micro-batch
+# tree, runtime/dist.h), also with the gradients cut into chunks. Then the faults: a global batch smaller than the
+# ranks, ranks started with other options, a rank killed. Skips (77)
+# without StarPU-MPI or without mpirun.
+set -u
+top=$(cd "${top_builddir:-.}" && pwd)
+mlp=$top/models/mlp
+"$top/tests/runtime/allreduce" --has-mpi || { echo "SKIP: starnn was built without StarPU-MPI"; exit 77; }
+command -v mpirun > /dev/null 2>&1 || { echo "SKIP: no mpirun"; exit 77; }
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_base_oversubscribe=1
+export STARPU_NCPU=1 STARPU_NCUDA=0 STARNN_MLP_EXACT=1
+MPIRUN="mpirun --oversubscribe --bind-to none --mca btl self,tcp"
+status=0
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+
+losses() { sed -n 's/^step *\([0-9]*\)\/.*loss \([0-9.e+-]*\).*/\1 \2/p; s/^final:.*validation MSE \([0-9.e+-]*\).*/val \1/p' "$1"; }
+
+# compare NAME NP MICRO_PER_RANK OPTIONS...: -np NP against one rank with NP x MICRO micro-batches.
+compare() {
+	name=$1 np=$2 micro=$3
+	shift 3
+	"$mlp" --steps 20 --log-every 1 --micro-batches $((np * micro)) "$@" > "$tmp/one.txt" 2>&1 ||
+		{ echo "FAIL: $name: one rank exited $?"; cat "$tmp/one.txt"; status=1; return; }
+	timeout 120 $MPIRUN -np "$np" "$mlp" --steps 20 --log-every 1 --micro-batches "$micro" "$@" > "$tmp/many.txt" 2>&1 ||
+		{ echo "FAIL: $name: $np ranks exited $?"; cat "$tmp/many.txt"; status=1; return; }
+	losses "$tmp/one.txt" > "$tmp/one.l"
+	losses "$tmp/many.txt" > "$tmp/many.l"
+	if [ "$(wc -l < "$tmp/one.l")" != 21 ]; then
+		echo "FAIL: $name: expected 20 losses and a validation MSE"; cat "$tmp/one.txt"; status=1
+	elif ! cmp -s "$tmp/one.l" "$tmp/many.l"; then
+		echo "FAIL: $name: $np ranks differ from one rank (step loss / loss):"
+		paste "$tmp/one.l" "$tmp/many.l" | awk '$2 != $4'
+		status=1
+	else
+		echo "ok: $name: $np ranks x $micro micro-batches = one rank x $((np * micro)), 20 losses and the validation MSE bit for bit (last: $(tail -n 2 "$tmp/one.l" | head -n 1))"
+	fi
+	grep -h '^starnn: rank' "$tmp/many.txt"
+}
+
+compare "adam fp32" 2 1 --batch 64
+compare "sgd, batch 63 (uneven shares)" 3 1 --batch 63 --optimizer sgd
+compare "adam, 2 micro-batches per rank" 2 2 --batch 64 --hidden 32,48
+compare "amp-fp16, dynamic loss scale" 2 1 --batch 64 --precision amp-fp16
+# Gradients cut into chunks (300 x 200 weights in chunks of 1000 elements
+# along their rows: 60 trees each): the same bits.
+export STARNN_DIST_CHUNK=1000
+compare "chunked all-reduce" 2 1 --batch 64 --hidden 300,200
+unset STARNN_DIST_CHUNK
+
+# A global batch smaller than the ranks: usage error (2) with a message.
+out=$(timeout 60 $MPIRUN -np 2 "$mlp" --batch 1 --val-size 8 2>&1)
+rc=$?
+if [ $rc = 0 ] || ! echo "$out" | grep -q "cannot be split over 2 ranks"; then
+	echo "FAIL: --batch 1 on 2 ranks: exit $rc"; echo "$out"; status=1
+else
+	echo "ok: --batch 1 on 2 ranks refused (exit $rc)"
+fi
+# Ranks started with other options (MPMD): refused on every rank at start.
+out=$(timeout 60 $MPIRUN -np 1 "$mlp" --steps 5 : -np 1 "$mlp" --steps 6 2>&1)
+rc=$?
+if [ $rc = 0 ] || ! echo "$out" | grep -q "rank 1 was started with other options than rank 0"; then
+	echo "FAIL: different options: exit $rc"; echo "$out"; status=1
+else
+	echo "ok: ranks with different options refused (exit $rc)"
+fi
+# A rank killed (SIGKILL) in the middle of training: the others stop within
+# 30 s with a non-zero status and a message naming the rank.
+$MPIRUN -np 2 "$mlp" --steps 1000000 --log-every 100000 > "$tmp/kill.txt" 2>&1 &
+launcher=$!
+ranks=""
+for i in $(seq 1 60); do
+	ranks=$(pgrep -P "$launcher" -x mlp | tr '\n' ' ')
+	[ "$(echo $ranks | wc -w)" = 2 ] && grep -q "^mlp:" "$tmp/kill.txt" && break
+	sleep 0.5
+done
+victim=$(echo $ranks | awk '{print $2}')
+if [ -z "$victim" ]; then
+	echo "FAIL: kill: the 2 ranks did not start"; cat "$tmp/kill.txt"; kill "$launcher"; status=1
+else
+	sleep 1
+	kill -9 "$victim"
+	start=$(date +%s)
+	while kill -0 "$launcher" 2> /dev/null && [ $(($(date +%s) - start)) -lt 30 ]; do sleep 0.5; done
+	if kill -0 "$launcher" 2> /dev/null; then
+		echo "FAIL: kill: still running 30 s after a rank was killed"; kill "$launcher"; status=1
+	else
+		wait "$launcher"
+		rc=$?
+		if [ $rc = 0 ] || ! grep -q "rank 1" "$tmp/kill.txt"; then
+			echo "FAIL: kill: exit $rc"; cat "$tmp/kill.txt"; status=1
+		else
+			echo "ok: rank 1 killed: stopped in $(($(date +%s) - start)) s, exit $rc: $(grep -m1 'rank 1 with PID' "$tmp/kill.txt")"
+		fi
+	fi
+fi
+exit $status

@@ -1,0 +1,75 @@
+#!/bin/bash
+# models/unet train under mpirun -np 2 (data-distributed, runtime/dist.h),
+# one CPU worker per rank, against one rank with the same global batch and
+# the same total number of micro-batches (2 x 1 against 1 x 2):
+#   - BatchNorm statistics over all ranks (the default): every step's loss
+#     equal, and rank 0's checkpoint equal bit for bit to the one-rank
+#     checkpoint (weights, BN running statistics, Adam state; only the
+#     micro_batches attribute differs);
+#   - --bn-sync local: trains, with finite losses (another model: per-rank
+#     statistics);
+#   - only rank 0 writes the checkpoint and the log; eval under mpirun is
+#     refused; a global batch smaller than the ranks is refused.
+# A tiny UNet (depth 1, 16x16): on 2 busy cores the exchange's latency
+# dominates. Skips (77) without StarPU-MPI or without mpirun.
+set -u
+top=$(cd "${top_builddir:-.}" && pwd)
+unet=$top/models/unet
+"$top/tests/runtime/allreduce" --has-mpi || { echo "SKIP: starnn was built without StarPU-MPI"; exit 77; }
+command -v mpirun > /dev/null 2>&1 || { echo "SKIP: no mpirun"; exit 77; }
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_base_oversubscribe=1
+export STARPU_NCPU=1 STARPU_NCUDA=0
+MPIRUN="mpirun --oversubscribe --bind-to none --mca btl self,tcp"
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+status=0
+U="train --size 16 --depth 1 --filters 4 --batch 4 --steps 12 --samples 32 --eval-every 0 --seed 3 --quiet"
+losses() { sed -n 's/.*"step":\([0-9]*\),.*"loss":\([^,]*\),.*/\1 \2/p' "$1"; }
+
+"$unet" $U --micro-batches 2 --log-json "$tmp/one.jsonl" --checkpoint "$tmp/one.h5" > "$tmp/one.txt" 2>&1 ||
+	{ echo "FAIL: one rank exited $?"; cat "$tmp/one.txt"; exit 1; }
+(cd "$tmp" && timeout 150 $MPIRUN -np 2 "$unet" $U --micro-batches 1 --log-json two.jsonl --checkpoint two.h5) \
+	> "$tmp/two.txt" 2>&1 || { echo "FAIL: 2 ranks exited $?"; cat "$tmp/two.txt"; exit 1; }
+losses "$tmp/one.jsonl" > "$tmp/one.l"
+losses "$tmp/two.jsonl" > "$tmp/two.l"
+if [ "$(wc -l < "$tmp/one.l")" != 12 ] || ! cmp -s "$tmp/one.l" "$tmp/two.l"; then
+	echo "FAIL: 12 losses of 2 ranks differ from one rank's (step one two):"
+	join "$tmp/one.l" "$tmp/two.l" | awk '$2 != $3'
+	status=1
+else
+	echo "ok: 2 ranks x 1 micro-batch = 1 rank x 2: 12 losses equal (last $(tail -n 1 "$tmp/one.l"))"
+fi
+diff=$("$top/tests/models/ckpt_util" cmp "$tmp/one.h5" "$tmp/two.h5")
+if [ "$(echo "$diff" | head -n 1)" != "micro_batches: other values" ] || ! echo "$diff" | grep -q "(1 differences)"; then
+	echo "FAIL: rank 0's checkpoint differs from one rank's beyond micro_batches:"; echo "$diff"; status=1
+else
+	echo "ok: rank 0's checkpoint = one rank's bit for bit ($(echo "$diff" | tail -n 1))"
+fi
+n=$(wc -l < "$tmp/two.jsonl")
+[ "$n" = 12 ] || { echo "FAIL: the log has $n lines, not 12 (rank 0 alone writes it)"; status=1; }
+
+(cd "$tmp" && timeout 150 $MPIRUN -np 2 "$unet" $U --micro-batches 1 --bn-sync local --log-json local.jsonl) \
+	> "$tmp/local.txt" 2>&1 || { echo "FAIL: --bn-sync local exited $?"; cat "$tmp/local.txt"; status=1; }
+losses "$tmp/local.jsonl" > "$tmp/local.l"
+if [ "$(wc -l < "$tmp/local.l")" != 12 ] || awk '$2 != $2 + 0 || $2 == "nan" || $2 == "inf" { bad = 1 } END { exit !bad }' "$tmp/local.l"; then
+	echo "FAIL: --bn-sync local: no 12 finite losses"; cat "$tmp/local.txt"; status=1
+else
+	echo "ok: --bn-sync local: 12 finite losses (last $(tail -n 1 "$tmp/local.l"); global statistics: $(tail -n 1 "$tmp/one.l"))"
+fi
+
+out=$(timeout 60 $MPIRUN -np 2 "$unet" eval --checkpoint "$tmp/one.h5" 2>&1)
+rc=$?
+if [ $rc = 0 ] || ! echo "$out" | grep -q "runs on one rank"; then
+	echo "FAIL: eval under mpirun: exit $rc"; echo "$out"; status=1
+else
+	echo "ok: eval under mpirun refused (exit $rc)"
+fi
+# A global batch smaller than the ranks: refused on every rank, the job ends (exit 2).
+out=$(timeout 60 $MPIRUN -np 3 "$unet" train --size 16 --depth 1 --filters 4 --batch 2 --steps 2 --samples 8 --eval-every 0 2>&1)
+rc=$?
+if [ $rc = 0 ] || [ $rc = 124 ] || ! echo "$out" | grep -q "cannot be split over 3 ranks"; then
+	echo "FAIL: --batch 2 on 3 ranks: exit $rc"; echo "$out"; status=1
+else
+	echo "ok: --batch 2 on 3 ranks refused (exit $rc)"
+fi
+exit $status

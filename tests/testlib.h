@@ -172,18 +172,26 @@ static inline double test_sum_bound(double mag, double exact, size_t nterms, dou
 	return sum + uout * (fabs(exact) + sum) + TEST_SUM_FLOOR;
 }
 
-/* got (float) against exact (double) with the bound above per element;
- * mag[i] as described, nterms the number of terms of each sum (the longest
- * when they differ). NaN counts as a mismatch. Reports the worst element
- * and how far it is into its bound (1.0 = at the bound). */
-static inline int test_close_sum_out(const char *what, const float *got, const double *exact, const double *mag,
-                                     size_t n, size_t nterms, double u, double uout)
+/* The comparison behind test_close_sum_out and test_close_bound: element
+ * i passes when |got - exact| <= its bound (from mag, nterms, u, uout; or
+ * given per element in bound). */
+struct test_bound_ctx {
+	const double *mag, *bound;
+	size_t nterms;
+	double u, uout;
+};
+static inline double test_bound_of(const struct test_bound_ctx *c, size_t i, const double *exact)
+{
+	return c->bound ? c->bound[i] + TEST_SUM_FLOOR : test_sum_bound(c->mag[i], exact[i], c->nterms, c->u, c->uout);
+}
+static inline int test_close_core(const char *what, const float *got, const double *exact, size_t n,
+                                  const struct test_bound_ctx *c)
 {
 	size_t bad = 0, worst = 0;
 	double worst_ratio = -1;
 	for (size_t i = 0; i < n; i++) {
 		double d = fabs((double)got[i] - exact[i]);
-		double ratio = isnan(d) ? INFINITY : d / test_sum_bound(mag[i], exact[i], nterms, u, uout);
+		double ratio = isnan(d) ? INFINITY : d / test_bound_of(c, i, exact);
 		if (ratio > 1)
 			bad++;
 		if (ratio > worst_ratio) {
@@ -192,18 +200,34 @@ static inline int test_close_sum_out(const char *what, const float *got, const d
 		}
 	}
 	test_checks++;
+	char detail[96];
+	if (c->bound)
+		snprintf(detail, sizeof detail, "bound %.3g", n ? c->bound[worst] : 0.0);
+	else
+		snprintf(detail, sizeof detail, "term magnitude %.6g, %zu terms", n ? c->mag[worst] : 0.0, c->nterms);
 	if (getenv("STARNN_TEST_VERBOSE"))
-		printf("     %s: worst error %.3g of its bound (%zu terms)\n", what, worst_ratio, nterms);
+		printf("     %s: worst error %.3g of its bound (%s)\n", what, worst_ratio, detail);
 	if (bad) {
 		test_failures++;
 		fprintf(stderr,
-		        "FAIL %s: %zu of %zu elements outside the rounding bound; worst [%zu]: got %.9g, exact %.12g, "
-		        "term magnitude %.6g, %zu terms: %.3g times the bound\n",
-		        what, bad, n, worst, n ? got[worst] : 0.0, n ? exact[worst] : 0.0, n ? mag[worst] : 0.0, nterms,
-		        worst_ratio);
+		        "FAIL %s: %zu of %zu elements outside the %s bound; worst [%zu]: got %.9g, exact %.12g, %s: "
+		        "%.3g times the bound\n",
+		        what, bad, n, c->bound ? "derived" : "rounding", worst, n ? got[worst] : 0.0, n ? exact[worst] : 0.0,
+		        detail, worst_ratio);
 		return 0;
 	}
 	return 1;
+}
+
+/* got (float) against exact (double) with the bound above per element;
+ * mag[i] as described, nterms the number of terms of each sum (the longest
+ * when they differ). NaN counts as a mismatch. Reports the worst element
+ * and how far it is into its bound (1.0 = at the bound). */
+static inline int test_close_sum_out(const char *what, const float *got, const double *exact, const double *mag,
+                                     size_t n, size_t nterms, double u, double uout)
+{
+	struct test_bound_ctx c = {mag, NULL, nterms, u, uout};
+	return test_close_core(what, got, exact, n, &c);
 }
 
 /* The usual case: the output has the arithmetic's precision. */
@@ -221,31 +245,8 @@ static inline int test_close_sum(const char *what, const float *got, const doubl
 static inline int test_close_bound(const char *what, const float *got, const double *exact, const double *bound,
                                    size_t n)
 {
-	size_t bad = 0, worst = 0;
-	double worst_ratio = -1;
-	for (size_t i = 0; i < n; i++) {
-		double d = fabs((double)got[i] - exact[i]);
-		double ratio = isnan(d) ? INFINITY : d / (bound[i] + TEST_SUM_FLOOR);
-		if (ratio > 1)
-			bad++;
-		if (ratio > worst_ratio) {
-			worst_ratio = ratio;
-			worst = i;
-		}
-	}
-	test_checks++;
-	if (getenv("STARNN_TEST_VERBOSE"))
-		printf("     %s: worst error %.3g of its bound\n", what, worst_ratio);
-	if (bad) {
-		test_failures++;
-		fprintf(stderr,
-		        "FAIL %s: %zu of %zu elements outside the derived bound; worst [%zu]: got %.9g, exact %.12g, "
-		        "bound %.3g: %.3g times the bound\n",
-		        what, bad, n, worst, n ? got[worst] : 0.0, n ? exact[worst] : 0.0, n ? bound[worst] : 0.0,
-		        worst_ratio);
-		return 0;
-	}
-	return 1;
+	struct test_bound_ctx c = {NULL, bound, 0, 0, 0};
+	return test_close_core(what, got, exact, n, &c);
 }
 
 /* A double reference with its term magnitudes: n of each (malloc'd). */

@@ -201,12 +201,57 @@ int starnn_dist_setup(uint64_t config_hash, int *mpi)
 	 * onto a worker's core with a warning when none is left). */
 	if (!getenv("STARPU_MPI_THREAD_CPUID") && !getenv("STARPU_MPI_THREAD_COREID"))
 		setenv("STARPU_MPI_NOBIND", "1", 0);
+	/* StarPU's CPU workers and its MPI progression thread both poll
+	 * (Debian's StarPU has non-blocking drivers), so a rank with one
+	 * worker keeps two threads busy on one core, and the exchange and the
+	 * compute slow each other down (measured: 5x slower steps with 2 ranks
+	 * x 1 worker on 2 cores). Unless the user chose otherwise, the
+	 * progression thread drives the first CPU worker itself
+	 * (STARPU_MPI_DRIVER_CALL_FREQUENCY): one polling thread per core,
+	 * which runs a task, tests the requests, runs the next task. */
+	const char *ncpu_env = getenv("STARPU_NCPU");
+	if (!getenv("STARPU_MPI_DRIVER_CALL_FREQUENCY") && !(ncpu_env && atoi(ncpu_env) == 0)) {
+		setenv("STARPU_MPI_DRIVER_CALL_FREQUENCY", "1", 1);
+		setenv("STARPU_MPI_DRIVER_TASK_FREQUENCY", "1", 0);
+	}
 	char host[64] = "";
 	gethostname(host, sizeof host - 1);
 	snprintf(dist_line, sizeof dist_line, "rank %d/%d (local %d/%d on %s), %s", dist_rank, dist_size, local_rank,
 	         local_size, host, where);
 	*mpi = 1;
 	return 0;
+}
+
+/* StarPU-MPI's progression thread sleeps when it has no receive pending
+ * and nothing to send, and while it sleeps the worker it drives runs
+ * nothing: each rank keeps one receive posted from its right neighbour
+ * for the whole run (the sentinel), which the neighbour's send completes
+ * at the end (starnn_dist_stop). */
+#define SENTINEL_TAG ((starpu_mpi_tag_t)1 << 51)
+static starpu_data_handle_t sentinel_recv, sentinel_send;
+static int sentinel_in, sentinel_out;
+
+static int sentinel_post(void)
+{
+	starpu_variable_data_register(&sentinel_recv, STARPU_MAIN_RAM, (uintptr_t)&sentinel_in, sizeof sentinel_in);
+	starpu_variable_data_register(&sentinel_send, STARPU_MAIN_RAM, (uintptr_t)&sentinel_out, sizeof sentinel_out);
+	int rc = starpu_mpi_irecv_detached(sentinel_recv, (dist_rank + 1) % dist_size, SENTINEL_TAG, MPI_COMM_WORLD,
+	                                   NULL, NULL);
+	if (rc)
+		return starnn_error(STARNN_ESTARPU, "dist: posting the progression sentinel failed (%d)", rc);
+	return 0;
+}
+
+static void sentinel_release(void)
+{
+	if (!sentinel_recv)
+		return;
+	/* Every task has run: the driven worker is not needed any more. */
+	starpu_mpi_isend_detached(sentinel_send, (dist_rank + dist_size - 1) % dist_size, SENTINEL_TAG, MPI_COMM_WORLD,
+	                          NULL, NULL);
+	starpu_data_unregister(sentinel_recv);
+	starpu_data_unregister(sentinel_send);
+	sentinel_recv = sentinel_send = NULL;
 }
 
 int starnn_dist_start(struct starpu_conf *conf)
@@ -218,9 +263,13 @@ int starnn_dist_start(struct starpu_conf *conf)
 	if (ncpu && *ncpu)
 		conf->ncpus = atoi(ncpu);
 	int rc = starpu_mpi_init_conf(NULL, NULL, 0, MPI_COMM_WORLD, conf);
-	if (rc == 0)
-		dist_on = 1;
-	return rc;
+	if (rc != 0)
+		return rc;
+	dist_on = 1;
+	const char *freq = getenv("STARPU_MPI_DRIVER_CALL_FREQUENCY");
+	if (freq && atoi(freq) > 0 && starpu_cpu_worker_get_count() > 0)
+		return sentinel_post();
+	return 0;
 }
 
 struct scratch {
@@ -237,6 +286,7 @@ void starnn_dist_stop(void)
 	if (!dist_on)
 		return;
 	starpu_task_wait_for_all();
+	sentinel_release();
 	starpu_mpi_wait_for_all(MPI_COMM_WORLD);
 	for (int i = 0; i < nscratch; i++)
 		for (int l = 0; l < 32; l++)
@@ -403,6 +453,38 @@ int starnn_dist_setup(uint64_t config_hash, int *mpi)
 	(void)config_hash;
 	*mpi = 0;
 	return 0;
+}
+
+/* StarPU-MPI's progression thread sleeps when it has no receive pending
+ * and nothing to send, and while it sleeps the worker it drives runs
+ * nothing: each rank keeps one receive posted from its right neighbour
+ * for the whole run (the sentinel), which the neighbour's send completes
+ * at the end (starnn_dist_stop). */
+#define SENTINEL_TAG ((starpu_mpi_tag_t)1 << 51)
+static starpu_data_handle_t sentinel_recv, sentinel_send;
+static int sentinel_in, sentinel_out;
+
+static int sentinel_post(void)
+{
+	starpu_variable_data_register(&sentinel_recv, STARPU_MAIN_RAM, (uintptr_t)&sentinel_in, sizeof sentinel_in);
+	starpu_variable_data_register(&sentinel_send, STARPU_MAIN_RAM, (uintptr_t)&sentinel_out, sizeof sentinel_out);
+	int rc = starpu_mpi_irecv_detached(sentinel_recv, (dist_rank + 1) % dist_size, SENTINEL_TAG, MPI_COMM_WORLD,
+	                                   NULL, NULL);
+	if (rc)
+		return starnn_error(STARNN_ESTARPU, "dist: posting the progression sentinel failed (%d)", rc);
+	return 0;
+}
+
+static void sentinel_release(void)
+{
+	if (!sentinel_recv)
+		return;
+	/* Every task has run: the driven worker is not needed any more. */
+	starpu_mpi_isend_detached(sentinel_send, (dist_rank + dist_size - 1) % dist_size, SENTINEL_TAG, MPI_COMM_WORLD,
+	                          NULL, NULL);
+	starpu_data_unregister(sentinel_recv);
+	starpu_data_unregister(sentinel_send);
+	sentinel_recv = sentinel_send = NULL;
 }
 
 int starnn_dist_start(struct starpu_conf *conf)

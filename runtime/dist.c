@@ -19,6 +19,7 @@
 #endif
 
 #include "codelets/axpy.h"
+#include "codelets/batchnorm.h"
 #include "runtime/dist.h"
 #include "runtime/submit.h"
 
@@ -516,6 +517,32 @@ int starnn_dist_allreduce_with(starnn_tensor *t, starnn_dist_add_fn add)
 }
 
 #endif
+
+int starnn_dist_sum_doubles(double *v, int n)
+{
+	if (!dist_on || n <= 0)
+		return 0;
+	/* A batch-norm workspace row holds 2 c doubles; its add codelet sums
+	 * them in double. */
+	int64_t c = (n + 1) / 2;
+	starnn_tensor *t = NULL;
+	STARNN_CHECK(starnn_batchnorm_work_create(&t, "dist_sum", c, 1));
+	double *buf = calloc((size_t)(2 * c), sizeof *buf);
+	int rc = buf ? 0 : starnn_error(STARNN_ENOMEM, "dist_sum_doubles: out of memory");
+	if (!rc) {
+		memcpy(buf, v, sizeof *v * (size_t)n);
+		rc = starnn_tensor_write(t, buf);
+	}
+	if (!rc)
+		rc = starnn_dist_allreduce_with(t, starnn_bn_slot_add);
+	if (!rc)
+		rc = starnn_tensor_read(t, buf);
+	if (!rc)
+		memcpy(v, buf, sizeof *v * (size_t)n);
+	free(buf);
+	starnn_tensor_destroy(t);
+	return rc;
+}
 
 int starnn_dist_grad_hook(void *ctx, starnn_param *p)
 {

@@ -73,6 +73,11 @@ int starnn_dist_allreduce(starnn_tensor *t);
  * chunks). */
 typedef int (*starnn_dist_add_fn)(starnn_tensor *acc, starnn_tensor *x);
 int starnn_dist_allreduce_with(starnn_tensor *t, starnn_dist_add_fn add);
+/* Host values summed over the ranks, in the fixed tree order, on every
+ * rank: v[0:n) becomes the sum of every rank's v (through the task
+ * graph, as the other collectives; waits for the result). For figures
+ * reported once per run (energy, counts), not for training data. */
+int starnn_dist_sum_doubles(double *v, int n);
 /* The parameter set's gradient hook (starnn_params_set_grad_hook):
  * all-reduces p->grad[0]. ctx is unused. */
 int starnn_dist_grad_hook(void *ctx, starnn_param *p);

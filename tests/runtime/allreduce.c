@@ -156,6 +156,19 @@ int main(int argc, char **argv)
 			starnn_tensor_destroy(t[k]);
 		round += nshapes;
 	}
+	/* Host doubles (3 values, odd): every rank gets the sum over ranks. */
+	for (int len = 1; len <= 3; len += 2) {
+		double v[3], want[3] = {0};
+		for (int i = 0; i < len; i++) {
+			v[i] = 1e9 + rank * 0.25 + i;
+			for (int r = 0; r < n; r++)
+				want[i] += 1e9 + r * 0.25 + i;
+		}
+		TEST_OK(starnn_dist_sum_doubles(v, len));
+		for (int i = 0; i < len; i++)
+			TEST_ASSERT(v[i] == want[i], "rank %d/%d: dist_sum_doubles[%d] of %d = %.17g, expected %.17g", rank, n, i,
+			            len, v[i], want[i]);
+	}
 	int rc = starnn_shutdown();
 	if (rc < 0) {
 		fprintf(stderr, "starnn_shutdown: %s\n", starnn_last_error());

@@ -790,6 +790,8 @@ static int train(const struct options *o)
 	int rc2 = starnn_wait();
 	if (rc == 0 && rc2 == 0)
 		starnn_memory_report(stdout);
+	if (rc == 0 && rc2 == 0)
+		rc = starnn_dist_report(stdout, o->steps);
 	free(snap.data);
 	mlp_destroy(&m);
 	free_data(&train), free_data(&val), free(idx), free(xbuf), free(ybuf);

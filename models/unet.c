@@ -966,6 +966,8 @@ static int cmd_train(struct options *o)
 		rc = inject_final(r.m);
 	if (rc == 0 && st.step > first_step)
 		starnn_memory_report(stdout);
+	if (rc == 0 && st.step > first_step)
+		rc = starnn_dist_report(o->quiet ? NULL : stdout, st.step - first_step);
 	if (rc == 0 && o->checkpoint && !o->quiet)
 		printf("checkpoint: %s (step %lld)\n", o->checkpoint, (long long)st.step);
 	if (rc == 0 && r.val && !interrupted && o->eval_every != 0)

@@ -52,6 +52,7 @@ uint64_t starnn_dist_hash_args(int argc, char **argv)
 }
 
 static size_t chunk_elems = 65536;
+static int no_grad_exchange; /* STARNN_DIST_BENCH_NO_GRAD_EXCHANGE: tools/bench-dist only */
 
 void starnn_dist_set_chunk(size_t elems)
 {
@@ -185,6 +186,11 @@ int starnn_dist_setup(uint64_t config_hash, int *mpi)
 	}
 	free(hashes);
 
+	const char *skip = getenv("STARNN_DIST_BENCH_NO_GRAD_EXCHANGE");
+	no_grad_exchange = skip && *skip && strcmp(skip, "0") != 0;
+	if (no_grad_exchange && dist_rank == 0)
+		fprintf(stderr, "starnn: STARNN_DIST_BENCH_NO_GRAD_EXCHANGE is set: the gradients are not all-reduced, "
+		                "each rank trains its own replica (for measuring the exchange's cost only)\n");
 	const char *chunk = getenv("STARNN_DIST_CHUNK");
 	if (chunk && *chunk) {
 		char *end;
@@ -325,14 +331,127 @@ static starpu_mpi_tag_t tag_of(uint64_t seq, int down, int chunk)
 	                          (uint64_t)chunk);
 }
 
+/* Accounting (starnn_dist_stats): bytes and messages sent, and the time
+ * during which at least one collective was in flight, from the moment its
+ * data was ready on this rank (an acquire callback on each part) to the
+ * completion of its last request (the requests' callbacks). A collective
+ * is freed by its last event; callbacks run in StarPU's threads. */
+struct coll {
+	int pending; /* ready events to come + requests not completed */
+	int started;
+	int kind;
+};
+static starpu_pthread_mutex_t stats_mutex = STARPU_PTHREAD_MUTEX_INITIALIZER;
+static struct starnn_dist_stats stats;
+static int in_flight;
+static double busy_since;
+static struct coll *cur; /* the collective being submitted (main thread) */
+
+static double now_s(void)
+{
+	return starpu_timing_now() * 1e-6;
+}
+
+static void coll_event(struct coll *c, int ready)
+{
+	STARPU_PTHREAD_MUTEX_LOCK(&stats_mutex);
+	if (ready && !c->started) {
+		c->started = 1;
+		if (in_flight++ == 0)
+			busy_since = now_s();
+	}
+	int last = --c->pending == 0;
+	if (last && c->started && --in_flight == 0)
+		stats.exchange_s += now_s() - busy_since;
+	STARPU_PTHREAD_MUTEX_UNLOCK(&stats_mutex);
+	if (last)
+		free(c);
+}
+
+static void req_done(void *arg)
+{
+	coll_event(arg, 0);
+}
+
+struct ready_arg {
+	struct coll *c;
+	starpu_data_handle_t handle;
+};
+
+static void part_ready(void *arg)
+{
+	struct ready_arg *a = arg;
+	starpu_data_release(a->handle);
+	coll_event(a->c, 1);
+	free(a);
+}
+
+/* Opens the accounting of a collective (cur); parts are added with
+ * coll_ready, requests by post; coll_end lets it finish. */
+static int coll_begin(int kind)
+{
+	cur = calloc(1, sizeof *cur);
+	if (!cur)
+		return starnn_error(STARNN_ENOMEM, "dist: out of memory");
+	cur->pending = 1; /* held until coll_end */
+	cur->kind = kind;
+	STARPU_PTHREAD_MUTEX_LOCK(&stats_mutex);
+	stats.collectives[kind]++;
+	STARPU_PTHREAD_MUTEX_UNLOCK(&stats_mutex);
+	return 0;
+}
+
+static int coll_ready(starnn_tensor *t)
+{
+	struct ready_arg *a = malloc(sizeof *a);
+	if (!a)
+		return starnn_error(STARNN_ENOMEM, "dist: out of memory");
+	starnn_tensor_prepare(t, 0);
+	a->c = cur;
+	a->handle = t->handle;
+	STARPU_PTHREAD_MUTEX_LOCK(&stats_mutex);
+	cur->pending++;
+	STARPU_PTHREAD_MUTEX_UNLOCK(&stats_mutex);
+	int rc = starpu_data_acquire_cb(t->handle, STARPU_R, part_ready, a);
+	if (rc) {
+		free(a);
+		return starnn_error(STARNN_ESTARPU, "dist: starpu_data_acquire_cb of %s failed (%d)", t->name, rc);
+	}
+	return 0;
+}
+
+static void coll_end(void)
+{
+	struct coll *c = cur;
+	cur = NULL;
+	coll_event(c, 0);
+}
+
 static int post(starnn_tensor *t, int peer, starpu_mpi_tag_t tag, int recv)
 {
 	starnn_tensor_prepare(t, recv);
-	int rc = recv ? starpu_mpi_irecv_detached(t->handle, peer, tag, MPI_COMM_WORLD, NULL, NULL)
-	              : starpu_mpi_isend_detached(t->handle, peer, tag, MPI_COMM_WORLD, NULL, NULL);
+	STARPU_PTHREAD_MUTEX_LOCK(&stats_mutex);
+	cur->pending++;
+	if (!recv) {
+		stats.bytes_sent[cur->kind] += (uint64_t)(starnn_tensor_numel(t) * starnn_dtype_size(t->dtype));
+		stats.messages_sent[cur->kind]++;
+	}
+	STARPU_PTHREAD_MUTEX_UNLOCK(&stats_mutex);
+	int rc = recv ? starpu_mpi_irecv_detached(t->handle, peer, tag, MPI_COMM_WORLD, req_done, cur)
+	              : starpu_mpi_isend_detached(t->handle, peer, tag, MPI_COMM_WORLD, req_done, cur);
 	if (rc)
 		return starnn_error(STARNN_ESTARPU, "dist: starpu_mpi_%s_detached of %s %s rank %d failed (%d)",
 		                    recv ? "irecv" : "isend", t->name, recv ? "from" : "to", peer, rc);
+	return 0;
+}
+
+int starnn_dist_stats(struct starnn_dist_stats *out)
+{
+	STARPU_PTHREAD_MUTEX_LOCK(&stats_mutex);
+	*out = stats;
+	if (in_flight)
+		out->exchange_s += now_s() - busy_since;
+	STARPU_PTHREAD_MUTEX_UNLOCK(&stats_mutex);
 	return 0;
 }
 
@@ -374,7 +493,12 @@ int starnn_dist_broadcast(starnn_tensor *t)
 {
 	if (!dist_on)
 		return 0;
-	return tree_down(t, coll_seq++, 0);
+	STARNN_CHECK(coll_begin(STARNN_DIST_BROADCAST));
+	int rc = coll_ready(t);
+	if (!rc)
+		rc = tree_down(t, coll_seq++, 0);
+	coll_end();
+	return rc;
 }
 
 static int add_f32(starnn_tensor *acc, starnn_tensor *x)
@@ -382,7 +506,17 @@ static int add_f32(starnn_tensor *acc, starnn_tensor *x)
 	return starnn_axpy(1.0f, x, acc);
 }
 
+static int allreduce_parts(starnn_tensor *t, starnn_dist_add_fn add);
+
 static int allreduce(starnn_tensor *t, starnn_dist_add_fn add)
+{
+	STARNN_CHECK(coll_begin(add == add_f32 ? STARNN_DIST_GRADIENTS : STARNN_DIST_OTHER));
+	int rc = allreduce_parts(t, add);
+	coll_end();
+	return rc;
+}
+
+static int allreduce_parts(starnn_tensor *t, starnn_dist_add_fn add)
 {
 	uint64_t seq = coll_seq++;
 	struct scratch *sc = scratch_for(t);
@@ -410,6 +544,7 @@ static int allreduce(starnn_tensor *t, starnn_dist_add_fn add)
 	}
 	for (int c = 0; c < nchunks; c++) {
 		starnn_tensor *x = nchunks > 1 ? parts[c] : t;
+		STARNN_CHECK(coll_ready(x));
 		starpu_mpi_tag_t up = tag_of(seq, 0, c);
 		for (int level = 0, s = 1; s < dist_size; s *= 2, level++) {
 			if (dist_rank % (2 * s) == 0) {
@@ -495,6 +630,12 @@ int starnn_dist_start(struct starpu_conf *conf)
 }
 
 void starnn_dist_stop(void) {}
+
+int starnn_dist_stats(struct starnn_dist_stats *out)
+{
+	memset(out, 0, sizeof *out);
+	return 0;
+}
 void starnn_dist_finish(void) {}
 void starnn_dist_abort(int status) { (void)status; }
 
@@ -544,9 +685,39 @@ int starnn_dist_sum_doubles(double *v, int n)
 	return rc;
 }
 
+int starnn_dist_report(FILE *out, int64_t steps)
+{
+	if (!dist_on || steps < 1)
+		return 0;
+	struct starnn_dist_stats st;
+	STARNN_CHECK(starnn_dist_stats(&st));
+	double v[2 * STARNN_DIST_KINDS + 1];
+	for (int k = 0; k < STARNN_DIST_KINDS; k++) {
+		v[k] = (double)st.bytes_sent[k];
+		v[STARNN_DIST_KINDS + k] = (double)st.messages_sent[k];
+	}
+	v[2 * STARNN_DIST_KINDS] = st.exchange_s;
+	STARNN_CHECK(starnn_dist_sum_doubles(v, 2 * STARNN_DIST_KINDS + 1));
+	if (dist_rank == 0 && out) {
+		double mib = 1.0 / (1024.0 * 1024.0 * (double)steps);
+		fprintf(out,
+		        "exchange: %.2f MiB per step sent between ranks (gradients %.2f MiB in %.0f messages, batch-norm "
+		        "statistics and other sums %.3f MiB in %.0f; broadcasts %.2f MiB in all), in flight %.1f ms per step "
+		        "(mean over %d ranks)\n",
+		        (v[STARNN_DIST_GRADIENTS] + v[STARNN_DIST_OTHER]) * mib, v[STARNN_DIST_GRADIENTS] * mib,
+		        v[STARNN_DIST_KINDS + STARNN_DIST_GRADIENTS] / (double)steps, v[STARNN_DIST_OTHER] * mib,
+		        v[STARNN_DIST_KINDS + STARNN_DIST_OTHER] / (double)steps,
+		        v[STARNN_DIST_BROADCAST] / (1024.0 * 1024.0), 1e3 * v[2 * STARNN_DIST_KINDS] / dist_size / (double)steps,
+		        dist_size);
+	}
+	return 0;
+}
+
 int starnn_dist_grad_hook(void *ctx, starnn_param *p)
 {
 	(void)ctx;
+	if (no_grad_exchange)
+		return 0;
 	return starnn_dist_allreduce(p->grad[0]);
 }
 

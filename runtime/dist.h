@@ -34,6 +34,7 @@
 #define STARNN_DIST_H
 
 #include <stddef.h>
+#include <stdio.h>
 #include <stdint.h>
 
 #include "runtime/params.h"
@@ -89,6 +90,26 @@ int starnn_dist_broadcast_params(starnn_params *ps);
  * For programs, in place of their error exit; it does not return under
  * mpirun. */
 void starnn_dist_abort(int status);
+/* What this rank exchanged since the start, by kind (the gradients'
+ * all-reduce, broadcasts, the other all-reduces: batch-norm statistics,
+ * host sums): bytes and messages it sent (counted when submitted) and
+ * collectives submitted; and
+ * exchange_s, the time during which at least one collective of this rank
+ * was in flight: from its data being ready on this rank (each part) to
+ * the completion of its last send or receive. Compute may run meanwhile:
+ * exchange_s is not a cost by itself (tools/bench-dist measures how much
+ * of it is hidden). Zeros without MPI. */
+enum { STARNN_DIST_GRADIENTS, STARNN_DIST_BROADCAST, STARNN_DIST_OTHER, STARNN_DIST_KINDS };
+struct starnn_dist_stats {
+	uint64_t bytes_sent[STARNN_DIST_KINDS], messages_sent[STARNN_DIST_KINDS];
+	uint64_t collectives[STARNN_DIST_KINDS];
+	double exchange_s;
+};
+int starnn_dist_stats(struct starnn_dist_stats *out);
+/* Collective (every rank calls it, nothing without MPI): the stats summed
+ * over the ranks, per step of the steps this run made, as one line
+ * "exchange: ..." on rank 0's out. */
+int starnn_dist_report(FILE *out, int64_t steps);
 /* Chunk size of the all-reduce in elements (0: the default). */
 void starnn_dist_set_chunk(size_t elems);
 

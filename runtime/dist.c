@@ -231,9 +231,10 @@ int starnn_dist_setup(uint64_t config_hash, int *mpi)
 
 /* StarPU-MPI's progression thread sleeps when it has no receive pending
  * and nothing to send, and while it sleeps the worker it drives runs
- * nothing: each rank keeps one receive posted from its right neighbour
- * for the whole run (the sentinel), which the neighbour's send completes
- * at the end (starnn_dist_stop). */
+ * nothing: each rank keeps one receive from itself posted for the whole
+ * run (the sentinel), which its own send completes once all its tasks
+ * have run (starnn_dist_stop). From itself, not from another rank: a
+ * neighbour that finished first would stop this rank's worker. */
 #define SENTINEL_TAG ((starpu_mpi_tag_t)1 << 51)
 static starpu_data_handle_t sentinel_recv, sentinel_send;
 static int sentinel_in, sentinel_out;
@@ -242,7 +243,7 @@ static int sentinel_post(void)
 {
 	starpu_variable_data_register(&sentinel_recv, STARPU_MAIN_RAM, (uintptr_t)&sentinel_in, sizeof sentinel_in);
 	starpu_variable_data_register(&sentinel_send, STARPU_MAIN_RAM, (uintptr_t)&sentinel_out, sizeof sentinel_out);
-	int rc = starpu_mpi_irecv_detached(sentinel_recv, (dist_rank + 1) % dist_size, SENTINEL_TAG, MPI_COMM_WORLD,
+	int rc = starpu_mpi_irecv_detached(sentinel_recv, dist_rank, SENTINEL_TAG, MPI_COMM_WORLD,
 	                                   NULL, NULL);
 	if (rc)
 		return starnn_error(STARNN_ESTARPU, "dist: posting the progression sentinel failed (%d)", rc);
@@ -254,7 +255,7 @@ static void sentinel_release(void)
 	if (!sentinel_recv)
 		return;
 	/* Every task has run: the driven worker is not needed any more. */
-	starpu_mpi_isend_detached(sentinel_send, (dist_rank + dist_size - 1) % dist_size, SENTINEL_TAG, MPI_COMM_WORLD,
+	starpu_mpi_isend_detached(sentinel_send, dist_rank, SENTINEL_TAG, MPI_COMM_WORLD,
 	                          NULL, NULL);
 	starpu_data_unregister(sentinel_recv);
 	starpu_data_unregister(sentinel_send);
@@ -589,38 +590,6 @@ int starnn_dist_setup(uint64_t config_hash, int *mpi)
 	(void)config_hash;
 	*mpi = 0;
 	return 0;
-}
-
-/* StarPU-MPI's progression thread sleeps when it has no receive pending
- * and nothing to send, and while it sleeps the worker it drives runs
- * nothing: each rank keeps one receive posted from its right neighbour
- * for the whole run (the sentinel), which the neighbour's send completes
- * at the end (starnn_dist_stop). */
-#define SENTINEL_TAG ((starpu_mpi_tag_t)1 << 51)
-static starpu_data_handle_t sentinel_recv, sentinel_send;
-static int sentinel_in, sentinel_out;
-
-static int sentinel_post(void)
-{
-	starpu_variable_data_register(&sentinel_recv, STARPU_MAIN_RAM, (uintptr_t)&sentinel_in, sizeof sentinel_in);
-	starpu_variable_data_register(&sentinel_send, STARPU_MAIN_RAM, (uintptr_t)&sentinel_out, sizeof sentinel_out);
-	int rc = starpu_mpi_irecv_detached(sentinel_recv, (dist_rank + 1) % dist_size, SENTINEL_TAG, MPI_COMM_WORLD,
-	                                   NULL, NULL);
-	if (rc)
-		return starnn_error(STARNN_ESTARPU, "dist: posting the progression sentinel failed (%d)", rc);
-	return 0;
-}
-
-static void sentinel_release(void)
-{
-	if (!sentinel_recv)
-		return;
-	/* Every task has run: the driven worker is not needed any more. */
-	starpu_mpi_isend_detached(sentinel_send, (dist_rank + dist_size - 1) % dist_size, SENTINEL_TAG, MPI_COMM_WORLD,
-	                          NULL, NULL);
-	starpu_data_unregister(sentinel_recv);
-	starpu_data_unregister(sentinel_send);
-	sentinel_recv = sentinel_send = NULL;
 }
 
 int starnn_dist_start(struct starpu_conf *conf)

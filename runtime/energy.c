@@ -311,6 +311,23 @@ static void rapl_sample(starnn_energy_meter *m)
 	}
 }
 
+/* Every counter starts from now: discovery (NVML's start-up above all)
+ * takes a while, and the window is what follows. */
+static void baseline(starnn_energy_meter *m)
+{
+	rapl_sample(m);
+	for (int i = 0; i < m->nzones; i++)
+		m->zone[i].total_uj = 0;
+	for (int i = 0; i < m->nperf; i++)
+		if (read(m->perf[i].fd, &m->perf[i].start, sizeof m->perf[i].start) != (ssize_t)sizeof m->perf[i].start)
+			m->perf[i].start = 0; /* reported by the next reading, which fails alike */
+	for (int i = 0; i < m->ngpus; i++) {
+		unsigned long long mj;
+		if (m->nvml.energy(m->gpu[i], &mj) == 0)
+			m->gpu_start[i] = mj;
+	}
+}
+
 static void *sampler_main(void *arg)
 {
 	starnn_energy_meter *m = arg;
@@ -590,6 +607,16 @@ int starnn_energy_start(starnn_energy_meter **out, const struct starnn_energy_op
 	if (o.methods & STARNN_ENERGY_NVML)
 		nvml_discover(m);
 
+	if (model) {
+		m->model = 1;
+		m->cpu_watts = o.cpu_watts, m->gpu_watts = o.gpu_watts, m->idle_watts = o.idle_watts;
+		m->profiling_before = starpu_profiling_status_set(STARPU_PROFILING_ENABLE);
+		unsigned nw = starpu_worker_get_count();
+		for (unsigned w = 0; w < nw; w++)
+			starpu_profiling_worker_get_info((int)w, NULL); /* counts from now */
+	}
+	baseline(m); /* no thread runs yet */
+	clock_gettime(CLOCK_MONOTONIC, &m->t0);
 	if (m->rapl_ok && !m->passive) {
 		/* Period: a zone at MAX_ZONE_WATTS covers half its range. */
 		double range_s = INFINITY;
@@ -605,15 +632,6 @@ int starnn_energy_start(starnn_energy_meter **out, const struct starnn_energy_op
 		}
 		m->sampler_running = 1;
 	}
-	if (model) {
-		m->model = 1;
-		m->cpu_watts = o.cpu_watts, m->gpu_watts = o.gpu_watts, m->idle_watts = o.idle_watts;
-		m->profiling_before = starpu_profiling_status_set(STARPU_PROFILING_ENABLE);
-		unsigned nw = starpu_worker_get_count();
-		for (unsigned w = 0; w < nw; w++)
-			starpu_profiling_worker_get_info((int)w, NULL); /* counts from now */
-	}
-	clock_gettime(CLOCK_MONOTONIC, &m->t0);
 	*out = m;
 	return 0;
 }

@@ -468,9 +468,13 @@ static int perf_discover(starnn_energy_meter *m)
 static int nvml_discover(starnn_energy_meter *m)
 {
 	struct nvml_api *n = &m->nvml;
-	n->lib = dlopen("libnvidia-ml.so.1", RTLD_NOW | RTLD_LOCAL);
+	/* STARNN_NVML_LIBRARY: another library of the same functions (tests) */
+	const char *name = getenv("STARNN_NVML_LIBRARY");
+	if (!name || !*name)
+		name = "libnvidia-ml.so.1";
+	n->lib = dlopen(name, RTLD_NOW | RTLD_LOCAL);
 	if (!n->lib) {
-		set_reason(m->nvml_reason, sizeof m->nvml_reason, "libnvidia-ml.so.1 not found");
+		set_reason(m->nvml_reason, sizeof m->nvml_reason, "%.200s not found", name);
 		return -1;
 	}
 	*(void **)&n->init = dlsym(n->lib, "nvmlInit_v2");
@@ -481,7 +485,7 @@ static int nvml_discover(starnn_energy_meter *m)
 	*(void **)&n->error_string = dlsym(n->lib, "nvmlErrorString");
 	if (!n->init || !n->shutdown || !n->count || !n->handle || !n->energy || !n->error_string) {
 		set_reason(m->nvml_reason, sizeof m->nvml_reason,
-		           "libnvidia-ml.so.1 lacks nvmlDeviceGetTotalEnergyConsumption or another function");
+		           "%.200s lacks nvmlDeviceGetTotalEnergyConsumption or another function", name);
 		dlclose(n->lib);
 		n->lib = NULL;
 		return -1;
@@ -716,6 +720,8 @@ int starnn_energy_read(starnn_energy_meter *m, struct starnn_energy_reading *r)
 		if (!gpu) /* drop the GPU domains read before the failure */
 			while (r->ndomains > 0 && strncmp(r->domain[r->ndomains - 1].name, "gpu-", 4) == 0)
 				r->ndomains--;
+		else if (m->nvml_reason[0]) /* a GPU that cannot tell its energy */
+			append(why, wsize, "%sNVML: %s (left out)", why[0] ? "; " : "", m->nvml_reason);
 	} else if (m->nvml_reason[0]) {
 		append(why, wsize, "%sno NVML: %s", why[0] ? "; " : "", m->nvml_reason);
 	}

@@ -12,7 +12,9 @@
  *         PMU (power/energy-pkg, power/energy-ram), system-wide on the one
  *         CPU per package that the PMU's cpumask names.
  *   nvml  GPUs, through libnvidia-ml.so.1 opened with dlopen (no build
- *         dependency): nvmlDeviceGetTotalEnergyConsumption per GPU.
+ *         dependency): nvmlDeviceGetTotalEnergyConsumption per GPU
+ *         (STARNN_NVML_LIBRARY names another library, for tests); a GPU
+ *         that cannot tell its energy (before Volta) is left out.
  * What cannot be measured is "not available" with the reason, e.g. "no
  * RAPL: /sys/class/powercap is absent, and perf has no power PMU; no NVML:
  * libnvidia-ml.so.1 not found".

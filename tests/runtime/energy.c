@@ -9,6 +9,8 @@
  *    permission denied (not as root: root reads anything), no powercap
  *    directory, a counter that breaks during the run: "not available"
  *    with the reason;
+ *  - NVML through a stand-in library: joules per GPU, a GPU without energy
+ *    left out, no driver, no library; RAPL and NVML together;
  *  - the real machine: no powercap here, so "not available" naming it; a
  *    machine with RAPL must give a positive number;
  *  - the power model over StarPU's worker profiling, and the report line
@@ -255,6 +257,63 @@ static void rapl_fixture(void)
 	unsetenv("STARNN_POWERCAP_ROOT");
 }
 
+/* NVML through a stand-in library (tests/runtime/fake_nvml.c): GPU 0
+ * advances 250 mJ per read, GPU 1 cannot tell its energy. */
+static void nvml_fake(void)
+{
+	struct starnn_energy_opts o;
+	starnn_energy_opts_init(&o);
+	o.methods = STARNN_ENERGY_NVML;
+	starnn_energy_meter *m;
+	struct starnn_energy_reading r;
+	setenv("STARNN_NVML_LIBRARY", FAKE_NVML, 1);
+	TEST_OK(starnn_energy_start(&m, &o));
+	TEST_OK(starnn_energy_read(m, &r));
+	/* reads: discovery 5000, baseline 5250, this one 5500 mJ */
+	TEST_ASSERT(r.available && strcmp(r.method, "nvml") == 0 && r.ndomains == 1 &&
+	                    strcmp(r.domain[0].name, "gpu-0") == 0 && fabs(r.joules - 0.25) < 1e-12,
+	            "fake NVML: %s, %d domains, %g J (%s)", r.method, r.ndomains, r.joules, r.reason);
+	TEST_ASSERT(strcmp(r.reason, "NVML: GPU 1: Not Supported (left out)") == 0, "fake NVML reason: '%s'", r.reason);
+	TEST_OK(starnn_energy_read(m, &r));
+	TEST_ASSERT(fabs(r.joules - 0.5) < 1e-12 && fabs(r.domain[0].joules - 0.5) < 1e-12, "fake NVML, 2nd read: %g J",
+	            r.joules);
+	starnn_energy_stop(m);
+
+	/* With RAPL (fixture): both, summed. */
+	char root[300];
+	snprintf(root, sizeof root, "%s/powercap", tmp);
+	make_tree(root);
+	setenv("STARNN_POWERCAP_ROOT", root, 1);
+	o.methods = STARNN_ENERGY_ALL;
+	TEST_OK(starnn_energy_start(&m, &o));
+	advance(root, 4);
+	TEST_OK(starnn_energy_read(m, &r));
+	double rapl = (double)(zones[0].total + zones[2].total + zones[3].total) * 1e-6;
+	TEST_ASSERT(r.available && strcmp(r.method, "rapl+nvml") == 0 && r.ndomains == 4 &&
+	                    fabs(domain(&r, "gpu-0") - 0.25) < 1e-12 && fabs(r.joules - (rapl + 0.25)) < 1e-9,
+	            "rapl+nvml: %s, %d domains, %.9f J, expected %.9f", r.method, r.ndomains, r.joules, rapl + 0.25);
+	starnn_energy_print(stdout, &r, 0, 0);
+	starnn_energy_stop(m);
+	unsetenv("STARNN_POWERCAP_ROOT");
+
+	o.methods = STARNN_ENERGY_NVML;
+	setenv("FAKE_NVML_INIT_FAIL", "1", 1);
+	TEST_OK(starnn_energy_start(&m, &o));
+	TEST_OK(starnn_energy_read(m, &r));
+	TEST_ASSERT(!r.available && strcmp(r.reason, "no NVML: nvmlInit: Driver Not Loaded") == 0, "no driver: '%s'",
+	            r.reason);
+	starnn_energy_stop(m);
+	unsetenv("FAKE_NVML_INIT_FAIL");
+
+	setenv("STARNN_NVML_LIBRARY", "/nonexistent/libnvidia-ml.so.1", 1);
+	TEST_OK(starnn_energy_start(&m, &o));
+	TEST_OK(starnn_energy_read(m, &r));
+	TEST_ASSERT(!r.available && strcmp(r.reason, "no NVML: /nonexistent/libnvidia-ml.so.1 not found") == 0,
+	            "no library: '%s'", r.reason);
+	starnn_energy_stop(m);
+	unsetenv("STARNN_NVML_LIBRARY");
+}
+
 /* The machine this runs on, every method. */
 static void real_machine(void)
 {
@@ -385,6 +444,7 @@ int main(void)
 	TEST_ASSERT(starnn_energy_start(&m, &o) == STARNN_ESTATE && !m, "power model accepted before starnn_init");
 
 	rapl_fixture();
+	nvml_fake();
 	real_machine();
 	test_init();
 	power_model();

@@ -61,6 +61,8 @@ struct options {
 	int scaling;              /* 0: none, 1: dynamic, 2: static */
 	float static_scale;
 	int inject_inf_step;      /* STARNN_MLP_INJECT_INF_STEP (0: none) */
+	const char *log_json;     /* --log-json: the summary record */
+	float cpu_watts, gpu_watts, idle_watts; /* power model (runtime/energy.h) */
 };
 
 /* ------------------------------------------------------------ random */
@@ -420,10 +422,19 @@ static void usage(FILE *f)
 	        "  --log-every N      print the loss every N steps (default 20); the step\n"
 	        "                     waits for its loss only when it is printed\n"
 	        "  --quiet            only the final line\n"
+	        "  --log-json FILE    write the run's summary record there: one JSON line\n"
+	        "                     {summary: steps, epochs, samples, elapsed, samples_per_s,\n"
+	        "                     energy} (README \"Energy\")\n"
+	        "  --cpu-watts W      power model: W per busy CPU worker (StarPU worker\n"
+	        "                     profiling); estimated figures, apart from measured ones\n"
+	        "  --gpu-watts W      power model: W per busy CUDA worker\n"
+	        "  --idle-watts W     power model: W of the whole machine over the run\n"
 	        "  -h, --help         this text\n"
 	        "Environment: STARNN_MLP_INJECT_INF_STEP=N puts an Inf into one gradient at\n"
 	        "step N and checks that the step is skipped (needs loss scaling);\n"
 	        "STARNN_MLP_EXACT=1 prints the logged losses with all their digits.\n"
+	        "The energy of the run is measured where the machine allows it (RAPL, perf,\n"
+	        "NVML) and printed after the final line, or 'not available' with the reason.\n"
 	        "Under mpirun: --batch is the global batch, split over the ranks in rank\n"
 	        "order; --micro-batches counts each rank's own; rank 0 prints.\n");
 }
@@ -465,6 +476,8 @@ static int parse_options(int argc, char **argv, struct options *o)
 		{"train-size", required_argument, 0, 't'},  {"val-size", required_argument, 0, 'v'},
 		{"log-every", required_argument, 0, 'L'},   {"quiet", no_argument, 0, 'q'},
 		{"precision", required_argument, 0, 'P'},   {"loss-scale", required_argument, 0, 'C'},
+		{"log-json", required_argument, 0, 'J'},    {"cpu-watts", required_argument, 0, 'W'},
+		{"gpu-watts", required_argument, 0, 'G'},   {"idle-watts", required_argument, 0, 'I'},
 		{"help", no_argument, 0, 'h'},              {0, 0, 0, 0},
 	};
 	int c, seed = 1, scaling = -1;
@@ -487,6 +500,10 @@ static int parse_options(int argc, char **argv, struct options *o)
 		case 'l': rc = parse_float("--lr", optarg, 0.0f, 10.0f, &lr); break;
 		case 'M': rc = parse_float("--momentum", optarg, 0.0f, 0.9999f, &o->momentum); break;
 		case 'q': o->quiet = 1; break;
+		case 'J': o->log_json = optarg; break;
+		case 'W': rc = parse_float("--cpu-watts", optarg, 0.0f, 100000.0f, &o->cpu_watts); break;
+		case 'G': rc = parse_float("--gpu-watts", optarg, 0.0f, 100000.0f, &o->gpu_watts); break;
+		case 'I': rc = parse_float("--idle-watts", optarg, 0.0f, 100000.0f, &o->idle_watts); break;
 		case 'P':
 			if (strcmp(optarg, "fp32") == 0)
 				o->compute = STARNN_FP32;
@@ -668,6 +685,8 @@ static int train(const struct options *o)
 	struct dataset train = {0}, val = {0};
 	struct mlp m;
 	struct snapshot snap = {0};
+	starnn_energy_meter *meter = NULL;
+	FILE *log = NULL;
 	int rc = make_data(&train, &val, o);
 	uint64_t s = o->seed * 104729 + 3;
 	int *idx = malloc(sizeof(int) * (size_t)(o->train_size > o->batch ? o->train_size : o->batch));
@@ -675,6 +694,8 @@ static int train(const struct options *o)
 	float *ybuf = malloc(sizeof(float) * (size_t)o->batch * (size_t)o->outputs);
 	if (rc == 0 && (!idx || !xbuf || !ybuf))
 		rc = starnn_error(STARNN_ENOMEM, "mlp: out of memory");
+	if (rc == 0 && o->log_json && starnn_dist_rank() == 0 && !(log = fopen(o->log_json, "w")))
+		rc = starnn_error(STARNN_EIO, "mlp: cannot write the log %s: %s", o->log_json, strerror(errno));
 	if (rc == 0)
 		rc = mlp_create(&m, o, &s);
 	/* Ranks: rank 0's weights everywhere, gradients summed over the ranks. */
@@ -683,6 +704,8 @@ static int train(const struct options *o)
 		rc = starnn_dist_broadcast_params(m.ps);
 	}
 	if (rc < 0) {
+		if (log)
+			fclose(log);
 		free_data(&train), free_data(&val), free(idx), free(xbuf), free(ybuf);
 		return rc;
 	}
@@ -727,6 +750,12 @@ static int train(const struct options *o)
 	/* STARNN_MLP_EXACT=1: losses with all their digits (tests compare runs). */
 	const char *exact_env = getenv("STARNN_MLP_EXACT");
 	int exact = exact_env && *exact_env == '1';
+	/* Time and energy of the steps and the evaluation (every rank: the
+	 * reading is collective). */
+	struct starnn_energy_opts eo;
+	starnn_energy_opts_init(&eo);
+	eo.cpu_watts = o->cpu_watts, eo.gpu_watts = o->gpu_watts, eo.idle_watts = o->idle_watts;
+	rc = starnn_energy_start(&meter, &eo);
 	double t0 = now(), tlast = t0, loss = NAN;
 	int epoch_pos = train.n; /* forces a shuffle first */
 	for (int step = 1; rc == 0 && step <= o->steps; step++) {
@@ -792,6 +821,18 @@ static int train(const struct options *o)
 		starnn_memory_report(stdout);
 	if (rc == 0 && rc2 == 0)
 		rc = starnn_dist_report(stdout, o->steps);
+	struct starnn_energy_reading energy;
+	double epochs = (double)o->steps * o->batch / train.n;
+	int64_t samples = (int64_t)o->steps * o->batch;
+	if (rc == 0 && rc2 == 0)
+		rc = starnn_energy_read_all(meter, &energy);
+	if (rc == 0 && rc2 == 0)
+		starnn_energy_print(stdout, &energy, epochs, (double)samples);
+	if (rc == 0 && rc2 == 0 && log)
+		rc = starnn_energy_summary_json(log, o->steps, epochs, samples, &energy);
+	if (log && fclose(log) != 0 && rc == 0)
+		rc = starnn_error(STARNN_EIO, "mlp: cannot write the log %s: %s", o->log_json, strerror(errno));
+	starnn_energy_stop(meter);
 	free(snap.data);
 	mlp_destroy(&m);
 	free_data(&train), free_data(&val), free(idx), free(xbuf), free(ybuf);

@@ -711,6 +711,15 @@ static int run_eval_during_training(struct run *r, int64_t step, int64_t epoch, 
 	return 0;
 }
 
+/* The energy meter of a run (runtime/energy.h), with the options' power model. */
+static int energy_start(const struct options *o, starnn_energy_meter **m)
+{
+	struct starnn_energy_opts eo;
+	starnn_energy_opts_init(&eo);
+	eo.cpu_watts = o->cpu_watts, eo.gpu_watts = o->gpu_watts, eo.idle_watts = o->idle_watts;
+	return starnn_energy_start(m, &eo);
+}
+
 static int cmd_train(struct options *o)
 {
 	struct run r = {.o = o};
@@ -718,6 +727,9 @@ static int cmd_train(struct options *o)
 	struct ckpt_amp ck_amp = {.compute = STARNN_FP32};
 	ckpt_file *ck = NULL;
 	const char *ckfile = o->resume ? o->resume : o->init;
+	starnn_energy_meter *meter = NULL;
+	struct starnn_energy_reading energy;
+	int have_energy = 0;
 	int rc = 0;
 	if (ckfile) {
 		rc = ckpt_open(&ck, ckfile);
@@ -836,6 +848,10 @@ static int cmd_train(struct options *o)
 	 * step k left it: after such a step nothing more is submitted until it
 	 * is finished (barrier_after). An interruption stops submitting; the
 	 * steps in flight are finished and logged. */
+	/* Time and energy of the steps (every rank: the reading is collective). */
+	rc = energy_start(o, &meter);
+	if (rc < 0)
+		goto out;
 	double t_start = now(), t_last = t_start, t_window = t_start, t_drawn = 0, loss = NAN;
 	int64_t first_step = st.step, window_steps = 0, last_epoch = st.epoch;
 	struct {
@@ -968,11 +984,22 @@ static int cmd_train(struct options *o)
 		starnn_memory_report(stdout);
 	if (rc == 0 && st.step > first_step)
 		rc = starnn_dist_report(o->quiet ? NULL : stdout, st.step - first_step);
+	double epochs_done = (double)(st.step - first_step) / bpe;
+	int64_t samples_done = (st.step - first_step) * o->batch;
+	if (rc == 0 && st.step > first_step) {
+		rc = starnn_energy_read_all(meter, &energy);
+		have_energy = rc == 0;
+		if (have_energy && !o->quiet)
+			starnn_energy_print(stdout, &energy, epochs_done, (double)samples_done);
+	}
 	if (rc == 0 && o->checkpoint && !o->quiet)
 		printf("checkpoint: %s (step %lld)\n", o->checkpoint, (long long)st.step);
 	if (rc == 0 && r.val && !interrupted && o->eval_every != 0)
 		rc = run_eval_during_training(&r, st.step, last_epoch, 0);
+	if (rc == 0 && have_energy && r.log) /* the last line of the log */
+		rc = starnn_energy_summary_json(r.log, st.step - first_step, epochs_done, samples_done, &energy);
 out:
+	starnn_energy_stop(meter);
 	if (ck)
 		ckpt_close(ck);
 	int rc2 = starnn_wait();
@@ -1019,6 +1046,8 @@ static int cmd_eval(struct options *o)
 	struct run r = {.o = o};
 	ckpt_file *ck = NULL;
 	struct nowcast_metrics met;
+	starnn_energy_meter *meter = NULL;
+	struct starnn_energy_reading energy;
 	int rc = open_for_inference(&r, &ck);
 	if (rc == 0 && o->log_json && !(r.log = fopen(o->log_json, "w")))
 		rc = starnn_error(STARNN_EIO, "cannot write the log %s: %s", o->log_json, strerror(errno));
@@ -1026,16 +1055,24 @@ static int cmd_eval(struct options *o)
 		printf("evaluating %s on %s, precision %s\n", o->checkpoint, sevir_describe(r.val),
 		       ckpt_precision_name((starnn_dtype)o->compute));
 	if (rc == 0)
+		rc = energy_start(o, &meter);
+	if (rc == 0)
 		rc = evaluate(r.m, r.val, &r.buf, &met);
+	if (rc == 0)
+		rc = starnn_energy_read_all(meter, &energy);
 	if (rc == 0 && interrupted)
 		rc = RC_INTERRUPTED;
 	if (rc == 0) {
 		metrics_print(&met, stdout);
+		if (!o->quiet)
+			starnn_energy_print(stdout, &energy, 0, sevir_count(r.val));
 		if (r.log) {
 			metrics_json(&met, r.log);
 			fputc('\n', r.log);
+			rc = starnn_energy_summary_json(r.log, 0, 0, sevir_count(r.val), &energy);
 		}
 	}
+	starnn_energy_stop(meter);
 	if (ck)
 		ckpt_close(ck);
 	int rc2 = starnn_wait();

@@ -104,7 +104,8 @@ static void usage(FILE *f)
 	        "Output:\n"
 	        "  --log-json FILE         one JSON object per line: per step {step, epoch (from 1),\n"
 	        "                          loss, lr, samples_per_s, elapsed (s)}, per evaluation\n"
-	        "                          {step, epoch, eval: metrics}; eval: the metrics. Every\n"
+	        "                          {step, epoch, eval: metrics}; eval: the metrics; last,\n"
+	        "                          the summary record (Energy below). Every\n"
 	        "                          step's own loss is logged; a step's time ends when its\n"
 	        "                          loss is read, after its forward (so the first step,\n"
 	        "                          and the first after an evaluation, look faster)\n"
@@ -115,7 +116,16 @@ static void usage(FILE *f)
 	        "  --png DIR               predict: pictures (last input, truth, forecast per lead)\n"
 	        "  --png-samples N         predict: samples pictured (default 4)\n"
 	        "  --quiet                 only errors and final results\n"
+
 	        "  -h, --help              this text\n"
+	        "\n"
+	        "Energy (train, eval): the last lines give the energy measured over the\n"
+	        "training or evaluation (RAPL, perf or NVML; else 'not available' and why), and\n"
+	        "--log-json ends with a summary record {summary: steps, epochs, samples,\n"
+	        "elapsed, samples_per_s, energy}. A power model adds estimated figures, apart:\n"
+	        "  --cpu-watts W           W per busy CPU worker (StarPU worker profiling)\n"
+	        "  --gpu-watts W           W per busy CUDA worker\n"
+	        "  --idle-watts W          W of the whole machine over the whole run\n"
 	        "\n"
 	        "Environment: STARNN_UNET_INJECT_INF_STEP=N puts an Inf into one gradient at\n"
 	        "training step N (test hook; needs loss scaling): the step is skipped.\n"
@@ -235,6 +245,9 @@ int parse_options(int argc, char **argv, struct options *o)
 		{"precision", required_argument, 0, O_PRECISION},
 		{"loss-scale", required_argument, 0, O_LOSS_SCALE},
 		{"bn-sync", required_argument, 0, O_BN_SYNC},
+		{"cpu-watts", required_argument, 0, O_CPU_WATTS},
+		{"gpu-watts", required_argument, 0, O_GPU_WATTS},
+		{"idle-watts", required_argument, 0, O_IDLE_WATTS},
 		{0, 0, 0, 0},
 	};
 	memset(o, 0, sizeof *o);
@@ -375,6 +388,9 @@ int parse_options(int argc, char **argv, struct options *o)
 			}
 			o->bn_local = strcmp(optarg, "local") == 0;
 			break;
+		case O_CPU_WATTS: rc = parse_float("--cpu-watts", optarg, 0.0f, 100000.0f, &o->cpu_watts); break;
+		case O_GPU_WATTS: rc = parse_float("--gpu-watts", optarg, 0.0f, 100000.0f, &o->gpu_watts); break;
+		case O_IDLE_WATTS: rc = parse_float("--idle-watts", optarg, 0.0f, 100000.0f, &o->idle_watts); break;
 		case 'h':
 		case O_HELP: usage(stdout); return PARSE_HELP;
 		case ':': fail("%s needs a value (see --help)", av[optind - 1]); return -1;
@@ -407,6 +423,9 @@ int parse_options(int argc, char **argv, struct options *o)
 		{O_VAL_DATA, "--val-data", 1 << CMD_TRAIN},
 		{O_LOSS_SCALE, "--loss-scale", 1 << CMD_TRAIN},
 		{O_PRECISION, "--precision", (1 << CMD_TRAIN) | (1 << CMD_EVAL) | (1 << CMD_PREDICT)},
+		{O_CPU_WATTS, "--cpu-watts", (1 << CMD_TRAIN) | (1 << CMD_EVAL)},
+		{O_GPU_WATTS, "--gpu-watts", (1 << CMD_TRAIN) | (1 << CMD_EVAL)},
+		{O_IDLE_WATTS, "--idle-watts", (1 << CMD_TRAIN) | (1 << CMD_EVAL)},
 	};
 	for (size_t i = 0; i < sizeof only / sizeof *only; i++)
 		if (o->given[only[i].id] && !(only[i].allowed & (1 << o->cmd))) {

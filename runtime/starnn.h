@@ -6,6 +6,7 @@
 
 #include "runtime/error.h"
 #include "runtime/dist.h"
+#include "runtime/energy.h"
 #include "runtime/tensor.h"
 #include "runtime/submit.h"
 

@@ -29,6 +29,32 @@ for ncpu in 1 2; do
 		echo "ok: STARPU_NCPU=$ncpu: validation MSE $mse < $BOUND, loss $first -> $last"
 	fi
 done
+# Energy: the line after the final one (measured by a named method, or "not
+# available" with the reason: this VM has no /sys/class/powercap), the
+# estimated line of the power model, and the --log-json summary record.
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+out=$(STARPU_NCPU=2 STARPU_NCUDA=0 "$mlp" --steps 64 --quiet --cpu-watts 10 --idle-watts 20 --log-json "$tmp/m.json" 2>&1)
+echo "$out"
+e=$(echo "$out" | grep '^energy: ')
+if ! echo "$e" | grep -Eq '^energy: ([0-9.]+ J \((rapl|perf|nvml|rapl\+nvml|perf\+nvml): .*J per sample|not available \(.+\))$'; then
+	echo "FAIL: no energy line: '$e'"; status=1
+elif [ ! -d /sys/class/powercap ] && ! echo "$e" | grep -q '^energy: not available (no RAPL: /sys/class/powercap is absent'; then
+	echo "FAIL: no /sys/class/powercap here, but the energy line does not say so: '$e'"; status=1
+else
+	echo "ok: $e"
+fi
+echo "$out" | grep -q '^energy estimated: [0-9.]* J (power model, not measured: [0-9.]* s busy CPU workers x 10 W, [0-9.]* s x 20 W idle)' ||
+	{ echo "FAIL: no estimated energy line"; status=1; }
+# 64 steps of 64 samples over 8192: 0.5 epochs.
+if grep -Eq '^\{"summary":\{"steps":64,"epochs":0.5,"samples":4096,"elapsed":[0-9.e-]+,"samples_per_s":[0-9.e+]+,"energy":\{"method":"(rapl|perf|nvml|rapl\+nvml|perf\+nvml|not available)",.*"domains":\{[^}]*\},"estimated":\{"joules":[0-9.e-]+,.*\}\}\}\}$' "$tmp/m.json" &&
+	[ "$(wc -l < "$tmp/m.json")" = 1 ]; then
+	echo "ok: --log-json: $(cut -c1-100 "$tmp/m.json")..."
+else
+	echo "FAIL: --log-json summary record: $(cat "$tmp/m.json")"; status=1
+fi
+"$mlp" --cpu-watts -1 > /dev/null 2>&1
+[ $? = 2 ] || { echo "FAIL: --cpu-watts -1 not refused with status 2"; status=1; }
 # Bad options give a message and exit status 2, no crash.
 "$mlp" --batch 0 > /dev/null 2>&1
 [ $? = 2 ] || { echo "FAIL: --batch 0 not refused with status 2"; status=1; }

@@ -87,6 +87,60 @@ grep -q '"eval":{' "$tmp/t.json" || fail "no evaluation line in --log-json"
 grep -q "^eval at step 40: MSE .*persistence" "$tmp/t.out" && ok "$(grep '^eval at step 40' "$tmp/t.out")" ||
 	{ fail "no final evaluation line"; cat "$tmp/t.out"; }
 
+# ------------------------------------------------------------------ energy
+# The energy line after the run (measured by a named method, or "not
+# available" with the reason; this VM has no /sys/class/powercap), and the
+# summary record as the last --log-json line (python3 checks it is JSON of
+# the documented shape). A power model adds estimated figures, apart.
+e=$(grep '^energy: ' "$tmp/t.out")
+if echo "$e" | grep -Eq '^energy: [0-9.]+ J \((rapl|perf|nvml|rapl\+nvml|perf\+nvml): .*J per epoch, .*J per sample$' ||
+	echo "$e" | grep -q '^energy: not available (.*)$'; then
+	ok "$e"
+else
+	fail "no energy line: '$e'"
+fi
+[ -d /sys/class/powercap ] || echo "$e" | grep -q '^energy: not available (no RAPL: /sys/class/powercap is absent' ||
+	fail "no /sys/class/powercap here, but the energy line does not say so: '$e'"
+# summary FILE STEPS EPOCHS SAMPLES ESTIMATED(0|1): checks the last line's record
+summary() {
+	python3 - "$@" << 'EOF'
+import json, sys
+path, steps, epochs, samples, est = sys.argv[1], int(sys.argv[2]), float(sys.argv[3]), int(sys.argv[4]), sys.argv[5] == "1"
+s = json.loads(open(path).read().splitlines()[-1])["summary"]
+assert (s["steps"], s["epochs"], s["samples"]) == (steps, epochs, samples), s
+assert s["elapsed"] > 0 and abs(s["samples_per_s"] - samples / s["elapsed"]) < 1e-6 * s["samples_per_s"], s
+e = s["energy"]
+assert e["method"] in ("rapl", "perf", "nvml", "rapl+nvml", "perf+nvml", "not available"), e
+if e["method"] == "not available":
+    assert e["reason"] and e["joules"] is None and e["joules_per_sample"] is None and e["domains"] == {}, e
+else:
+    assert "reason" not in e and e["joules"] > 0 and abs(sum(e["domains"].values()) - e["joules"]) < 1e-6 * e["joules"], e
+assert (e["estimated"] is not None) == est, e
+if est:
+    assert e["estimated"]["joules"] > 0 and e["estimated"]["cpu_busy_s"] > 0, e
+print(e["method"], e.get("reason", e["joules"]))
+EOF
+}
+if ! command -v python3 > /dev/null; then
+	echo "note: no python3: the summary records are not checked"
+else
+	r=$(summary "$tmp/t.json" 40 2.5 160 0) && ok "--log-json ends with the summary record ($r)" ||
+		fail "summary record: $(tail -n 1 "$tmp/t.json")"
+	"$unet" train $C --steps 3 --eval-every 0 --cpu-watts 10 --idle-watts 20 --log-json "$tmp/w.json" > "$tmp/w.out" 2>&1 ||
+		fail "--cpu-watts run exited $?"
+	grep -q '^energy estimated: [0-9.]* J (power model, not measured: [0-9.]* s busy CPU workers x 10 W, [0-9.]* s x 20 W idle)' \
+		"$tmp/w.out" && ok "$(grep '^energy estimated' "$tmp/w.out")" || { fail "no estimated energy line"; cat "$tmp/w.out"; }
+	r=$(summary "$tmp/w.json" 3 0.1875 12 1) && ok "estimated figures in the summary record" ||
+		fail "summary record with a power model: $(tail -n 1 "$tmp/w.json")"
+	"$unet" eval --checkpoint "$tmp/t.h5" --val-samples 16 --log-json "$tmp/e.json" > "$tmp/e.out" 2>&1 ||
+		fail "eval exited $?"
+	grep -q '^energy: ' "$tmp/e.out" || fail "eval: no energy line"
+	r=$(summary "$tmp/e.json" 0 0 16 0) && ok "eval: the summary record (steps 0, 16 samples)" ||
+		fail "eval summary record: $(tail -n 1 "$tmp/e.json")"
+fi
+expect 2 "--cpu-watts wants a number" "$unet" train $C --cpu-watts -1
+expect 2 "--idle-watts does not apply to 'predict'" "$unet" predict --checkpoint "$tmp/t.h5" --png "$tmp" --idle-watts 5
+
 # ------------------------------------------------------------------ resume
 R="$C --eval-every 0 --quiet"
 "$unet" train $R --steps 20 --checkpoint "$tmp/a.h5" --log-json "$tmp/a.json" || fail "20-step run"
@@ -142,9 +196,9 @@ fi
 "$unet" eval --checkpoint "$tmp/p6.h5" --val-samples 16 --quiet --log-json "$tmp/p6.eval" > /dev/null 2>&1 ||
 	fail "eval of the 6-step checkpoint"
 m6=$(sed -n 's/^{"step":6,"epoch":[0-9]*,"eval":\(.*\)}$/\1/p' "$tmp/p.json")
-[ -n "$m6" ] && [ "$m6" = "$(cat "$tmp/p6.eval")" ] &&
+[ -n "$m6" ] && [ "$m6" = "$(head -n 1 "$tmp/p6.eval")" ] &&
 	ok "the evaluation at step 6 during training equals eval of a 6-step checkpoint" ||
-	fail "evaluation at step 6: '$(echo "$m6" | cut -c1-80)' vs '$(cut -c1-80 "$tmp/p6.eval")'"
+	fail "evaluation at step 6: '$(echo "$m6" | cut -c1-80)' vs '$(head -n 1 "$tmp/p6.eval" | cut -c1-80)'"
 
 expect 1 "step 9: the loss is" "$unet" train $R --steps 30 --optimizer sgd --lr 10 --log-json "$tmp/d.json" \
 	--checkpoint "$tmp/d.h5"

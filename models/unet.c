@@ -482,11 +482,22 @@ static int evaluate(unet *m, sevir_data *d, struct batch_buf *b, struct nowcast_
 {
 	const struct unet_config *c = unet_get_config(m);
 	metrics_init(met, c->out_frames);
-	int n = sevir_count(d);
-	for (int first = 0; first < n && !interrupted; first += c->batch) {
-		int cnt = n - first < c->batch ? n - first : c->batch;
+	/* Under mpirun each rank scores its share of the samples, and the
+	 * sums are combined (the same counts; the error sums in another order
+	 * than one rank adds them, so they may differ in the last digits). */
+	int64_t begin, count;
+	starnn_dist_share(sevir_count(d), starnn_dist_rank(), starnn_dist_size(), &begin, &count);
+	int end = (int)(begin + count);
+	for (int first = (int)begin; first < end && !interrupted; first += c->batch) {
+		int cnt = end - first < c->batch ? end - first : c->batch;
 		STARNN_CHECK(forecast_batch(m, d, b, first, cnt));
 		metrics_add(met, b->x, c->in_frames, b->y, b->pred, cnt, (int64_t)c->size * c->size);
+	}
+	if (starnn_dist_size() > 1) {
+		double sums[METRICS_NSUMS];
+		metrics_pack(met, sums);
+		STARNN_CHECK(starnn_dist_sum_doubles(sums, METRICS_NSUMS));
+		metrics_unpack(met, sums);
 	}
 	return 0;
 }

@@ -35,6 +35,44 @@ void metrics_init(struct nowcast_metrics *m, int lead_times)
 	m->persistence.lead_times = lead_times;
 }
 
+/* Copies the sums of s out to *out (advanced), or in from *in. */
+static void scores_io(struct nowcast_scores *s, double **out, const double **in)
+{
+	for (int l = 0; l < SEVIR_OUT_FRAMES; l++) {
+		double *d[4] = {NULL, &s->sse[l], &s->sae[l], &s->sse_norm[l]};
+		for (int k = 0; k < 4; k++) {
+			if (out)
+				*(*out)++ = k ? *d[k] : (double)s->pixels[l];
+			else if (k)
+				*d[k] = *(*in)++;
+			else
+				s->pixels[l] = (int64_t) * (*in)++;
+		}
+		for (int t = 0; t < SEVIR_NTHRESHOLDS; t++) {
+			int64_t *c[3] = {&s->hits[l][t], &s->misses[l][t], &s->false_alarms[l][t]};
+			for (int k = 0; k < 3; k++) {
+				if (out)
+					*(*out)++ = (double)*c[k];
+				else
+					*c[k] = (int64_t) * (*in)++;
+			}
+		}
+	}
+}
+
+void metrics_pack(const struct nowcast_metrics *m, double *v)
+{
+	struct nowcast_metrics c = *m;
+	scores_io(&c.model, &v, NULL);
+	scores_io(&c.persistence, &v, NULL);
+}
+
+void metrics_unpack(struct nowcast_metrics *m, const double *v)
+{
+	scores_io(&m->model, NULL, &v);
+	scores_io(&m->persistence, NULL, &v);
+}
+
 /* Pixels are processed in blocks of LANES elements whose float partial sums
  * stay in LANES independent accumulators (vectorisable without reordering
  * a single sum), flushed into double every BLOCK pixels. */

@@ -34,6 +34,14 @@ void metrics_init(struct nowcast_metrics *m, int lead_times);
  * all normalised. Persistence uses x's last frame. */
 void metrics_add(struct nowcast_metrics *m, const float *x, int in_frames, const float *y, const float *pred, int n,
                  int64_t hw);
+/* The sums of m (model and persistence: pixels, errors, contingency
+ * counts) as METRICS_NSUMS doubles, and back: metrics of several parts
+ * of a data set (e.g. one per rank) combine by adding these element by
+ * element. Counts are exact in doubles below 2^53. */
+#define SCORES_NSUMS (SEVIR_OUT_FRAMES * (4 + 3 * SEVIR_NTHRESHOLDS))
+#define METRICS_NSUMS (2 * SCORES_NSUMS)
+void metrics_pack(const struct nowcast_metrics *m, double *v);
+void metrics_unpack(struct nowcast_metrics *m, const double *v);
 /* Summary values of one forecast (model or persistence). */
 double scores_mse(const struct nowcast_scores *s, int lead);       /* lead -1: all leads */
 double scores_mse_norm(const struct nowcast_scores *s, int lead);

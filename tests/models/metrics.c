@@ -366,6 +366,51 @@ static void test_long_leads(void)
 	free(x), free(y), free(p), free(y12), free(p12);
 }
 
+/* metrics_pack / metrics_unpack: the sums of two halves of a data set,
+ * packed and added, equal the metrics of the whole (counts exactly, error
+ * sums to rounding), and unpack(pack(m)) is m. */
+static void test_pack(void)
+{
+	const int in = 3, n = 6, lead = 4;
+	const int64_t hw = 257;
+	size_t nx = (size_t)n * in * hw, ny = (size_t)n * lead * hw;
+	float *x = malloc(nx * sizeof *x), *y = malloc(ny * sizeof *y), *p = malloc(ny * sizeof *p);
+	for (size_t i = 0; i < nx; i++)
+		x[i] = sevir_normalise(test_uniform(0, 255));
+	for (size_t i = 0; i < ny; i++)
+		y[i] = sevir_normalise(test_uniform(0, 255)), p[i] = sevir_normalise(test_uniform(0, 255));
+	struct nowcast_metrics whole, a, b, back;
+	metrics_init(&whole, lead), metrics_init(&a, lead), metrics_init(&b, lead), metrics_init(&back, lead);
+	metrics_add(&whole, x, in, y, p, n, hw);
+	metrics_add(&a, x, in, y, p, n / 2, hw);
+	size_t ox = (size_t)(n / 2) * in * hw, oy = (size_t)(n / 2) * lead * hw;
+	metrics_add(&b, x + ox, in, y + oy, p + oy, n - n / 2, hw);
+	static double va[METRICS_NSUMS], vb[METRICS_NSUMS];
+	metrics_pack(&a, va);
+	metrics_pack(&b, vb);
+	for (int i = 0; i < METRICS_NSUMS; i++)
+		va[i] += vb[i];
+	metrics_unpack(&back, va);
+	for (int t = 0; t < lead; t++) {
+		TEST_ASSERT(back.model.pixels[t] == whole.model.pixels[t], "pack: pixels lead %d", t);
+		for (int k = 0; k < SEVIR_NTHRESHOLDS; k++)
+			TEST_ASSERT(back.model.hits[t][k] == whole.model.hits[t][k] &&
+			                back.model.misses[t][k] == whole.model.misses[t][k] &&
+			                back.persistence.false_alarms[t][k] == whole.persistence.false_alarms[t][k],
+			            "pack: counts lead %d threshold %d", t, k);
+		CHECK_NEAR(back.model.sse[t], whole.model.sse[t], 1e-12, "pack: sse");
+		CHECK_NEAR(back.persistence.sae[t], whole.persistence.sae[t], 1e-12, "pack: persistence sae");
+	}
+	struct nowcast_metrics again;
+	metrics_init(&again, lead);
+	metrics_pack(&whole, va);
+	metrics_unpack(&again, va);
+	TEST_ASSERT(memcmp(&again.model, &whole.model, sizeof whole.model) == 0 &&
+	                memcmp(&again.persistence, &whole.persistence, sizeof whole.persistence) == 0,
+	            "unpack(pack(m)) == m");
+	free(x), free(y), free(p);
+}
+
 int main(void)
 {
 	test_seed(7);
@@ -374,6 +419,7 @@ int main(void)
 	test_random_data(2, 13, 12, 64 * 64 + 3);
 	test_long_leads();
 	test_json_and_print();
+	test_pack();
 	test_speed();
 	printf("%s: %d checks, %d failed\n", test_failures ? "FAIL" : "PASS", test_checks, test_failures);
 	return test_failures ? 1 : 0;

@@ -60,6 +60,26 @@ else
 	echo "ok: --bn-sync local: 12 finite losses (last $(tail -n 1 "$tmp/local.l"); global statistics: $(tail -n 1 "$tmp/one.l"))"
 fi
 
+# Evaluation during training, spread over the ranks (each scores its share
+# of the 30 held-out samples, the sums are combined): the contingency
+# counts give the same CSI, the error sums agree to 1e-9 relative (another
+# order of the double sums).
+E="train --size 16 --depth 1 --filters 4 --batch 4 --steps 6 --samples 32 --val-samples 30 --seed 3 --quiet"
+evalrec() { grep '"eval"' "$1" | tail -n 1 | sed 's/,"per_lead".*//'; }
+"$unet" $E --micro-batches 2 --log-json "$tmp/e1.jsonl" > "$tmp/e1.txt" 2>&1 &&
+	(cd "$tmp" && timeout 150 $MPIRUN -np 2 "$unet" $E --micro-batches 1 --log-json e2.jsonl) > "$tmp/e2.txt" 2>&1 ||
+	{ echo "FAIL: the evaluation runs exited $?"; cat "$tmp/e1.txt" "$tmp/e2.txt"; status=1; }
+r1=$(evalrec "$tmp/e1.jsonl") r2=$(evalrec "$tmp/e2.jsonl")
+field() { echo "$1" | sed -n "s/.*\"$2\":\([^,]*\),.*/\1/p"; }
+csi() { echo "$1" | sed -n 's/.*"csi":\(\[[^]]*\]\).*/\1/p'; }
+if [ -z "$r1" ] || [ "$(csi "$r1")" != "$(csi "$r2")" ] ||
+	! awk -v a="$(field "$r1" mse)" -v b="$(field "$r2" mse)" -v c="$(field "$r1" mae)" -v d="$(field "$r2" mae)" \
+		'BEGIN { exit !(a > 0 && (a - b) ^ 2 <= (1e-9 * a) ^ 2 && (c - d) ^ 2 <= (1e-9 * c) ^ 2) }'; then
+	echo "FAIL: the evaluation on 2 ranks differs from one rank's:"; echo "$r1"; echo "$r2"; status=1
+else
+	echo "ok: evaluation spread over 2 ranks = one rank's (MSE $(field "$r2" mse), CSI $(csi "$r2"))"
+fi
+
 out=$(timeout 60 $MPIRUN -np 2 "$unet" eval --checkpoint "$tmp/one.h5" 2>&1)
 rc=$?
 if [ $rc = 0 ] || ! echo "$out" | grep -q "runs on one rank"; then

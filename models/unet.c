@@ -843,7 +843,8 @@ static int cmd_train(struct options *o)
 			goto out;
 	}
 	if (st.step < total) {
-		rc = sevir_loader_start(&r.loader, r.train, o->batch, o->shuffle, o->seed, 3, st.step);
+		rc = sevir_loader_start_part(&r.loader, r.train, o->batch, r.first, unet_get_config(r.m)->batch,
+		                             o->shuffle, o->seed, 3, st.step);
 		if (rc < 0)
 			goto out;
 	}
@@ -881,9 +882,7 @@ static int cmd_train(struct options *o)
 			int64_t epoch, index;
 			rc = sevir_loader_next(r.loader, &x, &y, &epoch, &index);
 			if (rc == 0) {
-				size_t hw = (size_t)o->size * (size_t)o->size;
-				rc = unet_stage_batch(r.m, x + (size_t)r.first * (size_t)o->in_frames * hw,
-				                      y + (size_t)r.first * (size_t)o->out_frames * hw);
+				rc = unet_stage_batch(r.m, x, y); /* this rank's share of the batch */
 			}
 			if (rc == 0 && o->inject_inf_step == next) {
 				/* the state before the step: nothing after step next - 1 is

@@ -395,6 +395,11 @@ static int read_one(sevir_data *d, int i, int slot, uint64_t crop_seed, float *x
 
 int sevir_read(sevir_data *d, const int *idx, int n, uint64_t crop_seed, float *x, float *y)
 {
+	return sevir_read_slots(d, idx, n, 0, crop_seed, x, y);
+}
+
+int sevir_read_slots(sevir_data *d, const int *idx, int n, int first_slot, uint64_t crop_seed, float *x, float *y)
+{
 	if (n < 0)
 		return starnn_error(STARNN_EINVAL, "sevir_read: %d samples", n);
 	for (int j = 0; j < n; j++)
@@ -415,7 +420,7 @@ int sevir_read(sevir_data *d, const int *idx, int n, uint64_t crop_seed, float *
 	const size_t ss = (size_t)d->size * d->size;
 	int rc = 0;
 	for (int j = 0; j < n && !rc; j++)
-		rc = read_one(d, idx[j], j, crop_seed, x + (size_t)j * d->in_frames * ss, y + (size_t)j * d->out_frames * ss,
+		rc = read_one(d, idx[j], first_slot + j, crop_seed, x + (size_t)j * d->in_frames * ss, y + (size_t)j * d->out_frames * ss,
 		              region, scratch);
 	free(region);
 	free(scratch);

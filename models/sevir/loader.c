@@ -63,6 +63,7 @@ struct loader_slot {
 struct sevir_loader {
 	sevir_data *d;
 	int batch, shuffle, nslots, bpe;
+	int part_first, part_count; /* the samples of each batch read */
 	uint64_t seed;
 	pthread_t thread;
 	int thread_started;
@@ -108,7 +109,8 @@ static void *loader_main(void *arg)
 			l->perm_epoch = e;
 		}
 		memcpy(l->idx, l->perm + (size_t)(g % l->bpe) * l->batch, (size_t)l->batch * sizeof *l->idx);
-		int rc = sevir_read(l->d, l->idx, l->batch, sevir_batch_crop_seed(l->seed, g), s->x, s->y);
+		int rc = sevir_read_slots(l->d, l->idx + l->part_first, l->part_count, l->part_first,
+		                          sevir_batch_crop_seed(l->seed, g), s->x, s->y);
 		pthread_mutex_lock(&l->mu);
 		s->g = g;
 		s->rc = rc;
@@ -152,9 +154,18 @@ void sevir_loader_stop(sevir_loader *l)
 int sevir_loader_start(sevir_loader **out, sevir_data *d, int batch, int shuffle, uint64_t seed, int depth,
                        int64_t first_batch)
 {
+	return sevir_loader_start_part(out, d, batch, 0, batch, shuffle, seed, depth, first_batch);
+}
+
+int sevir_loader_start_part(sevir_loader **out, sevir_data *d, int batch, int part_first, int part_count,
+                            int shuffle, uint64_t seed, int depth, int64_t first_batch)
+{
 	*out = NULL;
 	if (batch < 1)
 		return starnn_error(STARNN_EINVAL, "sevir loader: batch %d must be >= 1", batch);
+	if (part_first < 0 || part_count < 1 || part_first + part_count > batch)
+		return starnn_error(STARNN_EINVAL, "sevir loader: part [%d, %d) is not inside a batch of %d", part_first,
+		                    part_first + part_count, batch);
 	if (batch > d->count)
 		return starnn_error(STARNN_EINVAL, "sevir loader: batch %d is larger than the %d samples of %s", batch,
 		                    d->count, d->path);
@@ -167,6 +178,7 @@ int sevir_loader_start(sevir_loader **out, sevir_data *d, int batch, int shuffle
 		return starnn_error(STARNN_ENOMEM, "out of memory");
 	l->d = d;
 	l->batch = batch;
+	l->part_first = part_first, l->part_count = part_count;
 	l->shuffle = shuffle;
 	l->seed = seed;
 	l->bpe = d->count / batch;
@@ -180,8 +192,8 @@ int sevir_loader_start(sevir_loader **out, sevir_data *d, int batch, int shuffle
 	l->idx = malloc((size_t)batch * sizeof *l->idx);
 	int ok = l->slots && l->perm && l->idx;
 	for (int i = 0; ok && i < l->nslots; i++) {
-		l->slots[i].x = malloc((size_t)batch * d->in_frames * ss * sizeof(float));
-		l->slots[i].y = malloc((size_t)batch * d->out_frames * ss * sizeof(float));
+		l->slots[i].x = malloc((size_t)part_count * d->in_frames * ss * sizeof(float));
+		l->slots[i].y = malloc((size_t)part_count * d->out_frames * ss * sizeof(float));
 		ok = l->slots[i].x && l->slots[i].y;
 	}
 	if (!ok) {

@@ -65,6 +65,10 @@ const char *sevir_describe(const sevir_data *d); /* one line: kind, file, sample
  * (ignored for centre crops / downsampling). Thread-safe for distinct
  * buffers. */
 int sevir_read(sevir_data *d, const int *idx, int n, uint64_t crop_seed, float *x, float *y);
+/* The same for the samples at positions first_slot .. first_slot + n of a
+ * batch (idx: theirs): the crops those positions get in the whole batch,
+ * so that a part of a batch reads what sevir_read of all gives there. */
+int sevir_read_slots(sevir_data *d, const int *idx, int n, int first_slot, uint64_t crop_seed, float *x, float *y);
 
 /* Prefetching loader: a thread that prepares the next `depth` batches of
  * an epoch while the caller trains on the current one. Epoch e's order is a
@@ -76,6 +80,11 @@ int sevir_loader_start(sevir_loader **out, sevir_data *d, int batch, int shuffle
                        int depth, int64_t first_batch);
 /* Blocks until the next batch is ready; x and y stay valid until the next
  * call. *epoch (0-based) and *index_in_epoch tell where it comes from. */
+/* The same loader reading only the samples [part_first, part_first +
+ * part_count) of every batch (a rank's share under mpirun); x and y hold
+ * part_count samples. */
+int sevir_loader_start_part(sevir_loader **out, sevir_data *d, int batch, int part_first, int part_count,
+                            int shuffle, uint64_t seed, int depth, int64_t first_batch);
 int sevir_loader_next(sevir_loader *l, const float **x, const float **y, int64_t *epoch, int64_t *index_in_epoch);
 int sevir_batches_per_epoch(const sevir_loader *l);
 void sevir_loader_stop(sevir_loader *l);

@@ -339,6 +339,11 @@ static void test_synthetic_source(void)
 	TEST_OK(sevir_read(d, idx, 2, 77, x, y));
 	TEST_OK(sevir_read(d, idx, 1, 77, x2, y2));
 	TEST_ASSERT(!memcmp(x, x2, (size_t)13 * S * S * sizeof *x), "the same crop seed gives another crop");
+	/* a part of a batch (a rank's share): the crops of those positions */
+	TEST_OK(sevir_read_slots(d, idx + 1, 1, 1, 77, x2, y2));
+	TEST_ASSERT(!memcmp(x + (size_t)13 * S * S, x2, (size_t)13 * S * S * sizeof *x) &&
+	                !memcmp(y + (size_t)12 * S * S, y2, (size_t)12 * S * S * sizeof *y),
+	            "sevir_read_slots of position 1 differs from position 1 of the whole batch");
 	sevir_close(d);
 	/* centre crops (test) */
 	o.split = SEVIR_TEST;

@@ -1,0 +1,408 @@
+/* CPU kernels of wire (formats: codelets/wire.h). Every loop is plain C on
+ * integer bit patterns (and, for the block formats, one fp32 division and
+ * one multiplication per value), written branch-free so that gcc
+ * vectorises it, and compiled per instruction-set level by
+ * STARNN_SIMD_CLONES (codelets/cpu/simd.h): the same results at every
+ * level. fp16 goes through the convert kernels (F16C when present).
+ *
+ * Rounding to an integer uses the 1.5 * 2^23 trick, (t + M) - M: for
+ * |t| <= 2^22 it is round-half-even in the default rounding mode, exactly
+ * rintf, and it vectorises on SSE2 (the generic level has no roundps).
+ *
+ * Views: the values are taken in row-major order. Per-value formats run
+ * row by row; the block formats take each block of 256 values straight from
+ * the row when it lies in one row, else through a buffer on the stack. */
+#include <string.h>
+
+#include "codelets/convert.h"
+#include "codelets/cpu/simd.h"
+#include "codelets/wire.h"
+#include "runtime/error.h"
+#include "runtime/half.h"
+
+/* ------------------------------------------------------------ the formats */
+
+static const char *const wire_names[STARNN_WIRE_NFORMATS] = {
+	[STARNN_WIRE_FP32] = "fp32",   [STARNN_WIRE_TRUNC24] = "trunc24", [STARNN_WIRE_RNE24] = "rne24",
+	[STARNN_WIRE_TRUNC16] = "trunc16", [STARNN_WIRE_RNE16] = "rne16", [STARNN_WIRE_BF16] = "bf16",
+	[STARNN_WIRE_FP16] = "fp16",   [STARNN_WIRE_INT8] = "int8",       [STARNN_WIRE_FP8] = "fp8",
+};
+
+static const int wire_bits[STARNN_WIRE_NFORMATS] = {
+	[STARNN_WIRE_FP32] = 32, [STARNN_WIRE_TRUNC24] = 24, [STARNN_WIRE_RNE24] = 24,
+	[STARNN_WIRE_TRUNC16] = 16, [STARNN_WIRE_RNE16] = 16, [STARNN_WIRE_BF16] = 16,
+	[STARNN_WIRE_FP16] = 16, [STARNN_WIRE_INT8] = 8, [STARNN_WIRE_FP8] = 8,
+};
+
+const char *starnn_wire_name(starnn_wire_format f)
+{
+	return (unsigned)f < STARNN_WIRE_NFORMATS ? wire_names[f] : "?";
+}
+
+int starnn_wire_parse(const char *name, starnn_wire_format *f)
+{
+	for (int i = 0; name && i < STARNN_WIRE_NFORMATS; i++)
+		if (strcmp(name, wire_names[i]) == 0) {
+			*f = (starnn_wire_format)i;
+			return 0;
+		}
+	return starnn_error(STARNN_EINVAL,
+	                    "unknown wire format '%s' (expected fp32, trunc24, rne24, trunc16, rne16, bf16, fp16, "
+	                    "int8 or fp8)",
+	                    name ? name : "(null)");
+}
+
+int starnn_wire_bits(starnn_wire_format f)
+{
+	return (unsigned)f < STARNN_WIRE_NFORMATS ? wire_bits[f] : 0;
+}
+
+size_t starnn_wire_bytes(starnn_wire_format f, size_t n)
+{
+	if (f == STARNN_WIRE_INT8 || f == STARNN_WIRE_FP8)
+		return n + 4 * ((n + STARNN_WIRE_BLOCK - 1) / STARNN_WIRE_BLOCK);
+	return (size_t)starnn_wire_bits(f) / 8 * n;
+}
+
+int starnn_wire_ladder(starnn_wire_family family, int bits, starnn_wire_format *f)
+{
+	int rne = family == STARNN_WIRE_LADDER_RNE;
+	if (family != STARNN_WIRE_LADDER_TRUNC && !rne)
+		return starnn_error(STARNN_EINVAL, "wire ladder: unknown family %d", (int)family);
+	switch (bits) {
+	case 8: *f = STARNN_WIRE_INT8; return 0;
+	case 16: *f = rne ? STARNN_WIRE_RNE16 : STARNN_WIRE_TRUNC16; return 0;
+	case 24: *f = rne ? STARNN_WIRE_RNE24 : STARNN_WIRE_TRUNC24; return 0;
+	case 32: *f = STARNN_WIRE_FP32; return 0;
+	default: return starnn_error(STARNN_EINVAL, "wire ladder: no format of %d bits (8, 16, 24 or 32)", bits);
+	}
+}
+
+/* ------------------------------------------------ top bytes (trunc / rne) */
+
+/* The top 32 - drop bits of u: truncated or rounded to nearest even (the
+ * carry may reach the exponent, up to Inf); a NaN gets its quiet bit, so
+ * that it stays a NaN whatever its payload. The NaN test is a signed
+ * compare of non-negative values (SSE2 has it). */
+STARNN_SIMD_INLINE uint32_t top_bits(uint32_t u, int drop, int rne)
+{
+	uint32_t kept = rne ? (u + ((1u << (drop - 1)) - 1) + ((u >> drop) & 1u)) >> drop : u >> drop;
+	uint32_t quiet = (u >> drop) | (0x00400000u >> drop);
+	return (int32_t)(u & 0x7fffffffu) > 0x7f800000 ? quiet : kept;
+}
+
+STARNN_SIMD_INLINE void enc16(size_t n, const float *restrict x, uint8_t *restrict w, int rne)
+{
+	for (size_t i = 0; i < n; i++) {
+		uint32_t u;
+		memcpy(&u, x + i, 4);
+		uint16_t h = (uint16_t)top_bits(u, 16, rne);
+		memcpy(w + 2 * i, &h, 2);
+	}
+}
+STARNN_SIMD_INLINE void enc16_trunc(size_t n, const float *restrict x, uint8_t *restrict w) { enc16(n, x, w, 0); }
+STARNN_SIMD_INLINE void enc16_rne(size_t n, const float *restrict x, uint8_t *restrict w) { enc16(n, x, w, 1); }
+STARNN_SIMD_CLONES(enc16_trunc, (size_t n, const float *restrict x, uint8_t *restrict w), (n, x, w))
+STARNN_SIMD_CLONES(enc16_rne, (size_t n, const float *restrict x, uint8_t *restrict w), (n, x, w))
+
+STARNN_SIMD_INLINE void dec16(size_t n, const uint8_t *restrict w, float *restrict y)
+{
+	for (size_t i = 0; i < n; i++) {
+		uint16_t h;
+		memcpy(&h, w + 2 * i, 2);
+		uint32_t u = (uint32_t)h << 16;
+		memcpy(y + i, &u, 4);
+	}
+}
+STARNN_SIMD_CLONES(dec16, (size_t n, const uint8_t *restrict w, float *restrict y), (n, w, y))
+
+STARNN_SIMD_INLINE void enc24(size_t n, const float *restrict x, uint8_t *restrict w, int rne)
+{
+	for (size_t i = 0; i < n; i++) {
+		uint32_t u;
+		memcpy(&u, x + i, 4);
+		uint32_t k = top_bits(u, 8, rne);
+		w[3 * i] = (uint8_t)k;
+		w[3 * i + 1] = (uint8_t)(k >> 8);
+		w[3 * i + 2] = (uint8_t)(k >> 16);
+	}
+}
+STARNN_SIMD_INLINE void enc24_trunc(size_t n, const float *restrict x, uint8_t *restrict w) { enc24(n, x, w, 0); }
+STARNN_SIMD_INLINE void enc24_rne(size_t n, const float *restrict x, uint8_t *restrict w) { enc24(n, x, w, 1); }
+STARNN_SIMD_CLONES(enc24_trunc, (size_t n, const float *restrict x, uint8_t *restrict w), (n, x, w))
+STARNN_SIMD_CLONES(enc24_rne, (size_t n, const float *restrict x, uint8_t *restrict w), (n, x, w))
+
+STARNN_SIMD_INLINE void dec24(size_t n, const uint8_t *restrict w, float *restrict y)
+{
+	for (size_t i = 0; i < n; i++) {
+		uint32_t u = (uint32_t)w[3 * i] << 8 | (uint32_t)w[3 * i + 1] << 16 | (uint32_t)w[3 * i + 2] << 24;
+		memcpy(y + i, &u, 4);
+	}
+}
+STARNN_SIMD_CLONES(dec24, (size_t n, const uint8_t *restrict w, float *restrict y), (n, w, y))
+
+/* ------------------------------------------------------- block formats */
+
+#define ROUND_MAGIC 12582912.0f /* 1.5 * 2^23 */
+#define INT8_NAN 0x80u
+#define FP8_NAN 0x7fu
+#define FP8_TOP 0x7eu     /* 448; +-Inf in a block with Inf */
+#define FP8_TOP_INF 0x7du /* 416: the largest finite code of a block with Inf */
+#define SIGN 0x80000000u
+
+/* The finite max |x| of a block (as a bit pattern: non-negative floats
+ * order as integers) and whether it holds an Inf; integer reductions, which
+ * vectorise. */
+STARNN_SIMD_INLINE void block_stats(size_t k, const float *restrict x, uint32_t *maxbits, uint32_t *has_inf)
+{
+	uint32_t m = 0, inf = 0;
+	for (size_t i = 0; i < k; i++) {
+		uint32_t u;
+		memcpy(&u, x + i, 4);
+		uint32_t a = u & 0x7fffffffu;
+		uint32_t fin = a < 0x7f800000u ? a : 0u;
+		m = fin > m ? fin : m;
+		inf |= a == 0x7f800000u;
+	}
+	*maxbits = m, *has_inf = inf;
+}
+
+/* The block's scale s = max / top. A subnormal (or zero) s has lost
+ * relative precision: when max / s then exceeds top, s goes one ulp up, so
+ * that every finite |x| / s <= top (for a normal s, max / s is within an
+ * ulp of top and rounds to the top code anyway). 0 for a block without
+ * finite non-zero values (0 / 0 compares false). */
+static inline float block_scale(uint32_t maxbits, float top)
+{
+	float max = starnn_bits_f32(maxbits);
+	float s = max / top;
+	if (s < 0x1p-126f && max / s > top)
+		s = starnn_bits_f32(starnn_f32_bits(s) + 1);
+	return s;
+}
+
+STARNN_SIMD_INLINE void int8_codes(size_t k, const float *restrict x, uint8_t *restrict q, float s, uint32_t inf)
+{
+	float d = s > 0.0f ? s : 1.0f; /* s = 0: every finite value is +-0 */
+	float top = inf ? 126.0f : 127.0f;
+	uint8_t inf_code = inf ? 127u : 0u;
+	for (size_t i = 0; i < k; i++) {
+		uint32_t u;
+		memcpy(&u, x + i, 4);
+		uint32_t a = u & 0x7fffffffu;
+		float v = a < 0x7f800000u ? x[i] : 0.0f; /* no NaN into the conversion */
+		float t = v / d;
+		t = t > top ? top : t;
+		t = t < -top ? -top : t;
+		t = (t + ROUND_MAGIC) - ROUND_MAGIC;
+		uint8_t c = (uint8_t)(int8_t)(int32_t)t;
+		uint8_t ci = (u & SIGN) ? (uint8_t)-inf_code : inf_code; /* -127 = 0x81 */
+		c = a == 0x7f800000u ? ci : c;
+		q[i] = a > 0x7f800000u ? (uint8_t)INT8_NAN : c;
+	}
+}
+
+STARNN_SIMD_INLINE void int8_values(size_t k, const uint8_t *restrict q, float s, uint32_t inf, float *restrict y)
+{
+	int infcode = inf ? 127 : 1000; /* no code is 1000 */
+	for (size_t i = 0; i < k; i++) {
+		int c = (int8_t)q[i];
+		float v = (float)c * s;
+		uint32_t u;
+		memcpy(&u, &v, 4);
+		uint32_t ui = (c < 0 ? SIGN : 0u) | 0x7f800000u;
+		u = (c == infcode || c == -infcode) ? ui : u;
+		u = c == -128 ? 0x7fc00000u : u;
+		memcpy(y + i, &u, 4);
+	}
+}
+
+/* E4M3 code of a finite v >= 0 (v <= top code's value, up to rounding),
+ * nearest even, saturating at topc. Normal range (v >= 2^-6): rebias the
+ * exponent (127 -> 7) and round 23 -> 3 mantissa bits; below: v * 2^9
+ * rounded to an integer 0..8 (8 is the smallest normal's code). */
+STARNN_SIMD_INLINE uint32_t e4m3_code(float v, uint32_t topc)
+{
+	uint32_t a;
+	memcpy(&a, &v, 4);
+	uint32_t b = a - (120u << 23);
+	b += 0x7ffffu + ((b >> 20) & 1u);
+	uint32_t cn = b >> 20;
+	uint32_t cs = (uint32_t)(int32_t)((v * 512.0f + ROUND_MAGIC) - ROUND_MAGIC);
+	uint32_t c = a < 0x3c800000u ? cs : cn;
+	return c > topc ? topc : c;
+}
+
+STARNN_SIMD_INLINE void fp8_codes(size_t k, const float *restrict x, uint8_t *restrict q, float s, uint32_t inf)
+{
+	float d = s > 0.0f ? s : 1.0f;
+	uint32_t topc = inf ? FP8_TOP_INF : FP8_TOP;
+	for (size_t i = 0; i < k; i++) {
+		uint32_t u;
+		memcpy(&u, x + i, 4);
+		uint32_t a = u & 0x7fffffffu;
+		float v = starnn_bits_f32(a < 0x7f800000u ? a : 0u) / d;
+		uint32_t c = e4m3_code(v, topc);
+		c = a == 0x7f800000u ? FP8_TOP : c;
+		c = a > 0x7f800000u ? FP8_NAN : c;
+		q[i] = (uint8_t)(c | (u >> 24 & 0x80u));
+	}
+}
+
+STARNN_SIMD_INLINE void fp8_values(size_t k, const uint8_t *restrict q, float s, uint32_t inf, float *restrict y)
+{
+	uint32_t infc = inf ? FP8_TOP : 0x100u; /* no code is 0x100 */
+	for (size_t i = 0; i < k; i++) {
+		uint32_t c = q[i] & 0x7fu, sign = (uint32_t)(q[i] & 0x80u) << 24;
+		uint32_t e = c >> 3, m = c & 7u;
+		uint32_t nb = ((e + 120u) << 23) | (m << 20);
+		float v = e ? starnn_bits_f32(nb) : (float)(int32_t)m * 0x1p-9f; /* exact */
+		uint32_t u = starnn_f32_bits(v * s);
+		u = c == infc ? 0x7f800000u : u;
+		u = c == FP8_NAN ? 0x7fc00000u : u;
+		u |= sign;
+		memcpy(y + i, &u, 4);
+	}
+}
+
+STARNN_SIMD_CLONES(block_stats, (size_t k, const float *restrict x, uint32_t *maxbits, uint32_t *has_inf),
+                   (k, x, maxbits, has_inf))
+STARNN_SIMD_CLONES(int8_codes, (size_t k, const float *restrict x, uint8_t *restrict q, float s, uint32_t inf),
+                   (k, x, q, s, inf))
+STARNN_SIMD_CLONES(int8_values, (size_t k, const uint8_t *restrict q, float s, uint32_t inf, float *restrict y),
+                   (k, q, s, inf, y))
+STARNN_SIMD_CLONES(fp8_codes, (size_t k, const float *restrict x, uint8_t *restrict q, float s, uint32_t inf),
+                   (k, x, q, s, inf))
+STARNN_SIMD_CLONES(fp8_values, (size_t k, const uint8_t *restrict q, float s, uint32_t inf, float *restrict y),
+                   (k, q, s, inf, y))
+
+/* Values [start, start + k) of a rows x cols view in row-major order: a
+ * pointer into the view when they lie in one row, else copied into buf. */
+static const float *gather(size_t cols, const float *x, size_t ldx, size_t start, size_t k, float *buf)
+{
+	size_t r = start / cols, c = start % cols;
+	if (c + k <= cols)
+		return x + r * ldx + c;
+	for (size_t i = 0; i < k;) {
+		size_t len = cols - c < k - i ? cols - c : k - i;
+		memcpy(buf + i, x + r * ldx + c, len * sizeof *buf);
+		i += len, r++, c = 0;
+	}
+	return buf;
+}
+
+static void scatter(size_t cols, const float *buf, float *y, size_t ldy, size_t start, size_t k)
+{
+	size_t r = start / cols, c = start % cols;
+	for (size_t i = 0; i < k;) {
+		size_t len = cols - c < k - i ? cols - c : k - i;
+		memcpy(y + r * ldy + c, buf + i, len * sizeof *buf);
+		i += len, r++, c = 0;
+	}
+}
+
+static void compress_blocks(int fp8, size_t rows, size_t cols, const float *x, size_t ldx, uint8_t *wire)
+{
+	size_t n = rows * cols, nb = (n + STARNN_WIRE_BLOCK - 1) / STARNN_WIRE_BLOCK;
+	uint8_t *codes = wire + 4 * nb;
+	float buf[STARNN_WIRE_BLOCK];
+	for (size_t b = 0; b < nb; b++) {
+		size_t start = b * STARNN_WIRE_BLOCK, k = n - start < STARNN_WIRE_BLOCK ? n - start : STARNN_WIRE_BLOCK;
+		const float *xb = gather(cols, x, ldx, start, k, buf);
+		uint32_t maxbits, inf;
+		STARNN_SIMD_CALL(block_stats, (k, xb, &maxbits, &inf));
+		float top = fp8 ? (inf ? 416.0f : 448.0f) : (inf ? 126.0f : 127.0f);
+		float s = block_scale(maxbits, top);
+		if (fp8)
+			STARNN_SIMD_CALL(fp8_codes, (k, xb, codes + start, s, inf));
+		else
+			STARNN_SIMD_CALL(int8_codes, (k, xb, codes + start, s, inf));
+		uint32_t sb = starnn_f32_bits(s) | (inf ? SIGN : 0u);
+		memcpy(wire + 4 * b, &sb, 4);
+	}
+}
+
+static void decompress_blocks(int fp8, size_t rows, size_t cols, const uint8_t *wire, float *y, size_t ldy)
+{
+	size_t n = rows * cols, nb = (n + STARNN_WIRE_BLOCK - 1) / STARNN_WIRE_BLOCK;
+	const uint8_t *codes = wire + 4 * nb;
+	float buf[STARNN_WIRE_BLOCK];
+	for (size_t b = 0; b < nb; b++) {
+		size_t start = b * STARNN_WIRE_BLOCK, k = n - start < STARNN_WIRE_BLOCK ? n - start : STARNN_WIRE_BLOCK;
+		size_t r = start / cols, c = start % cols;
+		int direct = c + k <= cols;
+		float *yb = direct ? y + r * ldy + c : buf;
+		uint32_t sb;
+		memcpy(&sb, wire + 4 * b, 4);
+		float s = starnn_bits_f32(sb & ~SIGN);
+		uint32_t inf = sb >> 31;
+		if (fp8)
+			STARNN_SIMD_CALL(fp8_values, (k, codes + start, s, inf, yb));
+		else
+			STARNN_SIMD_CALL(int8_values, (k, codes + start, s, inf, yb));
+		if (!direct)
+			scatter(cols, buf, y, ldy, start, k);
+	}
+}
+
+/* ------------------------------------------------------------------ kernels */
+
+int starnn_compress_cpu(starnn_wire_format f, size_t rows, size_t cols, const float *x, size_t ldx, uint8_t *wire)
+{
+	if ((unsigned)f >= STARNN_WIRE_NFORMATS)
+		return starnn_error(STARNN_EINVAL, "compress: unknown wire format %d", (int)f);
+	if (rows == 0 || cols == 0)
+		return 0;
+	if (ldx == cols || rows == 1) /* one row of all the values */
+		cols *= rows, rows = 1, ldx = cols;
+	if (f == STARNN_WIRE_INT8 || f == STARNN_WIRE_FP8) {
+		compress_blocks(f == STARNN_WIRE_FP8, rows, cols, x, ldx, wire);
+		return 0;
+	}
+	size_t bpv = (size_t)starnn_wire_bits(f) / 8;
+	for (size_t r = 0; r < rows; r++) {
+		const float *xr = x + r * ldx;
+		uint8_t *wr = wire + r * cols * bpv;
+		switch (f) {
+		case STARNN_WIRE_FP32: memcpy(wr, xr, cols * 4); break;
+		case STARNN_WIRE_TRUNC24: STARNN_SIMD_CALL(enc24_trunc, (cols, xr, wr)); break;
+		case STARNN_WIRE_RNE24: STARNN_SIMD_CALL(enc24_rne, (cols, xr, wr)); break;
+		case STARNN_WIRE_TRUNC16: STARNN_SIMD_CALL(enc16_trunc, (cols, xr, wr)); break;
+		case STARNN_WIRE_RNE16:
+		case STARNN_WIRE_BF16: STARNN_SIMD_CALL(enc16_rne, (cols, xr, wr)); break;
+		default: /* fp16; the wire is 2-byte aligned at every row */
+			starnn_convert_fp32_to_fp16_cpu(1, cols, xr, cols, (uint16_t *)(void *)wr, cols);
+		}
+	}
+	return 0;
+}
+
+int starnn_decompress_cpu(starnn_wire_format f, size_t rows, size_t cols, const uint8_t *wire, float *y, size_t ldy)
+{
+	if ((unsigned)f >= STARNN_WIRE_NFORMATS)
+		return starnn_error(STARNN_EINVAL, "decompress: unknown wire format %d", (int)f);
+	if (rows == 0 || cols == 0)
+		return 0;
+	if (ldy == cols || rows == 1)
+		cols *= rows, rows = 1, ldy = cols;
+	if (f == STARNN_WIRE_INT8 || f == STARNN_WIRE_FP8) {
+		decompress_blocks(f == STARNN_WIRE_FP8, rows, cols, wire, y, ldy);
+		return 0;
+	}
+	size_t bpv = (size_t)starnn_wire_bits(f) / 8;
+	for (size_t r = 0; r < rows; r++) {
+		const uint8_t *wr = wire + r * cols * bpv;
+		float *yr = y + r * ldy;
+		switch (f) {
+		case STARNN_WIRE_FP32: memcpy(yr, wr, cols * 4); break;
+		case STARNN_WIRE_TRUNC24:
+		case STARNN_WIRE_RNE24: STARNN_SIMD_CALL(dec24, (cols, wr, yr)); break;
+		case STARNN_WIRE_TRUNC16:
+		case STARNN_WIRE_RNE16:
+		case STARNN_WIRE_BF16: STARNN_SIMD_CALL(dec16, (cols, wr, yr)); break;
+		default:
+			starnn_convert_fp16_to_fp32_cpu(1, cols, (const uint16_t *)(const void *)wr, cols, yr, cols);
+		}
+	}
+	return 0;
+}

@@ -145,26 +145,27 @@ STARNN_SIMD_CLONES(dec24, (size_t n, const uint8_t *restrict w, float *restrict 
 
 #define ROUND_MAGIC 12582912.0f /* 1.5 * 2^23 */
 #define INT8_NAN 0x80u
-#define FP8_NAN 0x7fu
-#define FP8_TOP 0x7eu     /* 448; +-Inf in a block with Inf */
-#define FP8_TOP_INF 0x7du /* 416: the largest finite code of a block with Inf */
+#define FP8_NAN 0x7f
+#define FP8_TOP 0x7e     /* 448; +-Inf in a block with Inf */
+#define FP8_TOP_INF 0x7d /* 416: the largest finite code of a block with Inf */
 #define SIGN 0x80000000u
 
 /* The finite max |x| of a block (as a bit pattern: non-negative floats
  * order as integers) and whether it holds an Inf; integer reductions, which
- * vectorise. */
+ * vectorise (in signed arithmetic: gcc 12 does not vectorise this unsigned
+ * max). */
 STARNN_SIMD_INLINE void block_stats(size_t k, const float *restrict x, uint32_t *maxbits, uint32_t *has_inf)
 {
-	uint32_t m = 0, inf = 0;
+	int32_t m = 0, inf = 0;
 	for (size_t i = 0; i < k; i++) {
-		uint32_t u;
-		memcpy(&u, x + i, 4);
-		uint32_t a = u & 0x7fffffffu;
-		uint32_t fin = a < 0x7f800000u ? a : 0u;
+		int32_t a;
+		memcpy(&a, x + i, 4);
+		a &= 0x7fffffff;
+		int32_t fin = a < 0x7f800000 ? a : 0;
 		m = fin > m ? fin : m;
-		inf |= a == 0x7f800000u;
+		inf |= a == 0x7f800000;
 	}
-	*maxbits = m, *has_inf = inf;
+	*maxbits = (uint32_t)m, *has_inf = (uint32_t)inf;
 }
 
 /* The block's scale s = max / top. A subnormal (or zero) s has lost
@@ -181,38 +182,48 @@ static inline float block_scale(uint32_t maxbits, float top)
 	return s;
 }
 
+/* The block loops below select with all-ones / all-zero int32 masks
+ * (SEL) in signed arithmetic: gcc 12 if-converts and vectorises those at
+ * every level, SSE2 included, where it gives up on ?: over unsigned values.
+ * Magnitude patterns (u & 0x7fffffff) are non-negative, so signed
+ * comparisons order them. */
+#define MASK(cond) (-(int32_t)(cond))
+#define SEL(m, a, b) (((a) & (m)) | ((b) & ~(m)))
+
 STARNN_SIMD_INLINE void int8_codes(size_t k, const float *restrict x, uint8_t *restrict q, float s, uint32_t inf)
 {
 	float d = s > 0.0f ? s : 1.0f; /* s = 0: every finite value is +-0 */
-	float top = inf ? 126.0f : 127.0f;
-	uint8_t inf_code = inf ? 127u : 0u;
+	int32_t top = inf ? 126 : 127, inf_code = inf ? 127 : 0;
 	for (size_t i = 0; i < k; i++) {
-		uint32_t u;
+		int32_t u;
 		memcpy(&u, x + i, 4);
-		uint32_t a = u & 0x7fffffffu;
-		float v = a < 0x7f800000u ? x[i] : 0.0f; /* no NaN into the conversion */
-		float t = v / d;
-		t = t > top ? top : t;
-		t = t < -top ? -top : t;
-		t = (t + ROUND_MAGIC) - ROUND_MAGIC;
-		uint8_t c = (uint8_t)(int8_t)(int32_t)t;
-		uint8_t ci = (u & SIGN) ? (uint8_t)-inf_code : inf_code; /* -127 = 0x81 */
-		c = a == 0x7f800000u ? ci : c;
-		q[i] = a > 0x7f800000u ? (uint8_t)INT8_NAN : c;
+		int32_t a = u & 0x7fffffff;
+		int32_t fin = MASK(a < 0x7f800000), isinf = MASK(a == 0x7f800000), isnan = MASK(a > 0x7f800000);
+		float v;
+		int32_t uf = u & fin; /* non-finite values enter as 0: no NaN into the conversion */
+		memcpy(&v, &uf, 4);
+		float t = (v / d + ROUND_MAGIC) - ROUND_MAGIC; /* |t| <= top + 1 */
+		int32_t c = (int32_t)t;
+		c = c > top ? top : c;
+		c = c < -top ? -top : c;
+		int32_t neg = u >> 31; /* all ones for a negative x */
+		c = SEL(isinf, SEL(neg, -inf_code, inf_code), c);
+		c = SEL(isnan, -128, c);
+		q[i] = (uint8_t)c;
 	}
 }
 
 STARNN_SIMD_INLINE void int8_values(size_t k, const uint8_t *restrict q, float s, uint32_t inf, float *restrict y)
 {
-	int infcode = inf ? 127 : 1000; /* no code is 1000 */
+	int32_t infcode = inf ? 127 : 1000; /* no code is 1000 */
 	for (size_t i = 0; i < k; i++) {
-		int c = (int8_t)q[i];
+		int32_t c = (int8_t)q[i];
 		float v = (float)c * s;
-		uint32_t u;
+		int32_t u;
 		memcpy(&u, &v, 4);
-		uint32_t ui = (c < 0 ? SIGN : 0u) | 0x7f800000u;
-		u = (c == infcode || c == -infcode) ? ui : u;
-		u = c == -128 ? 0x7fc00000u : u;
+		int32_t ui = (c & (int32_t)SIGN) | 0x7f800000;
+		u = SEL(MASK((c == infcode) | (c == -infcode)), ui, u);
+		u = SEL(MASK(c == -128), 0x7fc00000, u);
 		memcpy(y + i, &u, 4);
 	}
 }
@@ -221,45 +232,54 @@ STARNN_SIMD_INLINE void int8_values(size_t k, const uint8_t *restrict q, float s
  * nearest even, saturating at topc. Normal range (v >= 2^-6): rebias the
  * exponent (127 -> 7) and round 23 -> 3 mantissa bits; below: v * 2^9
  * rounded to an integer 0..8 (8 is the smallest normal's code). */
-STARNN_SIMD_INLINE uint32_t e4m3_code(float v, uint32_t topc)
+STARNN_SIMD_INLINE int32_t e4m3_code(float v, int32_t topc)
 {
-	uint32_t a;
+	int32_t a;
 	memcpy(&a, &v, 4);
-	uint32_t b = a - (120u << 23);
-	b += 0x7ffffu + ((b >> 20) & 1u);
-	uint32_t cn = b >> 20;
-	uint32_t cs = (uint32_t)(int32_t)((v * 512.0f + ROUND_MAGIC) - ROUND_MAGIC);
-	uint32_t c = a < 0x3c800000u ? cs : cn;
+	int32_t b = a - (120 << 23); /* wraps below 2^-6: not selected then */
+	b += 0x7ffff + ((b >> 20) & 1);
+	int32_t cn = b >> 20;
+	int32_t cs = (int32_t)((v * 512.0f + ROUND_MAGIC) - ROUND_MAGIC);
+	int32_t c = SEL(MASK(a < 0x3c800000), cs, cn);
 	return c > topc ? topc : c;
 }
 
 STARNN_SIMD_INLINE void fp8_codes(size_t k, const float *restrict x, uint8_t *restrict q, float s, uint32_t inf)
 {
 	float d = s > 0.0f ? s : 1.0f;
-	uint32_t topc = inf ? FP8_TOP_INF : FP8_TOP;
+	int32_t topc = inf ? FP8_TOP_INF : FP8_TOP;
 	for (size_t i = 0; i < k; i++) {
-		uint32_t u;
+		int32_t u;
 		memcpy(&u, x + i, 4);
-		uint32_t a = u & 0x7fffffffu;
-		float v = starnn_bits_f32(a < 0x7f800000u ? a : 0u) / d;
-		uint32_t c = e4m3_code(v, topc);
-		c = a == 0x7f800000u ? FP8_TOP : c;
-		c = a > 0x7f800000u ? FP8_NAN : c;
-		q[i] = (uint8_t)(c | (u >> 24 & 0x80u));
+		int32_t a = u & 0x7fffffff;
+		int32_t af = a & MASK(a < 0x7f800000);
+		float v;
+		memcpy(&v, &af, 4);
+		int32_t c = e4m3_code(v / d, topc);
+		c = SEL(MASK(a == 0x7f800000), FP8_TOP, c);
+		c = SEL(MASK(a > 0x7f800000), FP8_NAN, c);
+		q[i] = (uint8_t)(c | ((u >> 24) & 0x80));
 	}
 }
 
 STARNN_SIMD_INLINE void fp8_values(size_t k, const uint8_t *restrict q, float s, uint32_t inf, float *restrict y)
 {
-	uint32_t infc = inf ? FP8_TOP : 0x100u; /* no code is 0x100 */
+	int32_t infc = inf ? FP8_TOP : 0x100; /* no code is 0x100 */
 	for (size_t i = 0; i < k; i++) {
-		uint32_t c = q[i] & 0x7fu, sign = (uint32_t)(q[i] & 0x80u) << 24;
-		uint32_t e = c >> 3, m = c & 7u;
-		uint32_t nb = ((e + 120u) << 23) | (m << 20);
-		float v = e ? starnn_bits_f32(nb) : (float)(int32_t)m * 0x1p-9f; /* exact */
-		uint32_t u = starnn_f32_bits(v * s);
-		u = c == infc ? 0x7f800000u : u;
-		u = c == FP8_NAN ? 0x7fc00000u : u;
+		int32_t c = q[i] & 0x7f, sign = (int32_t)((uint32_t)(q[i] & 0x80) << 24);
+		int32_t e = c >> 3, m = c & 7, sub = MASK(e == 0);
+		/* 2^(e-7) (1 + m/8); a subnormal m 2^-9 as 2^-6 (1 + m/8) - 2^-6,
+		 * exact: no conditional floating-point operation, which gcc would
+		 * not if-convert (it may trap) */
+		int32_t nb = ((e + 120 + (sub & 1)) << 23) | (m << 20), off = sub & 0x3c800000;
+		float vn, vo;
+		memcpy(&vn, &nb, 4);
+		memcpy(&vo, &off, 4);
+		float v = (vn - vo) * s;
+		int32_t u;
+		memcpy(&u, &v, 4);
+		u = SEL(MASK(c == infc), 0x7f800000, u);
+		u = SEL(MASK(c == FP8_NAN), 0x7fc00000, u);
 		u |= sign;
 		memcpy(y + i, &u, 4);
 	}

@@ -116,9 +116,32 @@ STARNN_SIMD_INLINE void dec16(size_t n, const uint8_t *restrict w, float *restri
 }
 STARNN_SIMD_CLONES(dec16, (size_t n, const uint8_t *restrict w, float *restrict y), (n, w, y))
 
-STARNN_SIMD_INLINE void enc24(size_t n, const float *restrict x, uint8_t *restrict w, int rne)
+/* 24 bits: 3-byte groups. At the AVX2 and AVX-512 levels 4 values at a
+ * time: round in 32-bit lanes, then one byte shuffle (pshufb) keeps bytes
+ * 1..3 of each lane (x86 is little-endian: those are bits 8..31) and a
+ * 16-byte store writes the 12 bytes and 4 bytes of the next group, which
+ * the next step rewrites (hence the bound i + 6 <= n: the store stays
+ * inside the n values' 3n bytes). About twice the plain loop's speed
+ * there; SSE2 has no pshufb, so the generic level keeps the plain loop. */
+typedef uint32_t wire_v4u __attribute__((vector_size(16)));
+typedef int32_t wire_v4i __attribute__((vector_size(16)));
+typedef uint8_t wire_v16b __attribute__((vector_size(16)));
+
+STARNN_SIMD_INLINE void enc24(int level, size_t n, const float *restrict x, uint8_t *restrict w, int rne)
 {
-	for (size_t i = 0; i < n; i++) {
+	size_t i = 0;
+	if (level >= STARNN_SIMD_AVX2)
+		for (; i + 6 <= n; i += 4) {
+			wire_v4u u;
+			memcpy(&u, x + i, 16);
+			wire_v4u r = rne ? u + 0x7fu + ((u >> 8) & 1u) : u;
+			wire_v4u m = (wire_v4u)((wire_v4i)(u & 0x7fffffffu) > 0x7f800000); /* NaN lanes */
+			wire_v4u k = ((u | 0x00400000u) & m) | (r & ~m);
+			wire_v16b o = __builtin_shuffle((wire_v16b)k,
+			                                (wire_v16b){1, 2, 3, 5, 6, 7, 9, 10, 11, 13, 14, 15, 0, 0, 0, 0});
+			memcpy(w + 3 * i, &o, 16);
+		}
+	for (; i < n; i++) {
 		uint32_t u;
 		memcpy(&u, x + i, 4);
 		uint32_t k = top_bits(u, 8, rne);
@@ -127,19 +150,34 @@ STARNN_SIMD_INLINE void enc24(size_t n, const float *restrict x, uint8_t *restri
 		w[3 * i + 2] = (uint8_t)(k >> 16);
 	}
 }
-STARNN_SIMD_INLINE void enc24_trunc(size_t n, const float *restrict x, uint8_t *restrict w) { enc24(n, x, w, 0); }
-STARNN_SIMD_INLINE void enc24_rne(size_t n, const float *restrict x, uint8_t *restrict w) { enc24(n, x, w, 1); }
-STARNN_SIMD_CLONES(enc24_trunc, (size_t n, const float *restrict x, uint8_t *restrict w), (n, x, w))
-STARNN_SIMD_CLONES(enc24_rne, (size_t n, const float *restrict x, uint8_t *restrict w), (n, x, w))
-
-STARNN_SIMD_INLINE void dec24(size_t n, const uint8_t *restrict w, float *restrict y)
+STARNN_SIMD_INLINE void enc24_trunc(int level, size_t n, const float *restrict x, uint8_t *restrict w)
 {
-	for (size_t i = 0; i < n; i++) {
+	enc24(level, n, x, w, 0);
+}
+STARNN_SIMD_INLINE void enc24_rne(int level, size_t n, const float *restrict x, uint8_t *restrict w)
+{
+	enc24(level, n, x, w, 1);
+}
+STARNN_SIMD_CLONES_LEVEL(enc24_trunc, (size_t n, const float *restrict x, uint8_t *restrict w), n, x, w)
+STARNN_SIMD_CLONES_LEVEL(enc24_rne, (size_t n, const float *restrict x, uint8_t *restrict w), n, x, w)
+
+STARNN_SIMD_INLINE void dec24(int level, size_t n, const uint8_t *restrict w, float *restrict y)
+{
+	size_t i = 0;
+	if (level >= STARNN_SIMD_AVX2)
+		for (; i + 6 <= n; i += 4) {
+			wire_v16b b;
+			memcpy(&b, w + 3 * i, 16);
+			wire_v16b o = __builtin_shuffle(b, (wire_v16b){0},
+			                                (wire_v16b){16, 0, 1, 2, 16, 3, 4, 5, 16, 6, 7, 8, 16, 9, 10, 11});
+			memcpy(y + i, &o, 16);
+		}
+	for (; i < n; i++) {
 		uint32_t u = (uint32_t)w[3 * i] << 8 | (uint32_t)w[3 * i + 1] << 16 | (uint32_t)w[3 * i + 2] << 24;
 		memcpy(y + i, &u, 4);
 	}
 }
-STARNN_SIMD_CLONES(dec24, (size_t n, const uint8_t *restrict w, float *restrict y), (n, w, y))
+STARNN_SIMD_CLONES_LEVEL(dec24, (size_t n, const uint8_t *restrict w, float *restrict y), n, w, y)
 
 /* ------------------------------------------------------- block formats */
 
@@ -252,12 +290,15 @@ STARNN_SIMD_INLINE void fp8_codes(size_t k, const float *restrict x, uint8_t *re
 		int32_t u;
 		memcpy(&u, x + i, 4);
 		int32_t a = u & 0x7fffffff;
+		/* the masks first: written after the conversion, gcc sinks the
+		 * conversion under a branch and does not vectorise the loop */
+		int32_t isinf = MASK(a == 0x7f800000), isnan = MASK(a > 0x7f800000);
 		int32_t af = a & MASK(a < 0x7f800000);
 		float v;
 		memcpy(&v, &af, 4);
 		int32_t c = e4m3_code(v / d, topc);
-		c = SEL(MASK(a == 0x7f800000), FP8_TOP, c);
-		c = SEL(MASK(a > 0x7f800000), FP8_NAN, c);
+		c = SEL(isinf, FP8_TOP, c);
+		c = SEL(isnan, FP8_NAN, c);
 		q[i] = (uint8_t)(c | ((u >> 24) & 0x80));
 	}
 }
@@ -267,6 +308,7 @@ STARNN_SIMD_INLINE void fp8_values(size_t k, const uint8_t *restrict q, float s,
 	int32_t infc = inf ? FP8_TOP : 0x100; /* no code is 0x100 */
 	for (size_t i = 0; i < k; i++) {
 		int32_t c = q[i] & 0x7f, sign = (int32_t)((uint32_t)(q[i] & 0x80) << 24);
+		int32_t isinf = MASK(c == infc), isnan = MASK(c == FP8_NAN);
 		int32_t e = c >> 3, m = c & 7, sub = MASK(e == 0);
 		/* 2^(e-7) (1 + m/8); a subnormal m 2^-9 as 2^-6 (1 + m/8) - 2^-6,
 		 * exact: no conditional floating-point operation, which gcc would
@@ -278,8 +320,8 @@ STARNN_SIMD_INLINE void fp8_values(size_t k, const uint8_t *restrict q, float s,
 		float v = (vn - vo) * s;
 		int32_t u;
 		memcpy(&u, &v, 4);
-		u = SEL(MASK(c == infc), 0x7f800000, u);
-		u = SEL(MASK(c == FP8_NAN), 0x7fc00000, u);
+		u = SEL(isinf, 0x7f800000, u);
+		u = SEL(isnan, 0x7fc00000, u);
 		u |= sign;
 		memcpy(y + i, &u, 4);
 	}

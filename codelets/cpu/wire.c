@@ -126,6 +126,13 @@ STARNN_SIMD_CLONES(dec16, (size_t n, const uint8_t *restrict w, float *restrict 
 typedef uint32_t wire_v4u __attribute__((vector_size(16)));
 typedef int32_t wire_v4i __attribute__((vector_size(16)));
 typedef uint8_t wire_v16b __attribute__((vector_size(16)));
+/* Bytes of (a, b) by index (b's from 16): __builtin_shufflevector (clang,
+ * GCC >= 12), else GCC's __builtin_shuffle. */
+#if defined(__clang__) || __GNUC__ >= 12
+#define WIRE_SHUFFLE(a, b, ...) __builtin_shufflevector((a), (b), __VA_ARGS__)
+#else
+#define WIRE_SHUFFLE(a, b, ...) __builtin_shuffle((a), (b), (wire_v16b){__VA_ARGS__})
+#endif
 
 STARNN_SIMD_INLINE void enc24(int level, size_t n, const float *restrict x, uint8_t *restrict w, int rne)
 {
@@ -137,8 +144,8 @@ STARNN_SIMD_INLINE void enc24(int level, size_t n, const float *restrict x, uint
 			wire_v4u r = rne ? u + 0x7fu + ((u >> 8) & 1u) : u;
 			wire_v4u m = (wire_v4u)((wire_v4i)(u & 0x7fffffffu) > 0x7f800000); /* NaN lanes */
 			wire_v4u k = ((u | 0x00400000u) & m) | (r & ~m);
-			wire_v16b o = __builtin_shuffle((wire_v16b)k,
-			                                (wire_v16b){1, 2, 3, 5, 6, 7, 9, 10, 11, 13, 14, 15, 0, 0, 0, 0});
+			wire_v16b o = WIRE_SHUFFLE((wire_v16b)k, (wire_v16b){0}, 1, 2, 3, 5, 6, 7, 9, 10, 11, 13, 14, 15, 0,
+			                           0, 0, 0);
 			memcpy(w + 3 * i, &o, 16);
 		}
 	for (; i < n; i++) {
@@ -168,8 +175,7 @@ STARNN_SIMD_INLINE void dec24(int level, size_t n, const uint8_t *restrict w, fl
 		for (; i + 6 <= n; i += 4) {
 			wire_v16b b;
 			memcpy(&b, w + 3 * i, 16);
-			wire_v16b o = __builtin_shuffle(b, (wire_v16b){0},
-			                                (wire_v16b){16, 0, 1, 2, 16, 3, 4, 5, 16, 6, 7, 8, 16, 9, 10, 11});
+			wire_v16b o = WIRE_SHUFFLE(b, (wire_v16b){0}, 16, 0, 1, 2, 16, 3, 4, 5, 16, 6, 7, 8, 16, 9, 10, 11);
 			memcpy(y + i, &o, 16);
 		}
 	for (; i < n; i++) {

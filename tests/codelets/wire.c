@@ -476,6 +476,65 @@ static void known_values(void)
 	}
 }
 
+/* Rounding ties of the block formats: with the block's max at the top code
+ * (448 / 127) the scale is 1, and every midpoint between two codes, and
+ * the fp32 values either side of it, go through the kernel's rounding
+ * (ties to even) against the reference's search. Each block starts with
+ * the anchor (+-top), then 255 values of the list. */
+static void ties(int fp8)
+{
+	starnn_wire_format f = fp8 ? STARNN_WIRE_FP8 : STARNN_WIRE_INT8;
+	float list[3 * 256];
+	size_t nl = 0;
+	if (fp8)
+		for (unsigned c = 0; c < 0x7e; c++) {
+			float m = (float)((e4m3_value(c) + e4m3_value(c + 1)) / 2); /* exact */
+			list[nl++] = nextafterf(m, 0), list[nl++] = m, list[nl++] = nextafterf(m, INFINITY);
+		}
+	else
+		for (int k = -127; k < 127; k++) {
+			float m = (float)k + 0.5f;
+			list[nl++] = nextafterf(m, -INFINITY), list[nl++] = m, list[nl++] = nextafterf(m, INFINITY);
+		}
+	size_t nb = (nl + 254) / 255, n = nb * 256;
+	float *x = calloc(n, sizeof *x), *y = malloc(n * sizeof *y), *yref = malloc(n * sizeof *yref);
+	for (size_t b = 0, j = 0; b < nb; b++) {
+		float sign = b & 1 ? -1.0f : 1.0f;
+		x[b * 256] = sign * (fp8 ? 448.0f : 127.0f);
+		for (size_t i = 1; i < 256 && j < nl; i++)
+			x[b * 256 + i] = sign * list[j++];
+	}
+	size_t bytes = starnn_wire_bytes(f, n);
+	uint8_t *w = malloc(bytes), *wref = malloc(bytes);
+	ref_compress(f, n, x, wref);
+	TEST_OK(starnn_compress_cpu(f, 1, n, x, n, w));
+	char what[64];
+	snprintf(what, sizeof what, "%s rounding ties (%zu values)", starnn_wire_name(f), nl);
+	sc_same(what, w, wref, bytes, 1);
+	float s;
+	memcpy(&s, w, 4);
+	TEST_ASSERT(s == 1.0f, "%s: the scale of a block whose max is the top code is 1, got %a", what, s);
+	ref_decompress(f, n, wref, yref);
+	TEST_OK(starnn_decompress_cpu(f, 1, n, wref, y, n));
+	sc_same(what, y, yref, n, 4);
+	/* the ties themselves went to the even neighbour */
+	size_t bad = 0;
+	for (size_t i = 0; i < n; i++) {
+		float a = fabsf(x[i]), v = fabsf(y[i]);
+		int tie = fp8 ? 0 : a - floorf(a) == 0.5f;
+		if (fp8)
+			for (unsigned c = 0; c < 0x7e; c++)
+				tie |= a == (float)((e4m3_value(c) + e4m3_value(c + 1)) / 2);
+		if (tie) {
+			unsigned code = w[4 * nb + i] & 0x7fu;
+			int even = fp8 ? !(code & 1u) : ((int)v % 2 == 0);
+			bad += !even;
+		}
+	}
+	TEST_ASSERT(bad == 0, "%s: %zu ties not to even", what, bad);
+	free(x), free(y), free(yref), free(w), free(wref);
+}
+
 /* Strided views: blocks across rows, padding of y untouched, bit for bit
  * the dense result. */
 static void strided(starnn_wire_format f)
@@ -654,6 +713,8 @@ int main(void)
 				strided(all_formats[i]);
 			}
 			known_values();
+			ties(0);
+			ties(1);
 		}
 		sc_level_done();
 	}

@@ -535,6 +535,33 @@ static void ties(int fp8)
 	free(x), free(y), free(yref), free(w), free(wref);
 }
 
+/* Rounding ties of the top-bytes formats: random patterns whose dropped
+ * bits are exactly half an ulp of the kept ones, and one below / above,
+ * against the reference (odd and even kept values alike). */
+static void ties_top(starnn_wire_format f)
+{
+	int drop = starnn_wire_bits(f) == 24 ? 8 : 16;
+	uint32_t half = 1u << (drop - 1), mask = (1u << drop) - 1;
+	size_t n = 3000;
+	float *x = malloc(n * 4), *y = malloc(n * 4), *yref = malloc(n * 4);
+	for (size_t i = 0; i < n; i++) {
+		uint32_t u = (random_u32() & ~mask) | half;
+		u += (uint32_t)(i % 3) - 1; /* half - 1, half, half + 1 */
+		x[i] = flt(u);
+	}
+	size_t bytes = starnn_wire_bytes(f, n);
+	uint8_t *w = malloc(bytes), *wref = malloc(bytes);
+	ref_compress(f, n, x, wref);
+	TEST_OK(starnn_compress_cpu(f, 1, n, x, n, w));
+	char what[64];
+	snprintf(what, sizeof what, "%s rounding ties", starnn_wire_name(f));
+	sc_same(what, w, wref, bytes, 1);
+	ref_decompress(f, n, wref, yref);
+	TEST_OK(starnn_decompress_cpu(f, 1, n, wref, y, n));
+	sc_same(what, y, yref, n, 4);
+	free(x), free(y), free(yref), free(w), free(wref);
+}
+
 /* Strided views: blocks across rows, padding of y untouched, bit for bit
  * the dense result. */
 static void strided(starnn_wire_format f)
@@ -710,6 +737,9 @@ int main(void)
 				}
 				error_bounds(all_formats[i], 65537);
 				exact(all_formats[i]);
+				if (starnn_wire_bits(all_formats[i]) != 32 && all_formats[i] != STARNN_WIRE_FP16 &&
+				    !is_block(all_formats[i]))
+					ties_top(all_formats[i]);
 				strided(all_formats[i]);
 			}
 			known_values();

@@ -22,7 +22,10 @@
  *   int8     blocks of 256 values (the last one shorter), one fp32 scale
  *            per block: s = max|x| / 127 over the block's finite values,
  *            code q = round-half-even(x / s) clamped to [-127, 127], value
- *            q * s. A block of zeros has s = 0. -0 decodes as +0.
+ *            q * s. A block of zeros has s = 0. -0 decodes as +0. Every
+ *            operation is one IEEE fp32 operation, rounded to nearest (the
+ *            quotient x / s too, before its rounding to an integer), so
+ *            CPU and CUDA agree bit for bit.
  *   fp8      the same blocks; codes are OCP FP8 E4M3FN (bias 7, 3 mantissa
  *            bits, max 448, subnormals m * 2^-9, no Inf, S.1111.111 NaN):
  *            s = max|x| / 448, code = e4m3(x / s) rounded to nearest even

@@ -8,21 +8,22 @@
 #include "runtime/tensor.h"
 #include "runtime/submit.h"
 
-static const size_t dtype_sizes[STARNN_NDTYPES] = {4, 2, 2};
-static const char *const dtype_names[STARNN_NDTYPES] = {"fp32", "fp16", "bf16"};
+static const size_t dtype_sizes[STARNN_NDTYPES_ALL] = {4, 2, 2, 1};
+static const char *const dtype_names[STARNN_NDTYPES_ALL] = {"fp32", "fp16", "bf16", "u8"};
 
 size_t starnn_dtype_size(starnn_dtype dtype)
 {
-	return (unsigned)dtype < STARNN_NDTYPES ? dtype_sizes[dtype] : 0;
+	return (unsigned)dtype < STARNN_NDTYPES_ALL ? dtype_sizes[dtype] : 0;
 }
 
 const char *starnn_dtype_name(starnn_dtype dtype)
 {
-	return (unsigned)dtype < STARNN_NDTYPES ? dtype_names[dtype] : "?";
+	return (unsigned)dtype < STARNN_NDTYPES_ALL ? dtype_names[dtype] : "?";
 }
 
 int starnn_dtype_parse(const char *name, starnn_dtype *dtype)
 {
+	/* compute dtypes only: u8 (STARNN_NDTYPES) is not offered */
 	for (int i = 0; i < STARNN_NDTYPES; i++)
 		if (strcmp(name, dtype_names[i]) == 0) {
 			*dtype = (starnn_dtype)i;
@@ -146,7 +147,7 @@ int starnn_tensor_create(starnn_tensor **out, const char *name, starnn_dtype dty
 	*out = NULL;
 	if (ndim < 1 || ndim > STARNN_MAX_DIMS)
 		return starnn_error(STARNN_EINVAL, "tensor '%s': %d dimensions (1 to %d allowed)", name, ndim, STARNN_MAX_DIMS);
-	if ((unsigned)dtype >= STARNN_NDTYPES)
+	if ((unsigned)dtype >= STARNN_NDTYPES_ALL)
 		return starnn_error(STARNN_EINVAL, "tensor '%s': unknown dtype %d", name, (int)dtype);
 	size_t numel = 1;
 	for (int i = 0; i < ndim; i++) {
@@ -513,6 +514,9 @@ int starnn_tensor_read(starnn_tensor *t, void *dst)
 
 int starnn_tensor_read_f32(starnn_tensor *t, float *dst)
 {
+	if ((unsigned)t->dtype >= STARNN_NDTYPES)
+		return starnn_error(STARNN_EINVAL, "tensor '%s': %s is not a floating-point dtype", t->name,
+		                    starnn_dtype_name(t->dtype));
 	if (t->dtype == STARNN_FP32)
 		return starnn_tensor_read(t, dst);
 	size_t n = starnn_tensor_numel(t);
@@ -528,6 +532,9 @@ int starnn_tensor_read_f32(starnn_tensor *t, float *dst)
 
 int starnn_tensor_write_f32(starnn_tensor *t, const float *src)
 {
+	if ((unsigned)t->dtype >= STARNN_NDTYPES)
+		return starnn_error(STARNN_EINVAL, "tensor '%s': %s is not a floating-point dtype", t->name,
+		                    starnn_dtype_name(t->dtype));
 	if (t->dtype == STARNN_FP32)
 		return starnn_tensor_write(t, src);
 	size_t n = starnn_tensor_numel(t);

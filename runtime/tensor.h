@@ -1,4 +1,6 @@
-/* Tensors: up to 4-D (NCHW), fp32 / fp16 / bf16, registered with StarPU.
+/* Tensors: up to 4-D (NCHW), fp32 / fp16 / bf16, registered with StarPU;
+ * and u8 byte buffers (the wire buffers of codelets/wire.h), which no
+ * operation computes on.
  *
  * A tensor is seen by StarPU as a matrix: one row per sample (shape[0]) and
  * `cols` = product of the other dimensions elements per row, rows `ld`
@@ -27,14 +29,22 @@ typedef enum starnn_dtype {
 	STARNN_FP32 = 0,
 	STARNN_FP16 = 1,
 	STARNN_BF16 = 2,
+	STARNN_U8 = 3,   /* bytes: wire buffers only (codelets/wire.h), not a compute precision */
 } starnn_dtype;
 
+/* The floating-point (compute) dtypes are 0 .. STARNN_NDTYPES - 1: the
+ * operations' tables are indexed by them and their checks reject anything
+ * else, u8 included. STARNN_NDTYPES_ALL counts the storage dtypes (u8 too):
+ * tensors can be created, read and written with any of them. */
 #define STARNN_NDTYPES 3
+#define STARNN_NDTYPES_ALL 4
 #define STARNN_MAX_DIMS 4
 #define STARNN_NAME_MAX 64
 
-size_t starnn_dtype_size(starnn_dtype dtype);
-const char *starnn_dtype_name(starnn_dtype dtype); /* "fp32", "fp16", "bf16" */
+size_t starnn_dtype_size(starnn_dtype dtype);     /* 4, 2, 2, 1; 0 if unknown */
+const char *starnn_dtype_name(starnn_dtype dtype); /* "fp32", "fp16", "bf16", "u8" */
+/* The compute dtypes only ("fp32", "fp16", "bf16"): "u8" is refused, so
+ * that no option a user types can make bytes a precision. */
 int starnn_dtype_parse(const char *name, starnn_dtype *dtype);
 
 typedef struct starnn_tensor starnn_tensor;
@@ -90,7 +100,7 @@ const char *starnn_tensor_describe(const starnn_tensor *t, char *buf, size_t siz
  * returns any error raised by those tasks. */
 int starnn_tensor_write(starnn_tensor *t, const void *src);
 int starnn_tensor_read(starnn_tensor *t, void *dst);
-/* Reads one fp32/fp16/bf16 tensor as fp32. */
+/* Reads one fp32/fp16/bf16 tensor as fp32 (STARNN_EINVAL for u8). */
 int starnn_tensor_read_f32(starnn_tensor *t, float *dst);
 int starnn_tensor_write_f32(starnn_tensor *t, const float *src);
 

@@ -1,6 +1,8 @@
 /* bench-memops: GB/s of the memory-bound CPU kernels (convert, batchnorm,
- * maxpool, concat, relu, axpy, sgd, adam) at the UNet's tensor shapes, for
- * one or several builds of libstarnn side by side in one process.
+ * maxpool, concat, relu, axpy, sgd, adam; wire compress / decompress of
+ * every format beside a plain memcpy of the fp32 tensor, the baseline) at
+ * the UNet's tensor shapes, for one or several builds of libstarnn side by
+ * side in one process.
  *
  * Each --lib is dlopen'ed on its own (RTLD_LOCAL | RTLD_DEEPBIND), so an
  * older build (e.g. main, built in another directory) and this one run
@@ -18,7 +20,9 @@
  * 4), 384 = [1, 32, 384, 384] (384x384, f = 32, batch 1). Bytes per call
  * are the tensors read plus the tensors written, once each (scratch
  * traffic of the emulated 16-bit path not counted: the same work is
- * credited with the same bytes). Each line gives the median GB/s over
+ * credited with the same bytes; compress / decompress: the fp32 tensor
+ * plus its wire; memcpy: the fp32 tensor read and written). Builds without
+ * the wire kernels (before them) show "-" on those lines. Each line gives the median GB/s over
  * --reps calls per library and, with two or more, the ratio of the last to
  * the first.
  *
@@ -37,6 +41,7 @@
 
 #include "codelets/adam.h"
 #include "codelets/sgd.h"
+#include "codelets/wire.h"
 #include "runtime/half.h"
 #include "runtime/tensor.h"
 
@@ -86,6 +91,10 @@ typedef void (*adam_fn)(size_t, size_t, const struct starnn_adam_step *, float *
 typedef void (*sgd_fn)(size_t, size_t, const struct starnn_sgd_step *, float *, size_t, const float *, size_t, float *,
                        size_t);
 typedef int (*set_level_fn)(int);
+typedef int (*compress_fn)(starnn_wire_format, size_t, size_t, const float *, size_t, uint8_t *);
+typedef int (*decompress_fn)(starnn_wire_format, size_t, size_t, const uint8_t *, float *, size_t);
+typedef size_t (*wire_bytes_fn)(starnn_wire_format, size_t);
+typedef const char *(*wire_name_fn)(starnn_wire_format);
 
 struct lib {
 	char label[64];
@@ -116,6 +125,10 @@ struct lib {
 	axpy_fn axpy;
 	adam_fn adam;
 	sgd_fn sgd;
+	compress_fn compress; /* NULL: a build before wire */
+	decompress_fn decompress;
+	wire_bytes_fn wire_bytes;
+	wire_name_fn wire_name;
 };
 
 static struct lib libs[MAX_LIBS];
@@ -199,6 +212,12 @@ static void open_lib(const char *arg)
 	l->axpy = (axpy_fn)sym(l, "starnn_axpy_cpu", 1);
 	l->adam = (adam_fn)sym(l, "starnn_adam_cpu", 1);
 	l->sgd = (sgd_fn)sym(l, "starnn_sgd_cpu", 1);
+	l->compress = (compress_fn)sym(l, "starnn_compress_cpu", 0);
+	l->decompress = (decompress_fn)sym(l, "starnn_decompress_cpu", 0);
+	l->wire_bytes = (wire_bytes_fn)sym(l, "starnn_wire_bytes", 0);
+	l->wire_name = (wire_name_fn)sym(l, "starnn_wire_name", 0);
+	if (!l->compress || !l->decompress || !l->wire_bytes || !l->wire_name)
+		l->compress = NULL;
 	nlibs++;
 }
 
@@ -219,6 +238,8 @@ struct bufs {
 	float *mean, *invstd, *gamma, *beta;
 	double *slot;
 	float *w32, *g32, *m32, *v32;      /* optimizer state, numel each */
+	uint8_t *wire;                     /* 4 numel + block scales: any format's wire */
+	starnn_wire_format wf;             /* the format of K_COMPRESS / K_DECOMPRESS */
 };
 
 static uint64_t rng = 0x9e3779b97f4a7c15ull;
@@ -285,12 +306,13 @@ static void bufs_make(struct bufs *b, const struct shape *s, starnn_dtype dt)
 	b->g32 = random_data(STARNN_FP32, b->numel, -1, 1);
 	b->m32 = random_data(STARNN_FP32, b->numel, -0.1f, 0.1f);
 	b->v32 = random_data(STARNN_FP32, b->numel, 0, 0.1f);
+	b->wire = alloc(4 * b->numel + 4 * (b->numel / STARNN_WIRE_BLOCK + 1));
 }
 
 static void bufs_free(struct bufs *b)
 {
 	void *p[] = {b->x, b->y, b->dy, b->dx, b->x2, b->cat, b->py, b->pdy, b->mean, b->invstd, b->gamma, b->beta,
-	             b->slot, b->w32, b->g32, b->m32, b->v32};
+	             b->slot, b->w32, b->g32, b->m32, b->v32, b->wire};
 	for (size_t i = 0; i < sizeof p / sizeof p[0]; i++)
 		free(p[i]);
 	for (int i = 0; i < 6; i++)
@@ -303,13 +325,22 @@ static void bufs_free(struct bufs *b)
 
 enum kernel {
 	K_TO32, K_FROM32, K_BN_STATS, K_BN_APPLY, K_BN_REDUCE, K_BN_BAPPLY, K_MP_FWD, K_MP_BWD, K_CC_FWD, K_CC_BWD,
-	K_RELU, K_RELU_BWD, K_AXPY, K_SGD, K_ADAM, K_NKERNELS
+	K_RELU, K_RELU_BWD, K_AXPY, K_SGD, K_ADAM, K_MEMCPY, K_COMPRESS, K_DECOMPRESS, K_NKERNELS
 };
 
 static const char *const kernel_names[K_NKERNELS] = {
 	"convert_to_fp32", "convert_from_fp32", "bn_stats", "bn_apply_relu", "bn_bwd_reduce_relu",
 	"bn_bwd_apply_relu", "maxpool_fwd", "maxpool_bwd_beta1", "concat_fwd", "concat_bwd_beta1", "relu_fwd",
-	"relu_bwd", "axpy", "sgd_momentum", "adam"};
+	"relu_bwd", "axpy", "sgd_momentum", "adam", "memcpy", "compress", "decompress"};
+
+/* The first library with the wire kernels, or NULL. */
+static struct lib *wire_lib(void)
+{
+	for (int j = 0; j < nlibs; j++)
+		if (libs[j].compress)
+			return &libs[j];
+	return NULL;
+}
 
 /* Bytes read + written by one call, per element of the [n, c, h, w] tensor. */
 static double kernel_bytes(enum kernel k, const struct bufs *b)
@@ -345,6 +376,11 @@ static double kernel_bytes(enum kernel k, const struct bufs *b)
 		return n * 20;
 	case K_ADAM:
 		return n * 28;
+	case K_MEMCPY:
+		return n * 8;
+	case K_COMPRESS:
+	case K_DECOMPRESS:
+		return n * 4 + (double)wire_lib()->wire_bytes(b->wf, b->numel);
 	default:
 		return 0;
 	}
@@ -355,8 +391,10 @@ static int kernel_applies(enum kernel k, starnn_dtype dt)
 {
 	if (k == K_TO32 || k == K_FROM32)
 		return dt != STARNN_FP32;
-	if (k == K_AXPY || k == K_SGD || k == K_ADAM)
+	if (k == K_AXPY || k == K_SGD || k == K_ADAM || k == K_MEMCPY)
 		return dt == STARNN_FP32;
+	if (k == K_COMPRESS || k == K_DECOMPRESS)
+		return dt == STARNN_FP32 && wire_lib();
 	return 1;
 }
 
@@ -500,6 +538,15 @@ static void run_kernel(struct lib *l, enum kernel k, struct bufs *b)
 		l->adam(1, N, &st, b->w32, N, b->g32, N, b->m32, N, b->v32, N);
 		break;
 	}
+	case K_MEMCPY:
+		memcpy(b->y, b->x, N * sizeof(float));
+		break;
+	case K_COMPRESS:
+		l->compress(b->wf, n, cols, b->x, cols, b->wire);
+		break;
+	case K_DECOMPRESS:
+		l->decompress(b->wf, n, cols, b->wire, b->y, cols);
+		break;
 	default:
 		break;
 	}
@@ -523,6 +570,42 @@ static int cmp_double(const void *a, const void *b)
 {
 	double x = *(const double *)a, y = *(const double *)b;
 	return (x > y) - (x < y);
+}
+
+/* Times kernel k on b for every library (interleaved; median of reps
+ * after a warm-up call) and prints its line. A library without the kernel
+ * (wire, in older builds) shows "-". */
+static void time_kernel(enum kernel k, struct bufs *b, const char *name, const char *shape, int reps)
+{
+	static double t[MAX_LIBS][MAX_REPS];
+	int wire = k == K_COMPRESS || k == K_DECOMPRESS;
+	for (int j = 0; j < nlibs; j++)
+		if (!wire || libs[j].compress)
+			run_kernel(&libs[j], k, b); /* warm-up */
+	for (int r = 0; r < reps; r++)
+		for (int j = 0; j < nlibs; j++) {
+			if (wire && !libs[j].compress)
+				continue;
+			double t0 = now();
+			run_kernel(&libs[j], k, b);
+			t[j][r] = now() - t0;
+		}
+	double bytes = kernel_bytes(k, b), gbs[MAX_LIBS];
+	printf("%-20s %5s %5s %9.1f", name, shape, dtype_name(b->dt), bytes / 1e6);
+	for (int j = 0; j < nlibs; j++) {
+		if (wire && !libs[j].compress) {
+			gbs[j] = 0;
+			printf(" %14s", "-");
+			continue;
+		}
+		qsort(t[j], (size_t)reps, sizeof t[j][0], cmp_double);
+		gbs[j] = bytes / t[j][reps / 2] / 1e9;
+		printf(" %9.2f GB/s", gbs[j]);
+	}
+	if (nlibs > 1 && gbs[0] > 0 && gbs[nlibs - 1] > 0)
+		printf(" %7.2f", gbs[nlibs - 1] / gbs[0]);
+	printf("\n");
+	fflush(stdout);
 }
 
 static void usage(void)
@@ -576,28 +659,24 @@ int main(int argc, char **argv)
 			struct bufs b;
 			bufs_make(&b, &shapes[si], dt);
 			for (int k = 0; k < K_NKERNELS; k++) {
-				if (!kernel_applies((enum kernel)k, dt) || (only && !strstr(kernel_names[k], only)))
+				if (k == K_DECOMPRESS || !kernel_applies((enum kernel)k, dt))
 					continue;
-				static double t[MAX_LIBS][MAX_REPS];
-				for (int j = 0; j < nlibs; j++)
-					run_kernel(&libs[j], (enum kernel)k, &b); /* warm-up */
-				for (int r = 0; r < reps; r++)
-					for (int j = 0; j < nlibs; j++) {
-						double t0 = now();
-						run_kernel(&libs[j], (enum kernel)k, &b);
-						t[j][r] = now() - t0;
-					}
-				double bytes = kernel_bytes((enum kernel)k, &b), gbs[MAX_LIBS];
-				printf("%-20s %5s %5s %9.1f", kernel_names[k], shapes[si].name, dtype_name(dt), bytes / 1e6);
-				for (int j = 0; j < nlibs; j++) {
-					qsort(t[j], (size_t)reps, sizeof t[j][0], cmp_double);
-					gbs[j] = bytes / t[j][reps / 2] / 1e9;
-					printf(" %9.2f GB/s", gbs[j]);
+				if (k != K_COMPRESS) {
+					if (!only || strstr(kernel_names[k], only))
+						time_kernel((enum kernel)k, &b, kernel_names[k], shapes[si].name, reps);
+					continue;
 				}
-				if (nlibs > 1)
-					printf(" %7.2f", gbs[nlibs - 1] / gbs[0]);
-				printf("\n");
-				fflush(stdout);
+				/* each format's compress, then its decompress of that wire */
+				for (int f = 0; f < STARNN_WIRE_NFORMATS; f++) {
+					b.wf = (starnn_wire_format)f;
+					for (int dir = 0; dir < 2; dir++) {
+						char name[32];
+						snprintf(name, sizeof name, "%s_%s", dir ? "decompress" : "compress",
+						         wire_lib()->wire_name(b.wf));
+						if (!only || strstr(name, only))
+							time_kernel(dir ? K_DECOMPRESS : K_COMPRESS, &b, name, shapes[si].name, reps);
+					}
+				}
 			}
 			bufs_free(&b);
 		}

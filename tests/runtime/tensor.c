@@ -48,7 +48,28 @@ static void creation_and_errors(void)
 	starnn_dtype dt;
 	TEST_ASSERT(starnn_dtype_parse("bf16", &dt) == 0 && dt == STARNN_BF16, "parse bf16");
 	TEST_ASSERT(starnn_dtype_parse("fp64", &dt) == STARNN_EINVAL, "parse fp64 refused");
+	TEST_ASSERT(starnn_dtype_parse("u8", &dt) == STARNN_EINVAL, "parse u8 refused: bytes are not a precision");
 	starnn_tensor_destroy(NULL);
+}
+
+/* u8: byte buffers (wire buffers), 1 byte per element, raw I/O only. */
+static void u8_io(void)
+{
+	TEST_ASSERT(starnn_dtype_size(STARNN_U8) == 1, "u8 is 1 byte, got %zu", starnn_dtype_size(STARNN_U8));
+	TEST_ASSERT(strcmp(starnn_dtype_name(STARNN_U8), "u8") == 0, "u8 is named %s", starnn_dtype_name(STARNN_U8));
+	TEST_ASSERT(starnn_dtype_size((starnn_dtype)STARNN_NDTYPES_ALL) == 0, "no dtype after u8");
+	starnn_tensor *t;
+	TEST_OK(starnn_tensor_new(&t, "bytes", STARNN_U8, 1, (int64_t)7));
+	TEST_ASSERT(t->rows == 1 && t->cols == 7 && t->ld == 7, "u8 [7] is 1 x 7, ld 7: %zu x %zu, ld %zu", t->rows,
+	            t->cols, t->ld);
+	uint8_t src[7] = {0, 1, 2, 127, 128, 254, 255}, got[7] = {0};
+	TEST_OK(starnn_tensor_write(t, src));
+	TEST_OK(starnn_tensor_read(t, got));
+	TEST_ASSERT(memcmp(src, got, sizeof src) == 0, "u8 bytes read back differ");
+	float f[7];
+	TEST_ASSERT(starnn_tensor_read_f32(t, f) == STARNN_EINVAL, "read_f32 of a u8 tensor refused");
+	TEST_ASSERT(starnn_tensor_write_f32(t, f) == STARNN_EINVAL, "write_f32 of a u8 tensor refused");
+	starnn_tensor_destroy(t);
 }
 
 static void half_io(void)
@@ -147,6 +168,7 @@ int main(void)
 	test_init();
 	creation_and_errors();
 	half_io();
+	u8_io();
 	partitions();
 	return test_finish();
 }

@@ -46,6 +46,7 @@
 #include "codelets/mse.h"
 #include "codelets/relu.h"
 #include "runtime/params.h"
+#include "codelets/wire.h"
 #include "runtime/starnn.h"
 
 #define MAX_LAYERS 8
@@ -63,6 +64,7 @@ struct options {
 	int inject_inf_step;      /* STARNN_MLP_INJECT_INF_STEP (0: none) */
 	const char *log_json;     /* --log-json: the summary record */
 	float cpu_watts, gpu_watts, idle_watts; /* power model (runtime/energy.h) */
+	int wire_grads;           /* --wire-grads: a starnn_wire_format, -1 none */
 };
 
 /* ------------------------------------------------------------ random */
@@ -416,6 +418,9 @@ static void usage(FILE *f)
 	        "                     step, double after 2000 clean steps), a fixed\n"
 	        "                     number N (overflowing steps still skipped), or none;\n"
 	        "                     default dynamic for amp-fp16, none otherwise\n"
+	        "  --wire-grads F     under mpirun: the gradients' all-reduce sends compressed\n"
+	        "                     chunks: none (default), bf16, fp16, trunc16, rne16,\n"
+	        "                     trunc24, rne24, int8 or fp8\n"
 	        "  --train-size N     training samples (default 8192)\n"
 	        "  --val-size N       validation samples (default 1024; rounded down to a\n"
 	        "                     multiple of the batch)\n"
@@ -478,13 +483,14 @@ static int parse_options(int argc, char **argv, struct options *o)
 		{"precision", required_argument, 0, 'P'},   {"loss-scale", required_argument, 0, 'C'},
 		{"log-json", required_argument, 0, 'J'},    {"cpu-watts", required_argument, 0, 'W'},
 		{"gpu-watts", required_argument, 0, 'G'},   {"idle-watts", required_argument, 0, 'I'},
+		{"wire-grads", required_argument, 0, 'w'},
 		{"help", no_argument, 0, 'h'},              {0, 0, 0, 0},
 	};
 	int c, seed = 1, scaling = -1;
 	float lr = -1;
 	*o = (struct options){.inputs = 16, .outputs = 4, .nhidden = 2, .hidden = {64, 64}, .batch = 64,
 	                      .steps = 300, .log_every = 20, .train_size = 8192, .val_size = 1024,
-	                      .momentum = 0.9f, .adam = 1};
+	                      .momentum = 0.9f, .adam = 1, .wire_grads = -1};
 	while ((c = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
 		int rc = 0;
 		switch (c) {
@@ -504,6 +510,10 @@ static int parse_options(int argc, char **argv, struct options *o)
 		case 'W': rc = parse_float("--cpu-watts", optarg, 0.0f, 100000.0f, &o->cpu_watts); break;
 		case 'G': rc = parse_float("--gpu-watts", optarg, 0.0f, 100000.0f, &o->gpu_watts); break;
 		case 'I': rc = parse_float("--idle-watts", optarg, 0.0f, 100000.0f, &o->idle_watts); break;
+		case 'w':
+			if ((rc = starnn_wire_option("--wire-grads", optarg, &o->wire_grads)) != 0)
+				fprintf(stderr, "mlp: %s\n", starnn_last_error());
+			break;
 		case 'P':
 			if (strcmp(optarg, "fp32") == 0)
 				o->compute = STARNN_FP32;
@@ -854,6 +864,7 @@ int main(int argc, char **argv)
 		fprintf(stderr, "mlp: %s\n", starnn_last_error());
 		return 1;
 	}
+	starnn_dist_set_wire_grads(o.wire_grads);
 	/* Under mpirun, rank 0 alone prints results; errors come from any rank. */
 	if (starnn_dist_rank() > 0 && !freopen("/dev/null", "w", stdout))
 		fprintf(stderr, "mlp: rank %d: cannot silence stdout\n", starnn_dist_rank());

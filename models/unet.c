@@ -1175,6 +1175,7 @@ int main(int argc, char **argv)
 		free(o);
 		return 1;
 	}
+	starnn_dist_set_wire_grads(o->wire_grads);
 	if (starnn_dist_size() > 1) {
 		/* Rank 0 alone prints, logs and checkpoints; errors come from any rank. */
 		if (o->cmd != CMD_TRAIN) {

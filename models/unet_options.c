@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "models/unet_options.h"
+#include "runtime/wire.h"
 
 /* models/unet.c has the same: messages of the program, "unet: ..." */
 static void fail(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
@@ -69,6 +70,10 @@ static void usage(FILE *f)
 	        "                          most 8 and the batch; under mpirun: per rank)\n"
 	        "  --bn-sync global|local  under mpirun: BatchNorm statistics over the global\n"
 	        "                          batch (default; the model one rank trains) or per rank\n"
+	        "  --wire-grads F          under mpirun: the gradients' all-reduce sends its chunks\n"
+	        "                          compressed: none (default, fp32), bf16, fp16, trunc16,\n"
+	        "                          rne16, trunc24, rne24, int8 or fp8 (codelets/wire.h);\n"
+	        "                          every rank gets the same rounded sum\n"
 	        "  --epochs N              passes over the training data (default 1)\n"
 	        "  --steps N               total steps instead of epochs (a resumed run continues\n"
 	        "                          up to step N); 0 with --checkpoint saves the initial model\n"
@@ -245,6 +250,7 @@ int parse_options(int argc, char **argv, struct options *o)
 		{"precision", required_argument, 0, O_PRECISION},
 		{"loss-scale", required_argument, 0, O_LOSS_SCALE},
 		{"bn-sync", required_argument, 0, O_BN_SYNC},
+		{"wire-grads", required_argument, 0, O_WIRE_GRADS},
 		{"cpu-watts", required_argument, 0, O_CPU_WATTS},
 		{"gpu-watts", required_argument, 0, O_GPU_WATTS},
 		{"idle-watts", required_argument, 0, O_IDLE_WATTS},
@@ -258,7 +264,7 @@ int parse_options(int argc, char **argv, struct options *o)
 	o->lr = 1e-3f, o->momentum = 0.9f;
 	o->optimizer = UNET_ADAM;
 	o->seed = 1, o->shuffle = 1;
-	o->eval_every = -1, o->log_every = 10, o->png_samples = 4, o->progress = -1;
+	o->eval_every = -1, o->log_every = 10, o->png_samples = 4, o->progress = -1, o->wire_grads = -1;
 	o->compute = STARNN_FP32, o->loss_scale = -1;
 
 	if (argc < 2) {
@@ -387,6 +393,11 @@ int parse_options(int argc, char **argv, struct options *o)
 				rc = -1;
 			}
 			o->bn_local = strcmp(optarg, "local") == 0;
+			break;
+		case O_WIRE_GRADS:
+			rc = starnn_wire_option("--wire-grads", optarg, &o->wire_grads);
+			if (rc)
+				fail("%s", starnn_last_error());
 			break;
 		case O_CPU_WATTS: rc = parse_float("--cpu-watts", optarg, 0.0f, 100000.0f, &o->cpu_watts); break;
 		case O_GPU_WATTS: rc = parse_float("--gpu-watts", optarg, 0.0f, 100000.0f, &o->gpu_watts); break;

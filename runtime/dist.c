@@ -20,6 +20,7 @@
 
 #include "codelets/axpy.h"
 #include "codelets/batchnorm.h"
+#include "codelets/wire.h"
 #include "runtime/dist.h"
 #include "runtime/submit.h"
 
@@ -53,6 +54,15 @@ uint64_t starnn_dist_hash_args(int argc, char **argv)
 
 static size_t chunk_elems = 65536;
 static int no_grad_exchange; /* STARNN_DIST_BENCH_NO_GRAD_EXCHANGE: tools/bench-dist only */
+static int grad_wire = -1;    /* --wire-grads: a starnn_wire_format, -1 none */
+
+int starnn_dist_set_wire_grads(int wire)
+{
+	if (wire >= STARNN_WIRE_NFORMATS)
+		return starnn_error(STARNN_EINVAL, "dist: unknown wire format %d", wire);
+	grad_wire = wire < 0 || wire == STARNN_WIRE_FP32 ? -1 : wire;
+	return 0;
+}
 
 void starnn_dist_set_chunk(size_t elems)
 {
@@ -285,9 +295,27 @@ struct scratch {
 	int64_t shape[STARNN_MAX_DIMS];
 	int ndim;
 	starnn_tensor *tmp[32];   /* one receive buffer per tree level */
+	/* Compressed exchange (--wire-grads): per chunk, the wire copy this
+	 * rank sends up and receives down, and one receive buffer per level. */
+	int wfmt, nw;
+	starnn_tensor **w, **wr[32];
 };
 static struct scratch *scratch;
 static int nscratch;
+
+static void scratch_free_wire(struct scratch *sc)
+{
+	for (int c = 0; c < sc->nw; c++) {
+		starnn_tensor_destroy(sc->w[c]);
+		for (int l = 0; l < 32; l++)
+			if (sc->wr[l])
+				starnn_tensor_destroy(sc->wr[l][c]);
+	}
+	free(sc->w);
+	for (int l = 0; l < 32; l++)
+		free(sc->wr[l]), sc->wr[l] = NULL;
+	sc->w = NULL, sc->nw = 0;
+}
 
 void starnn_dist_stop(void)
 {
@@ -296,6 +324,8 @@ void starnn_dist_stop(void)
 	starpu_task_wait_for_all();
 	sentinel_release();
 	starpu_mpi_wait_for_all(MPI_COMM_WORLD);
+	for (int i = 0; i < nscratch; i++)
+		scratch_free_wire(&scratch[i]);
 	for (int i = 0; i < nscratch; i++)
 		for (int l = 0; l < 32; l++)
 			starnn_tensor_destroy(scratch[i].tmp[l]);
@@ -428,12 +458,15 @@ static void coll_end(void)
 	coll_event(c, 0);
 }
 
-static int post(starnn_tensor *t, int peer, starpu_mpi_tag_t tag, int recv)
+/* Sends (recv 0) or receives t; raw: the bytes of the fp32 data a wire
+ * copy stands for (0: t itself). */
+static int post_raw(starnn_tensor *t, int peer, starpu_mpi_tag_t tag, int recv, size_t raw)
 {
 	starnn_tensor_prepare(t, recv);
 	STARPU_PTHREAD_MUTEX_LOCK(&stats_mutex);
 	cur->pending++;
 	if (!recv) {
+		stats.raw_bytes[cur->kind] += raw ? raw : starnn_tensor_numel(t) * starnn_dtype_size(t->dtype);
 		stats.bytes_sent[cur->kind] += (uint64_t)(starnn_tensor_numel(t) * starnn_dtype_size(t->dtype));
 		stats.messages_sent[cur->kind]++;
 	}
@@ -444,6 +477,11 @@ static int post(starnn_tensor *t, int peer, starpu_mpi_tag_t tag, int recv)
 		return starnn_error(STARNN_ESTARPU, "dist: starpu_mpi_%s_detached of %s %s rank %d failed (%d)",
 		                    recv ? "irecv" : "isend", t->name, recv ? "from" : "to", peer, rc);
 	return 0;
+}
+
+static int post(starnn_tensor *t, int peer, starpu_mpi_tag_t tag, int recv)
+{
+	return post_raw(t, peer, tag, recv, 0);
 }
 
 int starnn_dist_stats(struct starnn_dist_stats *out)
@@ -507,18 +545,75 @@ static int add_f32(starnn_tensor *acc, starnn_tensor *x)
 	return starnn_axpy(1.0f, x, acc);
 }
 
-static int allreduce_parts(starnn_tensor *t, starnn_dist_add_fn add);
+static int allreduce_parts(starnn_tensor *t, starnn_dist_add_fn add, int wfmt, int kind);
 
-static int allreduce(starnn_tensor *t, starnn_dist_add_fn add)
+static int allreduce(starnn_tensor *t, starnn_dist_add_fn add, int wfmt, int kind)
 {
-	STARNN_CHECK(coll_begin(add == add_f32 ? STARNN_DIST_GRADIENTS : STARNN_DIST_OTHER));
-	int rc = allreduce_parts(t, add);
+	STARNN_CHECK(coll_begin(kind));
+	int rc = allreduce_parts(t, add, wfmt, kind);
 	coll_end();
 	return rc;
 }
 
-static int allreduce_parts(starnn_tensor *t, starnn_dist_add_fn add)
+/* The wire buffers of sc for nchunks chunks of t in format f (made once;
+ * remade when the format or the chunking changes). */
+static int wire_buffers(struct scratch *sc, starnn_tensor *t, starnn_tensor **parts, int nchunks, int f)
 {
+	if (sc->w && sc->nw == nchunks && sc->wfmt == f)
+		return 0;
+	scratch_free_wire(sc);
+	sc->w = calloc((size_t)nchunks, sizeof *sc->w);
+	if (!sc->w)
+		return starnn_error(STARNN_ENOMEM, "dist_allreduce: out of memory");
+	sc->nw = nchunks, sc->wfmt = f;
+	for (int c = 0; c < nchunks; c++) {
+		starnn_tensor *x = parts ? parts[c] : t;
+		int64_t bytes = (int64_t)starnn_wire_bytes((starnn_wire_format)f, starnn_tensor_numel(x));
+		char name[STARNN_NAME_MAX];
+		snprintf(name, sizeof name, "%.32s.wire%d", t->name, c);
+		STARNN_CHECK(starnn_tensor_create(&sc->w[c], name, STARNN_U8, 1, &bytes));
+		for (int level = 0, s = 1; s < dist_size; s *= 2, level++) {
+			if (!(dist_rank % (2 * s) == 0 && dist_rank + s < dist_size))
+				continue;
+			if (!sc->wr[level] && !(sc->wr[level] = calloc((size_t)nchunks, sizeof **sc->wr)))
+				return starnn_error(STARNN_ENOMEM, "dist_allreduce: out of memory");
+			snprintf(name, sizeof name, "%.32s.wire%d.recv%d", t->name, c, level);
+			STARNN_CHECK(starnn_tensor_create(&sc->wr[level][c], name, STARNN_U8, 1, &bytes));
+		}
+	}
+	return 0;
+}
+
+/* Rank 0's sum x down the tree in format f: rank 0 compresses it once and
+ * keeps the decompressed copy too, every other rank decompresses what its
+ * parent sent and forwards the same bytes, so every rank ends with the
+ * same bits. */
+static int tree_down_wire(starnn_tensor *x, starnn_tensor *w, int f, uint64_t seq, int chunk)
+{
+	starnn_wire_format wf = (starnn_wire_format)f;
+	size_t raw = starnn_tensor_numel(x) * sizeof(float);
+	if (dist_rank == 0) {
+		STARNN_CHECK(starnn_compress(x, wf, w));
+		STARNN_CHECK(starnn_decompress(w, wf, x));
+	}
+	int top = 1;
+	while (top * 2 < dist_size)
+		top *= 2;
+	starpu_mpi_tag_t tag = tag_of(seq, 1, chunk);
+	for (int s = top; s >= 1; s /= 2) {
+		if (dist_rank % (2 * s) == 0 && dist_rank + s < dist_size) {
+			STARNN_CHECK(post_raw(w, dist_rank + s, tag, 0, raw));
+		} else if (dist_rank % (2 * s) == s) {
+			STARNN_CHECK(post_raw(w, dist_rank - s, tag, 1, raw));
+			STARNN_CHECK(starnn_decompress(w, wf, x));
+		}
+	}
+	return 0;
+}
+
+static int allreduce_parts(starnn_tensor *t, starnn_dist_add_fn add, int wfmt, int kind)
+{
+	(void)kind;
 	uint64_t seq = coll_seq++;
 	struct scratch *sc = scratch_for(t);
 	if (!sc)
@@ -536,6 +631,8 @@ static int allreduce_parts(starnn_tensor *t, starnn_dist_add_fn add)
 	starnn_tensor **parts = NULL;
 	if (nchunks > 1)
 		STARNN_CHECK(starnn_tensor_split(t, 0, (int)nchunks, NULL, &parts));
+	if (wfmt >= 0)
+		STARNN_CHECK(wire_buffers(sc, t, parts, (int)nchunks, wfmt));
 	for (int level = 0, s = 1; s < dist_size; s *= 2, level++) {
 		if (dist_rank % (2 * s) == 0 && dist_rank + s < dist_size && !sc->tmp[level]) {
 			char name[STARNN_NAME_MAX];
@@ -554,15 +651,29 @@ static int allreduce_parts(starnn_tensor *t, starnn_dist_add_fn add)
 					if (nchunks > 1)
 						STARNN_CHECK(starnn_tensor_split(tmp, 0, (int)nchunks, NULL, &tparts));
 					starnn_tensor *r = nchunks > 1 ? tparts[c] : tmp;
-					STARNN_CHECK(post(r, dist_rank + s, up, 1));
+					if (wfmt >= 0) {
+						starnn_tensor *wr = sc->wr[level][c];
+						STARNN_CHECK(post_raw(wr, dist_rank + s, up, 1, 0));
+						STARNN_CHECK(starnn_decompress(wr, (starnn_wire_format)wfmt, r));
+					} else {
+						STARNN_CHECK(post(r, dist_rank + s, up, 1));
+					}
 					STARNN_CHECK(add(x, r));
 				}
 			} else {
-				STARNN_CHECK(post(x, dist_rank - s, up, 0));
+				if (wfmt >= 0) {
+					STARNN_CHECK(starnn_compress(x, (starnn_wire_format)wfmt, sc->w[c]));
+					STARNN_CHECK(post_raw(sc->w[c], dist_rank - s, up, 0, starnn_tensor_numel(x) * sizeof(float)));
+				} else {
+					STARNN_CHECK(post(x, dist_rank - s, up, 0));
+				}
 				break;
 			}
 		}
-		STARNN_CHECK(tree_down(x, seq, c));
+		if (wfmt >= 0)
+			STARNN_CHECK(tree_down_wire(x, sc->w[c], wfmt, seq, c));
+		else
+			STARNN_CHECK(tree_down(x, seq, c));
 	}
 	return 0;
 }
@@ -573,14 +684,25 @@ int starnn_dist_allreduce(starnn_tensor *t)
 		return 0;
 	if (t->dtype != STARNN_FP32)
 		return starnn_error(STARNN_EINVAL, "dist_allreduce: %s: fp32 only", t->name);
-	return allreduce(t, add_f32);
+	return allreduce(t, add_f32, -1, STARNN_DIST_OTHER);
+}
+
+int starnn_dist_allreduce_wire(starnn_tensor *t, int wire)
+{
+	if (!dist_on)
+		return 0;
+	if (t->dtype != STARNN_FP32)
+		return starnn_error(STARNN_EINVAL, "dist_allreduce: %s: fp32 only", t->name);
+	if (wire >= STARNN_WIRE_NFORMATS)
+		return starnn_error(STARNN_EINVAL, "dist_allreduce: %s: unknown wire format %d", t->name, wire);
+	return allreduce(t, add_f32, wire == STARNN_WIRE_FP32 ? -1 : wire, STARNN_DIST_GRADIENTS);
 }
 
 int starnn_dist_allreduce_with(starnn_tensor *t, starnn_dist_add_fn add)
 {
 	if (!dist_on)
 		return 0;
-	return allreduce(t, add);
+	return allreduce(t, add, -1, STARNN_DIST_OTHER);
 }
 
 #else /* no StarPU-MPI: one rank */
@@ -626,6 +748,12 @@ int starnn_dist_allreduce_with(starnn_tensor *t, starnn_dist_add_fn add)
 	return 0;
 }
 
+int starnn_dist_allreduce_wire(starnn_tensor *t, int wire)
+{
+	(void)t, (void)wire;
+	return 0;
+}
+
 #endif
 
 int starnn_dist_sum_doubles(double *v, int n)
@@ -660,24 +788,28 @@ int starnn_dist_report(FILE *out, int64_t steps)
 		return 0;
 	struct starnn_dist_stats st;
 	STARNN_CHECK(starnn_dist_stats(&st));
-	double v[2 * STARNN_DIST_KINDS + 1];
+	enum { B = 0, M = STARNN_DIST_KINDS, R = 2 * STARNN_DIST_KINDS, T = 3 * STARNN_DIST_KINDS, N };
+	double v[N];
 	for (int k = 0; k < STARNN_DIST_KINDS; k++) {
-		v[k] = (double)st.bytes_sent[k];
-		v[STARNN_DIST_KINDS + k] = (double)st.messages_sent[k];
+		v[B + k] = (double)st.bytes_sent[k];
+		v[M + k] = (double)st.messages_sent[k];
+		v[R + k] = (double)st.raw_bytes[k];
 	}
-	v[2 * STARNN_DIST_KINDS] = st.exchange_s;
-	STARNN_CHECK(starnn_dist_sum_doubles(v, 2 * STARNN_DIST_KINDS + 1));
+	v[T] = st.exchange_s;
+	STARNN_CHECK(starnn_dist_sum_doubles(v, N));
 	if (dist_rank == 0 && out) {
-		double mib = 1.0 / (1024.0 * 1024.0 * (double)steps);
+		double mib = 1.0 / (1024.0 * 1024.0 * (double)steps), g = STARNN_DIST_GRADIENTS, o = STARNN_DIST_OTHER;
+		char wire[96] = "";
+		if (grad_wire >= 0)
+			snprintf(wire, sizeof wire, " as %s, %.2f MiB uncompressed", starnn_wire_name((starnn_wire_format)grad_wire),
+			         v[R + (int)g] * mib);
 		fprintf(out,
-		        "exchange: %.2f MiB per step sent between ranks (gradients %.2f MiB in %.0f messages, batch-norm "
+		        "exchange: %.2f MiB per step sent between ranks (gradients %.2f MiB%s in %.0f messages, batch-norm "
 		        "statistics and other sums %.3f MiB in %.0f; broadcasts %.2f MiB in all), in flight %.1f ms per step "
 		        "(mean over %d ranks)\n",
-		        (v[STARNN_DIST_GRADIENTS] + v[STARNN_DIST_OTHER]) * mib, v[STARNN_DIST_GRADIENTS] * mib,
-		        v[STARNN_DIST_KINDS + STARNN_DIST_GRADIENTS] / (double)steps, v[STARNN_DIST_OTHER] * mib,
-		        v[STARNN_DIST_KINDS + STARNN_DIST_OTHER] / (double)steps,
-		        v[STARNN_DIST_BROADCAST] / (1024.0 * 1024.0), 1e3 * v[2 * STARNN_DIST_KINDS] / dist_size / (double)steps,
-		        dist_size);
+		        (v[B + (int)g] + v[B + (int)o]) * mib, v[B + (int)g] * mib, wire, v[M + (int)g] / (double)steps,
+		        v[B + (int)o] * mib, v[M + (int)o] / (double)steps, v[B + STARNN_DIST_BROADCAST] / (1024.0 * 1024.0),
+		        1e3 * v[T] / dist_size / (double)steps, dist_size);
 	}
 	return 0;
 }
@@ -687,7 +819,7 @@ int starnn_dist_grad_hook(void *ctx, starnn_param *p)
 	(void)ctx;
 	if (no_grad_exchange)
 		return 0;
-	return starnn_dist_allreduce(p->grad[0]);
+	return starnn_dist_allreduce_wire(p->grad[0], grad_wire);
 }
 
 int starnn_dist_broadcast_params(starnn_params *ps)

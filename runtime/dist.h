@@ -79,6 +79,17 @@ int starnn_dist_allreduce_with(starnn_tensor *t, starnn_dist_add_fn add);
  * graph, as the other collectives; waits for the result). For figures
  * reported once per run (energy, counts), not for training data. */
 int starnn_dist_sum_doubles(double *v, int n);
+/* The gradients' all-reduce with the chunks sent compressed in wire
+ * format `wire` (codelets/wire.h; STARNN_WIRE_FP32 or -1: uncompressed,
+ * as starnn_dist_allreduce): a rank compresses its partial sum for its
+ * parent; a parent decompresses what each child sent before adding it in
+ * fp32; rank 0 compresses the sum once, keeps the decompressed copy
+ * itself and sends the same bytes down, so every rank ends with the same
+ * bits (the sum rounded to the format, each partial sum too). */
+int starnn_dist_allreduce_wire(starnn_tensor *t, int wire);
+/* The format of the gradient hook's all-reduce (-1 or STARNN_WIRE_FP32:
+ * uncompressed; the default). */
+int starnn_dist_set_wire_grads(int wire);
 /* The parameter set's gradient hook (starnn_params_set_grad_hook):
  * all-reduces p->grad[0]. ctx is unused. */
 int starnn_dist_grad_hook(void *ctx, starnn_param *p);
@@ -102,6 +113,7 @@ void starnn_dist_abort(int status);
 enum { STARNN_DIST_GRADIENTS, STARNN_DIST_BROADCAST, STARNN_DIST_OTHER, STARNN_DIST_KINDS };
 struct starnn_dist_stats {
 	uint64_t bytes_sent[STARNN_DIST_KINDS], messages_sent[STARNN_DIST_KINDS];
+	uint64_t raw_bytes[STARNN_DIST_KINDS]; /* what was sent, uncompressed (fp32) */
 	uint64_t collectives[STARNN_DIST_KINDS];
 	double exchange_s;
 };

@@ -53,6 +53,35 @@ export STARNN_DIST_CHUNK=1000
 compare "chunked all-reduce" 2 1 --batch 64 --hidden 300,200
 unset STARNN_DIST_CHUNK
 
+# Compressed gradients (--wire-grads): 20 steps train as the uncompressed
+# run does (the validation MSE within 5% of it), the gradients' bytes on
+# the wire shrink by the format's ratio, and a bad format is refused.
+timeout 120 $MPIRUN -np 2 "$mlp" --steps 20 --batch 64 --hidden 512,512 > "$tmp/w32.txt" 2>&1 ||
+	{ echo "FAIL: wire: uncompressed run exited $?"; status=1; }
+mse() { sed -n 's/^final:.*validation MSE \([0-9.e+-]*\).*/\1/p' "$1"; }
+gmib() { sed -n 's/^exchange:.*(gradients \([0-9.]*\) MiB.*/\1/p' "$1"; }
+for w in bf16:2 trunc24:1.333 int8:3.9 fp8:3.9; do
+	f=${w%:*} ratio=${w#*:}
+	if ! timeout 120 $MPIRUN -np 2 "$mlp" --steps 20 --batch 64 --hidden 512,512 --wire-grads "$f" > "$tmp/w.txt" 2>&1; then
+		echo "FAIL: --wire-grads $f exited $?"; cat "$tmp/w.txt"; status=1; continue
+	fi
+	if awk -v a="$(mse "$tmp/w32.txt")" -v b="$(mse "$tmp/w.txt")" -v m32="$(gmib "$tmp/w32.txt")" \
+		-v m="$(gmib "$tmp/w.txt")" -v r="$ratio" \
+		'BEGIN { exit !(a > 0 && b > 0 && (b - a) ^ 2 <= (0.05 * a) ^ 2 && m > 0 && m32 / m >= r * 0.97) }'; then
+		echo "ok: --wire-grads $f: validation MSE $(mse "$tmp/w.txt") (fp32 exchange: $(mse "$tmp/w32.txt")), gradients $(gmib "$tmp/w.txt") MiB per step (fp32: $(gmib "$tmp/w32.txt"))"
+	else
+		echo "FAIL: --wire-grads $f: MSE $(mse "$tmp/w.txt") vs $(mse "$tmp/w32.txt"), $(gmib "$tmp/w.txt") vs $(gmib "$tmp/w32.txt") MiB"
+		grep -E "^final|^exchange" "$tmp/w.txt"; status=1
+	fi
+done
+out=$("$mlp" --wire-grads bf15 2>&1)
+rc=$?
+if [ $rc != 2 ] || ! echo "$out" | grep -q "wire-grads is none, bf16"; then
+	echo "FAIL: --wire-grads bf15: exit $rc"; echo "$out"; status=1
+else
+	echo "ok: --wire-grads bf15 refused (exit 2)"
+fi
+
 # A global batch smaller than the ranks: usage error (2) with a message.
 out=$(timeout 60 $MPIRUN -np 2 "$mlp" --batch 1 --val-size 8 2>&1)
 rc=$?

@@ -14,6 +14,7 @@
  * `allreduce --has-mpi` exits 0 when built with StarPU-MPI, else 77. */
 #include <config.h>
 
+#include "codelets/wire.h"
 #include "runtime/dist.h"
 #include "tests/testlib.h"
 
@@ -43,6 +44,83 @@ static float tree(int nranks, size_t i, int round, double *exact, double *abs)
 		for (int r = 0; r + stride < nranks; r += 2 * stride)
 			s[r] = (float)((double)s[r] + (double)s[r + stride]);
 	return s[0];
+}
+
+/* D(C(v)): v through wire format f and back (the CPU kernels, tested on
+ * their own in tests/codelets/wire). */
+static void through(starnn_wire_format f, size_t n, float *v)
+{
+	uint8_t *w = malloc(starnn_wire_bytes(f, n) + 1);
+	starnn_compress_cpu(f, 1, n, v, n, w);
+	starnn_decompress_cpu(f, 1, n, w, v, n);
+	free(w);
+}
+
+/* The compressed tree of dist.h on the host, whole tensor (one chunk):
+ * rank i's partial sum += D(C(rank i + stride's)), then D(C(rank 0's)). */
+static void tree_wire(starnn_wire_format f, int nranks, size_t n, int round, float *out)
+{
+	float *s = malloc(sizeof *s * n * (size_t)nranks);
+	for (int r = 0; r < nranks; r++)
+		for (size_t i = 0; i < n; i++)
+			s[(size_t)r * n + i] = value(r, i, round);
+	for (int stride = 1; stride < nranks; stride *= 2)
+		for (int r = 0; r + stride < nranks; r += 2 * stride) {
+			float *child = s + (size_t)(r + stride) * n;
+			through(f, n, child);
+			for (size_t i = 0; i < n; i++)
+				s[(size_t)r * n + i] = (float)((double)s[(size_t)r * n + i] + (double)child[i]);
+		}
+	memcpy(out, s, sizeof *s * n);
+	through(f, n, out);
+	free(s);
+}
+
+/* starnn_dist_allreduce_wire in every format: whole tensors against the
+ * host tree bit for bit; cut in chunks, every rank holds the same bits
+ * (rank 0's, broadcast) and the elementwise formats the same as whole. */
+static void test_wire(int rank, int n)
+{
+	const starnn_wire_format fmts[] = {STARNN_WIRE_BF16, STARNN_WIRE_FP16, STARNN_WIRE_TRUNC16, STARNN_WIRE_TRUNC24,
+	                                   STARNN_WIRE_RNE24, STARNN_WIRE_INT8, STARNN_WIRE_FP8};
+	const int64_t sizes[] = {1, 255, 257, 3000};
+	for (size_t k = 0; k < sizeof fmts / sizeof *fmts; k++)
+		for (size_t z = 0; z < sizeof sizes / sizeof *sizes; z++)
+			for (int chunked = 0; chunked < 2; chunked++) {
+				starnn_wire_format f = fmts[k];
+				size_t m = (size_t)sizes[z];
+				int round = 5000 + (int)(k * 10 + z);
+				starnn_dist_set_chunk(chunked ? 100 : (size_t)1 << 30);
+				starnn_tensor *t;
+				TEST_OK(starnn_tensor_create(&t, "arw", STARNN_FP32, 1, &sizes[z]));
+				float *x = malloc(m * sizeof *x), *want = malloc(m * sizeof *want);
+				for (size_t i = 0; i < m; i++)
+					x[i] = value(rank, i, round);
+				TEST_OK(starnn_tensor_write(t, x));
+				TEST_OK(starnn_dist_allreduce_wire(t, f));
+				TEST_OK(starnn_tensor_read(t, x));
+				int block = f == STARNN_WIRE_INT8 || f == STARNN_WIRE_FP8;
+				size_t bad = 0;
+				if (n == 1) { /* no rank edge: left as it is */
+					for (size_t i = 0; i < m; i++)
+						bad += x[i] != value(rank, i, round);
+				} else if (!chunked || !block) {
+					tree_wire(f, n, m, round, want);
+					for (size_t i = 0; i < m; i++)
+						bad += memcmp(&x[i], &want[i], sizeof *x) != 0;
+				} else { /* chunked block format: the same on every rank */
+					TEST_OK(starnn_tensor_write(t, x));
+					TEST_OK(starnn_dist_broadcast(t));
+					TEST_OK(starnn_tensor_read(t, want));
+					for (size_t i = 0; i < m; i++)
+						bad += memcmp(&x[i], &want[i], sizeof *x) != 0;
+				}
+				TEST_ASSERT(bad == 0, "rank %d/%d: all-reduce in %s, %zu values%s: %zu wrong", rank, n,
+				            starnn_wire_name(f), m, chunked ? " in chunks of 100" : "", bad);
+				free(x), free(want);
+				starnn_tensor_destroy(t);
+			}
+	starnn_dist_set_chunk(0);
 }
 
 struct shape {
@@ -156,6 +234,7 @@ int main(int argc, char **argv)
 			starnn_tensor_destroy(t[k]);
 		round += nshapes;
 	}
+	test_wire(rank, n);
 	/* Host doubles (3 values, odd): every rank gets the sum over ranks. */
 	for (int len = 1; len <= 3; len += 2) {
 		double v[3], want[3] = {0};

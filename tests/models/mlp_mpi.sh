@@ -8,16 +8,9 @@
 # ranks, ranks started with other options, a rank killed. Skips (77)
 # without StarPU-MPI or without mpirun.
 set -u
-top=$(cd "${top_builddir:-.}" && pwd)
+. "$(dirname "$0")/mpi_common.sh"
 mlp=$top/models/mlp
-"$top/tests/runtime/allreduce" --has-mpi || { echo "SKIP: starnn was built without StarPU-MPI"; exit 77; }
-command -v mpirun > /dev/null 2>&1 || { echo "SKIP: no mpirun"; exit 77; }
-export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_base_oversubscribe=1
-export STARPU_NCPU=1 STARPU_NCUDA=0 STARNN_MLP_EXACT=1
-MPIRUN="mpirun --oversubscribe --bind-to none --mca btl self,tcp"
-status=0
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
+export STARNN_MLP_EXACT=1
 
 losses() { sed -n 's/^step *\([0-9]*\)\/.*loss \([0-9.e+-]*\).*/\1 \2/p; s/^final:.*validation MSE \([0-9.e+-]*\).*/val \1/p' "$1"; }
 

@@ -12,16 +12,8 @@
 # checkpoint is left in its place, and the last checkpoint resumes on 1 rank.
 # Skips (77) without StarPU-MPI or without mpirun.
 set -u
-top=$(cd "${top_builddir:-.}" && pwd)
+. "$(dirname "$0")/mpi_common.sh"
 unet=$top/models/unet
-"$top/tests/runtime/allreduce" --has-mpi || { echo "SKIP: starnn was built without StarPU-MPI"; exit 77; }
-command -v mpirun > /dev/null 2>&1 || { echo "SKIP: no mpirun"; exit 77; }
-export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_base_oversubscribe=1
-export STARPU_NCPU=1 STARPU_NCUDA=0
-MPIRUN="mpirun --oversubscribe --bind-to none --mca btl self,tcp"
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-status=0
 fail() { echo "FAIL: $*"; status=1; }
 U="train --size 16 --depth 1 --filters 4 --batch 4 --samples 32 --eval-every 0 --seed 5 --quiet"
 losses() { sed -n 's/.*"step":\([0-9]*\),.*"loss":\([^,]*\),.*/\1 \2/p' "$1"; }

@@ -1,0 +1,13 @@
+# Sourced by the MPI shell tests (tests/models/*_mpi*.sh): skips (77)
+# without StarPU-MPI or mpirun; mpirun as root, oversubscribed, over TCP,
+# one CPU worker per rank; $top, $MPIRUN, a temporary directory $tmp
+# removed at exit, and status=0.
+top=$(cd "${top_builddir:-.}" && pwd)
+"$top/tests/runtime/allreduce" --has-mpi || { echo "SKIP: starnn was built without StarPU-MPI"; exit 77; }
+command -v mpirun > /dev/null 2>&1 || { echo "SKIP: no mpirun"; exit 77; }
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_base_oversubscribe=1
+export STARPU_NCPU=1 STARPU_NCUDA=0
+MPIRUN="mpirun --oversubscribe --bind-to none --mca btl self,tcp"
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+status=0

@@ -173,10 +173,12 @@ grep -q '0 done in .*, 1 to run' <<< "$out" || fail "after SIGTERM the point is 
 # 2 ranks.
 if "$top/tests/runtime/allreduce" --has-mpi > /dev/null 2>&1 && command -v mpirun > /dev/null; then
 	R=$tmp/ranks
-	out=$(STARPU_NCPU=2 "$SWEEP" -o "$R" --size 16 --depth 1 --filters 4 --ranks 2 --steps 2 -- --samples 8 --val-samples 4 2>&1)
+	out=$(STARPU_NCPU=2 "$SWEEP" -o "$R" --size 16 --depth 1 --filters 4 --ranks 2 --wire bf16 --steps 2 -- --samples 8 --val-samples 4 2>&1)
 	rc=$?
-	[ $rc = 0 ] && grep -q 'STARPU_NCPU=1 .*mpirun -np 2 --bind-to none --oversubscribe' "$R/points/d1-f4-fp32-b4-r2.json" &&
-		ok "2 ranks under mpirun" || fail "2 ranks: exit $rc: $out $(cat "$R/logs/"*.log 2> /dev/null | tail -n 20)"
+	P=$(ls "$R/points/"d1-f4-fp32-b4-r2*.json 2> /dev/null | head -n 1)
+	[ $rc = 0 ] && [ -n "$P" ] && grep -q 'STARPU_NCPU=1 .*mpirun -np 2 --bind-to none --oversubscribe' "$P" &&
+		grep -q -- '--wire-grads bf16' "$P" &&
+		ok "2 ranks under mpirun, gradients as bf16" || fail "2 ranks: exit $rc: $out $(cat "$R/logs/"*.log 2> /dev/null | tail -n 20)"
 else
 	echo "note: no StarPU-MPI or mpirun: --ranks 2 not checked"
 fi
@@ -200,7 +202,7 @@ bad "-o DIR is required" --depth 1
 bad "needs a value" -o "$tmp/b" --depth
 bad "the sweep sets it" -o "$tmp/b" -- --depth 3
 bad "not allowed in a sweep" -o "$tmp/b" -- --log-json x
-if ! "$UNET" --help 2>&1 | grep -q -- --wire; then
+if ! "$UNET" --help 2>&1 | grep -- --wire-grads > /dev/null; then
 	bad "no wire compression yet" -o "$tmp/b" --wire fp16
 fi
 [ ! -e "$tmp/b/points" ] || fail "a refused sweep made its directory's records"

@@ -24,6 +24,12 @@ top=$(cd "${top_builddir:-.}" && pwd)
 SWEEP=$SRC/tools/sweep
 export UNET=$top/models/unet
 command -v python3 > /dev/null || { echo "SKIP: no python3 (tools/sweep needs it)"; exit 77; }
+# The tool is bash and python; the programs it runs are checked under the
+# sanitizers by the other tests, and a dozen sanitized trainings would
+# only add minutes to CI's sanitizer stage.
+if grep -q '^ *sanitizers *: *yes' "$top/config.summary" 2> /dev/null; then
+	echo "SKIP: sanitizer build (tools/sweep's programs are checked there by the other tests)"; exit 77
+fi
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 failures=0

@@ -6,6 +6,7 @@
 #     equal, and rank 0's checkpoint equal bit for bit to the one-rank
 #     checkpoint (weights, BN running statistics, Adam state; only the
 #     micro_batches attribute differs);
+#   - amp-bf16: the 12 losses equal too;
 #   - --bn-sync local: trains, with finite losses (another model: per-rank
 #     statistics);
 #   - only rank 0 writes the checkpoint and the log; eval under mpirun is
@@ -42,6 +43,19 @@ n=$(grep -c '^{"step":' "$tmp/two.jsonl")
 # The energy summary (read on every rank, summed over them) ends the log, once.
 [ "$(grep -c '^{"summary":' "$tmp/two.jsonl")" = 1 ] && tail -n 1 "$tmp/two.jsonl" | grep -q '^{"summary":{"steps":12,' ||
 	{ echo "FAIL: no single summary record at the end of the log: $(tail -n 1 "$tmp/two.jsonl")"; status=1; }
+
+# amp-bf16 (16-bit activations, fp32 masters): the same bits too.
+"$unet" $U --micro-batches 2 --precision amp-bf16 --log-json "$tmp/b1.jsonl" > "$tmp/b1.txt" 2>&1 &&
+	(cd "$tmp" && timeout 150 $MPIRUN -np 2 "$unet" $U --micro-batches 1 --precision amp-bf16 --log-json b2.jsonl) \
+	> "$tmp/b2.txt" 2>&1 || { echo "FAIL: amp-bf16 runs exited $?"; cat "$tmp/b1.txt" "$tmp/b2.txt"; status=1; }
+losses "$tmp/b1.jsonl" > "$tmp/b1.l"
+losses "$tmp/b2.jsonl" > "$tmp/b2.l"
+if [ "$(wc -l < "$tmp/b1.l")" != 12 ] || ! cmp -s "$tmp/b1.l" "$tmp/b2.l"; then
+	echo "FAIL: amp-bf16: 2 ranks differ from one rank (step one two):"; join "$tmp/b1.l" "$tmp/b2.l" | awk '$2 != $3'
+	status=1
+else
+	echo "ok: amp-bf16: 2 ranks x 1 = 1 rank x 2, 12 losses equal (last $(tail -n 1 "$tmp/b1.l"))"
+fi
 
 (cd "$tmp" && timeout 150 $MPIRUN -np 2 "$unet" $U --micro-batches 1 --bn-sync local --log-json local.jsonl) \
 	> "$tmp/local.txt" 2>&1 || { echo "FAIL: --bn-sync local exited $?"; cat "$tmp/local.txt"; status=1; }

@@ -494,18 +494,32 @@ int starnn_dist_stats(struct starnn_dist_stats *out)
 	return 0;
 }
 
-/* Rank 0's t down the binomial tree (largest stride first). */
-static int tree_down(starnn_tensor *t, uint64_t seq, int chunk)
+/* Rank 0's x down the binomial tree (largest stride first). With a wire
+ * copy w (format f, codelets/wire.h): rank 0 compresses x once and keeps
+ * the decompressed copy too, every other rank decompresses what its parent
+ * sent and forwards the same bytes, so that every rank ends with the same
+ * bits. Without (w NULL), x itself travels. */
+static int tree_down(starnn_tensor *x, starnn_tensor *w, int f, uint64_t seq, int chunk)
 {
+	starnn_wire_format wf = (starnn_wire_format)f;
+	starnn_tensor *m = w ? w : x; /* what is sent */
+	size_t raw = w ? starnn_tensor_numel(x) * sizeof(float) : 0;
+	if (w && dist_rank == 0) {
+		STARNN_CHECK(starnn_compress(x, wf, w));
+		STARNN_CHECK(starnn_decompress(w, wf, x));
+	}
 	int top = 1;
 	while (top * 2 < dist_size)
 		top *= 2;
 	starpu_mpi_tag_t tag = tag_of(seq, 1, chunk);
 	for (int s = top; s >= 1; s /= 2) {
-		if (dist_rank % (2 * s) == 0 && dist_rank + s < dist_size)
-			STARNN_CHECK(post(t, dist_rank + s, tag, 0));
-		else if (dist_rank % (2 * s) == s)
-			STARNN_CHECK(post(t, dist_rank - s, tag, 1));
+		if (dist_rank % (2 * s) == 0 && dist_rank + s < dist_size) {
+			STARNN_CHECK(post_raw(m, dist_rank + s, tag, 0, raw));
+		} else if (dist_rank % (2 * s) == s) {
+			STARNN_CHECK(post_raw(m, dist_rank - s, tag, 1, raw));
+			if (w)
+				STARNN_CHECK(starnn_decompress(w, wf, x));
+		}
 	}
 	return 0;
 }
@@ -535,7 +549,7 @@ int starnn_dist_broadcast(starnn_tensor *t)
 	STARNN_CHECK(coll_begin(STARNN_DIST_BROADCAST));
 	int rc = coll_ready(t);
 	if (!rc)
-		rc = tree_down(t, coll_seq++, 0);
+		rc = tree_down(t, NULL, -1, coll_seq++, 0);
 	coll_end();
 	return rc;
 }
@@ -545,12 +559,12 @@ static int add_f32(starnn_tensor *acc, starnn_tensor *x)
 	return starnn_axpy(1.0f, x, acc);
 }
 
-static int allreduce_parts(starnn_tensor *t, starnn_dist_add_fn add, int wfmt, int kind);
+static int allreduce_parts(starnn_tensor *t, starnn_dist_add_fn add, int wfmt);
 
 static int allreduce(starnn_tensor *t, starnn_dist_add_fn add, int wfmt, int kind)
 {
 	STARNN_CHECK(coll_begin(kind));
-	int rc = allreduce_parts(t, add, wfmt, kind);
+	int rc = allreduce_parts(t, add, wfmt);
 	coll_end();
 	return rc;
 }
@@ -584,36 +598,8 @@ static int wire_buffers(struct scratch *sc, starnn_tensor *t, starnn_tensor **pa
 	return 0;
 }
 
-/* Rank 0's sum x down the tree in format f: rank 0 compresses it once and
- * keeps the decompressed copy too, every other rank decompresses what its
- * parent sent and forwards the same bytes, so every rank ends with the
- * same bits. */
-static int tree_down_wire(starnn_tensor *x, starnn_tensor *w, int f, uint64_t seq, int chunk)
+static int allreduce_parts(starnn_tensor *t, starnn_dist_add_fn add, int wfmt)
 {
-	starnn_wire_format wf = (starnn_wire_format)f;
-	size_t raw = starnn_tensor_numel(x) * sizeof(float);
-	if (dist_rank == 0) {
-		STARNN_CHECK(starnn_compress(x, wf, w));
-		STARNN_CHECK(starnn_decompress(w, wf, x));
-	}
-	int top = 1;
-	while (top * 2 < dist_size)
-		top *= 2;
-	starpu_mpi_tag_t tag = tag_of(seq, 1, chunk);
-	for (int s = top; s >= 1; s /= 2) {
-		if (dist_rank % (2 * s) == 0 && dist_rank + s < dist_size) {
-			STARNN_CHECK(post_raw(w, dist_rank + s, tag, 0, raw));
-		} else if (dist_rank % (2 * s) == s) {
-			STARNN_CHECK(post_raw(w, dist_rank - s, tag, 1, raw));
-			STARNN_CHECK(starnn_decompress(w, wf, x));
-		}
-	}
-	return 0;
-}
-
-static int allreduce_parts(starnn_tensor *t, starnn_dist_add_fn add, int wfmt, int kind)
-{
-	(void)kind;
 	uint64_t seq = coll_seq++;
 	struct scratch *sc = scratch_for(t);
 	if (!sc)
@@ -633,12 +619,17 @@ static int allreduce_parts(starnn_tensor *t, starnn_dist_add_fn add, int wfmt, i
 		STARNN_CHECK(starnn_tensor_split(t, 0, (int)nchunks, NULL, &parts));
 	if (wfmt >= 0)
 		STARNN_CHECK(wire_buffers(sc, t, parts, (int)nchunks, wfmt));
+	starnn_tensor **tparts[32] = {NULL}; /* the receive buffers' chunks, per level */
 	for (int level = 0, s = 1; s < dist_size; s *= 2, level++) {
-		if (dist_rank % (2 * s) == 0 && dist_rank + s < dist_size && !sc->tmp[level]) {
+		if (!(dist_rank % (2 * s) == 0 && dist_rank + s < dist_size))
+			continue;
+		if (!sc->tmp[level]) {
 			char name[STARNN_NAME_MAX];
 			snprintf(name, sizeof name, "%.48s.recv%d", t->name, level);
 			STARNN_CHECK(starnn_tensor_create(&sc->tmp[level], name, STARNN_FP32, t->ndim, t->shape));
 		}
+		if (nchunks > 1)
+			STARNN_CHECK(starnn_tensor_split(sc->tmp[level], 0, (int)nchunks, NULL, &tparts[level]));
 	}
 	for (int c = 0; c < nchunks; c++) {
 		starnn_tensor *x = nchunks > 1 ? parts[c] : t;
@@ -647,10 +638,7 @@ static int allreduce_parts(starnn_tensor *t, starnn_dist_add_fn add, int wfmt, i
 		for (int level = 0, s = 1; s < dist_size; s *= 2, level++) {
 			if (dist_rank % (2 * s) == 0) {
 				if (dist_rank + s < dist_size) {
-					starnn_tensor *tmp = sc->tmp[level], **tparts = NULL;
-					if (nchunks > 1)
-						STARNN_CHECK(starnn_tensor_split(tmp, 0, (int)nchunks, NULL, &tparts));
-					starnn_tensor *r = nchunks > 1 ? tparts[c] : tmp;
+					starnn_tensor *r = nchunks > 1 ? tparts[level][c] : sc->tmp[level];
 					if (wfmt >= 0) {
 						starnn_tensor *wr = sc->wr[level][c];
 						STARNN_CHECK(post_raw(wr, dist_rank + s, up, 1, 0));
@@ -670,10 +658,7 @@ static int allreduce_parts(starnn_tensor *t, starnn_dist_add_fn add, int wfmt, i
 				break;
 			}
 		}
-		if (wfmt >= 0)
-			STARNN_CHECK(tree_down_wire(x, sc->w[c], wfmt, seq, c));
-		else
-			STARNN_CHECK(tree_down(x, seq, c));
+		STARNN_CHECK(tree_down(x, wfmt >= 0 ? sc->w[c] : NULL, wfmt, seq, c));
 	}
 	return 0;
 }

@@ -861,6 +861,18 @@ static void json_number(FILE *f, double x)
 		fputs("null", f);
 }
 
+/* "joules":J,"joules_per_epoch":..,"joules_per_sample":.. (null where not
+ * defined), for the measured figures and the estimated ones alike. */
+static void json_joules(FILE *f, double j, double epochs, int64_t samples)
+{
+	fputs("\"joules\":", f);
+	json_number(f, j);
+	fputs(",\"joules_per_epoch\":", f);
+	json_number(f, epochs > 0 ? j / epochs : NAN);
+	fputs(",\"joules_per_sample\":", f);
+	json_number(f, samples > 0 ? j / (double)samples : NAN);
+}
+
 int starnn_energy_summary_json(FILE *f, int64_t steps, double epochs, int64_t samples,
                                const struct starnn_energy_reading *r)
 {
@@ -877,13 +889,8 @@ int starnn_energy_summary_json(FILE *f, int64_t steps, double epochs, int64_t sa
 		fputs(",\"reason\":", f);
 		json_string(f, r->reason);
 	}
-	double j = r->available ? r->joules : NAN;
-	fputs(",\"joules\":", f);
-	json_number(f, j);
-	fputs(",\"joules_per_epoch\":", f);
-	json_number(f, epochs > 0 ? j / epochs : NAN);
-	fputs(",\"joules_per_sample\":", f);
-	json_number(f, samples > 0 ? j / (double)samples : NAN);
+	fputc(',', f);
+	json_joules(f, r->available ? r->joules : NAN, epochs, samples);
 	fputs(",\"domains\":{", f);
 	for (int i = 0; r->available && i < r->ndomains; i++) {
 		fputs(i ? "," : "", f);
@@ -893,13 +900,8 @@ int starnn_energy_summary_json(FILE *f, int64_t steps, double epochs, int64_t sa
 	}
 	fputs("},\"estimated\":", f);
 	if (r->estimated) {
-		double e = r->estimated_joules;
-		fputs("{\"joules\":", f);
-		json_number(f, e);
-		fputs(",\"joules_per_epoch\":", f);
-		json_number(f, epochs > 0 ? e / epochs : NAN);
-		fputs(",\"joules_per_sample\":", f);
-		json_number(f, samples > 0 ? e / (double)samples : NAN);
+		fputc('{', f);
+		json_joules(f, r->estimated_joules, epochs, samples);
 		fputs(",\"cpu_busy_s\":", f);
 		json_number(f, r->cpu_busy_s);
 		fputs(",\"gpu_busy_s\":", f);

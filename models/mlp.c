@@ -830,7 +830,7 @@ static int train(const struct options *o)
 	if (rc == 0 && rc2 == 0)
 		starnn_memory_report(stdout);
 	if (rc == 0 && rc2 == 0)
-		rc = starnn_dist_report(stdout, o->steps);
+		rc = starnn_dist_report(stdout, log, o->steps);
 	struct starnn_energy_reading energy;
 	double epochs = (double)o->steps * o->batch / train.n;
 	int64_t samples = (int64_t)o->steps * o->batch;

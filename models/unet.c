@@ -121,11 +121,16 @@ struct train_state {
 	int64_t total;  /* steps the run was asked for */
 };
 
-static int write_checkpoint(const char *file, unet *m, const struct options *o, const struct unet_optim *opt,
-                            const struct train_state *st)
+/* The wire settings of the weights (--shard-optimizer, --wire-weights,
+ * --awp-*) and the adaptive state, as checkpoint attributes. */
+static const char *wire_weights_name(int wire)
 {
-	if (starnn_dist_rank() > 0)
-		return 0; /* rank 0 writes the checkpoints */
+	return wire == STARNN_WIRE_ADAPTIVE ? "awp" : wire < 0 ? "none" : starnn_wire_name((starnn_wire_format)wire);
+}
+
+static int write_checkpoint_file(const char *file, unet *m, const struct options *o, const struct unet_optim *opt,
+                                 const struct train_state *st)
+{
 	int n;
 	const struct unet_tensor_ref *refs = unet_tensors(m, &n);
 	struct ckpt_entry *e = malloc(sizeof *e * (size_t)n);
@@ -180,13 +185,43 @@ static int write_checkpoint(const char *file, unet *m, const struct options *o, 
 	int na = 0, namp;
 	while (na < (int)(sizeof a / sizeof *a) && a[na].name)
 		na++;
+	char *awp_state = NULL;
+	if (o->shard) {
+		a[na++] = (struct ckpt_attr){.name = "shard_optimizer", .type = CKPT_INT, .i = 1};
+		a[na++] = (struct ckpt_attr){.name = "wire_weights", .type = CKPT_STRING, .s = wire_weights_name(o->wire_weights)};
+	}
+	if (o->wire_weights == STARNN_WIRE_ADAPTIVE) {
+		int rc = starnn_dist_weights_state(&awp_state);
+		if (rc < 0) {
+			free(e);
+			return rc;
+		}
+		a[na++] = (struct ckpt_attr){.name = "awp_state", .type = CKPT_STRING, .s = awp_state};
+		a[na++] = (struct ckpt_attr){.name = "awp_rel_res", .type = CKPT_DOUBLE, .d = o->awp.rel_res};
+		a[na++] = (struct ckpt_attr){.name = "awp_interval", .type = CKPT_INT, .i = o->awp.interval};
+		a[na++] = (struct ckpt_attr){.name = "awp_start_bits", .type = CKPT_INT, .i = o->awp.start_bits};
+		a[na++] = (struct ckpt_attr){.name = "awp_stride", .type = CKPT_INT, .i = o->awp.stride};
+		a[na++] = (struct ckpt_attr){.name = "awp_rounding", .type = CKPT_STRING,
+		                             .s = o->awp.family == STARNN_WIRE_LADDER_RNE ? "rne" : "trunc"};
+	}
 	int rc = na + CKPT_AMP_MAX_ATTRS <= (int)(sizeof a / sizeof *a)
 	                 ? ckpt_amp_attrs(&amp, a + na, &namp)
 	                 : starnn_error(STARNN_EINVAL, "checkpoint %s: too many attributes for the table", file);
 	if (rc == 0)
 		rc = ckpt_write(file, e, n, a, na + namp);
 	free(e);
+	free(awp_state);
 	return rc;
+}
+
+/* Every rank calls it; rank 0 writes the file. */
+static int write_checkpoint(const char *file, unet *m, const struct options *o, const struct unet_optim *opt,
+                            const struct train_state *st)
+{
+	STARNN_CHECK(unet_checkpoint_begin(m)); /* rank 0 gets the owners' exact masters and state */
+	int rc = starnn_dist_rank() > 0 ? 0 : write_checkpoint_file(file, m, o, opt, st);
+	int rc2 = unet_checkpoint_end(m);
+	return rc < 0 ? rc : rc2;
 }
 
 /* Reads the checkpoint's architecture into o: an option given on the command
@@ -297,6 +332,45 @@ static int checkpoint_training(ckpt_file *f, const char *file, struct options *o
 	if (!o->given[O_CATALOG]) {
 		STARNN_CHECK(ckpt_get_string(f, "catalog", o->catalog_buf, sizeof o->catalog_buf));
 		o->catalog = o->catalog_buf[0] ? o->catalog_buf : NULL;
+	}
+	/* The weights' wire settings: the checkpoint's unless given. */
+	if (!o->given[O_SHARD] && ckpt_has_attr(f, "shard_optimizer")) {
+		STARNN_CHECK(ckpt_get_int(f, "shard_optimizer", &v));
+		o->shard = v != 0;
+	}
+	if (!o->given[O_WIRE_WEIGHTS] && ckpt_has_attr(f, "wire_weights")) {
+		STARNN_CHECK(ckpt_get_string(f, "wire_weights", s, sizeof s));
+		if (starnn_awp_wire_option("wire_weights", s, &o->wire_weights) < 0)
+			return starnn_error(STARNN_EINVAL, "%s: attribute wire_weights '%s' is not a wire format", file, s);
+	}
+	if (o->wire_weights == STARNN_WIRE_ADAPTIVE && ckpt_has_attr(f, "awp_state")) {
+		static const struct {
+			const char *attr, *opt;
+			int id;
+		} awp[] = {{"awp_rel_res", "--awp-rel-res", O_AWP_REL_RES},
+		           {"awp_interval", "--awp-interval", O_AWP_INTERVAL},
+		           {"awp_start_bits", "--awp-start-bits", O_AWP_START_BITS},
+		           {"awp_stride", "--awp-stride", O_AWP_STRIDE},
+		           {"awp_rounding", "--awp-rounding", O_AWP_ROUNDING}};
+		for (size_t i = 0; i < sizeof awp / sizeof *awp; i++) {
+			if (o->given[awp[i].id])
+				continue;
+			char text[64];
+			if (awp[i].id == O_AWP_REL_RES) {
+				STARNN_CHECK(ckpt_get_double(f, awp[i].attr, &d));
+				snprintf(text, sizeof text, "%.17g", d);
+			} else if (awp[i].id == O_AWP_ROUNDING) {
+				STARNN_CHECK(ckpt_get_string(f, awp[i].attr, text, sizeof text));
+			} else {
+				STARNN_CHECK(ckpt_get_int(f, awp[i].attr, &v));
+				snprintf(text, sizeof text, "%lld", (long long)v);
+			}
+			STARNN_CHECK(starnn_awp_option(awp[i].opt, text, &o->awp));
+		}
+		STARNN_CHECK(starnn_awp_check(&o->awp));
+		static char state[1 << 16];
+		STARNN_CHECK(ckpt_get_string(f, "awp_state", state, sizeof state));
+		o->awp_state = state;
 	}
 	/* Precision and loss scaling: the checkpoint's unless given; the loss
 	 * scaling of another precision is that precision's default. */
@@ -679,6 +753,10 @@ static int make_model(struct run *r, ckpt_file *ck, int with_optimizer)
 	if (o->cmd != CMD_TRAIN)
 		c.loss_scale = 0;
 	optim_of(o, &r->opt);
+	if (o->cmd == CMD_TRAIN) {
+		struct starnn_dist_weights w = {.shard = o->shard, .wire = o->wire_weights, .awp = o->awp};
+		STARNN_CHECK(starnn_dist_set_weights(&w));
+	}
 	STARNN_CHECK(unet_create(&r->m, &c, &r->opt, o->seed));
 	unet_set_inject_inf_step(r->m, o->inject_inf_step);
 	if (ck)
@@ -767,6 +845,10 @@ static int cmd_train(struct options *o)
 	rc = make_model(&r, ck, o->resume != NULL);
 	if (rc == 0 && o->resume)
 		rc = resume_precision(r.m, o, &ck_amp, &st, o->resume);
+	if (rc == 0 && o->awp_state)
+		rc = starnn_dist_weights_set_state(o->awp_state);
+	if (rc == 0)
+		rc = unet_weights_begin(r.m, st.step); /* --shard-optimizer: the weights in their wire format */
 	if (rc < 0)
 		goto out;
 	if (ck) {
@@ -810,6 +892,7 @@ static int cmd_train(struct options *o)
 			goto out;
 		}
 	}
+	starnn_dist_weights_log(r.log, st.step); /* --wire-weights: the formats at the start */
 	/* mpirun hands its ranks a pseudo-terminal: no bar unless asked. */
 	int tty = o->progress >= 0 ? o->progress : isatty(STDOUT_FILENO) && starnn_dist_size() == 1;
 	if (o->quiet)
@@ -824,6 +907,13 @@ static int cmd_train(struct options *o)
 		if (starnn_dist_size() > 1)
 			printf("ranks: %d, %d samples of each batch on rank 0, BatchNorm statistics %s\n",
 			       starnn_dist_size(), c->batch, c->bn_local ? "per rank (--bn-sync local)" : "over all ranks");
+		if (o->shard) {
+			char formats[160];
+			starnn_dist_weights_summary(formats, sizeof formats);
+			printf("optimizer sharded over %d rank%s (each parameter updated by its owner), weights sent as %s%s%s%s\n",
+			       starnn_dist_size(), starnn_dist_size() > 1 ? "s" : "", wire_weights_name(o->wire_weights),
+			       *formats ? " (now: " : "", formats, *formats ? ")" : "");
+		}
 		printf("training: batch %d in %d micro-batches%s, %s lr %g%s, %lld steps (%d per epoch)%s, %s\n", o->batch,
 		       c->micro, starnn_dist_size() > 1 ? " per rank" : "", optimizer_name(r.opt.kind), (double)r.opt.lr,
 		       r.opt.warmup ? " with warm-up" : "", (long long)total, bpe,
@@ -929,6 +1019,7 @@ static int cmd_train(struct options *o)
 			        "\"elapsed\":%.3f}\n",
 			        (long long)st.step, (long long)epoch + 1, loss, (double)lr_at(&r.opt, st.step),
 			        dt > 0 ? o->batch / dt : 0.0, t - t_start);
+			starnn_dist_weights_log(r.log, st.step); /* --wire-weights awp: the formats that changed */
 			fflush(r.log);
 		}
 		double sps = (double)(st.step - first_step) * o->batch / (t - t_start);
@@ -993,7 +1084,7 @@ static int cmd_train(struct options *o)
 	if (rc == 0 && st.step > first_step)
 		starnn_memory_report(stdout);
 	if (rc == 0 && st.step > first_step)
-		rc = starnn_dist_report(o->quiet ? NULL : stdout, st.step - first_step);
+		rc = starnn_dist_report(o->quiet ? NULL : stdout, r.log, st.step - first_step);
 	double epochs_done = (double)(st.step - first_step) / bpe;
 	int64_t samples_done = (st.step - first_step) * o->batch;
 	if (rc == 0 && st.step > first_step) {

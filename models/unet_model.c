@@ -119,6 +119,7 @@ struct unet {
 	struct entry *entries;
 	struct unet_tensor_ref *refs;
 	int nentries;
+	int first_state;                 /* entries[first_state...]: optimizer state, parameter by parameter */
 	uint64_t rng;
 };
 
@@ -455,6 +456,7 @@ static int ref_table(unet *m)
 {
 	/* Optimizer state after the model's tensors: optimizer/<path>/<slot>
 	 * (exp_avg, exp_avg_sq; momentum_buffer). */
+	m->first_state = m->nentries;
 	for (int i = 0; i < starnn_params_count(m->ps); i++) {
 		starnn_param *p = starnn_params_at(m->ps, i);
 		for (int k = 0; k < starnn_params_nslots(m->ps); k++) {
@@ -596,6 +598,8 @@ int unet_create(unet **out, const struct unet_config *cfg, const struct unet_opt
 	m->dt = (starnn_dtype)cfg->compute;
 	m->rng = seed;
 	int rc = create(m);
+	if (rc == 0)
+		rc = starnn_dist_attach(ps); /* --shard-optimizer, --wire-weights */
 	if (rc < 0) {
 		unet_destroy(m);
 		return rc;
@@ -610,6 +614,7 @@ void unet_destroy(unet *m)
 		return;
 	if (m->bn_synced)
 		starnn_batchnorm_set_sync(NULL, NULL);
+	starnn_dist_detach(m->ps);
 	starnn_params_destroy(m->ps); /* before the batch norms: it borrows their tensors */
 	for (int i = 0; i < m->cfg.depth; i++) {
 		struct level *L = &m->lv[i];
@@ -643,8 +648,30 @@ const struct unet_config *unet_get_config(const unet *m) { return &m->cfg; }
 
 const struct unet_tensor_ref *unet_tensors(unet *m, int *n)
 {
+	/* The optimizer state of a parameter another rank updates comes and
+	 * goes (--shard-optimizer: it exists around checkpoints only). */
+	int ns = starnn_params_nslots(m->ps);
+	for (int i = m->first_state; i < m->nentries; i++) {
+		int k = i - m->first_state;
+		m->refs[i].tensor = m->entries[i].t = starnn_params_at(m->ps, k / ns)->state[k % ns];
+	}
 	*n = m->nentries;
 	return m->refs;
+}
+
+int unet_weights_begin(unet *m, int64_t step)
+{
+	return starnn_dist_weights_begin(m->ps, step);
+}
+
+int unet_checkpoint_begin(unet *m)
+{
+	return starnn_dist_checkpoint_begin(m->ps);
+}
+
+int unet_checkpoint_end(unet *m)
+{
+	return starnn_dist_checkpoint_end(m->ps);
 }
 
 starnn_tensor *unet_gradient(unet *m, int i)

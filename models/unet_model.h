@@ -110,6 +110,14 @@ struct unet_tensor_ref {
 };
 const struct unet_tensor_ref *unet_tensors(unet *m, int *n);
 const struct unet_config *unet_get_config(const unet *m);
+/* Training with --shard-optimizer (runtime/dist.h): once the weights are
+ * loaded and broadcast, at `step` (0, or the resumed step); and around a
+ * checkpoint (every rank calls them; rank 0 writes between them, its
+ * unet_tensors() then hold the exact masters and the whole optimizer
+ * state). Nothing in the other modes. */
+int unet_weights_begin(unet *m, int64_t step);
+int unet_checkpoint_begin(unet *m);
+int unet_checkpoint_end(unet *m);
 
 /* ---------------------------------------------------------------- extensions
  * (additive to the contract above) */

@@ -74,6 +74,20 @@ static void usage(FILE *f)
 	        "                          compressed: none (default, fp32), bf16, fp16, trunc16,\n"
 	        "                          rne16, trunc24, rne24, int8 or fp8 (codelets/wire.h);\n"
 	        "                          every rank gets the same rounded sum\n"
+	        "  --shard-optimizer       under mpirun: each parameter is updated by one rank, its\n"
+	        "                          owner, which alone keeps its optimizer state; gradients\n"
+	        "                          are reduced to the owner, weights sent back from it\n"
+	        "  --wire-weights F        with --shard-optimizer: the weights travel as F: none\n"
+	        "                          (default, fp32), awp (adaptive per layer, 8 -> 16 -> 24\n"
+	        "                          -> 32 bits), or a format of --wire-grads; every rank\n"
+	        "                          computes with the weights as they arrived\n"
+	        "  --awp-start-bits N      awp: bits per value to start with, 8 16 24 32 (default 8)\n"
+	        "  --awp-stride N          awp: bits gained at a time, 8 16 24 (default 8)\n"
+	        "  --awp-interval N        awp: small steps in a row before a layer gains bits\n"
+	        "                          (default 10)\n"
+	        "  --awp-rel-res X         awp: a step is small when its layer's weight norm grew\n"
+	        "                          by at most X relatively (default 8e-5)\n"
+	        "  --awp-rounding R        awp: trunc (the paper's: drop the low bytes) or rne\n"
 	        "  --epochs N              passes over the training data (default 1)\n"
 	        "  --steps N               total steps instead of epochs (a resumed run continues\n"
 	        "                          up to step N); 0 with --checkpoint saves the initial model\n"
@@ -251,6 +265,13 @@ int parse_options(int argc, char **argv, struct options *o)
 		{"loss-scale", required_argument, 0, O_LOSS_SCALE},
 		{"bn-sync", required_argument, 0, O_BN_SYNC},
 		{"wire-grads", required_argument, 0, O_WIRE_GRADS},
+		{"shard-optimizer", no_argument, 0, O_SHARD},
+		{"wire-weights", required_argument, 0, O_WIRE_WEIGHTS},
+		{"awp-rel-res", required_argument, 0, O_AWP_REL_RES},
+		{"awp-interval", required_argument, 0, O_AWP_INTERVAL},
+		{"awp-start-bits", required_argument, 0, O_AWP_START_BITS},
+		{"awp-stride", required_argument, 0, O_AWP_STRIDE},
+		{"awp-rounding", required_argument, 0, O_AWP_ROUNDING},
 		{"cpu-watts", required_argument, 0, O_CPU_WATTS},
 		{"gpu-watts", required_argument, 0, O_GPU_WATTS},
 		{"idle-watts", required_argument, 0, O_IDLE_WATTS},
@@ -266,6 +287,8 @@ int parse_options(int argc, char **argv, struct options *o)
 	o->seed = 1, o->shuffle = 1;
 	o->eval_every = -1, o->log_every = 10, o->png_samples = 4, o->progress = -1, o->wire_grads = -1;
 	o->compute = STARNN_FP32, o->loss_scale = -1;
+	o->wire_weights = -1;
+	starnn_awp_defaults(&o->awp);
 
 	if (argc < 2) {
 		usage(stderr);
@@ -399,6 +422,24 @@ int parse_options(int argc, char **argv, struct options *o)
 			if (rc)
 				fail("%s", starnn_last_error());
 			break;
+		case O_SHARD: o->shard = 1; break;
+		case O_WIRE_WEIGHTS:
+			rc = starnn_awp_wire_option("--wire-weights", optarg, &o->wire_weights);
+			if (rc)
+				fail("%s", starnn_last_error());
+			break;
+		case O_AWP_REL_RES:
+		case O_AWP_INTERVAL:
+		case O_AWP_START_BITS:
+		case O_AWP_STRIDE:
+		case O_AWP_ROUNDING: {
+			static const char *names[] = {"--awp-rel-res", "--awp-interval", "--awp-start-bits", "--awp-stride",
+			                              "--awp-rounding"};
+			rc = starnn_awp_option(names[c - O_AWP_REL_RES], optarg, &o->awp);
+			if (rc)
+				fail("%s", starnn_last_error());
+			break;
+		}
 		case O_CPU_WATTS: rc = parse_float("--cpu-watts", optarg, 0.0f, 100000.0f, &o->cpu_watts); break;
 		case O_GPU_WATTS: rc = parse_float("--gpu-watts", optarg, 0.0f, 100000.0f, &o->gpu_watts); break;
 		case O_IDLE_WATTS: rc = parse_float("--idle-watts", optarg, 0.0f, 100000.0f, &o->idle_watts); break;
@@ -437,6 +478,14 @@ int parse_options(int argc, char **argv, struct options *o)
 		{O_CPU_WATTS, "--cpu-watts", (1 << CMD_TRAIN) | (1 << CMD_EVAL)},
 		{O_GPU_WATTS, "--gpu-watts", (1 << CMD_TRAIN) | (1 << CMD_EVAL)},
 		{O_IDLE_WATTS, "--idle-watts", (1 << CMD_TRAIN) | (1 << CMD_EVAL)},
+		{O_SHARD, "--shard-optimizer", 1 << CMD_TRAIN},
+		{O_WIRE_WEIGHTS, "--wire-weights", 1 << CMD_TRAIN},
+		{O_WIRE_GRADS, "--wire-grads", 1 << CMD_TRAIN},
+		{O_AWP_REL_RES, "--awp-rel-res", 1 << CMD_TRAIN},
+		{O_AWP_INTERVAL, "--awp-interval", 1 << CMD_TRAIN},
+		{O_AWP_START_BITS, "--awp-start-bits", 1 << CMD_TRAIN},
+		{O_AWP_STRIDE, "--awp-stride", 1 << CMD_TRAIN},
+		{O_AWP_ROUNDING, "--awp-rounding", 1 << CMD_TRAIN},
 	};
 	for (size_t i = 0; i < sizeof only / sizeof *only; i++)
 		if (o->given[only[i].id] && !(only[i].allowed & (1 << o->cmd))) {
@@ -451,6 +500,20 @@ int parse_options(int argc, char **argv, struct options *o)
 	 * checkpoint (checkpoint_training). */
 	if (!(o->cmd == CMD_TRAIN && o->resume) && finish_loss_scale(o) < 0)
 		return -1;
+	if (o->wire_weights != -1 && !o->shard) {
+		fail("--wire-weights needs --shard-optimizer: weights cross the rank edge only when each rank updates its "
+		     "own share of them");
+		return -1;
+	}
+	for (int id = O_AWP_REL_RES; id <= O_AWP_ROUNDING; id++)
+		if (o->given[id] && o->wire_weights != STARNN_WIRE_ADAPTIVE) {
+			fail("the --awp-* options set the adaptive policy: they need --wire-weights awp");
+			return -1;
+		}
+	if (starnn_awp_check(&o->awp) < 0) {
+		fail("%s", starnn_last_error());
+		return -1;
+	}
 	if (o->resume && o->init) {
 		fail("--resume and --init exclude each other (--resume continues a run, --init starts one from weights)");
 		return -1;

@@ -8,6 +8,7 @@
 
 #include "models/sevir/sevir.h"
 #include "models/unet_model.h"
+#include "runtime/awp.h"
 #include "runtime/tensor.h"
 
 enum command { CMD_TRAIN, CMD_EVAL, CMD_PREDICT, CMD_INFO };
@@ -19,7 +20,8 @@ enum opt_id {
 	O_DEPTH, O_FILTERS, O_IN_FRAMES, O_OUT_FRAMES, O_BATCH, O_MICRO, O_EPOCHS, O_STEPS, O_LR, O_WARMUP,
 	O_OPTIMIZER, O_MOMENTUM, O_WEIGHT_DECAY, O_SEED, O_SHUFFLE, O_CHECKPOINT, O_CHECKPOINT_EVERY, O_RESUME,
 	O_INIT, O_LOG_JSON, O_LOG_EVERY, O_EVAL_EVERY, O_OUTPUT, O_PNG, O_PNG_SAMPLES, O_PROGRESS, O_QUIET,
-	O_HELP, O_PRECISION, O_LOSS_SCALE, O_BN_SYNC, O_WIRE_GRADS, O_CPU_WATTS, O_GPU_WATTS, O_IDLE_WATTS, O_END
+	O_HELP, O_PRECISION, O_LOSS_SCALE, O_BN_SYNC, O_WIRE_GRADS, O_SHARD, O_WIRE_WEIGHTS, O_AWP_REL_RES, O_AWP_INTERVAL,
+	O_AWP_START_BITS, O_AWP_STRIDE, O_AWP_ROUNDING, O_CPU_WATTS, O_GPU_WATTS, O_IDLE_WATTS, O_END
 };
 
 struct options {
@@ -44,6 +46,10 @@ struct options {
 	int64_t inject_inf_step; /* STARNN_UNET_INJECT_INF_STEP (test hook) */
 	int bn_local;       /* --bn-sync local (under mpirun) */
 	int wire_grads;     /* --wire-grads: a starnn_wire_format, -1 none (under mpirun) */
+	int shard;          /* --shard-optimizer */
+	int wire_weights;   /* --wire-weights: a starnn_wire_format, -1 none, STARNN_WIRE_ADAPTIVE */
+	struct starnn_awp_config awp; /* --awp-* */
+	const char *awp_state; /* a resumed run's adaptive state (checkpoint attribute awp_state) */
 	/* power model of the energy report (--cpu-watts, --gpu-watts,
 	 * --idle-watts; 0: none): runtime/energy.h */
 	float cpu_watts, gpu_watts, idle_watts;

@@ -6,6 +6,7 @@
 
 #define _GNU_SOURCE
 #include <errno.h>
+#include <math.h>
 #include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -20,6 +21,8 @@
 
 #include "codelets/axpy.h"
 #include "codelets/batchnorm.h"
+#include "codelets/copy.h"
+#include "codelets/reduce.h"
 #include "codelets/wire.h"
 #include "runtime/dist.h"
 #include "runtime/submit.h"
@@ -55,6 +58,7 @@ uint64_t starnn_dist_hash_args(int argc, char **argv)
 static size_t chunk_elems = 65536;
 static int no_grad_exchange; /* STARNN_DIST_BENCH_NO_GRAD_EXCHANGE: tools/bench-dist only */
 static int grad_wire = -1;    /* --wire-grads: a starnn_wire_format, -1 none */
+static starnn_params *wps;    /* the set of the parameter-owner mode (see the weights section) */
 
 int starnn_dist_set_wire_grads(int wire)
 {
@@ -494,29 +498,46 @@ int starnn_dist_stats(struct starnn_dist_stats *out)
 	return 0;
 }
 
-/* Rank 0's x down the binomial tree (largest stride first). With a wire
- * copy w (format f, codelets/wire.h): rank 0 compresses x once and keeps
- * the decompressed copy too, every other rank decompresses what its parent
- * sent and forwards the same bytes, so that every rank ends with the same
- * bits. Without (w NULL), x itself travels. */
-static int tree_down(starnn_tensor *x, starnn_tensor *w, int f, uint64_t seq, int chunk)
+/* Ranks relative to a tree's root: the binomial trees below are drawn
+ * over v = (rank - root) mod size, so any rank can be the root. */
+static int vrank(int root)
+{
+	return (dist_rank - root + dist_size) % dist_size;
+}
+
+static int rrank(int v, int root)
+{
+	return (v + root) % dist_size;
+}
+
+/* The root's x down the binomial tree (largest stride first). With a wire
+ * copy w (format f, codelets/wire.h): the root compresses src (x, or the
+ * exact master of a weight) once and keeps the decompressed copy in x,
+ * every other rank decompresses what its parent sent and forwards the same
+ * bytes, so that every rank ends with the same bits. Without (w NULL), x
+ * itself travels (the root first copies src into it when they differ). */
+static int tree_down(starnn_tensor *x, starnn_tensor *src, starnn_tensor *w, int f, uint64_t seq, int chunk,
+                     int root)
 {
 	starnn_wire_format wf = (starnn_wire_format)f;
 	starnn_tensor *m = w ? w : x; /* what is sent */
 	size_t raw = w ? starnn_tensor_numel(x) * sizeof(float) : 0;
-	if (w && dist_rank == 0) {
-		STARNN_CHECK(starnn_compress(x, wf, w));
+	int v = vrank(root);
+	if (v == 0 && w) {
+		STARNN_CHECK(starnn_compress(src, wf, w));
 		STARNN_CHECK(starnn_decompress(w, wf, x));
+	} else if (v == 0 && src != x) {
+		STARNN_CHECK(starnn_copy(src, x));
 	}
 	int top = 1;
 	while (top * 2 < dist_size)
 		top *= 2;
 	starpu_mpi_tag_t tag = tag_of(seq, 1, chunk);
 	for (int s = top; s >= 1; s /= 2) {
-		if (dist_rank % (2 * s) == 0 && dist_rank + s < dist_size) {
-			STARNN_CHECK(post_raw(m, dist_rank + s, tag, 0, raw));
-		} else if (dist_rank % (2 * s) == s) {
-			STARNN_CHECK(post_raw(m, dist_rank - s, tag, 1, raw));
+		if (v % (2 * s) == 0 && v + s < dist_size) {
+			STARNN_CHECK(post_raw(m, rrank(v + s, root), tag, 0, raw));
+		} else if (v % (2 * s) == s) {
+			STARNN_CHECK(post_raw(m, rrank(v - s, root), tag, 1, raw));
 			if (w)
 				STARNN_CHECK(starnn_decompress(w, wf, x));
 		}
@@ -549,7 +570,7 @@ int starnn_dist_broadcast(starnn_tensor *t)
 	STARNN_CHECK(coll_begin(STARNN_DIST_BROADCAST));
 	int rc = coll_ready(t);
 	if (!rc)
-		rc = tree_down(t, NULL, -1, coll_seq++, 0);
+		rc = tree_down(t, t, NULL, -1, coll_seq++, 0, 0);
 	coll_end();
 	return rc;
 }
@@ -559,19 +580,21 @@ static int add_f32(starnn_tensor *acc, starnn_tensor *x)
 	return starnn_axpy(1.0f, x, acc);
 }
 
-static int allreduce_parts(starnn_tensor *t, starnn_dist_add_fn add, int wfmt);
+static int allreduce_parts(starnn_tensor *t, starnn_dist_add_fn add, int wfmt, int root, int down);
 
-static int allreduce(starnn_tensor *t, starnn_dist_add_fn add, int wfmt, int kind)
+/* The sum over the ranks into t of the root (down 0: a reduction), or of
+ * every rank (down 1: the root's sum sent back down the same tree). */
+static int allreduce(starnn_tensor *t, starnn_dist_add_fn add, int wfmt, int kind, int root, int down)
 {
 	STARNN_CHECK(coll_begin(kind));
-	int rc = allreduce_parts(t, add, wfmt);
+	int rc = allreduce_parts(t, add, wfmt, root, down);
 	coll_end();
 	return rc;
 }
 
 /* The wire buffers of sc for nchunks chunks of t in format f (made once;
  * remade when the format or the chunking changes). */
-static int wire_buffers(struct scratch *sc, starnn_tensor *t, starnn_tensor **parts, int nchunks, int f)
+static int wire_buffers(struct scratch *sc, starnn_tensor *t, starnn_tensor **parts, int nchunks, int f, int v)
 {
 	if (sc->w && sc->nw == nchunks && sc->wfmt == f)
 		return 0;
@@ -587,7 +610,7 @@ static int wire_buffers(struct scratch *sc, starnn_tensor *t, starnn_tensor **pa
 		snprintf(name, sizeof name, "%.32s.wire%d", t->name, c);
 		STARNN_CHECK(starnn_tensor_create(&sc->w[c], name, STARNN_U8, 1, &bytes));
 		for (int level = 0, s = 1; s < dist_size; s *= 2, level++) {
-			if (!(dist_rank % (2 * s) == 0 && dist_rank + s < dist_size))
+			if (!(v % (2 * s) == 0 && v + s < dist_size))
 				continue;
 			if (!sc->wr[level] && !(sc->wr[level] = calloc((size_t)nchunks, sizeof **sc->wr)))
 				return starnn_error(STARNN_ENOMEM, "dist_allreduce: out of memory");
@@ -598,9 +621,10 @@ static int wire_buffers(struct scratch *sc, starnn_tensor *t, starnn_tensor **pa
 	return 0;
 }
 
-static int allreduce_parts(starnn_tensor *t, starnn_dist_add_fn add, int wfmt)
+static int allreduce_parts(starnn_tensor *t, starnn_dist_add_fn add, int wfmt, int root, int down)
 {
 	uint64_t seq = coll_seq++;
+	int v = vrank(root);
 	struct scratch *sc = scratch_for(t);
 	if (!sc)
 		return starnn_error(STARNN_ENOMEM, "dist_allreduce: out of memory");
@@ -618,10 +642,10 @@ static int allreduce_parts(starnn_tensor *t, starnn_dist_add_fn add, int wfmt)
 	if (nchunks > 1)
 		STARNN_CHECK(starnn_tensor_split(t, 0, (int)nchunks, NULL, &parts));
 	if (wfmt >= 0)
-		STARNN_CHECK(wire_buffers(sc, t, parts, (int)nchunks, wfmt));
+		STARNN_CHECK(wire_buffers(sc, t, parts, (int)nchunks, wfmt, v));
 	starnn_tensor **tparts[32] = {NULL}; /* the receive buffers' chunks, per level */
 	for (int level = 0, s = 1; s < dist_size; s *= 2, level++) {
-		if (!(dist_rank % (2 * s) == 0 && dist_rank + s < dist_size))
+		if (!(v % (2 * s) == 0 && v + s < dist_size))
 			continue;
 		if (!sc->tmp[level]) {
 			char name[STARNN_NAME_MAX];
@@ -636,29 +660,32 @@ static int allreduce_parts(starnn_tensor *t, starnn_dist_add_fn add, int wfmt)
 		STARNN_CHECK(coll_ready(x));
 		starpu_mpi_tag_t up = tag_of(seq, 0, c);
 		for (int level = 0, s = 1; s < dist_size; s *= 2, level++) {
-			if (dist_rank % (2 * s) == 0) {
-				if (dist_rank + s < dist_size) {
+			if (v % (2 * s) == 0) {
+				if (v + s < dist_size) {
+					int child = rrank(v + s, root);
 					starnn_tensor *r = nchunks > 1 ? tparts[level][c] : sc->tmp[level];
 					if (wfmt >= 0) {
 						starnn_tensor *wr = sc->wr[level][c];
-						STARNN_CHECK(post_raw(wr, dist_rank + s, up, 1, 0));
+						STARNN_CHECK(post_raw(wr, child, up, 1, 0));
 						STARNN_CHECK(starnn_decompress(wr, (starnn_wire_format)wfmt, r));
 					} else {
-						STARNN_CHECK(post(r, dist_rank + s, up, 1));
+						STARNN_CHECK(post(r, child, up, 1));
 					}
 					STARNN_CHECK(add(x, r));
 				}
 			} else {
+				int parent = rrank(v - s, root);
 				if (wfmt >= 0) {
 					STARNN_CHECK(starnn_compress(x, (starnn_wire_format)wfmt, sc->w[c]));
-					STARNN_CHECK(post_raw(sc->w[c], dist_rank - s, up, 0, starnn_tensor_numel(x) * sizeof(float)));
+					STARNN_CHECK(post_raw(sc->w[c], parent, up, 0, starnn_tensor_numel(x) * sizeof(float)));
 				} else {
-					STARNN_CHECK(post(x, dist_rank - s, up, 0));
+					STARNN_CHECK(post(x, parent, up, 0));
 				}
 				break;
 			}
 		}
-		STARNN_CHECK(tree_down(x, wfmt >= 0 ? sc->w[c] : NULL, wfmt, seq, c));
+		if (down)
+			STARNN_CHECK(tree_down(x, x, wfmt >= 0 ? sc->w[c] : NULL, wfmt, seq, c, root));
 	}
 	return 0;
 }
@@ -669,7 +696,7 @@ int starnn_dist_allreduce(starnn_tensor *t)
 		return 0;
 	if (t->dtype != STARNN_FP32)
 		return starnn_error(STARNN_EINVAL, "dist_allreduce: %s: fp32 only", t->name);
-	return allreduce(t, add_f32, -1, STARNN_DIST_OTHER);
+	return allreduce(t, add_f32, -1, STARNN_DIST_OTHER, 0, 1);
 }
 
 int starnn_dist_allreduce_wire(starnn_tensor *t, int wire)
@@ -680,17 +707,77 @@ int starnn_dist_allreduce_wire(starnn_tensor *t, int wire)
 		return starnn_error(STARNN_EINVAL, "dist_allreduce: %s: fp32 only", t->name);
 	if (wire >= STARNN_WIRE_NFORMATS)
 		return starnn_error(STARNN_EINVAL, "dist_allreduce: %s: unknown wire format %d", t->name, wire);
-	return allreduce(t, add_f32, wire == STARNN_WIRE_FP32 ? -1 : wire, STARNN_DIST_GRADIENTS);
+	return allreduce(t, add_f32, wire == STARNN_WIRE_FP32 ? -1 : wire, STARNN_DIST_GRADIENTS, 0, 1);
 }
 
 int starnn_dist_allreduce_with(starnn_tensor *t, starnn_dist_add_fn add)
 {
 	if (!dist_on)
 		return 0;
-	return allreduce(t, add, -1, STARNN_DIST_OTHER);
+	return allreduce(t, add, -1, STARNN_DIST_OTHER, 0, 1);
+}
+
+
+/* The parameter-owner mode's messages (see the weights section below). */
+
+/* The owner's weights down its tree: w (format f) when compressed, else x
+ * (fp32); src is the owner's exact master (x when there is none); norm,
+ * when not NULL, is the owner's 1-element norm tensor, sent the same way. */
+static int weights_down(starnn_tensor *x, starnn_tensor *src, starnn_tensor *w, int f, starnn_tensor *norm, int owner)
+{
+	STARNN_CHECK(coll_begin(STARNN_DIST_WEIGHTS));
+	int rc = coll_ready(dist_rank == owner ? src : x);
+	if (!rc)
+		rc = tree_down(x, src, w, f, coll_seq++, 0, owner);
+	if (!rc && norm)
+		rc = tree_down(norm, norm, NULL, -1, coll_seq++, 0, owner);
+	coll_end();
+	return rc;
+}
+
+/* The gradient's sum over the ranks into the owner's t only. */
+static int reduce_to(starnn_tensor *t, int wire, int owner)
+{
+	return allreduce(t, add_f32, wire, STARNN_DIST_GRADIENTS, owner, 0);
+}
+
+/* t of rank `from` into t of rank 0 (a checkpoint's gathering). Every
+ * rank calls it (the message tags follow the collectives' count); t is
+ * used on ranks 0 and from only. */
+static int to_rank0(starnn_tensor *t, int from)
+{
+	uint64_t seq = coll_seq++;
+	if (dist_rank != 0 && dist_rank != from)
+		return 0;
+	STARNN_CHECK(coll_begin(STARNN_DIST_OTHER));
+	int rc = 0;
+	if (dist_rank == from)
+		rc = coll_ready(t);
+	if (!rc)
+		rc = post(t, dist_rank == 0 ? from : 0, tag_of(seq, 0, 0), dist_rank == 0);
+	coll_end();
+	return rc;
 }
 
 #else /* no StarPU-MPI: one rank */
+
+static int weights_down(starnn_tensor *x, starnn_tensor *src, starnn_tensor *w, int f, starnn_tensor *norm, int owner)
+{
+	(void)x, (void)src, (void)w, (void)f, (void)norm, (void)owner;
+	return 0;
+}
+
+static int reduce_to(starnn_tensor *t, int wire, int owner)
+{
+	(void)t, (void)wire, (void)owner;
+	return 0;
+}
+
+static int to_rank0(starnn_tensor *t, int from)
+{
+	(void)t, (void)from;
+	return 0;
+}
 
 int starnn_dist_setup(uint64_t config_hash, int *mpi)
 {
@@ -767,7 +854,7 @@ int starnn_dist_sum_doubles(double *v, int n)
 	return rc;
 }
 
-int starnn_dist_report(FILE *out, int64_t steps)
+int starnn_dist_report(FILE *out, FILE *json, int64_t steps)
 {
 	if (!dist_on || steps < 1)
 		return 0;
@@ -782,21 +869,429 @@ int starnn_dist_report(FILE *out, int64_t steps)
 	}
 	v[T] = st.exchange_s;
 	STARNN_CHECK(starnn_dist_sum_doubles(v, N));
-	if (dist_rank == 0 && out) {
-		double mib = 1.0 / (1024.0 * 1024.0 * (double)steps), g = STARNN_DIST_GRADIENTS, o = STARNN_DIST_OTHER;
-		char wire[96] = "";
+	if (dist_rank != 0)
+		return 0;
+	const int g = STARNN_DIST_GRADIENTS, o = STARNN_DIST_OTHER, wk = STARNN_DIST_WEIGHTS, b = STARNN_DIST_BROADCAST;
+	double mib = 1.0 / (1024.0 * 1024.0 * (double)steps);
+	if (out) {
+		char wire[96] = "", weights[256] = "";
 		if (grad_wire >= 0)
 			snprintf(wire, sizeof wire, " as %s, %.2f MiB uncompressed", starnn_wire_name((starnn_wire_format)grad_wire),
-			         v[R + (int)g] * mib);
+			         v[R + g] * mib);
+		if (wps) {
+			char formats[128];
+			starnn_dist_weights_summary(formats, sizeof formats);
+			snprintf(weights, sizeof weights, ", weights %.2f MiB%s%s%s, %.2f MiB uncompressed, in %.0f messages",
+			         v[B + wk] * mib, *formats ? " (now: " : "", formats, *formats ? ")" : "", v[R + wk] * mib,
+			         v[M + wk] / (double)steps);
+		}
 		fprintf(out,
-		        "exchange: %.2f MiB per step sent between ranks (gradients %.2f MiB%s in %.0f messages, batch-norm "
+		        "exchange: %.2f MiB per step sent between ranks (gradients %.2f MiB%s in %.0f messages%s, batch-norm "
 		        "statistics and other sums %.3f MiB in %.0f; broadcasts %.2f MiB in all), in flight %.1f ms per step "
 		        "(mean over %d ranks)\n",
-		        (v[B + (int)g] + v[B + (int)o]) * mib, v[B + (int)g] * mib, wire, v[M + (int)g] / (double)steps,
-		        v[B + (int)o] * mib, v[M + (int)o] / (double)steps, v[B + STARNN_DIST_BROADCAST] / (1024.0 * 1024.0),
+		        (v[B + g] + v[B + o] + v[B + wk]) * mib, v[B + g] * mib, wire, v[M + g] / (double)steps, weights,
+		        v[B + o] * mib, v[M + o] / (double)steps, v[B + b] / (1024.0 * 1024.0),
 		        1e3 * v[T] / dist_size / (double)steps, dist_size);
 	}
+	if (json) {
+		static const char *names[STARNN_DIST_KINDS] = {"gradients", "broadcasts", "other", "weights"};
+		fprintf(json, "{\"exchange\":{\"ranks\":%d,\"steps\":%lld,\"in_flight_s\":%.6g", dist_size, (long long)steps,
+		        v[T] / dist_size);
+		for (int k = 0; k < STARNN_DIST_KINDS; k++)
+			fprintf(json, ",\"%s\":{\"bytes\":%.0f,\"raw_bytes\":%.0f,\"messages\":%.0f,\"bytes_per_step\":%.1f}",
+			        names[k], v[B + k], v[R + k], v[M + k], v[B + k] / (double)steps);
+		fprintf(json, "}}\n");
+	}
 	return 0;
+}
+
+/* ------------------------------------------------ weights (owner mode) */
+
+struct wparam {
+	int owner;
+	int fmt;                  /* the weights' current wire format (STARNN_WIRE_FP32: sent as they are) */
+	struct starnn_awp_layer awp;
+	int norm_pending;         /* norm holds a value not observed yet */
+	int changed;              /* format changed since the last starnn_dist_weights_log */
+	int64_t changed_at;       /* at the update of this step */
+	starnn_tensor *wire;      /* the compressed weights, sized for fmt */
+	starnn_tensor *norm;      /* ||exact||^2 (1 element), adaptive mode only */
+};
+static struct starnn_dist_weights wcfg = {.shard = 0, .wire = STARNN_DIST_WIRE_NONE};
+static struct wparam *wp;
+static int nwp;
+static char *wstate_text; /* starnn_dist_weights_set_state's, applied by weights_begin */
+static int64_t wstep;     /* the step being updated (weights_updated) */
+
+int starnn_dist_set_weights(const struct starnn_dist_weights *w)
+{
+	if (w->wire != STARNN_DIST_WIRE_NONE && w->wire != STARNN_DIST_WIRE_AWP &&
+	    (w->wire < 0 || w->wire >= STARNN_WIRE_NFORMATS))
+		return starnn_error(STARNN_EINVAL, "dist: unknown weights wire format %d", w->wire);
+	if (w->wire != STARNN_DIST_WIRE_NONE && w->wire != STARNN_WIRE_FP32 && !w->shard)
+		return starnn_error(STARNN_EINVAL,
+		                    "--wire-weights needs --shard-optimizer: weights cross the rank edge only when each rank "
+		                    "updates its own share of them (otherwise every rank has them already)");
+	if (w->wire == STARNN_DIST_WIRE_AWP)
+		STARNN_CHECK(starnn_awp_check(&w->awp));
+	wcfg = *w;
+	if (wcfg.wire == STARNN_WIRE_FP32)
+		wcfg.wire = STARNN_DIST_WIRE_NONE;
+	return 0;
+}
+
+const struct starnn_dist_weights *starnn_dist_get_weights(void)
+{
+	return &wcfg;
+}
+
+static void wparams_free(void)
+{
+	for (int i = 0; i < nwp; i++) {
+		starnn_tensor_destroy(wp[i].wire);
+		starnn_tensor_destroy(wp[i].norm);
+	}
+	free(wp);
+	wp = NULL, nwp = 0, wps = NULL;
+}
+
+static struct wparam *wparam_of(starnn_params *ps, starnn_param *p, int *index)
+{
+	if (ps != wps)
+		return NULL;
+	for (int i = 0; i < nwp; i++)
+		if (starnn_params_at(ps, i) == p) {
+			if (index)
+				*index = i;
+			return &wp[i];
+		}
+	return NULL;
+}
+
+/* The wire buffer of w for its current format (remade when it changed). */
+static int wire_buffer(starnn_param *p, struct wparam *w)
+{
+	if (w->fmt == STARNN_WIRE_FP32)
+		return 0;
+	int64_t bytes = (int64_t)starnn_wire_bytes((starnn_wire_format)w->fmt, starnn_tensor_numel(p->master));
+	if (w->wire && w->wire->shape[0] == bytes)
+		return 0;
+	starnn_tensor_destroy(w->wire);
+	w->wire = NULL;
+	char name[STARNN_NAME_MAX];
+	snprintf(name, sizeof name, "%.40s.wire", p->master->name);
+	return starnn_tensor_create(&w->wire, name, STARNN_U8, 1, &bytes);
+}
+
+/* The weights of p from its owner to every rank in w's format (one rank:
+ * through the format, without a message). */
+static int publish(starnn_param *p, struct wparam *w)
+{
+	STARNN_CHECK(wire_buffer(p, w));
+	int lossy = w->fmt != STARNN_WIRE_FP32;
+	starnn_tensor *src = p->exact ? p->exact : p->master;
+	if (dist_on)
+		return weights_down(p->master, src, lossy ? w->wire : NULL, w->fmt, w->norm, w->owner);
+	if (lossy) {
+		STARNN_CHECK(starnn_compress(src, (starnn_wire_format)w->fmt, w->wire));
+		return starnn_decompress(w->wire, (starnn_wire_format)w->fmt, p->master);
+	}
+	return src != p->master ? starnn_copy(src, p->master) : 0;
+}
+
+/* Adaptive mode: observes the norm of the previous step (waiting for it if
+ * it is not here yet: it was sent one step ago), then submits this step's
+ * norm on the owner. The format of the weights sent next follows. */
+static int awp_step(starnn_param *p, struct wparam *w)
+{
+	if (wcfg.wire != STARNN_DIST_WIRE_AWP)
+		return 0;
+	if (w->norm_pending) {
+		float sq = 0.0f;
+		STARNN_CHECK(starnn_tensor_read(w->norm, &sq));
+		if (starnn_awp_observe(&wcfg.awp, &w->awp, sqrt((double)sq))) {
+			w->fmt = (int)starnn_awp_format(&wcfg.awp, &w->awp);
+			w->changed = 1;
+			w->changed_at = wstep;
+		}
+	}
+	if (dist_rank == w->owner)
+		STARNN_CHECK(starnn_sumsq(p->exact ? p->exact : p->master, w->norm, 0.0f));
+	w->norm_pending = 1;
+	return 0;
+}
+
+static int weights_updated(void *ctx, starnn_param *p)
+{
+	starnn_params *ps = ctx;
+	int index = 0;
+	struct wparam *w = wparam_of(ps, p, &index);
+	if (!w)
+		return starnn_error(STARNN_ESTATE, "dist: parameter %s is not in the attached set", p->name);
+	if (index == 0)
+		wstep++; /* the first parameter's update starts a step */
+	STARNN_CHECK(awp_step(p, w));
+	return publish(p, w);
+}
+
+static int flag_or(void *ctx, starnn_tensor *flag)
+{
+	(void)ctx;
+	return starnn_dist_allreduce(flag); /* 0 = clean; a sum of flags > 0 = some rank overflowed */
+}
+
+int starnn_dist_attach(starnn_params *ps)
+{
+	wparams_free();
+	if (!wcfg.shard)
+		return 0;
+	int n = starnn_params_count(ps);
+	wp = calloc((size_t)(n > 0 ? n : 1), sizeof *wp);
+	int64_t *load = calloc((size_t)dist_size, sizeof *load);
+	int *order = calloc((size_t)(n > 0 ? n : 1), sizeof *order);
+	if (!wp || !load || !order) {
+		free(load), free(order);
+		wparams_free();
+		return starnn_error(STARNN_ENOMEM, "dist: out of memory");
+	}
+	wps = ps, nwp = n;
+	/* Owners: largest parameter first (ties: the earlier one), each to the
+	 * rank holding the fewest values so far (ties: the lower rank). */
+	for (int i = 0; i < n; i++)
+		order[i] = i;
+	for (int i = 1; i < n; i++) { /* insertion sort: stable, n is small */
+		int k = order[i], j = i;
+		size_t sk = starnn_tensor_numel(starnn_params_at(ps, k)->master);
+		while (j > 0 && starnn_tensor_numel(starnn_params_at(ps, order[j - 1])->master) < sk) {
+			order[j] = order[j - 1];
+			j--;
+		}
+		order[j] = k;
+	}
+	for (int i = 0; i < n; i++) {
+		int best = 0;
+		for (int r = 1; r < dist_size; r++)
+			if (load[r] < load[best])
+				best = r;
+		wp[order[i]].owner = best;
+		load[best] += (int64_t)starnn_tensor_numel(starnn_params_at(ps, order[i])->master);
+	}
+	free(load), free(order);
+	int rc = 0;
+	for (int i = 0; i < n && !rc; i++) {
+		struct wparam *w = &wp[i];
+		starnn_param *p = starnn_params_at(ps, i);
+		w->fmt = STARNN_WIRE_FP32;
+		if (wcfg.wire == STARNN_DIST_WIRE_AWP) {
+			starnn_awp_layer_init(&wcfg.awp, &w->awp);
+			w->fmt = (int)starnn_awp_format(&wcfg.awp, &w->awp);
+			int64_t one = 1;
+			char name[STARNN_NAME_MAX];
+			snprintf(name, sizeof name, "%.40s.norm", p->master->name);
+			rc = starnn_tensor_create(&w->norm, name, STARNN_FP32, 1, &one);
+		} else if (wcfg.wire >= 0) {
+			w->fmt = wcfg.wire;
+		}
+		w->changed = 1;
+	}
+	if (rc) {
+		wparams_free();
+		return rc;
+	}
+	struct starnn_params_hooks h = {.flag = dist_on ? flag_or : NULL, .updated = weights_updated};
+	starnn_params_set_hooks(ps, &h, ps);
+	return 0;
+}
+
+void starnn_dist_detach(starnn_params *ps)
+{
+	if (ps && ps == wps) {
+		starnn_params_set_hooks(ps, NULL, NULL);
+		wparams_free();
+	}
+}
+
+int starnn_dist_weights_begin(starnn_params *ps, int64_t step)
+{
+	if (ps != wps || !wps)
+		return 0;
+	wstep = step;
+	for (int i = 0; i < nwp; i++)
+		wp[i].changed = 1, wp[i].changed_at = step;
+	if (wstate_text) {
+		int rc = starnn_dist_weights_set_state(wstate_text);
+		free(wstate_text);
+		wstate_text = NULL;
+		STARNN_CHECK(rc);
+	}
+	for (int i = 0; i < nwp; i++) {
+		starnn_param *p = starnn_params_at(ps, i);
+		struct wparam *w = &wp[i];
+		p->remote = w->owner != dist_rank;
+		if (p->remote) {
+			starnn_params_drop_state(ps, p);
+		} else if (wcfg.wire != STARNN_DIST_WIRE_NONE && !p->exact) {
+			char name[STARNN_NAME_MAX];
+			snprintf(name, sizeof name, "%.40s.exact", p->master->name);
+			STARNN_CHECK(starnn_tensor_create(&p->exact, name, STARNN_FP32, p->master->ndim, p->master->shape));
+			STARNN_CHECK(starnn_copy(p->master, p->exact));
+		}
+		if (wcfg.wire == STARNN_DIST_WIRE_AWP && dist_rank == w->owner)
+			STARNN_CHECK(starnn_sumsq(p->exact ? p->exact : p->master, w->norm, 0.0f));
+		w->norm_pending = wcfg.wire == STARNN_DIST_WIRE_AWP;
+		STARNN_CHECK(publish(p, w));
+	}
+	return 0;
+}
+
+int starnn_dist_checkpoint_begin(starnn_params *ps)
+{
+	if (ps != wps || !wps)
+		return 0;
+	int nslots = starnn_params_nslots(ps);
+	for (int i = 0; i < nwp; i++) {
+		starnn_param *p = starnn_params_at(ps, i);
+		struct wparam *w = &wp[i];
+		if (dist_rank == 0 && p->remote)
+			STARNN_CHECK(starnn_params_make_state(ps, p));
+		if (w->owner == 0) {
+			if (dist_rank == 0 && p->exact)
+				STARNN_CHECK(starnn_copy(p->exact, p->master));
+			continue;
+		}
+		/* the owner's exact master into rank 0's master, its state into
+		 * rank 0's temporary state */
+		STARNN_CHECK(to_rank0(dist_rank == w->owner && p->exact ? p->exact : p->master, w->owner));
+		for (int k = 0; k < nslots; k++)
+			STARNN_CHECK(to_rank0(p->state[k], w->owner));
+	}
+	return 0;
+}
+
+int starnn_dist_checkpoint_end(starnn_params *ps)
+{
+	if (ps != wps || !wps || dist_rank != 0)
+		return 0;
+	for (int i = 0; i < nwp; i++) {
+		starnn_param *p = starnn_params_at(ps, i);
+		struct wparam *w = &wp[i];
+		/* rank 0 computes with the weights as they came through their
+		 * format: the wire buffer still holds them */
+		if (w->fmt != STARNN_WIRE_FP32 && (w->owner != 0 || p->exact))
+			STARNN_CHECK(starnn_decompress(w->wire, (starnn_wire_format)w->fmt, p->master));
+		if (p->remote)
+			starnn_params_drop_state(ps, p);
+	}
+	return 0;
+}
+
+int starnn_dist_weights_state(char **text)
+{
+	*text = NULL;
+	size_t size = 1, off = 0;
+	for (int i = 0; i < nwp; i++)
+		size += strlen(starnn_params_at(wps, i)->name) + 64;
+	char *buf = malloc(size);
+	if (!buf)
+		return starnn_error(STARNN_ENOMEM, "dist: out of memory");
+	buf[0] = '\0';
+	for (int i = 0; i < nwp; i++) {
+		char st[64];
+		int rc = starnn_awp_layer_format(&wp[i].awp, st, sizeof st);
+		if (rc < 0) {
+			free(buf);
+			return rc;
+		}
+		off += (size_t)snprintf(buf + off, size - off, "%s %s\n", starnn_params_at(wps, i)->name, st);
+	}
+	*text = buf;
+	return 0;
+}
+
+int starnn_dist_weights_set_state(const char *text)
+{
+	if (!wps) {
+		free(wstate_text);
+		wstate_text = strdup(text);
+		return wstate_text ? 0 : starnn_error(STARNN_ENOMEM, "dist: out of memory");
+	}
+	if (wcfg.wire != STARNN_DIST_WIRE_AWP)
+		return 0;
+	int *seen = calloc((size_t)(nwp > 0 ? nwp : 1), sizeof *seen);
+	if (!seen)
+		return starnn_error(STARNN_ENOMEM, "dist: out of memory");
+	int rc = 0;
+	const char *line = text;
+	while (*line && !rc) {
+		const char *end = strchr(line, '\n');
+		size_t len = end ? (size_t)(end - line) : strlen(line);
+		char buf[STARNN_PARAM_NAME_MAX + 96];
+		if (len >= sizeof buf) {
+			rc = starnn_error(STARNN_EINVAL, "adaptive wire state: line too long");
+			break;
+		}
+		memcpy(buf, line, len);
+		buf[len] = '\0';
+		char *sp = strchr(buf, ' ');
+		int idx = -1;
+		if (sp) {
+			*sp = '\0';
+			for (int i = 0; i < nwp; i++)
+				if (strcmp(starnn_params_at(wps, i)->name, buf) == 0)
+					idx = i;
+		}
+		if (idx < 0)
+			rc = starnn_error(STARNN_EINVAL, "adaptive wire state: '%s' is not a parameter of this model", buf);
+		else if ((rc = starnn_awp_layer_parse(sp + 1, &wp[idx].awp)) == 0) {
+			seen[idx] = 1;
+			wp[idx].fmt = (int)starnn_awp_format(&wcfg.awp, &wp[idx].awp);
+		}
+		line = end ? end + 1 : line + len;
+	}
+	for (int i = 0; i < nwp && !rc; i++)
+		if (!seen[i])
+			rc = starnn_error(STARNN_EINVAL, "adaptive wire state: no state for parameter %s",
+			                  starnn_params_at(wps, i)->name);
+	free(seen);
+	return rc;
+}
+
+static const char *wformat_name(int fmt)
+{
+	return fmt == STARNN_WIRE_FP32 ? "fp32" : starnn_wire_name((starnn_wire_format)fmt);
+}
+
+void starnn_dist_weights_log(FILE *f, int64_t step)
+{
+	int any = 0;
+	for (int i = 0; i < nwp; i++) {
+		if (!wp[i].changed || wp[i].changed_at > step)
+			continue;
+		wp[i].changed = 0;
+		if (!f)
+			continue;
+		if (!any)
+			fprintf(f, "{\"step\":%lld,\"wire_weights\":{", (long long)step);
+		fprintf(f, "%s\"%s\":\"%s\"", any ? "," : "", starnn_params_at(wps, i)->name, wformat_name(wp[i].fmt));
+		any = 1;
+	}
+	if (any)
+		fprintf(f, "}}\n");
+}
+
+void starnn_dist_weights_summary(char *buf, size_t size)
+{
+	buf[0] = '\0';
+	if (!nwp || wcfg.wire == STARNN_DIST_WIRE_NONE)
+		return;
+	size_t off = 0;
+	for (int f = 0; f < STARNN_WIRE_NFORMATS; f++) {
+		int n = 0;
+		for (int i = 0; i < nwp; i++)
+			n += wp[i].fmt == f;
+		if (n && off < size)
+			off += (size_t)snprintf(buf + off, size - off, "%s%s %d", off ? ", " : "", wformat_name(f), n);
+	}
 }
 
 int starnn_dist_grad_hook(void *ctx, starnn_param *p)
@@ -804,6 +1299,9 @@ int starnn_dist_grad_hook(void *ctx, starnn_param *p)
 	(void)ctx;
 	if (no_grad_exchange)
 		return 0;
+	struct wparam *w = wps ? wparam_of(wps, p, NULL) : NULL;
+	if (w)
+		return reduce_to(p->grad[0], grad_wire, w->owner);
 	return starnn_dist_allreduce_wire(p->grad[0], grad_wire);
 }
 

@@ -37,6 +37,7 @@
 #include <stdio.h>
 #include <stdint.h>
 
+#include "runtime/awp.h"
 #include "runtime/params.h"
 #include "runtime/tensor.h"
 
@@ -110,7 +111,7 @@ void starnn_dist_abort(int status);
  * the completion of its last send or receive. Compute may run meanwhile:
  * exchange_s is not a cost by itself (tools/bench-dist measures how much
  * of it is hidden). Zeros without MPI. */
-enum { STARNN_DIST_GRADIENTS, STARNN_DIST_BROADCAST, STARNN_DIST_OTHER, STARNN_DIST_KINDS };
+enum { STARNN_DIST_GRADIENTS, STARNN_DIST_BROADCAST, STARNN_DIST_OTHER, STARNN_DIST_WEIGHTS, STARNN_DIST_KINDS };
 struct starnn_dist_stats {
 	uint64_t bytes_sent[STARNN_DIST_KINDS], messages_sent[STARNN_DIST_KINDS];
 	uint64_t raw_bytes[STARNN_DIST_KINDS]; /* what was sent, uncompressed (fp32) */
@@ -120,10 +121,79 @@ struct starnn_dist_stats {
 int starnn_dist_stats(struct starnn_dist_stats *out);
 /* Collective (every rank calls it, nothing without MPI): the stats summed
  * over the ranks, per step of the steps this run made, as one line
- * "exchange: ..." on rank 0's out. */
-int starnn_dist_report(FILE *out, int64_t steps);
+ * "exchange: ..." on rank 0's out, and (json not NULL, rank 0) as one
+ * record {"exchange":{...}} (README, "Reading the byte counts"). */
+int starnn_dist_report(FILE *out, FILE *json, int64_t steps);
 /* Chunk size of the all-reduce in elements (0: the default). */
 void starnn_dist_set_chunk(size_t elems);
+
+/* The parameter-owner mode (--shard-optimizer) and the weights' wire
+ * format (--wire-weights): Study 2's weight compression on the rank edge.
+ *
+ * Each parameter has one owner rank (the largest parameters first, each
+ * to the rank with the fewest values so far). Per step:
+ *   gradients  reduced to the owner (the all-reduce's tree, rooted at the
+ *              owner, without the way down; --wire-grads applies);
+ *   update     only on the owner, which alone holds the optimizer state
+ *              (1/N of it per rank) and the exact fp32 master;
+ *   weights    the owner compresses the master in the parameter's wire
+ *              format and sends it down a tree rooted at itself; every
+ *              rank, the owner included, computes with the decompressed
+ *              copy (param->master; the owner's exact master is
+ *              param->exact), so the replicas stay identical.
+ * With loss scaling the overflow flag is OR-ed over the ranks (each
+ * checks the gradients it owns). On one rank (no mpirun) the same runs
+ * without messages: the weights still go through their format, so one
+ * rank computes what N ranks do.
+ *
+ * Wire: STARNN_DIST_WIRE_NONE (fp32), a starnn_wire_format, or
+ * STARNN_DIST_WIRE_AWP: each parameter's format follows the adaptive rule
+ * of runtime/awp.h on the norm of its exact master. The norm of step s
+ * (after its update) decides the format the weights of step s + 1 are
+ * sent in: it is computed by a task on the owner and sent with the
+ * weights, and read on the host one step later, so that no step waits. */
+#define STARNN_DIST_WIRE_NONE (-1)
+#define STARNN_DIST_WIRE_AWP STARNN_WIRE_ADAPTIVE
+struct starnn_dist_weights {
+	int shard;
+	int wire;
+	struct starnn_awp_config awp;
+};
+/* Before starnn_dist_attach. STARNN_EINVAL for bad settings (a wire
+ * format without shard, bad AWP settings). */
+int starnn_dist_set_weights(const struct starnn_dist_weights *w);
+const struct starnn_dist_weights *starnn_dist_get_weights(void);
+/* Takes part in ps's steps (its flag and update hooks) as the settings
+ * say; nothing without shard. Once all parameters are added. One set at
+ * a time (the last attached). */
+int starnn_dist_attach(starnn_params *ps);
+/* Frees what attach made for ps (before starnn_params_destroy); nothing
+ * when ps is not the attached set. */
+void starnn_dist_detach(starnn_params *ps);
+/* After the masters (and optimizer state) are loaded and broadcast from
+ * rank 0: the owners keep the exact masters, the other ranks drop their
+ * optimizer state, and the weights are sent in their format (so the
+ * first step computes as every later one). A resumed run first gives the
+ * adaptive state back (starnn_dist_weights_set_state). */
+int starnn_dist_weights_begin(starnn_params *ps, int64_t step);
+/* Collective, around a checkpoint that rank 0 writes: before, rank 0's
+ * masters and optimizer state receive the owners' exact values; after,
+ * rank 0 computes with the wire copies again and drops the others' state. */
+int starnn_dist_checkpoint_begin(starnn_params *ps);
+int starnn_dist_checkpoint_end(starnn_params *ps);
+/* The adaptive state of every parameter as text ("name bits counter seen
+ * n_ref" lines; malloc'ed, the caller frees), and back (a resumed run; a
+ * name that is not a parameter, or a parameter left out, is an error). */
+int starnn_dist_weights_state(char **text);
+int starnn_dist_weights_set_state(const char *text);
+/* Writes {"step":S,"wire_weights":{"<name>":"<format>",...}} with the
+ * parameters whose format changed at the update of step <= S and not
+ * logged yet (all of them at the first call: their formats at the start),
+ * when any did; f NULL: only forgets them. */
+void starnn_dist_weights_log(FILE *f, int64_t step);
+/* "int8 12, trunc16 30, trunc24 2 (layers per format)" of the current
+ * formats, "" without a wire format. */
+void starnn_dist_weights_summary(char *buf, size_t size);
 
 /* Internal to the runtime (runtime/init.c). dist_setup runs before
  * StarPU starts: MPI, local ranks, binding variables, the configuration

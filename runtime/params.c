@@ -24,6 +24,8 @@ struct starnn_params {
 	struct starnn_amp_policy policy;
 	starnn_grad_hook hook;
 	void *hook_ctx;
+	struct starnn_params_hooks hooks;
+	void *hooks_ctx;
 	int64_t inject_inf_step;
 };
 
@@ -95,6 +97,7 @@ static void param_free(starnn_param *p)
 	free(p->grad);
 	starnn_tensor_destroy(p->state[0]);
 	starnn_tensor_destroy(p->state[1]);
+	starnn_tensor_destroy(p->exact);
 	free(p);
 }
 
@@ -142,11 +145,27 @@ static int param_tensors(starnn_params *ps, starnn_param *p)
 		snprintf(suffix, sizeof suffix, "grad%d", i);
 		STARNN_CHECK(make_like(&p->grad[i], p->master, STARNN_FP32, p->name, suffix));
 	}
+	return starnn_params_make_state(ps, p);
+}
+
+int starnn_params_make_state(starnn_params *ps, starnn_param *p)
+{
+	if (p->state[0])
+		return 0;
 	int adam = ps->cfg.optim.kind == STARNN_OPTIM_ADAM;
 	STARNN_CHECK(make_like(&p->state[0], p->master, STARNN_FP32, p->name, adam ? "exp_avg" : "momentum"));
 	if (adam)
 		STARNN_CHECK(make_like(&p->state[1], p->master, STARNN_FP32, p->name, "exp_avg_sq"));
 	return 0;
+}
+
+void starnn_params_drop_state(starnn_params *ps, starnn_param *p)
+{
+	(void)ps;
+	for (int k = 0; k < 2; k++) {
+		starnn_tensor_destroy(p->state[k]);
+		p->state[k] = NULL;
+	}
 }
 
 int starnn_params_add(starnn_params *ps, const char *name, starnn_tensor *master, int nslices, int flags,
@@ -226,6 +245,17 @@ void starnn_params_set_grad_hook(starnn_params *ps, starnn_grad_hook fn, void *c
 	ps->hook_ctx = ctx;
 }
 
+void starnn_params_set_hooks(starnn_params *ps, const struct starnn_params_hooks *h, void *ctx)
+{
+	ps->hooks = h ? *h : (struct starnn_params_hooks){0};
+	ps->hooks_ctx = ctx;
+}
+
+static int updated(starnn_params *ps, starnn_param *p)
+{
+	return ps->hooks.updated ? ps->hooks.updated(ps->hooks_ctx, p) : 0;
+}
+
 int starnn_params_reduce_one(starnn_params *ps, starnn_param *p)
 {
 	/* Micro-batches: a tree of axpy tasks into slice 0, log2(n) levels,
@@ -275,23 +305,33 @@ int starnn_params_update(starnn_params *ps, int64_t step)
 		if (step == ps->inject_inf_step && ps->nparams > 0)
 			STARNN_CHECK(starnn_fill(INFINITY, ps->params[ps->nparams - 1]->grad[0]));
 		for (int i = 0; i < ps->nparams; i++)
-			STARNN_CHECK(starnn_amp_nonfinite(ps->params[i]->grad[0], ps->flag));
+			if (!ps->params[i]->remote)
+				STARNN_CHECK(starnn_amp_nonfinite(ps->params[i]->grad[0], ps->flag));
+		if (ps->hooks.flag)
+			STARNN_CHECK(ps->hooks.flag(ps->hooks_ctx, ps->flag));
 		for (int i = 0; i < ps->nparams; i++) {
 			starnn_param *p = ps->params[i];
-			if (adam)
-				STARNN_CHECK(starnn_adam_amp(p->master, p->grad[0], p->state[0], p->state[1], &ap, ps->state,
-				                             ps->flag));
+			starnn_tensor *w = p->exact ? p->exact : p->master;
+			if (p->remote)
+				;
+			else if (adam)
+				STARNN_CHECK(starnn_adam_amp(w, p->grad[0], p->state[0], p->state[1], &ap, ps->state, ps->flag));
 			else
-				STARNN_CHECK(starnn_sgd_amp(p->master, p->grad[0], p->state[0], &sp, ps->state, ps->flag));
+				STARNN_CHECK(starnn_sgd_amp(w, p->grad[0], p->state[0], &sp, ps->state, ps->flag));
+			STARNN_CHECK(updated(ps, p));
 		}
 		return starnn_amp_scale_update(ps->state, ps->flag, &ps->policy);
 	}
 	for (int i = 0; i < ps->nparams; i++) {
 		starnn_param *p = ps->params[i];
-		if (adam)
-			STARNN_CHECK(starnn_adam(p->master, p->grad[0], p->state[0], p->state[1], &ap, step, 1.0f));
+		starnn_tensor *w = p->exact ? p->exact : p->master;
+		if (p->remote)
+			;
+		else if (adam)
+			STARNN_CHECK(starnn_adam(w, p->grad[0], p->state[0], p->state[1], &ap, step, 1.0f));
 		else
-			STARNN_CHECK(starnn_sgd(p->master, p->grad[0], p->state[0], &sp, step, 1.0f));
+			STARNN_CHECK(starnn_sgd(w, p->grad[0], p->state[0], &sp, step, 1.0f));
+		STARNN_CHECK(updated(ps, p));
 	}
 	return 0;
 }

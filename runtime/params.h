@@ -85,6 +85,13 @@ typedef struct starnn_param {
 	int nslices;
 	starnn_tensor *state[2];
 	int flags;
+	/* The parameter-owner mode (runtime/dist.h, --shard-optimizer): remote
+	 * = another rank updates this parameter (no optimizer state here: its
+	 * state[] are NULL); exact = the fp32 master the optimizer updates when
+	 * master holds what every rank computes with (the weights as they came
+	 * through a lossy wire format), NULL: master itself. */
+	int remote;
+	starnn_tensor *exact;
 } starnn_param;
 
 typedef struct starnn_params starnn_params;
@@ -120,6 +127,23 @@ int starnn_params_convert(starnn_params *ps);
  * returns 0 or a starnn error. NULL: none (one rank). */
 typedef int (*starnn_grad_hook)(void *ctx, starnn_param *p);
 void starnn_params_set_grad_hook(starnn_params *ps, starnn_grad_hook fn, void *ctx);
+/* The other places where a distributed set takes part (runtime/dist.c):
+ *   flag     with loss scaling, after this rank's overflow checks and
+ *            before any optimizer task reads the flag (the OR over the
+ *            ranks, when each rank checks only its own parameters);
+ *   updated  after p's update was submitted, for every parameter in
+ *            order, remote ones included (the owner's weights sent to
+ *            every rank).
+ * NULL members: nothing there. */
+struct starnn_params_hooks {
+	int (*flag)(void *ctx, starnn_tensor *flag);
+	int (*updated)(void *ctx, starnn_param *p);
+};
+void starnn_params_set_hooks(starnn_params *ps, const struct starnn_params_hooks *h, void *ctx);
+/* Frees p's optimizer state (a remote parameter), or makes it again (zero:
+ * a checkpoint's or a resume's temporary copy). */
+void starnn_params_drop_state(starnn_params *ps, starnn_param *p);
+int starnn_params_make_state(starnn_params *ps, starnn_param *p);
 /* Sums p's slices into grad[0] (the tree above), then calls the hook. */
 int starnn_params_reduce_one(starnn_params *ps, starnn_param *p);
 /* starnn_params_reduce_one for every parameter, in order. */

@@ -646,6 +646,14 @@ void ckpt_close(ckpt_file *f)
 }
 
 /* Opens root attribute `name` of type class `cls` holding one value. */
+int ckpt_has_attr(ckpt_file *f, const char *name)
+{
+	ckpt_hdf5_quiet();
+	int yes = name && H5Aexists(f->fid, name) > 0;
+	H5Eclear2(H5E_DEFAULT);
+	return yes;
+}
+
 static int open_attr(ckpt_file *f, const char *name, H5T_class_t cls, const char *what, hid_t *attr)
 {
 	ckpt_hdf5_quiet();

@@ -43,6 +43,7 @@ int ckpt_get_int(ckpt_file *f, const char *name, int64_t *value);
 int ckpt_get_double(ckpt_file *f, const char *name, double *value);
 int ckpt_get_string(ckpt_file *f, const char *name, char *buf, size_t size);
 int ckpt_has(ckpt_file *f, const char *path); /* dataset exists */
+int ckpt_has_attr(ckpt_file *f, const char *name); /* root attribute exists (attributes added in later versions) */
 /* Reads dataset `path` into the tensor: the shape must match exactly
  * (message names the path, both shapes). */
 int ckpt_read_tensor(ckpt_file *f, const char *path, starnn_tensor *t);

@@ -1,0 +1,170 @@
+/* runtime/awp: the adaptive weight precision rule on synthetic sequences
+ * of norms, against the format changes worked out by hand from the rule
+ * of awp.h; the option parsing, the checkpoint text and the error paths.
+ * Host logic only (no tasks). */
+#include <math.h>
+
+#include "runtime/awp.h"
+#include "tests/testlib.h"
+
+/* Feeds norms[0..n) and returns, for each observation, the width after it. */
+static void run(const struct starnn_awp_config *c, const double *norms, int n, int *bits)
+{
+	struct starnn_awp_layer l;
+	starnn_awp_layer_init(c, &l);
+	for (int i = 0; i < n; i++) {
+		int before = l.bits;
+		int gained = starnn_awp_observe(c, &l, norms[i]);
+		TEST_ASSERT(gained == (l.bits != before), "observation %d: gained %d but %d -> %d bits", i, gained, before,
+		            l.bits);
+		bits[i] = l.bits;
+	}
+}
+
+static void expect(const char *what, const int *got, const int *want, int n)
+{
+	for (int i = 0; i < n; i++)
+		TEST_ASSERT(got[i] == want[i], "%s: after observation %d: %d bits, expected %d", what, i, got[i], want[i]);
+}
+
+static void rule(void)
+{
+	struct starnn_awp_config c;
+	starnn_awp_defaults(&c);
+	TEST_ASSERT(c.rel_res == 8e-5 && c.interval == 10 && c.start_bits == 8 && c.stride == 8 &&
+	                c.family == STARNN_WIRE_LADDER_TRUNC,
+	            "defaults: rel_res 8e-5, interval 10, 8 bits, stride 8, trunc");
+	TEST_OK(starnn_awp_check(&c));
+	c.interval = 3;
+
+	/* A constant norm: the first observation sets the reference, then
+	 * every step is small (r = 0): +8 bits after 3, 6, 9 small steps, then
+	 * 32 stays. */
+	double flat[12];
+	for (int i = 0; i < 12; i++)
+		flat[i] = 2.0;
+	int got[16];
+	run(&c, flat, 12, got);
+	const int want_flat[12] = {8, 8, 8, 16, 16, 16, 24, 24, 24, 32, 32, 32};
+	expect("constant norm", got, want_flat, 12);
+
+	/* Growth above rel_res resets the counter: norms growing by 1e-3 (r =
+	 * 1e-3 > 8e-5) never gain bits; a growth below rel_res counts as
+	 * small; a shrinking norm (r < 0) counts as small too. The sequence (interval 3):
+	 *   obs 0: reference                          bits 8
+	 *   obs 1: +1e-3 -> reset                     8
+	 *   obs 2: +1e-3 -> reset                     8
+	 *   obs 3: -50%  -> small (1)                 8
+	 *   obs 4: same  -> small (2)                 8
+	 *   obs 5: +1e-3 -> reset                     8
+	 *   obs 6: +rel_res/2 -> small (1)             8
+	 *   obs 7: same  -> small (2)                 8
+	 *   obs 8: same  -> small (3): +8 bits         16 */
+	double seq[9];
+	seq[0] = 1.0;
+	seq[1] = seq[0] * (1 + 1e-3);
+	seq[2] = seq[1] * (1 + 1e-3);
+	seq[3] = seq[2] * 0.5;
+	seq[4] = seq[3];
+	seq[5] = seq[4] * (1 + 1e-3);
+	seq[6] = seq[5] + seq[5] * 0.5 * c.rel_res; /* half of rel_res: small */
+	seq[7] = seq[6];
+	seq[8] = seq[7];
+	run(&c, seq, 9, got);
+	const int want_seq[9] = {8, 8, 8, 8, 8, 8, 8, 8, 16};
+	expect("resets and small steps", got, want_seq, 9);
+
+	/* Stride 16 from 8: 8 -> 24 -> 32 (never beyond 32). */
+	c.stride = 16;
+	run(&c, flat, 12, got);
+	const int want_s16[12] = {8, 8, 8, 24, 24, 24, 32, 32, 32, 32, 32, 32};
+	expect("stride 16", got, want_s16, 12);
+	c.stride = 8;
+
+	/* A zero reference (a bias at the start): zero again is small, any
+	 * value after zero is large. */
+	double zeros[8] = {0, 0, 0, 0, 0.5, 0.5, 0.5, 0.5};
+	run(&c, zeros, 8, got);
+	const int want_z[8] = {8, 8, 8, 16, 16, 16, 16, 24};
+	expect("zero norms", got, want_z, 8);
+
+	/* NaN and Inf norms change nothing. */
+	struct starnn_awp_layer l;
+	starnn_awp_layer_init(&c, &l);
+	TEST_ASSERT(starnn_awp_observe(&c, &l, NAN) == 0 && !l.seen, "a NaN norm is not observed");
+	TEST_ASSERT(starnn_awp_observe(&c, &l, INFINITY) == 0 && !l.seen, "an Inf norm is not observed");
+
+	/* Formats of each width in both families. */
+	struct {
+		int bits;
+		starnn_wire_family fam;
+		starnn_wire_format f;
+	} fm[] = {{8, STARNN_WIRE_LADDER_TRUNC, STARNN_WIRE_INT8},   {16, STARNN_WIRE_LADDER_TRUNC, STARNN_WIRE_TRUNC16},
+	          {24, STARNN_WIRE_LADDER_TRUNC, STARNN_WIRE_TRUNC24}, {32, STARNN_WIRE_LADDER_TRUNC, STARNN_WIRE_FP32},
+	          {16, STARNN_WIRE_LADDER_RNE, STARNN_WIRE_RNE16},     {24, STARNN_WIRE_LADDER_RNE, STARNN_WIRE_RNE24}};
+	for (size_t i = 0; i < sizeof fm / sizeof *fm; i++) {
+		c.family = fm[i].fam;
+		l.bits = fm[i].bits;
+		TEST_ASSERT(starnn_awp_format(&c, &l) == fm[i].f, "%d bits (family %d): format %s", fm[i].bits,
+		            (int)fm[i].fam, starnn_wire_name(fm[i].f));
+	}
+}
+
+static void text(void)
+{
+	struct starnn_awp_layer l = {.bits = 24, .counter = 7, .seen = 1, .n_ref = 0.1 + 1e-17}, back;
+	char buf[64];
+	TEST_OK(starnn_awp_layer_format(&l, buf, sizeof buf));
+	TEST_OK(starnn_awp_layer_parse(buf, &back));
+	TEST_ASSERT(back.bits == l.bits && back.counter == l.counter && back.seen == l.seen && back.n_ref == l.n_ref,
+	            "state text '%s' round-trips exactly", buf);
+	const char *bad[] = {"", "24 7 1", "12 0 0 1.0", "8 -1 0 1", "8 0 2 1", "8 0 1 nan", "8 0 1 -1", "8 0 1 1 x"};
+	for (size_t i = 0; i < sizeof bad / sizeof *bad; i++)
+		TEST_ASSERT(starnn_awp_layer_parse(bad[i], &back) == STARNN_EINVAL, "state text '%s' refused", bad[i]);
+}
+
+static void options(void)
+{
+	struct starnn_awp_config c;
+	starnn_awp_defaults(&c);
+	TEST_OK(starnn_awp_option("--awp-rel-res", "1e-4", &c));
+	TEST_OK(starnn_awp_option("--awp-interval", "25", &c));
+	TEST_OK(starnn_awp_option("--awp-start-bits", "16", &c));
+	TEST_OK(starnn_awp_option("--awp-stride", "16", &c));
+	TEST_OK(starnn_awp_option("--awp-rounding", "rne", &c));
+	TEST_ASSERT(c.rel_res == 1e-4 && c.interval == 25 && c.start_bits == 16 && c.stride == 16 &&
+	                c.family == STARNN_WIRE_LADDER_RNE,
+	            "options set the configuration");
+	struct {
+		const char *opt, *arg;
+	} bad[] = {{"--awp-rel-res", "-1"},   {"--awp-rel-res", "inf"},   {"--awp-rel-res", "x"},
+	           {"--awp-interval", "0"},   {"--awp-interval", "2.5"},  {"--awp-start-bits", "12"},
+	           {"--awp-start-bits", "0"}, {"--awp-stride", "32"},     {"--awp-stride", "4"},
+	           {"--awp-rounding", "up"},  {"--awp-unknown", "1"}};
+	for (size_t i = 0; i < sizeof bad / sizeof *bad; i++)
+		TEST_ASSERT(starnn_awp_option(bad[i].opt, bad[i].arg, &c) == STARNN_EINVAL &&
+		                strstr(starnn_last_error(), bad[i].opt),
+		            "%s %s refused with a message naming the option (%s)", bad[i].opt, bad[i].arg,
+		            starnn_last_error());
+	int w = 0;
+	TEST_OK(starnn_awp_wire_option("--wire-weights", "awp", &w));
+	TEST_ASSERT(w == STARNN_WIRE_ADAPTIVE, "awp is the adaptive policy");
+	TEST_OK(starnn_awp_wire_option("--wire-weights", "none", &w));
+	TEST_ASSERT(w == -1, "none");
+	TEST_OK(starnn_awp_wire_option("--wire-weights", "trunc24", &w));
+	TEST_ASSERT(w == STARNN_WIRE_TRUNC24, "a fixed format");
+	TEST_ASSERT(starnn_awp_wire_option("--wire-weights", "fp64", &w) == STARNN_EINVAL &&
+	                strstr(starnn_last_error(), "awp"),
+	            "an unknown format is refused, the message lists awp");
+	c.interval = 0;
+	TEST_ASSERT(starnn_awp_check(&c) == STARNN_EINVAL, "interval 0 refused by the check");
+}
+
+int main(void)
+{
+	test_init();
+	rule();
+	text();
+	options();
+	return test_finish();
+}

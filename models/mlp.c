@@ -65,6 +65,8 @@ struct options {
 	const char *log_json;     /* --log-json: the summary record */
 	float cpu_watts, gpu_watts, idle_watts; /* power model (runtime/energy.h) */
 	int wire_grads;           /* --wire-grads: a starnn_wire_format, -1 none */
+	struct starnn_dist_weights weights; /* --shard-optimizer, --wire-weights, --awp-* */
+	int awp_given;
 };
 
 /* ------------------------------------------------------------ random */
@@ -284,6 +286,7 @@ static void mlp_destroy(struct mlp *m)
 		for (size_t i = 0; i < sizeof all / sizeof *all; i++)
 			starnn_tensor_destroy(all[i]);
 	}
+	starnn_dist_detach(m->ps);
 	starnn_params_destroy(m->ps);
 	if (m->xc != m->x)
 		starnn_tensor_destroy(m->xc);
@@ -421,6 +424,15 @@ static void usage(FILE *f)
 	        "  --wire-grads F     under mpirun: the gradients' all-reduce sends compressed\n"
 	        "                     chunks: none (default), bf16, fp16, trunc16, rne16,\n"
 	        "                     trunc24, rne24, int8 or fp8\n"
+	        "  --shard-optimizer  under mpirun: each parameter is updated by its owner rank\n"
+	        "                     alone (optimizer state 1/N per rank); gradients are\n"
+	        "                     reduced to it, the weights sent back from it\n"
+	        "  --wire-weights F   with --shard-optimizer: the weights travel as none\n"
+	        "                     (default, fp32), awp (adaptive per layer) or a format\n"
+	        "                     of --wire-grads\n"
+	        "  --awp-start-bits N, --awp-stride N, --awp-interval N, --awp-rel-res X,\n"
+	        "  --awp-rounding trunc|rne\n"
+	        "                     the adaptive policy (models/unet --help, README)\n"
 	        "  --train-size N     training samples (default 8192)\n"
 	        "  --val-size N       validation samples (default 1024; rounded down to a\n"
 	        "                     multiple of the batch)\n"
@@ -484,13 +496,19 @@ static int parse_options(int argc, char **argv, struct options *o)
 		{"log-json", required_argument, 0, 'J'},    {"cpu-watts", required_argument, 0, 'W'},
 		{"gpu-watts", required_argument, 0, 'G'},   {"idle-watts", required_argument, 0, 'I'},
 		{"wire-grads", required_argument, 0, 'w'},
+		{"shard-optimizer", no_argument, 0, 'Z'},   {"wire-weights", required_argument, 0, 'X'},
+		{"awp-rel-res", required_argument, 0, 1000}, {"awp-interval", required_argument, 0, 1001},
+		{"awp-start-bits", required_argument, 0, 1002}, {"awp-stride", required_argument, 0, 1003},
+		{"awp-rounding", required_argument, 0, 1004},
 		{"help", no_argument, 0, 'h'},              {0, 0, 0, 0},
 	};
 	int c, seed = 1, scaling = -1;
 	float lr = -1;
 	*o = (struct options){.inputs = 16, .outputs = 4, .nhidden = 2, .hidden = {64, 64}, .batch = 64,
 	                      .steps = 300, .log_every = 20, .train_size = 8192, .val_size = 1024,
-	                      .momentum = 0.9f, .adam = 1, .wire_grads = -1};
+	                      .momentum = 0.9f, .adam = 1, .wire_grads = -1,
+	                      .weights = {.shard = 0, .wire = STARNN_DIST_WIRE_NONE}};
+	starnn_awp_defaults(&o->weights.awp);
 	while ((c = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
 		int rc = 0;
 		switch (c) {
@@ -514,6 +532,23 @@ static int parse_options(int argc, char **argv, struct options *o)
 			if ((rc = starnn_wire_option("--wire-grads", optarg, &o->wire_grads)) != 0)
 				fprintf(stderr, "mlp: %s\n", starnn_last_error());
 			break;
+		case 'Z': o->weights.shard = 1; break;
+		case 'X':
+			if ((rc = starnn_awp_wire_option("--wire-weights", optarg, &o->weights.wire)) != 0)
+				fprintf(stderr, "mlp: %s\n", starnn_last_error());
+			break;
+		case 1000:
+		case 1001:
+		case 1002:
+		case 1003:
+		case 1004: {
+			static const char *names[] = {"--awp-rel-res", "--awp-interval", "--awp-start-bits", "--awp-stride",
+			                              "--awp-rounding"};
+			if ((rc = starnn_awp_option(names[c - 1000], optarg, &o->weights.awp)) != 0)
+				fprintf(stderr, "mlp: %s\n", starnn_last_error());
+			o->awp_given = 1;
+			break;
+		}
 		case 'P':
 			if (strcmp(optarg, "fp32") == 0)
 				o->compute = STARNN_FP32;
@@ -569,6 +604,19 @@ static int parse_options(int argc, char **argv, struct options *o)
 		return -1;
 	}
 	o->seed = (unsigned long)seed;
+	if (o->awp_given && o->weights.wire != STARNN_DIST_WIRE_AWP) {
+		fprintf(stderr, "mlp: the --awp-* options set the adaptive policy: they need --wire-weights awp\n");
+		return -1;
+	}
+	if (o->weights.wire != STARNN_DIST_WIRE_NONE && !o->weights.shard) {
+		fprintf(stderr, "mlp: --wire-weights needs --shard-optimizer: weights cross the rank edge only when each "
+		                "rank updates its own share of them\n");
+		return -1;
+	}
+	if (starnn_awp_check(&o->weights.awp) < 0) {
+		fprintf(stderr, "mlp: %s\n", starnn_last_error());
+		return -1;
+	}
 	o->scaling = scaling >= 0 ? scaling : o->compute == STARNN_FP16;
 	const char *inject = getenv("STARNN_MLP_INJECT_INF_STEP");
 	if (inject && *inject) {
@@ -707,12 +755,19 @@ static int train(const struct options *o)
 	if (rc == 0 && o->log_json && starnn_dist_rank() == 0 && !(log = fopen(o->log_json, "w")))
 		rc = starnn_error(STARNN_EIO, "mlp: cannot write the log %s: %s", o->log_json, strerror(errno));
 	if (rc == 0)
+		rc = starnn_dist_set_weights(&o->weights);
+	if (rc == 0)
 		rc = mlp_create(&m, o, &s);
-	/* Ranks: rank 0's weights everywhere, gradients summed over the ranks. */
+	/* Ranks: rank 0's weights everywhere, gradients summed over the ranks
+	 * (or reduced to each parameter's owner: --shard-optimizer). */
+	if (rc == 0)
+		rc = starnn_dist_attach(m.ps);
 	if (rc == 0 && starnn_dist_active()) {
 		starnn_params_set_grad_hook(m.ps, starnn_dist_grad_hook, NULL);
 		rc = starnn_dist_broadcast_params(m.ps);
 	}
+	if (rc == 0)
+		rc = starnn_dist_weights_begin(m.ps, 0);
 	if (rc < 0) {
 		if (log)
 			fclose(log);

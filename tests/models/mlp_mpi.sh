@@ -45,6 +45,12 @@ compare "amp-fp16, dynamic loss scale" 2 1 --batch 64 --precision amp-fp16
 export STARNN_DIST_CHUNK=1000
 compare "chunked all-reduce" 2 1 --batch 64 --hidden 300,200
 unset STARNN_DIST_CHUNK
+# The parameter-owner mode (--shard-optimizer): with 2 ranks each gradient
+# is reduced to its owner in the order of one rank (a sum of two), and one
+# rank puts the weights through the same formats: the same bits; with
+# amp-fp16 the overflow flag is OR-ed over the owners.
+compare "sharded optimizer, adaptive weights" 2 1 --batch 64 --shard-optimizer --wire-weights awp --awp-interval 3
+compare "sharded optimizer, amp-fp16, int8 weights" 2 1 --batch 64 --precision amp-fp16 --shard-optimizer --wire-weights int8
 
 # Compressed gradients (--wire-grads): 20 steps train as the uncompressed
 # run does (the validation MSE within 5% of it), the gradients' bytes on

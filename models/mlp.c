@@ -542,9 +542,7 @@ static int parse_options(int argc, char **argv, struct options *o)
 		case 1002:
 		case 1003:
 		case 1004: {
-			static const char *names[] = {"--awp-rel-res", "--awp-interval", "--awp-start-bits", "--awp-stride",
-			                              "--awp-rounding"};
-			if ((rc = starnn_awp_option(names[c - 1000], optarg, &o->weights.awp)) != 0)
+			if ((rc = starnn_awp_option(starnn_awp_options[c - 1000], optarg, &o->weights.awp)) != 0)
 				fprintf(stderr, "mlp: %s\n", starnn_last_error());
 			o->awp_given = 1;
 			break;

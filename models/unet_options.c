@@ -433,9 +433,7 @@ int parse_options(int argc, char **argv, struct options *o)
 		case O_AWP_START_BITS:
 		case O_AWP_STRIDE:
 		case O_AWP_ROUNDING: {
-			static const char *names[] = {"--awp-rel-res", "--awp-interval", "--awp-start-bits", "--awp-stride",
-			                              "--awp-rounding"};
-			rc = starnn_awp_option(names[c - O_AWP_REL_RES], optarg, &o->awp);
+			rc = starnn_awp_option(starnn_awp_options[c - O_AWP_REL_RES], optarg, &o->awp);
 			if (rc)
 				fail("%s", starnn_last_error());
 			break;

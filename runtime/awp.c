@@ -93,6 +93,9 @@ int starnn_awp_layer_parse(const char *text, struct starnn_awp_layer *l)
 	return 0;
 }
 
+const char *const starnn_awp_options[STARNN_AWP_NOPTIONS] = {"--awp-rel-res", "--awp-interval", "--awp-start-bits",
+                                                              "--awp-stride", "--awp-rounding"};
+
 static int parse_long(const char *option, const char *arg, long lo, long hi, long *out)
 {
 	char *end;

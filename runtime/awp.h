@@ -58,6 +58,9 @@ starnn_wire_format starnn_awp_format(const struct starnn_awp_config *c, const st
  * combination by starnn_awp_check). STARNN_EINVAL with a message naming
  * the option otherwise. */
 int starnn_awp_option(const char *option, const char *arg, struct starnn_awp_config *c);
+/* Those option names, in that order (for getopt tables). */
+#define STARNN_AWP_NOPTIONS 5
+extern const char *const starnn_awp_options[STARNN_AWP_NOPTIONS];
 /* --wire-weights: "awp" gives STARNN_WIRE_ADAPTIVE, "none" / "fp32" -1,
  * a format name its starnn_wire_format. */
 #define STARNN_WIRE_ADAPTIVE (-2)

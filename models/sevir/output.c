@@ -369,7 +369,7 @@ static int write_png(const char *file, const struct canvas *c)
 
 /* ------------------------------------------------------ the panel */
 
-/* Width and height of a text in the 5 x 7 font at a scale. */
+/* Width of a text in the 5 x 7 font at a scale (its height: 7 x scale). */
 static int text_width(const char *str, int scale)
 {
 	int n = (int)strlen(str);
@@ -580,7 +580,8 @@ int forecast_png(const char *dir, int sample, const float *x, int in_frames, con
 				int y0 = b->y + b->h - (int)((long)(k + 1) * b->h / VIL_NBOUNDS);
 				rect(&c, b->x, y0, b->w, y1 - y0, vil_colours[k]);
 			}
-			int s = b->w / 6, t = s / 2 > 1 ? s / 2 : 1; /* ticks: s long, t thick, before the labels */
+			/* ticks s long (the bar is 6 s wide), t thick, before the labels */
+			int s = b->w / 6, t = s / 2 > 1 ? s / 2 : 1;
 			for (int k = 0; k <= VIL_NBOUNDS; k++)
 				rect(&c, b->x + b->w + 1, b->y + b->h - (int)((long)k * b->h / VIL_NBOUNDS) - t / 2, s, t, ink);
 		}

@@ -520,6 +520,8 @@ int forecast_layout_make(struct forecast_layout *l, int sample, int in_frames, i
 	if (rc == 0)
 		rc = add_text(l, cap, bx, frames_top - th - pad, s, "VIL"); /* beside the column titles */
 	int right = bx + text_width("VIL", s);
+	if (m + text_width(title, ts) > right) /* a long sample number over a narrow picture */
+		right = m + text_width(title, ts);
 	for (int k = 0; k <= VIL_NBOUNDS && rc == 0; k++) {
 		snprintf(lab, sizeof lab, "%d", k == 0 ? 0 : (int)vil_bounds[k - 1]);
 		int yb = bar_top + bh - (int)((long)k * bh / VIL_NBOUNDS);

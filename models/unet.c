@@ -1206,9 +1206,8 @@ static int cmd_predict(struct options *o)
 			rc = forecast_append(ff, r.buf.pred, cnt);
 		for (int j = 0; rc == 0 && o->png && j < cnt && first + j < o->png_samples; j++) {
 			const float *x = r.buf.x + (size_t)j * c->in_frames * hw;
-			rc = forecast_png(o->png, first + j, x + (size_t)(c->in_frames - 1) * hw,
-			                  r.buf.y + (size_t)j * c->out_frames * hw, r.buf.pred + (size_t)j * c->out_frames * hw,
-			                  c->out_frames, c->size, c->size);
+			rc = forecast_png(o->png, first + j, x, c->in_frames, r.buf.y + (size_t)j * c->out_frames * hw,
+			                  r.buf.pred + (size_t)j * c->out_frames * hw, c->out_frames, c->size, c->size);
 		}
 	}
 	if (ff) {
@@ -1222,7 +1221,7 @@ static int cmd_predict(struct options *o)
 		}
 	}
 	if (rc == 0 && o->png && !o->quiet)
-		printf("pictures: %s/sample<i>_lead<t>.png for %d samples\n", o->png,
+		printf("pictures: %s/sample<i>.png for %d samples\n", o->png,
 		       o->png_samples < n ? o->png_samples : n);
 	if (ck)
 		ckpt_close(ck);

@@ -132,7 +132,8 @@ static void usage(FILE *f)
 	        "                          (default 10)\n"
 	        "  --progress on|off       progress bar (default: on when stdout is a terminal)\n"
 	        "  --output FILE.h5        predict: forecasts in the prepared layout (OUT, raw VIL)\n"
-	        "  --png DIR               predict: pictures (last input, truth, forecast per lead)\n"
+	        "  --png DIR               predict: a picture per sample, DIR/sample<i>.png (the last\n"
+	        "                          inputs, the truth and the forecast over the lead times)\n"
 	        "  --png-samples N         predict: samples pictured (default 4)\n"
 	        "  --quiet                 only errors and final results\n"
 

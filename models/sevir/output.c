@@ -367,72 +367,229 @@ static int write_png(const char *file, const struct canvas *c)
 	return rc < 0 ? rc : ckpt_atomic_commit(&a);
 }
 
-int forecast_png(const char *dir, int sample, const float *x_last, const float *y, const float *pred,
+/* ------------------------------------------------------ the panel */
+
+/* Width of a text in the 5 x 7 font at a scale (its height: 7 x scale). */
+static int text_width(const char *str, int scale)
+{
+	int n = (int)strlen(str);
+	return n ? (6 * n - 1) * scale : 0;
+}
+
+static int add_box(struct forecast_layout *l, int cap, struct forecast_box b)
+{
+	if (l->nboxes >= cap)
+		return starnn_error(STARNN_EINVAL, "forecast_layout: more than %d boxes", cap);
+	l->boxes[l->nboxes++] = b;
+	return 0;
+}
+
+static int add_text(struct forecast_layout *l, int cap, int x, int y, int scale, const char *str)
+{
+	struct forecast_box b = {.kind = FORECAST_TEXT, .x = x, .y = y, .h = 7 * scale, .row = -1, .frame = -1,
+	                         .scale = scale};
+	snprintf(b.text, sizeof b.text, "%s", str);
+	b.w = text_width(b.text, scale);
+	return add_box(l, cap, b);
+}
+
+/* Minutes of an input column (0 = the last input) or of a lead time. */
+static void minutes_label(char *buf, size_t n, int minutes)
+{
+	snprintf(buf, n, minutes > 0 ? "+%d MIN" : "%d MIN", minutes);
+}
+
+void forecast_layout_free(struct forecast_layout *l)
+{
+	if (!l)
+		return;
+	free(l->boxes);
+	memset(l, 0, sizeof *l);
+}
+
+/* The grid: a column per lead time, each as wide as its frame or its
+ * widest title; rows [column titles, inputs], [column titles, truth],
+ * [forecast], the labels' column on their left, the colour bar on the
+ * right spanning the three rows. Every gap is a multiple of the glyph
+ * scale s, so text and frames stay apart at every size:
+ *
+ *   m  SAMPLE 3
+ *      rg
+ *              -55 MIN   -50 MIN ...   0 MIN          VIL
+ *              pad
+ *      INPUT  [frame]   [frame]  ... [frame]     [bar] 255
+ *      rg                                        [bar] 219
+ *              +5 MIN    +10 MIN ...  +60 MIN    [bar] ...
+ *      TRUTH  [frame]   [frame]  ... [frame]     [bar]
+ *      cg                                        [bar]
+ *   FORECAST  [frame]   [frame]  ... [frame]     [bar] 0
+ *   m
+ */
+int forecast_layout_make(struct forecast_layout *l, int sample, int in_frames, int lead_times, int h, int w)
+{
+	memset(l, 0, sizeof *l);
+	if (in_frames <= 0 || lead_times <= 0 || h <= 0 || w <= 0 || sample < 0 || lead_times > 1000 ||
+	    h > 65536 || w > 65536)
+		return starnn_error(STARNN_EINVAL,
+		                    "forecast_layout: bad sizes (sample %d, %d input frames, %d lead times, %d x %d)",
+		                    sample, in_frames, lead_times, h, w);
+	const int ncols = lead_times, nin = in_frames < ncols ? in_frames : ncols;
+	const int small = h < w ? h : w;
+	l->zoom = (128 + small - 1) / small; /* frames at least 128 pixels a side */
+	const long fw = (long)w * l->zoom, fh = (long)h * l->zoom;
+	/* 2^16 pixels a side is what common PNG readers take; 2^28 pixels
+	 * (768 MiB of RGB) bounds the memory (real SEVIR frames, 384 x 384,
+	 * make 4.8k x 1.3k) */
+	if (fw * (ncols + 1) >= 1L << 16 || fh * 4 >= 1L << 16 || fw * (ncols + 1) * fh * 4 >= 1L << 28)
+		return starnn_error(STARNN_EINVAL,
+		                    "forecast_layout: %d columns of %ld x %ld-pixel frames make too large a picture", ncols,
+		                    fh, fw);
+	const int s = fw < 256 ? 2 : fw < 512 ? 3 : 4; /* glyph scale: readable at the frames' size */
+	const int ts = s + 1;                          /* the title's */
+	const int th = 7 * s;                          /* text height */
+	const int m = 5 * s, pad = 2 * s, cg = 3 * s, rg = 5 * s;
+
+	static const char *row_label[3] = {"INPUT", "TRUTH", "FORECAST"};
+	int lw = 0;
+	for (int r = 0; r < 3; r++)
+		lw = text_width(row_label[r], s) > lw ? text_width(row_label[r], s) : lw;
+	/* column width: the frame or its widest title */
+	int cw = (int)fw;
+	char lab[24];
+	for (int c = 0; c < ncols; c++) {
+		minutes_label(lab, sizeof lab, (c + 1) * SEVIR_FRAME_MINUTES);
+		cw = text_width(lab, s) > cw ? text_width(lab, s) : cw;
+		minutes_label(lab, sizeof lab, -(nin - 1 - c) * SEVIR_FRAME_MINUTES);
+		cw = c < nin && text_width(lab, s) > cw ? text_width(lab, s) : cw;
+	}
+
+	/* 1 title + 3 row labels + 2 x ncols column titles + 2 x ncols + nin
+	 * frames + bar + its title + VIL_NBOUNDS + 1 labels */
+	const int cap = 1 + 3 + 2 * ncols + 2 * ncols + nin + 1 + 1 + VIL_NBOUNDS + 1;
+	l->boxes = calloc((size_t)cap, sizeof *l->boxes);
+	if (!l->boxes)
+		return starnn_error(STARNN_ENOMEM, "forecast_layout: out of memory");
+	int rc = 0;
+	char title[24];
+	snprintf(title, sizeof title, "SAMPLE %d", sample);
+	rc = add_text(l, cap, m, m, ts, title);
+
+	const int gx = m + lw + 2 * pad; /* the grid's left edge */
+	int y = m + 7 * ts + rg;
+	int bar_top = 0, grid_bottom = 0;
+	for (int r = 0; r < 3 && rc == 0; r++) {
+		int titled = r < 2; /* the forecast row has the truth's times */
+		int fy = y + (titled ? th + pad : 0);
+		int n = r == 0 ? nin : ncols;
+		for (int c = 0; c < n && rc == 0; c++) {
+			int cx = gx + c * (cw + cg);
+			if (titled) {
+				minutes_label(lab, sizeof lab,
+				              r == 0 ? -(nin - 1 - c) * SEVIR_FRAME_MINUTES : (c + 1) * SEVIR_FRAME_MINUTES);
+				rc = add_text(l, cap, cx + (cw - text_width(lab, s)) / 2, y, s, lab);
+			}
+			struct forecast_box f = {.kind = FORECAST_FRAME, .x = cx + (cw - (int)fw) / 2, .y = fy, .w = (int)fw,
+			                         .h = (int)fh, .row = r, .frame = r == 0 ? in_frames - nin + c : c};
+			if (rc == 0)
+				rc = add_box(l, cap, f);
+		}
+		if (rc == 0)
+			rc = add_text(l, cap, gx - 2 * pad - text_width(row_label[r], s), fy + ((int)fh - th) / 2, s,
+			              row_label[r]);
+		if (r == 0)
+			bar_top = fy;
+		y = fy + (int)fh + (r == 0 ? rg : r == 1 ? cg : 0);
+		grid_bottom = fy + (int)fh;
+	}
+
+	/* The colour bar: VIL_NBOUNDS classes from 0 up, equal heights, each
+	 * boundary labelled at its height (so the labels stick out half a text
+	 * height above and below it: the bar is that much shorter than the
+	 * rows, its title clear of the top label); at least a text height and
+	 * a gap per class so that the labels never touch. */
+	const int bx = gx + ncols * (cw + cg) - cg + 3 * pad, bw = 6 * s;
+	const int frames_top = bar_top;
+	bar_top += th / 2;
+	int bh = grid_bottom - th / 2 - bar_top;
+	if (bh < VIL_NBOUNDS * (th + 2 * s))
+		bh = VIL_NBOUNDS * (th + 2 * s);
+	struct forecast_box bar = {.kind = FORECAST_COLOUR_BAR, .x = bx, .y = bar_top, .w = bw, .h = bh, .row = -1,
+	                           .frame = -1};
+	if (rc == 0)
+		rc = add_box(l, cap, bar);
+	if (rc == 0)
+		rc = add_text(l, cap, bx, frames_top - th - pad, s, "VIL"); /* beside the column titles */
+	int right = bx + text_width("VIL", s);
+	if (m + text_width(title, ts) > right) /* a long sample number over a narrow picture */
+		right = m + text_width(title, ts);
+	for (int k = 0; k <= VIL_NBOUNDS && rc == 0; k++) {
+		snprintf(lab, sizeof lab, "%d", k == 0 ? 0 : (int)vil_bounds[k - 1]);
+		int yb = bar_top + bh - (int)((long)k * bh / VIL_NBOUNDS);
+		rc = add_text(l, cap, bx + bw + 2 * s, yb - th / 2, s, lab);
+		int r2 = bx + bw + 2 * s + text_width(lab, s);
+		right = r2 > right ? r2 : right;
+	}
+	int bottom = bar_top + bh + th / 2 > grid_bottom ? bar_top + bh + th / 2 : grid_bottom;
+	l->width = right + m;
+	l->height = bottom + m;
+	if (rc < 0)
+		forecast_layout_free(l);
+	return rc;
+}
+
+int forecast_png(const char *dir, int sample, const float *x, int in_frames, const float *y, const float *pred,
                  int lead_times, int h, int w)
 {
-	if (!dir || !dir[0] || !x_last || !y || !pred || lead_times <= 0 || h <= 0 || w <= 0 || sample < 0)
-		return starnn_error(STARNN_EINVAL, "forecast_png: bad arguments (dir %s, sample %d, %d lead times, %d x %d)",
-		                    dir ? dir : "(null)", sample, lead_times, h, w);
-	STARNN_CHECK(make_dirs(dir));
-
-	/* Layout: margin, a title line, three panels a gap apart, the colour
-	 * bar with its labels; everything scaled with the image. */
-	const int s = w >= 256 ? 2 : 1;            /* font scale */
-	const int m = 6 * s, gap = 8 * s;          /* margin, gap between panels */
-	const int th = 7 * s;                      /* text height */
-	const int py = m + th + 4 * s;             /* top of the panels */
-	const int cbx = m + 3 * w + 2 * gap + 2 * gap, cbw = 10 * s;
-	struct canvas c;
-	c.width = cbx + cbw + 4 * s + 3 * 6 * s + m;
-	c.height = py + h + m + (h < 4 * th ? 4 * th - h : 0);
-	c.rgb = malloc((size_t)c.width * c.height * 3);
-	if (!c.rgb)
-		return starnn_error(STARNN_ENOMEM, "forecast_png: out of memory");
+	if (!dir || !dir[0] || !x || !y || !pred || in_frames <= 0 || lead_times <= 0 || h <= 0 || w <= 0 || sample < 0)
+		return starnn_error(STARNN_EINVAL,
+		                    "forecast_png: bad arguments (dir %s, sample %d, %d input frames, %d lead times, %d x %d)",
+		                    dir ? dir : "(null)", sample, in_frames, lead_times, h, w);
+	char name[4096];
+	if (snprintf(name, sizeof name, "%s/sample%d.png", dir, sample) >= (int)sizeof name)
+		return starnn_error(STARNN_EINVAL, "forecast_png: directory name too long: %s", dir);
+	struct forecast_layout l;
+	STARNN_CHECK(forecast_layout_make(&l, sample, in_frames, lead_times, h, w));
+	int rc = make_dirs(dir);
+	struct canvas c = {.width = l.width, .height = l.height};
+	c.rgb = rc == 0 ? malloc((size_t)c.width * c.height * 3) : NULL;
+	if (rc == 0 && !c.rgb)
+		rc = starnn_error(STARNN_ENOMEM, "forecast_png: out of memory for %d x %d pixels", c.width, c.height);
+	if (rc < 0) {
+		forecast_layout_free(&l);
+		return rc;
+	}
+	memset(c.rgb, 255, (size_t)c.width * c.height * 3);
 	static const unsigned char ink[3] = {30, 30, 30};
 	float bounds_norm[VIL_NBOUNDS];
 	for (int k = 0; k < VIL_NBOUNDS; k++)
 		bounds_norm[k] = sevir_normalise(vil_bounds[k]);
-
-	int rc = 0;
-	size_t hw = (size_t)h * w;
-	for (int t = 0; t < lead_times && rc == 0; t++) {
-		memset(c.rgb, 255, (size_t)c.width * c.height * 3);
-		const float *panels[3] = {x_last, y + t * hw, pred + t * hw};
-		char title[3][40];
-		snprintf(title[0], sizeof title[0], "LAST INPUT");
-		snprintf(title[1], sizeof title[1], "TRUTH +%d MIN", 5 * (t + 1));
-		snprintf(title[2], sizeof title[2], "FORECAST +%d MIN", 5 * (t + 1));
-		for (int p = 0; p < 3; p++) {
-			int x0 = m + p * (w + gap);
-			text(&c, x0, m, s, title[p], ink);
-			rect(&c, x0 - 1, py - 1, w + 2, h + 2, ink); /* frame */
-			for (int i = 0; i < h; i++)
-				for (int j = 0; j < w; j++)
-					put(&c, x0 + j, py + i, vil_colour_norm(panels[p][(size_t)i * w + j], bounds_norm));
+	const size_t hw = (size_t)h * w;
+	const int z = l.zoom;
+	for (int i = 0; i < l.nboxes; i++) {
+		const struct forecast_box *b = &l.boxes[i];
+		if (b->kind == FORECAST_TEXT) {
+			text(&c, b->x, b->y, b->scale, b->text, ink);
+		} else if (b->kind == FORECAST_FRAME) {
+			const float *f = (b->row == 0 ? x : b->row == 1 ? y : pred) + (size_t)b->frame * hw;
+			rect(&c, b->x - 1, b->y - 1, b->w + 2, b->h + 2, ink); /* the border, then the frame over it */
+			for (int r = 0; r < h; r++)
+				for (int q = 0; q < w; q++)
+					rect(&c, b->x + q * z, b->y + r * z, z, z, vil_colour_norm(f[(size_t)r * w + q], bounds_norm));
+		} else { /* the colour bar, bottom up, with a tick at each boundary */
+			rect(&c, b->x - 1, b->y - 1, b->w + 2, b->h + 2, ink);
+			for (int k = 0; k < VIL_NBOUNDS; k++) {
+				int y1 = b->y + b->h - (int)((long)k * b->h / VIL_NBOUNDS);
+				int y0 = b->y + b->h - (int)((long)(k + 1) * b->h / VIL_NBOUNDS);
+				rect(&c, b->x, y0, b->w, y1 - y0, vil_colours[k]);
+			}
+			/* ticks s long (the bar is 6 s wide), t thick, before the labels */
+			int s = b->w / 6, t = s / 2 > 1 ? s / 2 : 1;
+			for (int k = 0; k <= VIL_NBOUNDS; k++)
+				rect(&c, b->x + b->w + 1, b->y + b->h - (int)((long)k * b->h / VIL_NBOUNDS) - t / 2, s, t, ink);
 		}
-		/* colour bar: the 10 classes from 0 up, equal heights, labelled at
-		 * their boundaries */
-		text(&c, cbx - s, m, s, "VIL", ink);
-		rect(&c, cbx - 1, py - 1, cbw + 2, h + 2, ink);
-		for (int k = 0; k <= VIL_NBOUNDS - 1; k++) {
-			int y1 = py + h - (int)((long)k * h / VIL_NBOUNDS);
-			int y0 = py + h - (int)((long)(k + 1) * h / VIL_NBOUNDS);
-			rect(&c, cbx, y0, cbw, y1 - y0, vil_colours[k]);
-		}
-		for (int k = 0; k <= VIL_NBOUNDS; k++) {
-			char lab[8];
-			snprintf(lab, sizeof lab, "%d", k == 0 ? 0 : (int)vil_bounds[k - 1]);
-			int yb = py + h - (int)((long)k * h / VIL_NBOUNDS) - th / 2;
-			yb = yb < py - th / 2 ? py - th / 2 : yb;
-			text(&c, cbx + cbw + 3 * s, yb, s, lab, ink);
-		}
-		char name[4096];
-		if (snprintf(name, sizeof name, "%s/sample%d_lead%d.png", dir, sample, t + 1) >= (int)sizeof name) {
-			rc = starnn_error(STARNN_EINVAL, "forecast_png: directory name too long: %s", dir);
-			break;
-		}
-		rc = write_png(name, &c);
 	}
+	rc = write_png(name, &c);
 	free(c.rgb);
+	forecast_layout_free(&l);
 	return rc;
 }

@@ -25,6 +25,7 @@
 #define SEVIR_FRAMES 49
 #define SEVIR_IN_FRAMES 13
 #define SEVIR_OUT_FRAMES 12
+#define SEVIR_FRAME_MINUTES 5 /* SEVIR's frames are 5 minutes apart (the synthetic ones alike) */
 #define SEVIR_NATIVE_SIZE 384
 #define SEVIR_NORM_MEAN 33.44f
 #define SEVIR_NORM_SCALE 47.54f

@@ -3,9 +3,13 @@
  * raw values = denormalised NCHW input, to 1e-6 relative); abort, missing
  * samples, too many samples, NaN and a missing directory leave no file and
  * an existing file untouched; the VIL colour map at and just below every
- * boundary; PNG files (valid, read back with libpng; panels of the right
- * size holding the right colours, integer boundary values included; NaN
- * black), a nested directory created, no temporary file left.
+ * boundary; the layout of the picture at many sizes (boxes inside it, no
+ * text box over another box, frames in their rows and columns, zoomed to
+ * 128 pixels a side, titled with their times); PNG files (valid, read back
+ * with libpng; the layout's size; every frame pixel a zoom x zoom block of
+ * the colour of the raw value put in, integer boundary values included,
+ * NaN black; text drawn, nothing outside the boxes), a nested directory
+ * created, no temporary file left.
  * STARNN_TEST_KEEP=1 (or =<size>) keeps the directory, with a demo picture. */
 #include <config.h>
 
@@ -146,17 +150,6 @@ static int same(const unsigned char *a, const unsigned char *b)
 	return a[0] == b[0] && a[1] == b[1] && a[2] == b[2];
 }
 
-/* Expected colour of an integer raw value (or NaN). */
-static const unsigned char *expected(float raw)
-{
-	if (isnan(raw))
-		return black;
-	int c = 0;
-	while (c < 10 && raw >= bounds[c])
-		c++;
-	return classes[c];
-}
-
 static void test_colours(void)
 {
 	unsigned char rgb[3];
@@ -199,99 +192,246 @@ static unsigned char *read_png(const char *file, int *w, int *h)
 	return p;
 }
 
+/* Two boxes, each grown by `grow` pixels on every side, intersect. */
+static int meet(const struct forecast_box *a, const struct forecast_box *b, int grow)
+{
+	return a->x - grow < b->x + b->w + grow && b->x - grow < a->x + a->w + grow && a->y - grow < b->y + b->h + grow &&
+	       b->y - grow < a->y + a->h + grow;
+}
+
+static const struct forecast_box *find_text(const struct forecast_layout *l, const char *str)
+{
+	for (int i = 0; i < l->nboxes; i++)
+		if (l->boxes[i].kind == FORECAST_TEXT && !strcmp(l->boxes[i].text, str))
+			return &l->boxes[i];
+	return NULL;
+}
+
+/* The layout at many sizes: every box inside the picture, no text box
+ * within 1 pixel of another box (frames and the bar have a 1-pixel border
+ * outside their box), frames apart, text boxes as wide as their text, the
+ * frames' zoom the least that makes them 128 pixels a side, the frames in
+ * their rows and columns (the last inputs, oldest left; forecast under
+ * truth), the titles the frames' times. */
+static void check_layout(int sample, int in, int lead, int h, int w)
+{
+	struct forecast_layout l;
+	char what[96];
+	snprintf(what, sizeof what, "layout of %d inputs, %d lead times, %d x %d", in, lead, h, w);
+	int rc = forecast_layout_make(&l, sample, in, lead, h, w);
+	TEST_ASSERT(rc == 0, "%s: %s", what, starnn_last_error());
+	if (rc < 0)
+		return;
+	int small = h < w ? h : w, nin = in < lead ? in : lead, bad = 0;
+	TEST_ASSERT(l.zoom * small >= 128 && (l.zoom == 1 || (l.zoom - 1) * small < 128), "%s: zoom %d", what, l.zoom);
+	int frames[3] = {0};
+	const struct forecast_box *row1[64] = {0};
+	for (int i = 0; i < l.nboxes && !bad; i++) {
+		const struct forecast_box *a = &l.boxes[i];
+		int border = a->kind != FORECAST_TEXT;
+		if (a->x - border < 0 || a->y - border < 0 || a->x + a->w + border > l.width ||
+		    a->y + a->h + border > l.height || a->w <= 0 || a->h <= 0) {
+			TEST_ASSERT(0, "%s: box %d (%d,%d %dx%d) outside the %dx%d picture", what, i, a->x, a->y, a->w, a->h,
+			            l.width, l.height);
+			bad = 1;
+		}
+		if (a->kind == FORECAST_TEXT) {
+			int n = (int)strlen(a->text);
+			TEST_ASSERT(n > 0 && a->w == (6 * n - 1) * a->scale && a->h == 7 * a->scale, "%s: text '%s' box %dx%d",
+			            what, a->text, a->w, a->h);
+		}
+		if (a->kind == FORECAST_FRAME) {
+			TEST_ASSERT(a->w == w * l.zoom && a->h == h * l.zoom, "%s: frame %dx%d", what, a->w, a->h);
+			TEST_ASSERT(a->row >= 0 && a->row < 3, "%s: frame row %d", what, a->row);
+			if (a->row < 0 || a->row > 2)
+				continue;
+			int c = frames[a->row]++;
+			int want = a->row == 0 ? in - nin + c : c;
+			TEST_ASSERT(a->frame == want, "%s: row %d column %d shows frame %d, expected %d", what, a->row, c,
+			            a->frame, want);
+			if (a->row == 1 && c < 64)
+				row1[c] = a;
+			if (a->row == 2 && c < 64 && row1[c])
+				TEST_ASSERT(a->x == row1[c]->x && a->y > row1[c]->y + row1[c]->h, "%s: forecast %d not under truth %d",
+				            what, c, c);
+		}
+		for (int j = i + 1; j < l.nboxes && !bad; j++) {
+			const struct forecast_box *b = &l.boxes[j];
+			if (meet(a, b, 1)) {
+				TEST_ASSERT(0, "%s: box %d (%s %d,%d %dx%d) overlaps box %d (%s %d,%d %dx%d)", what, i,
+				            a->kind == FORECAST_TEXT ? a->text : a->kind == FORECAST_FRAME ? "frame" : "bar", a->x, a->y,
+				            a->w, a->h, j, b->kind == FORECAST_TEXT ? b->text : b->kind == FORECAST_FRAME ? "frame" : "bar",
+				            b->x, b->y, b->w, b->h);
+				bad = 1;
+			}
+		}
+	}
+	TEST_ASSERT(bad || (frames[0] == nin && frames[1] == lead && frames[2] == lead), "%s: %d, %d, %d frames per row", what,
+	            frames[0], frames[1], frames[2]);
+	char t[32];
+	static const char *fixed[] = {"INPUT", "TRUTH", "FORECAST", "VIL", "0", "16", "219", "255"};
+	for (size_t k = 0; k < sizeof fixed / sizeof *fixed; k++)
+		TEST_ASSERT(find_text(&l, fixed[k]), "%s: no text '%s'", what, fixed[k]);
+	snprintf(t, sizeof t, "SAMPLE %d", sample);
+	TEST_ASSERT(find_text(&l, t), "%s: no title '%s'", what, t);
+	snprintf(t, sizeof t, "+%d MIN", 5 * lead);
+	TEST_ASSERT(find_text(&l, t) && find_text(&l, "+5 MIN"), "%s: no lead-time titles up to '%s'", what, t);
+	snprintf(t, sizeof t, "%d MIN", -5 * (nin - 1));
+	TEST_ASSERT(find_text(&l, t) && find_text(&l, "0 MIN"), "%s: no input titles from '%s' to '0 MIN'", what, t);
+	forecast_layout_free(&l);
+}
+
+static void test_layout(void)
+{
+	static const int sizes[][2] = {{1, 1}, {5, 7}, {16, 16}, {30, 48}, {64, 64}, {100, 37}, {127, 129},
+	                               {128, 128}, {255, 256}, {384, 384}, {600, 600}};
+	static const int frames[][2] = {{13, 12}, {1, 1}, {3, 4}, {13, 1}, {2, 20}, {13, 3}};
+	for (size_t i = 0; i < sizeof sizes / sizeof *sizes; i++)
+		for (size_t k = 0; k < sizeof frames / sizeof *frames; k++)
+			check_layout(i == 3 ? 123456789 : (int)i, frames[k][0], frames[k][1], sizes[i][0], sizes[i][1]);
+	check_layout(2000000000, 13, 1, 1, 1); /* a title wider than one column */
+	struct forecast_layout l;
+	expect_error(forecast_layout_make(&l, 0, 13, 12, 4096, 4096), STARNN_EINVAL, "4096 x 4096 frames", "too large");
+	TEST_ASSERT(l.boxes == NULL, "no boxes after a failure");
+	expect_error(forecast_layout_make(&l, 0, 0, 12, 64, 64), STARNN_EINVAL, "no input frame", "bad sizes");
+	expect_error(forecast_layout_make(&l, -1, 13, 12, 64, 64), STARNN_EINVAL, "negative sample", "bad sizes");
+	forecast_layout_free(&l);
+	forecast_layout_free(NULL);
+}
+
+/* A picture's pixels against its layout: each frame's data pixel (i, j) is
+ * a zoom x zoom block of forecast_vil_rgb(the raw value put in), its border
+ * ink; every text box holds ink; outside the boxes, their borders and the
+ * bar's ticks, the picture is white. */
+static void check_picture(const char *file, const float *xr, int in, const float *yr, const float *pr, int lead,
+                          int h, int w, int sample)
+{
+	static const unsigned char white[3] = {255, 255, 255}, ink[3] = {30, 30, 30};
+	struct forecast_layout l;
+	TEST_OK(forecast_layout_make(&l, sample, in, lead, h, w));
+	int pw = 0, ph = 0;
+	unsigned char *img = read_png(file, &pw, &ph);
+	if (!img) {
+		forecast_layout_free(&l);
+		return;
+	}
+	TEST_ASSERT(pw == l.width && ph == l.height, "%s: %d x %d, the layout says %d x %d", file, pw, ph, l.width,
+	            l.height);
+	if (pw != l.width || ph != l.height) {
+		free(img);
+		forecast_layout_free(&l);
+		return;
+	}
+	unsigned char *covered = calloc((size_t)pw * ph, 1);
+	int z = l.zoom, nframes = 0;
+	for (int b = 0; b < l.nboxes; b++) {
+		const struct forecast_box *bx = &l.boxes[b];
+		int grow = bx->kind == FORECAST_TEXT ? 0 : 1;
+		/* the bar's ticks lie between it and its labels */
+		int right = bx->kind == FORECAST_COLOUR_BAR ? bx->w / 6 + 1 : grow;
+		for (int yy = bx->y - grow; yy < bx->y + bx->h + grow; yy++)
+			for (int xx = bx->x - grow; xx < bx->x + bx->w + right; xx++)
+				covered[(size_t)yy * pw + xx] = 1;
+		if (bx->kind == FORECAST_TEXT) {
+			int inked = 0;
+			for (int yy = bx->y; yy < bx->y + bx->h; yy++)
+				for (int xx = bx->x; xx < bx->x + bx->w; xx++)
+					inked += same(img + ((size_t)yy * pw + xx) * 3, ink);
+			TEST_ASSERT(inked > 0, "%s: text '%s' not drawn", file, bx->text);
+			continue;
+		}
+		if (bx->kind != FORECAST_FRAME)
+			continue;
+		nframes++;
+		const float *src = (bx->row == 0 ? xr : bx->row == 1 ? yr : pr) + (size_t)bx->frame * h * w;
+		int wrong = 0;
+		for (int i = 0; i < h && !wrong; i++)
+			for (int j = 0; j < w && !wrong; j++) {
+				unsigned char want[3];
+				forecast_vil_rgb(src[(size_t)i * w + j], want);
+				for (int dy = 0; dy < z && !wrong; dy++)
+					for (int dx = 0; dx < z && !wrong; dx++) {
+						const unsigned char *px = img + ((size_t)(bx->y + i * z + dy) * pw + bx->x + j * z + dx) * 3;
+						if (!same(px, want)) {
+							TEST_ASSERT(0, "%s: row %d frame %d pixel (%d,%d): raw %g drawn %d %d %d, expected %d %d %d",
+							            file, bx->row, bx->frame, i, j, src[(size_t)i * w + j], px[0], px[1], px[2],
+							            want[0], want[1], want[2]);
+							wrong = 1;
+						}
+					}
+			}
+		for (int xx = bx->x - 1; xx <= bx->x + bx->w && !wrong; xx++)
+			if (!same(img + ((size_t)(bx->y - 1) * pw + xx) * 3, ink) ||
+			    !same(img + ((size_t)(bx->y + bx->h) * pw + xx) * 3, ink)) {
+				TEST_ASSERT(0, "%s: row %d frame %d: no border at x %d", file, bx->row, bx->frame, xx);
+				wrong = 1;
+			}
+	}
+	TEST_ASSERT(nframes == (in < lead ? in : lead) + 2 * lead, "%s: %d frames", file, nframes);
+	long stray = 0;
+	for (size_t i = 0; i < (size_t)pw * ph; i++)
+		stray += !covered[i] && !same(img + 3 * i, white);
+	TEST_ASSERT(stray == 0, "%s: %ld pixels drawn outside every box", file, stray);
+	free(covered);
+	free(img);
+	forecast_layout_free(&l);
+}
+
 static void test_png(void)
 {
-	/* Columns of the panels cycle through integer raw values at and around
+	/* Columns of the frames cycle through integer raw values at and around
 	 * every boundary, rows alike (shifted): each pixel's colour is known. */
 	static const float vals[] = {0,   15,  16,  30,  31,  58,  59,  73,  74,  99,  100, 132, 133,
 	                             159, 160, 180, 181, 218, 219, 254, 255, -4,  300, NAN};
-	enum { NV = sizeof vals / sizeof *vals, H = 30, W = 2 * NV, L = 2, SAMPLE = 3 };
-	float *x = malloc(H * W * sizeof *x), *y = malloc(L * H * W * sizeof *y), *p = malloc(L * H * W * sizeof *p);
-	for (int i = 0; i < H; i++)
-		for (int j = 0; j < W; j++) {
-			x[i * W + j] = sevir_normalise(vals[j % NV]);
-			for (int t = 0; t < L; t++) {
-				y[(t * H + i) * W + j] = sevir_normalise(vals[(j + 1 + t) % NV]);
-				p[(t * H + i) * W + j] = sevir_normalise(vals[(j + 5 + i + t) % NV]);
-			}
-		}
+	enum { NV = sizeof vals / sizeof *vals, H = 30, W = 2 * NV, SAMPLE = 3 };
+	/* 3 inputs for 4 lead times (a short input row), 5 for 2 (the last 2) */
+	static const int cases[][2] = {{3, 4}, {5, 2}};
 	char pngdir[600];
 	snprintf(pngdir, sizeof pngdir, "%s/pictures/a/b", dir);
-	TEST_OK(forecast_png(pngdir, SAMPLE, x, y, p, L, H, W));
-	TEST_ASSERT(entries(pngdir) == L, "%d pictures, no temporary file (%d entries)", L, entries(pngdir));
-	for (int t = 0; t < L; t++) {
-		char file[700];
-		snprintf(file, sizeof file, "%s/sample%d_lead%d.png", pngdir, SAMPLE, t + 1);
-		int pw = 0, ph = 0;
-		unsigned char *img = read_png(file, &pw, &ph);
-		if (!img)
-			continue;
-		TEST_ASSERT(pw > 3 * W && ph > H, "%s: %d x %d for 3 panels of %d x %d", file, pw, ph, W, H);
-		/* The panels: in the middle row of the first panel rows, the runs
-		 * of map colours (not white, not the ink of frames and text). */
-		int found = 0, top = -1;
-		for (int r = 0; r < ph && top < 0; r++) {
-			const unsigned char *row = img + (size_t)r * pw * 3;
-			for (int c = 0; c < pw; c++)
-				if (same(row + 3 * c, expected(vals[0])) && c + 1 < pw &&
-				    same(row + 3 * c + 3, expected(vals[1]))) {
-					top = r; /* the first panel's first row starts 0, 15 */
-					break;
+	float *x = NULL, *y = NULL, *p = NULL;
+	for (size_t k = 0; k < sizeof cases / sizeof *cases; k++) {
+		int in = cases[k][0], lead = cases[k][1];
+		float *xr = malloc((size_t)in * H * W * sizeof *xr), *yr = malloc((size_t)lead * H * W * sizeof *yr),
+		      *pr = malloc((size_t)lead * H * W * sizeof *pr);
+		free(x), free(y), free(p);
+		x = malloc((size_t)in * H * W * sizeof *x), y = malloc((size_t)lead * H * W * sizeof *y),
+		p = malloc((size_t)lead * H * W * sizeof *p);
+		for (int i = 0; i < H; i++)
+			for (int j = 0; j < W; j++) {
+				for (int t = 0; t < in; t++)
+					xr[(t * H + i) * W + j] = vals[(j + 3 * t + i / 7) % NV];
+				for (int t = 0; t < lead; t++) {
+					yr[(t * H + i) * W + j] = vals[(j + 1 + t) % NV];
+					pr[(t * H + i) * W + j] = vals[(j + 5 + i + t) % NV];
 				}
-		}
-		TEST_ASSERT(top >= 0, "%s: no panel found", file);
-		for (int i = 0; top >= 0 && i < H; i++) {
-			const unsigned char *row = img + (size_t)(top + i) * pw * 3;
-			int c = 0, panel = 0;
-			while (c < pw && panel < 3) {
-				while (c < pw && (same(row + 3 * c, (unsigned char[]){255, 255, 255}) ||
-				                  same(row + 3 * c, (unsigned char[]){30, 30, 30})))
-					c++;
-				int start = c;
-				while (c < pw && !same(row + 3 * c, (unsigned char[]){255, 255, 255}) &&
-				       !same(row + 3 * c, (unsigned char[]){30, 30, 30}))
-					c++;
-				if (c - start != W) {
-					TEST_ASSERT(0, "%s row %d: run of %d pixels, expected a panel of %d", file, i, c - start,
-					            W);
-					break;
-				}
-				for (int j = 0; j < W; j++) {
-					float v = panel == 0   ? vals[j % NV]
-					          : panel == 1 ? vals[(j + 1 + t) % NV]
-					                       : vals[(j + 5 + i + t) % NV];
-					const unsigned char *px = row + 3 * (start + j);
-					if (!same(px, expected(v))) {
-						TEST_ASSERT(0, "%s panel %d (%d,%d): raw %g drawn %d %d %d", file, panel, i, j, v,
-						            px[0], px[1], px[2]);
-						break;
-					}
-				}
-				panel++;
-				found++;
 			}
-		}
-		TEST_ASSERT(found == 3 * H, "%s: %d panel rows found, expected %d", file, found, 3 * H);
-		/* the row above and below the panels is not part of them */
-		if (top > 0) {
-			const unsigned char *row = img + (size_t)(top - 1) * pw * 3;
-			int colour = 0;
-			for (int c = 0; c < 3 * W; c++)
-				colour |= same(row + 3 * c, expected(vals[2]));
-			TEST_ASSERT(!colour, "%s: panel taller than %d", file, H);
-		}
-		free(img);
+		for (size_t i = 0; i < (size_t)in * H * W; i++)
+			x[i] = sevir_normalise(xr[i]);
+		for (size_t i = 0; i < (size_t)lead * H * W; i++)
+			y[i] = sevir_normalise(yr[i]), p[i] = sevir_normalise(pr[i]);
+		TEST_OK(forecast_png(pngdir, SAMPLE + (int)k, x, in, y, p, lead, H, W));
+		char file[700];
+		snprintf(file, sizeof file, "%s/sample%d.png", pngdir, SAMPLE + (int)k);
+		check_picture(file, xr, in, yr, pr, lead, H, W, SAMPLE + (int)k);
+		free(xr), free(yr), free(pr);
 	}
+	TEST_ASSERT(entries(pngdir) == 2, "a picture per sample, no temporary file (%d entries)", entries(pngdir));
 
-	/* Errors: a file where the directory should be, bad arguments. */
+	/* Errors: a file where the directory should be, bad arguments, a
+	 * picture too large; none leaves a file. */
+	int in = cases[1][0], lead = cases[1][1];
 	char plain[700];
 	snprintf(plain, sizeof plain, "%s/plain", dir);
 	fclose(fopen(plain, "w"));
 	char under[800];
 	snprintf(under, sizeof under, "%s/sub", plain);
-	expect_error(forecast_png(plain, 0, x, y, p, L, H, W), STARNN_EIO, "directory is a file", "plain");
-	expect_error(forecast_png(under, 0, x, y, p, L, H, W), STARNN_EIO, "directory under a file", "plain");
-	expect_error(forecast_png(pngdir, 0, x, y, p, 0, H, W), STARNN_EINVAL, "no lead time", "bad arguments");
+	expect_error(forecast_png(plain, 0, x, in, y, p, lead, H, W), STARNN_EIO, "directory is a file", "plain");
+	expect_error(forecast_png(under, 0, x, in, y, p, lead, H, W), STARNN_EIO, "directory under a file", "plain");
+	expect_error(forecast_png(pngdir, 0, x, in, y, p, 0, H, W), STARNN_EINVAL, "no lead time", "bad arguments");
+	expect_error(forecast_png(pngdir, 0, x, 0, y, p, lead, H, W), STARNN_EINVAL, "no input frame", "bad arguments");
+	expect_error(forecast_png(pngdir, 0, x, in, y, p, 200, 4096, 4096), STARNN_EINVAL, "too large a picture",
+	             "too large");
+	TEST_ASSERT(entries(pngdir) == 2, "no file from the failures (%d entries)", entries(pngdir));
 	unlink(plain);
 	free(x), free(y), free(p);
 }
@@ -300,24 +440,25 @@ static void test_png(void)
  * STARNN_TEST_KEEP=<size>. */
 static void demo_png(int S)
 {
-	enum { L = 2 };
-	float *x = malloc(S * S * sizeof *x), *y = malloc(L * S * S * sizeof *y), *p = malloc(L * S * S * sizeof *p);
-	for (int t = -1; t < L; t++)
+	enum { IN = 13, L = 12 };
+	float *x = malloc((size_t)IN * S * S * sizeof *x), *y = malloc((size_t)L * S * S * sizeof *y),
+	      *p = malloc((size_t)L * S * S * sizeof *p);
+	for (int t = -IN; t < L; t++)
 		for (int i = 0; i < S; i++)
 			for (int j = 0; j < S; j++) {
 				float u = i * 128.f / S, v0 = j * 128.f / S;
-				float d1 = hypotf(u - 50.f, v0 - (40.f + 8 * t)), d2 = hypotf(u - 90.f, v0 - (85.f + 5 * t));
+				float d1 = hypotf(u - 50.f, v0 - (40.f + 2 * t)), d2 = hypotf(u - 90.f, v0 - (85.f + 1.5f * t));
 				float v = 240 * expf(-d1 * d1 / 300) + 180 * expf(-d2 * d2 / 120) + 8;
-				float blur = 230 * expf(-d1 * d1 / 420) + 150 * expf(-d2 * d2 / 180) + 8;
+				float blur = 230 * expf(-d1 * d1 / (420 + 20 * t)) + 150 * expf(-d2 * d2 / (180 + 10 * t)) + 8;
 				if (t < 0)
-					x[i * S + j] = sevir_normalise(v);
+					x[((t + IN) * S + i) * S + j] = sevir_normalise(v);
 				else
 					y[(t * S + i) * S + j] = sevir_normalise(v),
 					p[(t * S + i) * S + j] = sevir_normalise(blur);
 			}
 	char d[600];
 	snprintf(d, sizeof d, "%s/demo", dir);
-	TEST_OK(forecast_png(d, 0, x, y, p, L, S, S));
+	TEST_OK(forecast_png(d, 0, x, IN, y, p, L, S, S));
 	free(x), free(y), free(p);
 }
 
@@ -350,6 +491,7 @@ int main(void)
 	}
 	test_forecast_file();
 	test_colours();
+	test_layout();
 	test_png();
 	if (getenv("STARNN_TEST_KEEP")) {
 		int size = atoi(getenv("STARNN_TEST_KEEP"));

@@ -153,7 +153,7 @@ done
 rm -f "$fc" "$fc.before"
 full $((size / 2)) "$fc" "new forecast file" "$unet" predict --checkpoint "$ck" --val-samples 16 --output "$fc" --quiet
 
-full 200 "$tmp/png/sample0_lead1.png" "PNG pictures" "$unet" predict --checkpoint "$ck" --val-samples 4 \
+full 200 "$tmp/png/sample0.png" "PNG pictures" "$unet" predict --checkpoint "$ck" --val-samples 4 \
 	--png "$tmp/png" --png-samples 1 --quiet
 [ -z "$(ls "$tmp/png" 2> /dev/null)" ] && ok "no picture or temporary left" ||
 	fail "left in the picture directory: $(ls "$tmp/png")"

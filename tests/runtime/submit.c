@@ -15,7 +15,8 @@
  * replays): one record per (codelet, footprint) with its count, a copy of
  * the args, the buffers' views (a channel part: ld > cols), dtypes, modes
  * and tensors; the codelets' energy models (symbol of the time model +
- * "_energy", same footprint function); capture states refused. */
+ * "_energy", same footprint function); capture states refused; the
+ * calibration's refusal of a worker no meter measures. */
 #include <math.h>
 #include <starpu_profiling.h>
 
@@ -27,6 +28,7 @@
 #include "codelets/gemm.h"
 #include "codelets/mse.h"
 #include "codelets/relu.h"
+#include "runtime/calibrate.h"
 #include "runtime/codelet.h"
 #include "tests/testlib.h"
 
@@ -297,6 +299,9 @@ static void capture(void)
 		TEST_ASSERT(t[0].flops == 2.0 * 8 * 16 && t[1].flops == 2.0 * 4 * 16, "flops %g, %g", t[0].flops, t[1].flops);
 		TEST_ASSERT(t[2].buf[0].rows == 2 && t[2].buf[0].cols == 8 && t[2].buf[0].ld == 16 &&
 		            t[2].buf[0].tensor == xp[0], "relu of a channel half: 2x8/16 (ld %zu)", t[2].buf[0].ld);
+		char shape[128];
+		starnn_captured_shape(&t[2], shape, sizeof shape);
+		TEST_ASSERT(strcmp(shape, "2x8/16 R, 2x8/16 W") == 0, "shape '%s'", shape);
 		TEST_ASSERT(strncmp(t[0].name, "axpy:b", 6) == 0, "name '%s'", t[0].name);
 		for (int i = 0; i < n; i++) {
 			const struct starpu_perfmodel *tm = t[i].cl->model, *em = t[i].cl->energy_model;
@@ -317,6 +322,28 @@ static void capture(void)
 	TEST_ASSERT(n2 == 0, "an empty capture has %d records", n2);
 	starnn_capture_free(t2, n2);
 
+	/* A worker no meter measures is refused before anything runs. */
+	setenv("STARNN_POWERCAP_ROOT", "/nonexistent/powercap", 1);
+	setenv("STARNN_NVML_LIBRARY", "/nonexistent/libnvidia-ml.so.1", 1);
+	starnn_energy_meter *m = NULL;
+	struct starnn_energy_reading r;
+	TEST_OK(starnn_energy_start(&m, NULL));
+	TEST_OK(starnn_energy_read(m, &r));
+	if (n >= 1 && !r.available) {
+		struct starnn_calib_opts o;
+		struct starnn_calib_result res;
+		starnn_calib_opts_init(&o);
+		TEST_ASSERT(o.windows >= 11 && o.seconds == 1.0, "defaults: %d windows, %g s", o.windows, o.seconds);
+		int rc = starnn_calibrate_task(&t[0], 0, m, &o, &res);
+		TEST_ASSERT(rc == STARNN_ENODEV && strstr(starnn_last_error(), "energy: not available for worker 0"),
+		            "no meter: %d '%s'", rc, starnn_last_error());
+		TEST_ASSERT(res.recorded == 0 && res.tasks == 0, "no meter: nothing run (%lld tasks)", (long long)res.tasks);
+		o.windows = 0;
+		TEST_ASSERT(starnn_calibrate_task(&t[0], 0, m, &o, &res) == STARNN_EINVAL, "0 windows refused");
+	}
+	starnn_energy_stop(m);
+	unsetenv("STARNN_POWERCAP_ROOT");
+	unsetenv("STARNN_NVML_LIBRARY");
 	starnn_capture_free(t, n);
 
 	starnn_tensor *all[] = {a, b, c, d, x, y};

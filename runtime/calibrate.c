@@ -99,8 +99,11 @@ static uint64_t next_random(uint64_t *s)
 static void fill_random(void *mem, size_t count, starnn_dtype dt, uint64_t *s)
 {
 	for (size_t i = 0; i < count; i++) {
-		/* uniform in [-1, 1): finite, no subnormals to slow kernels down */
-		float v = (float)((double)(next_random(s) >> 11) * 0x1p-52 - 1.0);
+		/* magnitude uniform in [1/4, 1), random sign: finite, and never
+		 * subnormal in any dtype (subnormals slow some kernels down) */
+		uint64_t r = next_random(s);
+		float v = (float)(0.25 + 0.75 * (double)(r >> 12) * 0x1p-52);
+		v = r & 1 ? -v : v;
 		switch (dt) {
 		case STARNN_FP32: ((float *)mem)[i] = v; break;
 		case STARNN_FP16: ((uint16_t *)mem)[i] = starnn_float_to_half(v); break;
@@ -234,6 +237,12 @@ static int read_worker(starnn_energy_meter *m, int w, double *joules, double *el
 	return 0;
 }
 
+static int by_value(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+	return x < y ? -1 : x > y;
+}
+
 /* StarPU's history entry of footprint fp for arch (implementation 0), NULL
  * if none yet. per_arch->list is in StarPU's public header, though its
  * documentation calls it private; nothing updates the model meanwhile. */
@@ -312,38 +321,62 @@ int starnn_calibrate_task(const struct starnn_captured_task *t, int w, starnn_en
 		n = done > 0 ? done : 1;
 	}
 
-	/* The windows; then more (at most as many again) while StarPU's entry
-	 * has fewer samples than it needs to use it: it drops an entry's first
-	 * sample, and a sample more than STARPU_HISTORY_MAX_ERROR away from the
-	 * mean; windows at or below the idle power record nothing. */
+	/* A round of o->windows windows, and a second one if StarPU's entry
+	 * then has fewer samples than it needs to use it (it drops an entry's
+	 * first sample, and those more than STARPU_HISTORY_MAX_ERROR from its
+	 * mean). A round's windows are measured, then recorded, but for those
+	 * longer than 3 times the round's median: there the process or the
+	 * worker was interrupted and the meter counted what else ran (StarPU
+	 * would otherwise take them, or drop later samples as strays of their
+	 * mean and flush the entry), and those at or below the idle power,
+	 * which measured nothing of the task (StarPU takes no negative figure,
+	 * and a zero would be made up). */
 	struct starpu_perfmodel_arch *arch = starpu_worker_get_perf_archtype(w, STARPU_NMAX_SCHED_CTXS);
 	unsigned devid = (unsigned)starpu_worker_get_devid(w);
 	unsigned need = (unsigned)starpu_get_env_number_default("STARPU_CALIBRATE_MINIMUM", 10);
 	uint32_t fp = starpu_task_footprint(cl->energy_model, &probe, arch, 0);
+	double *jt = malloc((size_t)o->windows * sizeof *jt), *secs = malloc((size_t)o->windows * sizeof *secs);
+	double *sorted = malloc((size_t)o->windows * sizeof *sorted);
+	if (rc == 0 && (!jt || !secs || !sorted))
+		rc = starnn_error(STARNN_ENOMEM, "calibrate %s: out of memory", t->name);
 	double sum = 0;
-	for (int win = 0; rc == 0 && win < 2 * o->windows; win++) {
+	for (int round = 0; rc == 0 && round < 2; round++) {
 		const struct starpu_perfmodel_history_entry *e = history_entry(cl->energy_model, arch, fp);
-		if (win >= o->windows && e && e->nsample >= need)
+		if (round > 0 && e && e->nsample >= need)
 			break;
-		double j1 = 0, e1 = 0, j2 = 0, e2 = 0;
-		if ((rc = read_worker(m, w, &j1, &e1)) < 0 || (rc = run_tasks(t, &s, w, n, 0, inflight, &done)) < 0 ||
-		    (rc = read_worker(m, w, &j2, &e2)) < 0)
+		for (int win = 0; rc == 0 && win < o->windows; win++) {
+			double j1 = 0, e1 = 0, j2 = 0, e2 = 0;
+			if ((rc = read_worker(m, w, &j1, &e1)) < 0 || (rc = run_tasks(t, &s, w, n, 0, inflight, &done)) < 0 ||
+			    (rc = read_worker(m, w, &j2, &e2)) < 0)
+				break;
+			double joules = j2 - j1, idle = o->idle_watts * (e2 - e1);
+			secs[win] = e2 - e1;
+			jt[win] = (joules - idle) / (double)done; /* joules per task */
+			res->tasks += done;
+			res->seconds += secs[win];
+			res->joules += joules;
+			res->idle_joules += idle;
+		}
+		if (rc < 0)
 			break;
-		double joules = j2 - j1, secs = e2 - e1, idle = o->idle_watts * secs;
-		res->tasks += done;
-		res->seconds += secs;
-		res->joules += joules;
-		res->idle_joules += idle;
-		double jt = (joules - idle) / (double)done; /* joules per task */
-		/* A window at or below the idle power measured nothing of the
-		 * task (noise): StarPU takes no negative figure, and a zero
-		 * would be invented. */
-		if (jt > 0 && isfinite(jt)) {
-			starpu_perfmodel_update_history(cl->energy_model, &probe, arch, devid, 0, jt);
-			sum += jt;
-			res->recorded++;
+		memcpy(sorted, secs, (size_t)o->windows * sizeof *sorted);
+		qsort(sorted, (size_t)o->windows, sizeof *sorted, by_value);
+		double median = sorted[o->windows / 2];
+		for (int win = 0; win < o->windows; win++) {
+			if (secs[win] > 3 * median) {
+				res->stretched++;
+			} else if (jt[win] > 0 && isfinite(jt[win])) {
+				starpu_perfmodel_update_history(cl->energy_model, &probe, arch, devid, 0, jt[win]);
+				sum += jt[win];
+				res->recorded++;
+				res->rec_tasks += n;
+				res->rec_seconds += secs[win];
+				res->rec_joules += jt[win] * (double)n + o->idle_watts * secs[win];
+				res->rec_idle_joules += o->idle_watts * secs[win];
+			}
 		}
 	}
+	free(jt), free(secs), free(sorted);
 	const struct starpu_perfmodel_history_entry *e = history_entry(cl->energy_model, arch, fp);
 	res->samples = e ? e->nsample : 0;
 	if (e && e->nsample)

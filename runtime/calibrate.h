@@ -45,17 +45,20 @@ struct starnn_calib_opts {
 	 * millisecond), 200 ms on a GPU (NVML every 20 to 100 ms). */
 	double min_window;
 	int64_t repeat;   /* > 0: this many tasks per window instead (seconds unused) */
-	/* Windows, each recorded as one measurement; then more, up to as many
-	 * again, while StarPU's entry has fewer samples than it needs to use
-	 * it (STARPU_CALIBRATE_MINIMUM: it drops an entry's first sample, and
-	 * those more than STARPU_HISTORY_MAX_ERROR from the mean). */
+	/* Windows, each recorded as one measurement; as many again if StarPU's
+	 * entry then has fewer samples than it needs to use it
+	 * (STARPU_CALIBRATE_MINIMUM: it drops an entry's first sample, and
+	 * those more than STARPU_HISTORY_MAX_ERROR from the mean). A window
+	 * over 3 times the median length of its round is not recorded: the
+	 * process or the worker was interrupted, the meter counted what else
+	 * ran. */
 	int windows;
 	double idle_watts; /* the worker's domains' idle power, subtracted (0: none) */
 	/* 1: fill the scratch buffers with the values of the captured tensors
 	 * (read, never written), so that data-dependent paths (the loss-scale
 	 * overflow flag that makes an optimizer skip its update) run as in the
-	 * step; they must still live. 0: uniform random values in [-1, 1)
-	 * (u8 buffers: zeros). */
+	 * step; they must still live. 0: random values of magnitude in
+	 * [1/4, 1) and random sign (u8 buffers: zeros). */
 	int from_tensors;
 	uint64_t seed;
 };
@@ -66,11 +69,16 @@ struct starnn_calib_opts {
 void starnn_calib_opts_init(struct starnn_calib_opts *o);
 
 struct starnn_calib_result {
-	int64_t tasks;          /* run in the measured windows */
-	double seconds;         /* the windows' total length */
-	double joules;          /* measured in them (the worker's domains, idle included) */
-	double idle_joules;     /* subtracted: idle_watts x seconds */
+	/* every measured window: */
+	int64_t tasks;          /* tasks run */
+	double seconds;         /* total length */
+	double joules;          /* measured (the worker's domains, idle included) */
+	double idle_joules;     /* idle_watts x seconds */
+	/* the same over the windows recorded */
+	int64_t rec_tasks;
+	double rec_seconds, rec_joules, rec_idle_joules;
 	int recorded;           /* windows recorded (those above the idle power) */
+	int stretched;          /* windows not recorded: over 3 times their round's median length */
 	unsigned samples;       /* samples of StarPU's entry now (it uses one from STARPU_CALIBRATE_MINIMUM on) */
 	double joules_per_task; /* the mean of StarPU's entry (NAN if nothing recorded) */
 };

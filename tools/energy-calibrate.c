@@ -84,16 +84,18 @@ static void usage(FILE *f)
 	        "  --idle-seconds S        measure the idle machine for S seconds first and subtract\n"
 	        "                          that power from every window (default 2; 0: none, the\n"
 	        "                          joules then include the idle power)\n"
-	        "  --random-data           fill the scratch buffers with random values in [-1, 1)\n"
+	        "  --random-data           fill the scratch buffers with random values (magnitude\n"
+	        "                          in [1/4, 1), random sign)\n"
 	        "                          (default: the values the step left in its tensors, so\n"
 	        "                          that data-dependent paths run as in training)\n"
 	        "  -h, --help              this help\n"
 	        "\n"
-	        "Output: one line per (worker, codelet, footprint): tasks per step, tasks run,\n"
-	        "seconds, average watts of the windows, joules per task (the mean of StarPU's\n"
-	        "entry, after the idle subtraction), its samples n, shapes; then the energy of\n"
-	        "one step per worker. Runs add to the models; STARPU_CALIBRATE=2 starts them\n"
-	        "afresh. Exit: 0, 1 (no meter, or an error: nothing or only what was measured is\n"
+	        "Output: one line per (worker, codelet, footprint): tasks per step; tasks,\n"
+	        "seconds and average watts of the windows recorded (not those over 3 times the\n"
+	        "median length: interrupted); joules per task (the mean of StarPU's entry, after\n"
+	        "the idle subtraction) and its samples n; shapes. Then the energy of one step per\n"
+	        "worker. Runs add to the models; STARPU_CALIBRATE=2 starts them afresh.\n"
+	        "Exit: 0, 1 (no meter, or an error: nothing or only what was measured is\n"
 	        "recorded), 2 (bad usage).\n");
 }
 
@@ -366,6 +368,7 @@ static int calibrate_all(const struct calib_options *c, starnn_energy_meter *met
 			const struct starnn_captured_task *tk = &tasks[k];
 			char shape[512];
 			starnn_captured_shape(tk, shape, sizeof shape);
+			char note[64] = "";
 			if (!can_run(tk->cl, t[i].worker)) {
 				printf("%-6s %-22s %08x %8lld %10s %8s %8s %11s %4s  %s\n", t[i].label, tk->cl->name, tk->footprint,
 				       (long long)tk->count, "-", "-", "-", "no impl.", "-", shape);
@@ -373,17 +376,22 @@ static int calibrate_all(const struct calib_options *c, starnn_energy_meter *met
 			}
 			struct starnn_calib_result r;
 			STARNN_CHECK(starnn_calibrate_task(tk, t[i].worker, meter, &o, &r));
-			double watts = r.seconds > 0 ? r.joules / r.seconds : NAN;
+			/* the windows recorded; all of them when none was */
+			int64_t ran = r.recorded ? r.rec_tasks : r.tasks;
+			double secs = r.recorded ? r.rec_seconds : r.seconds, joules = r.recorded ? r.rec_joules : r.joules;
+			double watts = secs > 0 ? joules / secs : NAN;
+			if (r.stretched)
+				snprintf(note, sizeof note, " [%d interrupted windows not recorded]", r.stretched);
 			if (r.recorded) {
-				printf("%-6s %-22s %08x %8lld %10lld %8.3f %8.2f %11.4e %4u  %s\n", t[i].label, tk->cl->name,
-				       tk->footprint, (long long)tk->count, (long long)r.tasks, r.seconds, watts, r.joules_per_task,
-				       r.samples, shape);
+				printf("%-6s %-22s %08x %8lld %10lld %8.3f %8.2f %11.4e %4u  %s%s\n", t[i].label, tk->cl->name,
+				       tk->footprint, (long long)tk->count, (long long)ran, secs, watts, r.joules_per_task,
+				       r.samples, shape, note);
 				t[i].step_j += r.joules_per_task * (double)tk->count;
 				t[i].recorded++;
 			} else {
-				printf("%-6s %-22s %08x %8lld %10lld %8.3f %8.2f %11s %4u  %s\n", t[i].label, tk->cl->name,
-				       tk->footprint, (long long)tk->count, (long long)r.tasks, r.seconds, watts, "<= idle", r.samples,
-				       shape);
+				printf("%-6s %-22s %08x %8lld %10lld %8.3f %8.2f %11s %4u  %s%s\n", t[i].label, tk->cl->name,
+				       tk->footprint, (long long)tk->count, (long long)ran, secs, watts, "<= idle", r.samples,
+				       shape, note);
 				t[i].missing++;
 			}
 			fflush(stdout);
@@ -509,12 +517,13 @@ int main(int argc, char **argv)
 		}
 	}
 	int recorded = 0;
-	for (int i = 0; rc == 0 && i < nt; i++) {
-		printf("energy per step on %s: %.4g J (joules per task x tasks per step, %d entries%s)\n", t[i].label,
-		       t[i].step_j, t[i].recorded, t[i].missing ? ", without those at or below idle" : "");
+	for (int i = 0; i < nt; i++) {
+		if (rc == 0)
+			printf("energy per step on %s: %.4g J (joules per task x tasks per step, %d entries%s)\n", t[i].label,
+			       t[i].step_j, t[i].recorded, t[i].missing ? ", without those at or below idle" : "");
 		recorded += t[i].recorded;
 	}
-	if (recorded) {
+	if (recorded) { /* after an error too: what was measured is kept */
 		/* StarPU's path of a model file, its directory shown without the
 		 * doubled slashes StarPU puts in it */
 		char path[1024], dir[1024];

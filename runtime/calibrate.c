@@ -340,7 +340,7 @@ int starnn_calibrate_task(const struct starnn_captured_task *t, int w, starnn_en
 	if (rc == 0 && (!jt || !secs || !sorted))
 		rc = starnn_error(STARNN_ENOMEM, "calibrate %s: out of memory", t->name);
 	double sum = 0;
-	for (int round = 0; rc == 0 && round < 2; round++) {
+	for (int round = 0, retries = 0; rc == 0 && round < 2; round++) {
 		const struct starpu_perfmodel_history_entry *e = history_entry(cl->energy_model, arch, fp);
 		if (round > 0 && e && e->nsample >= need)
 			break;
@@ -362,6 +362,16 @@ int starnn_calibrate_task(const struct starnn_captured_task *t, int w, starnn_en
 		memcpy(sorted, secs, (size_t)o->windows * sizeof *sorted);
 		qsort(sorted, (size_t)o->windows, sizeof *sorted, by_value);
 		double median = sorted[o->windows / 2];
+		/* Windows much shorter than asked (the machine ran the tasks
+		 * faster than when n was chosen): too short for the meter, so
+		 * the round is measured again with more tasks, not recorded. */
+		if (o->repeat <= 0 && median < window / 2 && retries < 4) {
+			double more = ceil((double)n * window / (median > window / 100 ? median : window / 100));
+			n = more > 1e9 ? (int64_t)1e9 : (int64_t)more;
+			retries++;
+			round--;
+			continue;
+		}
 		for (int win = 0; win < o->windows; win++) {
 			if (secs[win] > 3 * median) {
 				res->stretched++;

@@ -51,7 +51,8 @@ struct starnn_calib_opts {
 	 * those more than STARPU_HISTORY_MAX_ERROR from the mean). A window
 	 * over 3 times the median length of its round is not recorded: the
 	 * process or the worker was interrupted, the meter counted what else
-	 * ran. */
+	 * ran. A round whose median window is under half the length asked is
+	 * measured again with more tasks per window (at most 4 times). */
 	int windows;
 	double idle_watts; /* the worker's domains' idle power, subtracted (0: none) */
 	/* 1: fill the scratch buffers with the values of the captured tensors

@@ -39,7 +39,7 @@ struct starpu_codelet starnn_adam_cl = {
 #endif
 	.nbuffers = 4,
 	.modes = {STARPU_RW, STARPU_R, STARPU_RW, STARPU_RW},
-	.model = &starnn_adam_fp32_model,
+	STARNN_MODELS(adam, fp32),
 };
 
 void starnn_adam_step_init(struct starnn_adam_step *s, const struct starnn_adam_params *p, int64_t t,
@@ -145,7 +145,7 @@ static struct starpu_codelet adam_amp_cl = {
 #endif
 	.nbuffers = 6,
 	.modes = {STARPU_RW, STARPU_R, STARPU_RW, STARPU_RW, STARPU_R, STARPU_R},
-	.model = &starnn_adam_amp_fp32_model,
+	STARNN_MODELS(adam_amp, fp32),
 };
 
 int starnn_adam_amp(starnn_tensor *w, starnn_tensor *grad, starnn_tensor *m, starnn_tensor *v,

@@ -50,7 +50,7 @@ void starnn_amp_policy_default(struct starnn_amp_policy *p)
 		NONFINITE_CUDA_FIELDS(dt)                                                                 \
 		.nbuffers = 2,                                                                            \
 		.modes = {STARPU_R, STARPU_RW},                                                           \
-		.model = &starnn_amp_nonfinite_##dt##_model,                                              \
+		STARNN_MODELS(amp_nonfinite, dt),                                                         \
 	};
 
 NONFINITE_CODELET(fp32, STARNN_FP32)
@@ -88,7 +88,7 @@ static struct starpu_codelet scale_update_cl = {
 #endif
 	.nbuffers = 2,
 	.modes = {STARPU_RW, STARPU_R},
-	.model = &starnn_amp_scale_update_fp32_model,
+	STARNN_MODELS(amp_scale_update, fp32),
 };
 
 /* ------------------------------------------------------------ submission */

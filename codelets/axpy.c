@@ -38,7 +38,7 @@ struct starpu_codelet starnn_axpy_cl = {
 #endif
 	.nbuffers = 2,
 	.modes = {STARPU_R, STARPU_RW},
-	.model = &starnn_axpy_fp32_model,
+	STARNN_MODELS(axpy, fp32),
 };
 
 /* ----------------------------------------------------------------- scale */
@@ -71,7 +71,7 @@ struct starpu_codelet starnn_scale_cl = {
 #endif
 	.nbuffers = 1,
 	.modes = {STARPU_RW},
-	.model = &starnn_scale_fp32_model,
+	STARNN_MODELS(scale, fp32),
 };
 
 /* ------------------------------------------------------------------- add */
@@ -104,7 +104,7 @@ struct starpu_codelet starnn_add_cl = {
 #endif
 	.nbuffers = 3,
 	.modes = {STARPU_R, STARPU_R, STARPU_W},
-	.model = &starnn_add_fp32_model,
+	STARNN_MODELS(add, fp32),
 };
 
 /* ------------------------------------------------------------ submission */

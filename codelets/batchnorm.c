@@ -25,10 +25,11 @@ struct bn_args {
 #define SLOTS(m) ((double *)(m).ptr)
 #define SLOT_LD(m) ((m).ld / 2)
 
-/* Defines a codelet NAME of n buffers with the given modes, sharing the
- * model MODEL (variants of one step, e.g. W / RW on the output). */
+/* Defines a codelet NAME of n buffers with the given modes and the models
+ * of STEM (starnn_<op>_<dt>: time and energy), which variants of one step
+ * share (e.g. W / RW on the output). */
 #ifdef STARNN_USE_CUDA
-#define BN_CODELET(var, cname, fn, pm, n, ...)                                       \
+#define BN_CODELET(var, cname, fn, stem, n, ...)                                         \
 	static struct starpu_codelet var = {                                             \
 		.name = cname,                                                           \
 		.cpu_funcs = {fn##_cpu},                                                 \
@@ -37,17 +38,17 @@ struct bn_args {
 		.cuda_flags = {STARPU_CUDA_ASYNC},                                       \
 		.nbuffers = n,                                                           \
 		.modes = {__VA_ARGS__},                                                  \
-		.model = &pm,                                                            \
+		STARNN_MODELS_OF(stem),                                                  \
 	}
 #else
-#define BN_CODELET(var, cname, fn, pm, n, ...)                                       \
+#define BN_CODELET(var, cname, fn, stem, n, ...)                                         \
 	static struct starpu_codelet var = {                                             \
 		.name = cname,                                                           \
 		.cpu_funcs = {fn##_cpu},                                                 \
 		.cpu_funcs_name = {#fn "_cpu"},                                          \
 		.nbuffers = n,                                                           \
 		.modes = {__VA_ARGS__},                                                  \
-		.model = &pm,                                                            \
+		STARNN_MODELS_OF(stem),                                                  \
 	}
 #endif
 
@@ -243,14 +244,14 @@ BN_FNS(bn_finalize_run)
 BN_FNS(bn_bwd_params_run)
 BN_FNS(bn_slot_add_run)
 static STARNN_PERFMODEL(bn_slot_add, fp32);
-BN_CODELET(bn_slot_add_cl, "bn_slot_add", bn_slot_add_run, starnn_bn_slot_add_fp32_model, 2, STARPU_R, STARPU_RW);
+BN_CODELET(bn_slot_add_cl, "bn_slot_add", bn_slot_add_run, starnn_bn_slot_add_fp32, 2, STARPU_R, STARPU_RW);
 static STARNN_PERFMODEL(bn_finalize, fp32);
 static STARNN_PERFMODEL(bn_bwd_params, fp32);
-BN_CODELET(bn_finalize_cl, "bn_finalize", bn_finalize_run, starnn_bn_finalize_fp32_model, 5, STARPU_R, STARPU_W,
+BN_CODELET(bn_finalize_cl, "bn_finalize", bn_finalize_run, starnn_bn_finalize_fp32, 5, STARPU_R, STARPU_W,
            STARPU_W, STARPU_RW, STARPU_RW);
-BN_CODELET(bn_bwd_params_cl, "bn_bwd_params", bn_bwd_params_run, starnn_bn_bwd_params_fp32_model, 4, STARPU_R,
+BN_CODELET(bn_bwd_params_cl, "bn_bwd_params", bn_bwd_params_run, starnn_bn_bwd_params_fp32, 4, STARPU_R,
            STARPU_R, STARPU_RW, STARPU_RW);
-BN_CODELET(bn_bwd_params_w_cl, "bn_bwd_params", bn_bwd_params_run, starnn_bn_bwd_params_fp32_model, 4, STARPU_R,
+BN_CODELET(bn_bwd_params_w_cl, "bn_bwd_params", bn_bwd_params_run, starnn_bn_bwd_params_fp32, 4, STARPU_R,
            STARPU_R, STARPU_W, STARPU_W);
 
 /* The data codelets of one dtype: variables bn_stats<V>_cl ..., names
@@ -267,26 +268,26 @@ BN_CODELET(bn_bwd_params_w_cl, "bn_bwd_params", bn_bwd_params_run, starnn_bn_bwd
 	static STARNN_PERFMODEL(bn_bwd_reduce_relu, dt);                                                    \
 	static STARNN_PERFMODEL(bn_bwd_apply, dt);                                                          \
 	static STARNN_PERFMODEL(bn_bwd_apply_relu, dt);                                                     \
-	BN_CODELET(bn_stats##V##_cl, "bn_stats" N, bn_stats_##dt, starnn_bn_stats_##dt##_model, 2, STARPU_R, \
+	BN_CODELET(bn_stats##V##_cl, "bn_stats" N, bn_stats_##dt, starnn_bn_stats_##dt, 2, STARPU_R,         \
 	           STARPU_RW);                                                                              \
-	BN_CODELET(bn_apply##V##_cl, "bn_apply" N, bn_apply_##dt, starnn_bn_apply_##dt##_model, 6, STARPU_R, \
+	BN_CODELET(bn_apply##V##_cl, "bn_apply" N, bn_apply_##dt, starnn_bn_apply_##dt, 6, STARPU_R,         \
 	           STARPU_R, STARPU_R, STARPU_R, STARPU_R, STARPU_W);                                       \
 	BN_CODELET(bn_bwd_reduce##V##_cl, "bn_bwd_reduce" N, bn_bwd_reduce_##dt,                            \
-	           starnn_bn_bwd_reduce_##dt##_model, 4, STARPU_R, STARPU_R, STARPU_R, STARPU_RW);          \
+	           starnn_bn_bwd_reduce_##dt, 4, STARPU_R, STARPU_R, STARPU_R, STARPU_RW);                  \
 	BN_CODELET(bn_bwd_reduce_relu##V##_cl, "bn_bwd_reduce_relu" N, bn_bwd_reduce_##dt,                  \
-	           starnn_bn_bwd_reduce_relu_##dt##_model, 5, STARPU_R, STARPU_R, STARPU_R, STARPU_R,       \
+	           starnn_bn_bwd_reduce_relu_##dt, 5, STARPU_R, STARPU_R, STARPU_R, STARPU_R,               \
 	           STARPU_RW);                                                                              \
 	BN_CODELET(bn_bwd_apply##V##_cl, "bn_bwd_apply" N, bn_bwd_apply_##dt,                               \
-	           starnn_bn_bwd_apply_##dt##_model, 7, STARPU_R, STARPU_R, STARPU_R, STARPU_R, STARPU_R,   \
+	           starnn_bn_bwd_apply_##dt, 7, STARPU_R, STARPU_R, STARPU_R, STARPU_R, STARPU_R,           \
 	           STARPU_R, STARPU_RW);                                                                    \
 	BN_CODELET(bn_bwd_apply_w##V##_cl, "bn_bwd_apply" N, bn_bwd_apply_##dt,                             \
-	           starnn_bn_bwd_apply_##dt##_model, 7, STARPU_R, STARPU_R, STARPU_R, STARPU_R, STARPU_R,   \
+	           starnn_bn_bwd_apply_##dt, 7, STARPU_R, STARPU_R, STARPU_R, STARPU_R, STARPU_R,           \
 	           STARPU_R, STARPU_W);                                                                     \
 	BN_CODELET(bn_bwd_apply_relu##V##_cl, "bn_bwd_apply_relu" N, bn_bwd_apply_##dt,                     \
-	           starnn_bn_bwd_apply_relu_##dt##_model, 8, STARPU_R, STARPU_R, STARPU_R, STARPU_R,        \
+	           starnn_bn_bwd_apply_relu_##dt, 8, STARPU_R, STARPU_R, STARPU_R, STARPU_R,                \
 	           STARPU_R, STARPU_R, STARPU_R, STARPU_RW);                                                \
 	BN_CODELET(bn_bwd_apply_relu_w##V##_cl, "bn_bwd_apply_relu" N, bn_bwd_apply_##dt,                   \
-	           starnn_bn_bwd_apply_relu_##dt##_model, 8, STARPU_R, STARPU_R, STARPU_R, STARPU_R,        \
+	           starnn_bn_bwd_apply_relu_##dt, 8, STARPU_R, STARPU_R, STARPU_R, STARPU_R,                \
 	           STARPU_R, STARPU_R, STARPU_R, STARPU_W);
 
 BN_DATA(fp32, STARNN_FP32, , "")

@@ -41,7 +41,7 @@ struct starpu_codelet starnn_bias_add_cl = {
 #endif
 	.nbuffers = 2,
 	.modes = {STARPU_R, STARPU_RW},
-	.model = &starnn_bias_add_fp32_model,
+	STARNN_MODELS(bias_add, fp32),
 };
 
 /* ------------------------------------------------------------- bias_grad */
@@ -75,7 +75,7 @@ struct starpu_codelet starnn_bias_grad_cl = {
 #endif
 	.nbuffers = 2,
 	.modes = {STARPU_R, STARPU_RW},
-	.model = &starnn_bias_grad_fp32_model,
+	STARNN_MODELS(bias_grad, fp32),
 };
 
 struct starpu_codelet starnn_bias_grad_w_cl = {
@@ -88,7 +88,7 @@ struct starpu_codelet starnn_bias_grad_w_cl = {
 #endif
 	.nbuffers = 2,
 	.modes = {STARPU_R, STARPU_W},
-	.model = &starnn_bias_grad_fp32_model,
+	STARNN_MODELS(bias_grad, fp32),
 };
 
 /* ------------------------------------------------------------ submission */
@@ -182,7 +182,7 @@ int starnn_bias_grad(starnn_tensor *dy, float beta, starnn_tensor *db)
 		BIAS_HALF_CUDA_FIELDS(bias_add_##dt##_cuda)                                               \
 		.nbuffers = 2,                                                                            \
 		.modes = {STARPU_R, STARPU_RW},                                                           \
-		.model = &starnn_bias_add_##dt##_model,                                                   \
+		STARNN_MODELS(bias_add, dt),                                                              \
 	};                                                                                                \
 	static struct starpu_codelet bias_grad_##dt##_cl = {                                              \
 		.name = "bias_grad_" #dt,                                                                 \
@@ -191,7 +191,7 @@ int starnn_bias_grad(starnn_tensor *dy, float beta, starnn_tensor *db)
 		BIAS_HALF_CUDA_FIELDS(bias_grad_##dt##_cuda)                                              \
 		.nbuffers = 2,                                                                            \
 		.modes = {STARPU_R, STARPU_RW},                                                           \
-		.model = &starnn_bias_grad_##dt##_model,                                                  \
+		STARNN_MODELS(bias_grad, dt),                                                             \
 	};                                                                                                \
 	static struct starpu_codelet bias_grad_##dt##_w_cl = {                                            \
 		.name = "bias_grad_" #dt,                                                                 \
@@ -200,7 +200,7 @@ int starnn_bias_grad(starnn_tensor *dy, float beta, starnn_tensor *db)
 		BIAS_HALF_CUDA_FIELDS(bias_grad_##dt##_cuda)                                              \
 		.nbuffers = 2,                                                                            \
 		.modes = {STARPU_R, STARPU_W},                                                            \
-		.model = &starnn_bias_grad_##dt##_model,                                                  \
+		STARNN_MODELS(bias_grad, dt),                                                             \
 	};
 
 BIAS_HALF_CODELETS(fp16, STARNN_FP16)

@@ -42,7 +42,7 @@ struct starpu_codelet starnn_concat_fwd_cl = {
 	CUDA_IMPL(concat_fwd_cuda)
 	.nbuffers = 3,
 	.modes = {STARPU_R, STARPU_R, STARPU_W},
-	.model = &starnn_concat_fwd_fp32_model,
+	STARNN_MODELS(concat_fwd, fp32),
 };
 
 /* --------------------------------------------------------------- backward */
@@ -71,7 +71,7 @@ static STARNN_PERFMODEL(concat_bwd, fp32);
 	{                                                                                                      \
 		.name = "concat_bwd", .cpu_funcs = {concat_bwd_cpu}, .cpu_funcs_name = {"concat_bwd_cpu"},     \
 		CUDA_IMPL(concat_bwd_cuda).nbuffers = 3, .modes = {STARPU_R, mode_a, mode_b},                  \
-		.model = &starnn_concat_bwd_fp32_model,                                                        \
+		STARNN_MODELS(concat_bwd, fp32),                                                               \
 	}
 struct starpu_codelet starnn_concat_bwd_cl[2][2] = {
 	{CONCAT_BWD_CL(STARPU_W, STARPU_W), CONCAT_BWD_CL(STARPU_W, STARPU_RW)},
@@ -139,10 +139,10 @@ static void concat_bwd_half(void *buffers[], void *cl_arg, starnn_dtype dt, int 
 #define CC_HALF_FNS(fn, dt, DT)                                                                             \
 	static void fn##_##dt##_cpu(void *buffers[], void *cl_arg) { fn##_half(buffers, cl_arg, DT, 0); }   \
 	CC_HALF_CUDA(fn, dt, DT)
-#define CC_HALF_CL(fn, dt, pm, ma, mb)                                                                      \
+#define CC_HALF_CL(fn, dt, stem, ma, mb)                                                                    \
 	{                                                                                                   \
 		.name = #fn "_" #dt, .cpu_funcs = {fn##_##dt##_cpu}, .cpu_funcs_name = {#fn "_" #dt "_cpu"}, \
-		CUDA_IMPL(fn##_##dt##_cuda).nbuffers = 3, .modes = {STARPU_R, ma, mb}, .model = &pm,          \
+		CUDA_IMPL(fn##_##dt##_cuda).nbuffers = 3, .modes = {STARPU_R, ma, mb}, STARNN_MODELS_OF(stem), \
 	}
 #define CC_HALF(dt, DT)                                                                                     \
 	CC_HALF_FNS(concat_fwd, dt, DT)                                                                     \
@@ -156,13 +156,13 @@ static void concat_bwd_half(void *buffers[], void *cl_arg, starnn_dtype dt, int 
 		CUDA_IMPL(concat_fwd_##dt##_cuda)                                                           \
 		.nbuffers = 3,                                                                              \
 		.modes = {STARPU_R, STARPU_R, STARPU_W},                                                    \
-		.model = &starnn_concat_fwd_##dt##_model,                                                   \
+		STARNN_MODELS(concat_fwd, dt),                                                              \
 	};                                                                                                  \
 	static struct starpu_codelet concat_bwd_##dt##_cl[2][2] = {                                         \
-		{CC_HALF_CL(concat_bwd, dt, starnn_concat_bwd_##dt##_model, STARPU_W, STARPU_W),            \
-		 CC_HALF_CL(concat_bwd, dt, starnn_concat_bwd_##dt##_model, STARPU_W, STARPU_RW)},          \
-		{CC_HALF_CL(concat_bwd, dt, starnn_concat_bwd_##dt##_model, STARPU_RW, STARPU_W),           \
-		 CC_HALF_CL(concat_bwd, dt, starnn_concat_bwd_##dt##_model, STARPU_RW, STARPU_RW)},         \
+		{CC_HALF_CL(concat_bwd, dt, starnn_concat_bwd_##dt, STARPU_W, STARPU_W),                    \
+		 CC_HALF_CL(concat_bwd, dt, starnn_concat_bwd_##dt, STARPU_W, STARPU_RW)},                  \
+		{CC_HALF_CL(concat_bwd, dt, starnn_concat_bwd_##dt, STARPU_RW, STARPU_W),                   \
+		 CC_HALF_CL(concat_bwd, dt, starnn_concat_bwd_##dt, STARPU_RW, STARPU_RW)},                 \
 	};
 
 CC_HALF(fp16, STARNN_FP16)

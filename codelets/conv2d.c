@@ -273,7 +273,7 @@ struct starpu_codelet starnn_conv2d_fwd_cl = {
 	CONV_CUDA_FIELDS(fwd_cuda)
 	.nbuffers = 4,
 	.modes = {STARPU_R, STARPU_R, STARPU_R, STARPU_W},
-	.model = &starnn_conv2d_fwd_fp32_model,
+	STARNN_MODELS(conv2d_fwd, fp32),
 };
 
 static STARNN_PERFMODEL_FP(conv2d_bwd_data, fp32, conv_footprint);
@@ -284,7 +284,7 @@ struct starpu_codelet starnn_conv2d_bwd_data_cl = {
 	CONV_CUDA_FIELDS(bwd_data_cuda)
 	.nbuffers = 3,
 	.modes = {STARPU_R, STARPU_R, STARPU_RW},
-	.model = &starnn_conv2d_bwd_data_fp32_model,
+	STARNN_MODELS(conv2d_bwd_data, fp32),
 };
 
 static STARNN_PERFMODEL_FP(conv2d_bwd_weight, fp32, conv_footprint);
@@ -295,7 +295,7 @@ struct starpu_codelet starnn_conv2d_bwd_weight_cl = {
 	CONV_CUDA_FIELDS(bwd_weight_cuda)
 	.nbuffers = 3,
 	.modes = {STARPU_R, STARPU_R, STARPU_RW},
-	.model = &starnn_conv2d_bwd_weight_fp32_model,
+	STARNN_MODELS(conv2d_bwd_weight, fp32),
 };
 
 static STARNN_PERFMODEL_FP(conv2d_bwd_bias, fp32, conv_footprint);
@@ -306,7 +306,7 @@ struct starpu_codelet starnn_conv2d_bwd_bias_cl = {
 	CONV_CUDA_FIELDS(bwd_bias_cuda)
 	.nbuffers = 2,
 	.modes = {STARPU_R, STARPU_RW},
-	.model = &starnn_conv2d_bwd_bias_fp32_model,
+	STARNN_MODELS(conv2d_bwd_bias, fp32),
 };
 
 /* ------------------------------------------------------ mixed precision
@@ -456,7 +456,7 @@ static void bwd_bias_half(void *buffers[], void *cl_arg, starnn_dtype dt, int cu
 		CONV_HALF_CUDA_FIELDS(fn##_##dt##_cuda)                                                     \
 		.nbuffers = nb,                                                                             \
 		.modes = {__VA_ARGS__},                                                                     \
-		.model = &starnn_conv2d_##pass##_##dt##_model,                                              \
+		STARNN_MODELS(conv2d_##pass, dt),                                                           \
 	};
 
 CONV_HALF_CL(fwd, fwd, fp16, STARNN_FP16, 4, STARPU_R, STARPU_R, STARPU_R, STARPU_W)

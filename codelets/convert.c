@@ -39,7 +39,7 @@
 		CONVERT_CUDA_FIELDS(src, dst)                                                     \
 		.nbuffers = 2,                                                                    \
 		.modes = {STARPU_R, STARPU_W},                                                    \
-		.model = &starnn_convert_##src##_to_##dst##_model,                                \
+		STARNN_MODELS(convert, src##_to_##dst),                                           \
 	};
 
 CONVERT_CODELET(fp32, fp16)

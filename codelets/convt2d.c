@@ -140,7 +140,7 @@ struct starpu_codelet starnn_convt2d_fwd_cl = {
 	CUDA_IMPL(convt2d_fwd_cuda)
 	.nbuffers = 4,
 	.modes = {STARPU_R, STARPU_R, STARPU_R, STARPU_W},
-	.model = &starnn_convt2d_fwd_fp32_model,
+	STARNN_MODELS(convt2d_fwd, fp32),
 };
 
 /* --------------------------------------------------------- backward data */
@@ -165,7 +165,7 @@ struct starpu_codelet starnn_convt2d_bwd_data_cl = {
 	CUDA_IMPL(convt2d_bwd_data_cuda)
 	.nbuffers = 3,
 	.modes = {STARPU_R, STARPU_R, STARPU_RW},
-	.model = &starnn_convt2d_bwd_data_fp32_model,
+	STARNN_MODELS(convt2d_bwd_data, fp32),
 };
 struct starpu_codelet starnn_convt2d_bwd_data_w_cl = {
 	.name = "convt2d_bwd_data",
@@ -174,7 +174,7 @@ struct starpu_codelet starnn_convt2d_bwd_data_w_cl = {
 	CUDA_IMPL(convt2d_bwd_data_cuda)
 	.nbuffers = 3,
 	.modes = {STARPU_R, STARPU_R, STARPU_W},
-	.model = &starnn_convt2d_bwd_data_fp32_model,
+	STARNN_MODELS(convt2d_bwd_data, fp32),
 };
 
 /* ------------------------------------------------------- backward weight */
@@ -199,7 +199,7 @@ struct starpu_codelet starnn_convt2d_bwd_weight_cl = {
 	CUDA_IMPL(convt2d_bwd_weight_cuda)
 	.nbuffers = 4,
 	.modes = {STARPU_R, STARPU_R, STARPU_RW, STARPU_RW},
-	.model = &starnn_convt2d_bwd_weight_fp32_model,
+	STARNN_MODELS(convt2d_bwd_weight, fp32),
 };
 struct starpu_codelet starnn_convt2d_bwd_weight_w_cl = {
 	.name = "convt2d_bwd_weight",
@@ -208,7 +208,7 @@ struct starpu_codelet starnn_convt2d_bwd_weight_w_cl = {
 	CUDA_IMPL(convt2d_bwd_weight_cuda)
 	.nbuffers = 4,
 	.modes = {STARPU_R, STARPU_R, STARPU_W, STARPU_W},
-	.model = &starnn_convt2d_bwd_weight_fp32_model,
+	STARNN_MODELS(convt2d_bwd_weight, fp32),
 };
 
 /* ------------------------------------------------------- mixed precision
@@ -331,7 +331,7 @@ static void convt2d_bwd_weight_half(void *buffers[], void *cl_arg, starnn_dtype 
 #define CT_HALF_FNS(fn, dt, DT)                                                                             \
 	static void fn##_##dt##_cpu(void *buffers[], void *cl_arg) { fn##_half(buffers, cl_arg, DT, 0); }   \
 	CT_HALF_CUDA(fn, dt, DT)
-#define CT_HALF_CL(var, fn, dt, pm, nb, ...)                                                                \
+#define CT_HALF_CL(var, fn, dt, stem, nb, ...)                                                              \
 	static struct starpu_codelet var = {                                                                \
 		.name = #fn "_" #dt,                                                                        \
 		.cpu_funcs = {fn##_##dt##_cpu},                                                             \
@@ -339,7 +339,7 @@ static void convt2d_bwd_weight_half(void *buffers[], void *cl_arg, starnn_dtype 
 		CUDA_IMPL(fn##_##dt##_cuda)                                                                 \
 		.nbuffers = nb,                                                                             \
 		.modes = {__VA_ARGS__},                                                                     \
-		.model = &pm,                                                                               \
+		STARNN_MODELS_OF(stem),                                                                     \
 	};
 #define CT_HALF(dt, DT)                                                                                     \
 	CT_HALF_FNS(convt2d_fwd, dt, DT)                                                                    \
@@ -348,15 +348,15 @@ static void convt2d_bwd_weight_half(void *buffers[], void *cl_arg, starnn_dtype 
 	static STARNN_PERFMODEL_FP(convt2d_fwd, dt, convt2d_half_footprint);                                \
 	static STARNN_PERFMODEL_FP(convt2d_bwd_data, dt, convt2d_half_footprint);                           \
 	static STARNN_PERFMODEL_FP(convt2d_bwd_weight, dt, convt2d_half_footprint);                         \
-	CT_HALF_CL(fwd_##dt##_cl, convt2d_fwd, dt, starnn_convt2d_fwd_##dt##_model, 4, STARPU_R, STARPU_R,  \
+	CT_HALF_CL(fwd_##dt##_cl, convt2d_fwd, dt, starnn_convt2d_fwd_##dt, 4, STARPU_R, STARPU_R,          \
 	           STARPU_R, STARPU_W)                                                                      \
-	CT_HALF_CL(bwd_data_##dt##_cl, convt2d_bwd_data, dt, starnn_convt2d_bwd_data_##dt##_model, 3,       \
+	CT_HALF_CL(bwd_data_##dt##_cl, convt2d_bwd_data, dt, starnn_convt2d_bwd_data_##dt, 3,               \
 	           STARPU_R, STARPU_R, STARPU_RW)                                                           \
-	CT_HALF_CL(bwd_data_w_##dt##_cl, convt2d_bwd_data, dt, starnn_convt2d_bwd_data_##dt##_model, 3,     \
+	CT_HALF_CL(bwd_data_w_##dt##_cl, convt2d_bwd_data, dt, starnn_convt2d_bwd_data_##dt, 3,             \
 	           STARPU_R, STARPU_R, STARPU_W)                                                            \
-	CT_HALF_CL(bwd_weight_##dt##_cl, convt2d_bwd_weight, dt, starnn_convt2d_bwd_weight_##dt##_model, 4, \
+	CT_HALF_CL(bwd_weight_##dt##_cl, convt2d_bwd_weight, dt, starnn_convt2d_bwd_weight_##dt, 4,         \
 	           STARPU_R, STARPU_R, STARPU_RW, STARPU_RW)                                                \
-	CT_HALF_CL(bwd_weight_w_##dt##_cl, convt2d_bwd_weight, dt, starnn_convt2d_bwd_weight_##dt##_model,  \
+	CT_HALF_CL(bwd_weight_w_##dt##_cl, convt2d_bwd_weight, dt, starnn_convt2d_bwd_weight_##dt,          \
 	           4, STARPU_R, STARPU_R, STARPU_W, STARPU_W)
 
 CT_HALF(fp16, STARNN_FP16)

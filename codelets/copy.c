@@ -44,7 +44,7 @@ static void copy_cuda(void *buffers[], void *cl_arg)
 		COPY_CUDA                                                              \
 		.nbuffers = 2,                                                         \
 		.modes = {STARPU_R, STARPU_W},                                         \
-		.model = &starnn_copy_##dtype##_model,                                 \
+		STARNN_MODELS(copy, dtype),                                            \
 	}
 
 COPY_CODELET(fp32);

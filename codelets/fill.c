@@ -59,7 +59,7 @@ static void fill_16_cuda(void *buffers[], void *cl_arg)
 		FILL_CUDA(cuda_fn)                                                     \
 		.nbuffers = 1,                                                         \
 		.modes = {STARPU_W},                                                   \
-		.model = &starnn_fill_##dtype##_model,                                 \
+		STARNN_MODELS(fill, dtype),                                            \
 	}
 
 FILL_CODELET(fp32, fill_f32_cpu, fill_f32_cuda);

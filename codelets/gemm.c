@@ -59,7 +59,7 @@ struct starpu_codelet starnn_gemm_cl = {
 #endif
 	.nbuffers = 3,
 	.modes = {STARPU_R, STARPU_R, STARPU_RW},
-	.model = &starnn_gemm_fp32_model,
+	STARNN_MODELS(gemm, fp32),
 };
 
 struct starpu_codelet starnn_gemm_w_cl = {
@@ -72,7 +72,7 @@ struct starpu_codelet starnn_gemm_w_cl = {
 #endif
 	.nbuffers = 3,
 	.modes = {STARPU_R, STARPU_R, STARPU_W},
-	.model = &starnn_gemm_fp32_model,
+	STARNN_MODELS(gemm, fp32),
 };
 
 /* ------------------------------------------------------------ submission */
@@ -185,7 +185,7 @@ static uint32_t gemm_half_footprint(struct starpu_task *task)
 		GEMM_HALF_CUDA_FIELDS(dt)                                                                  \
 		.nbuffers = 3,                                                                             \
 		.modes = {STARPU_R, STARPU_R, STARPU_RW},                                                  \
-		.model = &starnn_gemm_##dt##_model,                                                        \
+		STARNN_MODELS(gemm, dt),                                                                   \
 	};                                                                                                 \
 	static struct starpu_codelet gemm_##dt##_w_cl = {                                                  \
 		.name = "gemm_" #dt,                                                                       \
@@ -194,7 +194,7 @@ static uint32_t gemm_half_footprint(struct starpu_task *task)
 		GEMM_HALF_CUDA_FIELDS(dt)                                                                  \
 		.nbuffers = 3,                                                                             \
 		.modes = {STARPU_R, STARPU_R, STARPU_W},                                                   \
-		.model = &starnn_gemm_##dt##_model,                                                        \
+		STARNN_MODELS(gemm, dt),                                                                   \
 	};
 
 GEMM_HALF_CODELETS(fp16, STARNN_FP16)

@@ -56,7 +56,7 @@ struct starpu_codelet starnn_maxpool_fwd_cl = {
 #endif
 	.nbuffers = 2,
 	.modes = {STARPU_R, STARPU_W},
-	.model = &starnn_maxpool_fwd_fp32_model,
+	STARNN_MODELS(maxpool_fwd, fp32),
 };
 
 /* --------------------------------------------------------------- backward */
@@ -91,7 +91,7 @@ struct starpu_codelet starnn_maxpool_bwd_cl = {
 #endif
 	.nbuffers = 3,
 	.modes = {STARPU_R, STARPU_R, STARPU_RW},
-	.model = &starnn_maxpool_bwd_fp32_model,
+	STARNN_MODELS(maxpool_bwd, fp32),
 };
 struct starpu_codelet starnn_maxpool_bwd_w_cl = {
 	.name = "maxpool_bwd",
@@ -103,7 +103,7 @@ struct starpu_codelet starnn_maxpool_bwd_w_cl = {
 #endif
 	.nbuffers = 3,
 	.modes = {STARPU_R, STARPU_R, STARPU_W},
-	.model = &starnn_maxpool_bwd_fp32_model,
+	STARNN_MODELS(maxpool_bwd, fp32),
 };
 
 /* ------------------------------------------------------- mixed precision
@@ -171,7 +171,7 @@ static void maxpool_bwd_half(void *buffers[], void *cl_arg, starnn_dtype dt, int
 #define MP_HALF_FNS(fn, dt, DT)                                                                             \
 	static void fn##_##dt##_cpu(void *buffers[], void *cl_arg) { fn##_half(buffers, cl_arg, DT, 0); }   \
 	MP_HALF_CUDA(fn, dt, DT)
-#define MP_HALF_CL(var, fn, dt, pm, nb, ...)                                                                \
+#define MP_HALF_CL(var, fn, dt, stem, nb, ...)                                                              \
 	static struct starpu_codelet var = {                                                                \
 		.name = #fn "_" #dt,                                                                        \
 		.cpu_funcs = {fn##_##dt##_cpu},                                                             \
@@ -179,17 +179,17 @@ static void maxpool_bwd_half(void *buffers[], void *cl_arg, starnn_dtype dt, int
 		MP_CUDA_FIELDS(fn##_##dt##_cuda)                                                            \
 		.nbuffers = nb,                                                                             \
 		.modes = {__VA_ARGS__},                                                                     \
-		.model = &pm,                                                                               \
+		STARNN_MODELS_OF(stem),                                                                     \
 	};
 #define MP_HALF(dt, DT)                                                                                     \
 	MP_HALF_FNS(maxpool_fwd, dt, DT)                                                                    \
 	MP_HALF_FNS(maxpool_bwd, dt, DT)                                                                    \
 	static STARNN_PERFMODEL_FP(maxpool_fwd, dt, maxpool_footprint);                                     \
 	static STARNN_PERFMODEL_FP(maxpool_bwd, dt, maxpool_footprint);                                     \
-	MP_HALF_CL(fwd_##dt##_cl, maxpool_fwd, dt, starnn_maxpool_fwd_##dt##_model, 2, STARPU_R, STARPU_W)  \
-	MP_HALF_CL(bwd_##dt##_cl, maxpool_bwd, dt, starnn_maxpool_bwd_##dt##_model, 3, STARPU_R, STARPU_R,  \
+	MP_HALF_CL(fwd_##dt##_cl, maxpool_fwd, dt, starnn_maxpool_fwd_##dt, 2, STARPU_R, STARPU_W)          \
+	MP_HALF_CL(bwd_##dt##_cl, maxpool_bwd, dt, starnn_maxpool_bwd_##dt, 3, STARPU_R, STARPU_R,          \
 	           STARPU_RW)                                                                               \
-	MP_HALF_CL(bwd_w_##dt##_cl, maxpool_bwd, dt, starnn_maxpool_bwd_##dt##_model, 3, STARPU_R,          \
+	MP_HALF_CL(bwd_w_##dt##_cl, maxpool_bwd, dt, starnn_maxpool_bwd_##dt, 3, STARPU_R,                  \
 	           STARPU_R, STARPU_W)
 
 MP_HALF(fp16, STARNN_FP16)

@@ -48,7 +48,7 @@ struct starpu_codelet starnn_mse_fwd_cl = {
 #endif
 	.nbuffers = 3,
 	.modes = {STARPU_R, STARPU_R, STARPU_RW},
-	.model = &starnn_mse_fwd_fp32_model,
+	STARNN_MODELS(mse_fwd, fp32),
 };
 
 /* --------------------------------------------------------------- mse_bwd */
@@ -81,7 +81,7 @@ struct starpu_codelet starnn_mse_bwd_cl = {
 #endif
 	.nbuffers = 3,
 	.modes = {STARPU_R, STARPU_R, STARPU_W},
-	.model = &starnn_mse_bwd_fp32_model,
+	STARNN_MODELS(mse_bwd, fp32),
 };
 
 /* ------------------------------------------------------------ submission */
@@ -180,7 +180,7 @@ int starnn_mse_bwd(starnn_tensor *pred, starnn_tensor *target, starnn_tensor *dp
 		MSE_CUDA_FIELDS(mse_fwd_##dt##_cuda)                                                       \
 		.nbuffers = 3,                                                                             \
 		.modes = {STARPU_R, STARPU_R, STARPU_RW},                                                  \
-		.model = &starnn_mse_fwd_##dt##_model,                                                     \
+		STARNN_MODELS(mse_fwd, dt),                                                                \
 	};
 
 /* op: mse_bwd or mse_bwd_scaled (with the state as a 4th, R buffer). */
@@ -203,7 +203,7 @@ int starnn_mse_bwd(starnn_tensor *pred, starnn_tensor *target, starnn_tensor *dp
 		MSE_CUDA_FIELDS(op##_##dt##_cuda)                                                          \
 		.nbuffers = scaled ? 4 : 3,                                                                \
 		.modes = {STARPU_R, STARPU_R, STARPU_W, STARPU_R},                                         \
-		.model = &starnn_##op##_##dt##_model,                                                      \
+		STARNN_MODELS(op, dt),                                                                     \
 	};
 
 MSE_FWD_HALF(fp16, STARNN_FP16)

@@ -61,7 +61,7 @@ struct starpu_codelet starnn_sum_cl = {
 #endif
 	.nbuffers = 2,
 	.modes = {STARPU_R, STARPU_RW},
-	.model = &starnn_sum_fp32_model,
+	STARNN_MODELS(sum, fp32),
 };
 
 static STARNN_PERFMODEL(sumsq, fp32);
@@ -75,7 +75,7 @@ struct starpu_codelet starnn_sumsq_cl = {
 #endif
 	.nbuffers = 2,
 	.modes = {STARPU_R, STARPU_RW},
-	.model = &starnn_sumsq_fp32_model,
+	STARNN_MODELS(sumsq, fp32),
 };
 
 static int check(const char *op, const starnn_tensor *x, const starnn_tensor *out, float beta)

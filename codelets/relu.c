@@ -47,7 +47,7 @@ struct starpu_codelet starnn_relu_fwd_cl = {
 #endif
 	.nbuffers = 2,
 	.modes = {STARPU_R, STARPU_W},
-	.model = &starnn_relu_fwd_fp32_model,
+	STARNN_MODELS(relu_fwd, fp32),
 };
 
 static STARNN_PERFMODEL(relu_fwd_inplace, fp32);
@@ -61,7 +61,7 @@ struct starpu_codelet starnn_relu_fwd_inplace_cl = {
 #endif
 	.nbuffers = 1,
 	.modes = {STARPU_RW},
-	.model = &starnn_relu_fwd_inplace_fp32_model,
+	STARNN_MODELS(relu_fwd_inplace, fp32),
 };
 
 /* ------------------------------------------------------------- backward */
@@ -105,7 +105,7 @@ struct starpu_codelet starnn_relu_bwd_cl = {
 #endif
 	.nbuffers = 3,
 	.modes = {STARPU_R, STARPU_R, STARPU_W},
-	.model = &starnn_relu_bwd_fp32_model,
+	STARNN_MODELS(relu_bwd, fp32),
 };
 
 static STARNN_PERFMODEL(relu_bwd_inplace, fp32);
@@ -119,7 +119,7 @@ struct starpu_codelet starnn_relu_bwd_inplace_cl = {
 #endif
 	.nbuffers = 2,
 	.modes = {STARPU_R, STARPU_RW},
-	.model = &starnn_relu_bwd_inplace_fp32_model,
+	STARNN_MODELS(relu_bwd_inplace, fp32),
 };
 
 /* ------------------------------------------------------------ submission */
@@ -196,7 +196,7 @@ int starnn_relu_bwd(starnn_tensor *x, starnn_tensor *dy, starnn_tensor *dx)
 		RELU_HALF_CUDA_FIELDS(relu_fwd_##dt##_cuda)                                                 \
 		.nbuffers = 2,                                                                              \
 		.modes = {STARPU_R, STARPU_W},                                                              \
-		.model = &starnn_relu_fwd_##dt##_model,                                                     \
+		STARNN_MODELS(relu_fwd, dt),                                                                \
 	};                                                                                                  \
 	static struct starpu_codelet relu_bwd_##dt##_cl = {                                                 \
 		.name = "relu_bwd_" #dt,                                                                    \
@@ -205,7 +205,7 @@ int starnn_relu_bwd(starnn_tensor *x, starnn_tensor *dy, starnn_tensor *dx)
 		RELU_HALF_CUDA_FIELDS(relu_bwd_##dt##_cuda)                                                 \
 		.nbuffers = 3,                                                                              \
 		.modes = {STARPU_R, STARPU_R, STARPU_W},                                                    \
-		.model = &starnn_relu_bwd_##dt##_model,                                                     \
+		STARNN_MODELS(relu_bwd, dt),                                                                \
 	};
 
 RELU_HALF_CODELETS(fp16, STARNN_FP16)

@@ -35,7 +35,7 @@ struct starpu_codelet starnn_sgd_cl = {
 #endif
 	.nbuffers = 3,
 	.modes = {STARPU_RW, STARPU_R, STARPU_RW},
-	.model = &starnn_sgd_fp32_model,
+	STARNN_MODELS(sgd, fp32),
 };
 
 /* Flops per element of the update with momentum and weight decay (the
@@ -126,7 +126,7 @@ static struct starpu_codelet sgd_amp_cl = {
 #endif
 	.nbuffers = 5,
 	.modes = {STARPU_RW, STARPU_R, STARPU_RW, STARPU_R, STARPU_R},
-	.model = &starnn_sgd_amp_fp32_model,
+	STARNN_MODELS(sgd_amp, fp32),
 };
 
 int starnn_sgd_amp(starnn_tensor *w, starnn_tensor *grad, starnn_tensor *buf, const struct starnn_sgd_params *params,

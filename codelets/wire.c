@@ -55,7 +55,7 @@
 		WIRE_CUDA_FIELDS(compress_##fmt##_cuda)                                                   \
 		.nbuffers = 2,                                                                             \
 		.modes = {STARPU_R, STARPU_W},                                                             \
-		.model = &starnn_compress_##fmt##_model,                                                  \
+		STARNN_MODELS(compress, fmt),                                                             \
 	};                                                                                                 \
 	static struct starpu_codelet decompress_##fmt##_cl = {                                            \
 		.name = "decompress_" #fmt,                                                               \
@@ -64,7 +64,7 @@
 		WIRE_CUDA_FIELDS(decompress_##fmt##_cuda)                                                 \
 		.nbuffers = 2,                                                                             \
 		.modes = {STARPU_R, STARPU_W},                                                             \
-		.model = &starnn_decompress_##fmt##_model,                                                \
+		STARNN_MODELS(decompress, fmt),                                                           \
 	};
 
 WIRE_CODELETS(fp32, STARNN_WIRE_FP32)

@@ -7,7 +7,9 @@
  *     that change the cost (shapes, transposes), listed in its footprint;
  *   - cpu and cuda functions that unpack buffers and call the pure kernels
  *     of codelets/cpu/<op>.c and codelets/cuda/<op>.cu;
- *   - STARNN_PERFMODEL(op, fp32) and the struct starpu_codelet;
+ *   - STARNN_PERFMODEL(op, fp32) (time and energy models) and the struct
+ *     starpu_codelet, whose initialiser takes both with
+ *     STARNN_MODELS(op, fp32);
  *   - the public submit function, which checks shapes and calls
  *     starnn_submit(). */
 #ifndef STARNN_CODELET_H
@@ -44,21 +46,38 @@ static inline struct starnn_mat starnn_buffer(void *buffers[], int i)
 uint32_t starnn_footprint_args(struct starpu_task *task, size_t key_bytes);
 uint32_t starnn_footprint_shape(struct starpu_task *task);
 
-/* History-based model with the stable symbol starnn_<op>_<dtype>, keyed by
- * the shapes of the buffers. */
-#define STARNN_PERFMODEL(op, dtype)                                            \
-	struct starpu_perfmodel starnn_##op##_##dtype##_model = {              \
-		.type = STARPU_HISTORY_BASED,                                  \
-		.symbol = "starnn_" #op "_" #dtype,                            \
-		.footprint = starnn_footprint_shape,                           \
-	}
-/* Same, with a footprint function of the op's own (shape-like args). */
+/* The models of operation `op` in `dtype`, both history-based, keyed by the
+ * same footprint (by default the shapes of the buffers):
+ *   starnn_<op>_<dtype>_model         symbol "starnn_<op>_<dtype>": time
+ *                                     (us), learnt by StarPU as tasks run;
+ *   starnn_<op>_<dtype>_energy_model  symbol "starnn_<op>_<dtype>_energy":
+ *                                     joules per task, which StarPU 1.3
+ *                                     cannot measure without NVML built
+ *                                     in: tools/energy-calibrate fills it
+ *                                     (starpu_perfmodel_update_history).
+ * One declaration with two declarators, so that `static
+ * STARNN_PERFMODEL(op, dtype);` makes both static. A codelet takes both
+ * with STARNN_MODELS(op, dtype) in its initialiser. */
 #define STARNN_PERFMODEL_FP(op, dtype, fn)                                     \
 	struct starpu_perfmodel starnn_##op##_##dtype##_model = {              \
 		.type = STARPU_HISTORY_BASED,                                  \
 		.symbol = "starnn_" #op "_" #dtype,                            \
 		.footprint = fn,                                               \
+	},                                                                     \
+	starnn_##op##_##dtype##_energy_model = {                               \
+		.type = STARPU_HISTORY_BASED,                                  \
+		.symbol = "starnn_" #op "_" #dtype "_energy",                  \
+		.footprint = fn,                                               \
 	}
+/* The same, keyed by the shapes of the buffers. */
+#define STARNN_PERFMODEL(op, dtype) STARNN_PERFMODEL_FP(op, dtype, starnn_footprint_shape)
+
+/* The .model and .energy_model fields of a struct starpu_codelet
+ * initialiser: STARNN_MODELS(axpy, fp32) for the models of
+ * STARNN_PERFMODEL(axpy, fp32); STARNN_MODELS_OF(starnn_axpy_fp32) names
+ * them by their common stem (for macros that receive one). */
+#define STARNN_MODELS_OF(stem) .model = &stem##_model, .energy_model = &stem##_energy_model
+#define STARNN_MODELS(op, dtype) STARNN_MODELS_OF(starnn_##op##_##dtype)
 
 /* The running CUDA worker's stream and cuBLAS handle (void * to keep CUDA
  * headers out of C files that do not need them); NULL without CUDA. */

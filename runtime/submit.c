@@ -1,4 +1,5 @@
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -13,6 +14,13 @@ static void *edge_ctx;
  * mutex: _Atomic double would need libatomic for its compound add). */
 static double submitted_flops;
 static pthread_mutex_t flops_lock = PTHREAD_MUTEX_INITIALIZER;
+
+/* Capture (starnn_capture_begin): the records, under capture_lock;
+ * capture_on is read at every submission, hence atomic. */
+static atomic_int capture_on;
+static pthread_mutex_t capture_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct starnn_captured_task *captured;
+static int ncaptured, captured_cap, capture_failed;
 
 /* ------------------------------------------------------------ interning */
 
@@ -84,6 +92,12 @@ void starnn_submit_shutdown(void)
 	pthread_mutex_unlock(&intern_lock);
 	edge_hook = NULL;
 	edge_ctx = NULL;
+	pthread_mutex_lock(&capture_lock);
+	atomic_store(&capture_on, 0);
+	starnn_capture_free(captured, ncaptured);
+	captured = NULL;
+	ncaptured = captured_cap = capture_failed = 0;
+	pthread_mutex_unlock(&capture_lock);
 	pthread_mutex_lock(&flops_lock);
 	submitted_flops = 0.0;
 	pthread_mutex_unlock(&flops_lock);
@@ -109,6 +123,101 @@ static double default_flops(starnn_tensor *const *tensors, int nbuffers)
 			most = n;
 	}
 	return (double)most;
+}
+
+/* ---------------------------------------------------------------- capture */
+
+int starnn_capture_begin(void)
+{
+	pthread_mutex_lock(&capture_lock);
+	int was = atomic_exchange(&capture_on, 1);
+	pthread_mutex_unlock(&capture_lock);
+	if (was)
+		return starnn_error(STARNN_ESTATE, "starnn_capture_begin: a capture is already on");
+	return 0;
+}
+
+int starnn_capture_end(struct starnn_captured_task **tasks, int *n)
+{
+	*tasks = NULL;
+	*n = 0;
+	pthread_mutex_lock(&capture_lock);
+	int was = atomic_exchange(&capture_on, 0);
+	struct starnn_captured_task *t = captured;
+	int count = ncaptured, failed = capture_failed;
+	captured = NULL;
+	ncaptured = captured_cap = capture_failed = 0;
+	pthread_mutex_unlock(&capture_lock);
+	if (!was)
+		return starnn_error(STARNN_ESTATE, "starnn_capture_end: no capture is on");
+	if (failed) {
+		starnn_capture_free(t, count);
+		return starnn_error(STARNN_ENOMEM, "starnn_capture_end: out of memory while recording the tasks");
+	}
+	*tasks = t;
+	*n = count;
+	return 0;
+}
+
+void starnn_capture_free(struct starnn_captured_task *tasks, int n)
+{
+	for (int i = 0; tasks && i < n; i++)
+		free(tasks[i].args);
+	free(tasks);
+}
+
+/* Records a task just submitted (footprint computed before submission:
+ * the task may be gone now). A (codelet, footprint) seen before only
+ * counts; a few hundred records per training step, so a linear search. */
+static void capture_record(const struct starnn_task_desc *d, starnn_tensor *const *tensors, uint32_t footprint,
+                           double flops, const char *name)
+{
+	const struct starpu_codelet *cl = d->cl;
+	pthread_mutex_lock(&capture_lock);
+	if (!atomic_load(&capture_on) || capture_failed)
+		goto out;
+	for (int i = 0; i < ncaptured; i++)
+		if (captured[i].cl == cl && captured[i].footprint == footprint) {
+			captured[i].count++;
+			goto out;
+		}
+	if (ncaptured == captured_cap) {
+		int cap = captured_cap ? 2 * captured_cap : 64;
+		struct starnn_captured_task *t = realloc(captured, (size_t)cap * sizeof *t);
+		if (!t) {
+			capture_failed = 1;
+			goto out;
+		}
+		captured = t;
+		captured_cap = cap;
+	}
+	struct starnn_captured_task *r = &captured[ncaptured];
+	memset(r, 0, sizeof *r);
+	if (d->args_size) {
+		r->args = malloc(d->args_size);
+		if (!r->args) {
+			capture_failed = 1;
+			goto out;
+		}
+		memcpy(r->args, d->args, d->args_size);
+	}
+	r->cl = (struct starpu_codelet *)cl;
+	r->args_size = d->args_size;
+	r->nbuffers = cl->nbuffers;
+	for (int i = 0; i < cl->nbuffers; i++) {
+		struct starnn_captured_buffer *b = &r->buf[i];
+		b->rows = tensors[i]->rows, b->cols = tensors[i]->cols, b->ld = tensors[i]->ld;
+		b->dtype = tensors[i]->dtype;
+		b->mode = cl->modes[i];
+		b->tensor = tensors[i];
+	}
+	r->flops = flops;
+	r->footprint = footprint;
+	r->count = 1;
+	snprintf(r->name, sizeof r->name, "%s", name ? name : cl->name);
+	ncaptured++;
+out:
+	pthread_mutex_unlock(&capture_lock);
 }
 
 /* ------------------------------------------------------------ placement */
@@ -247,7 +356,8 @@ int starnn_submit(const struct starnn_task_desc *d)
 	task->cl_arg = args;
 	task->cl_arg_size = d->args_size;
 	task->cl_arg_free = 1;
-	task->name = starnn_intern(name);
+	const char *task_name = starnn_intern(name);
+	task->name = task_name;
 	task->flops = flops;
 	task->priority = d->priority;
 	if (where_mask)
@@ -259,6 +369,13 @@ int starnn_submit(const struct starnn_task_desc *d)
 		task->callback_func = free_workerids;
 		task->callback_arg = mask;
 	}
+
+	/* The footprint of the time model (the energy model shares its
+	 * function): computed now, since the task may be gone once submitted. */
+	int capturing = atomic_load(&capture_on);
+	uint32_t footprint = 0;
+	if (capturing)
+		footprint = cl->model && cl->model->footprint ? cl->model->footprint(task) : starpu_task_data_footprint(task);
 
 	int rc = starpu_task_submit(task);
 	if (rc) {
@@ -276,6 +393,8 @@ int starnn_submit(const struct starnn_task_desc *d)
 	pthread_mutex_lock(&flops_lock);
 	submitted_flops += flops;
 	pthread_mutex_unlock(&flops_lock);
+	if (capturing)
+		capture_record(d, tensors, footprint, flops, task_name);
 	return 0;
 }
 

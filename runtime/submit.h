@@ -71,6 +71,42 @@ typedef int (*starnn_edge_fn)(void *ctx, starnn_tensor *t, int from_node, int to
                               starnn_tensor **replacement);
 void starnn_set_edge_hook(starnn_edge_fn fn, void *ctx);
 
+/* Capture: the tasks of a piece of graph, for tools that replay them
+ * (tools/energy-calibrate runs each task of a training step many times on
+ * one worker between two energy readings). Between starnn_capture_begin()
+ * and starnn_capture_end(), starnn_submit() (any thread) also records what
+ * it submits, one record per distinct (codelet, footprint): the footprint
+ * is the one cl->model keys its history with, so a record is one entry of
+ * the codelet's time and energy models. The tasks are submitted and run as
+ * usual. */
+struct starnn_captured_buffer {
+	size_t rows, cols, ld;               /* the StarPU matrix view */
+	starnn_dtype dtype;
+	enum starpu_data_access_mode mode;   /* cl->modes[i] */
+	/* The tensor the first such task used (after the edge hook). Only
+	 * valid while it lives: a model's own tensors live as long as the
+	 * model; a temporary may be gone by starnn_capture_end(). */
+	starnn_tensor *tensor;
+};
+struct starnn_captured_task {
+	struct starpu_codelet *cl;
+	void *args;                          /* a copy of the first task's args */
+	size_t args_size;
+	int nbuffers;
+	struct starnn_captured_buffer buf[STARNN_MAX_BUFFERS];
+	double flops;                        /* task->flops as given to StarPU */
+	uint32_t footprint;
+	int64_t count;                       /* tasks of this (codelet, footprint) */
+	char name[STARNN_NAME_MAX + 64];     /* the first task's name */
+};
+/* STARNN_ESTATE when a capture is already on. */
+int starnn_capture_begin(void);
+/* Ends the capture: *tasks (in the order of their first submission; free
+ * with starnn_capture_free) and *n. STARNN_ESTATE when none is on;
+ * STARNN_ENOMEM when a record could not be made during the capture. */
+int starnn_capture_end(struct starnn_captured_task **tasks, int *n);
+void starnn_capture_free(struct starnn_captured_task *tasks, int n);
+
 /* Interned copy of a task name that lives until starnn_shutdown(): task
  * names must outlive their tasks. The copy is made safe for traces first
  * (starnn_trace_name), so the interned string may differ from s; NULL when

@@ -9,7 +9,14 @@
  * Flops: each task's task->flops, read the same way, and summed by StarPU's
  * own per-worker profiling for real operations (conv2d and convt2d split
  * into parts, relu, mse, gemm, axpy, adam, copy), against the counts of
- * their shapes. */
+ * their shapes.
+ *
+ * Capture (starnn_capture_begin / _end, what tools/energy-calibrate
+ * replays): one record per (codelet, footprint) with its count, a copy of
+ * the args, the buffers' views (a channel part: ld > cols), dtypes, modes
+ * and tensors; the codelets' energy models (symbol of the time model +
+ * "_energy", same footprint function); capture states refused; the
+ * calibration's refusal of a worker no meter measures. */
 #include <math.h>
 #include <starpu_profiling.h>
 
@@ -21,6 +28,7 @@
 #include "codelets/gemm.h"
 #include "codelets/mse.h"
 #include "codelets/relu.h"
+#include "runtime/calibrate.h"
 #include "runtime/codelet.h"
 #include "tests/testlib.h"
 
@@ -247,6 +255,102 @@ static void operation_flop_counts(void)
 		starnn_tensor_destroy(all[i]);
 }
 
+/* ------------------------------------------------------------ capture */
+
+static void capture(void)
+{
+	starnn_tensor *a, *b, *c, *d, *x, *y;
+	TEST_OK(starnn_tensor_new(&a, "a", STARNN_FP32, 2, (int64_t)8, (int64_t)16));
+	TEST_OK(starnn_tensor_new(&b, "b", STARNN_FP32, 2, (int64_t)8, (int64_t)16));
+	TEST_OK(starnn_tensor_new(&c, "c", STARNN_FP32, 2, (int64_t)4, (int64_t)16));
+	TEST_OK(starnn_tensor_new(&d, "d", STARNN_FP32, 2, (int64_t)4, (int64_t)16));
+	/* [2,4,2,2] cut into two channel halves: parts of 2 rows x 8 columns,
+	 * rows 16 apart */
+	TEST_OK(starnn_tensor_new(&x, "x", STARNN_FP32, 4, (int64_t)2, (int64_t)4, (int64_t)2, (int64_t)2));
+	TEST_OK(starnn_tensor_new(&y, "y", STARNN_FP32, 4, (int64_t)2, (int64_t)4, (int64_t)2, (int64_t)2));
+	starnn_tensor **xp, **yp;
+	TEST_OK(starnn_tensor_split(x, 1, 2, NULL, &xp));
+	TEST_OK(starnn_tensor_split(y, 1, 2, NULL, &yp));
+
+	struct starnn_captured_task *t = NULL;
+	int n = -1;
+	TEST_ASSERT(starnn_capture_end(&t, &n) == STARNN_ESTATE && !t && n == 0, "capture_end without a capture");
+	TEST_OK(starnn_capture_begin());
+	TEST_ASSERT(starnn_capture_begin() == STARNN_ESTATE, "a second capture_begin is refused");
+	for (int i = 0; i < 3; i++)
+		TEST_OK(starnn_axpy(0.5f, a, b));
+	TEST_OK(starnn_axpy(2.0f, c, d));
+	TEST_OK(starnn_relu_fwd(xp[0], yp[0]));
+	TEST_OK(starnn_relu_fwd(xp[1], yp[1])); /* same shapes: the same record */
+	TEST_OK(starnn_wait());
+	TEST_OK(starnn_capture_end(&t, &n));
+	TEST_ASSERT(n == 3, "%d records, expected 3 (axpy [8,16], axpy [4,16], relu of a part)", n);
+	if (n == 3) {
+		TEST_ASSERT(strcmp(t[0].cl->name, "axpy") == 0 && t[0].count == 3 && t[1].count == 1 && t[2].count == 2,
+		            "records %s x%lld, %s x%lld, %s x%lld", t[0].cl->name, (long long)t[0].count, t[1].cl->name,
+		            (long long)t[1].count, t[2].cl->name, (long long)t[2].count);
+		TEST_ASSERT(t[0].args_size == 2 * sizeof(float) && ((const float *)t[0].args)[0] == 0.5f &&
+		            ((const float *)t[1].args)[0] == 2.0f, "axpy args copied (alpha 0.5, then 2)");
+		TEST_ASSERT(t[0].nbuffers == 2 && t[0].buf[0].rows == 8 && t[0].buf[0].cols == 16 && t[0].buf[0].ld == 16 &&
+		            t[0].buf[0].mode == STARPU_R && (t[0].buf[1].mode & STARPU_RW) == STARPU_RW &&
+		            t[0].buf[0].tensor == a && t[0].buf[1].tensor == b && t[0].buf[0].dtype == STARNN_FP32,
+		            "axpy buffers: 8x16/16 R a, RW b");
+		TEST_ASSERT(t[0].footprint != t[1].footprint, "two shapes, two footprints");
+		TEST_ASSERT(t[0].flops == 2.0 * 8 * 16 && t[1].flops == 2.0 * 4 * 16, "flops %g, %g", t[0].flops, t[1].flops);
+		TEST_ASSERT(t[2].buf[0].rows == 2 && t[2].buf[0].cols == 8 && t[2].buf[0].ld == 16 &&
+		            t[2].buf[0].tensor == xp[0], "relu of a channel half: 2x8/16 (ld %zu)", t[2].buf[0].ld);
+		char shape[128];
+		starnn_captured_shape(&t[2], shape, sizeof shape);
+		TEST_ASSERT(strcmp(shape, "2x8/16 R, 2x8/16 W") == 0, "shape '%s'", shape);
+		TEST_ASSERT(strncmp(t[0].name, "axpy:b", 6) == 0, "name '%s'", t[0].name);
+		for (int i = 0; i < n; i++) {
+			const struct starpu_perfmodel *tm = t[i].cl->model, *em = t[i].cl->energy_model;
+			char want[160];
+			snprintf(want, sizeof want, "%s_energy", tm ? tm->symbol : "?");
+			TEST_ASSERT(tm && em && em != tm && em->type == STARPU_HISTORY_BASED && strcmp(em->symbol, want) == 0 &&
+			            em->footprint == tm->footprint,
+			            "%s: energy model '%s' beside '%s'", t[i].cl->name, em ? em->symbol : "(none)",
+			            tm ? tm->symbol : "(none)");
+		}
+	}
+	/* Not capturing any more: nothing is recorded. */
+	TEST_OK(starnn_axpy(0.5f, a, b));
+	TEST_OK(starnn_capture_begin());
+	struct starnn_captured_task *t2 = NULL;
+	int n2 = -1;
+	TEST_OK(starnn_capture_end(&t2, &n2));
+	TEST_ASSERT(n2 == 0, "an empty capture has %d records", n2);
+	starnn_capture_free(t2, n2);
+
+	/* A worker no meter measures is refused before anything runs. */
+	setenv("STARNN_POWERCAP_ROOT", "/nonexistent/powercap", 1);
+	setenv("STARNN_NVML_LIBRARY", "/nonexistent/libnvidia-ml.so.1", 1);
+	starnn_energy_meter *m = NULL;
+	struct starnn_energy_reading r;
+	TEST_OK(starnn_energy_start(&m, NULL));
+	TEST_OK(starnn_energy_read(m, &r));
+	if (n >= 1 && !r.available) {
+		struct starnn_calib_opts o;
+		struct starnn_calib_result res;
+		starnn_calib_opts_init(&o);
+		TEST_ASSERT(o.windows >= 11 && o.seconds == 1.0, "defaults: %d windows, %g s", o.windows, o.seconds);
+		int rc = starnn_calibrate_task(&t[0], 0, m, &o, &res);
+		TEST_ASSERT(rc == STARNN_ENODEV && strstr(starnn_last_error(), "energy: not available for worker 0"),
+		            "no meter: %d '%s'", rc, starnn_last_error());
+		TEST_ASSERT(res.recorded == 0 && res.tasks == 0, "no meter: nothing run (%lld tasks)", (long long)res.tasks);
+		o.windows = 0;
+		TEST_ASSERT(starnn_calibrate_task(&t[0], 0, m, &o, &res) == STARNN_EINVAL, "0 windows refused");
+	}
+	starnn_energy_stop(m);
+	unsetenv("STARNN_POWERCAP_ROOT");
+	unsetenv("STARNN_NVML_LIBRARY");
+	starnn_capture_free(t, n);
+
+	starnn_tensor *all[] = {a, b, c, d, x, y};
+	for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
+		starnn_tensor_destroy(all[i]);
+}
+
 int main(void)
 {
 	test_init();
@@ -254,5 +358,6 @@ int main(void)
 	task_names();
 	probe_flop_counts();
 	operation_flop_counts();
+	capture();
 	return test_finish();
 }

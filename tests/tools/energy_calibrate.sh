@@ -4,7 +4,7 @@
 # P x dt every 2 ms, wrapping at max_energy_range_uj (2^28 - 1 uJ: a wrap
 # every 5.4 s at 50 W, several in the run; rarer, a wrap could pass unseen
 # while a loaded machine stalls the meter's sampler); a tiny UNet (16x16,
-# depth 2, 4 filters, batch 2), one CPU worker (STARPU_NCPU=1: the same
+# depth 1, 4 filters, batch 2), one CPU worker (STARPU_NCPU=1: the same
 # task shapes in the calibration and in the training, and a core left to
 # the writer, which runs at real-time priority where it may):
 #   - P = 50 W, no idle subtraction: every (codelet, footprint) of the step
@@ -55,7 +55,7 @@ ok() { echo "ok: $*"; }
 
 export STARPU_NCPU=1 STARPU_NCUDA=0 STARPU_HOSTNAME=starnn-test
 export STARNN_NVML_LIBRARY=$tmp/no-libnvidia-ml.so # only the fixture measures
-MODEL=(--size 16 --depth 2 --filters 4 --batch 2)
+MODEL=(--size 16 --depth 1 --filters 4 --batch 2)
 TRAIN=(train "${MODEL[@]}" --steps 2 --samples 8 --val-samples 4 --progress off)
 P=50
 

@@ -221,6 +221,35 @@ int64_t unet_count_parameters(const struct unet_config *cfg)
 	return n;
 }
 
+/* Multiply-adds per sample of the convolution layers (the rest of a step
+ * is memory-bound): a k x k convolution does (weights) x H x W, a 2x2/2
+ * transposed one (weights) / 4 x H x W (each output pixel sees one tap). */
+struct flops_ctx {
+	double fwd, first; /* all layers; the first one (no data gradient: it has the input) */
+};
+
+static void flops_fn(void *ctx, const char *name, const char *op, int c, int h, int64_t params)
+{
+	struct flops_ctx *f = ctx;
+	if (strncmp(op, "conv", 4) != 0)
+		return;
+	double macs = (double)(params - c) * h * h / (strstr(op, "transpose") ? 4.0 : 1.0);
+	f->fwd += 2 * macs;
+	if (!strcmp(name, "enc0/conv1"))
+		f->first = 2 * macs;
+}
+
+int unet_count_flops(const struct unet_config *cfg, double *forward, double *train)
+{
+	STARNN_CHECK(check_config(cfg));
+	struct flops_ctx f = {0, 0};
+	walk(cfg, flops_fn, &f);
+	*forward = f.fwd;
+	/* training: forward, backward data (but for the first layer), backward weights */
+	*train = 3 * f.fwd - f.first;
+	return 0;
+}
+
 static void print_fn(void *ctx, const char *name, const char *op, int c, int h, int64_t params)
 {
 	FILE *f = ctx;
@@ -235,6 +264,10 @@ int unet_print_config(const struct unet_config *cfg, FILE *f)
 	fprintf(f, "%-14s %-22s %-21s %12s\n", "layer", "operation", "output per sample", "parameters");
 	fprintf(f, "%-14s %-22s %5d x %5d x %5d %12d\n", "input", "", cfg->in_frames, cfg->size, cfg->size, 0);
 	walk(cfg, print_fn, f);
+	double fwd, train;
+	STARNN_CHECK(unet_count_flops(cfg, &fwd, &train));
+	fprintf(f, "convolution GFLOP per sample: forward %.4g, training step %.4g (forward, backward data and weights)\n",
+	        fwd * 1e-9, train * 1e-9);
 	fprintf(f, "parameters: %lld\n", (long long)unet_count_parameters(cfg));
 	return 0;
 }

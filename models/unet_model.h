@@ -125,6 +125,10 @@ int unet_checkpoint_end(unet *m);
 /* Parameters of a configuration without creating a model (only depth,
  * filters, frames and size are used); -1 for a bad configuration. */
 int64_t unet_count_parameters(const struct unet_config *cfg);
+/* Floating-point operations per sample of the convolutions (2 per
+ * multiply-add): the forward pass, and a training step (forward, backward
+ * data but for the first layer, backward weights). */
+int unet_count_flops(const struct unet_config *cfg, double *forward, double *train);
 /* unet_print for a configuration, without a model (no allocation).
  * STARNN_EINVAL for a bad configuration. */
 int unet_print_config(const struct unet_config *cfg, FILE *f);

@@ -18,11 +18,17 @@ starnn reads each step's loss).
 torch.autocast("cpu", dtype) (fp32 master weights, as models/unet's AMP);
 fp16 autocast on the CPU needs a recent torch.
 
+--channels-last: the model and the batch in torch.channels_last (NHWC), the
+layout oneDNN's CPU convolutions take without reorders: PyTorch's best CPU
+setting (with bf16 autocast for amp-bf16) on processors where it pays.
+
 Output, one line: torch=<version> threads=<n> params=<count> size=<S>
-filters=<f> batch=<b> steps=<n> seconds=<t> samples_per_s=<x>
+filters=<f> batch=<b> layout=<nchw|channels_last> steps=<n> seconds=<t>
+samples_per_s=<x>
 
 Usage: python3 tools/bench-unet-torch.py --size 128 --filters 16 --batch 4
        [--depth 4] [--steps 10] [--warmup 3] [--threads 2] [--precision fp32]
+       [--channels-last]
 """
 import argparse
 import time
@@ -80,6 +86,7 @@ def main():
     ap.add_argument("--warmup", type=int, default=3)
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--precision", choices=("fp32", "amp-bf16", "amp-fp16"), default="fp32")
+    ap.add_argument("--channels-last", action="store_true")
     a = ap.parse_args()
 
     torch.set_num_threads(a.threads)
@@ -87,10 +94,15 @@ def main():
     model = UNet(a.depth, a.filters, a.in_frames, a.out_frames)
     model.train()
     nparams = sum(p.numel() for p in model.parameters() if p.requires_grad)
+    if a.channels_last:
+        model = model.to(memory_format=torch.channels_last)
     opt = torch.optim.Adam(model.parameters(), lr=1e-3)
     loss_fn = nn.MSELoss()
     x = torch.randn(a.batch, a.in_frames, a.size, a.size)
     y = torch.randn(a.batch, a.out_frames, a.size, a.size)
+    if a.channels_last:
+        x = x.contiguous(memory_format=torch.channels_last)
+        y = y.contiguous(memory_format=torch.channels_last)
 
     dtype = {"amp-bf16": torch.bfloat16, "amp-fp16": torch.float16}.get(a.precision)
 
@@ -111,10 +123,10 @@ def main():
     for _ in range(a.steps):
         step()
     dt = time.perf_counter() - t0
-    print("torch=%s threads=%d precision=%s params=%d size=%d filters=%d batch=%d steps=%d seconds=%.3f "
+    print("torch=%s threads=%d precision=%s params=%d size=%d filters=%d batch=%d layout=%s steps=%d seconds=%.3f "
           "samples_per_s=%.4g" %
-          (torch.__version__, torch.get_num_threads(), a.precision, nparams, a.size, a.filters, a.batch, a.steps, dt,
-           a.steps * a.batch / dt), flush=True)
+          (torch.__version__, torch.get_num_threads(), a.precision, nparams, a.size, a.filters, a.batch,
+           "channels_last" if a.channels_last else "nchw", a.steps, dt, a.steps * a.batch / dt), flush=True)
 
 
 if __name__ == "__main__":

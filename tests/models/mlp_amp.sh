@@ -15,8 +15,18 @@
 #    goes on to finite weights.
 # 3. The peak memory line is printed, smaller for amp-bf16 than for fp32.
 # 4. Bad options exit with status 2.
+# In the sanitizer build part 1 trains 300 steps per precision without the
+# quality bound (it needs 3000 steps to mean something; the plain builds
+# check it): the same code paths, checked for memory and undefined behaviour;
+# the same with STARNN_TEST_QUALITY=off (CI's second StarPU build).
 set -u
 mlp=${top_builddir:-.}/models/mlp
+QSTEPS=3000 sanitized=0
+if grep -q '^ *sanitizers *: *yes' "${top_builddir:-.}/config.summary" 2> /dev/null ||
+	[ "${STARNN_TEST_QUALITY:-on}" = off ]; then
+	QSTEPS=300 sanitized=1
+	echo "note: sanitizer build or STARNN_TEST_QUALITY=off: 300 steps per precision, no quality bound"
+fi
 status=0
 fail() { echo "FAIL: $*"; status=1; }
 
@@ -32,11 +42,13 @@ run() { # run NAME ARGS...: output in $out, MSE in $mse, peak in $peak
 	[ -n "$peak" ] || fail "$name: no 'peak memory node 0' line"
 }
 
-run fp32 --steps 3000 --seed 3
+run fp32 --steps $QSTEPS --seed 3
 mse32=$mse peak32=$peak
 for p in amp-fp16 amp-bf16; do
-	run $p --steps 3000 --seed 3 --precision $p
-	if awk -v a="$mse" -v f="$mse32" 'BEGIN { exit !(a <= 1.02 * f && a >= 0.85 * f) }'; then
+	run $p --steps $QSTEPS --seed 3 --precision $p
+	if [ $sanitized = 1 ]; then
+		echo "note: $p validation MSE $mse vs fp32 $mse32 after $QSTEPS steps (not bounded here)"
+	elif awk -v a="$mse" -v f="$mse32" 'BEGIN { exit !(a <= 1.02 * f && a >= 0.85 * f) }'; then
 		echo "ok: $p validation MSE $mse vs fp32 $mse32 (<= +2%, >= -15%)"
 	else
 		fail "$p validation MSE $mse vs fp32 $mse32 (bound: at most 2% worse, at most 15% better)"

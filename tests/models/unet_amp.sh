@@ -50,6 +50,12 @@
 # 5. eval and predict work on an amp checkpoint: by default in its
 #    precision (printed), and in fp32 or another precision when asked.
 # 6. Bad options exit with status 2.
+# In the sanitizer build, part 1 trains each precision once (seed 1, 40 +
+# 10 steps): the programs' memory and undefined behaviour are checked on the
+# same code paths, the quality bounds (15 trainings of 250 steps, 4.5
+# minutes under ASan) only in the plain builds, where they mean something.
+# STARNN_TEST_QUALITY=off does the same in a plain build (CI's second StarPU
+# build: the bounds were checked on the same starnn code in its first stage).
 set -u
 B=${top_builddir:-.}
 unet=$B/models/unet
@@ -65,17 +71,22 @@ losses() { sed -n 's/^{"step":\([0-9]*\),"epoch":[0-9]*,"loss":\([^,]*\),.*/\1 \
 
 # ------------------------------------------------------------------ 1. quality
 Q="--size 16 --depth 2 --filters 4 --samples 512 --val-samples 64 --batch 8 --micro-batches 2 --warmup 20"
-SEEDS="1 2 3 4 5"
+SEEDS="1 2 3 4 5" STEPS1=200 STEPS2=250
+sanitized=0
+if grep -q '^ *sanitizers *: *yes' "$B/config.summary" 2> /dev/null || [ "${STARNN_TEST_QUALITY:-on}" = off ]; then
+	sanitized=1 SEEDS=1 STEPS1=40 STEPS2=50
+	echo "note: sanitizer build or STARNN_TEST_QUALITY=off: one seed of 50 steps per precision, no quality bounds"
+fi
 quality() { # quality PRECISION SEED: "MSE persistence" in $res, peak in $peak
 	p=$1 s=$2
-	out=$("$unet" train $Q --seed "$s" --precision "$p" --steps 200 --lr 3e-3 --eval-every 0 \
+	out=$("$unet" train $Q --seed "$s" --precision "$p" --steps $STEPS1 --lr 3e-3 --eval-every 0 \
 		--checkpoint "$tmp/q.h5" --quiet 2>&1) || { echo "$out"; fail "quality $p seed $s: phase 1 exited $?"; }
-	out=$("$unet" train --resume "$tmp/q.h5" --steps 250 --lr 3e-4 --checkpoint "$tmp/q.h5" --quiet 2>&1)
+	out=$("$unet" train --resume "$tmp/q.h5" --steps $STEPS2 --lr 3e-4 --checkpoint "$tmp/q.h5" --quiet 2>&1)
 	rc=$?
 	[ $rc = 0 ] || { echo "$out"; fail "quality $p seed $s: phase 2 exited $rc"; }
-	res=$(echo "$out" | sed -n 's/^eval at step 250: MSE \([0-9.e+-]*\) (persistence \([0-9.e+-]*\)).*/\1 \2/p')
+	res=$(echo "$out" | sed -n 's/^eval at step '$STEPS2': MSE \([0-9.e+-]*\) (persistence \([0-9.e+-]*\)).*/\1 \2/p')
 	peak=$(echo "$out" | sed -n 's/^peak memory node 0: \([0-9.]*\) MiB.*/\1/p')
-	[ -n "$res" ] || { echo "$out"; fail "quality $p seed $s: no validation MSE at step 250"; res="nan nan"; }
+	[ -n "$res" ] || { echo "$out"; fail "quality $p seed $s: no validation MSE at step $STEPS2"; res="nan nan"; }
 	[ -n "$peak" ] || fail "quality $p seed $s: no 'peak memory node 0' line"
 	echo "[quality $p seed $s] MSE, persistence: $res; peak $peak MiB"
 }
@@ -94,14 +105,18 @@ for p in amp-fp16 amp-bf16; do
 		      printf "%.4f %.5f %.5f %.5f %d %s %s", r / n, ma / n, mf / n, mp / n, n, ap[1], fp[1] }' "$tmp/quality")
 	set -- $line
 	ratio=${1:-} ma=${2:-} mf=${3:-} mp=${4:-} n=${5:-0} pa=${6:-} pf=${7:-} # short when runs failed
-	if [ "$n" = 5 ] && awk -v r="$ratio" 'BEGIN { exit !(r <= 1.02 && r >= 0.95) }'; then
+	if [ $sanitized = 1 ]; then
+		echo "note: $p: amp / fp32 validation MSE ratio $ratio after $STEPS2 steps (not bounded here)"
+	elif [ "$n" = 5 ] && awk -v r="$ratio" 'BEGIN { exit !(r <= 1.02 && r >= 0.95) }'; then
 		ok "$p: mean amp / fp32 validation MSE ratio over seeds $SEEDS: $ratio (mean MSE $ma vs $mf; bound 0.95 .. 1.02)"
 	else
 		fail "$p: mean amp / fp32 validation MSE ratio over seeds $SEEDS: $ratio (mean MSE $ma vs $mf over $n seeds; bound 0.95 .. 1.02)"
 	fi
-	awk -v a="$ma" -v f="$mf" -v q="$mp" 'BEGIN { exit !(a < q && f < q) }' &&
-		ok "$p and fp32 beat persistence on average: $ma, $mf < $mp" ||
-		fail "$p or fp32 does not beat persistence on average: $ma, $mf vs $mp"
+	if [ $sanitized = 0 ]; then
+		awk -v a="$ma" -v f="$mf" -v q="$mp" 'BEGIN { exit !(a < q && f < q) }' &&
+			ok "$p and fp32 beat persistence on average: $ma, $mf < $mp" ||
+			fail "$p or fp32 does not beat persistence on average: $ma, $mf vs $mp"
+	fi
 	awk -v a="$pa" -v f="$pf" 'BEGIN { exit !(a < f) }' && ok "$p peak memory $pa MiB < fp32's $pf MiB" ||
 		fail "$p peak memory $pa MiB not below fp32's $pf MiB"
 done

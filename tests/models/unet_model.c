@@ -81,6 +81,21 @@ static void test_counts(void)
 		free(text);
 	}
 
+	/* Convolution FLOPs, counted by hand for depth 1, f 2, 1 -> 1 frames at
+	 * 4x4 (multiply-adds): enc0 conv1 2*1*9*16 = 288, conv2 2*2*9*16 = 576,
+	 * centre (64 channels at 2x2) 64*2*9*4 = 4608 and 64*64*9*4 = 147456,
+	 * up 2 channels * 16 pixels * 64 = 2048, dec0 2*4*9*16 = 1152 and 576,
+	 * out 1*2*16 = 32: 156736; training 3x that but the first layer's data
+	 * gradient. */
+	struct unet_config tiny = {1, 2, 1, 1, 4, 1, 1};
+	double fwd = 0, train = 0;
+	TEST_OK(unet_count_flops(&tiny, &fwd, &train));
+	TEST_ASSERT(fwd == 2 * 156736.0 && train == 3 * 2 * 156736.0 - 2 * 288.0,
+	            "tiny UNet: forward %.0f FLOPs (expected %.0f), training %.0f (expected %.0f)", fwd, 2 * 156736.0,
+	            train, 3 * 2 * 156736.0 - 2 * 288.0);
+	TEST_ASSERT(unet_count_flops(&(struct unet_config){0, 2, 1, 1, 4, 1, 1}, &fwd, &train) == STARNN_EINVAL,
+	            "a bad configuration's FLOPs were counted");
+
 	/* Bad configurations. */
 	struct unet_config bad[] = {
 		{0, 32, 13, 12, 64, 2, 1},  {6, 32, 13, 12, 128, 2, 1}, {2, 0, 13, 12, 64, 2, 1},

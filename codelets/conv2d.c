@@ -722,6 +722,22 @@ int starnn_conv2d_bwd_weight(starnn_tensor *x, starnn_tensor *dy, float beta, st
 	return conv2d_bwd_weight_dt(x, dy, beta, dw, db, STARNN_FP32, 0);
 }
 
+const char *starnn_conv2d_cpu_route(starnn_dtype dt)
+{
+	if ((dt != STARNN_BF16 && dt != STARNN_FP16) || starpu_cpu_worker_get_count() == 0)
+		return NULL;
+	if (dt == STARNN_FP16)
+		return "fp16 widened to fp32 on CPU workers (oneDNN 2.6 has no fp16 convolution): no faster than fp32 "
+		       "(widening is one more pass), half the activation memory";
+	if (starnn_conv2d_cpu_backend() != STARNN_CONV2D_DNNL)
+		return "bf16 widened to fp32 on CPU workers (the im2col route, STARNN_CONV2D_CPU=im2col): no faster than "
+		       "fp32 (widening is one more pass), half the activation memory";
+	if (starnn_conv2d_dnnl_bf16())
+		return "bf16 native on CPU workers (oneDNN: AVX512-BF16 / AMX where the processor has them)";
+	return "bf16 widened to fp32 on CPU workers (oneDNN has no bf16 kernels for this processor: they need "
+	       "AVX-512): no faster than fp32 (widening is one more pass), half the activation memory";
+}
+
 /* The 16-bit dtype of an activation, or fp32 (then the fp32 checks apply). */
 static starnn_dtype act_dtype(const starnn_tensor *t)
 {

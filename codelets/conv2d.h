@@ -84,6 +84,11 @@ const char *starnn_conv2d_cpu_backend_name(enum starnn_conv2d_backend b);
  * without oneDNN). Where it is 0, the bf16 codelets widen to fp32 on CPU
  * workers, as fp16 does. */
 int starnn_conv2d_dnnl_bf16(void);
+/* How the CPU workers run the convolutions of 16-bit activations of dtype
+ * dt, in words for a program's start-up lines ("bf16 native (oneDNN)",
+ * "fp16 widened to fp32 (...why, and what it costs...)"); NULL for fp32 or
+ * when there is no CPU worker. After starnn_init. */
+const char *starnn_conv2d_cpu_route(starnn_dtype dt);
 
 /* CUDA implementations (codelets/cuda/conv2d.cu) on cuDNN, given the
  * worker's cuDNN handle (bound to stream). They return 0 or a STARNN_E*

@@ -25,6 +25,7 @@
 #include <unistd.h>
 
 #include "codelets/amp.h"
+#include "codelets/conv2d.h"
 #include "models/sevir/checkpoint.h"
 #include "models/sevir/metrics.h"
 #include "models/sevir/output.h"
@@ -923,6 +924,9 @@ static int cmd_train(struct options *o)
 		else
 			printf("precision: amp-%s (fp32 master weights), loss scale %s\n", starnn_dtype_name(o->compute),
 			       o->loss_scale == 1 ? "dynamic" : o->loss_scale == 2 ? "static" : "none");
+		const char *route = starnn_conv2d_cpu_route(o->compute);
+		if (route)
+			printf("convolutions: %s\n", route);
 		struct starnn_amp_state s;
 		if (o->resume && o->loss_scale && (rc = unet_get_amp_state(r.m, &s)) == 0)
 			printf("loss scale resumed: %g, %lld clean steps toward doubling, %lld skipped, %lld applied\n",

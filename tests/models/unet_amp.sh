@@ -223,6 +223,22 @@ out=$("$unet" predict --checkpoint "$tmp/amp-fp16.h5" --val-samples 4 --output "
 [ $? = 0 ] && [ -s "$tmp/f.h5" ] && echo "$out" | grep -q "precision amp-fp16$" &&
 	ok "predict with an amp-fp16 checkpoint in its precision" || { echo "$out"; fail "predict with an amp checkpoint"; }
 
+# How the CPU workers run the 16-bit convolutions is said at start-up: fp16
+# is always widened (oneDNN 2.6 has no fp16 convolution), bf16 is native
+# exactly where the oneDNN probe says so; fp32 has no such line.
+small2="--size 16 --depth 1 --filters 2 --samples 8 --val-samples 4 --batch 2 --steps 1 --eval-every 0"
+out=$("$unet" train $small2 --precision amp-fp16 2>&1)
+echo "$out" | grep -q "^convolutions: fp16 widened to fp32 on CPU workers (oneDNN 2.6 has no fp16 convolution)" &&
+	ok "amp-fp16: the widened CPU convolutions are said" || { echo "$out"; fail "amp-fp16: no 'convolutions:' line"; }
+out=$("$unet" train $small2 --precision amp-bf16 2>&1)
+echo "$out" | grep -q "^convolutions: bf16 \(native\|widened to fp32\) on CPU workers" &&
+	ok "amp-bf16: $(echo "$out" | grep '^convolutions:' | cut -c1-60)..." || { echo "$out"; fail "amp-bf16: no 'convolutions:' line"; }
+out=$(STARNN_CONV2D_CPU=im2col "$unet" train $small2 --precision amp-bf16 2>&1)
+echo "$out" | grep -q "^convolutions: bf16 widened to fp32 on CPU workers (the im2col route" &&
+	ok "amp-bf16 with STARNN_CONV2D_CPU=im2col: widened, said" || { echo "$out"; fail "im2col amp-bf16: no route line"; }
+out=$("$unet" train $small2 2>&1)
+echo "$out" | grep -q "^convolutions:" && fail "fp32 run printed a 'convolutions:' line" || ok "fp32: no route line"
+
 # ------------------------------------------------------------------ 6. bad options
 "$unet" train --precision fp8 > /dev/null 2>&1
 [ $? = 2 ] || fail "--precision fp8 not refused with status 2"

@@ -27,10 +27,17 @@
 
 /* ------------------------------------------------------------ helpers */
 
+/* A configuration of the fields the tests set (the others zero: fp32). */
+static struct unet_config config(int depth, int f, int in, int out, int size, int batch, int micro)
+{
+	return (struct unet_config){.depth = depth, .filters = f, .in_frames = in, .out_frames = out, .size = size,
+	                            .batch = batch, .micro = micro};
+}
+
 static unet *make(int depth, int f, int size, int batch, int micro, enum unet_optimizer kind, float lr,
                   uint64_t seed)
 {
-	struct unet_config cfg = {depth, f, 3, 2, size, batch, micro};
+	struct unet_config cfg = config(depth, f, 3, 2, size, batch, micro);
 	struct unet_optim o;
 	unet_optim_defaults(&o);
 	o.kind = kind;
@@ -62,7 +69,7 @@ static void fill_batch(unet *m, uint64_t seed, float **x_out, float **y_out)
 
 static void test_counts(void)
 {
-	struct unet_config ref = {4, 32, 13, 12, 384, 8, 2};
+	struct unet_config ref = config(4, 32, 13, 12, 384, 8, 2);
 	int64_t n = unet_count_parameters(&ref);
 	TEST_ASSERT(n == 16556044, "reference UNet: %lld parameters, expected 16556044", (long long)n);
 
@@ -87,20 +94,21 @@ static void test_counts(void)
 	 * up 2 channels * 16 pixels * 64 = 2048, dec0 2*4*9*16 = 1152 and 576,
 	 * out 1*2*16 = 32: 156736; training 3x that but the first layer's data
 	 * gradient. */
-	struct unet_config tiny = {1, 2, 1, 1, 4, 1, 1};
+	struct unet_config tiny = config(1, 2, 1, 1, 4, 1, 1);
 	double fwd = 0, train = 0;
 	TEST_OK(unet_count_flops(&tiny, &fwd, &train));
 	TEST_ASSERT(fwd == 2 * 156736.0 && train == 3 * 2 * 156736.0 - 2 * 288.0,
 	            "tiny UNet: forward %.0f FLOPs (expected %.0f), training %.0f (expected %.0f)", fwd, 2 * 156736.0,
 	            train, 3 * 2 * 156736.0 - 2 * 288.0);
-	TEST_ASSERT(unet_count_flops(&(struct unet_config){0, 2, 1, 1, 4, 1, 1}, &fwd, &train) == STARNN_EINVAL,
+	struct unet_config bad_depth = config(0, 2, 1, 1, 4, 1, 1);
+	TEST_ASSERT(unet_count_flops(&bad_depth, &fwd, &train) == STARNN_EINVAL,
 	            "a bad configuration's FLOPs were counted");
 
 	/* Bad configurations. */
 	struct unet_config bad[] = {
-		{0, 32, 13, 12, 64, 2, 1},  {6, 32, 13, 12, 128, 2, 1}, {2, 0, 13, 12, 64, 2, 1},
-		{2, 8, 13, 12, 66, 2, 1},   {2, 8, 0, 12, 64, 2, 1},    {2, 8, 13, 12, 64, 2, 3},
-		{2, 8, 13, 12, 64, 0, 1},   {2, 8, 13, 12, 2, 2, 1},
+		config(0, 32, 13, 12, 64, 2, 1),  config(6, 32, 13, 12, 128, 2, 1), config(2, 0, 13, 12, 64, 2, 1),
+		config(2, 8, 13, 12, 66, 2, 1),   config(2, 8, 0, 12, 64, 2, 1),    config(2, 8, 13, 12, 64, 2, 3),
+		config(2, 8, 13, 12, 64, 0, 1),   config(2, 8, 13, 12, 2, 2, 1),
 	};
 	for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
 		unet *m = (unet *)1;

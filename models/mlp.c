@@ -530,12 +530,12 @@ static int parse_options(int argc, char **argv, struct options *o)
 		case 'I': rc = parse_float("--idle-watts", optarg, 0.0f, 100000.0f, &o->idle_watts); break;
 		case 'w':
 			if ((rc = starnn_wire_option("--wire-grads", optarg, &o->wire_grads)) != 0)
-				fprintf(stderr, "mlp: %s\n", starnn_last_error());
+				fprintf(stderr, "mlp: %s\n", starnn_error_message());
 			break;
 		case 'Z': o->weights.shard = 1; break;
 		case 'X':
 			if ((rc = starnn_awp_wire_option("--wire-weights", optarg, &o->weights.wire)) != 0)
-				fprintf(stderr, "mlp: %s\n", starnn_last_error());
+				fprintf(stderr, "mlp: %s\n", starnn_error_message());
 			break;
 		case 1000:
 		case 1001:
@@ -543,7 +543,7 @@ static int parse_options(int argc, char **argv, struct options *o)
 		case 1003:
 		case 1004: {
 			if ((rc = starnn_awp_option(starnn_awp_options[c - 1000], optarg, &o->weights.awp)) != 0)
-				fprintf(stderr, "mlp: %s\n", starnn_last_error());
+				fprintf(stderr, "mlp: %s\n", starnn_error_message());
 			o->awp_given = 1;
 			break;
 		}
@@ -612,7 +612,7 @@ static int parse_options(int argc, char **argv, struct options *o)
 		return -1;
 	}
 	if (starnn_awp_check(&o->weights.awp) < 0) {
-		fprintf(stderr, "mlp: %s\n", starnn_last_error());
+		fprintf(stderr, "mlp: %s\n", starnn_error_message());
 		return -1;
 	}
 	o->scaling = scaling >= 0 ? scaling : o->compute == STARNN_FP16;
@@ -914,7 +914,7 @@ int main(int argc, char **argv)
 	cfg.config_hash = starnn_dist_hash_args(argc, argv);
 	int rc = starnn_init(&cfg);
 	if (rc < 0) {
-		fprintf(stderr, "mlp: %s\n", starnn_last_error());
+		fprintf(stderr, "mlp: %s\n", starnn_error_message());
 		return 1;
 	}
 	starnn_dist_set_wire_grads(o.wire_grads);
@@ -947,12 +947,12 @@ int main(int argc, char **argv)
 	}
 	rc = train(&o);
 	if (rc < 0) {
-		fprintf(stderr, "mlp: %s\n", starnn_last_error());
+		fprintf(stderr, "mlp: %s\n", starnn_error_message());
 		starnn_dist_abort(1); /* under mpirun: the other ranks too */
 	}
 	int rc2 = starnn_shutdown();
 	if (rc == 0 && rc2 < 0) {
-		fprintf(stderr, "mlp: %s\n", starnn_last_error());
+		fprintf(stderr, "mlp: %s\n", starnn_error_message());
 		rc = rc2;
 	}
 	return rc < 0 ? 1 : 0;

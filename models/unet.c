@@ -59,21 +59,6 @@ static void fail(const char *fmt, ...)
 	va_end(ap);
 }
 
-/* A starnn error message without its "file:line: " prefix. */
-static const char *last_error(void)
-{
-	const char *m = starnn_last_error();
-	const char *colon = strchr(m, ':');
-	if (!colon || colon == m || memchr(m, ' ', (size_t)(colon - m)))
-		return m;
-	const char *p = colon + 1;
-	while (*p >= '0' && *p <= '9')
-		p++;
-	if (p == colon + 1 || p[0] != ':' || p[1] != ' ')
-		return m;
-	return p + 2;
-}
-
 static double now(void)
 {
 	struct timespec ts;
@@ -1255,7 +1240,7 @@ int main(int argc, char **argv)
 	if (o->cmd == CMD_INFO) {
 		rc = cmd_info(o);
 		if (rc < 0 && rc != RC_USAGE)
-			fail("%s", last_error());
+			fail("%s", starnn_error_message());
 		free(o);
 		return rc == RC_USAGE ? 2 : rc < 0 ? 1 : 0;
 	}
@@ -1265,7 +1250,7 @@ int main(int argc, char **argv)
 	cfg.config_hash = starnn_dist_hash_args(argc, argv);
 	rc = starnn_init(&cfg);
 	if (rc < 0) {
-		fail("%s", last_error());
+		fail("%s", starnn_error_message());
 		free(o);
 		return 1;
 	}
@@ -1302,12 +1287,12 @@ int main(int argc, char **argv)
 	default: rc = cmd_predict(o); break;
 	}
 	if (rc < 0 && rc != RC_USAGE && rc != RC_INTERRUPTED)
-		fail("%s", last_error());
+		fail("%s", starnn_error_message());
 	if (rc < 0 && rc != RC_INTERRUPTED)
 		starnn_dist_abort(rc == RC_USAGE ? 2 : 1); /* under mpirun: the other ranks too */
 	int rc2 = starnn_shutdown();
 	if (rc == 0 && rc2 < 0) {
-		fail("%s", last_error());
+		fail("%s", starnn_error_message());
 		rc = rc2;
 	}
 	free(o);

@@ -421,13 +421,13 @@ int parse_options(int argc, char **argv, struct options *o)
 		case O_WIRE_GRADS:
 			rc = starnn_wire_option("--wire-grads", optarg, &o->wire_grads);
 			if (rc)
-				fail("%s", starnn_last_error());
+				fail("%s", starnn_error_message());
 			break;
 		case O_SHARD: o->shard = 1; break;
 		case O_WIRE_WEIGHTS:
 			rc = starnn_awp_wire_option("--wire-weights", optarg, &o->wire_weights);
 			if (rc)
-				fail("%s", starnn_last_error());
+				fail("%s", starnn_error_message());
 			break;
 		case O_AWP_REL_RES:
 		case O_AWP_INTERVAL:
@@ -436,7 +436,7 @@ int parse_options(int argc, char **argv, struct options *o)
 		case O_AWP_ROUNDING: {
 			rc = starnn_awp_option(starnn_awp_options[c - O_AWP_REL_RES], optarg, &o->awp);
 			if (rc)
-				fail("%s", starnn_last_error());
+				fail("%s", starnn_error_message());
 			break;
 		}
 		case O_CPU_WATTS: rc = parse_float("--cpu-watts", optarg, 0.0f, 100000.0f, &o->cpu_watts); break;
@@ -510,7 +510,7 @@ int parse_options(int argc, char **argv, struct options *o)
 			return -1;
 		}
 	if (starnn_awp_check(&o->awp) < 0) {
-		fail("%s", starnn_last_error());
+		fail("%s", starnn_error_message());
 		return -1;
 	}
 	if (o->resume && o->init) {

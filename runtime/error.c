@@ -7,24 +7,28 @@
 #include "runtime/error.h"
 
 static _Thread_local char last_message[1024];
+static _Thread_local size_t last_where; /* length of last_message's "file:line: " */
 
 static pthread_mutex_t deferred_lock = PTHREAD_MUTEX_INITIALIZER;
 static int deferred_code;
 static char deferred_message[1024];
+static size_t deferred_where;
 
-static void format_at(char *buf, size_t size, const char *file, int line, const char *fmt, va_list ap)
+/* "file:line: text" into buf; returns the prefix's length. */
+static size_t format_at(char *buf, size_t size, const char *file, int line, const char *fmt, va_list ap)
 {
 	int n = snprintf(buf, size, "%s:%d: ", file, line);
 	if (n < 0 || (size_t)n >= size)
-		return;
+		return 0;
 	vsnprintf(buf + n, size - (size_t)n, fmt, ap);
+	return (size_t)n;
 }
 
 int starnn_error_at(const char *file, int line, int code, const char *fmt, ...)
 {
 	va_list ap;
 	va_start(ap, fmt);
-	format_at(last_message, sizeof last_message, file, line, fmt, ap);
+	last_where = format_at(last_message, sizeof last_message, file, line, fmt, ap);
 	va_end(ap);
 	return code;
 }
@@ -32,6 +36,11 @@ int starnn_error_at(const char *file, int line, int code, const char *fmt, ...)
 const char *starnn_last_error(void)
 {
 	return last_message;
+}
+
+const char *starnn_error_message(void)
+{
+	return last_message + last_where;
 }
 
 const char *starnn_strerror(int code)
@@ -57,7 +66,7 @@ void starnn_defer_error_at(const char *file, int line, int code, const char *fmt
 	if (deferred_code == 0) { /* keep the first one: later ones are usually consequences */
 		deferred_code = code;
 		va_start(ap, fmt);
-		format_at(deferred_message, sizeof deferred_message, file, line, fmt, ap);
+		deferred_where = format_at(deferred_message, sizeof deferred_message, file, line, fmt, ap);
 		va_end(ap);
 	}
 	pthread_mutex_unlock(&deferred_lock);
@@ -70,8 +79,10 @@ int starnn_take_deferred_error(void)
 	code = deferred_code;
 	if (code) {
 		memcpy(last_message, deferred_message, sizeof last_message);
+		last_where = deferred_where;
 		deferred_code = 0;
 		deferred_message[0] = 0;
+		deferred_where = 0;
 	}
 	pthread_mutex_unlock(&deferred_lock);
 	return code;

@@ -38,6 +38,8 @@ int starnn_error_at(const char *file, int line, int code, const char *fmt, ...)
 
 /* The message of the last error of this thread ("" if none): "file:line: text". */
 const char *starnn_last_error(void);
+/* The same without its "file:line: " (what a program shows its user). */
+const char *starnn_error_message(void);
 const char *starnn_strerror(int code);
 
 /* Errors raised inside tasks (any thread), reported at the next wait. */

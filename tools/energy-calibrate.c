@@ -424,7 +424,7 @@ int main(int argc, char **argv)
 	starnn_energy_meter *meter = NULL;
 	struct starnn_energy_reading r;
 	if (starnn_energy_start(&meter, NULL) < 0 || starnn_energy_read(meter, &r) < 0) {
-		fail("%s", starnn_last_error());
+		fail("%s", starnn_error_message());
 		starnn_energy_stop(meter);
 		free(o);
 		return 1;
@@ -441,7 +441,7 @@ int main(int argc, char **argv)
 	starnn_config_init(&cfg);
 	cfg.quiet = 1;
 	if (starnn_init(&cfg) < 0) {
-		fail("%s", starnn_last_error());
+		fail("%s", starnn_error_message());
 		starnn_energy_stop(meter);
 		free(o);
 		return 1;
@@ -493,7 +493,7 @@ int main(int argc, char **argv)
 			fail("the image size %d is not a multiple of 2^depth = %d: choose --size", size, unit);
 			rc = -1;
 		} else if ((rc = unet_create(&m, &uc, &opt, o->seed)) < 0 || (rc = capture_step(m, &tasks, &ntasks)) < 0) {
-			fail("%s", starnn_last_error());
+			fail("%s", starnn_error_message());
 		} else {
 			printf("%s: UNet depth %d, %d filters, %dx%d, batch %d in %d micro-batches, %s%s; %s\n", prog,
 			       o->depth, o->filters, size, size, o->batch, micro,
@@ -513,7 +513,7 @@ int main(int argc, char **argv)
 			if (rc == 0)
 				rc = calibrate_all(&c, meter, t, nt, tasks, ntasks);
 			if (rc < 0)
-				fail("%s", starnn_last_error());
+				fail("%s", starnn_error_message());
 		}
 	}
 	int recorded = 0;
@@ -549,7 +549,7 @@ int main(int argc, char **argv)
 	starnn_energy_stop(meter);
 	int rc2 = starnn_shutdown();
 	if (rc == 0 && rc2 < 0) {
-		fail("%s", starnn_last_error());
+		fail("%s", starnn_error_message());
 		rc = rc2;
 	}
 	free(o);

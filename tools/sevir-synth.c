@@ -105,8 +105,7 @@ int main(int argc, char **argv)
 	int rc = raw ? sevir_write_raw(path, catalog, (int)count, (int)size, (uint64_t)seed)
 	             : sevir_write_prepared(path, (int)count, (int)size, (uint64_t)seed);
 	if (rc < 0) {
-		const char *m = starnn_last_error(), *p = strstr(m, ": "); /* drop the "source.c:line: " */
-		fprintf(stderr, "sevir-synth: %s\n", p && strstr(m, ".c:") && strstr(m, ".c:") < p ? p + 2 : m);
+		fprintf(stderr, "sevir-synth: %s\n", starnn_error_message());
 		return 1;
 	}
 	clock_gettime(CLOCK_MONOTONIC, &t1);

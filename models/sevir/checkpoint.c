@@ -465,7 +465,7 @@ static int write_tensor(hid_t fid, hid_t lcpl, const char *file, const struct ck
 	int rc = starnn_tensor_read_f32(t, buf);
 	if (rc < 0) {
 		char prev[512];
-		snprintf(prev, sizeof prev, "%s", starnn_last_error());
+		snprintf(prev, sizeof prev, "%s", starnn_error_message());
 		return starnn_error(rc, "checkpoint %s: cannot read tensor %s for '%s': %s", file,
 		                    starnn_tensor_describe(t, desc, sizeof desc), e->path, prev);
 	}

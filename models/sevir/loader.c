@@ -82,15 +82,6 @@ int sevir_batches_per_epoch(const sevir_loader *l)
 	return l->bpe;
 }
 
-/* The message without its "file:line: " prefix (it is re-raised in the caller's thread). */
-static const char *strip_where(const char *m)
-{
-	const char *p = strstr(m, ": ");
-	if (p && p - m < 200 && memchr(m, ':', (size_t)(p - m)))
-		return p + 2;
-	return m;
-}
-
 static void *loader_main(void *arg)
 {
 	sevir_loader *l = arg;
@@ -115,7 +106,7 @@ static void *loader_main(void *arg)
 		s->g = g;
 		s->rc = rc;
 		if (rc)
-			snprintf(s->msg, sizeof s->msg, "%s", strip_where(starnn_last_error()));
+			snprintf(s->msg, sizeof s->msg, "%s", starnn_error_message() /* re-raised in the caller's thread */);
 		s->ready = 1;
 		pthread_cond_broadcast(&l->cv_ready);
 		pthread_mutex_unlock(&l->mu);

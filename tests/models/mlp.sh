@@ -60,4 +60,11 @@ fi
 [ $? = 2 ] || { echo "FAIL: --batch 0 not refused with status 2"; status=1; }
 "$mlp" --optimizer rmsprop 2> /dev/null
 [ $? = 2 ] || { echo "FAIL: --optimizer rmsprop not refused"; status=1; }
+# The messages a user sees name the problem, not starnn's source lines.
+for bad in "--wire-grads foo" "--precision fp8" "--loss-scale 0"; do
+	err=$("$mlp" $bad 2>&1 > /dev/null)
+	if [ -z "$err" ] || echo "$err" | grep -Eq '[a-z_]+\.c:[0-9]+:'; then
+		echo "FAIL: $bad: message '$err' (empty, or with a source location)"; status=1
+	fi
+done
 exit $status

@@ -16,7 +16,8 @@
 #    --init starts from;
 #  - eval, predict (--output, --png) and training on tools/sevir-synth files
 #    of both layouts (raw + CATALOG.csv, prepared);
-#  - errors: bad options (exit 2), a missing file, a NaN in the data, an
+#  - errors: bad options (exit 2; messages without starnn's source
+#    locations), a missing file, a NaN in the data, an
 #    unwritable output (exit 1, a message, no file left behind);
 #  - pipelined steps (step k+1 submitted before step k's loss is read):
 #    evaluations and checkpoints every 3 steps leave the losses unchanged and
@@ -49,6 +50,9 @@ expect() {
 		cat "$tmp/err"
 	elif ! grep -qi -- "$pattern" "$tmp/err"; then
 		fail "'$*': no message matching '$pattern':"
+		cat "$tmp/err"
+	elif grep -Eq '[a-z_]+\.c:[0-9]+:' "$tmp/err"; then
+		fail "'$*': the message shows a source location of starnn:"
 		cat "$tmp/err"
 	else
 		ok "'$*' -> exit $rc: $(head -1 "$tmp/err")"
@@ -270,6 +274,8 @@ expect 2 "checkpoint" "$unet" eval
 expect 2 "output" "$unet" predict --checkpoint "$tmp/a.h5"
 expect 2 "unknown option .--no-such-option" "$unet" train --no-such-option
 expect 2 "needs a value" "$unet" train --steps
+expect 2 "wire-grads is none" "$unet" train --wire-grads foo
+expect 2 "awp-interval" "$unet" train --awp-interval 0
 expect 2 "multiple of" "$unet" train $R --size 34 --steps 1
 expect 1 "missing.h5" "$unet" train --data "$tmp/missing.h5" --steps 1
 expect 1 "missing.h5" "$unet" eval --checkpoint "$tmp/missing.h5"

@@ -146,6 +146,13 @@ static void options(void)
 		                strstr(starnn_last_error(), bad[i].opt),
 		            "%s %s refused with a message naming the option (%s)", bad[i].opt, bad[i].arg,
 		            starnn_last_error());
+	/* What a program shows its user: the message without the source
+	 * location that starnn_last_error() starts with. */
+	starnn_awp_option("--awp-interval", "0", &c);
+	const char *full = starnn_last_error(), *msg = starnn_error_message();
+	TEST_ASSERT(strncmp(full, "runtime/awp.c:", 14) == 0 && strncmp(msg, "--awp-interval", 14) == 0 &&
+	                strcmp(strstr(full, ": ") + 2, msg) == 0,
+	            "starnn_error_message() is '%s' without its location: '%s'", full, msg);
 	int w = 0;
 	TEST_OK(starnn_awp_wire_option("--wire-weights", "awp", &w));
 	TEST_ASSERT(w == STARNN_WIRE_ADAPTIVE, "awp is the adaptive policy");

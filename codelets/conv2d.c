@@ -126,7 +126,7 @@ static float *workspace_get(size_t n, const char *op)
 static void done(int rc)
 {
 	if (rc < 0)
-		starnn_defer_error(rc, "%s", starnn_last_error());
+		starnn_defer_last_error(rc);
 }
 
 /* ---------------------------------------------------- one pass, one worker

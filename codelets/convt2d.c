@@ -36,7 +36,7 @@ static uint32_t convt2d_half_footprint(struct starpu_task *task)
 static void report(int rc)
 {
 	if (rc < 0)
-		starnn_defer_error(rc, "%s", starnn_last_error());
+		starnn_defer_last_error(rc);
 }
 
 /* ---------------------------------------------------- one pass, one worker

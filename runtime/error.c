@@ -72,6 +72,17 @@ void starnn_defer_error_at(const char *file, int line, int code, const char *fmt
 	pthread_mutex_unlock(&deferred_lock);
 }
 
+void starnn_defer_last_error(int code)
+{
+	pthread_mutex_lock(&deferred_lock);
+	if (deferred_code == 0) {
+		deferred_code = code;
+		memcpy(deferred_message, last_message, sizeof deferred_message);
+		deferred_where = last_where;
+	}
+	pthread_mutex_unlock(&deferred_lock);
+}
+
 int starnn_take_deferred_error(void)
 {
 	int code;

@@ -46,6 +46,9 @@ const char *starnn_strerror(int code);
 void starnn_defer_error_at(const char *file, int line, int code, const char *fmt, ...)
 	__attribute__((format(printf, 4, 5)));
 #define starnn_defer_error(code, ...) starnn_defer_error_at(__FILE__, __LINE__, (code), __VA_ARGS__)
+/* Defers this thread's last error as it is (its source location kept):
+ * a kernel's error becoming its task's. */
+void starnn_defer_last_error(int code);
 /* Returns and clears the first deferred error (0 if none), copying its
  * message into the caller thread's last error. */
 int starnn_take_deferred_error(void);

@@ -7,13 +7,16 @@
 #     RSS over steps 200-400 below UNET_BOUND_KB (512);
 #  2. models/unet train with an evaluation after every step, 50 evaluations
 #     (32 validation samples: 16 forecast batches each): max RSS after
-#     evaluations 42-49 minus max RSS after evaluations 5-12 below
+#     evaluations 41-48 minus max RSS after evaluations 5-12 below
 #     EVAL_BOUND_KB (192);
 #  3. models/mlp, 6000 steps (the default 16-64-64-4 network): max RSS over
 #     steps 5400-5999 minus max RSS over steps 600-1200 below MLP_BOUND_KB
 #     (512).
 # The last step is left out of the windows: after it the program reports
-# and shuts StarPU down, and RSS then jumps by about 1.7 MB once.
+# and shuts StarPU down, and RSS then jumps by about 1.7 MB once. So is the
+# last interval between evaluations (49 to 50, the final evaluation): with
+# the window 42-49 CI once counted that jump, a growth of 1520 kB while the
+# samples after each evaluation stayed within 4 kB.
 # 16-30 s on this 2-core machine (never idle while measured). Skipped in a
 # sanitizer build (ASan keeps freed memory in a quarantine of up to 256 MiB,
 # so RSS grows there by design; LeakSanitizer checks that build's runs for
@@ -136,7 +139,7 @@ sample train step "$unet" train $U --steps 2000 --eval-every 0 --log-json "$tmp/
 # 2. 50 evaluations (after steps 1-49 and at the end).
 sample eval eval "$unet" train $U --val-samples 32 --steps 50 --eval-every 1 --log-json "$tmp/run.json" &&
 	{ n=$(grep -c '"eval":' "$tmp/run.json"); [ "$n" = 50 ] || fail "eval: $n evaluations, 50 expected"; } &&
-	growth eval 5 12 42 49 "$EVAL_BOUND_KB" evaluations
+	growth eval 5 12 41 48 "$EVAL_BOUND_KB" evaluations
 
 # 3. models/mlp, 6000 steps (its loss printed every 10: the step waits for
 # it). Its output is a file here, so stdio would buffer it in 4 KiB blocks

@@ -233,10 +233,11 @@ static void flops_fn(void *ctx, const char *name, const char *op, int c, int h, 
 	struct flops_ctx *f = ctx;
 	if (strncmp(op, "conv", 4) != 0)
 		return;
+	(void)name;
 	double macs = (double)(params - c) * h * h / (strstr(op, "transpose") ? 4.0 : 1.0);
-	f->fwd += 2 * macs;
-	if (!strcmp(name, "enc0/conv1"))
+	if (f->fwd == 0) /* walk visits the first layer first */
 		f->first = 2 * macs;
+	f->fwd += 2 * macs;
 }
 
 int unet_count_flops(const struct unet_config *cfg, double *forward, double *train)

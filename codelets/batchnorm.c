@@ -19,7 +19,18 @@ struct bn_args {
 	int var_given;           /* bn_apply in evaluation mode */
 	int update_running;
 	int nslots;              /* workspace slots read */
+	int cb;                  /* the data's channel block (runtime/tensor.h): 1 NCHW, 8 / 16 blocked */
 };
+
+#ifdef STARNN_USE_CUDA
+/* Blocked data runs on CPUs only (the CUDA kernels take NCHW). */
+static int bn_can_execute(unsigned workerid, struct starpu_task *task, unsigned nimpl)
+{
+	(void)nimpl;
+	const struct bn_args *a = task->cl_arg;
+	return starpu_worker_get_type((int)workerid) == STARPU_CPU_WORKER || !a || a->cb <= 1;
+}
+#endif
 
 /* The workspace's rows as slots of doubles. */
 #define SLOTS(m) ((double *)(m).ptr)
@@ -36,6 +47,7 @@ struct bn_args {
 		.cpu_funcs_name = {#fn "_cpu"},                                          \
 		.cuda_funcs = {fn##_cuda},                                               \
 		.cuda_flags = {STARPU_CUDA_ASYNC},                                       \
+		.can_execute = bn_can_execute,                                           \
 		.nbuffers = n,                                                           \
 		.modes = {__VA_ARGS__},                                                  \
 		STARNN_MODELS_OF(stem),                                                  \
@@ -76,7 +88,10 @@ static void bn_stats_run(void *buffers[], void *cl_arg, starnn_dtype dt, int cud
 	struct starnn_mat x = starnn_buffer(buffers, 0), s = starnn_buffer(buffers, 1);
 	size_t c = s.cols / 4;
 	if (!cuda) {
-		starnn_bn_stats_mp_cpu(dt, x.rows, c, x.cols / c, x.ptr, x.ld, SLOTS(s), a->accumulate);
+		if (a->cb > 1)
+			starnn_bn_stats_blk_cpu(dt, (size_t)a->cb, x.rows, c, x.cols / c, x.ptr, x.ld, SLOTS(s), a->accumulate);
+		else
+			starnn_bn_stats_mp_cpu(dt, x.rows, c, x.cols / c, x.ptr, x.ld, SLOTS(s), a->accumulate);
 		return;
 	}
 #ifdef STARNN_USE_CUDA
@@ -98,8 +113,12 @@ static void bn_apply_run(void *buffers[], void *cl_arg, starnn_dtype dt, int cud
 	                  g = starnn_buffer(buffers, 3), b = starnn_buffer(buffers, 4), y = starnn_buffer(buffers, 5);
 	size_t c = m.cols;
 	if (!cuda) {
-		starnn_bn_apply_mp_cpu(dt, x.rows, c, x.cols / c, x.ptr, x.ld, m.ptr, st.ptr, a->var_given, a->eps, g.ptr,
-		                       b.ptr, a->relu, y.ptr, y.ld);
+		if (a->cb > 1)
+			starnn_bn_apply_blk_cpu(dt, (size_t)a->cb, x.rows, c, x.cols / c, x.ptr, x.ld, m.ptr, st.ptr,
+			                        a->var_given, a->eps, g.ptr, b.ptr, a->relu, y.ptr, y.ld);
+		else
+			starnn_bn_apply_mp_cpu(dt, x.rows, c, x.cols / c, x.ptr, x.ld, m.ptr, st.ptr, a->var_given, a->eps,
+			                       g.ptr, b.ptr, a->relu, y.ptr, y.ld);
 		return;
 	}
 #ifdef STARNN_USE_CUDA
@@ -125,8 +144,12 @@ static void bn_bwd_reduce_run(void *buffers[], void *cl_arg, starnn_dtype dt, in
 	struct starnn_mat m = starnn_buffer(buffers, i++), s = starnn_buffer(buffers, i++);
 	size_t c = m.cols;
 	if (!cuda) {
-		starnn_bn_bwd_reduce_mp_cpu(dt, x.rows, c, x.cols / c, x.ptr, x.ld, dy.ptr, dy.ld, y.ptr, y.ld, m.ptr,
-		                            SLOTS(s), a->accumulate);
+		if (a->cb > 1)
+			starnn_bn_bwd_reduce_blk_cpu(dt, (size_t)a->cb, x.rows, c, x.cols / c, x.ptr, x.ld, dy.ptr, dy.ld,
+			                             y.ptr, y.ld, m.ptr, SLOTS(s), a->accumulate);
+		else
+			starnn_bn_bwd_reduce_mp_cpu(dt, x.rows, c, x.cols / c, x.ptr, x.ld, dy.ptr, dy.ld, y.ptr, y.ld, m.ptr,
+			                            SLOTS(s), a->accumulate);
 		return;
 	}
 #ifdef STARNN_USE_CUDA
@@ -153,9 +176,14 @@ static void bn_bwd_apply_run(void *buffers[], void *cl_arg, starnn_dtype dt, int
 	struct starnn_mat w = starnn_buffer(buffers, i++), dx = starnn_buffer(buffers, i++);
 	size_t c = m.cols;
 	if (!cuda) {
-		starnn_bn_bwd_apply_mp_cpu(dt, x.rows, c, x.cols / c, x.ptr, x.ld, dy.ptr, dy.ld, y.ptr, y.ld, m.ptr,
-		                           is.ptr, g.ptr, (size_t)a->nslots, SLOTS(w), SLOT_LD(w), a->count, a->beta,
-		                           dx.ptr, dx.ld);
+		if (a->cb > 1)
+			starnn_bn_bwd_apply_blk_cpu(dt, (size_t)a->cb, x.rows, c, x.cols / c, x.ptr, x.ld, dy.ptr, dy.ld,
+			                            y.ptr, y.ld, m.ptr, is.ptr, g.ptr, (size_t)a->nslots, SLOTS(w),
+			                            SLOT_LD(w), a->count, a->beta, dx.ptr, dx.ld);
+		else
+			starnn_bn_bwd_apply_mp_cpu(dt, x.rows, c, x.cols / c, x.ptr, x.ld, dy.ptr, dy.ld, y.ptr, y.ld, m.ptr,
+			                           is.ptr, g.ptr, (size_t)a->nslots, SLOTS(w), SLOT_LD(w), a->count, a->beta,
+			                           dx.ptr, dx.ld);
 		return;
 	}
 #ifdef STARNN_USE_CUDA
@@ -332,8 +360,9 @@ static int check_like(const char *op, const char *what, const starnn_tensor *a, 
 	char da[128], db[128];
 	if (!b)
 		return starnn_error(STARNN_EINVAL, "%s: %s is NULL", op, what);
-	if (b->dtype != dt || b->ndim < 2 || b->rows != a->rows || b->cols != a->cols || b->shape[1] != a->shape[1])
-		return starnn_error(STARNN_EINVAL, "%s: %s must be %s of the shape of %s, got %s", op, what,
+	if (b->dtype != dt || b->ndim < 2 || b->rows != a->rows || b->cols != a->cols || b->shape[1] != a->shape[1] ||
+	    b->cblock != a->cblock)
+		return starnn_error(STARNN_EINVAL, "%s: %s must be %s of the shape and layout of %s, got %s", op, what,
 		                    starnn_dtype_name(dt),
 		                    starnn_tensor_describe(a, da, sizeof da), starnn_tensor_describe(b, db, sizeof db));
 	return 0;
@@ -373,6 +402,15 @@ static int check_distinct(const char *op, const starnn_tensor *out, const starnn
 
 /* ------------------------------------------------------------- the steps */
 
+/* The channels of block b of nb (the layer's channel blocks, below): in
+ * whole units of 16 or 8 channels where there are enough of them, so that
+ * blocked data (nChw16c / nChw8c) can be cut the same way, else even. */
+static int64_t block_channels(int64_t c, int nb, int b)
+{
+	int64_t u = c % 16 == 0 && c / 16 >= nb ? 16 : c % 8 == 0 && c / 8 >= nb ? 8 : 1, units = c / u;
+	return u * (units / nb + (b < units % nb));
+}
+
 int starnn_batchnorm_work_create(starnn_tensor **out, const char *name, int64_t c, int nslots)
 {
 	if (c < 1 || nslots < 1)
@@ -397,7 +435,7 @@ static int bn_stats_dt(starnn_tensor *x, starnn_tensor *slot, int accumulate, st
 	STARNN_CHECK(check_work("bn_stats", slot, c, 1));
 	if (slot->rows != 1)
 		return starnn_error(STARNN_EINVAL, "bn_stats: the slot must be one workspace row, got %zu rows", slot->rows);
-	struct bn_args a = {.accumulate = accumulate != 0};
+	struct bn_args a = {.accumulate = accumulate != 0, .cb = x->cblock};
 	struct starnn_task_desc d = {.cl = stats_cls[dt], .args = &a, .args_size = sizeof a, .flops = BN_FLOPS(3, x),
 	                             .tensors = {x, slot}};
 	return starnn_submit(&d);
@@ -460,7 +498,7 @@ static int bn_apply_dt(starnn_tensor *x, starnn_tensor *mean, starnn_tensor *sta
 	STARNN_CHECK(check_vec(op, "beta", beta, c));
 	if (var_given && !(eps > 0))
 		return starnn_error(STARNN_EINVAL, "%s: need eps > 0, got %g", op, eps);
-	struct bn_args a = {.eps = eps, .relu = relu != 0, .var_given = var_given != 0};
+	struct bn_args a = {.eps = eps, .relu = relu != 0, .var_given = var_given != 0, .cb = x->cblock};
 	struct starnn_task_desc d = {.cl = apply_cls[dt], .args = &a, .args_size = sizeof a, .flops = BN_FLOPS(3, x),
 	                             .tensors = {x, mean, stat, gamma, beta, y}};
 	return starnn_submit(&d);
@@ -479,7 +517,7 @@ static int bn_bwd_reduce_dt(starnn_tensor *x, starnn_tensor *dy, starnn_tensor *
 	STARNN_CHECK(check_work(op, slot, c, 1));
 	if (slot->rows != 1)
 		return starnn_error(STARNN_EINVAL, "%s: the slot must be one workspace row, got %zu rows", op, slot->rows);
-	struct bn_args a = {.accumulate = accumulate != 0, .relu = y != NULL};
+	struct bn_args a = {.accumulate = accumulate != 0, .relu = y != NULL, .cb = x->cblock};
 	struct starnn_task_desc d = {.args = &a, .args_size = sizeof a, .flops = BN_FLOPS(4, x)};
 	if (y) {
 		d.cl = reduce_cls[1][dt];
@@ -533,7 +571,7 @@ static int bn_bwd_apply_dt(starnn_tensor *x, starnn_tensor *dy, starnn_tensor *y
 	STARNN_CHECK(check_work(op, work, c, nslots));
 	if (!(count > 1))
 		return starnn_error(STARNN_EINVAL, "%s: expected more than 1 value per channel, got %g", op, count);
-	struct bn_args a = {.count = count, .beta = beta, .relu = y != NULL, .nslots = nslots};
+	struct bn_args a = {.count = count, .beta = beta, .relu = y != NULL, .nslots = nslots, .cb = x->cblock};
 	struct starnn_task_desc d = {.args = &a, .args_size = sizeof a, .flops = BN_FLOPS(5, x)};
 	if (y) {
 		d.cl = bwd_apply_cls[1][beta != 0][dt];
@@ -621,7 +659,7 @@ int starnn_batchnorm_init(starnn_batchnorm *bn, const char *name, int64_t channe
 			snprintf(n, sizeof n, "%s.work%d", name, b);
 			starnn_tensor **more = bn->bmore ? bn->bmore + (size_t)b * (size_t)(max_parts - 1) : NULL;
 			bn->nblocks = b + 1; /* what destroy frees, this block's slots made so far too */
-			rc = slots_create(&bn->bwork[b], more ? &more : NULL, n, channels / nb + (b < channels % nb), max_parts);
+			rc = slots_create(&bn->bwork[b], more ? &more : NULL, n, block_channels(channels, nb, b), max_parts);
 		}
 	}
 	if (rc < 0)
@@ -689,11 +727,15 @@ static int check_parts(const char *op, const starnn_batchnorm *bn, int nparts, s
 #define BN_MIN_BLOCK_ELEMS ((size_t)1 << 17)
 
 /* How many channel blocks a call uses: bn->nblocks when there are fewer
- * parts than workers and each block stays large enough, else 1. */
+ * parts than workers and each block stays large enough (and, for blocked
+ * data, holds whole blocks of channels), else 1. */
 static int call_blocks(const starnn_batchnorm *bn, int nparts, starnn_tensor *const *x)
 {
 	if (bn->nblocks < 2 || nparts >= (int)starpu_worker_get_count())
 		return 1;
+	for (int b = 0; b < bn->nblocks; b++)
+		if (block_channels(bn->channels, bn->nblocks, b) % x[0]->cblock)
+			return 1;
 	return x[0]->rows * x[0]->cols / (size_t)bn->nblocks >= BN_MIN_BLOCK_ELEMS ? bn->nblocks : 1;
 }
 
@@ -739,7 +781,7 @@ static int bn_block(starnn_batchnorm *bn, int nb, int b, int nparts, starnn_tens
 {
 	int64_t sizes[nb];
 	for (int i = 0; i < nb; i++)
-		sizes[i] = bn->channels / nb + (i < bn->channels % nb);
+		sizes[i] = block_channels(bn->channels, nb, i);
 	for (int p = 0; p < nparts; p++) {
 		STARNN_CHECK(block_of(x[p], nb, sizes, b, 1, &k->x[p]));
 		STARNN_CHECK(block_of(y ? y[p] : NULL, nb, sizes, b, 1, &k->y[p]));

@@ -99,6 +99,23 @@ void starnn_bn_bwd_apply_mp_cpu(starnn_dtype dt, size_t n, size_t c, size_t inne
                                 const float *invstd, const float *gamma, size_t nslots, const double *slots,
                                 size_t lds, double count, float beta, void *dx, size_t lddx);
 
+/* The same on blocked data (runtime/tensor.h: nChw8c / nChw16c, cb = 8 or
+ * 16 channels per block, c a multiple of cb; rows ld apart as above). A
+ * channel's sums run in another order than the NCHW kernels' (agreeing to
+ * double rounding); y and dx are computed element by element as there. */
+void starnn_bn_stats_blk_cpu(starnn_dtype dt, size_t cb, size_t n, size_t c, size_t inner, const void *x,
+                             size_t ldx, double *sums, int accumulate);
+void starnn_bn_apply_blk_cpu(starnn_dtype dt, size_t cb, size_t n, size_t c, size_t inner, const void *x,
+                             size_t ldx, const float *mean, const float *stat, int var_given, float eps,
+                             const float *gamma, const float *beta, int relu, void *y, size_t ldy);
+void starnn_bn_bwd_reduce_blk_cpu(starnn_dtype dt, size_t cb, size_t n, size_t c, size_t inner, const void *x,
+                                  size_t ldx, const void *dy, size_t lddy, const void *y, size_t ldy,
+                                  const float *mean, double *sums, int accumulate);
+void starnn_bn_bwd_apply_blk_cpu(starnn_dtype dt, size_t cb, size_t n, size_t c, size_t inner, const void *x,
+                                 size_t ldx, const void *dy, size_t lddy, const void *y, size_t ldy,
+                                 const float *mean, const float *invstd, const float *gamma, size_t nslots,
+                                 const double *slots, size_t lds, double count, float beta, void *dx, size_t lddx);
+
 /* total[0:n) += slot[0:n): adds one slot to another (n = 2*c doubles). */
 void starnn_bn_slot_add_cpu(size_t n, const double *slot, double *total);
 

@@ -9,6 +9,7 @@
  * own small task that reads the whole dy beside them. */
 #include <config.h>
 
+#include <stdio.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -28,6 +29,7 @@ struct conv_args {
 	/* footprint key: the geometry of this task's parts */
 	uint32_t n, c, o, h, w, k;
 	uint32_t backend; /* CPU kernels (enum starnn_conv2d_backend): another cost */
+	uint32_t xb, yb;  /* layouts of x (dx) and y (dy): runtime/tensor.h cblock */
 	uint32_t cuda_half; /* 16-bit codelets: enum starnn_cuda_half_conv (0 for fp32) */
 	uint32_t o0;  /* forward: first output channel of this part (bias offset) */
 	float beta;   /* backward passes: dx / dw / db = beta * old + new */
@@ -35,14 +37,24 @@ struct conv_args {
 /* The fp32 codelets' key leaves cuda_half out (their footprints stay as
  * they were); the 16-bit ones include it: native and widened are different
  * costs. */
-#define CONV_KEY_BYTES (7 * sizeof(uint32_t))
-#define CONV_HALF_KEY_BYTES (8 * sizeof(uint32_t))
+#define CONV_KEY_BYTES (9 * sizeof(uint32_t))
+#define CONV_HALF_KEY_BYTES (10 * sizeof(uint32_t))
 
 static struct starnn_conv2d_geom geom_of(const struct conv_args *a)
 {
-	struct starnn_conv2d_geom g = {a->n, a->c, a->o, a->h, a->w, a->k};
+	struct starnn_conv2d_geom g = {a->n, a->c, a->o, a->h, a->w, a->k, a->xb, a->yb};
 	return g;
 }
+
+/* Blocked data runs on CPUs only (cuDNN takes NCHW here). */
+#if defined(STARNN_USE_CUDA) && defined(STARNN_USE_CUDNN)
+static int conv_can_execute(unsigned workerid, struct starpu_task *task, unsigned nimpl)
+{
+	(void)nimpl;
+	const struct conv_args *a = task->cl_arg;
+	return starpu_worker_get_type((int)workerid) == STARPU_CPU_WORKER || !a || (a->xb <= 1 && a->yb <= 1);
+}
+#endif
 
 static uint32_t conv_footprint(struct starpu_task *task)
 {
@@ -213,7 +225,11 @@ static void bwd_bias_run(const struct conv_args *a, int cuda, void *stream, stru
 #endif
 		return;
 	}
-	starnn_conv2d_bwd_bias_cpu(a->n, a->o, (size_t)a->h * a->w, dy.ptr, dy.ld, a->beta, db.ptr);
+	if (a->yb > 1)
+		starnn_conv2d_bwd_bias_blk_cpu(STARNN_FP32, a->yb, a->n, a->o, (size_t)a->h * a->w, dy.ptr, dy.ld, a->beta,
+		                               db.ptr);
+	else
+		starnn_conv2d_bwd_bias_cpu(a->n, a->o, (size_t)a->h * a->w, dy.ptr, dy.ld, a->beta, db.ptr);
 }
 
 /* ------------------------------------------------------- fp32 codelets */
@@ -260,7 +276,7 @@ static void bwd_bias_cuda(void *buffers[], void *cl_arg)
 {
 	bwd_bias_run(cl_arg, 1, starnn_cuda_stream(), BUF(0), BUF(1));
 }
-#define CONV_CUDA_FIELDS(fn) .cuda_funcs = {fn}, .cuda_flags = {STARPU_CUDA_ASYNC},
+#define CONV_CUDA_FIELDS(fn) .cuda_funcs = {fn}, .cuda_flags = {STARPU_CUDA_ASYNC}, .can_execute = conv_can_execute,
 #else
 #define CONV_CUDA_FIELDS(fn)
 #endif
@@ -438,7 +454,7 @@ static void bwd_bias_half(void *buffers[], void *cl_arg, starnn_dtype dt, int cu
 #ifdef CONV_CUDA
 #define CONV_HALF_CUDA(fn, dt, DT)                                                                          \
 	static void fn##_##dt##_cuda(void *buffers[], void *cl_arg) { fn##_half(buffers, cl_arg, DT, 1); }
-#define CONV_HALF_CUDA_FIELDS(fn) .cuda_funcs = {fn}, .cuda_flags = {STARPU_CUDA_ASYNC},
+#define CONV_HALF_CUDA_FIELDS(fn) .cuda_funcs = {fn}, .cuda_flags = {STARPU_CUDA_ASYNC}, .can_execute = conv_can_execute,
 #else
 #define CONV_HALF_CUDA(fn, dt, DT)
 #define CONV_HALF_CUDA_FIELDS(fn)
@@ -516,13 +532,17 @@ static int check_shapes_dt(const char *op, const starnn_tensor *x, const starnn_
 	g->h = (size_t)x->shape[2];
 	g->w = (size_t)x->shape[3];
 	g->k = (size_t)k;
+	g->xb = (size_t)x->cblock;
+	g->yb = (size_t)y->cblock;
+	if ((g->xb > 1 || g->yb > 1) && starnn_conv2d_cpu_backend() != STARNN_CONV2D_DNNL)
+		return starnn_error(STARNN_EINVAL, "%s: blocked layouts (%s, %s) need the oneDNN CPU backend", op, dx, dy);
 	return 0;
 }
 
 static struct conv_args args_of(const struct starnn_conv2d_geom *g, float beta, starnn_dtype dt)
 {
 	struct conv_args a = {(uint32_t)g->n, (uint32_t)g->c, (uint32_t)g->o, (uint32_t)g->h, (uint32_t)g->w,
-	                      (uint32_t)g->k, (uint32_t)starnn_conv2d_cpu_backend(),
+	                      (uint32_t)g->k, (uint32_t)starnn_conv2d_cpu_backend(), (uint32_t)g->xb, (uint32_t)g->yb,
 	                      dt == STARNN_FP32 ? 0u : (uint32_t)starnn_cuda_half_conv(), 0, beta};
 	return a;
 }
@@ -565,6 +585,19 @@ static void even_sizes(int64_t extent, int nparts, int64_t *sizes)
 		sizes[i] = extent / nparts + (i < extent % nparts);
 }
 
+/* Even sizes of a channel split into at most nparts parts of whole blocks
+ * of unit channels (a blocked tensor's cblock, else 1); the part count. */
+static int channel_sizes(size_t extent, int nparts, size_t unit, int64_t *sizes)
+{
+	size_t units = extent / (unit ? unit : 1);
+	if ((size_t)nparts > units)
+		nparts = (int)units;
+	even_sizes((int64_t)units, nparts, sizes);
+	for (int i = 0; i < nparts; i++)
+		sizes[i] *= (int64_t)(unit ? unit : 1);
+	return nparts;
+}
+
 static int conv2d_fwd_dt(starnn_tensor *x, starnn_tensor *w, starnn_tensor *b, starnn_tensor *y, starnn_dtype dt)
 {
 	struct starnn_conv2d_geom g;
@@ -595,14 +628,12 @@ static int conv2d_fwd_dt(starnn_tensor *x, starnn_tensor *w, starnn_tensor *b, s
 		}
 		return 0;
 	}
-	if ((size_t)parts > g.o)
-		parts = (int)g.o;
+	parts = channel_sizes(g.o, parts, g.yb, sizes);
 	if (parts == 1) {
 		struct starnn_task_desc d = {.cl = fwd_cls[dt], .args = &a, .args_size = sizeof a,
 		                             .flops = task_flops(&a, STARNN_CONV2D_FWD), .tensors = {x, w, b, y}};
 		return starnn_submit(&d);
 	}
-	even_sizes((int64_t)g.o, parts, sizes);
 	STARNN_CHECK(starnn_tensor_split(y, 1, parts, sizes, &yp));
 	STARNN_CHECK(starnn_tensor_split(w, 0, parts, sizes, &wp));
 	for (int i = 0; i < parts; i++) {
@@ -643,14 +674,12 @@ static int conv2d_bwd_data_dt(starnn_tensor *dy, starnn_tensor *w, float beta, s
 		return 0;
 	}
 	/* Input channels: dx[:, c-block] needs w[:, c-block] (axis 1 of w). */
-	if ((size_t)parts > g.c)
-		parts = (int)g.c;
+	parts = channel_sizes(g.c, parts, g.xb, sizes);
 	if (parts == 1) {
 		struct starnn_task_desc d = {.cl = bwd_data_cls[dt], .args = &a, .args_size = sizeof a,
 		                             .flops = task_flops(&a, STARNN_CONV2D_BWD_DATA), .tensors = {dy, w, dx}};
 		return starnn_submit(&d);
 	}
-	even_sizes((int64_t)g.c, parts, sizes);
 	STARNN_CHECK(starnn_tensor_split(dx, 1, parts, sizes, &dxp));
 	STARNN_CHECK(starnn_tensor_split(w, 1, parts, sizes, &wp));
 	for (int i = 0; i < parts; i++) {
@@ -676,16 +705,14 @@ static int conv2d_bwd_weight_dt(starnn_tensor *x, starnn_tensor *dy, float beta,
 	/* Input channels: dw[:, c-block] needs x[:, c-block] and all of dy;
 	 * the parts of dw are disjoint, so no reduction is needed. */
 	int parts = task_count(&g, STARNN_CONV2D_BWD_WEIGHT, max_parts);
-	if ((size_t)parts > g.c)
-		parts = (int)g.c;
+	int64_t sizes[parts];
+	parts = channel_sizes(g.c, parts, g.xb, sizes);
 	if (parts == 1) {
 		struct starnn_task_desc d = {.cl = bwd_weight_cls[dt], .args = &a, .args_size = sizeof a,
 		                             .flops = task_flops(&a, STARNN_CONV2D_BWD_WEIGHT), .tensors = {x, dy, dw}};
 		STARNN_CHECK(starnn_submit(&d));
 	} else {
-		int64_t sizes[parts];
 		starnn_tensor **xp, **dwp;
-		even_sizes((int64_t)g.c, parts, sizes);
 		STARNN_CHECK(starnn_tensor_split(x, 1, parts, sizes, &xp));
 		STARNN_CHECK(starnn_tensor_split(dw, 1, parts, sizes, &dwp));
 		for (int i = 0; i < parts; i++) {
@@ -720,6 +747,55 @@ int starnn_conv2d_bwd_data(starnn_tensor *dy, starnn_tensor *w, float beta, star
 int starnn_conv2d_bwd_weight(starnn_tensor *x, starnn_tensor *dy, float beta, starnn_tensor *dw, starnn_tensor *db)
 {
 	return conv2d_bwd_weight_dt(x, dy, beta, dw, db, STARNN_FP32, 0);
+}
+
+/* The block oneDNN wants for activations of dt here, or 0 with *why set. */
+static int wanted_block(starnn_dtype dt, const char **why)
+{
+	const char *e = getenv("STARNN_LAYOUT");
+	if (e && *e && strcmp(e, "auto") && strcmp(e, "blocked") && strcmp(e, "nchw")) {
+		*why = "STARNN_LAYOUT is not auto, blocked or nchw";
+		return -1;
+	}
+	if (e && !strcmp(e, "nchw")) {
+		*why = "STARNN_LAYOUT=nchw";
+		return 0;
+	}
+	if (starnn_conv2d_cpu_backend() != STARNN_CONV2D_DNNL) {
+		*why = "the im2col convolutions take NCHW";
+		return 0;
+	}
+	if (starpu_cuda_worker_get_count() > 0) {
+		*why = "CUDA workers take NCHW";
+		return 0;
+	}
+	int b = starnn_conv2d_dnnl_block(dt == STARNN_BF16 && starnn_conv2d_dnnl_bf16() ? STARNN_BF16 : STARNN_FP32);
+	if (b < 8)
+		*why = "oneDNN picks no blocked layout on this processor";
+	return b < 8 ? 0 : b;
+}
+
+int starnn_conv2d_act_cblock(int64_t channels, starnn_dtype dt)
+{
+	const char *why;
+	int b = wanted_block(dt, &why);
+	if (b < 0)
+		return starnn_error(STARNN_EINVAL, "%s ('%s')", why, getenv("STARNN_LAYOUT"));
+	return b > 1 && channels % b == 0 ? b : 1;
+}
+
+const char *starnn_conv2d_layout_note(starnn_dtype dt, char *buf, size_t size)
+{
+	const char *why;
+	int b = wanted_block(dt, &why);
+	if (b > 1)
+		snprintf(buf, size,
+		         "%s (oneDNN's blocked layout) where the channels are a multiple of %d: no reorder around the "
+		         "convolutions; NCHW elsewhere",
+		         starnn_layout_name(b), b);
+	else
+		snprintf(buf, size, "NCHW (%s)", why);
+	return buf;
 }
 
 const char *starnn_conv2d_cpu_route(starnn_dtype dt)

@@ -27,6 +27,10 @@ extern "C" {
 struct starnn_conv2d_geom {
 	size_t n, c, o;  /* batch, input channels, output channels */
 	size_t h, w, k;  /* image height and width, kernel size (odd) */
+	/* Layouts of the activations (runtime/tensor.h: cblock) on the input
+	 * side (x, dx) and the output side (y, dy): 0 or 1 NCHW, 8 / 16
+	 * nChw8c / nChw16c (the oneDNN kernels only; the others take NCHW). */
+	size_t xb, yb;
 };
 
 enum starnn_conv2d_pass {
@@ -48,6 +52,11 @@ void starnn_conv2d_bwd_weight_cpu(const struct starnn_conv2d_geom *g, const floa
                                   size_t ldy, float beta, float *dw, size_t ldw, float *work);
 /* db[o] = beta * db[o] + sum of dy[n, o, :, :] over n (n x o*hw, ldy). */
 void starnn_conv2d_bwd_bias_cpu(size_t n, size_t o, size_t hw, const float *dy, size_t ldy, float beta, float *db);
+/* The same on blocked dy (runtime/tensor.h: cb = 8 or 16 channels per
+ * block, o a multiple of cb) of dtype dt (16-bit widened a chunk at a
+ * time); also the transposed convolution's, hw its output's pixels. */
+void starnn_conv2d_bwd_bias_blk_cpu(starnn_dtype dt, size_t cb, size_t n, size_t o, size_t hw, const void *dy,
+                                    size_t ldy, float beta, float *db);
 
 /* oneDNN kernels (codelets/cpu/conv2d_dnnl.c, when configure found
  * oneDNN): the same passes on oneDNN's direct convolution primitives
@@ -83,11 +92,24 @@ const char *starnn_conv2d_cpu_backend_name(enum starnn_conv2d_backend b);
  * has bf16 convolutions only on AVX-512 and newer ISAs), else 0 (also
  * without oneDNN). Where it is 0, the bf16 codelets widen to fp32 on CPU
  * workers, as fp16 does. */
+/* The blocked activation layout oneDNN's convolutions pick here for dt
+ * (fp32, or bf16 when starnn_conv2d_dnnl_bf16()): 16 (nChw16c), 8 (nChw8c),
+ * or 0 (a plain layout, or no oneDNN). Probed once. */
+int starnn_conv2d_dnnl_block(starnn_dtype dt);
 int starnn_conv2d_dnnl_bf16(void);
 /* How the CPU workers run the convolutions of 16-bit activations of dtype
  * dt, in words for a program's start-up lines ("bf16 native (oneDNN)",
  * "fp16 widened to fp32 (...why, and what it costs...)"); NULL for fp32 or
  * when there is no CPU worker. After starnn_init. */
+/* The layout (runtime/tensor.h cblock) for activations of `channels`
+ * channels in dt between the convolutions: oneDNN's blocked layout
+ * (starnn_conv2d_dnnl_block) when the CPU backend is oneDNN, no CUDA
+ * worker runs (they take NCHW), channels is a multiple of the block and
+ * STARNN_LAYOUT is not "nchw"; else 1. STARNN_EINVAL for an unknown
+ * STARNN_LAYOUT (auto, blocked or nchw). */
+int starnn_conv2d_act_cblock(int64_t channels, starnn_dtype dt);
+/* The start-up line's words for it ("nChw8c (...)" or "NCHW (why)"). */
+const char *starnn_conv2d_layout_note(starnn_dtype dt, char *buf, size_t size);
 const char *starnn_conv2d_cpu_route(starnn_dtype dt);
 
 /* CUDA implementations (codelets/cuda/conv2d.cu) on cuDNN, given the

@@ -18,9 +18,20 @@
 struct convt2d_args {
 	int64_t h, w;
 	int64_t backend;   /* CPU kernels (enum starnn_conv2d_backend): another cost */
+	int64_t xb, yb;    /* layouts of x (dx) and y (dy): runtime/tensor.h cblock */
 	int64_t cuda_half; /* 16-bit codelets: enum starnn_cuda_half_conv (0 for fp32) */
 	float beta;
 };
+
+/* Blocked data runs on CPUs only (the CUDA kernels take NCHW). */
+#ifdef STARNN_USE_CUDA
+static int convt2d_can_execute(unsigned workerid, struct starpu_task *task, unsigned nimpl)
+{
+	(void)nimpl;
+	const struct convt2d_args *a = task->cl_arg;
+	return starpu_worker_get_type((int)workerid) == STARPU_CPU_WORKER || !a || (a->xb <= 1 && a->yb <= 1);
+}
+#endif
 
 static uint32_t convt2d_footprint(struct starpu_task *task)
 {
@@ -62,7 +73,8 @@ static void fwd_run(const struct convt2d_args *a, starnn_dtype dt, int cuda, voi
 		return;
 	}
 	if (a->backend == STARNN_CONV2D_DNNL)
-		report(starnn_convt2d_fwd_dnnl(n, c, o, h, wd, dt, x.ptr, x.ld, w.ptr, w.ld, b, y.ptr, y.ld));
+		report(starnn_convt2d_fwd_dnnl(n, c, o, h, wd, (size_t)a->xb, (size_t)a->yb, dt, x.ptr, x.ld, w.ptr, w.ld, b,
+		                               y.ptr, y.ld));
 	else
 		report(starnn_convt2d_fwd_cpu(n, c, o, h, wd, x.ptr, x.ld, w.ptr, w.ld, b, y.ptr, y.ld));
 }
@@ -81,7 +93,8 @@ static void bwd_data_run(const struct convt2d_args *a, starnn_dtype dt, int cuda
 		return;
 	}
 	if (a->backend == STARNN_CONV2D_DNNL)
-		report(starnn_convt2d_bwd_data_dnnl(n, c, o, h, wd, dt, w.ptr, w.ld, dy.ptr, dy.ld, a->beta, dx.ptr, dx.ld));
+		report(starnn_convt2d_bwd_data_dnnl(n, c, o, h, wd, (size_t)a->xb, (size_t)a->yb, dt, w.ptr, w.ld, dy.ptr,
+		                                    dy.ld, a->beta, dx.ptr, dx.ld));
 	else
 		report(starnn_convt2d_bwd_data_cpu(n, c, o, h, wd, w.ptr, w.ld, dy.ptr, dy.ld, a->beta, dx.ptr, dx.ld));
 }
@@ -104,16 +117,19 @@ static void bwd_weight_run(const struct convt2d_args *a, starnn_dtype dt, int cu
 		                                     db.ptr));
 		return;
 	}
-	int rc = starnn_convt2d_bwd_weight_dnnl(n, c, o, h, wd, dt, x.ptr, x.ld, dy.ptr, dy.ld, a->beta, dw.ptr, dw.ld);
+	int rc = starnn_convt2d_bwd_weight_dnnl(n, c, o, h, wd, (size_t)a->xb, (size_t)a->yb, dt, x.ptr, x.ld, dy.ptr,
+	                                        dy.ld, a->beta, dw.ptr, dw.ld);
 	report(rc);
-	if (rc == 0)
+	if (rc == 0 && a->yb > 1)
+		starnn_conv2d_bwd_bias_blk_cpu(dt, (size_t)a->yb, n, o, 4 * h * wd, dy.ptr, dy.ld, a->beta, db.ptr);
+	else if (rc == 0)
 		starnn_convt2d_bias_grad_cpu(n, o, h, wd, dt, dy.ptr, dy.ld, a->beta, db.ptr);
 }
 
 #define BUF(i) starnn_buffer(buffers, i)
 
 #ifdef STARNN_USE_CUDA
-#define CUDA_IMPL(fn) .cuda_funcs = {fn}, .cuda_flags = {STARPU_CUDA_ASYNC},
+#define CUDA_IMPL(fn) .cuda_funcs = {fn}, .cuda_flags = {STARPU_CUDA_ASYNC}, .can_execute = convt2d_can_execute,
 #else
 #define CUDA_IMPL(fn)
 #endif
@@ -404,6 +420,8 @@ static int check_shapes_dt(const char *op, const starnn_tensor *x, const starnn_
 		                    op, dy, (long long)n, (long long)o, (long long)(2 * h), (long long)(2 * wd), dx, dw);
 	if (b && (b->ndim != 1 || b->shape[0] != o))
 		return starnn_error(STARNN_EINVAL, "%s: bias %s must be [%lld]", op, db, (long long)o);
+	if ((x->cblock > 1 || y->cblock > 1) && starnn_conv2d_cpu_backend() != STARNN_CONV2D_DNNL)
+		return starnn_error(STARNN_EINVAL, "%s: blocked layouts (%s, %s) need the oneDNN CPU backend", op, dx, dy);
 	/* BLAS takes int sizes and leading dimensions. */
 	if (h * wd > INT_MAX || 4 * o > INT_MAX || c > INT_MAX || w->ld > INT_MAX)
 		return starnn_error(STARNN_EINVAL, "%s: sizes of %s / %s too large for BLAS", op, dx, dw);
@@ -411,9 +429,9 @@ static int check_shapes_dt(const char *op, const starnn_tensor *x, const starnn_
 }
 
 /* The task arguments; the CUDA 16-bit mode is taken now, at submission. */
-static struct convt2d_args args_of(const starnn_tensor *x, float beta, starnn_dtype dt)
+static struct convt2d_args args_of(const starnn_tensor *x, const starnn_tensor *y, float beta, starnn_dtype dt)
 {
-	struct convt2d_args a = {x->shape[2], x->shape[3], (int64_t)starnn_conv2d_cpu_backend(),
+	struct convt2d_args a = {x->shape[2], x->shape[3], (int64_t)starnn_conv2d_cpu_backend(), x->cblock, y->cblock,
 	                         dt == STARNN_FP32 ? 0 : (int64_t)starnn_cuda_half_conv(), beta};
 	return a;
 }
@@ -443,13 +461,15 @@ static int task_count(const starnn_tensor *x, int64_t o)
 	return parts < 1 ? 1 : parts < nw ? (int)parts : nw;
 }
 
-/* Even sizes of at most nparts parts of extent; returns the part count. */
-static int even_sizes(int64_t extent, int nparts, int64_t *sizes)
+/* Even sizes of at most nparts parts of extent, in whole units (a blocked
+ * tensor's channel block, else 1); returns the part count. */
+static int even_sizes(int64_t extent, int nparts, int64_t *sizes, int unit)
 {
-	if (nparts > extent)
-		nparts = (int)extent;
+	int64_t units = extent / unit;
+	if (nparts > units)
+		nparts = (int)units;
 	for (int i = 0; i < nparts; i++)
-		sizes[i] = extent / nparts + (i < extent % nparts);
+		sizes[i] = unit * (units / nparts + (i < units % nparts));
 	return nparts;
 }
 
@@ -458,15 +478,15 @@ static int convt2d_fwd_dt(starnn_tensor *x, starnn_tensor *w, starnn_tensor *b, 
 	if (!x || !w || !b || !y)
 		return starnn_error(STARNN_EINVAL, "convt2d_fwd: x, w, b and y are required");
 	STARNN_CHECK(check_shapes_dt("convt2d_fwd", x, w, b, y, dt, dt));
-	struct convt2d_args a = args_of(x, 0.0f, dt);
+	struct convt2d_args a = args_of(x, y, 0.0f, dt);
 	int parts = task_count(x, w->shape[1]);
 	int64_t sizes[parts];
 	starnn_tensor **xp = NULL, **yp = NULL, **wp = NULL, **bp = NULL;
 	if (parts > 1 && x->shape[0] >= parts) {
-		parts = even_sizes(x->shape[0], parts, sizes);
+		parts = even_sizes(x->shape[0], parts, sizes, 1);
 		STARNN_CHECK(starnn_tensor_split(x, 0, parts, sizes, &xp));
 		STARNN_CHECK(starnn_tensor_split(y, 0, parts, sizes, &yp));
-	} else if (parts > 1 && (parts = even_sizes(w->shape[1], parts, sizes)) > 1) {
+	} else if (parts > 1 && (parts = even_sizes(w->shape[1], parts, sizes, y->cblock)) > 1) {
 		STARNN_CHECK(starnn_tensor_split(y, 1, parts, sizes, &yp));
 		STARNN_CHECK(starnn_tensor_split(w, 1, parts, sizes, &wp));
 		STARNN_CHECK(starnn_tensor_split(b, 0, parts, sizes, &bp));
@@ -488,16 +508,16 @@ static int convt2d_bwd_data_dt(starnn_tensor *w, starnn_tensor *dy, float beta, 
 	if (!w || !dy || !dx)
 		return starnn_error(STARNN_EINVAL, "convt2d_bwd_data: w, dy and dx are required");
 	STARNN_CHECK(check_shapes_dt("convt2d_bwd_data", dx, w, NULL, dy, dt, dt));
-	struct convt2d_args a = args_of(dx, beta, dt);
+	struct convt2d_args a = args_of(dx, dy, beta, dt);
 	struct starpu_codelet *cl = bwd_data_cls[beta != 0.0f][dt];
 	int parts = task_count(dx, w->shape[1]);
 	int64_t sizes[parts];
 	starnn_tensor **dyp = NULL, **dxp = NULL, **wp = NULL;
 	if (parts > 1 && dx->shape[0] >= parts) {
-		parts = even_sizes(dx->shape[0], parts, sizes);
+		parts = even_sizes(dx->shape[0], parts, sizes, 1);
 		STARNN_CHECK(starnn_tensor_split(dy, 0, parts, sizes, &dyp));
 		STARNN_CHECK(starnn_tensor_split(dx, 0, parts, sizes, &dxp));
-	} else if (parts > 1 && (parts = even_sizes(dx->shape[1], parts, sizes)) > 1) {
+	} else if (parts > 1 && (parts = even_sizes(dx->shape[1], parts, sizes, dx->cblock)) > 1) {
 		STARNN_CHECK(starnn_tensor_split(dx, 1, parts, sizes, &dxp));
 		STARNN_CHECK(starnn_tensor_split(w, 0, parts, sizes, &wp));
 	} else
@@ -518,12 +538,12 @@ static int convt2d_bwd_weight_dt(starnn_tensor *x, starnn_tensor *dy, float beta
 	if (!x || !dy || !dw || !db)
 		return starnn_error(STARNN_EINVAL, "convt2d_bwd_weight: x, dy, dw and db are required");
 	STARNN_CHECK(check_shapes_dt("convt2d_bwd_weight", x, dw, db, dy, dt, STARNN_FP32));
-	struct convt2d_args a = args_of(x, beta, dt);
+	struct convt2d_args a = args_of(x, dy, beta, dt);
 	struct starpu_codelet *cl = bwd_weight_cls[beta != 0.0f][dt];
 	int parts = task_count(x, dw->shape[1]);
 	int64_t sizes[parts];
 	starnn_tensor **dyp = NULL, **dwp = NULL, **dbp = NULL;
-	if (parts > 1 && (parts = even_sizes(dw->shape[1], parts, sizes)) > 1) {
+	if (parts > 1 && (parts = even_sizes(dw->shape[1], parts, sizes, dy->cblock)) > 1) {
 		STARNN_CHECK(starnn_tensor_split(dy, 1, parts, sizes, &dyp));
 		STARNN_CHECK(starnn_tensor_split(dw, 1, parts, sizes, &dwp));
 		STARNN_CHECK(starnn_tensor_split(db, 0, parts, sizes, &dbp));

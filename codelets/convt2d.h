@@ -91,13 +91,16 @@ int starnn_convt2d_bwd_weight_cuda_half(size_t n, size_t c, size_t o, size_t h, 
  * bf16 for x, w, y (dy, dx) with fp32 accumulation; bias, dw fp32. The
  * weight gradient does not include the bias gradient (see
  * starnn_convt2d_bias_grad_cpu). Return 0 or a STARNN_E* code. */
-int starnn_convt2d_fwd_dnnl(size_t n, size_t c, size_t o, size_t h, size_t w, starnn_dtype dt, const void *x,
-                            size_t ldx, const void *wt, size_t ldw, const float *bias, void *y, size_t ldy);
-int starnn_convt2d_bwd_data_dnnl(size_t n, size_t c, size_t o, size_t h, size_t w, starnn_dtype dt, const void *wt,
-                                 size_t ldw, const void *dy, size_t lddy, float beta, void *dx, size_t lddx);
-int starnn_convt2d_bwd_weight_dnnl(size_t n, size_t c, size_t o, size_t h, size_t w, starnn_dtype dt,
-                                   const void *x, size_t ldx, const void *dy, size_t lddy, float beta, float *dw,
-                                   size_t lddw);
+/* xb, yb: the layouts of x (dx) and y (dy), as struct starnn_conv2d_geom's. */
+int starnn_convt2d_fwd_dnnl(size_t n, size_t c, size_t o, size_t h, size_t w, size_t xb, size_t yb, starnn_dtype dt,
+                            const void *x, size_t ldx, const void *wt, size_t ldw, const float *bias, void *y,
+                            size_t ldy);
+int starnn_convt2d_bwd_data_dnnl(size_t n, size_t c, size_t o, size_t h, size_t w, size_t xb, size_t yb,
+                                 starnn_dtype dt, const void *wt, size_t ldw, const void *dy, size_t lddy, float beta,
+                                 void *dx, size_t lddx);
+int starnn_convt2d_bwd_weight_dnnl(size_t n, size_t c, size_t o, size_t h, size_t w, size_t xb, size_t yb,
+                                   starnn_dtype dt, const void *x, size_t ldx, const void *dy, size_t lddy, float beta,
+                                   float *dw, size_t lddw);
 /* db[o] = beta * db[o] + sum of dy[:, o, :, :] (dy [n, o, 2h, 2w], fp32 or
  * bf16 / fp16, rows lddy apart), accumulated in double. */
 void starnn_convt2d_bias_grad_cpu(size_t n, size_t o, size_t h, size_t w, starnn_dtype dt, const void *dy,

@@ -11,8 +11,19 @@
  * shapes give C*H*W but not H and W. */
 struct maxpool_args {
 	int64_t h, w;
+	int64_t cb; /* channel block of the data (runtime/tensor.h): 1 NCHW, 8 / 16 blocked */
 	float beta;
 };
+
+#ifdef STARNN_USE_CUDA
+/* Blocked data runs on CPUs only (the CUDA kernels take NCHW). */
+static int maxpool_can_execute(unsigned workerid, struct starpu_task *task, unsigned nimpl)
+{
+	(void)nimpl;
+	const struct maxpool_args *a = task->cl_arg;
+	return starpu_worker_get_type((int)workerid) == STARPU_CPU_WORKER || !a || a->cb <= 1;
+}
+#endif
 
 static uint32_t maxpool_footprint(struct starpu_task *task)
 {
@@ -31,7 +42,11 @@ static void maxpool_fwd_cpu(void *buffers[], void *cl_arg)
 {
 	const struct maxpool_args *a = cl_arg;
 	struct starnn_mat x = starnn_buffer(buffers, 0), y = starnn_buffer(buffers, 1);
-	starnn_maxpool_fwd_cpu(x.rows, channels(&x, a), (size_t)a->h, (size_t)a->w, x.ptr, x.ld, y.ptr, y.ld);
+	if (a->cb > 1)
+		starnn_maxpool_fwd_blk_cpu(STARNN_FP32, (size_t)a->cb, x.rows, channels(&x, a), (size_t)a->h, (size_t)a->w,
+		                           x.ptr, x.ld, y.ptr, y.ld);
+	else
+		starnn_maxpool_fwd_cpu(x.rows, channels(&x, a), (size_t)a->h, (size_t)a->w, x.ptr, x.ld, y.ptr, y.ld);
 }
 
 #ifdef STARNN_USE_CUDA
@@ -53,6 +68,7 @@ struct starpu_codelet starnn_maxpool_fwd_cl = {
 #ifdef STARNN_USE_CUDA
 	.cuda_funcs = {maxpool_fwd_cuda},
 	.cuda_flags = {STARPU_CUDA_ASYNC},
+	.can_execute = maxpool_can_execute,
 #endif
 	.nbuffers = 2,
 	.modes = {STARPU_R, STARPU_W},
@@ -65,8 +81,12 @@ static void maxpool_bwd_cpu(void *buffers[], void *cl_arg)
 {
 	const struct maxpool_args *a = cl_arg;
 	struct starnn_mat x = starnn_buffer(buffers, 0), dy = starnn_buffer(buffers, 1), dx = starnn_buffer(buffers, 2);
-	starnn_maxpool_bwd_cpu(x.rows, channels(&x, a), (size_t)a->h, (size_t)a->w, x.ptr, x.ld, dy.ptr, dy.ld,
-	                       a->beta, dx.ptr, dx.ld);
+	if (a->cb > 1)
+		starnn_maxpool_bwd_blk_cpu(STARNN_FP32, (size_t)a->cb, x.rows, channels(&x, a), (size_t)a->h, (size_t)a->w,
+		                           x.ptr, x.ld, dy.ptr, dy.ld, a->beta, dx.ptr, dx.ld);
+	else
+		starnn_maxpool_bwd_cpu(x.rows, channels(&x, a), (size_t)a->h, (size_t)a->w, x.ptr, x.ld, dy.ptr, dy.ld,
+		                       a->beta, dx.ptr, dx.ld);
 }
 
 #ifdef STARNN_USE_CUDA
@@ -88,6 +108,7 @@ struct starpu_codelet starnn_maxpool_bwd_cl = {
 #ifdef STARNN_USE_CUDA
 	.cuda_funcs = {maxpool_bwd_cuda},
 	.cuda_flags = {STARPU_CUDA_ASYNC},
+	.can_execute = maxpool_can_execute,
 #endif
 	.nbuffers = 3,
 	.modes = {STARPU_R, STARPU_R, STARPU_RW},
@@ -100,6 +121,7 @@ struct starpu_codelet starnn_maxpool_bwd_w_cl = {
 #ifdef STARNN_USE_CUDA
 	.cuda_funcs = {maxpool_bwd_cuda},
 	.cuda_flags = {STARPU_CUDA_ASYNC},
+	.can_execute = maxpool_can_execute,
 #endif
 	.nbuffers = 3,
 	.modes = {STARPU_R, STARPU_R, STARPU_W},
@@ -118,8 +140,12 @@ static void maxpool_fwd_half(void *buffers[], void *cl_arg, starnn_dtype dt, int
 	const struct maxpool_args *a = cl_arg;
 	struct starnn_mat x = starnn_buffer(buffers, 0), y = starnn_buffer(buffers, 1);
 	if (!cuda) {
-		starnn_maxpool_fwd_mp_cpu(dt, x.rows, channels(&x, a), (size_t)a->h, (size_t)a->w, x.ptr, x.ld, y.ptr,
-		                          y.ld);
+		if (a->cb > 1)
+			starnn_maxpool_fwd_blk_cpu(dt, (size_t)a->cb, x.rows, channels(&x, a), (size_t)a->h, (size_t)a->w,
+			                           x.ptr, x.ld, y.ptr, y.ld);
+		else
+			starnn_maxpool_fwd_mp_cpu(dt, x.rows, channels(&x, a), (size_t)a->h, (size_t)a->w, x.ptr, x.ld, y.ptr,
+			                          y.ld);
 		return;
 	}
 #ifdef STARNN_USE_CUDA
@@ -141,8 +167,12 @@ static void maxpool_bwd_half(void *buffers[], void *cl_arg, starnn_dtype dt, int
 	const struct maxpool_args *a = cl_arg;
 	struct starnn_mat x = starnn_buffer(buffers, 0), dy = starnn_buffer(buffers, 1), dx = starnn_buffer(buffers, 2);
 	if (!cuda) {
-		starnn_maxpool_bwd_mp_cpu(dt, x.rows, channels(&x, a), (size_t)a->h, (size_t)a->w, x.ptr, x.ld, dy.ptr,
-		                          dy.ld, a->beta, dx.ptr, dx.ld);
+		if (a->cb > 1)
+			starnn_maxpool_bwd_blk_cpu(dt, (size_t)a->cb, x.rows, channels(&x, a), (size_t)a->h, (size_t)a->w,
+			                           x.ptr, x.ld, dy.ptr, dy.ld, a->beta, dx.ptr, dx.ld);
+		else
+			starnn_maxpool_bwd_mp_cpu(dt, x.rows, channels(&x, a), (size_t)a->h, (size_t)a->w, x.ptr, x.ld,
+			                          dy.ptr, dy.ld, a->beta, dx.ptr, dx.ld);
 		return;
 	}
 #ifdef STARNN_USE_CUDA
@@ -163,7 +193,7 @@ static void maxpool_bwd_half(void *buffers[], void *cl_arg, starnn_dtype dt, int
 #ifdef STARNN_USE_CUDA
 #define MP_HALF_CUDA(fn, dt, DT)                                                                            \
 	static void fn##_##dt##_cuda(void *buffers[], void *cl_arg) { fn##_half(buffers, cl_arg, DT, 1); }
-#define MP_CUDA_FIELDS(fn) .cuda_funcs = {fn}, .cuda_flags = {STARPU_CUDA_ASYNC},
+#define MP_CUDA_FIELDS(fn) .cuda_funcs = {fn}, .cuda_flags = {STARPU_CUDA_ASYNC}, .can_execute = maxpool_can_execute,
 #else
 #define MP_HALF_CUDA(fn, dt, DT)
 #define MP_CUDA_FIELDS(fn)
@@ -215,6 +245,8 @@ static int check_shapes(const char *op, const starnn_tensor *x, const char *ynam
 		return starnn_error(STARNN_EINVAL, "%s: 4-D NCHW tensors expected, got %s and %s", op, dx, dy);
 	if (x->shape[2] < 2 || x->shape[3] < 2)
 		return starnn_error(STARNN_EINVAL, "%s: input %s smaller than the 2x2 window", op, dx);
+	if (y->cblock != x->cblock)
+		return starnn_error(STARNN_EINVAL, "%s: %s and %s differ in layout", op, dx, dy);
 	if (y->shape[0] != x->shape[0] || y->shape[1] != x->shape[1] || y->shape[2] != x->shape[2] / 2 ||
 	    y->shape[3] != x->shape[3] / 2)
 		return starnn_error(STARNN_EINVAL, "%s: %s must be [%lld,%lld,%lld,%lld] for input %s, got %s", op, yname,
@@ -226,7 +258,7 @@ static int check_shapes(const char *op, const starnn_tensor *x, const char *ynam
 static int maxpool_fwd_dt(starnn_tensor *x, starnn_tensor *y, starnn_dtype dt)
 {
 	STARNN_CHECK(check_shapes("maxpool_fwd", x, "y", y, dt));
-	struct maxpool_args a = {x->shape[2], x->shape[3], 0.0f};
+	struct maxpool_args a = {x->shape[2], x->shape[3], x->cblock, 0.0f};
 	struct starnn_task_desc d = {.cl = fwd_cls[dt], .args = &a, .args_size = sizeof a, .tensors = {x, y}};
 	return starnn_submit(&d);
 }
@@ -235,10 +267,10 @@ static int maxpool_bwd_dt(starnn_tensor *x, starnn_tensor *dy, float beta, starn
 {
 	char d1[128], d2[128];
 	STARNN_CHECK(check_shapes("maxpool_bwd", x, "dy", dy, dt));
-	if (dx->dtype != dt || !starnn_tensor_same_shape(x, dx))
-		return starnn_error(STARNN_EINVAL, "maxpool_bwd: dx %s must have the shape and dtype of x %s",
+	if (dx->dtype != dt || !starnn_tensor_same_shape(x, dx) || dx->cblock != x->cblock)
+		return starnn_error(STARNN_EINVAL, "maxpool_bwd: dx %s must have the shape, dtype and layout of x %s",
 		                    starnn_tensor_describe(dx, d1, sizeof d1), starnn_tensor_describe(x, d2, sizeof d2));
-	struct maxpool_args a = {x->shape[2], x->shape[3], beta};
+	struct maxpool_args a = {x->shape[2], x->shape[3], x->cblock, beta};
 	struct starnn_task_desc d = {.cl = bwd_cls[beta != 0.0f][dt],
 	                             .args = &a,
 	                             .args_size = sizeof a,

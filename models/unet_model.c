@@ -415,13 +415,28 @@ static void bn_free(struct bn *n)
 }
 
 /* A new whole-batch activation [B, c, s, s] split into M parts. */
-static int act_new(unet *m, struct act *a, const char *path, const char *what, int c, int s)
+/* An activation [batch, c, s, s] in the compute dtype and its micro-batch
+ * parts, in the layout the convolutions want for `unit` channels
+ * (starnn_conv2d_act_cblock; unit = c, or the halves of a concatenation),
+ * or NCHW (unit 0: the model's input and output). */
+static int act_make(unet *m, struct act *a, const char *path, const char *what, int c, int s, int unit)
 {
 	char name[STARNN_NAME_MAX];
 	tensor_name(name, sizeof name, path, what);
 	STARNN_CHECK(starnn_tensor_new(&a->t, name, m->dt, 4, (int64_t)m->cfg.batch, (int64_t)c, (int64_t)s,
 	                               (int64_t)s));
+	if (unit > 0) {
+		int cb = starnn_conv2d_act_cblock(unit, m->dt);
+		STARNN_CHECK(cb);
+		STARNN_CHECK(starnn_tensor_set_cblock(a->t, cb));
+	}
 	return starnn_tensor_split(a->t, 0, m->cfg.micro, NULL, &a->p);
+}
+
+/* A hidden activation (between convolutions). */
+static int act_new(unet *m, struct act *a, const char *path, const char *what, int c, int s)
+{
+	return act_make(m, a, path, what, c, s, c);
 }
 
 static void act_free(struct act *a)
@@ -467,7 +482,7 @@ static void block_free(struct block *b)
 static int cat_create(unet *m, starnn_tensor **cat, struct act *whole, struct act *up, struct act *skip,
                       const char *path, const char *what, int c, int s)
 {
-	STARNN_CHECK(act_new(m, whole, path, what, 2 * c, s));
+	STARNN_CHECK(act_make(m, whole, path, what, 2 * c, s, c));
 	*cat = whole->t;
 	up->t = skip->t = NULL;
 	up->p = calloc((size_t)m->cfg.micro, sizeof *up->p);
@@ -516,14 +531,14 @@ static int create(unet *m)
 	/* the micro-batches are independent streams of tasks: each operation
 	 * needs fewer parts to keep every worker busy */
 	starnn_set_streams(cfg->micro);
-	STARNN_CHECK(act_new(m, &m->x, "", "x", cfg->in_frames, S));
+	STARNN_CHECK(act_make(m, &m->x, "", "x", cfg->in_frames, S, 0));
 	/* the target stays fp32 (the loss is fp32); the input is in the
 	 * compute dtype (written with starnn_tensor_write_f32, rounded once) */
 	STARNN_CHECK(starnn_tensor_new(&m->y.t, "y", STARNN_FP32, 4, (int64_t)cfg->batch, (int64_t)cfg->out_frames,
 	                               (int64_t)S, (int64_t)S));
 	STARNN_CHECK(starnn_tensor_split(m->y.t, 0, cfg->micro, NULL, &m->y.p));
-	STARNN_CHECK(act_new(m, &m->pred, "", "pred", cfg->out_frames, S));
-	STARNN_CHECK(act_new(m, &m->dpred, "", "dpred", cfg->out_frames, S));
+	STARNN_CHECK(act_make(m, &m->pred, "", "pred", cfg->out_frames, S, 0));
+	STARNN_CHECK(act_make(m, &m->dpred, "", "dpred", cfg->out_frames, S, 0));
 	STARNN_CHECK(starnn_tensor_new(&m->loss.t, "loss", STARNN_FP32, 2, (int64_t)cfg->micro, (int64_t)1));
 	STARNN_CHECK(starnn_tensor_split(m->loss.t, 0, cfg->micro, NULL, &m->loss.p));
 	for (int k = 0; k < 2; k++) {
@@ -560,8 +575,8 @@ static int create(unet *m)
 		STARNN_CHECK(block_create(m, &L->dec, path, 2 * L->c, L->c, L->s));
 		STARNN_CHECK(cat_create(m, &L->cat, &L->catb, &L->up, &L->skip, path, "cat", L->c, L->s));
 		STARNN_CHECK(cat_create(m, &L->dcat, &L->dcatb, &L->dup, &L->dskip, path, "dcat", L->c, L->s));
-		STARNN_CHECK(act_new(m, &L->a0, path, "a0", 2 * L->c, L->s));
-		STARNN_CHECK(act_new(m, &L->da0, path, "da0", 2 * L->c, L->s));
+		STARNN_CHECK(act_make(m, &L->a0, path, "a0", 2 * L->c, L->s, L->c));
+		STARNN_CHECK(act_make(m, &L->da0, path, "da0", 2 * L->c, L->s, L->c));
 		STARNN_CHECK(act_new(m, &L->out, path, "out", L->c, L->s));
 		STARNN_CHECK(act_new(m, &L->dout, path, "dout", L->c, L->s));
 		below = L->c;
@@ -928,7 +943,7 @@ int unet_stage_batch(unet *m, const float *x, const float *y)
 {
 	if (!m->xs.t) {
 		const struct unet_config *c = &m->cfg;
-		STARNN_CHECK(act_new(m, &m->xs, "", "x_staging", c->in_frames, c->size));
+		STARNN_CHECK(act_make(m, &m->xs, "", "x_staging", c->in_frames, c->size, 0));
 		/* the target is fp32 whatever the compute dtype (as y) */
 		STARNN_CHECK(starnn_tensor_new(&m->ys.t, "y_staging", STARNN_FP32, 4, (int64_t)c->batch,
 		                               (int64_t)c->out_frames, (int64_t)c->size, (int64_t)c->size));

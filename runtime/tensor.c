@@ -125,8 +125,55 @@ const char *starnn_tensor_describe(const starnn_tensor *t, char *buf, size_t siz
 	for (int i = 0; i < t->ndim && n < size; i++)
 		n += (size_t)snprintf(buf + n, size - n, "%s%lld", i ? "," : "", (long long)t->shape[i]);
 	if (n < size)
-		snprintf(buf + n, size - n, "] %s", starnn_dtype_name(t->dtype));
+		n += (size_t)snprintf(buf + n, size - n, "] %s", starnn_dtype_name(t->dtype));
+	if (t->cblock > 1 && n < size)
+		snprintf(buf + n, size - n, " %s", starnn_layout_name(t->cblock));
 	return buf;
+}
+
+const char *starnn_layout_name(int cblock)
+{
+	return cblock == 8 ? "nChw8c" : cblock == 16 ? "nChw16c" : cblock <= 1 ? "NCHW" : "blocked";
+}
+
+int starnn_tensor_set_cblock(starnn_tensor *t, int cblock)
+{
+	char d[128];
+	if (!t)
+		return starnn_error(STARNN_EINVAL, "tensor layout: the tensor is NULL");
+	if (cblock != 1 && cblock != 8 && cblock != 16)
+		return starnn_error(STARNN_EINVAL, "tensor '%s': channel block %d (1, 8 or 16)", t->name, cblock);
+	if (cblock == t->cblock)
+		return 0;
+	if (t->ndim != 4 || t->shape[1] % cblock)
+		return starnn_error(STARNN_EINVAL, "tensor %s: a %s layout needs 4-D data with channels a multiple of %d",
+		                    starnn_tensor_describe(t, d, sizeof d), starnn_layout_name(cblock), cblock);
+	if (t->parent || t->nplans || (unsigned)t->dtype >= STARNN_NDTYPES)
+		return starnn_error(STARNN_EINVAL, "tensor %s: the layout is set on a whole floating-point tensor before it is split",
+		                    starnn_tensor_describe(t, d, sizeof d));
+	/* a tensor of zeros (as created) is the same bytes in every layout */
+	starnn_tensor_prepare(t, 0);
+	if (starpu_data_acquire(t->handle, STARPU_R) != 0)
+		return starnn_error(STARNN_ESTARPU, "tensor '%s': acquire failed", t->name);
+	const unsigned char *raw = starpu_data_get_local_ptr(t->handle);
+	size_t bytes = starnn_tensor_numel(t) * starnn_dtype_size(t->dtype), nz = 0;
+	while (nz < bytes && !raw[nz])
+		nz++;
+	starpu_data_release(t->handle);
+	if (nz == bytes) {
+		t->cblock = cblock;
+		return starnn_take_deferred_error();
+	}
+	void *tmp = malloc(bytes ? bytes : 1);
+	if (!tmp)
+		return starnn_error(STARNN_ENOMEM, "tensor '%s': out of memory", t->name);
+	int rc = starnn_tensor_read(t, tmp);
+	if (rc == 0) {
+		t->cblock = cblock;
+		rc = starnn_tensor_write(t, tmp);
+	}
+	free(tmp);
+	return rc;
 }
 
 static void set_geometry(starnn_tensor *t, int ndim, const int64_t *shape)
@@ -165,6 +212,7 @@ int starnn_tensor_create(starnn_tensor **out, const char *name, starnn_dtype dty
 	t->dtype = dtype;
 	t->node = -1;
 	t->active_plan = -1;
+	t->cblock = 1;
 	set_geometry(t, ndim, shape);
 	if (t->cols > UINT32_MAX || t->rows > UINT32_MAX) {
 		int rc = starnn_error(STARNN_EINVAL, "tensor '%s': %zu x %zu is too large for a StarPU matrix", name, t->rows, t->cols);
@@ -293,6 +341,10 @@ static int plan_bounds(const starnn_tensor *t, int axis, int nparts, const int64
 			return starnn_error(STARNN_EINVAL, "tensor '%s': part sizes along axis %d do not add up to %lld",
 			                    t->name, axis, (long long)extent);
 		bounds[i + 1] = bounds[i] + (uint32_t)n;
+		if (axis == 1 && t->cblock > 1 && n % t->cblock)
+			return starnn_error(STARNN_EINVAL,
+			                    "tensor '%s': a %s tensor splits along channels at multiples of %d (part %d has %lld)",
+			                    t->name, starnn_layout_name(t->cblock), t->cblock, i, (long long)n);
 	}
 	if (bounds[nparts] != extent)
 		return starnn_error(STARNN_EINVAL, "tensor '%s': part sizes along axis %d add up to %u, not %lld",
@@ -373,6 +425,7 @@ int starnn_tensor_split(starnn_tensor *t, int axis, int nparts, const int64_t *s
 			snprintf(part->name, sizeof part->name, "%.*s[%s%d]", STARNN_NAME_MAX - 20, t->name,
 			         axis ? "c" : "n", i);
 		part->dtype = t->dtype;
+		part->cblock = t->cblock;
 		part->ndim = t->ndim;
 		memcpy(part->shape, t->shape, sizeof part->shape);
 		part->shape[axis] = bounds[i + 1] - bounds[i];
@@ -489,10 +542,25 @@ static int copy_rows(starnn_tensor *t, void *dense, int to_tensor)
 	size_t es = starnn_dtype_size(t->dtype);
 	char *base = (char *)starpu_data_get_local_ptr(t->handle);
 	size_t ld = starpu_matrix_get_local_ld(t->handle);
+	/* blocked: channel k, pixel p of a sample at (k / b) * inner * b + p * b + k % b */
+	const size_t b = t->cblock > 1 ? (size_t)t->cblock : 0, inner = starnn_tensor_inner(t);
 	for (size_t r = 0; r < t->rows; r++) {
 		char *row = base + r * ld * es;
 		char *d = (char *)dense + r * t->cols * es;
-		if (to_tensor)
+		if (b) {
+			for (size_t k = 0; k < t->cols / inner; k++) {
+				size_t v0 = (k / b) * inner * b + k % b, u0 = k * inner;
+				if (es == 4) {
+					uint32_t *v = (uint32_t *)(void *)row + v0, *u = (uint32_t *)(void *)d + u0;
+					for (size_t p = 0; p < inner; p++)
+						to_tensor ? (v[p * b] = u[p]) : (u[p] = v[p * b]);
+				} else {
+					uint16_t *v = (uint16_t *)(void *)row + v0, *u = (uint16_t *)(void *)d + u0;
+					for (size_t p = 0; p < inner; p++)
+						to_tensor ? (v[p * b] = u[p]) : (u[p] = v[p * b]);
+				}
+			}
+		} else if (to_tensor)
 			memcpy(row, d, t->cols * es);
 		else
 			memcpy(d, row, t->cols * es);

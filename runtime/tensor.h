@@ -73,6 +73,15 @@ struct starnn_tensor {
 	starnn_tensor *parent;           /* for a part: the tensor split */
 	int parent_plan;                 /* for a part: which plan of parent */
 
+	/* Layout of a 4-D activation: 1 (plain NCHW), or its channels in
+	 * blocks of cblock = 8 or 16 (oneDNN's nChw8c / nChw16c: each sample is
+	 * [C/cblock][H][W][cblock]). The matrix view is the same either way (a
+	 * sample is a row of C*H*W elements, and channels [c0, c1) with c0, c1
+	 * multiples of cblock are columns [c0*H*W, c1*H*W) of it), so batch
+	 * and channel parts work alike; only the kernels that index within a
+	 * sample read it. starnn_tensor_read / _write always exchange NCHW. */
+	int cblock;
+
 	/* Memory node of the last placed task that wrote it, -1 if unknown;
 	 * see starnn_set_edge_hook(). */
 	int node;
@@ -87,6 +96,14 @@ int starnn_tensor_new(starnn_tensor **out, const char *name, starnn_dtype dtype,
 /* Waits for the tasks using it, then unregisters and frees it (and its
  * parts). NULL is accepted. */
 void starnn_tensor_destroy(starnn_tensor *t);
+
+/* Sets the layout of a 4-D tensor (see cblock above) before any task uses
+ * it or any part of it is made: cblock 1, 8 or 16, dividing its channels.
+ * Its contents are kept (as NCHW values). Parts inherit the layout; a
+ * channel split of a blocked tensor must cut at multiples of cblock. */
+int starnn_tensor_set_cblock(starnn_tensor *t, int cblock);
+/* The layout's name: "NCHW", "nChw8c", "nChw16c". */
+const char *starnn_layout_name(int cblock);
 
 size_t starnn_tensor_numel(const starnn_tensor *t);
 /* Product of the dimensions after the first two (H*W for NCHW). */

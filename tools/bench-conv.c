@@ -168,7 +168,7 @@ int main(int argc, char **argv)
 		const struct shape *sh = &shapes[s];
 		if (quick && sh->hw != 128 && sh->n != 4)
 			continue;
-		struct starnn_conv2d_geom g = {sh->n, sh->c, sh->o, sh->hw, sh->hw, 3};
+		struct starnn_conv2d_geom g = {sh->n, sh->c, sh->o, sh->hw, sh->hw, 3, 1, 1};
 		size_t nx = g.n * g.c * g.h * g.w, ny = g.n * g.o * g.h * g.w, nw = g.o * g.c * 9;
 		size_t work = 0;
 		for (int p = 0; p < 3; p++) {

@@ -109,6 +109,7 @@ struct dnnl_conv {
 	int kind, pass, dt, bias, accumulate; /* kind: 0 convolution, 1 transposed 2x2/2 */
 	float beta;                           /* accumulate: out = new + beta * out */
 	size_t n, c, o, h, w, k, lda, ldb, ldout;
+	size_t xb, yb; /* activation layouts (struct starnn_conv2d_geom); 1: NCHW */
 	/* primitives: a and b are the inputs, out the output; re_* are NULL
 	 * when the user's layout is the primitive's */
 	dnnl_primitive_t conv, re_a, re_b, re_out;
@@ -233,11 +234,22 @@ static dnnl_data_type_t dnnl_dt(starnn_dtype dt)
 	return dt == STARNN_BF16 ? dnnl_bf16 : dnnl_f32;
 }
 
-/* NCHW activation [n, c, h, w] with samples ld elements apart. */
+/* An activation [n, c, h, w] with samples ld elements apart: NCHW (cb 1),
+ * or nChw8c / nChw16c (cb 8 / 16; c a multiple of cb), oneDNN's own blocked
+ * layouts with the samples' stride replaced (channel slices of a larger
+ * tensor: runtime/tensor.h). */
 static dnnl_status_t act_md(dnnl_memory_desc_t *md, size_t n, size_t c, size_t h, size_t w, size_t ld,
-                            dnnl_data_type_t dt)
+                            dnnl_data_type_t dt, size_t cb)
 {
 	dnnl_dims_t dims = {(dnnl_dim_t)n, (dnnl_dim_t)c, (dnnl_dim_t)h, (dnnl_dim_t)w};
+	if (cb > 1) {
+		dnnl_status_t s = dnnl_memory_desc_init_by_tag(md, 4, dims, dt, cb == 16 ? dnnl_nChw16c : dnnl_nChw8c);
+		if (s == dnnl_success && (c % cb || md->format_kind != dnnl_blocked))
+			s = dnnl_invalid_arguments;
+		if (s == dnnl_success)
+			md->format_desc.blocking.strides[0] = (dnnl_dim_t)ld;
+		return s;
+	}
 	dnnl_dims_t strides = {(dnnl_dim_t)ld, (dnnl_dim_t)(h * w), (dnnl_dim_t)w, 1};
 	return dnnl_memory_desc_init_by_strides(md, 4, dims, dt, strides);
 }
@@ -415,17 +427,17 @@ static int conv_create(struct dnnl_conv *e)
 	dnnl_query_t qa, qb, qout;
 	const dnnl_memory_desc_t *ua = NULL, *ubm = NULL, *uo = NULL;
 	if (e->pass == STARNN_CONV2D_FWD) {
-		DNNL_TRY(act_md(&ux, n, c, h, w, e->lda, dt), "x layout");
+		DNNL_TRY(act_md(&ux, n, c, h, w, e->lda, dt, e->xb), "x layout");
 		DNNL_TRY(wei_md(&uw, kind, o, c, k, e->ldb, dt), "w layout");
-		DNNL_TRY(act_md(&uy, n, o, yh, yw, e->ldout, dt), "y layout");
+		DNNL_TRY(act_md(&uy, n, o, yh, yw, e->ldout, dt, e->yb), "y layout");
 		pd = fpd, fpd = NULL;
 		qa = dnnl_query_src_md, qb = dnnl_query_weights_md, qout = dnnl_query_dst_md;
 		e->arg_a = DNNL_ARG_SRC, e->arg_b = DNNL_ARG_WEIGHTS, e->arg_out = DNNL_ARG_DST;
 		ua = &ux, ubm = &uw, uo = &uy;
 	} else if (e->pass == STARNN_CONV2D_BWD_DATA) {
-		DNNL_TRY(act_md(&uy, n, o, yh, yw, e->lda, dt), "dy layout");
+		DNNL_TRY(act_md(&uy, n, o, yh, yw, e->lda, dt, e->yb), "dy layout");
 		DNNL_TRY(wei_md(&uw, kind, o, c, k, e->ldb, dt), "w layout");
-		DNNL_TRY(act_md(&ux, n, c, h, w, e->ldout, dt), "dx layout");
+		DNNL_TRY(act_md(&ux, n, c, h, w, e->ldout, dt, e->xb), "dx layout");
 		dnnl_convolution_desc_t bd_;
 		if (kind)
 			DNNL_TRY(dnnl_deconvolution_backward_data_desc_init(&bd_, alg, &adx, &aw, &ay, stride, pad, pad),
@@ -438,8 +450,8 @@ static int conv_create(struct dnnl_conv *e)
 		e->arg_a = DNNL_ARG_DIFF_DST, e->arg_b = DNNL_ARG_WEIGHTS, e->arg_out = DNNL_ARG_DIFF_SRC;
 		ua = &uy, ubm = &uw, uo = &ux;
 	} else {
-		DNNL_TRY(act_md(&ux, n, c, h, w, e->lda, dt), "x layout");
-		DNNL_TRY(act_md(&uy, n, o, yh, yw, e->ldb, dt), "dy layout");
+		DNNL_TRY(act_md(&ux, n, c, h, w, e->lda, dt, e->xb), "x layout");
+		DNNL_TRY(act_md(&uy, n, o, yh, yw, e->ldb, dt, e->yb), "dy layout");
 		DNNL_TRY(wei_md(&uw, kind, o, c, k, e->ldout, dnnl_f32), "dw layout");
 		dnnl_convolution_desc_t wd_;
 		if (kind)
@@ -498,7 +510,7 @@ static int key_equal(const struct dnnl_conv *a, const struct dnnl_conv *b)
 {
 	return a->kind == b->kind && a->pass == b->pass && a->dt == b->dt && a->bias == b->bias && a->accumulate == b->accumulate && a->beta == b->beta &&
 	       a->n == b->n && a->c == b->c && a->o == b->o && a->h == b->h && a->w == b->w && a->k == b->k &&
-	       a->lda == b->lda && a->ldb == b->ldb && a->ldout == b->ldout;
+	       a->lda == b->lda && a->ldb == b->ldb && a->ldout == b->ldout && a->xb == b->xb && a->yb == b->yb;
 }
 
 static int conv_run(int kind, int pass, starnn_dtype sdt, const struct starnn_conv2d_geom *g, const void *a,
@@ -515,7 +527,8 @@ static int conv_run(int kind, int pass, starnn_dtype sdt, const struct starnn_co
 		return STARNN_ENOMEM;
 	struct dnnl_conv key = {.kind = kind, .pass = pass, .dt = (int)dnnl_dt(sdt), .bias = bias != NULL,
 	                        .accumulate = beta != 0.0f, .beta = beta, .n = g->n, .c = g->c, .o = g->o, .h = g->h,
-	                        .w = g->w, .k = g->k, .lda = lda, .ldb = ldb, .ldout = ldout};
+	                        .w = g->w, .k = g->k, .lda = lda, .ldb = ldb, .ldout = ldout,
+	                        .xb = g->xb > 1 ? g->xb : 1, .yb = g->yb > 1 ? g->yb : 1};
 	struct dnnl_conv *e = NULL;
 	for (int i = 0; i < CACHE_SLOTS && !e; i++)
 		if (t->slot[i] && key_equal(t->slot[i], &key))
@@ -606,25 +619,27 @@ int starnn_conv2d_bwd_weight_dnnl(const struct starnn_conv2d_geom *g, starnn_dty
 
 /* Transposed 2x2 / stride 2 (codelets/convt2d.h): x [n, c, h, w], w
  * PyTorch's [c, o, 2, 2] (rows ldw apart), y [n, o, 2h, 2w]. */
-int starnn_convt2d_fwd_dnnl(size_t n, size_t c, size_t o, size_t h, size_t w, starnn_dtype dt, const void *x,
-                            size_t ldx, const void *wt, size_t ldw, const float *bias, void *y, size_t ldy)
+int starnn_convt2d_fwd_dnnl(size_t n, size_t c, size_t o, size_t h, size_t w, size_t xb, size_t yb, starnn_dtype dt,
+                            const void *x, size_t ldx, const void *wt, size_t ldw, const float *bias, void *y,
+                            size_t ldy)
 {
-	struct starnn_conv2d_geom g = {n, c, o, h, w, 2};
+	struct starnn_conv2d_geom g = {n, c, o, h, w, 2, xb, yb};
 	return conv_run(1, STARNN_CONV2D_FWD, dt, &g, x, ldx, wt, ldw, bias, 0.0f, y, ldy);
 }
 
-int starnn_convt2d_bwd_data_dnnl(size_t n, size_t c, size_t o, size_t h, size_t w, starnn_dtype dt, const void *wt,
-                                 size_t ldw, const void *dy, size_t lddy, float beta, void *dx, size_t lddx)
+int starnn_convt2d_bwd_data_dnnl(size_t n, size_t c, size_t o, size_t h, size_t w, size_t xb, size_t yb,
+                                 starnn_dtype dt, const void *wt, size_t ldw, const void *dy, size_t lddy, float beta,
+                                 void *dx, size_t lddx)
 {
-	struct starnn_conv2d_geom g = {n, c, o, h, w, 2};
+	struct starnn_conv2d_geom g = {n, c, o, h, w, 2, xb, yb};
 	return conv_run(1, STARNN_CONV2D_BWD_DATA, dt, &g, dy, lddy, wt, ldw, NULL, beta, dx, lddx);
 }
 
-int starnn_convt2d_bwd_weight_dnnl(size_t n, size_t c, size_t o, size_t h, size_t w, starnn_dtype dt,
-                                   const void *x, size_t ldx, const void *dy, size_t lddy, float beta, float *dw,
-                                   size_t lddw)
+int starnn_convt2d_bwd_weight_dnnl(size_t n, size_t c, size_t o, size_t h, size_t w, size_t xb, size_t yb,
+                                   starnn_dtype dt, const void *x, size_t ldx, const void *dy, size_t lddy, float beta,
+                                   float *dw, size_t lddw)
 {
-	struct starnn_conv2d_geom g = {n, c, o, h, w, 2};
+	struct starnn_conv2d_geom g = {n, c, o, h, w, 2, xb, yb};
 	return conv_run(1, STARNN_CONV2D_BWD_WEIGHT, dt, &g, x, ldx, dy, lddy, NULL, beta, dw, lddw);
 }
 
@@ -643,7 +658,7 @@ static void bf16_probe(void)
 	uint16_t x[N * C * H * W] = {0}, w[O * C * 9] = {0}, y[N * O * H * W], wt[C * O * 4] = {0};
 	uint16_t yt[N * O * 4 * H * W] = {0}, dx[N * C * H * W];
 	float b[O] = {0}, dw[O * C * 9], dwt[C * O * 4];
-	struct starnn_conv2d_geom g = {N, C, O, H, W, 3};
+	struct starnn_conv2d_geom g = {N, C, O, H, W, 3, 1, 1};
 	bf16_ok = conv_run(0, STARNN_CONV2D_FWD, STARNN_BF16, &g, x, C * H * W, w, C * 9, b, 0.0f, y, O * H * W) == 0 &&
 	          conv_run(0, STARNN_CONV2D_BWD_DATA, STARNN_BF16, &g, y, O * H * W, w, C * 9, NULL, 0.0f, dx,
 	                   C * H * W) == 0 &&
@@ -664,7 +679,59 @@ int starnn_conv2d_dnnl_bf16(void)
 	return bf16_ok;
 }
 
+/* The activation layout oneDNN's forward convolution picks for itself
+ * (format "any") on a mid-sized UNet layer (64 -> 64 channels, 32x32, 3x3):
+ * nChw16c on AVX-512, nChw8c on AVX2, else plain (0 for another layout,
+ * e.g. NHWC). Probed once per dtype (fp32, bf16). */
+static int block_of_dt[2] = {-1, -1};
+static pthread_mutex_t block_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static int block_probe(dnnl_data_type_t dt)
+{
+	if (thread_state() == NULL) /* creates the engine */
+		return 0;
+	dnnl_dims_t xd = {1, 64, 32, 32}, wd = {64, 64, 3, 3}, stride = {1, 1}, pad = {1, 1};
+	dnnl_memory_desc_t ax, aw, ay, b8, b16;
+	dnnl_convolution_desc_t cd;
+	dnnl_primitive_desc_t pd = NULL;
+	int block = 0;
+	if (dnnl_memory_desc_init_by_tag(&ax, 4, xd, dt, dnnl_format_tag_any) != dnnl_success ||
+	    dnnl_memory_desc_init_by_tag(&aw, 4, wd, dt, dnnl_format_tag_any) != dnnl_success ||
+	    dnnl_memory_desc_init_by_tag(&ay, 4, xd, dt, dnnl_format_tag_any) != dnnl_success ||
+	    dnnl_memory_desc_init_by_tag(&b8, 4, xd, dt, dnnl_nChw8c) != dnnl_success ||
+	    dnnl_memory_desc_init_by_tag(&b16, 4, xd, dt, dnnl_nChw16c) != dnnl_success ||
+	    dnnl_convolution_forward_desc_init(&cd, dnnl_forward_training, dnnl_convolution_direct, &ax, &aw, NULL, &ay,
+	                                       stride, pad, pad) != dnnl_success ||
+	    dnnl_primitive_desc_create(&pd, &cd, NULL, engine, NULL) != dnnl_success)
+		return 0;
+	const dnnl_memory_desc_t *src = dnnl_primitive_desc_query_md(pd, dnnl_query_src_md, 0),
+	                         *dst = dnnl_primitive_desc_query_md(pd, dnnl_query_dst_md, 0);
+	if (src && dst && dnnl_memory_desc_equal(src, &b16) && dnnl_memory_desc_equal(dst, &b16))
+		block = 16;
+	else if (src && dst && dnnl_memory_desc_equal(src, &b8) && dnnl_memory_desc_equal(dst, &b8))
+		block = 8;
+	dnnl_primitive_desc_destroy(pd);
+	return block;
+}
+
+int starnn_conv2d_dnnl_block(starnn_dtype dt)
+{
+	int i = dt == STARNN_BF16 ? 1 : 0;
+	pthread_mutex_lock(&block_lock);
+	if (block_of_dt[i] < 0)
+		block_of_dt[i] = block_probe(dnnl_dt(dt));
+	int b = block_of_dt[i];
+	pthread_mutex_unlock(&block_lock);
+	return b;
+}
+
 #else /* no oneDNN */
+
+int starnn_conv2d_dnnl_block(starnn_dtype dt)
+{
+	(void)dt;
+	return 0;
+}
 
 int starnn_conv2d_dnnl_bf16(void)
 {
@@ -696,27 +763,29 @@ int starnn_conv2d_bwd_weight_dnnl(const struct starnn_conv2d_geom *g, starnn_dty
 	(void)g, (void)dt, (void)x, (void)ldx, (void)dy, (void)ldy, (void)beta, (void)dw, (void)ldw;
 	return no_dnnl();
 }
-int starnn_convt2d_fwd_dnnl(size_t n, size_t c, size_t o, size_t h, size_t w, starnn_dtype dt, const void *x,
-                            size_t ldx, const void *wt, size_t ldw, const float *bias, void *y, size_t ldy)
+int starnn_convt2d_fwd_dnnl(size_t n, size_t c, size_t o, size_t h, size_t w, size_t xb, size_t yb, starnn_dtype dt,
+                            const void *x, size_t ldx, const void *wt, size_t ldw, const float *bias, void *y,
+                            size_t ldy)
 {
-	(void)n, (void)c, (void)o, (void)h, (void)w, (void)dt, (void)x, (void)ldx, (void)wt, (void)ldw, (void)bias;
+	(void)xb, (void)yb, (void)n, (void)c, (void)o, (void)h, (void)w, (void)dt, (void)x, (void)ldx, (void)wt, (void)ldw, (void)bias;
 	(void)y, (void)ldy;
 	return no_dnnl();
 }
 
-int starnn_convt2d_bwd_data_dnnl(size_t n, size_t c, size_t o, size_t h, size_t w, starnn_dtype dt, const void *wt,
-                                 size_t ldw, const void *dy, size_t lddy, float beta, void *dx, size_t lddx)
+int starnn_convt2d_bwd_data_dnnl(size_t n, size_t c, size_t o, size_t h, size_t w, size_t xb, size_t yb,
+                                 starnn_dtype dt, const void *wt, size_t ldw, const void *dy, size_t lddy, float beta,
+                                 void *dx, size_t lddx)
 {
-	(void)n, (void)c, (void)o, (void)h, (void)w, (void)dt, (void)wt, (void)ldw, (void)dy, (void)lddy, (void)beta;
+	(void)xb, (void)yb, (void)n, (void)c, (void)o, (void)h, (void)w, (void)dt, (void)wt, (void)ldw, (void)dy, (void)lddy, (void)beta;
 	(void)dx, (void)lddx;
 	return no_dnnl();
 }
 
-int starnn_convt2d_bwd_weight_dnnl(size_t n, size_t c, size_t o, size_t h, size_t w, starnn_dtype dt,
-                                   const void *x, size_t ldx, const void *dy, size_t lddy, float beta, float *dw,
-                                   size_t lddw)
+int starnn_convt2d_bwd_weight_dnnl(size_t n, size_t c, size_t o, size_t h, size_t w, size_t xb, size_t yb,
+                                   starnn_dtype dt, const void *x, size_t ldx, const void *dy, size_t lddy, float beta,
+                                   float *dw, size_t lddw)
 {
-	(void)n, (void)c, (void)o, (void)h, (void)w, (void)dt, (void)x, (void)ldx, (void)dy, (void)lddy, (void)beta;
+	(void)xb, (void)yb, (void)n, (void)c, (void)o, (void)h, (void)w, (void)dt, (void)x, (void)ldx, (void)dy, (void)lddy, (void)beta;
 	(void)dw, (void)lddw;
 	return no_dnnl();
 }

@@ -183,3 +183,150 @@ void starnn_maxpool_bwd_mp_cpu(starnn_dtype dt, size_t n, size_t c, size_t h, si
 {
 	STARNN_SIMD_CALL(maxpool_bwd_impl, (dt, n, c, h, w, x, ldx, dy, lddy, beta, dx, lddx));
 }
+
+/* ------------------------------------------------------- blocked layouts
+ * nChw8c / nChw16c data (runtime/tensor.h): the channels k0 .. k0 + B - 1
+ * of a sample are one block plane [h][w][B] (output [h/2][w/2][B]) that
+ * starts where channel k0's NCHW plane would; element (row, col, lane) at
+ * (row * w + col) * B + lane. The same take() rule, lane by lane: the loops
+ * over lanes vectorise. 16-bit rows go BLOCK / B windows at a time. */
+
+STARNN_SIMD_INLINE void fwd_row_blk(size_t B, size_t wo, const float *restrict x0, const float *restrict x1,
+                                    float *restrict y)
+{
+	for (size_t j = 0; j < wo; j++)
+		for (size_t l = 0; l < B; l++) {
+			size_t a = 2 * j * B + l;
+			y[j * B + l] = pick(x0[a], x0[a + B], x1[a], x1[a + B]);
+		}
+}
+
+STARNN_SIMD_INLINE void maxpool_fwd_blk_body(starnn_dtype dt, size_t B, size_t n, size_t c, size_t h, size_t w,
+                                             const void *x, size_t ldx, void *y, size_t ldy)
+{
+	const size_t ho = h / 2, wo = w / 2, es = starnn_halfrow_es(dt), step = dt == STARNN_FP32 ? wo : BLOCK / B;
+	float b0[2 * BLOCK], b1[2 * BLOCK], yb[BLOCK];
+	for (size_t r = 0; r < n; r++)
+		for (size_t k0 = 0; k0 < c; k0 += B) {
+			const char *xp = (const char *)x + (r * ldx + k0 * h * w) * es;
+			char *yp = (char *)y + (r * ldy + k0 * ho * wo) * es;
+			for (size_t i = 0; i < ho; i++) {
+				const char *x0 = xp + 2 * i * w * B * es, *x1 = x0 + w * B * es;
+				char *yr = yp + i * wo * B * es;
+				for (size_t j0 = 0; j0 < wo; j0 += step) {
+					size_t len = wo - j0 < step ? wo - j0 : step;
+					const float *f0 = starnn_halfrow_load(dt, x0 + 2 * j0 * B * es, 2 * len * B, b0);
+					const float *f1 = starnn_halfrow_load(dt, x1 + 2 * j0 * B * es, 2 * len * B, b1);
+					float *out = starnn_halfrow_out(dt, yr + j0 * B * es, yb);
+					fwd_row_blk(B, len, f0, f1, out);
+					starnn_halfrow_store(dt, out, len * B, yr + j0 * B * es);
+				}
+			}
+		}
+}
+
+STARNN_SIMD_INLINE void maxpool_fwd_blk_impl(starnn_dtype dt, size_t cb, size_t n, size_t c, size_t h, size_t w,
+                                             const void *x, size_t ldx, void *y, size_t ldy)
+{
+	if (cb == 16)
+		maxpool_fwd_blk_body(dt, 16, n, c, h, w, x, ldx, y, ldy);
+	else
+		maxpool_fwd_blk_body(dt, 8, n, c, h, w, x, ldx, y, ldy);
+}
+STARNN_SIMD_CLONES(maxpool_fwd_blk_impl,
+                   (starnn_dtype dt, size_t cb, size_t n, size_t c, size_t h, size_t w, const void *x, size_t ldx,
+                    void *y, size_t ldy),
+                   (dt, cb, n, c, h, w, x, ldx, y, ldy))
+
+void starnn_maxpool_fwd_blk_cpu(starnn_dtype dt, size_t cb, size_t n, size_t c, size_t h, size_t w, const void *x,
+                                size_t ldx, void *y, size_t ldy)
+{
+	STARNN_SIMD_CALL(maxpool_fwd_blk_impl, (dt, cb, n, c, h, w, x, ldx, y, ldy));
+}
+
+/* route_row, lane by lane. */
+STARNN_SIMD_INLINE void route_row_blk(size_t B, size_t wo, const float *restrict x0, const float *restrict x1,
+                                      const float *restrict g, int accumulate, float beta, float *restrict d0,
+                                      float *restrict d1)
+{
+	for (size_t j = 0; j < wo; j++)
+		for (size_t l = 0; l < B; l++) {
+			size_t p = 2 * j * B + l, q = p + B;
+			float a = x0[p], b = x0[q], c = x1[p], d = x1[q];
+			float gj = g[j * B + l], m = a, g0 = gj, g1 = 0.0f, g2 = 0.0f, g3 = 0.0f;
+			int t = take(b, m);
+			m = t ? b : m, g0 = t ? 0.0f : g0, g1 = t ? gj : 0.0f;
+			t = take(c, m);
+			m = t ? c : m, g0 = t ? 0.0f : g0, g1 = t ? 0.0f : g1, g2 = t ? gj : 0.0f;
+			t = take(d, m);
+			g0 = t ? 0.0f : g0, g1 = t ? 0.0f : g1, g2 = t ? 0.0f : g2, g3 = t ? gj : 0.0f;
+			if (accumulate) {
+				g0 += beta * d0[p], g1 += beta * d0[q];
+				g2 += beta * d1[p], g3 += beta * d1[q];
+			}
+			d0[p] = g0, d0[q] = g1, d1[p] = g2, d1[q] = g3;
+		}
+}
+
+STARNN_SIMD_INLINE void maxpool_bwd_blk_body(starnn_dtype dt, size_t B, size_t n, size_t c, size_t h, size_t w,
+                                             const void *x, size_t ldx, const void *dy, size_t lddy, float beta,
+                                             void *dx, size_t lddx)
+{
+	const size_t ho = h / 2, wo = w / 2, es = starnn_halfrow_es(dt), step = dt == STARNN_FP32 ? wo : BLOCK / B;
+	const size_t rb = w * B * es; /* bytes of one row of a block plane */
+	float b0[2 * BLOCK], b1[2 * BLOCK], gb[BLOCK], e0[2 * BLOCK], e1[2 * BLOCK];
+	for (size_t r = 0; r < n; r++)
+		for (size_t k0 = 0; k0 < c; k0 += B) {
+			const char *xp = (const char *)x + (r * ldx + k0 * h * w) * es;
+			const char *gp = (const char *)dy + (r * lddy + k0 * ho * wo) * es;
+			char *dp = (char *)dx + (r * lddx + k0 * h * w) * es;
+			for (size_t i = 0; i < ho; i++) {
+				const char *x0 = xp + 2 * i * rb, *x1 = x0 + rb, *gr = gp + i * wo * B * es;
+				char *d0 = dp + 2 * i * rb, *d1 = d0 + rb;
+				for (size_t j0 = 0; j0 < wo; j0 += step) {
+					size_t len = wo - j0 < step ? wo - j0 : step, o = 2 * j0 * B * es, ne = 2 * len * B;
+					const float *f0 = starnn_halfrow_load(dt, x0 + o, ne, b0);
+					const float *f1 = starnn_halfrow_load(dt, x1 + o, ne, b1);
+					const float *g = starnn_halfrow_load(dt, gr + j0 * B * es, len * B, gb);
+					float *o0 = starnn_halfrow_out(dt, d0 + o, e0), *o1 = starnn_halfrow_out(dt, d1 + o, e1);
+					if (beta == 0.0f) {
+						route_row_blk(B, len, f0, f1, g, 0, beta, o0, o1);
+					} else {
+						if (dt != STARNN_FP32) {
+							starnn_halfrow_load(dt, d0 + o, ne, e0);
+							starnn_halfrow_load(dt, d1 + o, ne, e1);
+						}
+						route_row_blk(B, len, f0, f1, g, 1, beta, o0, o1);
+					}
+					starnn_halfrow_store(dt, o0, ne, d0 + o);
+					starnn_halfrow_store(dt, o1, ne, d1 + o);
+				}
+				if (w & 1) { /* the ignored last column: B lanes */
+					scale_run(dt, B, beta, d0 + (w - 1) * B * es);
+					scale_run(dt, B, beta, d1 + (w - 1) * B * es);
+				}
+			}
+			if (h & 1) /* the ignored last row */
+				scale_run(dt, w * B, beta, dp + (h - 1) * rb);
+		}
+}
+
+STARNN_SIMD_INLINE void maxpool_bwd_blk_impl(starnn_dtype dt, size_t cb, size_t n, size_t c, size_t h, size_t w,
+                                             const void *x, size_t ldx, const void *dy, size_t lddy, float beta,
+                                             void *dx, size_t lddx)
+{
+	if (cb == 16)
+		maxpool_bwd_blk_body(dt, 16, n, c, h, w, x, ldx, dy, lddy, beta, dx, lddx);
+	else
+		maxpool_bwd_blk_body(dt, 8, n, c, h, w, x, ldx, dy, lddy, beta, dx, lddx);
+}
+STARNN_SIMD_CLONES(maxpool_bwd_blk_impl,
+                   (starnn_dtype dt, size_t cb, size_t n, size_t c, size_t h, size_t w, const void *x, size_t ldx,
+                    const void *dy, size_t lddy, float beta, void *dx, size_t lddx),
+                   (dt, cb, n, c, h, w, x, ldx, dy, lddy, beta, dx, lddx))
+
+void starnn_maxpool_bwd_blk_cpu(starnn_dtype dt, size_t cb, size_t n, size_t c, size_t h, size_t w, const void *x,
+                                size_t ldx, const void *dy, size_t lddy, float beta, void *dx, size_t lddx)
+{
+	STARNN_SIMD_CALL(maxpool_bwd_blk_impl, (dt, cb, n, c, h, w, x, ldx, dy, lddy, beta, dx, lddx));
+}

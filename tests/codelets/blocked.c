@@ -1,0 +1,436 @@
+/* Blocked activation layouts (runtime/tensor.h: nChw8c / nChw16c), the
+ * operations that take them checked against the same operations on NCHW
+ * data (themselves checked against naive loops, finite differences and
+ * PyTorch by their own tests):
+ *   - tensors: set_cblock keeps the values, read / write exchange NCHW,
+ *     batch and channel parts inherit the layout, a channel split must cut
+ *     at whole blocks, the layout shows in describe();
+ *   - kernels at every instruction-set level, cb 8 and 16, rows strided
+ *     (ld > cols), fp32 and bf16 / fp16: batch norm (element-wise results
+ *     bitwise equal, sums to double rounding), max-pool (bitwise), the
+ *     bias gradient (fp32 sums against double ones);
+ *   - codelets: conv2d (forward, both backward passes, with accumulation,
+ *     split into channel tasks), convt2d with its bias gradient, the
+ *     batch-norm layer and max-pool on blocked tensors against NCHW ones,
+ *     mixed layouts (NCHW in, blocked out: a UNet's first and last
+ *     layers), and the checks that refuse mismatched layouts.
+ * The conv2d / convt2d parts need oneDNN (the im2col kernels take NCHW
+ * only); without it they are skipped with a note. */
+#include <string.h>
+
+#include "codelets/batchnorm.h"
+#include "codelets/conv2d.h"
+#include "codelets/convt2d.h"
+#include "codelets/maxpool.h"
+#include "runtime/half.h"
+#include "tests/testlib.h"
+#include "tests/codelets/simdcheck.h"
+
+/* plain [n][c][inner] (rows ldp apart) <-> blocked (rows ldb apart), es bytes per element */
+static void relayout(size_t n, size_t c, size_t inner, size_t cb, size_t es, const void *src, size_t lds, void *dst,
+                     size_t ldd, int to_blocked)
+{
+	for (size_t r = 0; r < n; r++)
+		for (size_t k = 0; k < c; k++)
+			for (size_t p = 0; p < inner; p++) {
+				size_t pi = r * (to_blocked ? lds : ldd) + k * inner + p;
+				size_t bi = r * (to_blocked ? ldd : lds) + (k / cb) * inner * cb + p * cb + k % cb;
+				if (to_blocked)
+					memcpy((char *)dst + bi * es, (const char *)src + pi * es, es);
+				else
+					memcpy((char *)dst + pi * es, (const char *)src + bi * es, es);
+			}
+}
+
+static void *xmalloc(size_t bytes)
+{
+	void *p = calloc(1, bytes ? bytes : 1);
+	if (!p) {
+		fprintf(stderr, "out of memory\n");
+		exit(1);
+	}
+	return p;
+}
+
+/* n random values of dt (16-bit as patterns) */
+static void *rand_data(starnn_dtype dt, size_t n, float lo, float hi)
+{
+	float *f = test_random(n, lo, hi);
+	if (dt == STARNN_FP32)
+		return f;
+	uint16_t *h = xmalloc(n * 2);
+	for (size_t i = 0; i < n; i++)
+		h[i] = dt == STARNN_BF16 ? starnn_float_to_bf16(f[i]) : starnn_float_to_half(f[i]);
+	free(f);
+	return h;
+}
+
+static int sums_close(const char *what, const double *a, const double *b, size_t n, const double *mag)
+{
+	for (size_t i = 0; i < n; i++)
+		if (!(fabs(a[i] - b[i]) <= 1e-12 * (mag ? mag[i] : fabs(b[i])) + 1e-300)) {
+			TEST_ASSERT(0, "%s: element %zu: %.17g, NCHW %.17g", what, i, a[i], b[i]);
+			return 0;
+		}
+	test_checks++;
+	return 1;
+}
+
+/* ------------------------------------------------------------ batch norm */
+
+static void bn_kernels(starnn_dtype dt, size_t cb, size_t n, size_t c, size_t inner, size_t pad, float beta)
+{
+	const size_t es = dt == STARNN_FP32 ? 4 : 2, cols = c * inner, ld = cols + pad, tot = n * ld;
+	void *x = rand_data(dt, tot, -2, 3), *dy = rand_data(dt, tot, -1, 1), *y0 = rand_data(dt, tot, -1, 1);
+	void *xb = xmalloc(tot * es), *dyb = xmalloc(tot * es), *y0b = xmalloc(tot * es);
+	relayout(n, c, inner, cb, es, x, ld, xb, ld, 1);
+	relayout(n, c, inner, cb, es, dy, ld, dyb, ld, 1);
+	relayout(n, c, inner, cb, es, y0, ld, y0b, ld, 1);
+	double *s = xmalloc(2 * c * sizeof *s), *sb = xmalloc(2 * c * sizeof *sb), *mag = xmalloc(2 * c * sizeof *mag);
+	char what[96];
+	snprintf(what, sizeof what, "bn %s cb %zu n %zu c %zu inner %zu", starnn_dtype_name(dt), cb, n, c, inner);
+
+	/* statistics: a bound of 1e-12 relative to the sum of |terms| (the
+	 * plain sum of |x| is the sum itself for x^2, >= 0) */
+	starnn_bn_stats_mp_cpu(dt, n, c, inner, x, ld, s, 0);
+	starnn_bn_stats_blk_cpu(dt, cb, n, c, inner, xb, ld, sb, 0);
+	for (size_t k = 0; k < 2 * c; k++)
+		mag[k] = fabs(s[k]) + (double)(n * inner) * 3;
+	sums_close(what, sb, s, 2 * c, mag);
+	starnn_bn_stats_blk_cpu(dt, cb, n, c, inner, xb, ld, sb, 1); /* accumulate: twice the sums */
+	for (size_t k = 0; k < 2 * c; k++)
+		s[k] *= 2, mag[k] *= 2;
+	sums_close(what, sb, s, 2 * c, mag);
+
+	float *mean = test_random(c, -1, 1), *istd = test_random(c, 0.5f, 2), *gamma = test_random(c, -2, 2);
+	float *bias = test_random(c, -1, 1);
+	void *y = xmalloc(tot * es), *yb = xmalloc(tot * es), *yr = xmalloc(tot * es);
+	for (int relu = 0; relu < 2; relu++)
+		for (int var = 0; var < 2; var++) {
+			starnn_bn_apply_mp_cpu(dt, n, c, inner, x, ld, mean, istd, var, STARNN_BN_EPS, gamma, bias, relu, y, ld);
+			starnn_bn_apply_blk_cpu(dt, cb, n, c, inner, xb, ld, mean, istd, var, STARNN_BN_EPS, gamma, bias, relu,
+			                        yb, ld);
+			relayout(n, c, inner, cb, es, yb, ld, yr, ld, 0);
+			int same = 1;
+			for (size_t r = 0; r < n; r++)
+				same &= !memcmp((char *)y + r * ld * es, (char *)yr + r * ld * es, cols * es);
+			TEST_ASSERT(same, "%s: apply (relu %d, var %d) differs from NCHW", what, relu, var);
+		}
+
+	/* backward: the sums, then dx from the same slot */
+	for (int relu = 0; relu < 2; relu++) {
+		const void *ym = relu ? y0 : NULL, *ymb = relu ? y0b : NULL;
+		starnn_bn_bwd_reduce_mp_cpu(dt, n, c, inner, x, ld, dy, ld, ym, ld, mean, s, 0);
+		starnn_bn_bwd_reduce_blk_cpu(dt, cb, n, c, inner, xb, ld, dyb, ld, ymb, ld, mean, sb, 0);
+		for (size_t k = 0; k < 2 * c; k++)
+			mag[k] = (double)(n * inner) * 4 + 1;
+		sums_close(what, sb, s, 2 * c, mag);
+		void *dx = rand_data(dt, tot, -1, 1), *dxb = xmalloc(tot * es), *dxr = xmalloc(tot * es);
+		relayout(n, c, inner, cb, es, dx, ld, dxb, ld, 1);
+		double count = (double)(n * inner);
+		starnn_bn_bwd_apply_mp_cpu(dt, n, c, inner, x, ld, dy, ld, ym, ld, mean, istd, gamma, 1, s, 2 * c, count,
+		                           beta, dx, ld);
+		starnn_bn_bwd_apply_blk_cpu(dt, cb, n, c, inner, xb, ld, dyb, ld, ymb, ld, mean, istd, gamma, 1, s, 2 * c,
+		                            count, beta, dxb, ld);
+		relayout(n, c, inner, cb, es, dxb, ld, dxr, ld, 0);
+		int same = 1;
+		for (size_t r = 0; r < n; r++)
+			same &= !memcmp((char *)dx + r * ld * es, (char *)dxr + r * ld * es, cols * es);
+		TEST_ASSERT(same, "%s: bwd_apply (relu %d, beta %g) differs from NCHW", what, relu, (double)beta);
+		free(dx), free(dxb), free(dxr);
+	}
+	free(x), free(dy), free(y0), free(xb), free(dyb), free(y0b), free(s), free(sb), free(mag);
+	free(mean), free(istd), free(gamma), free(bias), free(y), free(yb), free(yr);
+}
+
+/* -------------------------------------------------------------- max-pool */
+
+static void maxpool_kernels(starnn_dtype dt, size_t cb, size_t n, size_t c, size_t h, size_t w, size_t pad, float beta)
+{
+	const size_t es = dt == STARNN_FP32 ? 4 : 2, ho = h / 2, wo = w / 2;
+	const size_t ldx = c * h * w + pad, ldy = c * ho * wo + pad;
+	/* few distinct values: ties, where the rule's order matters */
+	float *xf = xmalloc(n * ldx * sizeof *xf);
+	for (size_t i = 0; i < n * ldx; i++)
+		xf[i] = (float)((i * 7919u) % 5) - 2.0f;
+	xf[3] = NAN;
+	void *x = xf;
+	if (dt != STARNN_FP32) {
+		uint16_t *hx = xmalloc(n * ldx * 2);
+		for (size_t i = 0; i < n * ldx; i++)
+			hx[i] = dt == STARNN_BF16 ? starnn_float_to_bf16(xf[i]) : starnn_float_to_half(xf[i]);
+		free(xf);
+		x = hx;
+	}
+	void *dy = rand_data(dt, n * ldy, -1, 1), *dx = rand_data(dt, n * ldx, -1, 1);
+	void *xb = xmalloc(n * ldx * es), *dyb = xmalloc(n * ldy * es), *dxb = xmalloc(n * ldx * es);
+	void *y = xmalloc(n * ldy * es), *yb = xmalloc(n * ldy * es), *r = xmalloc(n * ldx * es);
+	relayout(n, c, h * w, cb, es, x, ldx, xb, ldx, 1);
+	relayout(n, c, ho * wo, cb, es, dy, ldy, dyb, ldy, 1);
+	relayout(n, c, h * w, cb, es, dx, ldx, dxb, ldx, 1);
+	starnn_maxpool_fwd_mp_cpu(dt, n, c, h, w, x, ldx, y, ldy);
+	starnn_maxpool_fwd_blk_cpu(dt, cb, n, c, h, w, xb, ldx, yb, ldy);
+	relayout(n, c, ho * wo, cb, es, yb, ldy, r, ldy, 0);
+	int same = 1;
+	for (size_t s = 0; s < n; s++)
+		same &= !memcmp((char *)y + s * ldy * es, (char *)r + s * ldy * es, c * ho * wo * es);
+	TEST_ASSERT(same, "maxpool fwd %s cb %zu %zux%zu: differs from NCHW", starnn_dtype_name(dt), cb, h, w);
+	starnn_maxpool_bwd_mp_cpu(dt, n, c, h, w, x, ldx, dy, ldy, beta, dx, ldx);
+	starnn_maxpool_bwd_blk_cpu(dt, cb, n, c, h, w, xb, ldx, dyb, ldy, beta, dxb, ldx);
+	relayout(n, c, h * w, cb, es, dxb, ldx, r, ldx, 0);
+	same = 1;
+	for (size_t s = 0; s < n; s++)
+		same &= !memcmp((char *)dx + s * ldx * es, (char *)r + s * ldx * es, c * h * w * es);
+	TEST_ASSERT(same, "maxpool bwd %s cb %zu %zux%zu beta %g: differs from NCHW", starnn_dtype_name(dt), cb, h, w,
+	            (double)beta);
+	free(x), free(dy), free(dx), free(xb), free(dyb), free(dxb), free(y), free(yb), free(r);
+}
+
+/* --------------------------------------------------------- bias gradient */
+
+static void bias_kernel(starnn_dtype dt, size_t cb, size_t n, size_t o, size_t hw, size_t pad, float beta)
+{
+	const size_t es = dt == STARNN_FP32 ? 4 : 2, ld = o * hw + pad;
+	void *dy = rand_data(dt, n * ld, -1, 1), *dyb = xmalloc(n * ld * es);
+	relayout(n, o, hw, cb, es, dy, ld, dyb, ld, 1);
+	float *db = test_random(o, -1, 1), *ref = xmalloc(o * sizeof *ref);
+	double *exact = xmalloc(o * sizeof *exact), *mag = xmalloc(o * sizeof *mag);
+	for (size_t k = 0; k < o; k++) {
+		double e = beta * db[k], m = fabs(e);
+		for (size_t s = 0; s < n; s++)
+			for (size_t p = 0; p < hw; p++) {
+				size_t i = s * ld + k * hw + p;
+				double v = dt == STARNN_FP32 ? ((float *)dy)[i]
+				           : dt == STARNN_BF16 ? starnn_bf16_to_float(((uint16_t *)dy)[i])
+				                               : starnn_half_to_float(((uint16_t *)dy)[i]);
+				e += v, m += fabs(v);
+			}
+		exact[k] = e, mag[k] = m;
+	}
+	starnn_conv2d_bwd_bias_blk_cpu(dt, cb, n, o, hw, dyb, ld, beta, db);
+	/* fp32 sums of a chunk's pixels (at most 32), added in double, rounded once */
+	test_close_sum_out("bias grad (blocked)", db, exact, mag, o, 32, TEST_U32, TEST_U32);
+	free(dy), free(dyb), free(db), free(ref), free(exact), free(mag);
+}
+
+/* --------------------------------------------------------------- tensors */
+
+static starnn_tensor *tensor4(const char *name, int64_t n, int64_t c, int64_t h, int64_t w, int cb, const float *v)
+{
+	int64_t shape[4] = {n, c, h, w};
+	starnn_tensor *t = test_tensor(name, 4, shape, v);
+	if (cb > 1)
+		TEST_OK(starnn_tensor_set_cblock(t, cb));
+	return t;
+}
+
+static void tensors(void)
+{
+	const int64_t n = 3, c = 16, h = 5, w = 7;
+	size_t numel = (size_t)(n * c * h * w);
+	float *v = test_random(numel, -1, 1);
+	starnn_tensor *t = tensor4("t", n, c, h, w, 1, v);
+	TEST_OK(starnn_tensor_set_cblock(t, 8)); /* the values stay */
+	float *r = test_read(t);
+	TEST_ASSERT(!memcmp(r, v, numel * sizeof *v), "set_cblock changed the values");
+	free(r);
+	/* the storage is nChw8c: element (s, k, p) at (k / 8) * h * w * 8 + p * 8 + k % 8 */
+	TEST_OK(starpu_data_acquire(t->handle, STARPU_R));
+	const float *raw = (const float *)starpu_data_get_local_ptr(t->handle);
+	TEST_ASSERT(raw[1 * c * h * w + (9 / 8) * h * w * 8 + 4 * 8 + 9 % 8] == v[(1 * c + 9) * h * w + 4],
+	            "nChw8c storage order");
+	starpu_data_release(t->handle);
+	char d[128];
+	TEST_ASSERT(strstr(starnn_tensor_describe(t, d, sizeof d), "nChw8c") != NULL, "describe: %s", d);
+	starnn_tensor **parts;
+	int64_t bad[2] = {4, 12}, good[2] = {8, 8};
+	TEST_ASSERT(starnn_tensor_split(t, 1, 2, bad, &parts) == STARNN_EINVAL, "a split inside a channel block");
+	TEST_OK(starnn_tensor_split(t, 1, 2, good, &parts));
+	TEST_ASSERT(parts[0]->cblock == 8 && parts[1]->cblock == 8, "channel parts inherit the layout");
+	r = xmalloc(numel / 2 * sizeof *r);
+	TEST_OK(starnn_tensor_read(parts[1], r)); /* channels 8..15 as NCHW */
+	int ok = 1;
+	for (int64_t s = 0; s < n; s++)
+		for (int64_t k = 0; k < 8; k++)
+			ok &= !memcmp(r + (s * 8 + k) * h * w, v + (s * c + 8 + k) * h * w, (size_t)(h * w) * sizeof *r);
+	TEST_ASSERT(ok, "a channel part reads as NCHW");
+	free(r);
+	TEST_ASSERT(starnn_tensor_set_cblock(t, 16) == STARNN_EINVAL, "the layout of a split tensor is fixed");
+	starnn_tensor_destroy(t);
+	t = tensor4("t12", 1, 12, 2, 2, 1, NULL);
+	TEST_ASSERT(starnn_tensor_set_cblock(t, 8) == STARNN_EINVAL, "12 channels are not whole blocks of 8");
+	TEST_ASSERT(starnn_tensor_set_cblock(t, 3) == STARNN_EINVAL, "a block of 3");
+	starnn_tensor_destroy(t);
+	free(v);
+}
+
+/* ------------------------------------------------------------- codelets */
+
+static float *read_all(starnn_tensor *t)
+{
+	return test_read(t);
+}
+
+/* Reads both and compares (identical kernels on identical data: tight). */
+static void close_values(const char *what, starnn_tensor *a, starnn_tensor *ref, float rtol, float atol)
+{
+	float *x = read_all(a), *y = read_all(ref);
+	test_close(what, x, y, starnn_tensor_numel(ref), rtol, atol);
+	free(x), free(y);
+}
+
+static void same_values(const char *what, starnn_tensor *a, starnn_tensor *ref, float rtol)
+{
+	close_values(what, a, ref, rtol, 1e-6f);
+}
+
+static void conv_codelets(int64_t n, int64_t c, int64_t o, int64_t s, int xb, int yb)
+{
+	char what[96];
+	snprintf(what, sizeof what, "conv2d n %lld c %lld o %lld %lldx%lld, x %s, y %s", (long long)n, (long long)c,
+	         (long long)o, (long long)s, (long long)s, starnn_layout_name(xb), starnn_layout_name(yb));
+	size_t nx = (size_t)(n * c * s * s), ny = (size_t)(n * o * s * s), nw = (size_t)(o * c * 9);
+	float *xv = test_random(nx, -1, 1), *dyv = test_random(ny, -1, 1), *wv = test_random(nw, -0.3f, 0.3f);
+	float *bv = test_random((size_t)o, -1, 1), *dxv = test_random(nx, -1, 1);
+	int64_t ws[4] = {o, c, 3, 3}, bs[1] = {o};
+	starnn_tensor *w = test_tensor("w", 4, ws, wv), *b = test_tensor("b", 1, bs, bv);
+	starnn_tensor *x = tensor4("x", n, c, s, s, xb, xv), *x0 = tensor4("x0", n, c, s, s, 1, xv);
+	starnn_tensor *y = tensor4("y", n, o, s, s, yb, NULL), *y0 = tensor4("y0", n, o, s, s, 1, NULL);
+	starnn_tensor *dy = tensor4("dy", n, o, s, s, yb, dyv), *dy0 = tensor4("dy0", n, o, s, s, 1, dyv);
+	starnn_tensor *dx = tensor4("dx", n, c, s, s, xb, dxv), *dx0 = tensor4("dx0", n, c, s, s, 1, dxv);
+	starnn_tensor *dw = test_tensor("dw", 4, ws, NULL), *dw0 = test_tensor("dw0", 4, ws, NULL);
+	starnn_tensor *db = test_tensor("db", 1, bs, NULL), *db0 = test_tensor("db0", 1, bs, NULL);
+	TEST_OK(starnn_conv2d_fwd(x, w, b, y));
+	TEST_OK(starnn_conv2d_fwd(x0, w, b, y0));
+	same_values(what, y, y0, 1e-6f);
+	TEST_OK(starnn_conv2d_bwd_data(dy, w, 1.0f, dx)); /* dx += */
+	TEST_OK(starnn_conv2d_bwd_data(dy0, w, 1.0f, dx0));
+	same_values(what, dx, dx0, 1e-6f);
+	TEST_OK(starnn_conv2d_bwd_weight(x, dy, 0.0f, dw, db));
+	TEST_OK(starnn_conv2d_bwd_weight(x0, dy0, 0.0f, dw0, db0));
+	same_values(what, dw, dw0, 1e-6f);
+	/* sums of n * s * s values of |dy| <= 1 in another order (cancellation: an absolute bound) */
+	close_values(what, db, db0, 1e-5f, 1e-4f);
+	starnn_tensor *all[] = {w, b, x, x0, y, y0, dy, dy0, dx, dx0, dw, dw0, db, db0};
+	for (size_t i = 0; i < sizeof all / sizeof *all; i++)
+		starnn_tensor_destroy(all[i]);
+	free(xv), free(dyv), free(wv), free(bv), free(dxv);
+}
+
+static void convt_codelets(int64_t n, int64_t c, int64_t o, int64_t s, int xb, int yb)
+{
+	char what[96];
+	snprintf(what, sizeof what, "convt2d n %lld c %lld o %lld %lldx%lld, x %s, y %s", (long long)n, (long long)c,
+	         (long long)o, (long long)s, (long long)s, starnn_layout_name(xb), starnn_layout_name(yb));
+	size_t nx = (size_t)(n * c * s * s), ny = (size_t)(n * o * 4 * s * s), nw = (size_t)(c * o * 4);
+	float *xv = test_random(nx, -1, 1), *dyv = test_random(ny, -1, 1), *wv = test_random(nw, -0.5f, 0.5f);
+	float *bv = test_random((size_t)o, -1, 1);
+	int64_t ws[4] = {c, o, 2, 2}, bs[1] = {o};
+	starnn_tensor *w = test_tensor("w", 4, ws, wv), *b = test_tensor("b", 1, bs, bv);
+	starnn_tensor *x = tensor4("x", n, c, s, s, xb, xv), *x0 = tensor4("x0", n, c, s, s, 1, xv);
+	starnn_tensor *y = tensor4("y", n, o, 2 * s, 2 * s, yb, NULL), *y0 = tensor4("y0", n, o, 2 * s, 2 * s, 1, NULL);
+	starnn_tensor *dy = tensor4("dy", n, o, 2 * s, 2 * s, yb, dyv), *dy0 = tensor4("dy0", n, o, 2 * s, 2 * s, 1, dyv);
+	starnn_tensor *dx = tensor4("dx", n, c, s, s, xb, NULL), *dx0 = tensor4("dx0", n, c, s, s, 1, NULL);
+	starnn_tensor *dw = test_tensor("dw", 4, ws, NULL), *dw0 = test_tensor("dw0", 4, ws, NULL);
+	starnn_tensor *db = test_tensor("db", 1, bs, NULL), *db0 = test_tensor("db0", 1, bs, NULL);
+	TEST_OK(starnn_convt2d_fwd(x, w, b, y));
+	TEST_OK(starnn_convt2d_fwd(x0, w, b, y0));
+	same_values(what, y, y0, 1e-6f);
+	TEST_OK(starnn_convt2d_bwd_data(w, dy, 0.0f, dx));
+	TEST_OK(starnn_convt2d_bwd_data(w, dy0, 0.0f, dx0));
+	same_values(what, dx, dx0, 1e-6f);
+	TEST_OK(starnn_convt2d_bwd_weight(x, dy, 0.0f, dw, db));
+	TEST_OK(starnn_convt2d_bwd_weight(x0, dy0, 0.0f, dw0, db0));
+	same_values(what, dw, dw0, 1e-6f);
+	close_values(what, db, db0, 1e-5f, 1e-4f);
+	starnn_tensor *all[] = {w, b, x, x0, y, y0, dy, dy0, dx, dx0, dw, dw0, db, db0};
+	for (size_t i = 0; i < sizeof all / sizeof *all; i++)
+		starnn_tensor_destroy(all[i]);
+	free(xv), free(dyv), free(wv), free(bv);
+}
+
+/* The batch-norm layer (+ReLU) over 2 micro-batch parts and max-pool. */
+static void bn_pool_codelets(int64_t n, int64_t c, int64_t s, int cb)
+{
+	char what[96];
+	snprintf(what, sizeof what, "batchnorm + maxpool n %lld c %lld %lldx%lld %s", (long long)n, (long long)c,
+	         (long long)s, (long long)s, starnn_layout_name(cb));
+	size_t nx = (size_t)(n * c * s * s);
+	float *xv = test_random(nx, -2, 3), *dyv = test_random(nx, -1, 1);
+	starnn_tensor *t[2][4]; /* [layout][x, y, dy, dx] */
+	starnn_batchnorm bn[2];
+	for (int l = 0; l < 2; l++) {
+		int b = l ? cb : 1;
+		t[l][0] = tensor4("x", n, c, s, s, b, xv);
+		t[l][1] = tensor4("y", n, c, s, s, b, NULL);
+		t[l][2] = tensor4("dy", n, c, s, s, b, dyv);
+		t[l][3] = tensor4("dx", n, c, s, s, b, NULL);
+		TEST_OK(starnn_batchnorm_init(&bn[l], "bn", c, 2, 1));
+		starnn_tensor **p[4];
+		for (int i = 0; i < 4; i++)
+			TEST_OK(starnn_tensor_split(t[l][i], 0, 2, NULL, &p[i]));
+		TEST_OK(starnn_batchnorm_fwd(&bn[l], 1, 2, p[0], p[1]));
+		TEST_OK(starnn_batchnorm_bwd(&bn[l], 2, p[0], p[1], p[2], p[3], 0.0f, bn[l].gamma, bn[l].beta, 0.0f));
+	}
+	same_values(what, t[1][1], t[0][1], 1e-6f);
+	same_values(what, t[1][3], t[0][3], 1e-5f);
+	same_values(what, bn[1].running_var, bn[0].running_var, 1e-6f);
+	same_values(what, bn[1].gamma, bn[0].gamma, 1e-5f); /* dgamma, written over gamma */
+	starnn_tensor *py[2], *pdx[2];
+	for (int l = 0; l < 2; l++) {
+		py[l] = tensor4("pool", n, c, s / 2, s / 2, l ? cb : 1, NULL);
+		pdx[l] = tensor4("pdx", n, c, s, s, l ? cb : 1, dyv);
+		TEST_OK(starnn_maxpool_fwd(t[l][1], py[l]));
+		TEST_OK(starnn_maxpool_bwd(t[l][1], py[l], 1.0f, pdx[l]));
+	}
+	same_values(what, py[1], py[0], 0.0f);
+	same_values(what, pdx[1], pdx[0], 0.0f);
+	/* mismatched layouts are refused with a message */
+	TEST_ASSERT(starnn_maxpool_fwd(t[1][1], py[0]) == STARNN_EINVAL, "maxpool: blocked x, NCHW y");
+	TEST_ASSERT(strstr(starnn_last_error(), "layout") != NULL, "the message names the layout: %s",
+	            starnn_last_error());
+	for (int l = 0; l < 2; l++) {
+		for (int i = 0; i < 4; i++)
+			starnn_tensor_destroy(t[l][i]);
+		starnn_tensor_destroy(py[l]);
+		starnn_tensor_destroy(pdx[l]);
+		starnn_batchnorm_destroy(&bn[l]);
+	}
+	free(xv), free(dyv);
+}
+
+int main(void)
+{
+	test_init();
+	if (TEST_ON_CUDA) /* blocked data runs on CPU workers only */
+		return test_finish();
+	SC_FOR_EACH_LEVEL(lv) {
+		for (int t = 0; t < 3; t++) {
+			starnn_dtype dt = t == 0 ? STARNN_FP32 : t == 1 ? STARNN_BF16 : STARNN_FP16;
+			for (size_t cb = 8; cb <= 16; cb += 8) {
+				bn_kernels(dt, cb, 3, 2 * cb, 35, 0, 0.0f);
+				bn_kernels(dt, cb, 2, cb, 129, 8 * cb, 1.0f); /* strided rows, 16-bit chunks across pixels */
+				maxpool_kernels(dt, cb, 2, 2 * cb, 6, 10, 0, 0.0f);
+				maxpool_kernels(dt, cb, 1, cb, 5, 37, 3 * cb, 1.0f); /* odd sizes, strided */
+				bias_kernel(dt, cb, 3, 2 * cb, 77, 0, 0.0f);
+				bias_kernel(dt, cb, 2, cb, 300, cb, 0.5f);
+			}
+		}
+	}
+	sc_level_done();
+	tensors();
+	bn_pool_codelets(4, 16, 12, 8);
+	bn_pool_codelets(2, 32, 9, 16);
+	if (starnn_conv2d_cpu_backend() != STARNN_CONV2D_DNNL) {
+		printf("note: the convolution checks need the oneDNN CPU backend (this build has im2col only)\n");
+		return test_finish();
+	}
+	conv_codelets(2, 16, 16, 9, 8, 8);
+	conv_codelets(1, 64, 64, 64, 8, 8); /* split into channel tasks */
+	conv_codelets(1, 64, 32, 40, 16, 16);
+	conv_codelets(2, 13, 16, 12, 1, 8); /* a UNet's first layer */
+	conv_codelets(2, 16, 12, 12, 8, 1); /* and its last */
+	convt_codelets(2, 32, 16, 8, 8, 8);
+	convt_codelets(1, 64, 32, 32, 16, 8); /* split into channel tasks */
+	return test_finish();
+}

@@ -14,6 +14,7 @@
 #  - a checkpoint of another architecture is refused with a message naming
 #    the attribute; --steps 0 --checkpoint saves the initial model, which
 #    --init starts from;
+#  - activations in the blocked layout train as NCHW ones (STARNN_LAYOUT);
 #  - eval, predict (--output, --png) and training on tools/sevir-synth files
 #    of both layouts (raw + CATALOG.csv, prepared);
 #  - errors: bad options (exit 2; messages without starnn's source
@@ -90,6 +91,32 @@ fi
 grep -q '"eval":{' "$tmp/t.json" || fail "no evaluation line in --log-json"
 grep -q "^eval at step 40: MSE .*persistence" "$tmp/t.out" && ok "$(grep '^eval at step 40' "$tmp/t.out")" ||
 	{ fail "no final evaluation line"; cat "$tmp/t.out"; }
+
+# ------------------------------------------------------------------ layouts
+# Activations in oneDNN's blocked layout (the default where it applies:
+# this build's oneDNN, CPU workers) train as NCHW ones (STARNN_LAYOUT=nchw):
+# the same per-step losses but for float rounding (batch-norm sums run in
+# another order; measured: 3e-8 relative after 10 steps), and the start-up
+# line says which layout ran; an unknown STARNN_LAYOUT is an error.
+L="--size 32 --depth 2 --filters 8 --batch 4 --micro-batches 2 --samples 64 --steps 10 --eval-every 0"
+"$unet" train $L --log-json "$tmp/lb.json" > "$tmp/lb.out" 2>&1 || { fail "blocked-layout run exited $?"; cat "$tmp/lb.out"; }
+STARNN_LAYOUT=nchw "$unet" train $L --log-json "$tmp/ln.json" > "$tmp/ln.out" 2>&1 ||
+	{ fail "NCHW run exited $?"; cat "$tmp/ln.out"; }
+want='^activations: nChw\(8\|16\)c'
+grep -q '^ *oneDNN.*: yes' "$B/config.summary" 2> /dev/null || want='^activations: NCHW'
+grep -q "$want" "$tmp/lb.out" && ok "$(grep '^activations:' "$tmp/lb.out")" ||
+	fail "no '$want' line: $(grep '^activations:' "$tmp/lb.out")"
+grep -q '^activations: NCHW (STARNN_LAYOUT=nchw)' "$tmp/ln.out" || fail "STARNN_LAYOUT=nchw: $(grep '^activations:' "$tmp/ln.out")"
+losses "$tmp/lb.json" > "$tmp/lb.loss"
+losses "$tmp/ln.json" > "$tmp/ln.loss"
+d=$(paste "$tmp/lb.loss" "$tmp/ln.loss" | awk '
+	{ n++; r = ($2 - $4) / $4; if (r < 0) r = -r; if (r > m) m = r }
+	END { if (n != 10) print "n=" n; else printf "%.3g\n", m }')
+case $d in n=*) fail "layouts: 10 losses each expected ($d)" ;;
+*) awk -v d="$d" 'BEGIN { exit !(d <= 1e-5) }' && ok "blocked vs NCHW activations: losses within $d relative over 10 steps" ||
+	fail "blocked vs NCHW activations: losses differ by $d relative" ;;
+esac
+expect 1 "STARNN_LAYOUT" env STARNN_LAYOUT=sideways "$unet" train $L
 
 # ------------------------------------------------------------------ energy
 # The energy line after the run (measured by a named method, or "not

@@ -1,5 +1,6 @@
-/* CPU kernels of maxpool (2x2, stride 2). One channel plane at a time; the
- * inner loops over output columns are branch-free selects that vectorise,
+/* CPU kernels of maxpool (2x2, stride 2), NCHW and blocked. One channel
+ * plane (or block plane) at a time; the inner loops are branch-free selects
+ * that vectorise,
  * compiled per instruction set (codelets/cpu/simd.h). The selection rule
  * (see codelets/maxpool.h) is take(), applied in the same order by both
  * passes, so that the backward routes to the element the forward took.
@@ -33,164 +34,16 @@ STARNN_SIMD_INLINE float pick(float a, float b, float c, float d)
 	return m;
 }
 
-/* One row of wo windows: x0 / x1 the two input rows. */
-STARNN_SIMD_INLINE void fwd_row(size_t wo, const float *restrict x0, const float *restrict x1, float *restrict y)
-{
-	for (size_t j = 0; j < wo; j++)
-		y[j] = pick(x0[2 * j], x0[2 * j + 1], x1[2 * j], x1[2 * j + 1]);
-}
+/* ------------------------------------------------------------- the loops
+ * One loop nest for both layouts: B lanes per pixel. nChw8c / nChw16c data
+ * (runtime/tensor.h, B = 8 or 16): the channels k0 .. k0 + B - 1 of a
+ * sample are one block plane [h][w][B] (output [h/2][w/2][B]) that starts
+ * where channel k0's NCHW plane would; element (row, col, lane) at
+ * (row * w + col) * B + lane; the loops over lanes vectorise. NCHW data is
+ * the case B = 1 (a block plane is a channel plane; the loops over output
+ * columns vectorise). 16-bit rows go BLOCK / B windows at a time. */
 
-STARNN_SIMD_INLINE void maxpool_fwd_impl(starnn_dtype dt, size_t n, size_t c, size_t h, size_t w, const void *x,
-                                         size_t ldx, void *y, size_t ldy)
-{
-	const size_t ho = h / 2, wo = w / 2, es = starnn_halfrow_es(dt), step = dt == STARNN_FP32 ? wo : BLOCK;
-	float b0[2 * BLOCK], b1[2 * BLOCK], yb[BLOCK];
-	for (size_t r = 0; r < n; r++)
-		for (size_t ch = 0; ch < c; ch++) {
-			const char *xp = (const char *)x + (r * ldx + ch * h * w) * es;
-			char *yp = (char *)y + (r * ldy + ch * ho * wo) * es;
-			for (size_t i = 0; i < ho; i++) {
-				const char *x0 = xp + 2 * i * w * es, *x1 = x0 + w * es;
-				char *yr = yp + i * wo * es;
-				for (size_t j0 = 0; j0 < wo; j0 += step) {
-					size_t len = wo - j0 < step ? wo - j0 : step;
-					const float *f0 = starnn_halfrow_load(dt, x0 + 2 * j0 * es, 2 * len, b0);
-					const float *f1 = starnn_halfrow_load(dt, x1 + 2 * j0 * es, 2 * len, b1);
-					float *out = starnn_halfrow_out(dt, yr + j0 * es, yb);
-					fwd_row(len, f0, f1, out);
-					starnn_halfrow_store(dt, out, len, yr + j0 * es);
-				}
-			}
-		}
-}
-STARNN_SIMD_CLONES(maxpool_fwd_impl,
-                   (starnn_dtype dt, size_t n, size_t c, size_t h, size_t w, const void *x, size_t ldx, void *y,
-                    size_t ldy),
-                   (dt, n, c, h, w, x, ldx, y, ldy))
-
-void starnn_maxpool_fwd_cpu(size_t n, size_t c, size_t h, size_t w, const float *x, size_t ldx, float *y,
-                            size_t ldy)
-{
-	STARNN_SIMD_CALL(maxpool_fwd_impl, (STARNN_FP32, n, c, h, w, x, ldx, y, ldy));
-}
-
-void starnn_maxpool_fwd_mp_cpu(starnn_dtype dt, size_t n, size_t c, size_t h, size_t w, const void *x, size_t ldx,
-                               void *y, size_t ldy)
-{
-	STARNN_SIMD_CALL(maxpool_fwd_impl, (dt, n, c, h, w, x, ldx, y, ldy));
-}
-
-/* One row of windows: x0 / x1 the two input rows, d0 / d1 those of dx, g
- * the row of dy. pick()'s steps as float selects: the element taken last
- * holds the gradient. `accumulate` is a constant at each call, so both
- * versions of the loop are branch-free and vectorise. */
-STARNN_SIMD_INLINE void route_row(size_t wo, const float *restrict x0, const float *restrict x1,
-                                  const float *restrict g, int accumulate, float beta, float *restrict d0,
-                                  float *restrict d1)
-{
-	for (size_t j = 0; j < wo; j++) {
-		float a = x0[2 * j], b = x0[2 * j + 1], c = x1[2 * j], d = x1[2 * j + 1];
-		float gj = g[j], m = a, g0 = gj, g1 = 0.0f, g2 = 0.0f, g3 = 0.0f;
-		int t = take(b, m);
-		m = t ? b : m, g0 = t ? 0.0f : g0, g1 = t ? gj : 0.0f;
-		t = take(c, m);
-		m = t ? c : m, g0 = t ? 0.0f : g0, g1 = t ? 0.0f : g1, g2 = t ? gj : 0.0f;
-		t = take(d, m);
-		g0 = t ? 0.0f : g0, g1 = t ? 0.0f : g1, g2 = t ? 0.0f : g2, g3 = t ? gj : 0.0f;
-		if (accumulate) {
-			g0 += beta * d0[2 * j], g1 += beta * d0[2 * j + 1];
-			g2 += beta * d1[2 * j], g3 += beta * d1[2 * j + 1];
-		}
-		d0[2 * j] = g0, d0[2 * j + 1] = g1, d1[2 * j] = g2, d1[2 * j + 1] = g3;
-	}
-}
-
-/* dx elements that get no gradient (an odd last row / column): beta * dx,
- * or 0 when beta == 0 (dx not read), as the fp32 computation rounded. */
-STARNN_SIMD_INLINE void scale_run(starnn_dtype dt, size_t len, float beta, char *p)
-{
-	const size_t es = starnn_halfrow_es(dt);
-	float buf[STARNN_HALFROW_CHUNK];
-	for (size_t i0 = 0; i0 < len; i0 += STARNN_HALFROW_CHUNK) {
-		size_t m = len - i0 < STARNN_HALFROW_CHUNK ? len - i0 : STARNN_HALFROW_CHUNK;
-		float *v = starnn_halfrow_out(dt, p + i0 * es, buf);
-		if (beta == 0.0f) {
-			for (size_t i = 0; i < m; i++)
-				v[i] = 0.0f;
-		} else {
-			if (dt != STARNN_FP32)
-				starnn_halfrow_load(dt, p + i0 * es, m, buf);
-			for (size_t i = 0; i < m; i++)
-				v[i] = beta * v[i] + 0.0f;
-		}
-		starnn_halfrow_store(dt, v, m, p + i0 * es);
-	}
-}
-
-STARNN_SIMD_INLINE void maxpool_bwd_impl(starnn_dtype dt, size_t n, size_t c, size_t h, size_t w, const void *x,
-                                         size_t ldx, const void *dy, size_t lddy, float beta, void *dx, size_t lddx)
-{
-	const size_t ho = h / 2, wo = w / 2, es = starnn_halfrow_es(dt), step = dt == STARNN_FP32 ? wo : BLOCK;
-	float b0[2 * BLOCK], b1[2 * BLOCK], gb[BLOCK], e0[2 * BLOCK], e1[2 * BLOCK];
-	for (size_t r = 0; r < n; r++)
-		for (size_t ch = 0; ch < c; ch++) {
-			const char *xp = (const char *)x + (r * ldx + ch * h * w) * es;
-			const char *gp = (const char *)dy + (r * lddy + ch * ho * wo) * es;
-			char *dp = (char *)dx + (r * lddx + ch * h * w) * es;
-			for (size_t i = 0; i < ho; i++) {
-				const char *x0 = xp + 2 * i * w * es, *x1 = x0 + w * es, *gr = gp + i * wo * es;
-				char *d0 = dp + 2 * i * w * es, *d1 = d0 + w * es;
-				for (size_t j0 = 0; j0 < wo; j0 += step) {
-					size_t len = wo - j0 < step ? wo - j0 : step, o = 2 * j0 * es;
-					const float *f0 = starnn_halfrow_load(dt, x0 + o, 2 * len, b0);
-					const float *f1 = starnn_halfrow_load(dt, x1 + o, 2 * len, b1);
-					const float *g = starnn_halfrow_load(dt, gr + j0 * es, len, gb);
-					float *o0 = starnn_halfrow_out(dt, d0 + o, e0), *o1 = starnn_halfrow_out(dt, d1 + o, e1);
-					if (beta == 0.0f) {
-						route_row(len, f0, f1, g, 0, beta, o0, o1);
-					} else {
-						if (dt != STARNN_FP32) {
-							starnn_halfrow_load(dt, d0 + o, 2 * len, e0);
-							starnn_halfrow_load(dt, d1 + o, 2 * len, e1);
-						}
-						route_row(len, f0, f1, g, 1, beta, o0, o1);
-					}
-					starnn_halfrow_store(dt, o0, 2 * len, d0 + o);
-					starnn_halfrow_store(dt, o1, 2 * len, d1 + o);
-				}
-				if (w & 1) { /* the ignored last column */
-					scale_run(dt, 1, beta, d0 + (w - 1) * es);
-					scale_run(dt, 1, beta, d1 + (w - 1) * es);
-				}
-			}
-			if (h & 1) /* the ignored last row */
-				scale_run(dt, w, beta, dp + (h - 1) * w * es);
-		}
-}
-STARNN_SIMD_CLONES(maxpool_bwd_impl,
-                   (starnn_dtype dt, size_t n, size_t c, size_t h, size_t w, const void *x, size_t ldx,
-                    const void *dy, size_t lddy, float beta, void *dx, size_t lddx),
-                   (dt, n, c, h, w, x, ldx, dy, lddy, beta, dx, lddx))
-
-void starnn_maxpool_bwd_cpu(size_t n, size_t c, size_t h, size_t w, const float *x, size_t ldx, const float *dy,
-                            size_t lddy, float beta, float *dx, size_t lddx)
-{
-	STARNN_SIMD_CALL(maxpool_bwd_impl, (STARNN_FP32, n, c, h, w, x, ldx, dy, lddy, beta, dx, lddx));
-}
-
-void starnn_maxpool_bwd_mp_cpu(starnn_dtype dt, size_t n, size_t c, size_t h, size_t w, const void *x, size_t ldx,
-                               const void *dy, size_t lddy, float beta, void *dx, size_t lddx)
-{
-	STARNN_SIMD_CALL(maxpool_bwd_impl, (dt, n, c, h, w, x, ldx, dy, lddy, beta, dx, lddx));
-}
-
-/* ------------------------------------------------------- blocked layouts
- * nChw8c / nChw16c data (runtime/tensor.h): the channels k0 .. k0 + B - 1
- * of a sample are one block plane [h][w][B] (output [h/2][w/2][B]) that
- * starts where channel k0's NCHW plane would; element (row, col, lane) at
- * (row * w + col) * B + lane. The same take() rule, lane by lane: the loops
- * over lanes vectorise. 16-bit rows go BLOCK / B windows at a time. */
-
+/* One row of wo windows, B lanes each: x0 / x1 the two input rows. */
 STARNN_SIMD_INLINE void fwd_row_blk(size_t B, size_t wo, const float *restrict x0, const float *restrict x1,
                                     float *restrict y)
 {
@@ -225,26 +78,10 @@ STARNN_SIMD_INLINE void maxpool_fwd_blk_body(starnn_dtype dt, size_t B, size_t n
 		}
 }
 
-STARNN_SIMD_INLINE void maxpool_fwd_blk_impl(starnn_dtype dt, size_t cb, size_t n, size_t c, size_t h, size_t w,
-                                             const void *x, size_t ldx, void *y, size_t ldy)
-{
-	if (cb == 16)
-		maxpool_fwd_blk_body(dt, 16, n, c, h, w, x, ldx, y, ldy);
-	else
-		maxpool_fwd_blk_body(dt, 8, n, c, h, w, x, ldx, y, ldy);
-}
-STARNN_SIMD_CLONES(maxpool_fwd_blk_impl,
-                   (starnn_dtype dt, size_t cb, size_t n, size_t c, size_t h, size_t w, const void *x, size_t ldx,
-                    void *y, size_t ldy),
-                   (dt, cb, n, c, h, w, x, ldx, y, ldy))
-
-void starnn_maxpool_fwd_blk_cpu(starnn_dtype dt, size_t cb, size_t n, size_t c, size_t h, size_t w, const void *x,
-                                size_t ldx, void *y, size_t ldy)
-{
-	STARNN_SIMD_CALL(maxpool_fwd_blk_impl, (dt, cb, n, c, h, w, x, ldx, y, ldy));
-}
-
-/* route_row, lane by lane. */
+/* One row of windows, B lanes each: x0 / x1 the two input rows, d0 / d1
+ * those of dx, g the row of dy. pick()'s steps as float selects: the
+ * element taken last holds the gradient. `accumulate` is a constant at each
+ * call, so both versions of the loop are branch-free and vectorise. */
 STARNN_SIMD_INLINE void route_row_blk(size_t B, size_t wo, const float *restrict x0, const float *restrict x1,
                                       const float *restrict g, int accumulate, float beta, float *restrict d0,
                                       float *restrict d1)
@@ -266,6 +103,28 @@ STARNN_SIMD_INLINE void route_row_blk(size_t B, size_t wo, const float *restrict
 			}
 			d0[p] = g0, d0[q] = g1, d1[p] = g2, d1[q] = g3;
 		}
+}
+
+/* dx elements that get no gradient (an odd last row / column): beta * dx,
+ * or 0 when beta == 0 (dx not read), as the fp32 computation rounded. */
+STARNN_SIMD_INLINE void scale_run(starnn_dtype dt, size_t len, float beta, char *p)
+{
+	const size_t es = starnn_halfrow_es(dt);
+	float buf[STARNN_HALFROW_CHUNK];
+	for (size_t i0 = 0; i0 < len; i0 += STARNN_HALFROW_CHUNK) {
+		size_t m = len - i0 < STARNN_HALFROW_CHUNK ? len - i0 : STARNN_HALFROW_CHUNK;
+		float *v = starnn_halfrow_out(dt, p + i0 * es, buf);
+		if (beta == 0.0f) {
+			for (size_t i = 0; i < m; i++)
+				v[i] = 0.0f;
+		} else {
+			if (dt != STARNN_FP32)
+				starnn_halfrow_load(dt, p + i0 * es, m, buf);
+			for (size_t i = 0; i < m; i++)
+				v[i] = beta * v[i] + 0.0f;
+		}
+		starnn_halfrow_store(dt, v, m, p + i0 * es);
+	}
 }
 
 STARNN_SIMD_INLINE void maxpool_bwd_blk_body(starnn_dtype dt, size_t B, size_t n, size_t c, size_t h, size_t w,
@@ -309,6 +168,71 @@ STARNN_SIMD_INLINE void maxpool_bwd_blk_body(starnn_dtype dt, size_t B, size_t n
 			if (h & 1) /* the ignored last row */
 				scale_run(dt, w * B, beta, dp + (h - 1) * rb);
 		}
+}
+
+/* NCHW data: one lane (B = 1), a block plane is a channel plane. */
+STARNN_SIMD_INLINE void maxpool_fwd_impl(starnn_dtype dt, size_t n, size_t c, size_t h, size_t w, const void *x,
+                                         size_t ldx, void *y, size_t ldy)
+{
+	maxpool_fwd_blk_body(dt, 1, n, c, h, w, x, ldx, y, ldy);
+}
+STARNN_SIMD_CLONES(maxpool_fwd_impl,
+                   (starnn_dtype dt, size_t n, size_t c, size_t h, size_t w, const void *x, size_t ldx, void *y,
+                    size_t ldy),
+                   (dt, n, c, h, w, x, ldx, y, ldy))
+
+void starnn_maxpool_fwd_cpu(size_t n, size_t c, size_t h, size_t w, const float *x, size_t ldx, float *y,
+                            size_t ldy)
+{
+	STARNN_SIMD_CALL(maxpool_fwd_impl, (STARNN_FP32, n, c, h, w, x, ldx, y, ldy));
+}
+
+void starnn_maxpool_fwd_mp_cpu(starnn_dtype dt, size_t n, size_t c, size_t h, size_t w, const void *x, size_t ldx,
+                               void *y, size_t ldy)
+{
+	STARNN_SIMD_CALL(maxpool_fwd_impl, (dt, n, c, h, w, x, ldx, y, ldy));
+}
+
+STARNN_SIMD_INLINE void maxpool_bwd_impl(starnn_dtype dt, size_t n, size_t c, size_t h, size_t w, const void *x,
+                                         size_t ldx, const void *dy, size_t lddy, float beta, void *dx, size_t lddx)
+{
+	maxpool_bwd_blk_body(dt, 1, n, c, h, w, x, ldx, dy, lddy, beta, dx, lddx);
+}
+STARNN_SIMD_CLONES(maxpool_bwd_impl,
+                   (starnn_dtype dt, size_t n, size_t c, size_t h, size_t w, const void *x, size_t ldx,
+                    const void *dy, size_t lddy, float beta, void *dx, size_t lddx),
+                   (dt, n, c, h, w, x, ldx, dy, lddy, beta, dx, lddx))
+
+void starnn_maxpool_bwd_cpu(size_t n, size_t c, size_t h, size_t w, const float *x, size_t ldx, const float *dy,
+                            size_t lddy, float beta, float *dx, size_t lddx)
+{
+	STARNN_SIMD_CALL(maxpool_bwd_impl, (STARNN_FP32, n, c, h, w, x, ldx, dy, lddy, beta, dx, lddx));
+}
+
+void starnn_maxpool_bwd_mp_cpu(starnn_dtype dt, size_t n, size_t c, size_t h, size_t w, const void *x, size_t ldx,
+                               const void *dy, size_t lddy, float beta, void *dx, size_t lddx)
+{
+	STARNN_SIMD_CALL(maxpool_bwd_impl, (dt, n, c, h, w, x, ldx, dy, lddy, beta, dx, lddx));
+}
+
+/* Blocked data: 8 or 16 lanes. */
+STARNN_SIMD_INLINE void maxpool_fwd_blk_impl(starnn_dtype dt, size_t cb, size_t n, size_t c, size_t h, size_t w,
+                                             const void *x, size_t ldx, void *y, size_t ldy)
+{
+	if (cb == 16)
+		maxpool_fwd_blk_body(dt, 16, n, c, h, w, x, ldx, y, ldy);
+	else
+		maxpool_fwd_blk_body(dt, 8, n, c, h, w, x, ldx, y, ldy);
+}
+STARNN_SIMD_CLONES(maxpool_fwd_blk_impl,
+                   (starnn_dtype dt, size_t cb, size_t n, size_t c, size_t h, size_t w, const void *x, size_t ldx,
+                    void *y, size_t ldy),
+                   (dt, cb, n, c, h, w, x, ldx, y, ldy))
+
+void starnn_maxpool_fwd_blk_cpu(starnn_dtype dt, size_t cb, size_t n, size_t c, size_t h, size_t w, const void *x,
+                                size_t ldx, void *y, size_t ldy)
+{
+	STARNN_SIMD_CALL(maxpool_fwd_blk_impl, (dt, cb, n, c, h, w, x, ldx, y, ldy));
 }
 
 STARNN_SIMD_INLINE void maxpool_bwd_blk_impl(starnn_dtype dt, size_t cb, size_t n, size_t c, size_t h, size_t w,

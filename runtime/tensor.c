@@ -157,6 +157,12 @@ int starnn_tensor_set_cblock(starnn_tensor *t, int cblock)
 		return starnn_error(STARNN_ESTARPU, "tensor '%s': acquire failed", t->name);
 	const unsigned char *raw = starpu_data_get_local_ptr(t->handle);
 	size_t bytes = starnn_tensor_numel(t) * starnn_dtype_size(t->dtype), nz = 0;
+	uint64_t word;
+	for (; nz + sizeof word <= bytes; nz += sizeof word) {
+		memcpy(&word, raw + nz, sizeof word);
+		if (word)
+			break;
+	}
 	while (nz < bytes && !raw[nz])
 		nz++;
 	starpu_data_release(t->handle);

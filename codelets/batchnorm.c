@@ -28,7 +28,7 @@ static int bn_can_execute(unsigned workerid, struct starpu_task *task, unsigned 
 {
 	(void)nimpl;
 	const struct bn_args *a = task->cl_arg;
-	return starpu_worker_get_type((int)workerid) == STARPU_CPU_WORKER || !a || a->cb <= 1;
+	return starnn_worker_takes(workerid, a && a->cb > 1);
 }
 #endif
 
@@ -407,8 +407,9 @@ static int check_distinct(const char *op, const starnn_tensor *out, const starnn
  * blocked data (nChw16c / nChw8c) can be cut the same way, else even. */
 static int64_t block_channels(int64_t c, int nb, int b)
 {
-	int64_t u = c % 16 == 0 && c / 16 >= nb ? 16 : c % 8 == 0 && c / 8 >= nb ? 8 : 1, units = c / u;
-	return u * (units / nb + (b < units % nb));
+	int64_t u = c % 16 == 0 && c / 16 >= nb ? 16 : c % 8 == 0 && c / 8 >= nb ? 8 : 1, sizes[nb];
+	starnn_part_sizes(c, nb, u, sizes);
+	return sizes[b];
 }
 
 int starnn_batchnorm_work_create(starnn_tensor **out, const char *name, int64_t c, int nslots)

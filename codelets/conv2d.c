@@ -52,7 +52,7 @@ static int conv_can_execute(unsigned workerid, struct starpu_task *task, unsigne
 {
 	(void)nimpl;
 	const struct conv_args *a = task->cl_arg;
-	return starpu_worker_get_type((int)workerid) == STARPU_CPU_WORKER || !a || (a->xb <= 1 && a->yb <= 1);
+	return starnn_worker_takes(workerid, a && (a->xb > 1 || a->yb > 1));
 }
 #endif
 
@@ -578,26 +578,6 @@ static int batch_split(size_t n, int parts)
 	return parts > 1 && n >= (size_t)parts && (n % (size_t)parts == 0 || n >= 4 * (size_t)parts);
 }
 
-/* Even sizes of nparts parts of extent (the runtime's default split). */
-static void even_sizes(int64_t extent, int nparts, int64_t *sizes)
-{
-	for (int i = 0; i < nparts; i++)
-		sizes[i] = extent / nparts + (i < extent % nparts);
-}
-
-/* Even sizes of a channel split into at most nparts parts of whole blocks
- * of unit channels (a blocked tensor's cblock, else 1); the part count. */
-static int channel_sizes(size_t extent, int nparts, size_t unit, int64_t *sizes)
-{
-	size_t units = extent / (unit ? unit : 1);
-	if ((size_t)nparts > units)
-		nparts = (int)units;
-	even_sizes((int64_t)units, nparts, sizes);
-	for (int i = 0; i < nparts; i++)
-		sizes[i] *= (int64_t)(unit ? unit : 1);
-	return nparts;
-}
-
 static int conv2d_fwd_dt(starnn_tensor *x, starnn_tensor *w, starnn_tensor *b, starnn_tensor *y, starnn_dtype dt)
 {
 	struct starnn_conv2d_geom g;
@@ -617,7 +597,7 @@ static int conv2d_fwd_dt(starnn_tensor *x, starnn_tensor *w, starnn_tensor *b, s
 	int64_t sizes[parts];
 	starnn_tensor **xp, **yp, **wp;
 	if (batch_split(g.n, parts)) {
-		even_sizes((int64_t)g.n, parts, sizes);
+		starnn_part_sizes((int64_t)g.n, parts, 1, sizes);
 		STARNN_CHECK(starnn_tensor_split(x, 0, parts, sizes, &xp));
 		STARNN_CHECK(starnn_tensor_split(y, 0, parts, sizes, &yp));
 		for (int i = 0; i < parts; i++) {
@@ -628,7 +608,7 @@ static int conv2d_fwd_dt(starnn_tensor *x, starnn_tensor *w, starnn_tensor *b, s
 		}
 		return 0;
 	}
-	parts = channel_sizes(g.o, parts, g.yb, sizes);
+	parts = starnn_part_sizes((int64_t)g.o, parts, (int64_t)g.yb, sizes);
 	if (parts == 1) {
 		struct starnn_task_desc d = {.cl = fwd_cls[dt], .args = &a, .args_size = sizeof a,
 		                             .flops = task_flops(&a, STARNN_CONV2D_FWD), .tensors = {x, w, b, y}};
@@ -662,7 +642,7 @@ static int conv2d_bwd_data_dt(starnn_tensor *dy, starnn_tensor *w, float beta, s
 	int64_t sizes[parts];
 	starnn_tensor **dyp, **dxp, **wp;
 	if (batch_split(g.n, parts)) {
-		even_sizes((int64_t)g.n, parts, sizes);
+		starnn_part_sizes((int64_t)g.n, parts, 1, sizes);
 		STARNN_CHECK(starnn_tensor_split(dy, 0, parts, sizes, &dyp));
 		STARNN_CHECK(starnn_tensor_split(dx, 0, parts, sizes, &dxp));
 		for (int i = 0; i < parts; i++) {
@@ -674,7 +654,7 @@ static int conv2d_bwd_data_dt(starnn_tensor *dy, starnn_tensor *w, float beta, s
 		return 0;
 	}
 	/* Input channels: dx[:, c-block] needs w[:, c-block] (axis 1 of w). */
-	parts = channel_sizes(g.c, parts, g.xb, sizes);
+	parts = starnn_part_sizes((int64_t)g.c, parts, (int64_t)g.xb, sizes);
 	if (parts == 1) {
 		struct starnn_task_desc d = {.cl = bwd_data_cls[dt], .args = &a, .args_size = sizeof a,
 		                             .flops = task_flops(&a, STARNN_CONV2D_BWD_DATA), .tensors = {dy, w, dx}};
@@ -706,7 +686,7 @@ static int conv2d_bwd_weight_dt(starnn_tensor *x, starnn_tensor *dy, float beta,
 	 * the parts of dw are disjoint, so no reduction is needed. */
 	int parts = task_count(&g, STARNN_CONV2D_BWD_WEIGHT, max_parts);
 	int64_t sizes[parts];
-	parts = channel_sizes(g.c, parts, g.xb, sizes);
+	parts = starnn_part_sizes((int64_t)g.c, parts, (int64_t)g.xb, sizes);
 	if (parts == 1) {
 		struct starnn_task_desc d = {.cl = bwd_weight_cls[dt], .args = &a, .args_size = sizeof a,
 		                             .flops = task_flops(&a, STARNN_CONV2D_BWD_WEIGHT), .tensors = {x, dy, dw}};

@@ -29,7 +29,7 @@ static int convt2d_can_execute(unsigned workerid, struct starpu_task *task, unsi
 {
 	(void)nimpl;
 	const struct convt2d_args *a = task->cl_arg;
-	return starpu_worker_get_type((int)workerid) == STARPU_CPU_WORKER || !a || (a->xb <= 1 && a->yb <= 1);
+	return starnn_worker_takes(workerid, a && (a->xb > 1 || a->yb > 1));
 }
 #endif
 
@@ -461,18 +461,6 @@ static int task_count(const starnn_tensor *x, int64_t o)
 	return parts < 1 ? 1 : parts < nw ? (int)parts : nw;
 }
 
-/* Even sizes of at most nparts parts of extent, in whole units (a blocked
- * tensor's channel block, else 1); returns the part count. */
-static int even_sizes(int64_t extent, int nparts, int64_t *sizes, int unit)
-{
-	int64_t units = extent / unit;
-	if (nparts > units)
-		nparts = (int)units;
-	for (int i = 0; i < nparts; i++)
-		sizes[i] = unit * (units / nparts + (i < units % nparts));
-	return nparts;
-}
-
 static int convt2d_fwd_dt(starnn_tensor *x, starnn_tensor *w, starnn_tensor *b, starnn_tensor *y, starnn_dtype dt)
 {
 	if (!x || !w || !b || !y)
@@ -483,10 +471,10 @@ static int convt2d_fwd_dt(starnn_tensor *x, starnn_tensor *w, starnn_tensor *b, 
 	int64_t sizes[parts];
 	starnn_tensor **xp = NULL, **yp = NULL, **wp = NULL, **bp = NULL;
 	if (parts > 1 && x->shape[0] >= parts) {
-		parts = even_sizes(x->shape[0], parts, sizes, 1);
+		parts = starnn_part_sizes(x->shape[0], parts, 1, sizes);
 		STARNN_CHECK(starnn_tensor_split(x, 0, parts, sizes, &xp));
 		STARNN_CHECK(starnn_tensor_split(y, 0, parts, sizes, &yp));
-	} else if (parts > 1 && (parts = even_sizes(w->shape[1], parts, sizes, y->cblock)) > 1) {
+	} else if (parts > 1 && (parts = starnn_part_sizes(w->shape[1], parts, y->cblock, sizes)) > 1) {
 		STARNN_CHECK(starnn_tensor_split(y, 1, parts, sizes, &yp));
 		STARNN_CHECK(starnn_tensor_split(w, 1, parts, sizes, &wp));
 		STARNN_CHECK(starnn_tensor_split(b, 0, parts, sizes, &bp));
@@ -514,10 +502,10 @@ static int convt2d_bwd_data_dt(starnn_tensor *w, starnn_tensor *dy, float beta, 
 	int64_t sizes[parts];
 	starnn_tensor **dyp = NULL, **dxp = NULL, **wp = NULL;
 	if (parts > 1 && dx->shape[0] >= parts) {
-		parts = even_sizes(dx->shape[0], parts, sizes, 1);
+		parts = starnn_part_sizes(dx->shape[0], parts, 1, sizes);
 		STARNN_CHECK(starnn_tensor_split(dy, 0, parts, sizes, &dyp));
 		STARNN_CHECK(starnn_tensor_split(dx, 0, parts, sizes, &dxp));
-	} else if (parts > 1 && (parts = even_sizes(dx->shape[1], parts, sizes, dx->cblock)) > 1) {
+	} else if (parts > 1 && (parts = starnn_part_sizes(dx->shape[1], parts, dx->cblock, sizes)) > 1) {
 		STARNN_CHECK(starnn_tensor_split(dx, 1, parts, sizes, &dxp));
 		STARNN_CHECK(starnn_tensor_split(w, 0, parts, sizes, &wp));
 	} else
@@ -543,7 +531,7 @@ static int convt2d_bwd_weight_dt(starnn_tensor *x, starnn_tensor *dy, float beta
 	int parts = task_count(x, dw->shape[1]);
 	int64_t sizes[parts];
 	starnn_tensor **dyp = NULL, **dwp = NULL, **dbp = NULL;
-	if (parts > 1 && (parts = even_sizes(dw->shape[1], parts, sizes, dy->cblock)) > 1) {
+	if (parts > 1 && (parts = starnn_part_sizes(dw->shape[1], parts, dy->cblock, sizes)) > 1) {
 		STARNN_CHECK(starnn_tensor_split(dy, 1, parts, sizes, &dyp));
 		STARNN_CHECK(starnn_tensor_split(dw, 1, parts, sizes, &dwp));
 		STARNN_CHECK(starnn_tensor_split(db, 0, parts, sizes, &dbp));

@@ -21,7 +21,7 @@ static int maxpool_can_execute(unsigned workerid, struct starpu_task *task, unsi
 {
 	(void)nimpl;
 	const struct maxpool_args *a = task->cl_arg;
-	return starpu_worker_get_type((int)workerid) == STARPU_CPU_WORKER || !a || a->cb <= 1;
+	return starnn_worker_takes(workerid, a && a->cb > 1);
 }
 #endif
 

@@ -92,6 +92,21 @@ uint32_t starnn_footprint_args(struct starpu_task *task, size_t key_bytes)
 	return fp;
 }
 
+int starnn_part_sizes(int64_t extent, int nparts, int64_t unit, int64_t *sizes)
+{
+	int64_t units = extent / (unit > 0 ? unit : 1);
+	if (nparts > units)
+		nparts = (int)units;
+	for (int i = 0; i < nparts; i++)
+		sizes[i] = (unit > 0 ? unit : 1) * (units / nparts + (i < units % nparts));
+	return nparts;
+}
+
+int starnn_worker_takes(unsigned workerid, int blocked)
+{
+	return !blocked || starpu_worker_get_type((int)workerid) == STARPU_CPU_WORKER;
+}
+
 uint32_t starnn_footprint_shape(struct starpu_task *task)
 {
 	return starpu_task_data_footprint(task);

@@ -46,6 +46,14 @@ static inline struct starnn_mat starnn_buffer(void *buffers[], int i)
 uint32_t starnn_footprint_args(struct starpu_task *task, size_t key_bytes);
 uint32_t starnn_footprint_shape(struct starpu_task *task);
 
+/* Even sizes of a split of extent into at most nparts parts of whole units
+ * (a blocked tensor's cblock for a channel split, runtime/tensor.h; else
+ * 1), the first parts one unit larger; returns the part count. */
+int starnn_part_sizes(int64_t extent, int nparts, int64_t unit, int64_t *sizes);
+/* For a codelet's can_execute: whether worker `workerid` takes a task whose
+ * data is blocked (CPU workers only: the CUDA implementations take NCHW). */
+int starnn_worker_takes(unsigned workerid, int blocked);
+
 /* The models of operation `op` in `dtype`, both history-based, keyed by the
  * same footprint (by default the shapes of the buffers):
  *   starnn_<op>_<dtype>_model         symbol "starnn_<op>_<dtype>": time

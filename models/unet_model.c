@@ -414,7 +414,6 @@ static void bn_free(struct bn *n)
 	starnn_batchnorm_destroy(&n->bn);
 }
 
-/* A new whole-batch activation [B, c, s, s] split into M parts. */
 /* An activation [batch, c, s, s] in the compute dtype and its micro-batch
  * parts, in the layout the convolutions want for `unit` channels
  * (starnn_conv2d_act_cblock; unit = c, or the halves of a concatenation),

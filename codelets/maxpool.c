@@ -42,11 +42,8 @@ static void maxpool_fwd_cpu(void *buffers[], void *cl_arg)
 {
 	const struct maxpool_args *a = cl_arg;
 	struct starnn_mat x = starnn_buffer(buffers, 0), y = starnn_buffer(buffers, 1);
-	if (a->cb > 1)
-		starnn_maxpool_fwd_blk_cpu(STARNN_FP32, (size_t)a->cb, x.rows, channels(&x, a), (size_t)a->h, (size_t)a->w,
-		                           x.ptr, x.ld, y.ptr, y.ld);
-	else
-		starnn_maxpool_fwd_cpu(x.rows, channels(&x, a), (size_t)a->h, (size_t)a->w, x.ptr, x.ld, y.ptr, y.ld);
+	starnn_maxpool_fwd_blk_cpu(STARNN_FP32, (size_t)a->cb, x.rows, channels(&x, a), (size_t)a->h, (size_t)a->w,
+	                           x.ptr, x.ld, y.ptr, y.ld);
 }
 
 #ifdef STARNN_USE_CUDA
@@ -81,12 +78,8 @@ static void maxpool_bwd_cpu(void *buffers[], void *cl_arg)
 {
 	const struct maxpool_args *a = cl_arg;
 	struct starnn_mat x = starnn_buffer(buffers, 0), dy = starnn_buffer(buffers, 1), dx = starnn_buffer(buffers, 2);
-	if (a->cb > 1)
-		starnn_maxpool_bwd_blk_cpu(STARNN_FP32, (size_t)a->cb, x.rows, channels(&x, a), (size_t)a->h, (size_t)a->w,
-		                           x.ptr, x.ld, dy.ptr, dy.ld, a->beta, dx.ptr, dx.ld);
-	else
-		starnn_maxpool_bwd_cpu(x.rows, channels(&x, a), (size_t)a->h, (size_t)a->w, x.ptr, x.ld, dy.ptr, dy.ld,
-		                       a->beta, dx.ptr, dx.ld);
+	starnn_maxpool_bwd_blk_cpu(STARNN_FP32, (size_t)a->cb, x.rows, channels(&x, a), (size_t)a->h, (size_t)a->w,
+	                           x.ptr, x.ld, dy.ptr, dy.ld, a->beta, dx.ptr, dx.ld);
 }
 
 #ifdef STARNN_USE_CUDA
@@ -140,12 +133,8 @@ static void maxpool_fwd_half(void *buffers[], void *cl_arg, starnn_dtype dt, int
 	const struct maxpool_args *a = cl_arg;
 	struct starnn_mat x = starnn_buffer(buffers, 0), y = starnn_buffer(buffers, 1);
 	if (!cuda) {
-		if (a->cb > 1)
-			starnn_maxpool_fwd_blk_cpu(dt, (size_t)a->cb, x.rows, channels(&x, a), (size_t)a->h, (size_t)a->w,
-			                           x.ptr, x.ld, y.ptr, y.ld);
-		else
-			starnn_maxpool_fwd_mp_cpu(dt, x.rows, channels(&x, a), (size_t)a->h, (size_t)a->w, x.ptr, x.ld, y.ptr,
-			                          y.ld);
+		starnn_maxpool_fwd_blk_cpu(dt, (size_t)a->cb, x.rows, channels(&x, a), (size_t)a->h, (size_t)a->w,
+		                           x.ptr, x.ld, y.ptr, y.ld);
 		return;
 	}
 #ifdef STARNN_USE_CUDA
@@ -167,12 +156,8 @@ static void maxpool_bwd_half(void *buffers[], void *cl_arg, starnn_dtype dt, int
 	const struct maxpool_args *a = cl_arg;
 	struct starnn_mat x = starnn_buffer(buffers, 0), dy = starnn_buffer(buffers, 1), dx = starnn_buffer(buffers, 2);
 	if (!cuda) {
-		if (a->cb > 1)
-			starnn_maxpool_bwd_blk_cpu(dt, (size_t)a->cb, x.rows, channels(&x, a), (size_t)a->h, (size_t)a->w,
-			                           x.ptr, x.ld, dy.ptr, dy.ld, a->beta, dx.ptr, dx.ld);
-		else
-			starnn_maxpool_bwd_mp_cpu(dt, x.rows, channels(&x, a), (size_t)a->h, (size_t)a->w, x.ptr, x.ld,
-			                          dy.ptr, dy.ld, a->beta, dx.ptr, dx.ld);
+		starnn_maxpool_bwd_blk_cpu(dt, (size_t)a->cb, x.rows, channels(&x, a), (size_t)a->h, (size_t)a->w,
+		                           x.ptr, x.ld, dy.ptr, dy.ld, a->beta, dx.ptr, dx.ld);
 		return;
 	}
 #ifdef STARNN_USE_CUDA

@@ -44,8 +44,8 @@ void starnn_maxpool_fwd_mp_cpu(starnn_dtype dt, size_t n, size_t c, size_t h, si
                                void *y, size_t ldy);
 void starnn_maxpool_bwd_mp_cpu(starnn_dtype dt, size_t n, size_t c, size_t h, size_t w, const void *x, size_t ldx,
                                const void *dy, size_t lddy, float beta, void *dx, size_t lddx);
-/* The same on blocked data (runtime/tensor.h: nChw8c / nChw16c, cb = 8 or
- * 16 channels per block, c a multiple of cb), any dtype as above. */
+/* The same on data in either layout (runtime/tensor.h: cb = 8 or 16,
+ * nChw8c / nChw16c with c a multiple of cb; 1: NCHW), any dtype as above. */
 void starnn_maxpool_fwd_blk_cpu(starnn_dtype dt, size_t cb, size_t n, size_t c, size_t h, size_t w, const void *x,
                                 size_t ldx, void *y, size_t ldy);
 void starnn_maxpool_bwd_blk_cpu(starnn_dtype dt, size_t cb, size_t n, size_t c, size_t h, size_t w, const void *x,

@@ -215,14 +215,16 @@ void starnn_maxpool_bwd_mp_cpu(starnn_dtype dt, size_t n, size_t c, size_t h, si
 	STARNN_SIMD_CALL(maxpool_bwd_impl, (dt, n, c, h, w, x, ldx, dy, lddy, beta, dx, lddx));
 }
 
-/* Blocked data: 8 or 16 lanes. */
+/* Either layout: cb lanes (8, 16; 1 or 0: NCHW). */
 STARNN_SIMD_INLINE void maxpool_fwd_blk_impl(starnn_dtype dt, size_t cb, size_t n, size_t c, size_t h, size_t w,
                                              const void *x, size_t ldx, void *y, size_t ldy)
 {
 	if (cb == 16)
 		maxpool_fwd_blk_body(dt, 16, n, c, h, w, x, ldx, y, ldy);
-	else
+	else if (cb == 8)
 		maxpool_fwd_blk_body(dt, 8, n, c, h, w, x, ldx, y, ldy);
+	else
+		maxpool_fwd_blk_body(dt, 1, n, c, h, w, x, ldx, y, ldy);
 }
 STARNN_SIMD_CLONES(maxpool_fwd_blk_impl,
                    (starnn_dtype dt, size_t cb, size_t n, size_t c, size_t h, size_t w, const void *x, size_t ldx,
@@ -241,8 +243,10 @@ STARNN_SIMD_INLINE void maxpool_bwd_blk_impl(starnn_dtype dt, size_t cb, size_t 
 {
 	if (cb == 16)
 		maxpool_bwd_blk_body(dt, 16, n, c, h, w, x, ldx, dy, lddy, beta, dx, lddx);
-	else
+	else if (cb == 8)
 		maxpool_bwd_blk_body(dt, 8, n, c, h, w, x, ldx, dy, lddy, beta, dx, lddx);
+	else
+		maxpool_bwd_blk_body(dt, 1, n, c, h, w, x, ldx, dy, lddy, beta, dx, lddx);
 }
 STARNN_SIMD_CLONES(maxpool_bwd_blk_impl,
                    (starnn_dtype dt, size_t cb, size_t n, size_t c, size_t h, size_t w, const void *x, size_t ldx,

@@ -415,6 +415,7 @@ int main(void)
 				bias_kernel(dt, cb, 3, 2 * cb, 77, 0, 0.0f);
 				bias_kernel(dt, cb, 2, cb, 300, cb, 0.5f);
 			}
+			maxpool_kernels(dt, 1, 2, 3, 5, 37, 3, 1.0f); /* the one-lane case is the NCHW kernel */
 		}
 	}
 	sc_level_done();

@@ -103,7 +103,7 @@ $MPIRUN -np 2 "$mlp" --steps 1000000 --log-every 100000 > "$tmp/kill.txt" 2>&1 &
 launcher=$!
 ranks=""
 for i in $(seq 1 60); do
-	ranks=$(pgrep -P "$launcher" -x mlp | tr '\n' ' ')
+	ranks=$(rank_pids "$launcher" mlp)
 	[ "$(echo $ranks | wc -w)" = 2 ] && grep -q "^mlp:" "$tmp/kill.txt" && break
 	sleep 0.5
 done

@@ -11,3 +11,13 @@ MPIRUN="mpirun --oversubscribe --bind-to none --mca btl self,tcp"
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 status=0
+
+# rank_pids LAUNCHER PROGRAM: the PIDs of LAUNCHER's children that run
+# PROGRAM (by the executable's name, not the process name, which Open MPI's
+# launch may leave as "exe": seen on an Intel Xeon VM), space-separated.
+rank_pids() {
+	for p in $(pgrep -P "$1"); do
+		exe=$(readlink "/proc/$p/exe" 2> /dev/null) || continue
+		case ${exe##*/} in "$2" | "lt-$2") printf '%s ' "$p" ;; esac
+	done
+}

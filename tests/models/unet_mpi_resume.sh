@@ -67,7 +67,7 @@ resume 2 1
 launcher=$!
 ranks=
 for i in $(seq 1 120); do
-	ranks=$(pgrep -P "$launcher" -x unet | tr '\n' ' ')
+	ranks=$(rank_pids "$launcher" unet)
 	[ "$(echo $ranks | wc -w)" = 2 ] && [ -f "$tmp/kill.h5" ] && [ "$(losses "$tmp/kill.jsonl" | wc -l)" -ge 5 ] && break
 	sleep 0.5
 done

@@ -729,13 +729,14 @@ int starnn_conv2d_bwd_weight(starnn_tensor *x, starnn_tensor *dy, float beta, st
 	return conv2d_bwd_weight_dt(x, dy, beta, dw, db, STARNN_FP32, 0);
 }
 
-/* The block oneDNN wants for activations of dt here, or 0 with *why set. */
+/* The layout oneDNN wants for activations of dt here (a block, or
+ * STARNN_CONV2D_NHWC), or 0 with *why set; -2 for a bad STARNN_LAYOUT. */
 static int wanted_block(starnn_dtype dt, const char **why)
 {
 	const char *e = getenv("STARNN_LAYOUT");
-	if (e && *e && strcmp(e, "auto") && strcmp(e, "blocked") && strcmp(e, "nchw")) {
-		*why = "STARNN_LAYOUT is not auto, blocked or nchw";
-		return -1;
+	if (e && *e && strcmp(e, "auto") && strcmp(e, "blocked") && strcmp(e, "nhwc") && strcmp(e, "nchw")) {
+		*why = "STARNN_LAYOUT is not auto, blocked, nhwc or nchw";
+		return -2;
 	}
 	if (e && !strcmp(e, "nchw")) {
 		*why = "STARNN_LAYOUT=nchw";
@@ -749,7 +750,12 @@ static int wanted_block(starnn_dtype dt, const char **why)
 		*why = "CUDA workers take NCHW";
 		return 0;
 	}
-	int b = starnn_conv2d_dnnl_block(dt == STARNN_BF16 && starnn_conv2d_dnnl_bf16() ? STARNN_BF16 : STARNN_FP32);
+	if (e && !strcmp(e, "nhwc"))
+		return STARNN_CONV2D_NHWC;
+	int native = dt == STARNN_BF16 && starnn_conv2d_dnnl_bf16();
+	int b = starnn_conv2d_dnnl_block(native && !(e && !strcmp(e, "blocked")) ? STARNN_BF16 : STARNN_FP32);
+	if (b == STARNN_CONV2D_NHWC)
+		return b;
 	if (b < 8)
 		*why = "oneDNN picks no blocked layout on this processor";
 	return b < 8 ? 0 : b;
@@ -759,20 +765,29 @@ int starnn_conv2d_act_cblock(int64_t channels, starnn_dtype dt)
 {
 	const char *why;
 	int b = wanted_block(dt, &why);
-	if (b < 0)
+	if (b == -2)
 		return starnn_error(STARNN_EINVAL, "%s ('%s')", why, getenv("STARNN_LAYOUT"));
+	if (b == STARNN_CONV2D_NHWC)
+		return channels % 8 == 0 && channels <= STARNN_CBLOCK_MAX ? (int)channels : 1;
 	return b > 1 && channels % b == 0 ? b : 1;
 }
 
 const char *starnn_conv2d_layout_note(starnn_dtype dt, char *buf, size_t size)
 {
 	const char *why;
+	char l[24];
 	int b = wanted_block(dt, &why);
-	if (b > 1)
+	if (b == STARNN_CONV2D_NHWC)
+		snprintf(buf, size,
+		         "NHWC (oneDNN's pick%s) where the channels are a multiple of 8, a concatenation as its two NHWC "
+		         "halves: no reorder around the convolutions but those reading a concatenation; NCHW elsewhere",
+		         getenv("STARNN_LAYOUT") && !strcmp(getenv("STARNN_LAYOUT"), "nhwc") ? ": STARNN_LAYOUT=nhwc"
+		                                                                       : " for bf16 on AMX");
+	else if (b > 1)
 		snprintf(buf, size,
 		         "%s (oneDNN's blocked layout) where the channels are a multiple of %d: no reorder around the "
 		         "convolutions; NCHW elsewhere",
-		         starnn_layout_name(b), b);
+		         starnn_layout_name(b, 0, l, sizeof l), b);
 	else
 		snprintf(buf, size, "NCHW (%s)", why);
 	return buf;

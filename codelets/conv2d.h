@@ -92,9 +92,11 @@ const char *starnn_conv2d_cpu_backend_name(enum starnn_conv2d_backend b);
  * has bf16 convolutions only on AVX-512 and newer ISAs), else 0 (also
  * without oneDNN). Where it is 0, the bf16 codelets widen to fp32 on CPU
  * workers, as fp16 does. */
-/* The blocked activation layout oneDNN's convolutions pick here for dt
- * (fp32, or bf16 when starnn_conv2d_dnnl_bf16()): 16 (nChw16c), 8 (nChw8c),
- * or 0 (a plain layout, or no oneDNN). Probed once. */
+/* The activation layout oneDNN's convolutions pick here for dt (fp32, or
+ * bf16 when starnn_conv2d_dnnl_bf16()): 16 (nChw16c), 8 (nChw8c),
+ * STARNN_CONV2D_NHWC (channels innermost: bf16 on AMX), or 0 (NCHW, or no
+ * oneDNN). Probed once. */
+#define STARNN_CONV2D_NHWC (-1)
 int starnn_conv2d_dnnl_block(starnn_dtype dt);
 int starnn_conv2d_dnnl_bf16(void);
 /* How the CPU workers run the convolutions of 16-bit activations of dtype
@@ -102,11 +104,13 @@ int starnn_conv2d_dnnl_bf16(void);
  * "fp16 widened to fp32 (...why, and what it costs...)"); NULL for fp32 or
  * when there is no CPU worker. After starnn_init. */
 /* The layout (runtime/tensor.h cblock) for activations of `channels`
- * channels in dt between the convolutions: oneDNN's blocked layout
- * (starnn_conv2d_dnnl_block) when the CPU backend is oneDNN, no CUDA
- * worker runs (they take NCHW), channels is a multiple of the block and
- * STARNN_LAYOUT is not "nchw"; else 1. STARNN_EINVAL for an unknown
- * STARNN_LAYOUT (auto, blocked or nchw). */
+ * channels in dt between the convolutions: the layout oneDNN picks
+ * (starnn_conv2d_dnnl_block; cblock = channels for NHWC) when the CPU
+ * backend is oneDNN, no CUDA worker runs (they take NCHW) and channels is a
+ * multiple of the block (NHWC: of 8, at most STARNN_CBLOCK_MAX); else 1.
+ * STARNN_LAYOUT overrides oneDNN's pick: auto (the default), blocked
+ * (nChw16c / nChw8c, the fp32 pick), nhwc, nchw; STARNN_EINVAL for
+ * another value. */
 int starnn_conv2d_act_cblock(int64_t channels, starnn_dtype dt);
 /* The start-up line's words for it ("nChw8c (...)" or "NCHW (why)"). */
 const char *starnn_conv2d_layout_note(starnn_dtype dt, char *buf, size_t size);

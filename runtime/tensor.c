@@ -126,28 +126,37 @@ const char *starnn_tensor_describe(const starnn_tensor *t, char *buf, size_t siz
 		n += (size_t)snprintf(buf + n, size - n, "%s%lld", i ? "," : "", (long long)t->shape[i]);
 	if (n < size)
 		n += (size_t)snprintf(buf + n, size - n, "] %s", starnn_dtype_name(t->dtype));
+	char l[24];
 	if (t->cblock > 1 && n < size)
-		snprintf(buf + n, size - n, " %s", starnn_layout_name(t->cblock));
+		snprintf(buf + n, size - n, " %s", starnn_layout_name(t->cblock, t->shape[1], l, sizeof l));
 	return buf;
 }
 
-const char *starnn_layout_name(int cblock)
+const char *starnn_layout_name(int cblock, int64_t channels, char *buf, size_t size)
 {
-	return cblock == 8 ? "nChw8c" : cblock == 16 ? "nChw16c" : cblock <= 1 ? "NCHW" : "blocked";
+	if (cblock <= 1)
+		snprintf(buf, size, "NCHW");
+	else if (cblock == channels)
+		snprintf(buf, size, "NHWC");
+	else
+		snprintf(buf, size, "nChw%dc", cblock);
+	return buf;
 }
 
 int starnn_tensor_set_cblock(starnn_tensor *t, int cblock)
 {
-	char d[128];
+	char d[128], l[24];
 	if (!t)
 		return starnn_error(STARNN_EINVAL, "tensor layout: the tensor is NULL");
-	if (cblock != 1 && cblock != 8 && cblock != 16)
-		return starnn_error(STARNN_EINVAL, "tensor '%s': channel block %d (1, 8 or 16)", t->name, cblock);
+	if (cblock != 1 && (cblock < 8 || cblock % 8 || cblock > STARNN_CBLOCK_MAX))
+		return starnn_error(STARNN_EINVAL, "tensor '%s': channel block %d (1, or a multiple of 8 up to %d)", t->name,
+		                    cblock, STARNN_CBLOCK_MAX);
 	if (cblock == t->cblock)
 		return 0;
 	if (t->ndim != 4 || t->shape[1] % cblock)
 		return starnn_error(STARNN_EINVAL, "tensor %s: a %s layout needs 4-D data with channels a multiple of %d",
-		                    starnn_tensor_describe(t, d, sizeof d), starnn_layout_name(cblock), cblock);
+		                    starnn_tensor_describe(t, d, sizeof d),
+		                    starnn_layout_name(cblock, t->ndim == 4 ? t->shape[1] : 0, l, sizeof l), cblock);
 	if (t->parent || t->nplans || (unsigned)t->dtype >= STARNN_NDTYPES)
 		return starnn_error(STARNN_EINVAL, "tensor %s: the layout is set on a whole floating-point tensor before it is split",
 		                    starnn_tensor_describe(t, d, sizeof d));
@@ -347,10 +356,12 @@ static int plan_bounds(const starnn_tensor *t, int axis, int nparts, const int64
 			return starnn_error(STARNN_EINVAL, "tensor '%s': part sizes along axis %d do not add up to %lld",
 			                    t->name, axis, (long long)extent);
 		bounds[i + 1] = bounds[i] + (uint32_t)n;
+		char l[24];
 		if (axis == 1 && t->cblock > 1 && n % t->cblock)
 			return starnn_error(STARNN_EINVAL,
 			                    "tensor '%s': a %s tensor splits along channels at multiples of %d (part %d has %lld)",
-			                    t->name, starnn_layout_name(t->cblock), t->cblock, i, (long long)n);
+			                    t->name, starnn_layout_name(t->cblock, t->shape[1], l, sizeof l), t->cblock, i,
+			                    (long long)n);
 	}
 	if (bounds[nparts] != extent)
 		return starnn_error(STARNN_EINVAL, "tensor '%s': part sizes along axis %d add up to %u, not %lld",

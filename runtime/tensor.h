@@ -74,8 +74,9 @@ struct starnn_tensor {
 	int parent_plan;                 /* for a part: which plan of parent */
 
 	/* Layout of a 4-D activation: 1 (plain NCHW), or its channels in
-	 * blocks of cblock = 8 or 16 (oneDNN's nChw8c / nChw16c: each sample is
-	 * [C/cblock][H][W][cblock]). The matrix view is the same either way (a
+	 * blocks of cblock, a multiple of 8 up to STARNN_CBLOCK_MAX (oneDNN's
+	 * nChw8c / nChw16c for 8 / 16; cblock = C is NHWC): each sample is
+	 * [C/cblock][H][W][cblock]. The matrix view is the same either way (a
 	 * sample is a row of C*H*W elements, and channels [c0, c1) with c0, c1
 	 * multiples of cblock are columns [c0*H*W, c1*H*W) of it), so batch
 	 * and channel parts work alike; only the kernels that index within a
@@ -97,13 +98,19 @@ int starnn_tensor_new(starnn_tensor **out, const char *name, starnn_dtype dtype,
  * parts). NULL is accepted. */
 void starnn_tensor_destroy(starnn_tensor *t);
 
+/* The largest channel block (an NHWC tensor's channels, the kernels'
+ * stack buffers). */
+#define STARNN_CBLOCK_MAX 1024
+
 /* Sets the layout of a 4-D tensor (see cblock above) before any task uses
- * it or any part of it is made: cblock 1, 8 or 16, dividing its channels.
- * Its contents are kept (as NCHW values). Parts inherit the layout; a
- * channel split of a blocked tensor must cut at multiples of cblock. */
+ * it or any part of it is made: cblock 1, or a multiple of 8 up to
+ * STARNN_CBLOCK_MAX dividing its channels. Its contents are kept (as NCHW
+ * values). Parts inherit the layout; a channel split of a blocked tensor
+ * must cut at multiples of cblock. */
 int starnn_tensor_set_cblock(starnn_tensor *t, int cblock);
-/* The layout's name: "NCHW", "nChw8c", "nChw16c". */
-const char *starnn_layout_name(int cblock);
+/* The name of the layout of blocks of cblock among `channels` (0: not
+ * known) in buf: "NCHW", "NHWC" (one block), "nChw8c", "nChw16c", ... */
+const char *starnn_layout_name(int cblock, int64_t channels, char *buf, size_t size);
 
 size_t starnn_tensor_numel(const starnn_tensor *t);
 /* Product of the dimensions after the first two (H*W for NCHW). */

@@ -422,7 +422,8 @@ void starnn_bn_bwd_apply_mp_cpu(starnn_dtype dt, size_t n, size_t c, size_t inne
 }
 
 /* ------------------------------------------------------- blocked layouts
- * Data in nChw8c / nChw16c (runtime/tensor.h): channels k0 .. k0 + B - 1 of
+ * Data in blocks of B channels, B a multiple of 8 up to STARNN_CBLOCK_MAX
+ * (runtime/tensor.h: nChw8c / nChw16c, NHWC when B = c): channels k0 .. k0 + B - 1 of
  * a sample are one block plane of inner * B elements, pixel-major, channel
  * k0 + j at j mod B; such a plane starts where channel k0's plane would in
  * NCHW (plane(..., k0, inner)). The kernels walk a block plane in chunks of
@@ -432,13 +433,14 @@ void starnn_bn_bwd_apply_mp_cpu(starnn_dtype dt, size_t n, size_t c, size_t inne
  * double: a fixed order (deterministic, the same at every instruction
  * set), not the plain kernels' order (results agree to double rounding). */
 
-#define BLK_MAX 16
-_Static_assert(CHUNK % BLK_MAX == 0, "a chunk must hold whole pixels of a block");
+#define BLK_MAX STARNN_CBLOCK_MAX
+/* 16-bit data is widened BLK_BUF elements (whole pixels) at a time */
+#define BLK_BUF (CHUNK > BLK_MAX ? CHUNK : BLK_MAX)
 
-/* Elements taken at a time from a block plane. */
+/* Elements taken at a time from a block plane: whole pixels. */
 STARNN_SIMD_INLINE size_t blk_step(starnn_dtype dt, size_t inner, size_t B)
 {
-	return dt == STARNN_FP32 ? inner * B : CHUNK;
+	return dt == STARNN_FP32 ? inner * B : BLK_BUF / B * B;
 }
 
 /* 8 lanes of a pixel (explicit vectors: GCC does not vectorise the loops
@@ -456,7 +458,7 @@ STARNN_SIMD_INLINE void bn_stats_blk_body(starnn_dtype dt, size_t B, size_t n, s
                                           const void *x, size_t ldx, double *sums, int accumulate)
 {
 	const size_t es = starnn_halfrow_es(dt), step = blk_step(dt, inner, B), len_all = inner * B, G = B / 4;
-	float buf[CHUNK];
+	float buf[BLK_BUF];
 	if (!accumulate)
 		memset(sums, 0, 2 * c * sizeof *sums);
 	for (size_t k0 = 0; k0 < c; k0 += B) {
@@ -484,13 +486,48 @@ STARNN_SIMD_INLINE void bn_stats_blk_body(starnn_dtype dt, size_t B, size_t n, s
 	}
 }
 
+/* The same for any B (NHWC: B = c), lanes in arrays: the same sums in the
+ * same order. */
+STARNN_SIMD_INLINE void bn_stats_blk_any(starnn_dtype dt, size_t B, size_t n, size_t c, size_t inner,
+                                         const void *x, size_t ldx, double *sums, int accumulate)
+{
+	const size_t es = starnn_halfrow_es(dt), step = blk_step(dt, inner, B), len_all = inner * B;
+	float buf[BLK_BUF];
+	double sa[BLK_MAX], sb[BLK_MAX];
+	if (!accumulate)
+		memset(sums, 0, 2 * c * sizeof *sums);
+	for (size_t k0 = 0; k0 < c; k0 += B) {
+		for (size_t j = 0; j < B; j++)
+			sa[j] = 0, sb[j] = 0;
+		for (size_t r = 0; r < n; r++) {
+			const char *p = plane(dt, x, r, ldx, k0, inner);
+			for (size_t i0 = 0; i0 < len_all; i0 += step) {
+				size_t len = min_sz(step, len_all - i0);
+				const float *v = starnn_halfrow_load(dt, p + i0 * es, len, buf);
+				for (size_t i = 0; i < len; i += B)
+					for (size_t j = 0; j < B; j++) {
+						double t = v[i + j];
+						sa[j] += t;
+						sb[j] += t * t;
+					}
+			}
+		}
+		for (size_t j = 0; j < B; j++) {
+			sums[k0 + j] += sa[j];
+			sums[c + k0 + j] += sb[j];
+		}
+	}
+}
+
 STARNN_SIMD_INLINE void bn_stats_blk_impl(starnn_dtype dt, size_t cb, size_t n, size_t c, size_t inner,
                                           const void *x, size_t ldx, double *sums, int accumulate)
 {
 	if (cb == 16)
 		bn_stats_blk_body(dt, 16, n, c, inner, x, ldx, sums, accumulate);
-	else
+	else if (cb == 8)
 		bn_stats_blk_body(dt, 8, n, c, inner, x, ldx, sums, accumulate);
+	else
+		bn_stats_blk_any(dt, cb, n, c, inner, x, ldx, sums, accumulate);
 }
 STARNN_SIMD_CLONES(bn_stats_blk_impl,
                    (starnn_dtype dt, size_t cb, size_t n, size_t c, size_t inner, const void *x, size_t ldx,
@@ -509,7 +546,7 @@ STARNN_SIMD_INLINE void bn_apply_blk_body(starnn_dtype dt, size_t B, size_t n, s
                                           void *y, size_t ldy)
 {
 	const size_t es = starnn_halfrow_es(dt), step = blk_step(dt, inner, B), len_all = inner * B, G = B / 8;
-	float xbuf[CHUNK], ybuf[CHUNK];
+	float xbuf[BLK_BUF], ybuf[BLK_BUF];
 	for (size_t k0 = 0; k0 < c; k0 += B) {
 		float m[BLK_MAX], sc[BLK_MAX], b[BLK_MAX];
 		for (size_t j = 0; j < B; j++) {
@@ -549,8 +586,10 @@ STARNN_SIMD_INLINE void bn_apply_blk_impl(starnn_dtype dt, size_t cb, size_t n, 
 {
 	if (cb == 16)
 		bn_apply_blk_body(dt, 16, n, c, inner, x, ldx, mean, stat, var_given, eps, gamma, beta, relu, y, ldy);
-	else
+	else if (cb == 8)
 		bn_apply_blk_body(dt, 8, n, c, inner, x, ldx, mean, stat, var_given, eps, gamma, beta, relu, y, ldy);
+	else
+		bn_apply_blk_body(dt, cb, n, c, inner, x, ldx, mean, stat, var_given, eps, gamma, beta, relu, y, ldy);
 }
 STARNN_SIMD_CLONES(bn_apply_blk_impl,
                    (starnn_dtype dt, size_t cb, size_t n, size_t c, size_t inner, const void *x, size_t ldx,
@@ -572,7 +611,7 @@ STARNN_SIMD_INLINE void bn_bwd_reduce_blk_body(starnn_dtype dt, size_t B, size_t
                                                int accumulate)
 {
 	const size_t es = starnn_halfrow_es(dt), step = blk_step(dt, inner, B), len_all = inner * B, G = B / 4;
-	float xbuf[CHUNK], gbuf[CHUNK], ybuf[CHUNK];
+	float xbuf[BLK_BUF], gbuf[BLK_BUF], ybuf[BLK_BUF];
 	if (!accumulate)
 		memset(sums, 0, 2 * c * sizeof *sums);
 	for (size_t k0 = 0; k0 < c; k0 += B) {
@@ -609,6 +648,45 @@ STARNN_SIMD_INLINE void bn_bwd_reduce_blk_body(starnn_dtype dt, size_t B, size_t
 	}
 }
 
+/* The same for any B (NHWC: B = c), lanes in arrays. */
+STARNN_SIMD_INLINE void bn_bwd_reduce_blk_any(starnn_dtype dt, size_t B, size_t n, size_t c, size_t inner,
+                                              const void *x, size_t ldx, const void *dy, size_t lddy,
+                                              const void *y, size_t ldy, const float *mean, double *sums,
+                                              int accumulate)
+{
+	const size_t es = starnn_halfrow_es(dt), step = blk_step(dt, inner, B), len_all = inner * B;
+	float xbuf[BLK_BUF], gbuf[BLK_BUF], ybuf[BLK_BUF];
+	double m[BLK_MAX], sa[BLK_MAX], sb[BLK_MAX];
+	if (!accumulate)
+		memset(sums, 0, 2 * c * sizeof *sums);
+	for (size_t k0 = 0; k0 < c; k0 += B) {
+		for (size_t j = 0; j < B; j++)
+			m[j] = mean[k0 + j], sa[j] = 0, sb[j] = 0;
+		for (size_t r = 0; r < n; r++) {
+			const char *xp = plane(dt, x, r, ldx, k0, inner), *gp = plane(dt, dy, r, lddy, k0, inner);
+			const char *yp = y ? plane(dt, y, r, ldy, k0, inner) : NULL;
+			for (size_t i0 = 0; i0 < len_all; i0 += step) {
+				size_t len = min_sz(step, len_all - i0);
+				const float *xv = starnn_halfrow_load(dt, xp + i0 * es, len, xbuf);
+				const float *gv = starnn_halfrow_load(dt, gp + i0 * es, len, gbuf);
+				const float *yv = yp ? starnn_halfrow_load(dt, yp + i0 * es, len, ybuf) : NULL;
+				for (size_t i = 0; i < len; i += B)
+					for (size_t j = 0; j < B; j++) {
+						double g = gv[i + j];
+						if (yv && !(yv[i + j] > 0))
+							g = 0;
+						sa[j] += g;
+						sb[j] += g * ((double)xv[i + j] - m[j]);
+					}
+			}
+		}
+		for (size_t j = 0; j < B; j++) {
+			sums[k0 + j] += sa[j];
+			sums[c + k0 + j] += sb[j];
+		}
+	}
+}
+
 STARNN_SIMD_INLINE void bn_bwd_reduce_blk_impl(starnn_dtype dt, size_t cb, size_t n, size_t c, size_t inner,
                                                const void *x, size_t ldx, const void *dy, size_t lddy,
                                                const void *y, size_t ldy, const float *mean, double *sums,
@@ -616,8 +694,10 @@ STARNN_SIMD_INLINE void bn_bwd_reduce_blk_impl(starnn_dtype dt, size_t cb, size_
 {
 	if (cb == 16)
 		bn_bwd_reduce_blk_body(dt, 16, n, c, inner, x, ldx, dy, lddy, y, ldy, mean, sums, accumulate);
-	else
+	else if (cb == 8)
 		bn_bwd_reduce_blk_body(dt, 8, n, c, inner, x, ldx, dy, lddy, y, ldy, mean, sums, accumulate);
+	else
+		bn_bwd_reduce_blk_any(dt, cb, n, c, inner, x, ldx, dy, lddy, y, ldy, mean, sums, accumulate);
 }
 STARNN_SIMD_CLONES(bn_bwd_reduce_blk_impl,
                    (starnn_dtype dt, size_t cb, size_t n, size_t c, size_t inner, const void *x, size_t ldx,
@@ -639,7 +719,7 @@ STARNN_SIMD_INLINE void bn_bwd_apply_blk_body(starnn_dtype dt, size_t B, size_t 
                                               float beta, void *dx, size_t lddx)
 {
 	const size_t es = starnn_halfrow_es(dt), step = blk_step(dt, inner, B), len_all = inner * B, G = B / 8;
-	float xbuf[CHUNK], gbuf[CHUNK], ybuf[CHUNK], dbuf[CHUNK];
+	float xbuf[BLK_BUF], gbuf[BLK_BUF], ybuf[BLK_BUF], dbuf[BLK_BUF];
 	const starnn_vf8 vbeta = {beta, beta, beta, beta, beta, beta, beta, beta};
 	for (size_t k0 = 0; k0 < c; k0 += B) {
 		float a[BLK_MAX], kk[BLK_MAX], d[BLK_MAX], m[BLK_MAX];
@@ -692,8 +772,11 @@ STARNN_SIMD_INLINE void bn_bwd_apply_blk_impl(starnn_dtype dt, size_t cb, size_t
 	if (cb == 16)
 		bn_bwd_apply_blk_body(dt, 16, n, c, inner, x, ldx, dy, lddy, y, ldy, mean, invstd, gamma, nslots, slots,
 		                      lds, count, beta, dx, lddx);
-	else
+	else if (cb == 8)
 		bn_bwd_apply_blk_body(dt, 8, n, c, inner, x, ldx, dy, lddy, y, ldy, mean, invstd, gamma, nslots, slots,
+		                      lds, count, beta, dx, lddx);
+	else
+		bn_bwd_apply_blk_body(dt, cb, n, c, inner, x, ldx, dy, lddy, y, ldy, mean, invstd, gamma, nslots, slots,
 		                      lds, count, beta, dx, lddx);
 }
 STARNN_SIMD_CLONES(bn_bwd_apply_blk_impl,

@@ -399,29 +399,33 @@ void starnn_conv2d_bwd_bias_cpu(size_t n, size_t o, size_t hw, const float *dy, 
 	}
 }
 
-/* The bias gradient of blocked dy (runtime/tensor.h: nChw8c / nChw16c, cb
- * channels per block, o a multiple of cb), fp32 or 16-bit (widened a
- * chunk at a time): per block, one double lane per channel over every
- * sample and pixel. Also the transposed convolution's (hw = its output's
- * 2H x 2W). */
+/* The bias gradient of blocked dy (runtime/tensor.h: cb channels per
+ * block, a multiple of 8 up to STARNN_CBLOCK_MAX, o a multiple of cb),
+ * fp32 or 16-bit (widened a chunk at a time): per block, one double lane
+ * per channel over every sample and pixel, each chunk of at most 32 pixels
+ * summed in fp32 first. Also the transposed convolution's (hw = its
+ * output's 2H x 2W). */
 void starnn_conv2d_bwd_bias_blk_cpu(starnn_dtype dt, size_t cb, size_t n, size_t o, size_t hw, const void *dy,
                                     size_t ldy, float beta, float *db)
 {
-	enum { CHUNK = 256, BMAX = 16 };
-	const size_t es = starnn_dtype_size(dt), len_all = hw * cb;
-	float buf[CHUNK];
+	enum { BMAX = STARNN_CBLOCK_MAX, PIX = 32 };
+	const size_t es = starnn_dtype_size(dt), len_all = hw * cb, chunk = (cb > 8 ? (cb < 256 ? 256 / cb : 1) : PIX) * cb;
+	float buf[256 > BMAX ? 256 : BMAX], acc[BMAX];
+	double t[BMAX];
 	for (size_t k0 = 0; k0 < o; k0 += cb) {
-		double t[BMAX] = {0};
+		for (size_t j = 0; j < cb; j++)
+			t[j] = 0;
 		for (size_t s = 0; s < n; s++) {
 			const char *plane = (const char *)dy + (s * ldy + k0 * hw) * es;
-			for (size_t i0 = 0; i0 < len_all; i0 += CHUNK) {
-				size_t m = len_all - i0 < CHUNK ? len_all - i0 : CHUNK; /* whole pixels: CHUNK % cb == 0 */
+			for (size_t i0 = 0; i0 < len_all; i0 += chunk) {
+				size_t m = len_all - i0 < chunk ? len_all - i0 : chunk; /* whole pixels */
 				const float *p = buf;
 				if (dt == STARNN_FP32)
 					p = (const float *)plane + i0;
 				else
 					starnn_widen_row_cpu(dt, m, plane + i0 * es, buf);
-				float acc[BMAX] = {0}; /* a chunk's sums in fp32 (<= 32 pixels), then in double */
+				for (size_t j = 0; j < cb; j++)
+					acc[j] = 0;
 				for (size_t i = 0; i < m; i += cb)
 					for (size_t j = 0; j < cb; j++)
 						acc[j] += p[i + j];

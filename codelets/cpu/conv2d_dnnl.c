@@ -23,6 +23,7 @@
  * with the message recorded (runtime/error.h). */
 #include <config.h>
 
+#include <limits.h>
 #include <pthread.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -235,19 +236,42 @@ static dnnl_data_type_t dnnl_dt(starnn_dtype dt)
 }
 
 /* An activation [n, c, h, w] with samples ld elements apart: NCHW (cb 1),
- * or nChw8c / nChw16c (cb 8 / 16; c a multiple of cb), oneDNN's own blocked
- * layouts with the samples' stride replaced (channel slices of a larger
- * tensor: runtime/tensor.h). */
+ * NHWC (cb = c), or channels in blocks of cb (c a multiple of cb; oneDNN's
+ * nChw8c / nChw16c for 8 / 16): runtime/tensor.h, oneDNN's blocked layouts
+ * with the samples' stride replaced (channel slices of a larger tensor). */
 static dnnl_status_t act_md(dnnl_memory_desc_t *md, size_t n, size_t c, size_t h, size_t w, size_t ld,
                             dnnl_data_type_t dt, size_t cb)
 {
 	dnnl_dims_t dims = {(dnnl_dim_t)n, (dnnl_dim_t)c, (dnnl_dim_t)h, (dnnl_dim_t)w};
-	if (cb > 1) {
+	/* one block of 8 or 16 is described as oneDNN's nChw8c / nChw16c where
+	 * those are its pick (the same bytes as NHWC, not the same descriptor) */
+	int pick = starnn_conv2d_dnnl_block(dt == dnnl_bf16 ? STARNN_BF16 : STARNN_FP32);
+	if (cb == c && c > 1 && pick != (int)cb) {
+		dnnl_dims_t strides = {(dnnl_dim_t)ld, 1, (dnnl_dim_t)(w * c), (dnnl_dim_t)c};
+		return dnnl_memory_desc_init_by_strides(md, 4, dims, dt, strides);
+	}
+	if (cb == 8 || cb == 16) {
 		dnnl_status_t s = dnnl_memory_desc_init_by_tag(md, 4, dims, dt, cb == 16 ? dnnl_nChw16c : dnnl_nChw8c);
 		if (s == dnnl_success && (c % cb || md->format_kind != dnnl_blocked))
 			s = dnnl_invalid_arguments;
 		if (s == dnnl_success)
 			md->format_desc.blocking.strides[0] = (dnnl_dim_t)ld;
+		return s;
+	}
+	if (cb > 1) {
+		/* nChw16c's descriptor, its block and strides made cb's */
+		dnnl_status_t s = dnnl_memory_desc_init_by_tag(md, 4, dims, dt, dnnl_nChw16c);
+		if (s == dnnl_success && (c % cb || md->format_kind != dnnl_blocked))
+			s = dnnl_invalid_arguments;
+		if (s == dnnl_success) {
+			dnnl_blocking_desc_t *bd = &md->format_desc.blocking;
+			md->padded_dims[1] = (dnnl_dim_t)c;
+			bd->inner_nblks = 1, bd->inner_blks[0] = (dnnl_dim_t)cb, bd->inner_idxs[0] = 1;
+			bd->strides[0] = (dnnl_dim_t)ld;
+			bd->strides[1] = (dnnl_dim_t)(h * w * cb);
+			bd->strides[2] = (dnnl_dim_t)(w * cb);
+			bd->strides[3] = (dnnl_dim_t)cb;
+		}
 		return s;
 	}
 	dnnl_dims_t strides = {(dnnl_dim_t)ld, (dnnl_dim_t)(h * w), (dnnl_dim_t)w, 1};
@@ -681,9 +705,9 @@ int starnn_conv2d_dnnl_bf16(void)
 
 /* The activation layout oneDNN's forward convolution picks for itself
  * (format "any") on a mid-sized UNet layer (64 -> 64 channels, 32x32, 3x3):
- * nChw16c on AVX-512, nChw8c on AVX2, else plain (0 for another layout,
- * e.g. NHWC). Probed once per dtype (fp32, bf16). */
-static int block_of_dt[2] = {-1, -1};
+ * nChw16c on AVX-512, nChw8c on AVX2, NHWC for bf16 on AMX
+ * (STARNN_CONV2D_NHWC), else 0. Probed once per dtype (fp32, bf16). */
+static int block_of_dt[2] = {INT_MIN, INT_MIN};
 static pthread_mutex_t block_lock = PTHREAD_MUTEX_INITIALIZER;
 
 static int block_probe(dnnl_data_type_t dt)
@@ -691,7 +715,7 @@ static int block_probe(dnnl_data_type_t dt)
 	if (thread_state() == NULL) /* creates the engine */
 		return 0;
 	dnnl_dims_t xd = {1, 64, 32, 32}, wd = {64, 64, 3, 3}, stride = {1, 1}, pad = {1, 1};
-	dnnl_memory_desc_t ax, aw, ay, b8, b16;
+	dnnl_memory_desc_t ax, aw, ay, b8, b16, nhwc;
 	dnnl_convolution_desc_t cd;
 	dnnl_primitive_desc_t pd = NULL;
 	int block = 0;
@@ -700,6 +724,7 @@ static int block_probe(dnnl_data_type_t dt)
 	    dnnl_memory_desc_init_by_tag(&ay, 4, xd, dt, dnnl_format_tag_any) != dnnl_success ||
 	    dnnl_memory_desc_init_by_tag(&b8, 4, xd, dt, dnnl_nChw8c) != dnnl_success ||
 	    dnnl_memory_desc_init_by_tag(&b16, 4, xd, dt, dnnl_nChw16c) != dnnl_success ||
+	    dnnl_memory_desc_init_by_tag(&nhwc, 4, xd, dt, dnnl_acdb) != dnnl_success ||
 	    dnnl_convolution_forward_desc_init(&cd, dnnl_forward_training, dnnl_convolution_direct, &ax, &aw, NULL, &ay,
 	                                       stride, pad, pad) != dnnl_success ||
 	    dnnl_primitive_desc_create(&pd, &cd, NULL, engine, NULL) != dnnl_success)
@@ -710,6 +735,8 @@ static int block_probe(dnnl_data_type_t dt)
 		block = 16;
 	else if (src && dst && dnnl_memory_desc_equal(src, &b8) && dnnl_memory_desc_equal(dst, &b8))
 		block = 8;
+	else if (src && dst && dnnl_memory_desc_equal(src, &nhwc) && dnnl_memory_desc_equal(dst, &nhwc))
+		block = STARNN_CONV2D_NHWC;
 	dnnl_primitive_desc_destroy(pd);
 	return block;
 }
@@ -718,7 +745,7 @@ int starnn_conv2d_dnnl_block(starnn_dtype dt)
 {
 	int i = dt == STARNN_BF16 ? 1 : 0;
 	pthread_mutex_lock(&block_lock);
-	if (block_of_dt[i] < 0)
+	if (block_of_dt[i] == INT_MIN)
 		block_of_dt[i] = block_probe(dnnl_dt(dt));
 	int b = block_of_dt[i];
 	pthread_mutex_unlock(&block_lock);

@@ -17,6 +17,9 @@
 
 /* Windows per block of a 16-bit row: 2 * BLOCK input elements per row. */
 #define BLOCK (STARNN_HALFROW_CHUNK / 2)
+/* 16-bit rows are widened BLOCK / B windows at a time, or one window of
+ * B > BLOCK lanes (NHWC): buffers of BUF floats per output row */
+#define BUF (BLOCK > STARNN_CBLOCK_MAX ? BLOCK : STARNN_CBLOCK_MAX)
 
 /* Running max step of PyTorch's rule: take v when v > m or v is NaN. */
 STARNN_SIMD_INLINE int take(float v, float m)
@@ -35,8 +38,8 @@ STARNN_SIMD_INLINE float pick(float a, float b, float c, float d)
 }
 
 /* ------------------------------------------------------------- the loops
- * One loop nest for both layouts: B lanes per pixel. nChw8c / nChw16c data
- * (runtime/tensor.h, B = 8 or 16): the channels k0 .. k0 + B - 1 of a
+ * One loop nest for both layouts: B lanes per pixel. Blocked data
+ * (runtime/tensor.h: B = 8 or 16 for nChw8c / nChw16c, B = c for NHWC): the channels k0 .. k0 + B - 1 of a
  * sample are one block plane [h][w][B] (output [h/2][w/2][B]) that starts
  * where channel k0's NCHW plane would; element (row, col, lane) at
  * (row * w + col) * B + lane; the loops over lanes vectorise. NCHW data is
@@ -57,8 +60,8 @@ STARNN_SIMD_INLINE void fwd_row_blk(size_t B, size_t wo, const float *restrict x
 STARNN_SIMD_INLINE void maxpool_fwd_blk_body(starnn_dtype dt, size_t B, size_t n, size_t c, size_t h, size_t w,
                                              const void *x, size_t ldx, void *y, size_t ldy)
 {
-	const size_t ho = h / 2, wo = w / 2, es = starnn_halfrow_es(dt), step = dt == STARNN_FP32 ? wo : BLOCK / B;
-	float b0[2 * BLOCK], b1[2 * BLOCK], yb[BLOCK];
+	const size_t ho = h / 2, wo = w / 2, es = starnn_halfrow_es(dt), step = dt == STARNN_FP32 ? wo : B <= BLOCK ? BLOCK / B : 1;
+	float b0[2 * BUF], b1[2 * BUF], yb[BUF];
 	for (size_t r = 0; r < n; r++)
 		for (size_t k0 = 0; k0 < c; k0 += B) {
 			const char *xp = (const char *)x + (r * ldx + k0 * h * w) * es;
@@ -131,9 +134,9 @@ STARNN_SIMD_INLINE void maxpool_bwd_blk_body(starnn_dtype dt, size_t B, size_t n
                                              const void *x, size_t ldx, const void *dy, size_t lddy, float beta,
                                              void *dx, size_t lddx)
 {
-	const size_t ho = h / 2, wo = w / 2, es = starnn_halfrow_es(dt), step = dt == STARNN_FP32 ? wo : BLOCK / B;
+	const size_t ho = h / 2, wo = w / 2, es = starnn_halfrow_es(dt), step = dt == STARNN_FP32 ? wo : B <= BLOCK ? BLOCK / B : 1;
 	const size_t rb = w * B * es; /* bytes of one row of a block plane */
-	float b0[2 * BLOCK], b1[2 * BLOCK], gb[BLOCK], e0[2 * BLOCK], e1[2 * BLOCK];
+	float b0[2 * BUF], b1[2 * BUF], gb[BUF], e0[2 * BUF], e1[2 * BUF];
 	for (size_t r = 0; r < n; r++)
 		for (size_t k0 = 0; k0 < c; k0 += B) {
 			const char *xp = (const char *)x + (r * ldx + k0 * h * w) * es;
@@ -215,7 +218,7 @@ void starnn_maxpool_bwd_mp_cpu(starnn_dtype dt, size_t n, size_t c, size_t h, si
 	STARNN_SIMD_CALL(maxpool_bwd_impl, (dt, n, c, h, w, x, ldx, dy, lddy, beta, dx, lddx));
 }
 
-/* Either layout: cb lanes (8, 16; 1 or 0: NCHW). */
+/* Either layout: cb lanes (a multiple of 8; 1 or 0: NCHW). */
 STARNN_SIMD_INLINE void maxpool_fwd_blk_impl(starnn_dtype dt, size_t cb, size_t n, size_t c, size_t h, size_t w,
                                              const void *x, size_t ldx, void *y, size_t ldy)
 {
@@ -223,6 +226,8 @@ STARNN_SIMD_INLINE void maxpool_fwd_blk_impl(starnn_dtype dt, size_t cb, size_t 
 		maxpool_fwd_blk_body(dt, 16, n, c, h, w, x, ldx, y, ldy);
 	else if (cb == 8)
 		maxpool_fwd_blk_body(dt, 8, n, c, h, w, x, ldx, y, ldy);
+	else if (cb > 1)
+		maxpool_fwd_blk_body(dt, cb, n, c, h, w, x, ldx, y, ldy);
 	else
 		maxpool_fwd_blk_body(dt, 1, n, c, h, w, x, ldx, y, ldy);
 }
@@ -245,6 +250,8 @@ STARNN_SIMD_INLINE void maxpool_bwd_blk_impl(starnn_dtype dt, size_t cb, size_t 
 		maxpool_bwd_blk_body(dt, 16, n, c, h, w, x, ldx, dy, lddy, beta, dx, lddx);
 	else if (cb == 8)
 		maxpool_bwd_blk_body(dt, 8, n, c, h, w, x, ldx, dy, lddy, beta, dx, lddx);
+	else if (cb > 1)
+		maxpool_bwd_blk_body(dt, cb, n, c, h, w, x, ldx, dy, lddy, beta, dx, lddx);
 	else
 		maxpool_bwd_blk_body(dt, 1, n, c, h, w, x, ldx, dy, lddy, beta, dx, lddx);
 }

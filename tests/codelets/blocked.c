@@ -1,11 +1,13 @@
-/* Blocked activation layouts (runtime/tensor.h: nChw8c / nChw16c), the
+/* Blocked activation layouts (runtime/tensor.h: nChw8c / nChw16c, other
+ * blocks of a multiple of 8 channels, NHWC as one block of all), the
  * operations that take them checked against the same operations on NCHW
  * data (themselves checked against naive loops, finite differences and
  * PyTorch by their own tests):
  *   - tensors: set_cblock keeps the values, read / write exchange NCHW,
  *     batch and channel parts inherit the layout, a channel split must cut
  *     at whole blocks, the layout shows in describe();
- *   - kernels at every instruction-set level, cb 8 and 16, rows strided
+ *   - kernels at every instruction-set level, cb 8, 16 (the vector bodies),
+ *     40, 64 and 1024 (the generic ones; NHWC when c = cb), rows strided
  *     (ld > cols), fp32 and bf16 / fp16: batch norm (element-wise results
  *     bitwise equal, sums to double rounding), max-pool (bitwise), the
  *     bias gradient (fp32 sums against double ones);
@@ -25,6 +27,13 @@
 #include "runtime/half.h"
 #include "tests/testlib.h"
 #include "tests/codelets/simdcheck.h"
+
+/* The layout name of blocks of cb among c channels (a static buffer per slot). */
+static const char *lname(int slot, int cb, int64_t c)
+{
+	static char buf[2][24];
+	return starnn_layout_name(cb, c, buf[slot], sizeof buf[slot]);
+}
 
 /* plain [n][c][inner] (rows ldp apart) <-> blocked (rows ldb apart), es bytes per element */
 static void relayout(size_t n, size_t c, size_t inner, size_t cb, size_t es, const void *src, size_t lds, void *dst,
@@ -260,6 +269,25 @@ static void tensors(void)
 	t = tensor4("t12", 1, 12, 2, 2, 1, NULL);
 	TEST_ASSERT(starnn_tensor_set_cblock(t, 8) == STARNN_EINVAL, "12 channels are not whole blocks of 8");
 	TEST_ASSERT(starnn_tensor_set_cblock(t, 3) == STARNN_EINVAL, "a block of 3");
+	TEST_ASSERT(starnn_tensor_set_cblock(t, 12) == STARNN_EINVAL, "a block of 12 (not a multiple of 8)");
+	starnn_tensor_destroy(t);
+	/* NHWC: one block of all 24 channels, element (s, k, p) at p * 24 + k */
+	t = tensor4("t24", 2, 24, h, w, 1, v);
+	TEST_OK(starnn_tensor_set_cblock(t, 24));
+	r = test_read(t);
+	TEST_ASSERT(!memcmp(r, v, (size_t)(2 * 24 * h * w) * sizeof *v), "NHWC: set_cblock changed the values");
+	free(r);
+	TEST_OK(starpu_data_acquire(t->handle, STARPU_R));
+	raw = (const float *)starpu_data_get_local_ptr(t->handle);
+	TEST_ASSERT(raw[1 * 24 * h * w + 6 * 24 + 17] == v[(1 * 24 + 17) * h * w + 6], "NHWC storage order");
+	starpu_data_release(t->handle);
+	TEST_ASSERT(strstr(starnn_tensor_describe(t, d, sizeof d), "NHWC") != NULL, "describe: %s", d);
+	TEST_ASSERT(starnn_tensor_split(t, 1, 2, NULL, &parts) == STARNN_EINVAL, "an NHWC tensor splits by channels");
+	starnn_tensor_destroy(t);
+	t = tensor4("t2048", 1, 2048, 1, 1, 1, NULL);
+	TEST_ASSERT(starnn_tensor_set_cblock(t, 2048) == STARNN_EINVAL, "a block beyond STARNN_CBLOCK_MAX");
+	TEST_OK(starnn_tensor_set_cblock(t, 32));
+	TEST_ASSERT(strstr(starnn_tensor_describe(t, d, sizeof d), "nChw32c") != NULL, "describe: %s", d);
 	starnn_tensor_destroy(t);
 	free(v);
 }
@@ -284,30 +312,55 @@ static void same_values(const char *what, starnn_tensor *a, starnn_tensor *ref, 
 	close_values(what, a, ref, rtol, 1e-6f);
 }
 
-static void conv_codelets(int64_t n, int64_t c, int64_t o, int64_t s, int xb, int yb)
+/* A 4-D tensor of dtype dt from fp32 values (rounded), in layout cb. */
+static starnn_tensor *tensor4_dt(const char *name, starnn_dtype dt, int64_t n, int64_t c, int64_t h, int64_t w,
+                                 int cb, const float *v)
 {
-	char what[96];
-	snprintf(what, sizeof what, "conv2d n %lld c %lld o %lld %lldx%lld, x %s, y %s", (long long)n, (long long)c,
-	         (long long)o, (long long)s, (long long)s, starnn_layout_name(xb), starnn_layout_name(yb));
+	if (dt == STARNN_FP32)
+		return tensor4(name, n, c, h, w, cb, v);
+	int64_t shape[4] = {n, c, h, w};
+	starnn_tensor *t;
+	TEST_OK(starnn_tensor_create(&t, name, dt, 4, shape));
+	if (cb > 1)
+		TEST_OK(starnn_tensor_set_cblock(t, cb));
+	if (v)
+		TEST_OK(starnn_tensor_write_f32(t, v));
+	return t;
+}
+
+/* conv2d in layouts xb / yb against NCHW, fp32 or bf16 (oneDNN's native
+ * bf16: AMX where present): the same primitive on the same values. */
+static void conv_codelets_dt(starnn_dtype dt, int64_t n, int64_t c, int64_t o, int64_t s, int xb, int yb)
+{
+	char what[112];
+	snprintf(what, sizeof what, "conv2d %s n %lld c %lld o %lld %lldx%lld, x %s, y %s", starnn_dtype_name(dt),
+	         (long long)n, (long long)c, (long long)o, (long long)s, (long long)s, lname(0, xb, c), lname(1, yb, o));
 	size_t nx = (size_t)(n * c * s * s), ny = (size_t)(n * o * s * s), nw = (size_t)(o * c * 9);
 	float *xv = test_random(nx, -1, 1), *dyv = test_random(ny, -1, 1), *wv = test_random(nw, -0.3f, 0.3f);
 	float *bv = test_random((size_t)o, -1, 1), *dxv = test_random(nx, -1, 1);
 	int64_t ws[4] = {o, c, 3, 3}, bs[1] = {o};
-	starnn_tensor *w = test_tensor("w", 4, ws, wv), *b = test_tensor("b", 1, bs, bv);
-	starnn_tensor *x = tensor4("x", n, c, s, s, xb, xv), *x0 = tensor4("x0", n, c, s, s, 1, xv);
-	starnn_tensor *y = tensor4("y", n, o, s, s, yb, NULL), *y0 = tensor4("y0", n, o, s, s, 1, NULL);
-	starnn_tensor *dy = tensor4("dy", n, o, s, s, yb, dyv), *dy0 = tensor4("dy0", n, o, s, s, 1, dyv);
-	starnn_tensor *dx = tensor4("dx", n, c, s, s, xb, dxv), *dx0 = tensor4("dx0", n, c, s, s, 1, dxv);
+	int mp = dt != STARNN_FP32;
+	starnn_tensor *w = tensor4_dt("w", dt, o, c, 3, 3, 1, wv), *b = test_tensor("b", 1, bs, bv);
+	starnn_tensor *x = tensor4_dt("x", dt, n, c, s, s, xb, xv), *x0 = tensor4_dt("x0", dt, n, c, s, s, 1, xv);
+	starnn_tensor *y = tensor4_dt("y", dt, n, o, s, s, yb, NULL), *y0 = tensor4_dt("y0", dt, n, o, s, s, 1, NULL);
+	starnn_tensor *dy = tensor4_dt("dy", dt, n, o, s, s, yb, dyv), *dy0 = tensor4_dt("dy0", dt, n, o, s, s, 1, dyv);
+	starnn_tensor *dx = tensor4_dt("dx", dt, n, c, s, s, xb, dxv), *dx0 = tensor4_dt("dx0", dt, n, c, s, s, 1, dxv);
 	starnn_tensor *dw = test_tensor("dw", 4, ws, NULL), *dw0 = test_tensor("dw0", 4, ws, NULL);
 	starnn_tensor *db = test_tensor("db", 1, bs, NULL), *db0 = test_tensor("db0", 1, bs, NULL);
-	TEST_OK(starnn_conv2d_fwd(x, w, b, y));
-	TEST_OK(starnn_conv2d_fwd(x0, w, b, y0));
+	int (*fwd)(starnn_tensor *, starnn_tensor *, starnn_tensor *, starnn_tensor *) =
+		mp ? starnn_conv2d_fwd_mp : starnn_conv2d_fwd;
+	int (*bwd_data)(starnn_tensor *, starnn_tensor *, float, starnn_tensor *) =
+		mp ? starnn_conv2d_bwd_data_mp : starnn_conv2d_bwd_data;
+	int (*bwd_weight)(starnn_tensor *, starnn_tensor *, float, starnn_tensor *, starnn_tensor *) =
+		mp ? starnn_conv2d_bwd_weight_mp : starnn_conv2d_bwd_weight;
+	TEST_OK(fwd(x, w, b, y));
+	TEST_OK(fwd(x0, w, b, y0));
 	same_values(what, y, y0, 1e-6f);
-	TEST_OK(starnn_conv2d_bwd_data(dy, w, 1.0f, dx)); /* dx += */
-	TEST_OK(starnn_conv2d_bwd_data(dy0, w, 1.0f, dx0));
+	TEST_OK(bwd_data(dy, w, 1.0f, dx)); /* dx += */
+	TEST_OK(bwd_data(dy0, w, 1.0f, dx0));
 	same_values(what, dx, dx0, 1e-6f);
-	TEST_OK(starnn_conv2d_bwd_weight(x, dy, 0.0f, dw, db));
-	TEST_OK(starnn_conv2d_bwd_weight(x0, dy0, 0.0f, dw0, db0));
+	TEST_OK(bwd_weight(x, dy, 0.0f, dw, db));
+	TEST_OK(bwd_weight(x0, dy0, 0.0f, dw0, db0));
 	same_values(what, dw, dw0, 1e-6f);
 	/* sums of n * s * s values of |dy| <= 1 in another order (cancellation: an absolute bound) */
 	close_values(what, db, db0, 1e-5f, 1e-4f);
@@ -317,11 +370,16 @@ static void conv_codelets(int64_t n, int64_t c, int64_t o, int64_t s, int xb, in
 	free(xv), free(dyv), free(wv), free(bv), free(dxv);
 }
 
+static void conv_codelets(int64_t n, int64_t c, int64_t o, int64_t s, int xb, int yb)
+{
+	conv_codelets_dt(STARNN_FP32, n, c, o, s, xb, yb);
+}
+
 static void convt_codelets(int64_t n, int64_t c, int64_t o, int64_t s, int xb, int yb)
 {
 	char what[96];
 	snprintf(what, sizeof what, "convt2d n %lld c %lld o %lld %lldx%lld, x %s, y %s", (long long)n, (long long)c,
-	         (long long)o, (long long)s, (long long)s, starnn_layout_name(xb), starnn_layout_name(yb));
+	         (long long)o, (long long)s, (long long)s, lname(0, xb, c), lname(1, yb, o));
 	size_t nx = (size_t)(n * c * s * s), ny = (size_t)(n * o * 4 * s * s), nw = (size_t)(c * o * 4);
 	float *xv = test_random(nx, -1, 1), *dyv = test_random(ny, -1, 1), *wv = test_random(nw, -0.5f, 0.5f);
 	float *bv = test_random((size_t)o, -1, 1);
@@ -354,7 +412,7 @@ static void bn_pool_codelets(int64_t n, int64_t c, int64_t s, int cb)
 {
 	char what[96];
 	snprintf(what, sizeof what, "batchnorm + maxpool n %lld c %lld %lldx%lld %s", (long long)n, (long long)c,
-	         (long long)s, (long long)s, starnn_layout_name(cb));
+	         (long long)s, (long long)s, lname(0, cb, c));
 	size_t nx = (size_t)(n * c * s * s);
 	float *xv = test_random(nx, -2, 3), *dyv = test_random(nx, -1, 1);
 	starnn_tensor *t[2][4]; /* [layout][x, y, dy, dx] */
@@ -407,13 +465,18 @@ int main(void)
 	SC_FOR_EACH_LEVEL(lv) {
 		for (int t = 0; t < 3; t++) {
 			starnn_dtype dt = t == 0 ? STARNN_FP32 : t == 1 ? STARNN_BF16 : STARNN_FP16;
-			for (size_t cb = 8; cb <= 16; cb += 8) {
-				bn_kernels(dt, cb, 3, 2 * cb, 35, 0, 0.0f);
-				bn_kernels(dt, cb, 2, cb, 129, 8 * cb, 1.0f); /* strided rows, 16-bit chunks across pixels */
+			/* 8, 16: the vector bodies; 40, 64, 1024: the generic ones
+			 * (the second call of each: NHWC, one block of all channels;
+			 * 1024 lanes: one pixel per 16-bit chunk, one window per row) */
+			static const size_t cbs[] = {8, 16, 40, 64, 1024};
+			for (size_t i = 0; i < sizeof cbs / sizeof *cbs; i++) {
+				size_t cb = cbs[i], big = cb > 64;
+				bn_kernels(dt, cb, 3, 2 * cb, big ? 5 : 35, 0, 0.0f);
+				bn_kernels(dt, cb, 2, cb, big ? 9 : 129, 8 * cb, 1.0f); /* strided rows, 16-bit chunks across pixels */
 				maxpool_kernels(dt, cb, 2, 2 * cb, 6, 10, 0, 0.0f);
-				maxpool_kernels(dt, cb, 1, cb, 5, 37, 3 * cb, 1.0f); /* odd sizes, strided */
-				bias_kernel(dt, cb, 3, 2 * cb, 77, 0, 0.0f);
-				bias_kernel(dt, cb, 2, cb, 300, cb, 0.5f);
+				maxpool_kernels(dt, cb, 1, cb, 5, big ? 7 : 37, 3 * cb, 1.0f); /* odd sizes, strided */
+				bias_kernel(dt, cb, 3, 2 * cb, big ? 7 : 77, 0, 0.0f);
+				bias_kernel(dt, cb, 2, cb, big ? 30 : 300, cb, 0.5f);
 			}
 			maxpool_kernels(dt, 1, 2, 3, 5, 37, 3, 1.0f); /* the one-lane case is the NCHW kernel */
 		}
@@ -422,6 +485,8 @@ int main(void)
 	tensors();
 	bn_pool_codelets(4, 16, 12, 8);
 	bn_pool_codelets(2, 32, 9, 16);
+	bn_pool_codelets(2, 32, 8, 32); /* NHWC */
+	bn_pool_codelets(2, 48, 6, 24); /* nChw24c: a concatenation of two NHWC halves */
 	if (starnn_conv2d_cpu_backend() != STARNN_CONV2D_DNNL) {
 		printf("note: the convolution checks need the oneDNN CPU backend (this build has im2col only)\n");
 		return test_finish();
@@ -433,5 +498,21 @@ int main(void)
 	conv_codelets(2, 16, 12, 12, 8, 1); /* and its last */
 	convt_codelets(2, 32, 16, 8, 8, 8);
 	convt_codelets(1, 64, 32, 32, 16, 8); /* split into channel tasks */
+	/* NHWC (oneDNN's pick for bf16 on AMX), and a concatenation of two NHWC
+	 * halves (blocks of half the channels) read by a convolution */
+	conv_codelets(2, 32, 32, 9, 32, 32);
+	conv_codelets(1, 64, 48, 20, 64, 48);
+	conv_codelets(2, 64, 32, 8, 32, 32);
+	conv_codelets(2, 13, 24, 12, 1, 24); /* NCHW in, NHWC out */
+	conv_codelets(2, 24, 12, 12, 24, 1); /* and back */
+	convt_codelets(2, 32, 16, 8, 32, 16);
+	if (starnn_conv2d_dnnl_bf16()) {
+		conv_codelets_dt(STARNN_BF16, 2, 32, 32, 9, 32, 32);
+		conv_codelets_dt(STARNN_BF16, 2, 64, 32, 8, 32, 32);
+		conv_codelets_dt(STARNN_BF16, 2, 16, 16, 9, 16, 16);
+		conv_codelets_dt(STARNN_BF16, 2, 16, 16, 9, 8, 16);
+	} else {
+		printf("note: no native bf16 convolutions here (oneDNN needs AVX-512): the bf16 layout checks are skipped\n");
+	}
 	return test_finish();
 }

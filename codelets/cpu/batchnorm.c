@@ -457,14 +457,14 @@ STARNN_SIMD_INLINE size_t blk_step(starnn_dtype dt, size_t inner, size_t B)
 STARNN_SIMD_INLINE void bn_stats_blk_body(starnn_dtype dt, size_t B, size_t n, size_t c, size_t inner,
                                           const void *x, size_t ldx, double *sums, int accumulate)
 {
-	const size_t es = starnn_halfrow_es(dt), step = blk_step(dt, inner, B), len_all = inner * B, G = B / 4;
+	const size_t es = starnn_halfrow_es(dt), step = blk_step(dt, inner, B), len_all = inner * B, G = B / 8;
 	float buf[BLK_BUF];
 	if (!accumulate)
 		memset(sums, 0, 2 * c * sizeof *sums);
 	for (size_t k0 = 0; k0 < c; k0 += B) {
-		starnn_vd4 sa[BLK_MAX / 4], sb[BLK_MAX / 4];
+		starnn_vd8 sa[16 / 8], sb[16 / 8];
 		for (size_t q = 0; q < G; q++)
-			sa[q] = (starnn_vd4){0, 0, 0, 0}, sb[q] = sa[q];
+			sa[q] = (starnn_vd8){0}, sb[q] = sa[q];
 		for (size_t r = 0; r < n; r++) {
 			const char *p = plane(dt, x, r, ldx, k0, inner);
 			for (size_t i0 = 0; i0 < len_all; i0 += step) {
@@ -472,26 +472,32 @@ STARNN_SIMD_INLINE void bn_stats_blk_body(starnn_dtype dt, size_t B, size_t n, s
 				const float *v = starnn_halfrow_load(dt, p + i0 * es, len, buf);
 				for (size_t i = 0; i < len; i += B)
 					for (size_t q = 0; q < G; q++) {
-						starnn_vd4 t = STARNN_VD4_OF(v + i + 4 * q);
+						starnn_vd8 t = STARNN_VD8_OF(v + i + 8 * q);
 						sa[q] += t;
 						sb[q] += t * t;
 					}
 			}
 		}
 		for (size_t q = 0; q < G; q++)
-			for (int l = 0; l < 4; l++) {
-				sums[k0 + 4 * q + l] += sa[q][l];
-				sums[c + k0 + 4 * q + l] += sb[q][l];
+			for (int l = 0; l < 8; l++) {
+				sums[k0 + 8 * q + l] += sa[q][l];
+				sums[c + k0 + 8 * q + l] += sb[q][l];
 			}
 	}
 }
 
-/* The same for any B (NHWC: B = c), lanes in arrays: the same sums in the
- * same order. */
+/* Any B (NHWC: B = c): the lanes' sums live in arrays, and each chunk of
+ * whole pixels is walked once per group of 8 lanes with that group's sums
+ * in registers; each lane still adds its values pixel by pixel, so the
+ * sums are those of the vector body (bitwise). fp32 data is walked in
+ * chunks too, so that a chunk stays in L1 across its groups. */
+#define VD8_AT(p) __extension__({ starnn_vd8 v_; memcpy(&v_, (p), sizeof v_); v_; })
+#define VD8_PUT(p, v) __extension__({ starnn_vd8 w_ = (v); memcpy((p), &w_, sizeof w_); })
+
 STARNN_SIMD_INLINE void bn_stats_blk_any(starnn_dtype dt, size_t B, size_t n, size_t c, size_t inner,
                                          const void *x, size_t ldx, double *sums, int accumulate)
 {
-	const size_t es = starnn_halfrow_es(dt), step = blk_step(dt, inner, B), len_all = inner * B;
+	const size_t es = starnn_halfrow_es(dt), step = BLK_BUF / B * B, len_all = inner * B;
 	float buf[BLK_BUF];
 	double sa[BLK_MAX], sb[BLK_MAX];
 	if (!accumulate)
@@ -504,12 +510,14 @@ STARNN_SIMD_INLINE void bn_stats_blk_any(starnn_dtype dt, size_t B, size_t n, si
 			for (size_t i0 = 0; i0 < len_all; i0 += step) {
 				size_t len = min_sz(step, len_all - i0);
 				const float *v = starnn_halfrow_load(dt, p + i0 * es, len, buf);
-				for (size_t i = 0; i < len; i += B)
-					for (size_t j = 0; j < B; j++) {
-						double t = v[i + j];
-						sa[j] += t;
-						sb[j] += t * t;
+				for (size_t q = 0; q < B; q += 8) {
+					starnn_vd8 a = VD8_AT(sa + q), b = VD8_AT(sb + q);
+					for (size_t i = q; i < len; i += B) {
+						starnn_vd8 t = STARNN_VD8_OF(v + i);
+						a += t, b += t * t;
 					}
+					VD8_PUT(sa + q, a), VD8_PUT(sb + q, b);
+				}
 			}
 		}
 		for (size_t j = 0; j < B; j++) {
@@ -579,6 +587,44 @@ STARNN_SIMD_INLINE void bn_apply_blk_body(starnn_dtype dt, size_t B, size_t n, s
 	}
 }
 
+/* Any B: each chunk of whole pixels walked once per group of 8 lanes,
+ * that group's parameters in registers (the same operations as the vector
+ * body, bitwise). */
+STARNN_SIMD_INLINE void bn_apply_blk_any(starnn_dtype dt, size_t B, size_t n, size_t c, size_t inner,
+                                         const void *x, size_t ldx, const float *mean, const float *stat,
+                                         int var_given, float eps, const float *gamma, const float *beta, int relu,
+                                         void *y, size_t ldy)
+{
+	const size_t es = starnn_halfrow_es(dt), step = BLK_BUF / B * B, len_all = inner * B;
+	float xbuf[BLK_BUF], ybuf[BLK_BUF], m[BLK_MAX], sc[BLK_MAX], b[BLK_MAX];
+	for (size_t k0 = 0; k0 < c; k0 += B) {
+		for (size_t j = 0; j < B; j++) {
+			size_t k = k0 + j;
+			double istd = var_given ? 1.0 / sqrt((double)stat[k] + eps) : stat[k];
+			m[j] = mean[k], sc[j] = (float)(gamma[k] * istd), b[j] = beta[k];
+		}
+		for (size_t r = 0; r < n; r++) {
+			const char *xp = plane(dt, x, r, ldx, k0, inner);
+			char *yp = (char *)plane(dt, y, r, ldy, k0, inner);
+			for (size_t i0 = 0; i0 < len_all; i0 += step) {
+				size_t len = min_sz(step, len_all - i0);
+				const float *xv = starnn_halfrow_load(dt, xp + i0 * es, len, xbuf);
+				float *yv = starnn_halfrow_out(dt, yp + i0 * es, ybuf);
+				for (size_t q = 0; q < B; q += 8) {
+					starnn_vf8 vm = VF8_AT(m + q), vs = VF8_AT(sc + q), vb = VF8_AT(b + q);
+					if (relu)
+						for (size_t i = q; i < len; i += B)
+							VF8_PUT(yv + i, VF8_RELU((VF8_AT(xv + i) - vm) * vs + vb));
+					else
+						for (size_t i = q; i < len; i += B)
+							VF8_PUT(yv + i, (VF8_AT(xv + i) - vm) * vs + vb);
+				}
+				starnn_halfrow_store(dt, yv, len, yp + i0 * es);
+			}
+		}
+	}
+}
+
 STARNN_SIMD_INLINE void bn_apply_blk_impl(starnn_dtype dt, size_t cb, size_t n, size_t c, size_t inner,
                                           const void *x, size_t ldx, const float *mean, const float *stat,
                                           int var_given, float eps, const float *gamma, const float *beta, int relu,
@@ -589,7 +635,7 @@ STARNN_SIMD_INLINE void bn_apply_blk_impl(starnn_dtype dt, size_t cb, size_t n, 
 	else if (cb == 8)
 		bn_apply_blk_body(dt, 8, n, c, inner, x, ldx, mean, stat, var_given, eps, gamma, beta, relu, y, ldy);
 	else
-		bn_apply_blk_body(dt, cb, n, c, inner, x, ldx, mean, stat, var_given, eps, gamma, beta, relu, y, ldy);
+		bn_apply_blk_any(dt, cb, n, c, inner, x, ldx, mean, stat, var_given, eps, gamma, beta, relu, y, ldy);
 }
 STARNN_SIMD_CLONES(bn_apply_blk_impl,
                    (starnn_dtype dt, size_t cb, size_t n, size_t c, size_t inner, const void *x, size_t ldx,
@@ -610,15 +656,15 @@ STARNN_SIMD_INLINE void bn_bwd_reduce_blk_body(starnn_dtype dt, size_t B, size_t
                                                const void *y, size_t ldy, const float *mean, double *sums,
                                                int accumulate)
 {
-	const size_t es = starnn_halfrow_es(dt), step = blk_step(dt, inner, B), len_all = inner * B, G = B / 4;
+	const size_t es = starnn_halfrow_es(dt), step = blk_step(dt, inner, B), len_all = inner * B, G = B / 8;
 	float xbuf[BLK_BUF], gbuf[BLK_BUF], ybuf[BLK_BUF];
 	if (!accumulate)
 		memset(sums, 0, 2 * c * sizeof *sums);
 	for (size_t k0 = 0; k0 < c; k0 += B) {
-		starnn_vd4 m[BLK_MAX / 4], sa[BLK_MAX / 4], sb[BLK_MAX / 4];
+		starnn_vd8 m[16 / 8], sa[16 / 8], sb[16 / 8];
 		for (size_t q = 0; q < G; q++) {
-			m[q] = STARNN_VD4_OF(mean + k0 + 4 * q);
-			sa[q] = (starnn_vd4){0, 0, 0, 0}, sb[q] = sa[q];
+			m[q] = STARNN_VD8_OF(mean + k0 + 8 * q);
+			sa[q] = (starnn_vd8){0}, sb[q] = sa[q];
 		}
 		for (size_t r = 0; r < n; r++) {
 			const char *xp = plane(dt, x, r, ldx, k0, inner), *gp = plane(dt, dy, r, lddy, k0, inner);
@@ -630,31 +676,31 @@ STARNN_SIMD_INLINE void bn_bwd_reduce_blk_body(starnn_dtype dt, size_t B, size_t
 				const float *yv = yp ? starnn_halfrow_load(dt, yp + i0 * es, len, ybuf) : NULL;
 				for (size_t i = 0; i < len; i += B)
 					for (size_t q = 0; q < G; q++) {
-						starnn_vd4 g = STARNN_VD4_OF(gv + i + 4 * q);
+						starnn_vd8 g = STARNN_VD8_OF(gv + i + 8 * q);
 						if (yv) {
-							starnn_vd4 yq = STARNN_VD4_OF(yv + i + 4 * q);
+							starnn_vd8 yq = STARNN_VD8_OF(yv + i + 8 * q);
 							g = MASK_POS(g, yq);
 						}
 						sa[q] += g;
-						sb[q] += g * (STARNN_VD4_OF(xv + i + 4 * q) - m[q]);
+						sb[q] += g * (STARNN_VD8_OF(xv + i + 8 * q) - m[q]);
 					}
 			}
 		}
 		for (size_t q = 0; q < G; q++)
-			for (int l = 0; l < 4; l++) {
-				sums[k0 + 4 * q + l] += sa[q][l];
-				sums[c + k0 + 4 * q + l] += sb[q][l];
+			for (int l = 0; l < 8; l++) {
+				sums[k0 + 8 * q + l] += sa[q][l];
+				sums[c + k0 + 8 * q + l] += sb[q][l];
 			}
 	}
 }
 
-/* The same for any B (NHWC: B = c), lanes in arrays. */
+/* Any B, as bn_stats_blk_any. */
 STARNN_SIMD_INLINE void bn_bwd_reduce_blk_any(starnn_dtype dt, size_t B, size_t n, size_t c, size_t inner,
                                               const void *x, size_t ldx, const void *dy, size_t lddy,
                                               const void *y, size_t ldy, const float *mean, double *sums,
                                               int accumulate)
 {
-	const size_t es = starnn_halfrow_es(dt), step = blk_step(dt, inner, B), len_all = inner * B;
+	const size_t es = starnn_halfrow_es(dt), step = BLK_BUF / B * B, len_all = inner * B;
 	float xbuf[BLK_BUF], gbuf[BLK_BUF], ybuf[BLK_BUF];
 	double m[BLK_MAX], sa[BLK_MAX], sb[BLK_MAX];
 	if (!accumulate)
@@ -670,14 +716,18 @@ STARNN_SIMD_INLINE void bn_bwd_reduce_blk_any(starnn_dtype dt, size_t B, size_t 
 				const float *xv = starnn_halfrow_load(dt, xp + i0 * es, len, xbuf);
 				const float *gv = starnn_halfrow_load(dt, gp + i0 * es, len, gbuf);
 				const float *yv = yp ? starnn_halfrow_load(dt, yp + i0 * es, len, ybuf) : NULL;
-				for (size_t i = 0; i < len; i += B)
-					for (size_t j = 0; j < B; j++) {
-						double g = gv[i + j];
-						if (yv && !(yv[i + j] > 0))
-							g = 0;
-						sa[j] += g;
-						sb[j] += g * ((double)xv[i + j] - m[j]);
+				for (size_t q = 0; q < B; q += 8) {
+					starnn_vd8 mq = VD8_AT(m + q), a = VD8_AT(sa + q), b = VD8_AT(sb + q);
+					for (size_t i = q; i < len; i += B) {
+						starnn_vd8 g = STARNN_VD8_OF(gv + i);
+						if (yv) {
+							starnn_vd8 yq = STARNN_VD8_OF(yv + i);
+							g = MASK_POS(g, yq);
+						}
+						a += g, b += g * (STARNN_VD8_OF(xv + i) - mq);
 					}
+					VD8_PUT(sa + q, a), VD8_PUT(sb + q, b);
+				}
 			}
 		}
 		for (size_t j = 0; j < B; j++) {
@@ -763,6 +813,56 @@ STARNN_SIMD_INLINE void bn_bwd_apply_blk_body(starnn_dtype dt, size_t B, size_t 
 	}
 }
 
+/* Any B, as bn_apply_blk_any. */
+STARNN_SIMD_INLINE void bn_bwd_apply_blk_any(starnn_dtype dt, size_t B, size_t n, size_t c, size_t inner,
+                                             const void *x, size_t ldx, const void *dy, size_t lddy, const void *y,
+                                             size_t ldy, const float *mean, const float *invstd, const float *gamma,
+                                             size_t nslots, const double *slots, size_t lds, double count,
+                                             float beta, void *dx, size_t lddx)
+{
+	const size_t es = starnn_halfrow_es(dt), step = BLK_BUF / B * B, len_all = inner * B;
+	float xbuf[BLK_BUF], gbuf[BLK_BUF], ybuf[BLK_BUF], dbuf[BLK_BUF];
+	float a[BLK_MAX], kk[BLK_MAX], d[BLK_MAX], m[BLK_MAX];
+	const starnn_vf8 vbeta = {beta, beta, beta, beta, beta, beta, beta, beta};
+	for (size_t k0 = 0; k0 < c; k0 += B) {
+		for (size_t j = 0; j < B; j++) {
+			size_t k = k0 + j;
+			double s1, s2;
+			slot_totals(slots, nslots, lds, c, k, &s1, &s2);
+			double istd = invstd[k], ad = gamma[k] * istd;
+			a[j] = (float)ad, kk[j] = (float)(-ad * s1 / count), d[j] = (float)(ad * istd * istd * s2 / count);
+			m[j] = mean[k];
+		}
+		for (size_t r = 0; r < n; r++) {
+			const char *xp = plane(dt, x, r, ldx, k0, inner), *gp = plane(dt, dy, r, lddy, k0, inner);
+			const char *yp = y ? plane(dt, y, r, ldy, k0, inner) : NULL;
+			char *dp = (char *)plane(dt, dx, r, lddx, k0, inner);
+			for (size_t i0 = 0; i0 < len_all; i0 += step) {
+				size_t len = min_sz(step, len_all - i0);
+				const float *xv = starnn_halfrow_load(dt, xp + i0 * es, len, xbuf);
+				const float *gv = starnn_halfrow_load(dt, gp + i0 * es, len, gbuf);
+				const float *yv = yp ? starnn_halfrow_load(dt, yp + i0 * es, len, ybuf) : NULL;
+				float *dv = starnn_halfrow_out(dt, dp + i0 * es, dbuf);
+				if (dt != STARNN_FP32 && beta != 0)
+					starnn_halfrow_load(dt, dp + i0 * es, len, dbuf); /* the old dx, widened in place */
+				for (size_t q = 0; q < B; q += 8) {
+					starnn_vf8 va = VF8_AT(a + q), vk = VF8_AT(kk + q), vd = VF8_AT(d + q), vm = VF8_AT(m + q);
+					for (size_t i = q; i < len; i += B) {
+						starnn_vf8 g = VF8_AT(gv + i);
+						if (yv)
+							g = VF8_MASK_POS(g, VF8_AT(yv + i));
+						starnn_vf8 v = va * g + vk - vd * (VF8_AT(xv + i) - vm);
+						if (beta != 0)
+							v = v + vbeta * VF8_AT(dv + i);
+						VF8_PUT(dv + i, v);
+					}
+				}
+				starnn_halfrow_store(dt, dv, len, dp + i0 * es);
+			}
+		}
+	}
+}
+
 STARNN_SIMD_INLINE void bn_bwd_apply_blk_impl(starnn_dtype dt, size_t cb, size_t n, size_t c, size_t inner,
                                               const void *x, size_t ldx, const void *dy, size_t lddy, const void *y,
                                               size_t ldy, const float *mean, const float *invstd, const float *gamma,
@@ -776,7 +876,7 @@ STARNN_SIMD_INLINE void bn_bwd_apply_blk_impl(starnn_dtype dt, size_t cb, size_t
 		bn_bwd_apply_blk_body(dt, 8, n, c, inner, x, ldx, dy, lddy, y, ldy, mean, invstd, gamma, nslots, slots,
 		                      lds, count, beta, dx, lddx);
 	else
-		bn_bwd_apply_blk_body(dt, cb, n, c, inner, x, ldx, dy, lddy, y, ldy, mean, invstd, gamma, nslots, slots,
+		bn_bwd_apply_blk_any(dt, cb, n, c, inner, x, ldx, dy, lddy, y, ldy, mean, invstd, gamma, nslots, slots,
 		                      lds, count, beta, dx, lddx);
 }
 STARNN_SIMD_CLONES(bn_bwd_apply_blk_impl,

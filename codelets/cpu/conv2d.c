@@ -410,7 +410,7 @@ void starnn_conv2d_bwd_bias_blk_cpu(starnn_dtype dt, size_t cb, size_t n, size_t
 {
 	enum { BMAX = STARNN_CBLOCK_MAX, PIX = 32 };
 	const size_t es = starnn_dtype_size(dt), len_all = hw * cb, chunk = (cb > 8 ? (cb < 256 ? 256 / cb : 1) : PIX) * cb;
-	float buf[256 > BMAX ? 256 : BMAX], acc[BMAX];
+	float buf[256 > BMAX ? 256 : BMAX];
 	double t[BMAX];
 	for (size_t k0 = 0; k0 < o; k0 += cb) {
 		for (size_t j = 0; j < cb; j++)
@@ -424,13 +424,15 @@ void starnn_conv2d_bwd_bias_blk_cpu(starnn_dtype dt, size_t cb, size_t n, size_t
 					p = (const float *)plane + i0;
 				else
 					starnn_widen_row_cpu(dt, m, plane + i0 * es, buf);
-				for (size_t j = 0; j < cb; j++)
-					acc[j] = 0;
-				for (size_t i = 0; i < m; i += cb)
-					for (size_t j = 0; j < cb; j++)
-						acc[j] += p[i + j];
-				for (size_t j = 0; j < cb; j++)
-					t[j] += acc[j];
+				/* per group of 8 lanes, its sums in registers over the chunk */
+				for (size_t q = 0; q < cb; q += 8) {
+					float a[8] = {0};
+					for (size_t i = q; i < m; i += cb)
+						for (int l = 0; l < 8; l++)
+							a[l] += p[i + l];
+					for (int l = 0; l < 8; l++)
+						t[q + l] += a[l];
+				}
 			}
 		}
 		for (size_t j = 0; j < cb; j++)

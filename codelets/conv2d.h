@@ -107,13 +107,15 @@ int starnn_conv2d_dnnl_bf16(void);
  * channels in dt between the convolutions: the layout oneDNN picks
  * (starnn_conv2d_dnnl_block; cblock = channels for NHWC) when the CPU
  * backend is oneDNN, no CUDA worker runs (they take NCHW) and channels is a
- * multiple of the block (NHWC: of 8, at most STARNN_CBLOCK_MAX); else 1.
+ * multiple of the block (NHWC: of 8, at most STARNN_CBLOCK_MAX, and nparts,
+ * the batch parts each operation on them is submitted as, at least the
+ * CPU workers: NHWC has no channel-split tasks); else 1.
  * STARNN_LAYOUT overrides oneDNN's pick: auto (the default), blocked
  * (nChw16c / nChw8c, the fp32 pick), nhwc, nchw; STARNN_EINVAL for
  * another value. */
-int starnn_conv2d_act_cblock(int64_t channels, starnn_dtype dt);
+int starnn_conv2d_act_cblock(int64_t channels, starnn_dtype dt, int nparts);
 /* The start-up line's words for it ("nChw8c (...)" or "NCHW (why)"). */
-const char *starnn_conv2d_layout_note(starnn_dtype dt, char *buf, size_t size);
+const char *starnn_conv2d_layout_note(starnn_dtype dt, int nparts, char *buf, size_t size);
 const char *starnn_conv2d_cpu_route(starnn_dtype dt);
 
 /* CUDA implementations (codelets/cuda/conv2d.cu) on cuDNN, given the

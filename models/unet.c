@@ -912,9 +912,9 @@ static int cmd_train(struct options *o)
 		const char *route = starnn_conv2d_cpu_route(o->compute);
 		if (route)
 			printf("convolutions: %s\n", route);
-		char layout[200];
+		char layout[320];
 		if (starpu_cpu_worker_get_count() > 0)
-			printf("activations: %s\n", starnn_conv2d_layout_note(o->compute, layout, sizeof layout));
+			printf("activations: %s\n", starnn_conv2d_layout_note(o->compute, o->micro, layout, sizeof layout));
 		struct starnn_amp_state s;
 		if (o->resume && o->loss_scale && (rc = unet_get_amp_state(r.m, &s)) == 0)
 			printf("loss scale resumed: %g, %lld clean steps toward doubling, %lld skipped, %lld applied\n",

@@ -425,7 +425,7 @@ static int act_make(unet *m, struct act *a, const char *path, const char *what, 
 	STARNN_CHECK(starnn_tensor_new(&a->t, name, m->dt, 4, (int64_t)m->cfg.batch, (int64_t)c, (int64_t)s,
 	                               (int64_t)s));
 	if (unit > 0) {
-		int cb = starnn_conv2d_act_cblock(unit, m->dt);
+		int cb = starnn_conv2d_act_cblock(unit, m->dt, m->cfg.micro);
 		STARNN_CHECK(cb);
 		STARNN_CHECK(starnn_tensor_set_cblock(a->t, cb));
 	}

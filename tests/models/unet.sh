@@ -140,6 +140,14 @@ same_losses "NHWC vs NCHW activations" "$tmp/lh.json" "$tmp/ln.json"
 STARNN_LAYOUT=nchw "$unet" train $L --precision amp-bf16 --log-json "$tmp/mn.json" > "$tmp/mn.out" 2>&1 ||
 	{ fail "amp-bf16 NCHW run exited $?"; cat "$tmp/mn.out"; }
 same_losses "amp-bf16, $(sed -n 's/^activations: \([^ ]*\).*/\1/p' "$tmp/mb.out") vs NCHW activations" "$tmp/mb.json" "$tmp/mn.json"
+# NHWC has no channel-split tasks: with fewer batch parts than CPU workers
+# (batch 1 here) amp-bf16 keeps NCHW, and says why.
+if grep -q '^activations: NHWC' "$tmp/mb.out"; then
+	"$unet" train $L --precision amp-bf16 --batch 1 --micro-batches 1 --steps 1 > "$tmp/m1.out" 2>&1 ||
+		{ fail "amp-bf16 batch 1 exited $?"; cat "$tmp/m1.out"; }
+	grep -q '^activations: NCHW (NHWC, .*channel-split tasks)' "$tmp/m1.out" && ok "$(grep '^activations:' "$tmp/m1.out")" ||
+		fail "amp-bf16 batch 1: $(grep '^activations:' "$tmp/m1.out")"
+fi
 expect 1 "STARNN_LAYOUT" env STARNN_LAYOUT=sideways "$unet" train $L
 
 # ------------------------------------------------------------------ energy

@@ -427,21 +427,15 @@ void starnn_bn_bwd_apply_mp_cpu(starnn_dtype dt, size_t n, size_t c, size_t inne
  * a sample are one block plane of inner * B elements, pixel-major, channel
  * k0 + j at j mod B; such a plane starts where channel k0's plane would in
  * NCHW (plane(..., k0, inner)). The kernels walk a block plane in chunks of
- * whole pixels (CHUNK is a multiple of B) and keep B lanes, one per
- * channel: the loops over j vectorise without reordering any channel's
- * sum. A channel's reduction runs sample by sample, pixel by pixel, in
+ * whole pixels (at most BLK_BUF elements, widened there when 16-bit) and
+ * keep B lanes, one per channel, in groups of 8: the loops over a group
+ * vectorise without reordering any channel's sum. A channel's reduction runs sample by sample, pixel by pixel, in
  * double: a fixed order (deterministic, the same at every instruction
  * set), not the plain kernels' order (results agree to double rounding). */
 
 #define BLK_MAX STARNN_CBLOCK_MAX
-/* 16-bit data is widened BLK_BUF elements (whole pixels) at a time */
+/* a chunk: at most BLK_BUF elements (whole pixels) */
 #define BLK_BUF (CHUNK > BLK_MAX ? CHUNK : BLK_MAX)
-
-/* Elements taken at a time from a block plane: whole pixels. */
-STARNN_SIMD_INLINE size_t blk_step(starnn_dtype dt, size_t inner, size_t B)
-{
-	return dt == STARNN_FP32 ? inner * B : BLK_BUF / B * B;
-}
 
 /* 8 lanes of a pixel (explicit vectors: GCC does not vectorise the loops
  * over lanes by itself): unaligned loads and stores; (macros: a function
@@ -454,43 +448,10 @@ STARNN_SIMD_INLINE size_t blk_step(starnn_dtype dt, size_t inner, size_t B)
 /* g where y > 0, else +0 (as the scalar y > 0 ? g : 0). */
 #define VF8_MASK_POS(g, y) ((starnn_vf8)((starnn_vi8)(g) & (starnn_vi8)((y) > 0)))
 
-STARNN_SIMD_INLINE void bn_stats_blk_body(starnn_dtype dt, size_t B, size_t n, size_t c, size_t inner,
-                                          const void *x, size_t ldx, double *sums, int accumulate)
-{
-	const size_t es = starnn_halfrow_es(dt), step = blk_step(dt, inner, B), len_all = inner * B, G = B / 8;
-	float buf[BLK_BUF];
-	if (!accumulate)
-		memset(sums, 0, 2 * c * sizeof *sums);
-	for (size_t k0 = 0; k0 < c; k0 += B) {
-		starnn_vd8 sa[16 / 8], sb[16 / 8];
-		for (size_t q = 0; q < G; q++)
-			sa[q] = (starnn_vd8){0}, sb[q] = sa[q];
-		for (size_t r = 0; r < n; r++) {
-			const char *p = plane(dt, x, r, ldx, k0, inner);
-			for (size_t i0 = 0; i0 < len_all; i0 += step) {
-				size_t len = min_sz(step, len_all - i0);
-				const float *v = starnn_halfrow_load(dt, p + i0 * es, len, buf);
-				for (size_t i = 0; i < len; i += B)
-					for (size_t q = 0; q < G; q++) {
-						starnn_vd8 t = STARNN_VD8_OF(v + i + 8 * q);
-						sa[q] += t;
-						sb[q] += t * t;
-					}
-			}
-		}
-		for (size_t q = 0; q < G; q++)
-			for (int l = 0; l < 8; l++) {
-				sums[k0 + 8 * q + l] += sa[q][l];
-				sums[c + k0 + 8 * q + l] += sb[q][l];
-			}
-	}
-}
-
-/* Any B (NHWC: B = c): the lanes' sums live in arrays, and each chunk of
- * whole pixels is walked once per group of 8 lanes with that group's sums
- * in registers; each lane still adds its values pixel by pixel, so the
- * sums are those of the vector body (bitwise). fp32 data is walked in
- * chunks too, so that a chunk stays in L1 across its groups. */
+/* The lanes' sums live in arrays, and each chunk of whole pixels is walked
+ * once per group of 8 lanes with that group's sums in registers (fp32 data
+ * is walked in chunks too, so that a chunk stays in L1 across its groups).
+ * The callers pass B = 8 and 16 as constants (the loops then unroll). */
 #define VD8_AT(p) __extension__({ starnn_vd8 v_; memcpy(&v_, (p), sizeof v_); v_; })
 #define VD8_PUT(p, v) __extension__({ starnn_vd8 w_ = (v); memcpy((p), &w_, sizeof w_); })
 
@@ -531,9 +492,9 @@ STARNN_SIMD_INLINE void bn_stats_blk_impl(starnn_dtype dt, size_t cb, size_t n, 
                                           const void *x, size_t ldx, double *sums, int accumulate)
 {
 	if (cb == 16)
-		bn_stats_blk_body(dt, 16, n, c, inner, x, ldx, sums, accumulate);
+		bn_stats_blk_any(dt, 16, n, c, inner, x, ldx, sums, accumulate);
 	else if (cb == 8)
-		bn_stats_blk_body(dt, 8, n, c, inner, x, ldx, sums, accumulate);
+		bn_stats_blk_any(dt, 8, n, c, inner, x, ldx, sums, accumulate);
 	else
 		bn_stats_blk_any(dt, cb, n, c, inner, x, ldx, sums, accumulate);
 }
@@ -548,48 +509,8 @@ void starnn_bn_stats_blk_cpu(starnn_dtype dt, size_t cb, size_t n, size_t c, siz
 	STARNN_SIMD_CALL(bn_stats_blk_impl, (dt, cb, n, c, inner, x, ldx, sums, accumulate));
 }
 
-STARNN_SIMD_INLINE void bn_apply_blk_body(starnn_dtype dt, size_t B, size_t n, size_t c, size_t inner,
-                                          const void *x, size_t ldx, const float *mean, const float *stat,
-                                          int var_given, float eps, const float *gamma, const float *beta, int relu,
-                                          void *y, size_t ldy)
-{
-	const size_t es = starnn_halfrow_es(dt), step = blk_step(dt, inner, B), len_all = inner * B, G = B / 8;
-	float xbuf[BLK_BUF], ybuf[BLK_BUF];
-	for (size_t k0 = 0; k0 < c; k0 += B) {
-		float m[BLK_MAX], sc[BLK_MAX], b[BLK_MAX];
-		for (size_t j = 0; j < B; j++) {
-			size_t k = k0 + j;
-			double istd = var_given ? 1.0 / sqrt((double)stat[k] + eps) : stat[k];
-			m[j] = mean[k], sc[j] = (float)(gamma[k] * istd), b[j] = beta[k];
-		}
-		starnn_vf8 vm[BLK_MAX / 8], vs[BLK_MAX / 8], vb[BLK_MAX / 8];
-		for (size_t q = 0; q < G; q++)
-			vm[q] = VF8_AT(m + 8 * q), vs[q] = VF8_AT(sc + 8 * q), vb[q] = VF8_AT(b + 8 * q);
-		for (size_t r = 0; r < n; r++) {
-			const char *xp = plane(dt, x, r, ldx, k0, inner);
-			char *yp = (char *)plane(dt, y, r, ldy, k0, inner);
-			for (size_t i0 = 0; i0 < len_all; i0 += step) {
-				size_t len = min_sz(step, len_all - i0);
-				const float *xv = starnn_halfrow_load(dt, xp + i0 * es, len, xbuf);
-				float *yv = starnn_halfrow_out(dt, yp + i0 * es, ybuf);
-				if (relu)
-					for (size_t i = 0; i < len; i += B)
-						for (size_t q = 0; q < G; q++)
-							VF8_PUT(yv + i + 8 * q,
-							        VF8_RELU((VF8_AT(xv + i + 8 * q) - vm[q]) * vs[q] + vb[q]));
-				else
-					for (size_t i = 0; i < len; i += B)
-						for (size_t q = 0; q < G; q++)
-							VF8_PUT(yv + i + 8 * q, (VF8_AT(xv + i + 8 * q) - vm[q]) * vs[q] + vb[q]);
-				starnn_halfrow_store(dt, yv, len, yp + i0 * es);
-			}
-		}
-	}
-}
-
-/* Any B: each chunk of whole pixels walked once per group of 8 lanes,
- * that group's parameters in registers (the same operations as the vector
- * body, bitwise). */
+/* Each chunk of whole pixels walked once per group of 8 lanes, that
+ * group's parameters in registers. */
 STARNN_SIMD_INLINE void bn_apply_blk_any(starnn_dtype dt, size_t B, size_t n, size_t c, size_t inner,
                                          const void *x, size_t ldx, const float *mean, const float *stat,
                                          int var_given, float eps, const float *gamma, const float *beta, int relu,
@@ -631,9 +552,9 @@ STARNN_SIMD_INLINE void bn_apply_blk_impl(starnn_dtype dt, size_t cb, size_t n, 
                                           void *y, size_t ldy)
 {
 	if (cb == 16)
-		bn_apply_blk_body(dt, 16, n, c, inner, x, ldx, mean, stat, var_given, eps, gamma, beta, relu, y, ldy);
+		bn_apply_blk_any(dt, 16, n, c, inner, x, ldx, mean, stat, var_given, eps, gamma, beta, relu, y, ldy);
 	else if (cb == 8)
-		bn_apply_blk_body(dt, 8, n, c, inner, x, ldx, mean, stat, var_given, eps, gamma, beta, relu, y, ldy);
+		bn_apply_blk_any(dt, 8, n, c, inner, x, ldx, mean, stat, var_given, eps, gamma, beta, relu, y, ldy);
 	else
 		bn_apply_blk_any(dt, cb, n, c, inner, x, ldx, mean, stat, var_given, eps, gamma, beta, relu, y, ldy);
 }
@@ -651,50 +572,7 @@ void starnn_bn_apply_blk_cpu(starnn_dtype dt, size_t cb, size_t n, size_t c, siz
 	                 (dt, cb, n, c, inner, x, ldx, mean, stat, var_given, eps, gamma, beta, relu, y, ldy));
 }
 
-STARNN_SIMD_INLINE void bn_bwd_reduce_blk_body(starnn_dtype dt, size_t B, size_t n, size_t c, size_t inner,
-                                               const void *x, size_t ldx, const void *dy, size_t lddy,
-                                               const void *y, size_t ldy, const float *mean, double *sums,
-                                               int accumulate)
-{
-	const size_t es = starnn_halfrow_es(dt), step = blk_step(dt, inner, B), len_all = inner * B, G = B / 8;
-	float xbuf[BLK_BUF], gbuf[BLK_BUF], ybuf[BLK_BUF];
-	if (!accumulate)
-		memset(sums, 0, 2 * c * sizeof *sums);
-	for (size_t k0 = 0; k0 < c; k0 += B) {
-		starnn_vd8 m[16 / 8], sa[16 / 8], sb[16 / 8];
-		for (size_t q = 0; q < G; q++) {
-			m[q] = STARNN_VD8_OF(mean + k0 + 8 * q);
-			sa[q] = (starnn_vd8){0}, sb[q] = sa[q];
-		}
-		for (size_t r = 0; r < n; r++) {
-			const char *xp = plane(dt, x, r, ldx, k0, inner), *gp = plane(dt, dy, r, lddy, k0, inner);
-			const char *yp = y ? plane(dt, y, r, ldy, k0, inner) : NULL;
-			for (size_t i0 = 0; i0 < len_all; i0 += step) {
-				size_t len = min_sz(step, len_all - i0);
-				const float *xv = starnn_halfrow_load(dt, xp + i0 * es, len, xbuf);
-				const float *gv = starnn_halfrow_load(dt, gp + i0 * es, len, gbuf);
-				const float *yv = yp ? starnn_halfrow_load(dt, yp + i0 * es, len, ybuf) : NULL;
-				for (size_t i = 0; i < len; i += B)
-					for (size_t q = 0; q < G; q++) {
-						starnn_vd8 g = STARNN_VD8_OF(gv + i + 8 * q);
-						if (yv) {
-							starnn_vd8 yq = STARNN_VD8_OF(yv + i + 8 * q);
-							g = MASK_POS(g, yq);
-						}
-						sa[q] += g;
-						sb[q] += g * (STARNN_VD8_OF(xv + i + 8 * q) - m[q]);
-					}
-			}
-		}
-		for (size_t q = 0; q < G; q++)
-			for (int l = 0; l < 8; l++) {
-				sums[k0 + 8 * q + l] += sa[q][l];
-				sums[c + k0 + 8 * q + l] += sb[q][l];
-			}
-	}
-}
-
-/* Any B, as bn_stats_blk_any. */
+/* As bn_stats_blk_any. */
 STARNN_SIMD_INLINE void bn_bwd_reduce_blk_any(starnn_dtype dt, size_t B, size_t n, size_t c, size_t inner,
                                               const void *x, size_t ldx, const void *dy, size_t lddy,
                                               const void *y, size_t ldy, const float *mean, double *sums,
@@ -743,9 +621,9 @@ STARNN_SIMD_INLINE void bn_bwd_reduce_blk_impl(starnn_dtype dt, size_t cb, size_
                                                int accumulate)
 {
 	if (cb == 16)
-		bn_bwd_reduce_blk_body(dt, 16, n, c, inner, x, ldx, dy, lddy, y, ldy, mean, sums, accumulate);
+		bn_bwd_reduce_blk_any(dt, 16, n, c, inner, x, ldx, dy, lddy, y, ldy, mean, sums, accumulate);
 	else if (cb == 8)
-		bn_bwd_reduce_blk_body(dt, 8, n, c, inner, x, ldx, dy, lddy, y, ldy, mean, sums, accumulate);
+		bn_bwd_reduce_blk_any(dt, 8, n, c, inner, x, ldx, dy, lddy, y, ldy, mean, sums, accumulate);
 	else
 		bn_bwd_reduce_blk_any(dt, cb, n, c, inner, x, ldx, dy, lddy, y, ldy, mean, sums, accumulate);
 }
@@ -762,58 +640,7 @@ void starnn_bn_bwd_reduce_blk_cpu(starnn_dtype dt, size_t cb, size_t n, size_t c
 	STARNN_SIMD_CALL(bn_bwd_reduce_blk_impl, (dt, cb, n, c, inner, x, ldx, dy, lddy, y, ldy, mean, sums, accumulate));
 }
 
-STARNN_SIMD_INLINE void bn_bwd_apply_blk_body(starnn_dtype dt, size_t B, size_t n, size_t c, size_t inner,
-                                              const void *x, size_t ldx, const void *dy, size_t lddy, const void *y,
-                                              size_t ldy, const float *mean, const float *invstd, const float *gamma,
-                                              size_t nslots, const double *slots, size_t lds, double count,
-                                              float beta, void *dx, size_t lddx)
-{
-	const size_t es = starnn_halfrow_es(dt), step = blk_step(dt, inner, B), len_all = inner * B, G = B / 8;
-	float xbuf[BLK_BUF], gbuf[BLK_BUF], ybuf[BLK_BUF], dbuf[BLK_BUF];
-	const starnn_vf8 vbeta = {beta, beta, beta, beta, beta, beta, beta, beta};
-	for (size_t k0 = 0; k0 < c; k0 += B) {
-		float a[BLK_MAX], kk[BLK_MAX], d[BLK_MAX], m[BLK_MAX];
-		for (size_t j = 0; j < B; j++) {
-			size_t k = k0 + j;
-			double s1, s2;
-			slot_totals(slots, nslots, lds, c, k, &s1, &s2);
-			double istd = invstd[k], ad = gamma[k] * istd;
-			a[j] = (float)ad, kk[j] = (float)(-ad * s1 / count), d[j] = (float)(ad * istd * istd * s2 / count);
-			m[j] = mean[k];
-		}
-		starnn_vf8 va[BLK_MAX / 8], vk[BLK_MAX / 8], vd[BLK_MAX / 8], vm[BLK_MAX / 8];
-		for (size_t q = 0; q < G; q++)
-			va[q] = VF8_AT(a + 8 * q), vk[q] = VF8_AT(kk + 8 * q), vd[q] = VF8_AT(d + 8 * q), vm[q] = VF8_AT(m + 8 * q);
-		for (size_t r = 0; r < n; r++) {
-			const char *xp = plane(dt, x, r, ldx, k0, inner), *gp = plane(dt, dy, r, lddy, k0, inner);
-			const char *yp = y ? plane(dt, y, r, ldy, k0, inner) : NULL;
-			char *dp = (char *)plane(dt, dx, r, lddx, k0, inner);
-			for (size_t i0 = 0; i0 < len_all; i0 += step) {
-				size_t len = min_sz(step, len_all - i0);
-				const float *xv = starnn_halfrow_load(dt, xp + i0 * es, len, xbuf);
-				const float *gv = starnn_halfrow_load(dt, gp + i0 * es, len, gbuf);
-				const float *yv = yp ? starnn_halfrow_load(dt, yp + i0 * es, len, ybuf) : NULL;
-				float *dv = starnn_halfrow_out(dt, dp + i0 * es, dbuf);
-				if (dt != STARNN_FP32 && beta != 0)
-					starnn_halfrow_load(dt, dp + i0 * es, len, dbuf); /* the old dx, widened in place */
-				for (size_t i = 0; i < len; i += B)
-					for (size_t q = 0; q < G; q++) {
-						size_t o = i + 8 * q;
-						starnn_vf8 g = VF8_AT(gv + o);
-						if (yv)
-							g = VF8_MASK_POS(g, VF8_AT(yv + o));
-						starnn_vf8 v = va[q] * g + vk[q] - vd[q] * (VF8_AT(xv + o) - vm[q]);
-						if (beta != 0)
-							v = v + vbeta * VF8_AT(dv + o);
-						VF8_PUT(dv + o, v);
-					}
-				starnn_halfrow_store(dt, dv, len, dp + i0 * es);
-			}
-		}
-	}
-}
-
-/* Any B, as bn_apply_blk_any. */
+/* As bn_apply_blk_any. */
 STARNN_SIMD_INLINE void bn_bwd_apply_blk_any(starnn_dtype dt, size_t B, size_t n, size_t c, size_t inner,
                                              const void *x, size_t ldx, const void *dy, size_t lddy, const void *y,
                                              size_t ldy, const float *mean, const float *invstd, const float *gamma,
@@ -870,10 +697,10 @@ STARNN_SIMD_INLINE void bn_bwd_apply_blk_impl(starnn_dtype dt, size_t cb, size_t
                                               float beta, void *dx, size_t lddx)
 {
 	if (cb == 16)
-		bn_bwd_apply_blk_body(dt, 16, n, c, inner, x, ldx, dy, lddy, y, ldy, mean, invstd, gamma, nslots, slots,
+		bn_bwd_apply_blk_any(dt, 16, n, c, inner, x, ldx, dy, lddy, y, ldy, mean, invstd, gamma, nslots, slots,
 		                      lds, count, beta, dx, lddx);
 	else if (cb == 8)
-		bn_bwd_apply_blk_body(dt, 8, n, c, inner, x, ldx, dy, lddy, y, ldy, mean, invstd, gamma, nslots, slots,
+		bn_bwd_apply_blk_any(dt, 8, n, c, inner, x, ldx, dy, lddy, y, ldy, mean, invstd, gamma, nslots, slots,
 		                      lds, count, beta, dx, lddx);
 	else
 		bn_bwd_apply_blk_any(dt, cb, n, c, inner, x, ldx, dy, lddy, y, ldy, mean, invstd, gamma, nslots, slots,

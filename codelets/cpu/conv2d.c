@@ -408,8 +408,9 @@ void starnn_conv2d_bwd_bias_cpu(size_t n, size_t o, size_t hw, const float *dy, 
 void starnn_conv2d_bwd_bias_blk_cpu(starnn_dtype dt, size_t cb, size_t n, size_t o, size_t hw, const void *dy,
                                     size_t ldy, float beta, float *db)
 {
-	enum { BMAX = STARNN_CBLOCK_MAX, PIX = 32 };
-	const size_t es = starnn_dtype_size(dt), len_all = hw * cb, chunk = (cb > 8 ? (cb < 256 ? 256 / cb : 1) : PIX) * cb;
+	enum { BMAX = STARNN_CBLOCK_MAX };
+	/* whole pixels, 256 elements where cb <= 256 (at most 32 pixels), else one */
+	const size_t es = starnn_dtype_size(dt), len_all = hw * cb, chunk = (cb < 256 ? 256 / cb : 1) * cb;
 	float buf[256 > BMAX ? 256 : BMAX];
 	double t[BMAX];
 	for (size_t k0 = 0; k0 < o; k0 += cb) {

@@ -5,8 +5,9 @@
  * into several tasks: along the batch when it has enough samples, else
  * along channels (forward: output channels of y and w; backward data:
  * input channels of dx and w; backward weight: input channels of x and dw,
- * whose parts are disjoint column blocks of dw). The bias gradient is its
- * own small task that reads the whole dy beside them. */
+ * whose parts are disjoint column blocks of dw). The bias gradient is
+ * computed by the first weight task (on oneDNN in the same primitive as the
+ * weight gradient, while dy is read anyway), never as a pass of its own. */
 #include <config.h>
 
 #include <stdio.h>
@@ -192,44 +193,36 @@ static void bwd_data_run(const struct conv_args *a, starnn_dtype dt, int cuda, v
 		starnn_conv2d_bwd_data_cpu(&g, dy.ptr, dy.ld, w.ptr, w.ld, a->beta, dx.ptr, dx.ld, work);
 }
 
+/* The weight gradient, and the bias gradient into db unless it is NULL
+ * (the first weight task of a pass): oneDNN computes both in one primitive;
+ * cuDNN and im2col run the bias's sum over dy (fp32: 16-bit dy is widened
+ * first) after the weight product. */
 static void bwd_weight_run(const struct conv_args *a, starnn_dtype dt, int cuda, void *stream, struct starnn_mat x,
-                           struct starnn_mat dy, struct starnn_mat dw)
+                           struct starnn_mat dy, struct starnn_mat dw, float *db)
 {
 	struct starnn_conv2d_geom g = geom_of(a);
 	(void)stream;
 	if (cuda) {
 #ifdef CONV_CUDA
-		done(starnn_conv2d_bwd_weight_cuda(&g, x.ptr, x.ld, dy.ptr, dy.ld, a->beta, dw.ptr, dw.ld,
-		                                   starnn_cudnn_handle(), stream));
+		int rc = starnn_conv2d_bwd_weight_cuda(&g, x.ptr, x.ld, dy.ptr, dy.ld, a->beta, dw.ptr, dw.ld,
+		                                       starnn_cudnn_handle(), stream);
+		if (rc == 0 && db)
+			rc = starnn_conv2d_bwd_bias_cuda(a->n, a->o, a->h, a->w, dy.ptr, dy.ld, a->beta, db,
+			                                 starnn_cudnn_handle(), stream);
+		done(rc);
 #endif
 		return;
 	}
 	if (a->backend == STARNN_CONV2D_DNNL) {
-		done(starnn_conv2d_bwd_weight_dnnl(&g, dt, x.ptr, x.ld, dy.ptr, dy.ld, a->beta, dw.ptr, dw.ld));
+		done(starnn_conv2d_bwd_weight_dnnl(&g, dt, x.ptr, x.ld, dy.ptr, dy.ld, a->beta, dw.ptr, dw.ld, db));
 		return;
 	}
 	size_t nwork = starnn_conv2d_cpu_workspace(&g, STARNN_CONV2D_BWD_WEIGHT);
 	float *work = workspace_get(nwork, "conv2d_bwd_weight");
 	if (!nwork || work)
 		starnn_conv2d_bwd_weight_cpu(&g, x.ptr, x.ld, dy.ptr, dy.ld, a->beta, dw.ptr, dw.ld, work);
-}
-
-/* The bias gradient: fp32 dy only (16-bit ones are widened first). */
-static void bwd_bias_run(const struct conv_args *a, int cuda, void *stream, struct starnn_mat dy, struct starnn_mat db)
-{
-	(void)stream;
-	if (cuda) {
-#ifdef CONV_CUDA
-		done(starnn_conv2d_bwd_bias_cuda(a->n, a->o, a->h, a->w, dy.ptr, dy.ld, a->beta, db.ptr,
-		                                 starnn_cudnn_handle(), stream));
-#endif
-		return;
-	}
-	if (a->yb > 1)
-		starnn_conv2d_bwd_bias_blk_cpu(STARNN_FP32, a->yb, a->n, a->o, (size_t)a->h * a->w, dy.ptr, dy.ld, a->beta,
-		                               db.ptr);
-	else
-		starnn_conv2d_bwd_bias_cpu(a->n, a->o, (size_t)a->h * a->w, dy.ptr, dy.ld, a->beta, db.ptr);
+	if (db)
+		starnn_conv2d_bwd_bias_cpu(a->n, a->o, (size_t)a->h * a->w, dy.ptr, dy.ld, a->beta, db);
 }
 
 /* ------------------------------------------------------- fp32 codelets */
@@ -248,12 +241,12 @@ static void bwd_data_cpu(void *buffers[], void *cl_arg)
 
 static void bwd_weight_cpu(void *buffers[], void *cl_arg)
 {
-	bwd_weight_run(cl_arg, STARNN_FP32, 0, NULL, BUF(0), BUF(1), BUF(2));
+	bwd_weight_run(cl_arg, STARNN_FP32, 0, NULL, BUF(0), BUF(1), BUF(2), NULL);
 }
 
-static void bwd_bias_cpu(void *buffers[], void *cl_arg)
+static void bwd_weight_bias_cpu(void *buffers[], void *cl_arg)
 {
-	bwd_bias_run(cl_arg, 0, NULL, BUF(0), BUF(1));
+	bwd_weight_run(cl_arg, STARNN_FP32, 0, NULL, BUF(0), BUF(1), BUF(2), BUF(3).ptr);
 }
 
 #ifdef CONV_CUDA
@@ -269,12 +262,12 @@ static void bwd_data_cuda(void *buffers[], void *cl_arg)
 
 static void bwd_weight_cuda(void *buffers[], void *cl_arg)
 {
-	bwd_weight_run(cl_arg, STARNN_FP32, 1, starnn_cuda_stream(), BUF(0), BUF(1), BUF(2));
+	bwd_weight_run(cl_arg, STARNN_FP32, 1, starnn_cuda_stream(), BUF(0), BUF(1), BUF(2), NULL);
 }
 
-static void bwd_bias_cuda(void *buffers[], void *cl_arg)
+static void bwd_weight_bias_cuda(void *buffers[], void *cl_arg)
 {
-	bwd_bias_run(cl_arg, 1, starnn_cuda_stream(), BUF(0), BUF(1));
+	bwd_weight_run(cl_arg, STARNN_FP32, 1, starnn_cuda_stream(), BUF(0), BUF(1), BUF(2), BUF(3).ptr);
 }
 #define CONV_CUDA_FIELDS(fn) .cuda_funcs = {fn}, .cuda_flags = {STARPU_CUDA_ASYNC}, .can_execute = conv_can_execute,
 #else
@@ -314,15 +307,15 @@ struct starpu_codelet starnn_conv2d_bwd_weight_cl = {
 	STARNN_MODELS(conv2d_bwd_weight, fp32),
 };
 
-static STARNN_PERFMODEL_FP(conv2d_bwd_bias, fp32, conv_footprint);
-struct starpu_codelet starnn_conv2d_bwd_bias_cl = {
-	.name = "conv2d_bwd_bias",
-	.cpu_funcs = {bwd_bias_cpu},
-	.cpu_funcs_name = {"bwd_bias_cpu"},
-	CONV_CUDA_FIELDS(bwd_bias_cuda)
-	.nbuffers = 2,
-	.modes = {STARPU_R, STARPU_RW},
-	STARNN_MODELS(conv2d_bwd_bias, fp32),
+static STARNN_PERFMODEL_FP(conv2d_bwd_weight_bias, fp32, conv_footprint);
+struct starpu_codelet starnn_conv2d_bwd_weight_bias_cl = {
+	.name = "conv2d_bwd_weight_bias",
+	.cpu_funcs = {bwd_weight_bias_cpu},
+	.cpu_funcs_name = {"bwd_weight_bias_cpu"},
+	CONV_CUDA_FIELDS(bwd_weight_bias_cuda)
+	.nbuffers = 4,
+	.modes = {STARPU_R, STARPU_R, STARPU_RW, STARPU_RW},
+	STARNN_MODELS(conv2d_bwd_weight_bias, fp32),
 };
 
 /* ------------------------------------------------------ mixed precision
@@ -413,12 +406,12 @@ static void bwd_data_half(void *buffers[], void *cl_arg, starnn_dtype dt, int cu
 	starnn_hw_end(&h);
 }
 
-static void bwd_weight_half(void *buffers[], void *cl_arg, starnn_dtype dt, int cuda)
+/* db: NULL, or the bias gradient (the _bias codelets' fourth buffer). */
+static void weight_half(void *buffers[], const struct conv_args *a, starnn_dtype dt, int cuda, float *db)
 {
-	const struct conv_args *a = cl_arg;
 	struct starnn_mat x = BUF(0), dy = BUF(1), dw = BUF(2);
 	if (dnnl_native(a, dt, cuda)) {
-		bwd_weight_run(a, dt, 0, NULL, x, dy, dw);
+		bwd_weight_run(a, dt, 0, NULL, x, dy, dw, db);
 		return;
 	}
 	struct starnn_hw h;
@@ -432,23 +425,26 @@ static void bwd_weight_half(void *buffers[], void *cl_arg, starnn_dtype dt, int 
 		struct starnn_conv2d_geom g = geom_of(a);
 		rc = starnn_conv2d_bwd_weight_cuda_tf32(&g, xw.ptr, xw.ld, dyw.ptr, dyw.ld, a->beta, dw.ptr, dw.ld,
 		                                        starnn_cudnn_handle(), h.stream);
+		if (rc == 0 && db)
+			rc = starnn_conv2d_bwd_bias_cuda(a->n, a->o, a->h, a->w, dyw.ptr, dyw.ld, a->beta, db,
+			                                 starnn_cudnn_handle(), h.stream);
 		if (rc != STARNN_CONV2D_UNSUPPORTED)
 			done(rc);
 	}
 #endif
 	if (!h.failed && rc == STARNN_CONV2D_UNSUPPORTED)
-		bwd_weight_run(a, STARNN_FP32, cuda, h.stream, xw, dyw, dw);
+		bwd_weight_run(a, STARNN_FP32, cuda, h.stream, xw, dyw, dw, db);
 	starnn_hw_end(&h);
 }
 
-static void bwd_bias_half(void *buffers[], void *cl_arg, starnn_dtype dt, int cuda)
+static void bwd_weight_half(void *buffers[], void *cl_arg, starnn_dtype dt, int cuda)
 {
-	struct starnn_hw h;
-	starnn_hw_begin(&h, "conv2d_bwd_bias_half", cuda);
-	struct starnn_mat dyw = starnn_hw_in(&h, dt, BUF(0), 1);
-	if (!h.failed)
-		bwd_bias_run(cl_arg, cuda, h.stream, dyw, BUF(1));
-	starnn_hw_end(&h);
+	weight_half(buffers, cl_arg, dt, cuda, NULL);
+}
+
+static void bwd_weight_bias_half(void *buffers[], void *cl_arg, starnn_dtype dt, int cuda)
+{
+	weight_half(buffers, cl_arg, dt, cuda, BUF(3).ptr);
 }
 
 #ifdef CONV_CUDA
@@ -481,8 +477,8 @@ CONV_HALF_CL(bwd_data, bwd_data, fp16, STARNN_FP16, 3, STARPU_R, STARPU_R, STARP
 CONV_HALF_CL(bwd_data, bwd_data, bf16, STARNN_BF16, 3, STARPU_R, STARPU_R, STARPU_RW)
 CONV_HALF_CL(bwd_weight, bwd_weight, fp16, STARNN_FP16, 3, STARPU_R, STARPU_R, STARPU_RW)
 CONV_HALF_CL(bwd_weight, bwd_weight, bf16, STARNN_BF16, 3, STARPU_R, STARPU_R, STARPU_RW)
-CONV_HALF_CL(bwd_bias, bwd_bias, fp16, STARNN_FP16, 2, STARPU_R, STARPU_RW)
-CONV_HALF_CL(bwd_bias, bwd_bias, bf16, STARNN_BF16, 2, STARPU_R, STARPU_RW)
+CONV_HALF_CL(bwd_weight_bias, bwd_weight_bias, fp16, STARNN_FP16, 4, STARPU_R, STARPU_R, STARPU_RW, STARPU_RW)
+CONV_HALF_CL(bwd_weight_bias, bwd_weight_bias, bf16, STARNN_BF16, 4, STARPU_R, STARPU_R, STARPU_RW, STARPU_RW)
 
 /* The codelets of each pass by the activations' dtype. */
 static struct starpu_codelet *const fwd_cls[STARNN_NDTYPES] = {&starnn_conv2d_fwd_cl, &fwd_fp16_cl, &fwd_bf16_cl};
@@ -490,8 +486,8 @@ static struct starpu_codelet *const bwd_data_cls[STARNN_NDTYPES] = {&starnn_conv
                                                                     &bwd_data_bf16_cl};
 static struct starpu_codelet *const bwd_weight_cls[STARNN_NDTYPES] = {&starnn_conv2d_bwd_weight_cl,
                                                                       &bwd_weight_fp16_cl, &bwd_weight_bf16_cl};
-static struct starpu_codelet *const bwd_bias_cls[STARNN_NDTYPES] = {&starnn_conv2d_bwd_bias_cl, &bwd_bias_fp16_cl,
-                                                                    &bwd_bias_bf16_cl};
+static struct starpu_codelet *const bwd_weight_bias_cls[STARNN_NDTYPES] = {
+	&starnn_conv2d_bwd_weight_bias_cl, &bwd_weight_bias_fp16_cl, &bwd_weight_bias_bf16_cl};
 
 /* ------------------------------------------------------------ submission */
 
@@ -683,32 +679,25 @@ static int conv2d_bwd_weight_dt(starnn_tensor *x, starnn_tensor *dy, float beta,
 		                    starnn_tensor_describe(db, d1, sizeof d1));
 	struct conv_args a = args_of(&g, beta, dt);
 	/* Input channels: dw[:, c-block] needs x[:, c-block] and all of dy;
-	 * the parts of dw are disjoint, so no reduction is needed. */
+	 * the parts of dw are disjoint, so no reduction is needed. The first
+	 * part also sums dy into the bias gradient. */
 	int parts = task_count(&g, STARNN_CONV2D_BWD_WEIGHT, max_parts);
 	int64_t sizes[parts];
 	parts = starnn_part_sizes((int64_t)g.c, parts, (int64_t)g.xb, sizes);
-	if (parts == 1) {
-		struct starnn_task_desc d = {.cl = bwd_weight_cls[dt], .args = &a, .args_size = sizeof a,
-		                             .flops = task_flops(&a, STARNN_CONV2D_BWD_WEIGHT), .tensors = {x, dy, dw}};
-		STARNN_CHECK(starnn_submit(&d));
-	} else {
-		starnn_tensor **xp, **dwp;
+	starnn_tensor **xp = NULL, **dwp = NULL;
+	if (parts > 1) {
 		STARNN_CHECK(starnn_tensor_split(x, 1, parts, sizes, &xp));
 		STARNN_CHECK(starnn_tensor_split(dw, 1, parts, sizes, &dwp));
-		for (int i = 0; i < parts; i++) {
-			a.c = (uint32_t)sizes[i];
-			struct starnn_task_desc d = {.cl = bwd_weight_cls[dt], .args = &a,
-			                             .args_size = sizeof a,
-			                             .flops = task_flops(&a, STARNN_CONV2D_BWD_WEIGHT), .tensors = {xp[i], dy, dwp[i]}};
-			STARNN_CHECK(starnn_submit(&d));
-		}
 	}
-	if (db) {
-		struct conv_args ab = args_of(&g, beta, dt);
-		ab.c = 0; /* not part of the bias gradient's cost */
-		ab.k = 0;
-		struct starnn_task_desc d = {.cl = bwd_bias_cls[dt], .args = &ab, .args_size = sizeof ab,
-		                             .tensors = {dy, db}};
+	for (int i = 0; i < parts; i++) {
+		a.c = (uint32_t)(parts > 1 ? sizes[i] : (int64_t)g.c);
+		int bias = db && i == 0;
+		/* the bias's sum over dy: one more element per dy element */
+		double flops = task_flops(&a, STARNN_CONV2D_BWD_WEIGHT) +
+		               (bias ? (double)g.n * (double)g.o * (double)g.h * (double)g.w : 0.0);
+		struct starnn_task_desc d = {.cl = bias ? bwd_weight_bias_cls[dt] : bwd_weight_cls[dt], .args = &a,
+		                             .args_size = sizeof a, .flops = flops,
+		                             .tensors = {xp ? xp[i] : x, dy, dwp ? dwp[i] : dw, bias ? db : NULL}};
 		STARNN_CHECK(starnn_submit(&d));
 	}
 	return 0;

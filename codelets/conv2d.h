@@ -4,7 +4,7 @@
  *   fwd:         y[n,o,h,w] = b[o] + sum_{c,i,j} w[o,c,i,j] x[n,c,h+i-pad,w+j-pad]
  *   bwd_data:    dx = beta * dx + conv_transpose(dy, w)
  *   bwd_weight:  dw = beta * dw + sum_n dy[n] (x) x[n]
- *   bwd_bias:    db = beta * db + sum_{n,h,w} dy[n,:,h,w]
+ *   bwd_bias:    db = beta * db + sum_{n,h,w} dy[n,:,h,w] (in the bwd_weight task)
  * (beta = 1 accumulates: skip gradients in a UNet, micro-batch gradients).
  *
  * Shapes as tensors: x [N,C,H,W], y / dy [N,O,H,W], w [O,C,k,k], b [O].
@@ -50,13 +50,9 @@ void starnn_conv2d_bwd_data_cpu(const struct starnn_conv2d_geom *g, const float 
                                 size_t ldw, float beta, float *dx, size_t ldx, float *work);
 void starnn_conv2d_bwd_weight_cpu(const struct starnn_conv2d_geom *g, const float *x, size_t ldx, const float *dy,
                                   size_t ldy, float beta, float *dw, size_t ldw, float *work);
-/* db[o] = beta * db[o] + sum of dy[n, o, :, :] over n (n x o*hw, ldy). */
+/* db[o] = beta * db[o] + sum of dy[n, o, :, :] over n (n x o*hw, ldy): the
+ * im2col route's bias gradient (oneDNN's weight pass computes its own). */
 void starnn_conv2d_bwd_bias_cpu(size_t n, size_t o, size_t hw, const float *dy, size_t ldy, float beta, float *db);
-/* The same on blocked dy (runtime/tensor.h: cb = 8 or 16 channels per
- * block, o a multiple of cb) of dtype dt (16-bit widened a chunk at a
- * time); also the transposed convolution's, hw its output's pixels. */
-void starnn_conv2d_bwd_bias_blk_cpu(starnn_dtype dt, size_t cb, size_t n, size_t o, size_t hw, const void *dy,
-                                    size_t ldy, float beta, float *db);
 
 /* oneDNN kernels (codelets/cpu/conv2d_dnnl.c, when configure found
  * oneDNN): the same passes on oneDNN's direct convolution primitives
@@ -71,8 +67,10 @@ int starnn_conv2d_fwd_dnnl(const struct starnn_conv2d_geom *g, starnn_dtype dt, 
                            const void *w, size_t ldw, const float *b, void *y, size_t ldy);
 int starnn_conv2d_bwd_data_dnnl(const struct starnn_conv2d_geom *g, starnn_dtype dt, const void *dy, size_t ldy,
                                 const void *w, size_t ldw, float beta, void *dx, size_t ldx);
+/* The weight pass also computes the bias gradient in the same primitive
+ * (db = beta * db + sum of dy over n, h, w; fp32) unless db is NULL. */
 int starnn_conv2d_bwd_weight_dnnl(const struct starnn_conv2d_geom *g, starnn_dtype dt, const void *x, size_t ldx,
-                                  const void *dy, size_t ldy, float beta, float *dw, size_t ldw);
+                                  const void *dy, size_t ldy, float beta, float *dw, size_t ldw, float *db);
 
 /* Which CPU kernels the conv2d codelets run: oneDNN where starnn was built
  * with it (the default: 1.5-2.7x faster than im2col in fp32 on AVX-512, and
@@ -204,7 +202,8 @@ int starnn_conv2d_bwd_weight(starnn_tensor *x, starnn_tensor *dy, float beta, st
  * STARNN_CUDA_HALF_NATIVE, 16-bit cuDNN on CUDA workers compute natively
  * (above). Same task splitting as fp32. All-fp32 tensors
  * submit the fp32 codelets. Perfmodels starnn_conv2d_{fwd,bwd_data,
- * bwd_weight,bwd_bias}_{fp16,bf16}. */
+ * bwd_weight,bwd_weight_bias}_{fp16,bf16} (bwd_weight_bias: the weight task
+ * that also computes the bias gradient). */
 int starnn_conv2d_fwd_mp(starnn_tensor *x, starnn_tensor *w, starnn_tensor *b, starnn_tensor *y);
 int starnn_conv2d_bwd_data_mp(starnn_tensor *dy, starnn_tensor *w, float beta, starnn_tensor *dx);
 int starnn_conv2d_bwd_weight_mp(starnn_tensor *x, starnn_tensor *dy, float beta, starnn_tensor *dw,

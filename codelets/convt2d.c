@@ -117,13 +117,9 @@ static void bwd_weight_run(const struct convt2d_args *a, starnn_dtype dt, int cu
 		                                     db.ptr));
 		return;
 	}
-	int rc = starnn_convt2d_bwd_weight_dnnl(n, c, o, h, wd, (size_t)a->xb, (size_t)a->yb, dt, x.ptr, x.ld, dy.ptr,
-	                                        dy.ld, a->beta, dw.ptr, dw.ld);
-	report(rc);
-	if (rc == 0 && a->yb > 1)
-		starnn_conv2d_bwd_bias_blk_cpu(dt, (size_t)a->yb, n, o, 4 * h * wd, dy.ptr, dy.ld, a->beta, db.ptr);
-	else if (rc == 0)
-		starnn_convt2d_bias_grad_cpu(n, o, h, wd, dt, dy.ptr, dy.ld, a->beta, db.ptr);
+	/* the bias gradient in the same primitive */
+	report(starnn_convt2d_bwd_weight_dnnl(n, c, o, h, wd, (size_t)a->xb, (size_t)a->yb, dt, x.ptr, x.ld, dy.ptr,
+	                                      dy.ld, a->beta, dw.ptr, dw.ld, db.ptr));
 }
 
 #define BUF(i) starnn_buffer(buffers, i)

@@ -89,8 +89,8 @@ int starnn_convt2d_bwd_weight_cuda_half(size_t n, size_t c, size_t o, size_t h, 
  * conv2d), used by the CPU codelets where starnn has oneDNN and the
  * conv2d CPU backend is oneDNN (starnn_conv2d_cpu_backend). dt: fp32, or
  * bf16 for x, w, y (dy, dx) with fp32 accumulation; bias, dw fp32. The
- * weight gradient does not include the bias gradient (see
- * starnn_convt2d_bias_grad_cpu). Return 0 or a STARNN_E* code. */
+ * weight pass computes the bias gradient in the same primitive (db = beta *
+ * db + the sum of dy) unless db is NULL. Return 0 or a STARNN_E* code. */
 /* xb, yb: the layouts of x (dx) and y (dy), as struct starnn_conv2d_geom's. */
 int starnn_convt2d_fwd_dnnl(size_t n, size_t c, size_t o, size_t h, size_t w, size_t xb, size_t yb, starnn_dtype dt,
                             const void *x, size_t ldx, const void *wt, size_t ldw, const float *bias, void *y,
@@ -100,7 +100,7 @@ int starnn_convt2d_bwd_data_dnnl(size_t n, size_t c, size_t o, size_t h, size_t 
                                  void *dx, size_t lddx);
 int starnn_convt2d_bwd_weight_dnnl(size_t n, size_t c, size_t o, size_t h, size_t w, size_t xb, size_t yb,
                                    starnn_dtype dt, const void *x, size_t ldx, const void *dy, size_t lddy, float beta,
-                                   float *dw, size_t lddw);
+                                   float *dw, size_t lddw, float *db);
 /* db[o] = beta * db[o] + sum of dy[:, o, :, :] (dy [n, o, 2h, 2w], fp32 or
  * bf16 / fp16, rows lddy apart), accumulated in double. */
 void starnn_convt2d_bias_grad_cpu(size_t n, size_t o, size_t h, size_t w, starnn_dtype dt, const void *dy,

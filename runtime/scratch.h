@@ -19,10 +19,10 @@ enum {
 	STARNN_SCRATCH_HALF = 0,  /* codelets/halfwrap.h: fp32 copies of 16-bit buffers, 6 slots */
 	STARNN_SCRATCH_HALF_SLOTS = 6,
 	STARNN_SCRATCH_CONV = 6,  /* codelets/conv2d.c: the im2col workspace */
-	STARNN_SCRATCH_DNNL = 7,  /* codelets/cpu/conv2d_dnnl.c: reordered a, b, out and the scratchpad */
-	STARNN_SCRATCH_DNNL_SLOTS = 4,
-	STARNN_SCRATCH_GEMM = 11, /* codelets/cpu/gemm.c: widened 16-bit operands */
-	STARNN_SCRATCH_SLOTS = 12
+	STARNN_SCRATCH_DNNL = 7,  /* codelets/cpu/conv2d_dnnl.c: reordered a, b, out, the scratchpad, a bias gradient */
+	STARNN_SCRATCH_DNNL_SLOTS = 5,
+	STARNN_SCRATCH_GEMM = 12, /* codelets/cpu/gemm.c: widened 16-bit operands */
+	STARNN_SCRATCH_SLOTS = 13
 };
 
 /* Slot `slot` of the calling thread's scratch, at least `bytes` long (its

@@ -107,13 +107,13 @@ static int run(int k, int pass, const struct starnn_conv2d_geom *g, struct bufs 
 			return starnn_conv2d_fwd_dnnl(g, STARNN_FP32, B->x, ldx, B->w, ldw, B->b, B->y, ldy);
 		if (pass == 1)
 			return starnn_conv2d_bwd_data_dnnl(g, STARNN_FP32, B->dy, ldy, B->w, ldw, 0.0f, B->dx, ldx);
-		return starnn_conv2d_bwd_weight_dnnl(g, STARNN_FP32, B->x, ldx, B->dy, ldy, 0.0f, B->dw, ldw);
+		return starnn_conv2d_bwd_weight_dnnl(g, STARNN_FP32, B->x, ldx, B->dy, ldy, 0.0f, B->dw, ldw, NULL);
 	case BF16:
 		if (pass == 0)
 			return starnn_conv2d_fwd_dnnl(g, STARNN_BF16, B->hx, ldx, B->hw, ldw, B->b, B->hy, ldy);
 		if (pass == 1)
 			return starnn_conv2d_bwd_data_dnnl(g, STARNN_BF16, B->hdy, ldy, B->hw, ldw, 0.0f, B->hdx, ldx);
-		return starnn_conv2d_bwd_weight_dnnl(g, STARNN_BF16, B->hx, ldx, B->hdy, ldy, 0.0f, B->dw, ldw);
+		return starnn_conv2d_bwd_weight_dnnl(g, STARNN_BF16, B->hx, ldx, B->hdy, ldy, 0.0f, B->dw, ldw, NULL);
 	default: /* WIDEN */
 		if (pass == 0) {
 			starnn_convert_bf16_to_fp32_cpu(1, nx, B->hx, nx, B->wx, nx);

@@ -23,7 +23,6 @@
 #include <string.h>
 
 #include "codelets/conv2d.h"
-#include "codelets/convert.h"
 
 #define TARGET_BYTES ((size_t)1 << 20)
 #define MIN_COLS ((size_t)512)
@@ -396,47 +395,5 @@ void starnn_conv2d_bwd_bias_cpu(size_t n, size_t o, size_t hw, const float *dy, 
 			total += part;
 		}
 		db[c] = (beta == 0.0f ? 0.0f : beta * db[c]) + (float)total;
-	}
-}
-
-/* The bias gradient of blocked dy (runtime/tensor.h: cb channels per
- * block, a multiple of 8 up to STARNN_CBLOCK_MAX, o a multiple of cb),
- * fp32 or 16-bit (widened a chunk at a time): per block, one double lane
- * per channel over every sample and pixel, each chunk of at most 32 pixels
- * summed in fp32 first. Also the transposed convolution's (hw = its
- * output's 2H x 2W). */
-void starnn_conv2d_bwd_bias_blk_cpu(starnn_dtype dt, size_t cb, size_t n, size_t o, size_t hw, const void *dy,
-                                    size_t ldy, float beta, float *db)
-{
-	enum { BMAX = STARNN_CBLOCK_MAX };
-	/* whole pixels, 256 elements where cb <= 256 (at most 32 pixels), else one */
-	const size_t es = starnn_dtype_size(dt), len_all = hw * cb, chunk = (cb < 256 ? 256 / cb : 1) * cb;
-	float buf[256 > BMAX ? 256 : BMAX];
-	double t[BMAX];
-	for (size_t k0 = 0; k0 < o; k0 += cb) {
-		for (size_t j = 0; j < cb; j++)
-			t[j] = 0;
-		for (size_t s = 0; s < n; s++) {
-			const char *plane = (const char *)dy + (s * ldy + k0 * hw) * es;
-			for (size_t i0 = 0; i0 < len_all; i0 += chunk) {
-				size_t m = len_all - i0 < chunk ? len_all - i0 : chunk; /* whole pixels */
-				const float *p = buf;
-				if (dt == STARNN_FP32)
-					p = (const float *)plane + i0;
-				else
-					starnn_widen_row_cpu(dt, m, plane + i0 * es, buf);
-				/* per group of 8 lanes, its sums in registers over the chunk */
-				for (size_t q = 0; q < cb; q += 8) {
-					float a[8] = {0};
-					for (size_t i = q; i < m; i += cb)
-						for (int l = 0; l < 8; l++)
-							a[l] += p[i + l];
-					for (int l = 0; l < 8; l++)
-						t[q + l] += a[l];
-				}
-			}
-		}
-		for (size_t j = 0; j < cb; j++)
-			db[k0 + j] = (beta == 0.0f ? 0.0f : beta * db[k0 + j]) + (float)t[j];
 	}
 }

@@ -201,7 +201,7 @@ static struct dnnl_thread *thread_state(void)
 	return t;
 }
 
-/* Reorder buffer i (0 a, 1 b, 2 out, 3 scratchpad): the worker thread's
+/* Reorder buffer i (0 a, 1 b, 2 out, 3 scratchpad, 4 a bias gradient): the worker thread's
  * scratch (runtime/scratch.h). */
 static void *thread_buf(int i, size_t bytes)
 {
@@ -479,12 +479,12 @@ static int conv_create(struct dnnl_conv *e)
 		DNNL_TRY(wei_md(&uw, kind, o, c, k, e->ldout, dnnl_f32), "dw layout");
 		dnnl_convolution_desc_t wd_;
 		if (kind)
-			DNNL_TRY(dnnl_deconvolution_backward_weights_desc_init(&wd_, alg, &ax, &adw, NULL, &ay, stride, pad,
-			                                                       pad),
+			DNNL_TRY(dnnl_deconvolution_backward_weights_desc_init(&wd_, alg, &ax, &adw, e->bias ? &ub : NULL, &ay,
+			                                                       stride, pad, pad),
 			         "backward weights descriptor");
 		else
-			DNNL_TRY(dnnl_convolution_backward_weights_desc_init(&wd_, alg, &ax, &adw, NULL, &ay, stride, pad,
-			                                                     pad),
+			DNNL_TRY(dnnl_convolution_backward_weights_desc_init(&wd_, alg, &ax, &adw, e->bias ? &ub : NULL, &ay,
+			                                                     stride, pad, pad),
 			         "backward weights descriptor");
 		DNNL_TRY(pd_create(&pd, &wd_, attr, fpd, dt == dnnl_bf16 && h * w > AMX_BWD_WEIGHTS_MAX_HW ? "amx" : NULL),
 		         "backward weights primitive descriptor");
@@ -537,6 +537,8 @@ static int key_equal(const struct dnnl_conv *a, const struct dnnl_conv *b)
 	       a->lda == b->lda && a->ldb == b->ldb && a->ldout == b->ldout && a->xb == b->xb && a->yb == b->yb;
 }
 
+/* bias: the forward's bias (read), or the backward weight pass's bias
+ * gradient (written: beta * db + new); NULL: none. */
 static int conv_run(int kind, int pass, starnn_dtype sdt, const struct starnn_conv2d_geom *g, const void *a,
                     size_t lda, const void *b, size_t ldb, const float *bias, float beta, void *out, size_t ldout)
 {
@@ -591,8 +593,17 @@ static int conv_run(int kind, int pass, starnn_dtype sdt, const struct starnn_co
 		DNNL_TRY(dnnl_memory_set_data_handle(e->ib, bb), "set handle");
 	if (e->iout)
 		DNNL_TRY(dnnl_memory_set_data_handle(e->iout, bo), "set handle");
+	/* the bias gradient of an accumulating pass goes to a temporary first
+	 * (db = beta * db + new, added below) */
+	float *dbias = NULL;
+	if (e->bias_mem && pass == STARNN_CONV2D_BWD_WEIGHT && beta != 0.0f) {
+		dbias = thread_buf(4, e->o * sizeof *dbias);
+		if (!dbias)
+			return starnn_error(STARNN_ENOMEM, "conv2d (oneDNN): cannot allocate the bias gradient (%s)",
+			                    describe(shape, sizeof shape, e));
+	}
 	if (e->bias_mem)
-		DNNL_TRY(dnnl_memory_set_data_handle(e->bias_mem, (void *)bias), "set handle");
+		DNNL_TRY(dnnl_memory_set_data_handle(e->bias_mem, dbias ? dbias : (void *)bias), "set handle");
 	/* the primitives run one after the other on this thread (the CPU
 	 * stream executes synchronously), so they share one scratchpad buffer */
 	if (e->re_a) {
@@ -609,7 +620,8 @@ static int conv_run(int kind, int pass, starnn_dtype sdt, const struct starnn_co
 	args[nargs++] = (dnnl_exec_arg_t){e->arg_b, e->ib ? e->ib : e->ub};
 	args[nargs++] = (dnnl_exec_arg_t){e->arg_out, e->iout ? e->iout : e->uout};
 	if (e->bias_mem)
-		args[nargs++] = (dnnl_exec_arg_t){DNNL_ARG_BIAS, e->bias_mem};
+		args[nargs++] = (dnnl_exec_arg_t){pass == STARNN_CONV2D_BWD_WEIGHT ? DNNL_ARG_DIFF_BIAS : DNNL_ARG_BIAS,
+		                                  e->bias_mem};
 	if (e->scratch[0])
 		args[nargs++] = (dnnl_exec_arg_t){DNNL_ARG_SCRATCHPAD, e->scratch[0]};
 	DNNL_TRY(dnnl_primitive_execute(e->conv, t->stream, nargs, args), "convolution");
@@ -618,6 +630,11 @@ static int conv_run(int kind, int pass, starnn_dtype sdt, const struct starnn_co
 		DNNL_TRY(dnnl_primitive_execute(e->re_out, t->stream, e->scratch[3] ? 3 : 2, ra), "output reorder");
 	}
 	DNNL_TRY(dnnl_stream_wait(t->stream), "stream wait");
+	if (dbias) {
+		float *db = (float *)bias;
+		for (size_t i = 0; i < e->o; i++)
+			db[i] = beta * db[i] + dbias[i];
+	}
 	return 0;
 fail:
 	return rc;
@@ -636,9 +653,9 @@ int starnn_conv2d_bwd_data_dnnl(const struct starnn_conv2d_geom *g, starnn_dtype
 }
 
 int starnn_conv2d_bwd_weight_dnnl(const struct starnn_conv2d_geom *g, starnn_dtype dt, const void *x, size_t ldx,
-                                  const void *dy, size_t ldy, float beta, float *dw, size_t ldw)
+                                  const void *dy, size_t ldy, float beta, float *dw, size_t ldw, float *db)
 {
-	return conv_run(0, STARNN_CONV2D_BWD_WEIGHT, dt, g, x, ldx, dy, ldy, NULL, beta, dw, ldw);
+	return conv_run(0, STARNN_CONV2D_BWD_WEIGHT, dt, g, x, ldx, dy, ldy, db, beta, dw, ldw);
 }
 
 /* Transposed 2x2 / stride 2 (codelets/convt2d.h): x [n, c, h, w], w
@@ -661,10 +678,10 @@ int starnn_convt2d_bwd_data_dnnl(size_t n, size_t c, size_t o, size_t h, size_t 
 
 int starnn_convt2d_bwd_weight_dnnl(size_t n, size_t c, size_t o, size_t h, size_t w, size_t xb, size_t yb,
                                    starnn_dtype dt, const void *x, size_t ldx, const void *dy, size_t lddy, float beta,
-                                   float *dw, size_t lddw)
+                                   float *dw, size_t lddw, float *db)
 {
 	struct starnn_conv2d_geom g = {n, c, o, h, w, 2, xb, yb};
-	return conv_run(1, STARNN_CONV2D_BWD_WEIGHT, dt, &g, x, ldx, dy, lddy, NULL, beta, dw, lddw);
+	return conv_run(1, STARNN_CONV2D_BWD_WEIGHT, dt, &g, x, ldx, dy, lddy, db, beta, dw, lddw);
 }
 
 /* Whether oneDNN runs bf16 convolutions on this processor. oneDNN
@@ -785,9 +802,9 @@ int starnn_conv2d_bwd_data_dnnl(const struct starnn_conv2d_geom *g, starnn_dtype
 }
 
 int starnn_conv2d_bwd_weight_dnnl(const struct starnn_conv2d_geom *g, starnn_dtype dt, const void *x, size_t ldx,
-                                  const void *dy, size_t ldy, float beta, float *dw, size_t ldw)
+                                  const void *dy, size_t ldy, float beta, float *dw, size_t ldw, float *db)
 {
-	(void)g, (void)dt, (void)x, (void)ldx, (void)dy, (void)ldy, (void)beta, (void)dw, (void)ldw;
+	(void)g, (void)dt, (void)x, (void)ldx, (void)dy, (void)ldy, (void)beta, (void)dw, (void)ldw, (void)db;
 	return no_dnnl();
 }
 int starnn_convt2d_fwd_dnnl(size_t n, size_t c, size_t o, size_t h, size_t w, size_t xb, size_t yb, starnn_dtype dt,
@@ -810,10 +827,10 @@ int starnn_convt2d_bwd_data_dnnl(size_t n, size_t c, size_t o, size_t h, size_t 
 
 int starnn_convt2d_bwd_weight_dnnl(size_t n, size_t c, size_t o, size_t h, size_t w, size_t xb, size_t yb,
                                    starnn_dtype dt, const void *x, size_t ldx, const void *dy, size_t lddy, float beta,
-                                   float *dw, size_t lddw)
+                                   float *dw, size_t lddw, float *db)
 {
 	(void)xb, (void)yb, (void)n, (void)c, (void)o, (void)h, (void)w, (void)dt, (void)x, (void)ldx, (void)dy, (void)lddy, (void)beta;
-	(void)dw, (void)lddw;
+	(void)dw, (void)lddw, (void)db;
 	return no_dnnl();
 }
 #endif

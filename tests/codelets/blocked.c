@@ -9,10 +9,10 @@
  *   - kernels at every instruction-set level, cb 8, 16 (the vector bodies),
  *     40, 64 and 1024 (the generic ones; NHWC when c = cb), rows strided
  *     (ld > cols), fp32 and bf16 / fp16: batch norm (element-wise results
- *     bitwise equal, sums to double rounding), max-pool (bitwise), the
- *     bias gradient (fp32 sums against double ones);
+ *     bitwise equal, sums to double rounding), max-pool (bitwise);
  *   - codelets: conv2d (forward, both backward passes, with accumulation,
- *     split into channel tasks), convt2d with its bias gradient, the
+ *     split into channel tasks; the bias gradient, which oneDNN computes
+ *     in the weight pass), convt2d with its bias gradient, the
  *     batch-norm layer and max-pool on blocked tensors against NCHW ones,
  *     mixed layouts (NCHW in, blocked out: a UNet's first and last
  *     layers), and the checks that refuse mismatched layouts.
@@ -193,33 +193,6 @@ static void maxpool_kernels(starnn_dtype dt, size_t cb, size_t n, size_t c, size
 	TEST_ASSERT(same, "maxpool bwd %s cb %zu %zux%zu beta %g: differs from NCHW", starnn_dtype_name(dt), cb, h, w,
 	            (double)beta);
 	free(x), free(dy), free(dx), free(xb), free(dyb), free(dxb), free(y), free(yb), free(r);
-}
-
-/* --------------------------------------------------------- bias gradient */
-
-static void bias_kernel(starnn_dtype dt, size_t cb, size_t n, size_t o, size_t hw, size_t pad, float beta)
-{
-	const size_t es = dt == STARNN_FP32 ? 4 : 2, ld = o * hw + pad;
-	void *dy = rand_data(dt, n * ld, -1, 1), *dyb = xmalloc(n * ld * es);
-	relayout(n, o, hw, cb, es, dy, ld, dyb, ld, 1);
-	float *db = test_random(o, -1, 1), *ref = xmalloc(o * sizeof *ref);
-	double *exact = xmalloc(o * sizeof *exact), *mag = xmalloc(o * sizeof *mag);
-	for (size_t k = 0; k < o; k++) {
-		double e = beta * db[k], m = fabs(e);
-		for (size_t s = 0; s < n; s++)
-			for (size_t p = 0; p < hw; p++) {
-				size_t i = s * ld + k * hw + p;
-				double v = dt == STARNN_FP32 ? ((float *)dy)[i]
-				           : dt == STARNN_BF16 ? starnn_bf16_to_float(((uint16_t *)dy)[i])
-				                               : starnn_half_to_float(((uint16_t *)dy)[i]);
-				e += v, m += fabs(v);
-			}
-		exact[k] = e, mag[k] = m;
-	}
-	starnn_conv2d_bwd_bias_blk_cpu(dt, cb, n, o, hw, dyb, ld, beta, db);
-	/* fp32 sums of a chunk's pixels (at most 32), added in double, rounded once */
-	test_close_sum_out("bias grad (blocked)", db, exact, mag, o, 32, TEST_U32, TEST_U32);
-	free(dy), free(dyb), free(db), free(ref), free(exact), free(mag);
 }
 
 /* --------------------------------------------------------------- tensors */
@@ -475,8 +448,6 @@ int main(void)
 				bn_kernels(dt, cb, 2, cb, big ? 9 : 129, 8 * cb, 1.0f); /* strided rows, 16-bit chunks across pixels */
 				maxpool_kernels(dt, cb, 2, 2 * cb, 6, 10, 0, 0.0f);
 				maxpool_kernels(dt, cb, 1, cb, 5, big ? 7 : 37, 3 * cb, 1.0f); /* odd sizes, strided */
-				bias_kernel(dt, cb, 3, 2 * cb, big ? 7 : 77, 0, 0.0f);
-				bias_kernel(dt, cb, 2, cb, big ? 30 : 300, cb, 0.5f);
 			}
 			maxpool_kernels(dt, 1, 2, 3, 5, 37, 3, 1.0f); /* the one-lane case is the NCHW kernel */
 		}

@@ -70,16 +70,19 @@ static void bwd_data_kernel(const struct starnn_conv2d_geom *g, const float *dy,
 	free(work);
 }
 
+/* dw and the bias gradient db: oneDNN computes both in one primitive,
+ * im2col has a kernel of its own for db. */
 static void bwd_weight_kernel(const struct starnn_conv2d_geom *g, const float *x, size_t ldx, const float *dy,
-                              size_t ldy, float beta, float *dw, size_t ldw)
+                              size_t ldy, float beta, float *dw, size_t ldw, float *db)
 {
 	if (kernels == STARNN_CONV2D_DNNL) {
-		TEST_OK(starnn_conv2d_bwd_weight_dnnl(g, STARNN_FP32, x, ldx, dy, ldy, beta, dw, ldw));
+		TEST_OK(starnn_conv2d_bwd_weight_dnnl(g, STARNN_FP32, x, ldx, dy, ldy, beta, dw, ldw, db));
 		return;
 	}
 	float *work = work_for(g, STARNN_CONV2D_BWD_WEIGHT);
 	starnn_conv2d_bwd_weight_cpu(g, x, ldx, dy, ldy, beta, dw, ldw, work);
 	free(work);
+	starnn_conv2d_bwd_bias_cpu(g->n, g->o, g->h * g->w, dy, ldy, beta, db);
 }
 
 /* ------------------------------------------------------ naive references */
@@ -265,8 +268,7 @@ static void kernels_vs_naive(struct shape s, int do_backward)
 			memcpy(db0, db, s.o * sizeof *db);
 			if (!acc)
 				dws[0] = db[0] = NAN;
-			bwd_weight_kernel(&g, xs, ldx, dys, ldy, beta, dws, ldw);
-			starnn_conv2d_bwd_bias_cpu(s.n, s.o, HW, dys, ldy, beta, db);
+			bwd_weight_kernel(&g, xs, ldx, dys, ldy, beta, dws, ldw, db);
 			snprintf(what, sizeof what, "%s bwd_weight beta %g N%zu C%zu O%zu %zux%zu k%zu", KNAME, beta, s.n, s.c, s.o,
 			         s.h, s.w, s.k);
 			float *dw = from_strided(what, dws, s.o, wc, ldw);
@@ -274,7 +276,7 @@ static void kernels_vs_naive(struct shape s, int do_backward)
 			double *refw = malloc(s.o * wc * sizeof *refw), *magw = malloc(s.o * wc * sizeof *magw);
 			naive_bwd_weight(&g, x, dy, beta, dw0, db0, refw, magw, refb, magb);
 			check_cond(what, dw, refw, magw, s.o * wc, terms_bwd_weight(&g));
-			snprintf(what, sizeof what, "bwd_bias beta %g N%zu O%zu %zux%zu", beta, s.n, s.o, s.h, s.w);
+			snprintf(what, sizeof what, "%s bwd_bias beta %g N%zu O%zu %zux%zu", KNAME, beta, s.n, s.o, s.h, s.w);
 			check_cond(what, db, refb, magb, s.o, terms_bwd_weight(&g));
 			free(dw0), free(dws), free(dw), free(db), free(db0), free(refb), free(magb), free(refw), free(magw);
 		}
@@ -313,8 +315,7 @@ static void finite_differences(struct shape s)
 	float *gy = test_random(yn, -1, 1);
 	float *dx = malloc(xn * sizeof *dx), *dw = malloc(wn * sizeof *dw), *db = malloc(s.o * sizeof *db);
 	bwd_data_kernel(&g, gy, s.o * HW, w, s.c * s.k * s.k, 0.0f, dx, s.c * HW);
-	bwd_weight_kernel(&g, x, s.c * HW, gy, s.o * HW, 0.0f, dw, s.c * s.k * s.k);
-	starnn_conv2d_bwd_bias_cpu(s.n, s.o, HW, gy, s.o * HW, 0.0f, db);
+	bwd_weight_kernel(&g, x, s.c * HW, gy, s.o * HW, 0.0f, dw, s.c * s.k * s.k, db);
 
 	struct fd_ctx f = {g, x, w, b, gy, 0};
 	float *vars[3] = {x, w, b}, *grads[3] = {dx, dw, db};
@@ -745,12 +746,13 @@ static void dnnl_bf16_full_size(size_t c, size_t o, size_t side)
 	starnn_convert_fp32_to_bf16_cpu(1, nw, w, nw, hw16, nw);
 	float *y = malloc(ny * sizeof *y), *dx = malloc(nx * sizeof *dx), *dw = malloc(nw * sizeof *dw),
 	      *dw16 = malloc(nw * sizeof *dw16), *got = malloc((nx > ny ? nx : ny) * sizeof *got);
+	float *db = malloc(o * sizeof *db), *db16 = malloc(o * sizeof *db16);
 	TEST_OK(starnn_conv2d_fwd_dnnl(&g, STARNN_FP32, x, nx, w, c * 9, b, y, ny));
 	TEST_OK(starnn_conv2d_fwd_dnnl(&g, STARNN_BF16, hx, nx, hw16, c * 9, b, hy, ny));
 	TEST_OK(starnn_conv2d_bwd_data_dnnl(&g, STARNN_FP32, dy, ny, w, c * 9, 0.0f, dx, nx));
 	TEST_OK(starnn_conv2d_bwd_data_dnnl(&g, STARNN_BF16, hdy, ny, hw16, c * 9, 0.0f, hdx, nx));
-	TEST_OK(starnn_conv2d_bwd_weight_dnnl(&g, STARNN_FP32, x, nx, dy, ny, 0.0f, dw, c * 9));
-	TEST_OK(starnn_conv2d_bwd_weight_dnnl(&g, STARNN_BF16, hx, nx, hdy, ny, 0.0f, dw16, c * 9));
+	TEST_OK(starnn_conv2d_bwd_weight_dnnl(&g, STARNN_FP32, x, nx, dy, ny, 0.0f, dw, c * 9, db));
+	TEST_OK(starnn_conv2d_bwd_weight_dnnl(&g, STARNN_BF16, hx, nx, hdy, ny, 0.0f, dw16, c * 9, db16));
 	char what[96];
 	snprintf(what, sizeof what, "oneDNN bf16 fwd C%zu O%zu %zux%zu", c, o, side, side);
 	starnn_convert_bf16_to_fp32_cpu(1, ny, hy, ny, got, ny);
@@ -771,6 +773,13 @@ static void dnnl_bf16_full_size(size_t c, size_t o, size_t side)
 	for (size_t i = 0; i < nw; i++)
 		m = fmaxf(m, fabsf(dw[i]));
 	test_close(what, dw16, dw, nw, 1e-4f, 1e-4f * m);
+	/* the bias gradient: sums of the same (bf16-exact) dy, in another order */
+	snprintf(what, sizeof what, "oneDNN bf16 bwd_bias C%zu O%zu %zux%zu", c, o, side, side);
+	m = 0;
+	for (size_t i = 0; i < o; i++)
+		m = fmaxf(m, fabsf(db[i]));
+	test_close(what, db16, db, o, 1e-4f, 1e-4f * m);
+	free(db), free(db16);
 	free(x), free(dy), free(w), free(b), free(hx), free(hdy), free(hw16), free(hy), free(hdx);
 	free(y), free(dx), free(dw), free(dw16), free(got);
 }

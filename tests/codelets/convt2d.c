@@ -53,12 +53,9 @@ static int bwd_data_kernel(struct shape s, const float *wt, size_t lw, const flo
 static int bwd_weight_kernel(struct shape s, const float *x, size_t lx, const float *dy, size_t ly, float beta,
                              float *dw, size_t lw, float *db)
 {
-	if (kernels == STARNN_CONV2D_DNNL) {
-		int rc = starnn_convt2d_bwd_weight_dnnl(s.n, s.c, s.o, s.h, s.w, 1, 1, STARNN_FP32, x, lx, dy, ly, beta, dw, lw);
-		if (rc == 0)
-			starnn_convt2d_bias_grad_cpu(s.n, s.o, s.h, s.w, STARNN_FP32, dy, ly, beta, db);
-		return rc;
-	}
+	if (kernels == STARNN_CONV2D_DNNL) /* the bias gradient in the same primitive */
+		return starnn_convt2d_bwd_weight_dnnl(s.n, s.c, s.o, s.h, s.w, 1, 1, STARNN_FP32, x, lx, dy, ly, beta, dw, lw,
+		                                      db);
 	return starnn_convt2d_bwd_weight_cpu(s.n, s.c, s.o, s.h, s.w, x, lx, dy, ly, beta, dw, lw, db);
 }
 

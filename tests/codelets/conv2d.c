@@ -548,12 +548,19 @@ static void half_inputs(starnn_dtype dt, int view, const int64_t *xs, const floa
  * test, never in isolation): the same codelet on the same tensors into a
  * fresh output, and the oneDNN kernel called directly on this thread, each
  * compared with the fp32 result; and the first elements. Prints only. */
+/* How many elements of got are off the fp32 result by more than 4 ulps of dt. */
+static size_t count_off(starnn_dtype dt, const float *got, const float *ref, size_t n)
+{
+	size_t off = 0;
+	for (size_t i = 0; i < n; i++)
+		off += fabsf(got[i] - ref[i]) > 4 * hc_eps(dt) * (1 + fabsf(ref[i]));
+	return off;
+}
+
 static void half_fwd_diagnose(struct shape sh, starnn_dtype dt, starnn_tensor *xh, starnn_tensor *wh,
                               starnn_tensor *b32, const int64_t *ys, const float *got, const float *ref, size_t ny)
 {
-	size_t off = 0;
-	for (size_t i = 0; i < ny; i++)
-		off += fabsf(got[i] - ref[i]) > 4 * hc_eps(dt) * (1 + fabsf(ref[i]));
+	size_t off = count_off(dt, got, ref, ny);
 	if (!off)
 		return;
 	printf("diagnosis of conv2d_fwd_mp %zux%zux%zux%zux%zu (%s): %zu of %zu elements off; first (got, fp32):",
@@ -564,9 +571,7 @@ static void half_fwd_diagnose(struct shape sh, starnn_dtype dt, starnn_tensor *x
 	starnn_tensor *y2 = hc_tensor("y2", dt, 4, ys, NULL);
 	TEST_OK(starnn_conv2d_fwd_mp(xh, wh, b32, y2));
 	float *again = hc_read(y2, 4, ys);
-	size_t off2 = 0;
-	for (size_t i = 0; i < ny; i++)
-		off2 += fabsf(again[i] - ref[i]) > 4 * hc_eps(dt) * (1 + fabsf(ref[i]));
+	size_t off2 = count_off(dt, again, ref, ny);
 	printf("  the same codelet again, fresh output: %zu elements off; the same wrong values: %s\n", off2,
 	       memcmp(again, got, ny * sizeof *got) ? "no" : "yes");
 	free(again);
@@ -582,9 +587,7 @@ static void half_fwd_diagnose(struct shape sh, starnn_dtype dt, starnn_tensor *x
 		TEST_OK(starnn_conv2d_fwd_dnnl(&g, STARNN_BF16, hx, sh.c * sh.h * sh.w, hw, sh.c * sh.k * sh.k, b, hy,
 		                               sh.o * sh.h * sh.w));
 		starnn_convert_bf16_to_fp32_cpu(1, ny, hy, ny, y, ny);
-		size_t off3 = 0;
-		for (size_t i = 0; i < ny; i++)
-			off3 += fabsf(y[i] - ref[i]) > 4 * hc_eps(dt) * (1 + fabsf(ref[i]));
+		size_t off3 = count_off(dt, y, ref, ny);
 		printf("  the oneDNN kernel called on the main thread: %zu elements off\n", off3);
 		free(x), free(w), free(b), free(hx), free(hw), free(hy), free(y);
 	}

@@ -402,20 +402,27 @@ static dnnl_status_t pd_create(dnnl_primitive_desc_t *pd, const_dnnl_op_desc_t o
 	return first ? dnnl_success : dnnl_unimplemented;
 }
 
-/* Builds the cached convolution for a pass. User layouts: a, b inputs and
- * out (ld: their row strides), per pass:
+/* conv_build's answer when oneDNN's pick for a bf16 transposed weight
+ * gradient is its AMX kernel (see conv_create). */
+#define BUILD_WIDEN 1
+
+/* Builds the cached convolution for a pass with primitive type pdt (the
+ * user's dt, or fp32 for a widened bf16 pass). User layouts: a, b inputs
+ * and out (ld: their row strides), per pass:
  *   fwd:        a = x [n,c,h,w], b = w [o,c,k,k], out = y [n,o,h,w]
  *   bwd_data:   a = dy,           b = w,           out = dx
  *   bwd_weight: a = x,            b = dy,          out = dw (fp32) */
-static int conv_create(struct dnnl_conv *e)
+static int conv_build(struct dnnl_conv *e, dnnl_data_type_t pdt)
 {
 	char shape[160];
 	int rc = 0;
 	const size_t n = e->n, c = e->c, o = e->o, h = e->h, w = e->w, k = e->k;
+	/* dt: the user's buffers; the primitive's are pdt (a widened pass
+	 * converts in the input reorders it makes anyway) */
 	const dnnl_data_type_t dt = (dnnl_data_type_t)e->dt;
 	/* internal (primitive) output type: the 16-bit result of a backward
 	 * data pass is summed in fp32 when accumulating */
-	const dnnl_data_type_t dt_dx = e->accumulate ? dnnl_f32 : dt;
+	const dnnl_data_type_t dt_dx = e->accumulate ? dnnl_f32 : pdt;
 	dnnl_memory_desc_t ux, uw, uy, ax, aw, ay, adx, adw, ub;
 	/* convolution: stride 1, 'same' padding; transposed: 2x2, stride 2 */
 	const int kind = e->kind;
@@ -431,9 +438,9 @@ static int conv_create(struct dnnl_conv *e)
 	dnnl_primitive_desc_t fpd = NULL, pd = NULL;
 	dnnl_primitive_attr_t attr = NULL;
 	DNNL_TRY(user_scratchpad_attr(&attr), "attributes");
-	DNNL_TRY(dnnl_memory_desc_init_by_tag(&ax, 4, xd, dt, dnnl_format_tag_any), "src descriptor");
-	DNNL_TRY(dnnl_memory_desc_init_by_tag(&aw, 4, wd, dt, dnnl_format_tag_any), "weights descriptor");
-	DNNL_TRY(dnnl_memory_desc_init_by_tag(&ay, 4, yd, dt, dnnl_format_tag_any), "dst descriptor");
+	DNNL_TRY(dnnl_memory_desc_init_by_tag(&ax, 4, xd, pdt, dnnl_format_tag_any), "src descriptor");
+	DNNL_TRY(dnnl_memory_desc_init_by_tag(&aw, 4, wd, pdt, dnnl_format_tag_any), "weights descriptor");
+	DNNL_TRY(dnnl_memory_desc_init_by_tag(&ay, 4, yd, pdt, dnnl_format_tag_any), "dst descriptor");
 	DNNL_TRY(dnnl_memory_desc_init_by_tag(&adx, 4, xd, dt_dx, dnnl_format_tag_any), "diff src descriptor");
 	DNNL_TRY(dnnl_memory_desc_init_by_tag(&adw, 4, wd, dnnl_f32, dnnl_format_tag_any), "diff weights descriptor");
 	DNNL_TRY(dnnl_memory_desc_init_by_tag(&ub, 1, bd, dnnl_f32, dnnl_x), "bias descriptor");
@@ -486,8 +493,15 @@ static int conv_create(struct dnnl_conv *e)
 			DNNL_TRY(dnnl_convolution_backward_weights_desc_init(&wd_, alg, &ax, &adw, e->bias ? &ub : NULL, &ay,
 			                                                     stride, pad, pad),
 			         "backward weights descriptor");
-		DNNL_TRY(pd_create(&pd, &wd_, attr, fpd, dt == dnnl_bf16 && h * w > AMX_BWD_WEIGHTS_MAX_HW ? "amx" : NULL),
+		DNNL_TRY(pd_create(&pd, &wd_, attr, fpd, pdt == dnnl_bf16 && h * w > AMX_BWD_WEIGHTS_MAX_HW ? "amx" : NULL),
 		         "backward weights primitive descriptor");
+		const char *impl = NULL;
+		if (kind && pdt == dnnl_bf16 &&
+		    dnnl_primitive_desc_query(pd, dnnl_query_impl_info_str, 0, &impl) == dnnl_success && impl &&
+		    strstr(impl, "amx")) {
+			rc = BUILD_WIDEN;
+			goto fail;
+		}
 		qa = dnnl_query_src_md, qb = dnnl_query_diff_dst_md, qout = dnnl_query_diff_weights_md;
 		e->arg_a = DNNL_ARG_SRC, e->arg_b = DNNL_ARG_DIFF_DST, e->arg_out = DNNL_ARG_DIFF_WEIGHTS;
 		ua = &ux, ubm = &uy, uo = &uw;
@@ -528,6 +542,21 @@ fail:
 	if (attr)
 		dnnl_primitive_attr_destroy(attr);
 	return rc;
+}
+
+/* The cached convolution of a pass: in its own type, except the weight
+ * gradient of a bf16 transposed convolution where oneDNN picks its AMX
+ * kernel. oneDNN 2.6's AMX kernel for that pass (2x2, stride 2) is 1.1-3x
+ * slower than its fp32 kernel at the UNet's shapes on a Sapphire Rapids
+ * (DNNL_VERBOSE, 128x128 amp-bf16 steps: 2.7 against 0.8 ms at 32 -> 16
+ * channels, 64x64 -> 128x128), so there the pass runs the fp32 kernel on
+ * x and dy widened inside the reorders into its blocked layout (exact:
+ * every bf16 value is an fp32 value; products and sums in fp32 as in the
+ * bf16 kernel). */
+static int conv_create(struct dnnl_conv *e)
+{
+	int rc = conv_build(e, (dnnl_data_type_t)e->dt);
+	return rc == BUILD_WIDEN ? conv_build(e, dnnl_f32) : rc;
 }
 
 static int key_equal(const struct dnnl_conv *a, const struct dnnl_conv *b)

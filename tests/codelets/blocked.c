@@ -12,7 +12,8 @@
  *     bitwise equal, sums to double rounding), max-pool (bitwise);
  *   - codelets: conv2d (forward, both backward passes, with accumulation,
  *     split into channel tasks; the bias gradient, which oneDNN computes
- *     in the weight pass), convt2d with its bias gradient, the
+ *     in the weight pass), convt2d with its bias gradient (fp32, and bf16
+ *     against fp32: its weight pass may run the fp32 kernel), the
  *     batch-norm layer and max-pool on blocked tensors against NCHW ones,
  *     mixed layouts (NCHW in, blocked out: a UNet's first and last
  *     layers), and the checks that refuse mismatched layouts.
@@ -380,6 +381,57 @@ static void convt_codelets(int64_t n, int64_t c, int64_t o, int64_t s, int xb, i
 	free(xv), free(dyv), free(wv), free(bv);
 }
 
+/* convt2d on bf16 tensors in layouts xb / yb against the fp32 codelets on
+ * NCHW tensors holding the same (bf16-exact) values. Where oneDNN's pick for
+ * the bf16 weight gradient is its AMX kernel, that pass runs oneDNN's fp32
+ * kernel on the widened values (codelets/cpu/conv2d_dnnl.c): products
+ * exact and sums in fp32 either way, so dw and db agree to the rounding of
+ * sums in another order; y and dx are rounded to bf16 once (half an ulp of
+ * bf16: 2^-9 relative, plus the fp32 sums' reordering). */
+static void convt_codelets_bf16(int64_t n, int64_t c, int64_t o, int64_t s, int xb, int yb)
+{
+	char what[112];
+	snprintf(what, sizeof what, "convt2d bf16 n %lld c %lld o %lld %lldx%lld, x %s, y %s", (long long)n,
+	         (long long)c, (long long)o, (long long)s, (long long)s, lname(0, xb, c), lname(1, yb, o));
+	size_t nx = (size_t)(n * c * s * s), ny = (size_t)(n * o * 4 * s * s), nw = (size_t)(c * o * 4);
+	float *xv = test_random(nx, -1, 1), *dyv = test_random(ny, -1, 1), *wv = test_random(nw, -0.5f, 0.5f);
+	float *bv = test_random((size_t)o, -1, 1);
+	float *vals[3] = {xv, dyv, wv};
+	size_t counts[3] = {nx, ny, nw};
+	for (int k = 0; k < 3; k++)
+		for (size_t i = 0; i < counts[k]; i++)
+			vals[k][i] = starnn_bf16_to_float(starnn_float_to_bf16(vals[k][i]));
+	int64_t ws[4] = {c, o, 2, 2}, bs[1] = {o};
+	starnn_tensor *w = tensor4_dt("w", STARNN_BF16, c, o, 2, 2, 1, wv), *w0 = test_tensor("w0", 4, ws, wv);
+	starnn_tensor *b = test_tensor("b", 1, bs, bv);
+	starnn_tensor *x = tensor4_dt("x", STARNN_BF16, n, c, s, s, xb, xv), *x0 = tensor4("x0", n, c, s, s, 1, xv);
+	starnn_tensor *y = tensor4_dt("y", STARNN_BF16, n, o, 2 * s, 2 * s, yb, NULL);
+	starnn_tensor *y0 = tensor4("y0", n, o, 2 * s, 2 * s, 1, NULL);
+	starnn_tensor *dy = tensor4_dt("dy", STARNN_BF16, n, o, 2 * s, 2 * s, yb, dyv);
+	starnn_tensor *dy0 = tensor4("dy0", n, o, 2 * s, 2 * s, 1, dyv);
+	starnn_tensor *dx = tensor4_dt("dx", STARNN_BF16, n, c, s, s, xb, NULL), *dx0 = tensor4("dx0", n, c, s, s, 1, NULL);
+	starnn_tensor *dw = test_tensor("dw", 4, ws, NULL), *dw0 = test_tensor("dw0", 4, ws, NULL);
+	starnn_tensor *db = test_tensor("db", 1, bs, NULL), *db0 = test_tensor("db0", 1, bs, NULL);
+	TEST_OK(starnn_convt2d_fwd_mp(x, w, b, y));
+	TEST_OK(starnn_convt2d_fwd(x0, w0, b, y0));
+	close_values(what, y, y0, 1.0f / 256, 1e-5f);
+	TEST_OK(starnn_convt2d_bwd_data_mp(w, dy, 0.0f, dx));
+	TEST_OK(starnn_convt2d_bwd_data(w0, dy0, 0.0f, dx0));
+	close_values(what, dx, dx0, 1.0f / 256, 1e-5f);
+	/* twice: beta 0, then beta 1 (the second micro-batch's accumulation) */
+	for (int k = 0; k < 2; k++) {
+		TEST_OK(starnn_convt2d_bwd_weight_mp(x, dy, (float)k, dw, db));
+		TEST_OK(starnn_convt2d_bwd_weight(x0, dy0, (float)k, dw0, db0));
+		/* sums of n * s * s products (|x dy| <= 1) in another order */
+		close_values(what, dw, dw0, 1e-5f, 1e-5f * (float)(n * s * s));
+		close_values(what, db, db0, 1e-5f, 1e-5f * (float)(n * 4 * s * s));
+	}
+	starnn_tensor *all[] = {w, w0, b, x, x0, y, y0, dy, dy0, dx, dx0, dw, dw0, db, db0};
+	for (size_t i = 0; i < sizeof all / sizeof *all; i++)
+		starnn_tensor_destroy(all[i]);
+	free(xv), free(dyv), free(wv), free(bv);
+}
+
 /* The batch-norm layer (+ReLU) over 2 micro-batch parts and max-pool. */
 static void bn_pool_codelets(int64_t n, int64_t c, int64_t s, int cb)
 {
@@ -482,6 +534,13 @@ int main(void)
 		conv_codelets_dt(STARNN_BF16, 2, 64, 32, 8, 32, 32);
 		conv_codelets_dt(STARNN_BF16, 2, 16, 16, 9, 16, 16);
 		conv_codelets_dt(STARNN_BF16, 2, 16, 16, 9, 8, 16);
+		/* the UNet's up-convolutions at 128x128: NHWC in, a concatenation's
+		 * NHWC half out (the last is the shape where oneDNN 2.6's AMX
+		 * weight gradient was 3x slower than fp32) */
+		convt_codelets_bf16(2, 64, 32, 16, 64, 32);
+		convt_codelets_bf16(2, 512, 128, 4, 512, 128);
+		convt_codelets_bf16(2, 32, 16, 64, 32, 16);
+		convt_codelets_bf16(2, 32, 16, 8, 1, 1); /* NCHW */
 	} else {
 		printf("note: no native bf16 convolutions here (oneDNN needs AVX-512): the bf16 layout checks are skipped\n");
 	}

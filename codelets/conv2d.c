@@ -10,6 +10,7 @@
  * weight gradient, while dy is read anyway), never as a pass of its own. */
 #include <config.h>
 
+#include <stddef.h>
 #include <stdio.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -149,8 +150,10 @@ static void done(int rc)
  * bf16 natively) or im2col + sgemm (fp32). The fp32 codelets pass their
  * buffers, the 16-bit ones theirs (bf16 on oneDNN) or fp32 copies of them. */
 
+/* packed: the weights packed for this pass (conv2d_pack_weight tasks), or
+ * NULL; the oneDNN route alone reads them. */
 static void fwd_run(const struct conv_args *a, starnn_dtype dt, int cuda, void *stream, struct starnn_mat x,
-                    struct starnn_mat w, const float *b, struct starnn_mat y)
+                    struct starnn_mat w, const void *packed, const float *b, struct starnn_mat y)
 {
 	struct starnn_conv2d_geom g = geom_of(a);
 	b += a->o0;
@@ -162,7 +165,7 @@ static void fwd_run(const struct conv_args *a, starnn_dtype dt, int cuda, void *
 		return;
 	}
 	if (a->backend == STARNN_CONV2D_DNNL) {
-		done(starnn_conv2d_fwd_dnnl(&g, dt, x.ptr, x.ld, w.ptr, w.ld, b, y.ptr, y.ld));
+		done(starnn_conv2d_fwd_dnnl_packed(&g, dt, x.ptr, x.ld, w.ptr, w.ld, packed, b, y.ptr, y.ld));
 		return;
 	}
 	size_t nwork = starnn_conv2d_cpu_workspace(&g, STARNN_CONV2D_FWD);
@@ -172,7 +175,7 @@ static void fwd_run(const struct conv_args *a, starnn_dtype dt, int cuda, void *
 }
 
 static void bwd_data_run(const struct conv_args *a, starnn_dtype dt, int cuda, void *stream, struct starnn_mat dy,
-                         struct starnn_mat w, struct starnn_mat dx)
+                         struct starnn_mat w, const void *packed, struct starnn_mat dx)
 {
 	struct starnn_conv2d_geom g = geom_of(a);
 	(void)stream;
@@ -184,7 +187,8 @@ static void bwd_data_run(const struct conv_args *a, starnn_dtype dt, int cuda, v
 		return;
 	}
 	if (a->backend == STARNN_CONV2D_DNNL) {
-		done(starnn_conv2d_bwd_data_dnnl(&g, dt, dy.ptr, dy.ld, w.ptr, w.ld, a->beta, dx.ptr, dx.ld));
+		done(starnn_conv2d_bwd_data_dnnl_packed(&g, dt, dy.ptr, dy.ld, w.ptr, w.ld, packed, a->beta, dx.ptr,
+		                                        dx.ld));
 		return;
 	}
 	size_t nwork = starnn_conv2d_cpu_workspace(&g, STARNN_CONV2D_BWD_DATA);
@@ -231,12 +235,12 @@ static void bwd_weight_run(const struct conv_args *a, starnn_dtype dt, int cuda,
 
 static void fwd_cpu(void *buffers[], void *cl_arg)
 {
-	fwd_run(cl_arg, STARNN_FP32, 0, NULL, BUF(0), BUF(1), BUF(2).ptr, BUF(3));
+	fwd_run(cl_arg, STARNN_FP32, 0, NULL, BUF(0), BUF(1), NULL, BUF(2).ptr, BUF(3));
 }
 
 static void bwd_data_cpu(void *buffers[], void *cl_arg)
 {
-	bwd_data_run(cl_arg, STARNN_FP32, 0, NULL, BUF(0), BUF(1), BUF(2));
+	bwd_data_run(cl_arg, STARNN_FP32, 0, NULL, BUF(0), BUF(1), NULL, BUF(2));
 }
 
 static void bwd_weight_cpu(void *buffers[], void *cl_arg)
@@ -252,12 +256,12 @@ static void bwd_weight_bias_cpu(void *buffers[], void *cl_arg)
 #ifdef CONV_CUDA
 static void fwd_cuda(void *buffers[], void *cl_arg)
 {
-	fwd_run(cl_arg, STARNN_FP32, 1, starnn_cuda_stream(), BUF(0), BUF(1), BUF(2).ptr, BUF(3));
+	fwd_run(cl_arg, STARNN_FP32, 1, starnn_cuda_stream(), BUF(0), BUF(1), NULL, BUF(2).ptr, BUF(3));
 }
 
 static void bwd_data_cuda(void *buffers[], void *cl_arg)
 {
-	bwd_data_run(cl_arg, STARNN_FP32, 1, starnn_cuda_stream(), BUF(0), BUF(1), BUF(2));
+	bwd_data_run(cl_arg, STARNN_FP32, 1, starnn_cuda_stream(), BUF(0), BUF(1), NULL, BUF(2));
 }
 
 static void bwd_weight_cuda(void *buffers[], void *cl_arg)
@@ -352,7 +356,7 @@ static void fwd_half(void *buffers[], void *cl_arg, starnn_dtype dt, int cuda)
 	struct starnn_mat x = BUF(0), w = BUF(1), y = BUF(3);
 	const float *b = BUF(2).ptr;
 	if (dnnl_native(a, dt, cuda)) {
-		fwd_run(a, dt, 0, NULL, x, w, b, y);
+		fwd_run(a, dt, 0, NULL, x, w, NULL, b, y);
 		return;
 	}
 #ifdef CONV_CUDA
@@ -370,7 +374,7 @@ static void fwd_half(void *buffers[], void *cl_arg, starnn_dtype dt, int cuda)
 	starnn_hw_begin(&h, "conv2d_fwd_half", cuda);
 	struct starnn_mat xw = starnn_hw_in(&h, dt, x, 1), ww = starnn_hw_in(&h, dt, w, 1), yw = starnn_hw_in(&h, dt, y, 0);
 	if (!h.failed) {
-		fwd_run(a, STARNN_FP32, cuda, h.stream, xw, ww, b, yw);
+		fwd_run(a, STARNN_FP32, cuda, h.stream, xw, ww, NULL, b, yw);
 		starnn_hw_out(&h, dt, yw, y);
 	}
 	starnn_hw_end(&h);
@@ -381,7 +385,7 @@ static void bwd_data_half(void *buffers[], void *cl_arg, starnn_dtype dt, int cu
 	const struct conv_args *a = cl_arg;
 	struct starnn_mat dy = BUF(0), w = BUF(1), dx = BUF(2);
 	if (dnnl_native(a, dt, cuda)) {
-		bwd_data_run(a, dt, 0, NULL, dy, w, dx);
+		bwd_data_run(a, dt, 0, NULL, dy, w, NULL, dx);
 		return;
 	}
 #ifdef CONV_CUDA
@@ -400,7 +404,7 @@ static void bwd_data_half(void *buffers[], void *cl_arg, starnn_dtype dt, int cu
 	struct starnn_mat dyw = starnn_hw_in(&h, dt, dy, 1), ww = starnn_hw_in(&h, dt, w, 1),
 	                  dxw = starnn_hw_in(&h, dt, dx, a->beta != 0.0f);
 	if (!h.failed) {
-		bwd_data_run(a, STARNN_FP32, cuda, h.stream, dyw, ww, dxw);
+		bwd_data_run(a, STARNN_FP32, cuda, h.stream, dyw, ww, NULL, dxw);
 		starnn_hw_out(&h, dt, dxw, dx);
 	}
 	starnn_hw_end(&h);
@@ -489,6 +493,190 @@ static struct starpu_codelet *const bwd_weight_cls[STARNN_NDTYPES] = {&starnn_co
 static struct starpu_codelet *const bwd_weight_bias_cls[STARNN_NDTYPES] = {
 	&starnn_conv2d_bwd_weight_bias_cl, &bwd_weight_bias_fp16_cl, &bwd_weight_bias_bf16_cl};
 
+/* ------------------------------------------------------- packed weights
+ * On oneDNN CPUs the forward and backward-data passes read w in oneDNN's
+ * blocked weight layouts; a layer's passes of one step (one task per batch
+ * part) all read the same w, so it is packed once into that layout by a
+ * conv2d_pack_weight task, which runs again only when w has been written
+ * since (its version, runtime/tensor.h), and the _packed codelets read the
+ * packed copy (they also take w: their kernel reorders w itself if the
+ * packed layout is not its primitive's). CPU only: packing is used where
+ * the activations are in oneDNN's layouts (no CUDA worker). */
+
+struct pack_args {
+	/* footprint key, and the derived tensor's key in w */
+	uint32_t pass, dt, n, c, o, h, w, k, xb, yb, lda, ldout;
+	float beta;
+	uint32_t bytes; /* size of the packed buffer */
+};
+#define PACK_KEY_BYTES (offsetof(struct pack_args, bytes))
+
+static struct starnn_conv2d_geom pack_geom(const struct pack_args *p)
+{
+	struct starnn_conv2d_geom g = {p->n, p->c, p->o, p->h, p->w, p->k, p->xb, p->yb};
+	return g;
+}
+
+static uint32_t pack_footprint(struct starpu_task *task)
+{
+	return starnn_footprint_args(task, PACK_KEY_BYTES);
+}
+
+static void pack_cpu(void *buffers[], void *cl_arg)
+{
+	const struct pack_args *p = cl_arg;
+	struct starnn_conv2d_geom g = pack_geom(p);
+	struct starnn_mat w = BUF(0), wp = BUF(1);
+	done(starnn_conv2d_dnnl_pack((enum starnn_conv2d_pass)p->pass, &g, (starnn_dtype)p->dt, p->lda, w.ptr, w.ld,
+	                             p->ldout, p->beta, wp.ptr, p->bytes));
+}
+
+static void fwd_packed_cpu(void *buffers[], void *cl_arg, starnn_dtype dt)
+{
+	fwd_run(cl_arg, dt, 0, NULL, BUF(0), BUF(1), BUF(2).ptr, BUF(3).ptr, BUF(4));
+}
+
+static void bwd_data_packed_cpu(void *buffers[], void *cl_arg, starnn_dtype dt)
+{
+	bwd_data_run(cl_arg, dt, 0, NULL, BUF(0), BUF(1), BUF(2).ptr, BUF(3));
+}
+
+/* One CPU-only codelet named nm (fp32 ones have no dtype in their names,
+ * as the other fp32 codelets), perfmodel starnn_conv2d_OP_DT. */
+#define PACKED_CL(op, nm, fn, dt, DT, fp, nb, ...)                                                            \
+	static void op##_##dt##_cpu(void *buffers[], void *cl_arg) { fn(buffers, cl_arg, DT); }             \
+	static STARNN_PERFMODEL_FP(conv2d_##op, dt, fp);                                                    \
+	static struct starpu_codelet op##_##dt##_cl = {                                                     \
+		.name = nm,                                                                                 \
+		.cpu_funcs = {op##_##dt##_cpu},                                                             \
+		.cpu_funcs_name = {#op "_" #dt "_cpu"},                                                     \
+		.nbuffers = nb,                                                                             \
+		.modes = {__VA_ARGS__},                                                                     \
+		STARNN_MODELS(conv2d_##op, dt),                                                             \
+	};
+
+static void pack_dt(void *buffers[], void *cl_arg, starnn_dtype dt)
+{
+	(void)dt; /* in the arguments */
+	pack_cpu(buffers, cl_arg);
+}
+
+PACKED_CL(pack_weight, "conv2d_pack_weight", pack_dt, fp32, STARNN_FP32, pack_footprint, 2, STARPU_R, STARPU_W)
+PACKED_CL(pack_weight, "conv2d_pack_weight_bf16", pack_dt, bf16, STARNN_BF16, pack_footprint, 2, STARPU_R, STARPU_W)
+PACKED_CL(fwd_packed, "conv2d_fwd_packed", fwd_packed_cpu, fp32, STARNN_FP32, conv_footprint, 5, STARPU_R, STARPU_R, STARPU_R, STARPU_R,
+          STARPU_W)
+PACKED_CL(fwd_packed, "conv2d_fwd_packed_bf16", fwd_packed_cpu, bf16, STARNN_BF16, conv_half_footprint, 5, STARPU_R, STARPU_R, STARPU_R,
+          STARPU_R, STARPU_W)
+PACKED_CL(bwd_data_packed, "conv2d_bwd_data_packed", bwd_data_packed_cpu, fp32, STARNN_FP32, conv_footprint, 4, STARPU_R, STARPU_R, STARPU_R,
+          STARPU_RW)
+PACKED_CL(bwd_data_packed, "conv2d_bwd_data_packed_bf16", bwd_data_packed_cpu, bf16, STARNN_BF16, conv_half_footprint, 4, STARPU_R, STARPU_R,
+          STARPU_R, STARPU_RW)
+
+static int pack_forced = -1; /* starnn_conv2d_pack_set, else -1 */
+static int pack_env = -1;    /* from STARNN_CONV2D_PACK; -2: an unknown value */
+static pthread_once_t pack_once = PTHREAD_ONCE_INIT;
+static uint64_t packs_submitted;
+
+static void pack_read_env(void)
+{
+	const char *e = getenv("STARNN_CONV2D_PACK");
+	if (!e || !*e)
+		pack_env = -1;
+	else if (!strcmp(e, "on") || !strcmp(e, "1"))
+		pack_env = 1;
+	else if (!strcmp(e, "off") || !strcmp(e, "0"))
+		pack_env = 0;
+	else
+		pack_env = -2;
+}
+
+int starnn_conv2d_pack_check(void)
+{
+	pthread_once(&pack_once, pack_read_env);
+	if (pack_forced < 0 && pack_env == -2)
+		return starnn_error(STARNN_EINVAL, "STARNN_CONV2D_PACK is '%s': expected on or off",
+		                    getenv("STARNN_CONV2D_PACK"));
+	return 0;
+}
+
+int starnn_conv2d_pack(void)
+{
+	pthread_once(&pack_once, pack_read_env);
+	return pack_forced >= 0 ? pack_forced : pack_env != 0;
+}
+
+void starnn_conv2d_pack_set(int on)
+{
+	pack_forced = on != 0;
+}
+
+uint64_t starnn_conv2d_pack_count(void)
+{
+	return __atomic_load_n(&packs_submitted, __ATOMIC_RELAXED);
+}
+
+/* FNV-1a over the key: the derived tensor's key in w. */
+static uint64_t pack_key(const struct pack_args *p)
+{
+	const unsigned char *b = (const unsigned char *)p;
+	uint64_t h = 1469598103934665603ull;
+	for (size_t i = 0; i < PACK_KEY_BYTES; i++)
+		h = (h ^ b[i]) * 1099511628211ull;
+	return h;
+}
+
+/* The packed copy of w for one pass of geometry g (x / dy rows lda apart,
+ * y / dx rows ldout apart), packed again first if w has been written since
+ * it was last packed; NULL where the pass takes w as it is: packing off,
+ * not the oneDNN route (im2col, 16-bit widened), CUDA workers, w a part of
+ * a larger tensor, or a primitive that reads OIHW itself. */
+static starnn_tensor *packed_for(starnn_tensor *w, enum starnn_conv2d_pass pass, const struct starnn_conv2d_geom *g,
+                                 starnn_dtype dt, size_t lda, size_t ldout, float beta, int *rc)
+{
+	*rc = 0;
+	if (!starnn_conv2d_pack() || starnn_conv2d_cpu_backend() != STARNN_CONV2D_DNNL || w->parent ||
+	    starpu_cuda_worker_get_count() > 0 || !(dt == STARNN_FP32 || (dt == STARNN_BF16 && starnn_conv2d_dnnl_bf16())))
+		return NULL;
+	struct pack_args p;
+	memset(&p, 0, sizeof p);
+	p = (struct pack_args){(uint32_t)pass, (uint32_t)dt, (uint32_t)g->n, (uint32_t)g->c, (uint32_t)g->o,
+	                       (uint32_t)g->h, (uint32_t)g->w, (uint32_t)g->k, (uint32_t)g->xb, (uint32_t)g->yb,
+	                       (uint32_t)lda, (uint32_t)ldout, beta, 0};
+	uint64_t key = pack_key(&p);
+	struct starnn_derived *d = starnn_tensor_derived(w, key);
+	if (!d) {
+		size_t bytes = starnn_conv2d_dnnl_pack_bytes(pass, g, dt, lda, w->ld, ldout, beta);
+		starnn_tensor *t = NULL;
+		if (bytes && bytes <= UINT32_MAX) {
+			/* "<w's name>.packed" (cut to a tensor name's length) */
+			char name[STARNN_NAME_MAX + 16];
+			snprintf(name, sizeof name, "%s.%s", w->name, pass == STARNN_CONV2D_FWD ? "packed" : "packed_bwd");
+			name[STARNN_NAME_MAX - 1] = 0;
+			int64_t shape[1] = {(int64_t)bytes};
+			if ((*rc = starnn_tensor_create(&t, name, STARNN_U8, 1, shape)) < 0)
+				return NULL;
+		}
+		d = starnn_tensor_add_derived(w, key, t);
+		if (!d) {
+			starnn_tensor_destroy(t);
+			return NULL;
+		}
+	}
+	if (!d->d)
+		return NULL;
+	if (d->version != w->version) {
+		p.bytes = (uint32_t)d->d->cols;
+		struct starnn_task_desc t = {.cl = dt == STARNN_BF16 ? &pack_weight_bf16_cl : &pack_weight_fp32_cl,
+		                             .args = &p, .args_size = sizeof p, .flops = STARNN_NO_FLOPS,
+		                             .tensors = {w, d->d}};
+		if ((*rc = starnn_submit(&t)) < 0)
+			return NULL;
+		d->version = w->version;
+		__atomic_add_fetch(&packs_submitted, 1, __ATOMIC_RELAXED);
+	}
+	return d->d;
+}
+
 /* ------------------------------------------------------------ submission */
 
 /* Checks x [N,C,H,W], w [O,C,k,k], y [N,O,H,W] (y is dy for the backward
@@ -500,6 +688,7 @@ static int check_shapes_dt(const char *op, const starnn_tensor *x, const starnn_
 	const starnn_tensor *all[3] = {x, w, y};
 	STARNN_CHECK(starnn_conv2d_cpu_backend_check());
 	STARNN_CHECK(starnn_cuda_half_conv_check());
+	STARNN_CHECK(starnn_conv2d_pack_check());
 	for (int i = 0; i < 3; i++) {
 		if (!all[i])
 			return starnn_error(STARNN_EINVAL, "%s: a tensor is NULL", op);
@@ -574,6 +763,44 @@ static int batch_split(size_t n, int parts)
 	return parts > 1 && n >= (size_t)parts && (n % (size_t)parts == 0 || n >= 4 * (size_t)parts);
 }
 
+static struct starpu_codelet *const fwd_packed_cls[STARNN_NDTYPES] = {&fwd_packed_fp32_cl, NULL,
+                                                                       &fwd_packed_bf16_cl};
+static struct starpu_codelet *const bwd_data_packed_cls[STARNN_NDTYPES] = {&bwd_data_packed_fp32_cl, NULL,
+                                                                           &bwd_data_packed_bf16_cl};
+
+/* One forward task on x, w, b, y (geometry a); whole_w: w is the whole
+ * weight tensor (not a channel part), whose packed copy it may read. */
+static int submit_fwd(starnn_tensor *x, starnn_tensor *w, starnn_tensor *b, starnn_tensor *y, const struct conv_args *a,
+                      starnn_dtype dt, int whole_w)
+{
+	int rc = 0;
+	struct starnn_conv2d_geom g = geom_of(a);
+	starnn_tensor *wp = whole_w ? packed_for(w, STARNN_CONV2D_FWD, &g, dt, x->ld, y->ld, 0.0f, &rc) : NULL;
+	STARNN_CHECK(rc);
+	struct starnn_task_desc d = {.cl = wp ? fwd_packed_cls[dt] : fwd_cls[dt], .args = a, .args_size = sizeof *a,
+	                             .flops = task_flops(a, STARNN_CONV2D_FWD), .tensors = {x, w, b, y}};
+	if (wp)
+		d.tensors[2] = wp, d.tensors[3] = b, d.tensors[4] = y;
+	return starnn_submit(&d);
+}
+
+/* One backward-data task: dx = beta dx + conv_transpose(dy, w). */
+static int submit_bwd_data(starnn_tensor *dy, starnn_tensor *w, starnn_tensor *dx, const struct conv_args *a,
+                           starnn_dtype dt, int whole_w)
+{
+	int rc = 0;
+	struct starnn_conv2d_geom g = geom_of(a);
+	starnn_tensor *wp =
+		whole_w ? packed_for(w, STARNN_CONV2D_BWD_DATA, &g, dt, dy->ld, dx->ld, a->beta, &rc) : NULL;
+	STARNN_CHECK(rc);
+	struct starnn_task_desc d = {.cl = wp ? bwd_data_packed_cls[dt] : bwd_data_cls[dt], .args = a,
+	                             .args_size = sizeof *a, .flops = task_flops(a, STARNN_CONV2D_BWD_DATA),
+	                             .tensors = {dy, w, dx}};
+	if (wp)
+		d.tensors[2] = wp, d.tensors[3] = dx;
+	return starnn_submit(&d);
+}
+
 static int conv2d_fwd_dt(starnn_tensor *x, starnn_tensor *w, starnn_tensor *b, starnn_tensor *y, starnn_dtype dt)
 {
 	struct starnn_conv2d_geom g;
@@ -585,11 +812,8 @@ static int conv2d_fwd_dt(starnn_tensor *x, starnn_tensor *w, starnn_tensor *b, s
 		                    b ? starnn_tensor_describe(b, db, sizeof db) : "NULL");
 	int parts = task_count(&g, STARNN_CONV2D_FWD, 0);
 	struct conv_args a = args_of(&g, 0.0f, dt);
-	if (parts == 1) {
-		struct starnn_task_desc d = {.cl = fwd_cls[dt], .args = &a, .args_size = sizeof a,
-		                             .flops = task_flops(&a, STARNN_CONV2D_FWD), .tensors = {x, w, b, y}};
-		return starnn_submit(&d);
-	}
+	if (parts == 1)
+		return submit_fwd(x, w, b, y, &a, dt, 1);
 	int64_t sizes[parts];
 	starnn_tensor **xp, **yp, **wp;
 	if (batch_split(g.n, parts)) {
@@ -598,25 +822,18 @@ static int conv2d_fwd_dt(starnn_tensor *x, starnn_tensor *w, starnn_tensor *b, s
 		STARNN_CHECK(starnn_tensor_split(y, 0, parts, sizes, &yp));
 		for (int i = 0; i < parts; i++) {
 			a.n = (uint32_t)sizes[i];
-			struct starnn_task_desc d = {.cl = fwd_cls[dt], .args = &a, .args_size = sizeof a,
-			                             .flops = task_flops(&a, STARNN_CONV2D_FWD), .tensors = {xp[i], w, b, yp[i]}};
-			STARNN_CHECK(starnn_submit(&d));
+			STARNN_CHECK(submit_fwd(xp[i], w, b, yp[i], &a, dt, 1));
 		}
 		return 0;
 	}
 	parts = starnn_part_sizes((int64_t)g.o, parts, (int64_t)g.yb, sizes);
-	if (parts == 1) {
-		struct starnn_task_desc d = {.cl = fwd_cls[dt], .args = &a, .args_size = sizeof a,
-		                             .flops = task_flops(&a, STARNN_CONV2D_FWD), .tensors = {x, w, b, y}};
-		return starnn_submit(&d);
-	}
+	if (parts == 1)
+		return submit_fwd(x, w, b, y, &a, dt, 1);
 	STARNN_CHECK(starnn_tensor_split(y, 1, parts, sizes, &yp));
 	STARNN_CHECK(starnn_tensor_split(w, 0, parts, sizes, &wp));
 	for (int i = 0; i < parts; i++) {
 		a.o = (uint32_t)sizes[i];
-		struct starnn_task_desc d = {.cl = fwd_cls[dt], .args = &a, .args_size = sizeof a,
-		                             .flops = task_flops(&a, STARNN_CONV2D_FWD), .tensors = {x, wp[i], b, yp[i]}};
-		STARNN_CHECK(starnn_submit(&d));
+		STARNN_CHECK(submit_fwd(x, wp[i], b, yp[i], &a, dt, 0));
 		a.o0 += (uint32_t)sizes[i];
 	}
 	return 0;
@@ -630,11 +847,8 @@ static int conv2d_bwd_data_dt(starnn_tensor *dy, starnn_tensor *w, float beta, s
 	STARNN_CHECK(check_shapes_dt("conv2d_bwd_data", dx, w, dy, &g, dts));
 	int parts = task_count(&g, STARNN_CONV2D_BWD_DATA, max_parts);
 	struct conv_args a = args_of(&g, beta, dt);
-	if (parts == 1) {
-		struct starnn_task_desc d = {.cl = bwd_data_cls[dt], .args = &a, .args_size = sizeof a,
-		                             .flops = task_flops(&a, STARNN_CONV2D_BWD_DATA), .tensors = {dy, w, dx}};
-		return starnn_submit(&d);
-	}
+	if (parts == 1)
+		return submit_bwd_data(dy, w, dx, &a, dt, 1);
 	int64_t sizes[parts];
 	starnn_tensor **dyp, **dxp, **wp;
 	if (batch_split(g.n, parts)) {
@@ -643,26 +857,19 @@ static int conv2d_bwd_data_dt(starnn_tensor *dy, starnn_tensor *w, float beta, s
 		STARNN_CHECK(starnn_tensor_split(dx, 0, parts, sizes, &dxp));
 		for (int i = 0; i < parts; i++) {
 			a.n = (uint32_t)sizes[i];
-			struct starnn_task_desc d = {.cl = bwd_data_cls[dt], .args = &a, .args_size = sizeof a,
-			                             .flops = task_flops(&a, STARNN_CONV2D_BWD_DATA), .tensors = {dyp[i], w, dxp[i]}};
-			STARNN_CHECK(starnn_submit(&d));
+			STARNN_CHECK(submit_bwd_data(dyp[i], w, dxp[i], &a, dt, 1));
 		}
 		return 0;
 	}
 	/* Input channels: dx[:, c-block] needs w[:, c-block] (axis 1 of w). */
 	parts = starnn_part_sizes((int64_t)g.c, parts, (int64_t)g.xb, sizes);
-	if (parts == 1) {
-		struct starnn_task_desc d = {.cl = bwd_data_cls[dt], .args = &a, .args_size = sizeof a,
-		                             .flops = task_flops(&a, STARNN_CONV2D_BWD_DATA), .tensors = {dy, w, dx}};
-		return starnn_submit(&d);
-	}
+	if (parts == 1)
+		return submit_bwd_data(dy, w, dx, &a, dt, 1);
 	STARNN_CHECK(starnn_tensor_split(dx, 1, parts, sizes, &dxp));
 	STARNN_CHECK(starnn_tensor_split(w, 1, parts, sizes, &wp));
 	for (int i = 0; i < parts; i++) {
 		a.c = (uint32_t)sizes[i];
-		struct starnn_task_desc d = {.cl = bwd_data_cls[dt], .args = &a, .args_size = sizeof a,
-		                             .flops = task_flops(&a, STARNN_CONV2D_BWD_DATA), .tensors = {dy, wp[i], dxp[i]}};
-		STARNN_CHECK(starnn_submit(&d));
+		STARNN_CHECK(submit_bwd_data(dy, wp[i], dxp[i], &a, dt, 0));
 	}
 	return 0;
 }

@@ -72,6 +72,47 @@ int starnn_conv2d_bwd_data_dnnl(const struct starnn_conv2d_geom *g, starnn_dtype
 int starnn_conv2d_bwd_weight_dnnl(const struct starnn_conv2d_geom *g, starnn_dtype dt, const void *x, size_t ldx,
                                   const void *dy, size_t ldy, float beta, float *dw, size_t ldw, float *db);
 
+/* Weights packed once for many calls. oneDNN's fast kernels read the
+ * weights in their own blocked layouts (OIhw16i16o, AcdB16b32a2b ...), so
+ * every call above reorders w from OIHW first: a layer's forward at batch
+ * parts 2 reorders it twice, its backward-data pass twice more.
+ * starnn_conv2d_dnnl_pack reorders w once into `packed` (bytes of
+ * starnn_conv2d_dnnl_pack_bytes: the layout's descriptor, then the
+ * weights) for the primitive of one pass (STARNN_CONV2D_FWD or
+ * STARNN_CONV2D_BWD_DATA) of geometry g, dtype dt and the activations' row
+ * strides lda (x, or dy) and ldout (y, or dx), beta (backward data); the
+ * _packed kernels then take the packed weights as they are when that is
+ * the layout their primitive reads, and reorder w as before otherwise
+ * (packed for another geometry, or NULL). pack_bytes is 0 when the
+ * primitive reads w as it is (nothing to pack), for other passes and
+ * dtypes, and without oneDNN. */
+size_t starnn_conv2d_dnnl_pack_bytes(enum starnn_conv2d_pass pass, const struct starnn_conv2d_geom *g,
+                                     starnn_dtype dt, size_t lda, size_t ldw, size_t ldout, float beta);
+int starnn_conv2d_dnnl_pack(enum starnn_conv2d_pass pass, const struct starnn_conv2d_geom *g, starnn_dtype dt,
+                            size_t lda, const void *w, size_t ldw, size_t ldout, float beta, void *packed,
+                            size_t bytes);
+int starnn_conv2d_fwd_dnnl_packed(const struct starnn_conv2d_geom *g, starnn_dtype dt, const void *x, size_t ldx,
+                                  const void *w, size_t ldw, const void *packed, const float *b, void *y, size_t ldy);
+int starnn_conv2d_bwd_data_dnnl_packed(const struct starnn_conv2d_geom *g, starnn_dtype dt, const void *dy,
+                                       size_t ldy, const void *w, size_t ldw, const void *packed, float beta, void *dx,
+                                       size_t ldx);
+
+/* Whether the submit functions below pack weights (the default: on):
+ * where the forward and backward-data passes run on oneDNN's CPU kernels
+ * and w is a whole tensor, a conv2d_pack_weight task packs w for the pass
+ * (per geometry: the batch parts' sizes, layouts, strides) when w has been
+ * written since it was last packed (runtime/tensor.h: version), and the
+ * passes' tasks (conv2d_fwd_packed_*, conv2d_bwd_data_packed_*: CPU only)
+ * read the packed copy, kept with w. The environment variable
+ * STARNN_CONV2D_PACK=on|off chooses (read once); starnn_conv2d_pack_set
+ * overrides it (tests, benchmarks); starnn_conv2d_pack_check returns
+ * STARNN_EINVAL with a message for another value. pack_count: the pack
+ * tasks submitted since the program began. */
+int starnn_conv2d_pack(void);
+void starnn_conv2d_pack_set(int on);
+int starnn_conv2d_pack_check(void);
+uint64_t starnn_conv2d_pack_count(void);
+
 /* Which CPU kernels the conv2d codelets run: oneDNN where starnn was built
  * with it (the default: 1.5-2.7x faster than im2col in fp32 on AVX-512, and
  * the only route that computes bf16 natively), else im2col. The environment

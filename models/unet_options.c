@@ -151,6 +151,8 @@ static void usage(FILE *f)
 	        "convolutions on CPU workers (the activations: start-up line says which ran):\n"
 	        "auto (the default: the one oneDNN picks for the precision here, nChw16c /\n"
 	        "nChw8c, or NHWC for bf16 on AMX), blocked (nChw16c / nChw8c), nhwc, nchw.\n"
+	        "STARNN_CONV2D_PACK=on|off: oneDNN's weight layouts packed once per step\n"
+	        "(conv2d_pack_weight tasks; default on) or reordered in every convolution.\n"
 	        "STARNN_UNET_INJECT_INF_STEP=N puts an Inf\n"
 	        "into one gradient at training step N (test hook; needs loss scaling): the step\n"
 	        "is skipped.\n"

@@ -304,6 +304,9 @@ void starnn_tensor_destroy(starnn_tensor *t)
 		return;
 	if (t->parent) /* parts belong to their parent */
 		return;
+	for (int i = 0; i < t->nderived; i++)
+		starnn_tensor_destroy(t->derived[i].d);
+	free(t->derived);
 	free_plans(t);
 	starpu_data_unregister(t->handle);
 	starpu_free(t->host);
@@ -507,8 +510,33 @@ void starnn_tensor_make_whole(starnn_tensor *t)
 	drop_plans(t, -1);
 }
 
+struct starnn_derived *starnn_tensor_derived(starnn_tensor *t, uint64_t key)
+{
+	for (int i = 0; i < t->nderived; i++)
+		if (t->derived[i].key == key)
+			return &t->derived[i];
+	return NULL;
+}
+
+struct starnn_derived *starnn_tensor_add_derived(starnn_tensor *t, uint64_t key, starnn_tensor *d)
+{
+	if (!t->derived) {
+		t->derived = calloc(STARNN_DERIVED_MAX, sizeof *t->derived);
+		if (!t->derived)
+			return NULL;
+	}
+	if (t->nderived == STARNN_DERIVED_MAX)
+		return NULL;
+	struct starnn_derived *e = &t->derived[t->nderived++];
+	*e = (struct starnn_derived){key, UINT64_MAX, d};
+	return e;
+}
+
 void starnn_tensor_prepare(starnn_tensor *t, int write)
 {
+	if (write)
+		for (starnn_tensor *s = t; s; s = s->parent)
+			s->version++;
 	if (t->parent)
 		need_plan(t->parent, t->parent_plan, write);
 	if (t->active_plan >= 0 || (write && t->ro_plans))

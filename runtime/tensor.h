@@ -86,7 +86,28 @@ struct starnn_tensor {
 	/* Memory node of the last placed task that wrote it, -1 if unknown;
 	 * see starnn_set_edge_hook(). */
 	int node;
+
+	/* Incremented at every submission that writes t or one of its parts
+	 * (tasks, MPI receives, starnn_tensor_write: starnn_tensor_prepare),
+	 * so a copy made from t knows at submission time whether t changed
+	 * since (not changed by writes to t's parent: ask the root). */
+	uint64_t version;
+	/* Tensors derived from t (starnn_tensor_derived), destroyed with it. */
+	struct starnn_derived *derived;
+	int nderived;
 };
+
+/* A tensor derived from another one: its weights packed into a kernel's
+ * layout (codelets/conv2d.c), under a key the deriving code chooses. d is
+ * NULL where the key needs no copy (remembered so as not to ask again);
+ * version is the source's version the copy was last made from (the
+ * deriving code sets it when it submits the task that makes the copy). */
+struct starnn_derived {
+	uint64_t key;
+	uint64_t version;
+	starnn_tensor *d;
+};
+#define STARNN_DERIVED_MAX 8
 
 /* Creates a tensor with zeroed host storage registered in main memory.
  * shape has ndim (1..4) positive entries. */
@@ -97,6 +118,13 @@ int starnn_tensor_new(starnn_tensor **out, const char *name, starnn_dtype dtype,
 /* Waits for the tasks using it, then unregisters and frees it (and its
  * parts). NULL is accepted. */
 void starnn_tensor_destroy(starnn_tensor *t);
+
+/* The entry of t under key, NULL if there is none. */
+struct starnn_derived *starnn_tensor_derived(starnn_tensor *t, uint64_t key);
+/* Adds an entry (d may be NULL, see struct starnn_derived) with version
+ * UINT64_MAX (never made); t owns d from then on. NULL, without taking d,
+ * when t already has STARNN_DERIVED_MAX entries (the caller goes without). */
+struct starnn_derived *starnn_tensor_add_derived(starnn_tensor *t, uint64_t key, starnn_tensor *d);
 
 /* The largest channel block (an NHWC tensor's channels, the kernels'
  * stack buffers). */

@@ -566,10 +566,145 @@ static int key_equal(const struct dnnl_conv *a, const struct dnnl_conv *b)
 	       a->lda == b->lda && a->ldb == b->ldb && a->ldout == b->ldout && a->xb == b->xb && a->yb == b->yb;
 }
 
+static struct dnnl_conv conv_key(int kind, int pass, starnn_dtype sdt, const struct starnn_conv2d_geom *g, size_t lda,
+                                 size_t ldb, int bias, float beta, size_t ldout)
+{
+	struct dnnl_conv key = {.kind = kind, .pass = pass, .dt = (int)dnnl_dt(sdt), .bias = bias,
+	                        .accumulate = beta != 0.0f, .beta = beta, .n = g->n, .c = g->c, .o = g->o, .h = g->h,
+	                        .w = g->w, .k = g->k, .lda = lda, .ldb = ldb, .ldout = ldout,
+	                        .xb = g->xb > 1 ? g->xb : 1, .yb = g->yb > 1 ? g->yb : 1};
+	return key;
+}
+
+/* The thread's cached convolution for key in *out, created on first use;
+ * 0 or the error. */
+static int conv_entry(struct dnnl_thread *t, const struct dnnl_conv *key, struct dnnl_conv **out)
+{
+	*out = NULL;
+	for (int i = 0; i < CACHE_SLOTS; i++)
+		if (t->slot[i] && key_equal(t->slot[i], key)) {
+			*out = t->slot[i];
+			return 0;
+		}
+	struct dnnl_conv *e = malloc(sizeof *e);
+	if (!e)
+		return starnn_error(STARNN_ENOMEM, "conv2d (oneDNN): out of memory");
+	*e = *key;
+	int rc = conv_create(e);
+	if (rc < 0) {
+		conv_destroy(e);
+		return rc;
+	}
+	conv_destroy(t->slot[t->next]);
+	t->slot[t->next] = e;
+	t->next = (t->next + 1) % CACHE_SLOTS;
+	*out = e;
+	return 0;
+}
+
+/* ------------------------------------------------------- packed weights
+ * A packed buffer holds the memory descriptor of the layout it was packed
+ * into, then (64-byte aligned) the weights in that layout. */
+#define PACK_ALIGN 64
+
+static size_t pack_data_offset(const void *packed)
+{
+	uintptr_t p = (uintptr_t)packed + sizeof(dnnl_memory_desc_t);
+	return (size_t)(((p + PACK_ALIGN - 1) & ~(uintptr_t)(PACK_ALIGN - 1)) - (uintptr_t)packed);
+}
+
+/* The weights of e packed, or NULL when packed is NULL or was packed into
+ * another layout than e's primitive takes (then e reorders w itself). */
+static void *packed_weights(const struct dnnl_conv *e, const void *packed)
+{
+	if (!packed || !e->ib)
+		return NULL;
+	const dnnl_memory_desc_t *md = NULL;
+	if (dnnl_memory_get_memory_desc(e->ib, &md) != dnnl_success || !md ||
+	    !dnnl_memory_desc_equal((const dnnl_memory_desc_t *)packed, md))
+		return NULL;
+	return (char *)packed + pack_data_offset(packed);
+}
+
+static int pack_pass_ok(int pass)
+{
+	return pass == STARNN_CONV2D_FWD || pass == STARNN_CONV2D_BWD_DATA;
+}
+
+size_t starnn_conv2d_dnnl_pack_bytes(enum starnn_conv2d_pass pass, const struct starnn_conv2d_geom *g,
+                                     starnn_dtype dt, size_t lda, size_t ldw, size_t ldout, float beta)
+{
+	if (!pack_pass_ok(pass) || (dt != STARNN_FP32 && dt != STARNN_BF16) || !g->n || !g->c || !g->o || !g->h ||
+	    !g->w)
+		return 0;
+	pthread_once(&engine_once, engine_init);
+	if (engine_status != dnnl_success)
+		return 0;
+	/* built here, on the submitting thread, and not cached: the workers
+	 * build the same primitive (the same descriptors give the same
+	 * layouts) in their own caches */
+	struct dnnl_conv *e = malloc(sizeof *e);
+	if (!e)
+		return 0;
+	*e = conv_key(0, (int)pass, dt, g, lda, ldw, pass == STARNN_CONV2D_FWD, beta, ldout);
+	size_t bytes = 0;
+	if (conv_create(e) == 0 && e->re_b && e->ib) {
+		const dnnl_memory_desc_t *md = NULL;
+		if (dnnl_memory_get_memory_desc(e->ib, &md) == dnnl_success && md)
+			bytes = sizeof(dnnl_memory_desc_t) + PACK_ALIGN + md_bytes(md);
+	}
+	conv_destroy(e);
+	return bytes;
+}
+
+int starnn_conv2d_dnnl_pack(enum starnn_conv2d_pass pass, const struct starnn_conv2d_geom *g, starnn_dtype dt,
+                            size_t lda, const void *w, size_t ldw, size_t ldout, float beta, void *packed,
+                            size_t bytes)
+{
+	char shape[160];
+	int rc = 0;
+	if (!pack_pass_ok(pass) || (dt != STARNN_FP32 && dt != STARNN_BF16))
+		return starnn_error(STARNN_EINVAL, "conv2d (oneDNN): weights are packed for the forward and backward-data "
+		                                   "passes of fp32 and bf16 convolutions only");
+	struct dnnl_thread *t = thread_state();
+	if (!t)
+		return STARNN_ENOMEM;
+	struct dnnl_conv key = conv_key(0, (int)pass, dt, g, lda, ldw, pass == STARNN_CONV2D_FWD, beta, ldout);
+	struct dnnl_conv *e;
+	STARNN_CHECK(conv_entry(t, &key, &e));
+	const dnnl_memory_desc_t *md = NULL;
+	if (!e->re_b || !e->ib || dnnl_memory_get_memory_desc(e->ib, &md) != dnnl_success || !md)
+		return starnn_error(STARNN_EINVAL, "conv2d (oneDNN): the primitive takes the weights as they are: nothing "
+		                                   "to pack (%s)",
+		                    describe(shape, sizeof shape, e));
+	size_t off = pack_data_offset(packed);
+	if (off + md_bytes(md) > bytes)
+		return starnn_error(STARNN_EINVAL, "conv2d (oneDNN): %zu bytes cannot hold the packed weights (%zu; %s)",
+		                    bytes, off + md_bytes(md), describe(shape, sizeof shape, e));
+	memcpy(packed, md, sizeof *md);
+	void *bs = e->bytes_scratch ? thread_buf(3, e->bytes_scratch) : NULL;
+	if (e->bytes_scratch && !bs)
+		return starnn_error(STARNN_ENOMEM, "conv2d (oneDNN): cannot allocate %zu bytes of scratchpad (%s)",
+		                    e->bytes_scratch, describe(shape, sizeof shape, e));
+	if (e->scratch[2])
+		DNNL_TRY(dnnl_memory_set_data_handle(e->scratch[2], bs), "set handle");
+	DNNL_TRY(dnnl_memory_set_data_handle(e->ub, (void *)w), "set handle");
+	DNNL_TRY(dnnl_memory_set_data_handle(e->ib, (char *)packed + off), "set handle");
+	dnnl_exec_arg_t args[] = {{DNNL_ARG_FROM, e->ub}, {DNNL_ARG_TO, e->ib}, {DNNL_ARG_SCRATCHPAD, e->scratch[2]}};
+	DNNL_TRY(dnnl_primitive_execute(e->re_b, t->stream, e->scratch[2] ? 3 : 2, args), "weight packing");
+	DNNL_TRY(dnnl_stream_wait(t->stream), "stream wait");
+	return 0;
+fail:
+	return rc;
+}
+
 /* bias: the forward's bias (read), or the backward weight pass's bias
- * gradient (written: beta * db + new); NULL: none. */
+ * gradient (written: beta * db + new); NULL: none. packed: b packed by
+ * starnn_conv2d_dnnl_pack (NULL: none; used when its layout is the
+ * primitive's, else b is reordered as without it). */
 static int conv_run(int kind, int pass, starnn_dtype sdt, const struct starnn_conv2d_geom *g, const void *a,
-                    size_t lda, const void *b, size_t ldb, const float *bias, float beta, void *out, size_t ldout)
+                    size_t lda, const void *b, size_t ldb, const void *packed, const float *bias, float beta,
+                    void *out, size_t ldout)
 {
 	char shape[160];
 	if (sdt != STARNN_FP32 && sdt != STARNN_BF16)
@@ -580,30 +715,13 @@ static int conv_run(int kind, int pass, starnn_dtype sdt, const struct starnn_co
 	struct dnnl_thread *t = thread_state();
 	if (!t)
 		return STARNN_ENOMEM;
-	struct dnnl_conv key = {.kind = kind, .pass = pass, .dt = (int)dnnl_dt(sdt), .bias = bias != NULL,
-	                        .accumulate = beta != 0.0f, .beta = beta, .n = g->n, .c = g->c, .o = g->o, .h = g->h,
-	                        .w = g->w, .k = g->k, .lda = lda, .ldb = ldb, .ldout = ldout,
-	                        .xb = g->xb > 1 ? g->xb : 1, .yb = g->yb > 1 ? g->yb : 1};
-	struct dnnl_conv *e = NULL;
-	for (int i = 0; i < CACHE_SLOTS && !e; i++)
-		if (t->slot[i] && key_equal(t->slot[i], &key))
-			e = t->slot[i];
+	struct dnnl_conv key = conv_key(kind, pass, sdt, g, lda, ldb, bias != NULL, beta, ldout);
+	struct dnnl_conv *e;
+	STARNN_CHECK(conv_entry(t, &key, &e));
 	int rc = 0;
-	if (!e) {
-		e = malloc(sizeof *e);
-		if (!e)
-			return starnn_error(STARNN_ENOMEM, "conv2d (oneDNN): out of memory");
-		*e = key;
-		rc = conv_create(e);
-		if (rc < 0) {
-			conv_destroy(e);
-			return rc;
-		}
-		conv_destroy(t->slot[t->next]);
-		t->slot[t->next] = e;
-		t->next = (t->next + 1) % CACHE_SLOTS;
-	}
-	void *ba = e->bytes_a ? thread_buf(0, e->bytes_a) : NULL, *bb = e->bytes_b ? thread_buf(1, e->bytes_b) : NULL,
+	void *pw = packed_weights(e, packed);
+	void *ba = e->bytes_a ? thread_buf(0, e->bytes_a) : NULL,
+	     *bb = pw ? pw : e->bytes_b ? thread_buf(1, e->bytes_b) : NULL,
 	     *bo = e->bytes_out ? thread_buf(2, e->bytes_out) : NULL,
 	     *bs = e->bytes_scratch ? thread_buf(3, e->bytes_scratch) : NULL;
 	if ((e->bytes_a && !ba) || (e->bytes_b && !bb) || (e->bytes_out && !bo) || (e->bytes_scratch && !bs))
@@ -639,7 +757,7 @@ static int conv_run(int kind, int pass, starnn_dtype sdt, const struct starnn_co
 		dnnl_exec_arg_t args[] = {{DNNL_ARG_FROM, e->ua}, {DNNL_ARG_TO, e->ia}, {DNNL_ARG_SCRATCHPAD, e->scratch[1]}};
 		DNNL_TRY(dnnl_primitive_execute(e->re_a, t->stream, e->scratch[1] ? 3 : 2, args), "input reorder");
 	}
-	if (e->re_b) {
+	if (e->re_b && !pw) {
 		dnnl_exec_arg_t args[] = {{DNNL_ARG_FROM, e->ub}, {DNNL_ARG_TO, e->ib}, {DNNL_ARG_SCRATCHPAD, e->scratch[2]}};
 		DNNL_TRY(dnnl_primitive_execute(e->re_b, t->stream, e->scratch[2] ? 3 : 2, args), "input reorder");
 	}
@@ -672,19 +790,32 @@ fail:
 int starnn_conv2d_fwd_dnnl(const struct starnn_conv2d_geom *g, starnn_dtype dt, const void *x, size_t ldx,
                            const void *w, size_t ldw, const float *b, void *y, size_t ldy)
 {
-	return conv_run(0, STARNN_CONV2D_FWD, dt, g, x, ldx, w, ldw, b, 0.0f, y, ldy);
+	return conv_run(0, STARNN_CONV2D_FWD, dt, g, x, ldx, w, ldw, NULL, b, 0.0f, y, ldy);
+}
+
+int starnn_conv2d_fwd_dnnl_packed(const struct starnn_conv2d_geom *g, starnn_dtype dt, const void *x, size_t ldx,
+                                  const void *w, size_t ldw, const void *packed, const float *b, void *y, size_t ldy)
+{
+	return conv_run(0, STARNN_CONV2D_FWD, dt, g, x, ldx, w, ldw, packed, b, 0.0f, y, ldy);
 }
 
 int starnn_conv2d_bwd_data_dnnl(const struct starnn_conv2d_geom *g, starnn_dtype dt, const void *dy, size_t ldy,
                                 const void *w, size_t ldw, float beta, void *dx, size_t ldx)
 {
-	return conv_run(0, STARNN_CONV2D_BWD_DATA, dt, g, dy, ldy, w, ldw, NULL, beta, dx, ldx);
+	return conv_run(0, STARNN_CONV2D_BWD_DATA, dt, g, dy, ldy, w, ldw, NULL, NULL, beta, dx, ldx);
+}
+
+int starnn_conv2d_bwd_data_dnnl_packed(const struct starnn_conv2d_geom *g, starnn_dtype dt, const void *dy,
+                                       size_t ldy, const void *w, size_t ldw, const void *packed, float beta, void *dx,
+                                       size_t ldx)
+{
+	return conv_run(0, STARNN_CONV2D_BWD_DATA, dt, g, dy, ldy, w, ldw, packed, NULL, beta, dx, ldx);
 }
 
 int starnn_conv2d_bwd_weight_dnnl(const struct starnn_conv2d_geom *g, starnn_dtype dt, const void *x, size_t ldx,
                                   const void *dy, size_t ldy, float beta, float *dw, size_t ldw, float *db)
 {
-	return conv_run(0, STARNN_CONV2D_BWD_WEIGHT, dt, g, x, ldx, dy, ldy, db, beta, dw, ldw);
+	return conv_run(0, STARNN_CONV2D_BWD_WEIGHT, dt, g, x, ldx, dy, ldy, NULL, db, beta, dw, ldw);
 }
 
 /* Transposed 2x2 / stride 2 (codelets/convt2d.h): x [n, c, h, w], w
@@ -694,7 +825,7 @@ int starnn_convt2d_fwd_dnnl(size_t n, size_t c, size_t o, size_t h, size_t w, si
                             size_t ldy)
 {
 	struct starnn_conv2d_geom g = {n, c, o, h, w, 2, xb, yb};
-	return conv_run(1, STARNN_CONV2D_FWD, dt, &g, x, ldx, wt, ldw, bias, 0.0f, y, ldy);
+	return conv_run(1, STARNN_CONV2D_FWD, dt, &g, x, ldx, wt, ldw, NULL, bias, 0.0f, y, ldy);
 }
 
 int starnn_convt2d_bwd_data_dnnl(size_t n, size_t c, size_t o, size_t h, size_t w, size_t xb, size_t yb,
@@ -702,7 +833,7 @@ int starnn_convt2d_bwd_data_dnnl(size_t n, size_t c, size_t o, size_t h, size_t 
                                  void *dx, size_t lddx)
 {
 	struct starnn_conv2d_geom g = {n, c, o, h, w, 2, xb, yb};
-	return conv_run(1, STARNN_CONV2D_BWD_DATA, dt, &g, dy, lddy, wt, ldw, NULL, beta, dx, lddx);
+	return conv_run(1, STARNN_CONV2D_BWD_DATA, dt, &g, dy, lddy, wt, ldw, NULL, NULL, beta, dx, lddx);
 }
 
 int starnn_convt2d_bwd_weight_dnnl(size_t n, size_t c, size_t o, size_t h, size_t w, size_t xb, size_t yb,
@@ -710,7 +841,7 @@ int starnn_convt2d_bwd_weight_dnnl(size_t n, size_t c, size_t o, size_t h, size_
                                    float *dw, size_t lddw, float *db)
 {
 	struct starnn_conv2d_geom g = {n, c, o, h, w, 2, xb, yb};
-	return conv_run(1, STARNN_CONV2D_BWD_WEIGHT, dt, &g, x, ldx, dy, lddy, db, beta, dw, lddw);
+	return conv_run(1, STARNN_CONV2D_BWD_WEIGHT, dt, &g, x, ldx, dy, lddy, NULL, db, beta, dw, lddw);
 }
 
 /* Whether oneDNN runs bf16 convolutions on this processor. oneDNN
@@ -729,17 +860,17 @@ static void bf16_probe(void)
 	uint16_t yt[N * O * 4 * H * W] = {0}, dx[N * C * H * W];
 	float b[O] = {0}, dw[O * C * 9], dwt[C * O * 4];
 	struct starnn_conv2d_geom g = {N, C, O, H, W, 3, 1, 1};
-	bf16_ok = conv_run(0, STARNN_CONV2D_FWD, STARNN_BF16, &g, x, C * H * W, w, C * 9, b, 0.0f, y, O * H * W) == 0 &&
-	          conv_run(0, STARNN_CONV2D_BWD_DATA, STARNN_BF16, &g, y, O * H * W, w, C * 9, NULL, 0.0f, dx,
+	bf16_ok = conv_run(0, STARNN_CONV2D_FWD, STARNN_BF16, &g, x, C * H * W, w, C * 9, NULL, b, 0.0f, y, O * H * W) == 0 &&
+	          conv_run(0, STARNN_CONV2D_BWD_DATA, STARNN_BF16, &g, y, O * H * W, w, C * 9, NULL, NULL, 0.0f, dx,
 	                   C * H * W) == 0 &&
-	          conv_run(0, STARNN_CONV2D_BWD_WEIGHT, STARNN_BF16, &g, x, C * H * W, y, O * H * W, NULL, 0.0f, dw,
+	          conv_run(0, STARNN_CONV2D_BWD_WEIGHT, STARNN_BF16, &g, x, C * H * W, y, O * H * W, NULL, NULL, 0.0f, dw,
 	                   C * 9) == 0;
 	g.k = 2;
 	bf16_ok = bf16_ok &&
-	          conv_run(1, STARNN_CONV2D_FWD, STARNN_BF16, &g, x, C * H * W, wt, O * 4, b, 0.0f, yt, O * 4 * H * W) == 0 &&
-	          conv_run(1, STARNN_CONV2D_BWD_DATA, STARNN_BF16, &g, yt, O * 4 * H * W, wt, O * 4, NULL, 0.0f, dx,
+	          conv_run(1, STARNN_CONV2D_FWD, STARNN_BF16, &g, x, C * H * W, wt, O * 4, NULL, b, 0.0f, yt, O * 4 * H * W) == 0 &&
+	          conv_run(1, STARNN_CONV2D_BWD_DATA, STARNN_BF16, &g, yt, O * 4 * H * W, wt, O * 4, NULL, NULL, 0.0f, dx,
 	                   C * H * W) == 0 &&
-	          conv_run(1, STARNN_CONV2D_BWD_WEIGHT, STARNN_BF16, &g, x, C * H * W, yt, O * 4 * H * W, NULL, 0.0f,
+	          conv_run(1, STARNN_CONV2D_BWD_WEIGHT, STARNN_BF16, &g, x, C * H * W, yt, O * 4 * H * W, NULL, NULL, 0.0f,
 	                   dwt, O * 4) == 0;
 }
 
@@ -834,6 +965,36 @@ int starnn_conv2d_bwd_weight_dnnl(const struct starnn_conv2d_geom *g, starnn_dty
                                   const void *dy, size_t ldy, float beta, float *dw, size_t ldw, float *db)
 {
 	(void)g, (void)dt, (void)x, (void)ldx, (void)dy, (void)ldy, (void)beta, (void)dw, (void)ldw, (void)db;
+	return no_dnnl();
+}
+
+int starnn_conv2d_fwd_dnnl_packed(const struct starnn_conv2d_geom *g, starnn_dtype dt, const void *x, size_t ldx,
+                                  const void *w, size_t ldw, const void *packed, const float *b, void *y, size_t ldy)
+{
+	(void)packed;
+	return starnn_conv2d_fwd_dnnl(g, dt, x, ldx, w, ldw, b, y, ldy);
+}
+
+int starnn_conv2d_bwd_data_dnnl_packed(const struct starnn_conv2d_geom *g, starnn_dtype dt, const void *dy,
+                                       size_t ldy, const void *w, size_t ldw, const void *packed, float beta, void *dx,
+                                       size_t ldx)
+{
+	(void)packed;
+	return starnn_conv2d_bwd_data_dnnl(g, dt, dy, ldy, w, ldw, beta, dx, ldx);
+}
+
+size_t starnn_conv2d_dnnl_pack_bytes(enum starnn_conv2d_pass pass, const struct starnn_conv2d_geom *g,
+                                     starnn_dtype dt, size_t lda, size_t ldw, size_t ldout, float beta)
+{
+	(void)pass, (void)g, (void)dt, (void)lda, (void)ldw, (void)ldout, (void)beta;
+	return 0;
+}
+
+int starnn_conv2d_dnnl_pack(enum starnn_conv2d_pass pass, const struct starnn_conv2d_geom *g, starnn_dtype dt,
+                            size_t lda, const void *w, size_t ldw, size_t ldout, float beta, void *packed,
+                            size_t bytes)
+{
+	(void)pass, (void)g, (void)dt, (void)lda, (void)w, (void)ldw, (void)ldout, (void)beta, (void)packed, (void)bytes;
 	return no_dnnl();
 }
 int starnn_convt2d_fwd_dnnl(size_t n, size_t c, size_t o, size_t h, size_t w, size_t xb, size_t yb, starnn_dtype dt,

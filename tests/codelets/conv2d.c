@@ -6,7 +6,9 @@
  * split (micro-batches, channel parts of a concatenation), and bad shapes;
  * the fp16 / bf16 codelets against the fp32 ones and (CUDA: in both modes
  * of STARNN_CUDA_HALF_CONV, native and widen) against the CPU fp32 kernels
- * (half_mode_vs_cpu), and the validation of that variable.
+ * (half_mode_vs_cpu), and the validation of that variable; on oneDNN,
+ * the packed weights (packed_weights: bitwise the unpacked results,
+ * packed again exactly when w changed).
  *
  * Tolerances: fp32 results (kernels, and codelets whatever they split)
  * against the definitions summed in double, each element within the
@@ -19,6 +21,9 @@
  * rounding (sums of at most a few hundred terms of size <= 1 here). */
 #include <config.h>
 
+#include <string.h>
+
+#include "codelets/axpy.h"
 #include "codelets/conv2d.h"
 #include "codelets/convert.h"
 #include "tests/testlib.h"
@@ -835,6 +840,120 @@ static void dnnl_bf16_full_size(size_t c, size_t o, size_t side)
 	free(y), free(dx), free(dw), free(dw16), free(got);
 }
 
+/* A 4-D tensor of dt in layout cb (runtime/tensor.h) holding v (rounded
+ * to dt; NULL: zeros). */
+static starnn_tensor *tensor4_layout(const char *name, starnn_dtype dt, size_t a, size_t b, size_t c, size_t d, int cb,
+                                     const float *v)
+{
+	int64_t shape[4] = {(int64_t)a, (int64_t)b, (int64_t)c, (int64_t)d};
+	starnn_tensor *t;
+	TEST_OK(starnn_tensor_create(&t, name, dt, 4, shape));
+	if (cb > 1)
+		TEST_OK(starnn_tensor_set_cblock(t, cb));
+	if (v)
+		TEST_OK(starnn_tensor_write_f32(t, v));
+	return t;
+}
+
+static void same_bits(const char *what, starnn_tensor *a, starnn_tensor *b)
+{
+	float *x = test_read(a), *y = test_read(b);
+	size_t n = starnn_tensor_numel(a), bad = 0;
+	for (size_t i = 0; i < n; i++)
+		bad += memcmp(&x[i], &y[i], sizeof *x) != 0;
+	TEST_ASSERT(bad == 0, "%s: %zu of %zu elements differ from the unpacked run", what, bad, n);
+	free(x), free(y);
+}
+
+/* Packed weights (starnn_conv2d_pack): a layer's forward and backward
+ * data over two micro-batch parts, as the UNet submits them, with packing
+ * on give bitwise what they give with it off (the same primitive on the
+ * same weights, packed before instead of inside each call); one pack task
+ * per pass, none for a pass whose w has not changed, and a new one after
+ * w is written, by the host (starnn_tensor_write_f32) or by a task
+ * (starnn_convert from fp32 masters, as the optimizer's copies are made),
+ * whose values the next passes then use. dt fp32 or bf16, x and y in
+ * layouts xb, yb. */
+static void packed_weights(starnn_dtype dt, size_t n, size_t c, size_t o, size_t s, int xb, int yb)
+{
+	char what[160];
+	snprintf(what, sizeof what, "packed weights %s n %zu c %zu o %zu %zux%zu, layouts %d / %d", starnn_dtype_name(dt),
+	         n, c, o, s, s, xb, yb);
+	size_t nx = n * c * s * s, ny = n * o * s * s, nw = o * c * 9;
+	float *xv = test_random(nx, -1, 1), *dyv = test_random(ny, -1, 1), *dxv = test_random(nx, -1, 1);
+	float *wv = test_random(nw, -0.3f, 0.3f), *wv2 = test_random(nw, -0.3f, 0.3f), *bv = test_random(o, -1, 1);
+	starnn_tensor *x = tensor4_layout("x", dt, n, c, s, s, xb, xv), *dy = tensor4_layout("dy", dt, n, o, s, s, yb, dyv);
+	starnn_tensor *w = tensor4_layout("w", dt, o, c, 3, 3, 1, wv), *b = tensor1("b", o, bv);
+	starnn_tensor *master = tensor4("master", o, c, 3, 3, wv2);
+	starnn_tensor *y[2], *dx[2], *dxa[2];
+	int (*fwd)(starnn_tensor *, starnn_tensor *, starnn_tensor *, starnn_tensor *) =
+		dt == STARNN_FP32 ? starnn_conv2d_fwd : starnn_conv2d_fwd_mp;
+	int (*bwd_data)(starnn_tensor *, starnn_tensor *, float, starnn_tensor *) =
+		dt == STARNN_FP32 ? starnn_conv2d_bwd_data : starnn_conv2d_bwd_data_mp;
+	for (int r = 0; r < 2; r++) {
+		y[r] = tensor4_layout("y", dt, n, o, s, s, yb, NULL);
+		dx[r] = tensor4_layout("dx", dt, n, c, s, s, xb, NULL);
+		dxa[r] = tensor4_layout("dxa", dt, n, c, s, s, xb, dxv);
+	}
+	starnn_tensor **xp, **dyp, *const *yp[2], *const *dxp[2], *const *dxap[2];
+	TEST_OK(starnn_tensor_split(x, 0, 2, NULL, &xp));
+	TEST_OK(starnn_tensor_split(dy, 0, 2, NULL, &dyp));
+	for (int r = 0; r < 2; r++) {
+		starnn_tensor **p;
+		TEST_OK(starnn_tensor_split(y[r], 0, 2, NULL, &p));
+		yp[r] = p;
+		TEST_OK(starnn_tensor_split(dx[r], 0, 2, NULL, &p));
+		dxp[r] = p;
+		TEST_OK(starnn_tensor_split(dxa[r], 0, 2, NULL, &p));
+		dxap[r] = p;
+	}
+	/* three rounds: w as made, w written by the host, w written by a task */
+	for (int round = 0; round < 3; round++) {
+		if (round == 1)
+			TEST_OK(starnn_tensor_write_f32(w, wv2));
+		if (round == 2) {
+			TEST_OK(starnn_scale(0.5f, master));
+			if (dt == STARNN_FP32)
+				TEST_OK(starnn_axpy(1.0f, master, w)); /* w += master / 2 */
+			else
+				TEST_OK(starnn_convert(master, w));
+		}
+		uint64_t before = starnn_conv2d_pack_count();
+		/* r 0: packing off (the reference); r 1: on, twice each pass */
+		for (int r = 0; r < 2; r++) {
+			starnn_conv2d_pack_set(r);
+			for (int rep = 0; rep < 1 + r; rep++)
+				for (int p = 0; p < 2; p++) {
+					TEST_OK(fwd(xp[p], w, b, yp[r][p]));
+					TEST_OK(bwd_data(dyp[p], w, 0.0f, dxp[r][p]));
+					if (rep == 0)
+						TEST_OK(bwd_data(dyp[p], w, 1.0f, dxap[r][p])); /* dx += */
+				}
+		}
+		TEST_OK(starnn_wait());
+		char w2[200];
+		snprintf(w2, sizeof w2, "%s, round %d: forward", what, round);
+		same_bits(w2, y[1], y[0]);
+		snprintf(w2, sizeof w2, "%s, round %d: backward data", what, round);
+		same_bits(w2, dx[1], dx[0]);
+		snprintf(w2, sizeof w2, "%s, round %d: backward data, accumulating", what, round);
+		same_bits(w2, dxa[1], dxa[0]);
+		/* forward, backward data with beta 0 and with beta 1: three packs
+		 * (oneDNN reads w as it is in none of these) */
+		uint64_t packs = starnn_conv2d_pack_count() - before;
+		TEST_ASSERT(packs == 3, "%s, round %d: %llu pack tasks, expected 3 (one per pass)", what, round,
+		            (unsigned long long)packs);
+	}
+	/* the reference really is a different route: the packed copies exist */
+	TEST_ASSERT(w->nderived == 3 && w->derived[0].d != NULL, "%s: %d packed copies of w, expected 3", what,
+	            w->nderived);
+	starnn_conv2d_pack_set(1);
+	starnn_tensor *all[] = {x, dy, w, b, master, y[0], y[1], dx[0], dx[1], dxa[0], dxa[1]};
+	for (size_t i = 0; i < sizeof all / sizeof *all; i++)
+		starnn_tensor_destroy(all[i]);
+	free(xv), free(dyv), free(dxv), free(wv), free(wv2), free(bv);
+}
+
 int main(void)
 {
 	test_init();
@@ -919,6 +1038,16 @@ int main(void)
 					half_mode_vs_cpu(mode_shapes[i], halves[t], views[i]);
 		}
 		TEST_OK(starnn_cuda_half_conv_set(STARNN_CUDA_HALF_WIDEN));
+		if (!TEST_ON_CUDA && kernels == STARNN_CONV2D_DNNL) {
+			packed_weights(STARNN_FP32, 4, 16, 32, 16, 1, 1);
+			int b = starnn_conv2d_dnnl_block(STARNN_FP32);
+			if (b > 1)
+				packed_weights(STARNN_FP32, 4, 32, 16, 12, b, b);
+			if (starnn_conv2d_dnnl_bf16()) {
+				packed_weights(STARNN_BF16, 4, 16, 32, 16, 1, 1);
+				packed_weights(STARNN_BF16, 2, 32, 64, 8, 32, 64); /* NHWC */
+			}
+		}
 	}
 	return test_finish();
 }

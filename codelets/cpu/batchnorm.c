@@ -452,10 +452,24 @@ void starnn_bn_bwd_apply_mp_cpu(starnn_dtype dt, size_t n, size_t c, size_t inne
  * once per group of 8 lanes with that group's sums in registers (fp32 data
  * is walked in chunks too, so that a chunk stays in L1 across its groups).
  * The callers pass B = 8 and 16 as constants (the loops then unroll). */
-#define VD8_AT(p) __extension__({ starnn_vd8 v_; memcpy(&v_, (p), sizeof v_); v_; })
-#define VD8_PUT(p, v) __extension__({ starnn_vd8 w_ = (v); memcpy((p), &w_, sizeof w_); })
 
-STARNN_SIMD_INLINE void bn_stats_blk_any(starnn_dtype dt, size_t B, size_t n, size_t c, size_t inner,
+/* Group q's sums (lanes q .. q + 7, in sa, sb) over the pixels of a chunk
+ * of len elements in blocks of B: 8 / W vectors VD of W doubles (OF widens
+ * W floats), the clone's register width (wider vectors are kept in memory
+ * by GCC 12): the same sums at every width. */
+#define BLK_STATS_GROUP(VD, W, OF)                                                                             \
+	do {                                                                                                   \
+		VD a_[8 / W], b_[8 / W];                                                                       \
+		memcpy(a_, sa + q, sizeof a_), memcpy(b_, sb + q, sizeof b_);                                  \
+		for (size_t i = q; i < len; i += B)                                                            \
+			for (int h = 0; h < 8 / W; h++) {                                                      \
+				VD t = OF(v + i + W * h);                                                      \
+				a_[h] += t, b_[h] += t * t;                                                    \
+			}                                                                                      \
+		memcpy(sa + q, a_, sizeof a_), memcpy(sb + q, b_, sizeof b_);                                  \
+	} while (0)
+
+STARNN_SIMD_INLINE void bn_stats_blk_any(int level, starnn_dtype dt, size_t B, size_t n, size_t c, size_t inner,
                                          const void *x, size_t ldx, double *sums, int accumulate)
 {
 	const size_t es = starnn_halfrow_es(dt), step = BLK_BUF / B * B, len_all = inner * B;
@@ -472,12 +486,12 @@ STARNN_SIMD_INLINE void bn_stats_blk_any(starnn_dtype dt, size_t B, size_t n, si
 				size_t len = min_sz(step, len_all - i0);
 				const float *v = starnn_halfrow_load(dt, p + i0 * es, len, buf);
 				for (size_t q = 0; q < B; q += 8) {
-					starnn_vd8 a = VD8_AT(sa + q), b = VD8_AT(sb + q);
-					for (size_t i = q; i < len; i += B) {
-						starnn_vd8 t = STARNN_VD8_OF(v + i);
-						a += t, b += t * t;
-					}
-					VD8_PUT(sa + q, a), VD8_PUT(sb + q, b);
+					if (level == STARNN_SIMD_AVX512)
+						BLK_STATS_GROUP(starnn_vd8, 8, STARNN_VD8_OF);
+					else if (level == STARNN_SIMD_AVX2)
+						BLK_STATS_GROUP(starnn_vd4, 4, STARNN_VD4_OF);
+					else
+						BLK_STATS_GROUP(starnn_vd2, 2, STARNN_VD2_OF);
 				}
 			}
 		}
@@ -488,20 +502,20 @@ STARNN_SIMD_INLINE void bn_stats_blk_any(starnn_dtype dt, size_t B, size_t n, si
 	}
 }
 
-STARNN_SIMD_INLINE void bn_stats_blk_impl(starnn_dtype dt, size_t cb, size_t n, size_t c, size_t inner,
+STARNN_SIMD_INLINE void bn_stats_blk_impl(int level, starnn_dtype dt, size_t cb, size_t n, size_t c, size_t inner,
                                           const void *x, size_t ldx, double *sums, int accumulate)
 {
 	if (cb == 16)
-		bn_stats_blk_any(dt, 16, n, c, inner, x, ldx, sums, accumulate);
+		bn_stats_blk_any(level, dt, 16, n, c, inner, x, ldx, sums, accumulate);
 	else if (cb == 8)
-		bn_stats_blk_any(dt, 8, n, c, inner, x, ldx, sums, accumulate);
+		bn_stats_blk_any(level, dt, 8, n, c, inner, x, ldx, sums, accumulate);
 	else
-		bn_stats_blk_any(dt, cb, n, c, inner, x, ldx, sums, accumulate);
+		bn_stats_blk_any(level, dt, cb, n, c, inner, x, ldx, sums, accumulate);
 }
-STARNN_SIMD_CLONES(bn_stats_blk_impl,
-                   (starnn_dtype dt, size_t cb, size_t n, size_t c, size_t inner, const void *x, size_t ldx,
-                    double *sums, int accumulate),
-                   (dt, cb, n, c, inner, x, ldx, sums, accumulate))
+STARNN_SIMD_CLONES_LEVEL(bn_stats_blk_impl,
+                         (starnn_dtype dt, size_t cb, size_t n, size_t c, size_t inner, const void *x, size_t ldx,
+                          double *sums, int accumulate),
+                         dt, cb, n, c, inner, x, ldx, sums, accumulate)
 
 void starnn_bn_stats_blk_cpu(starnn_dtype dt, size_t cb, size_t n, size_t c, size_t inner, const void *x,
                              size_t ldx, double *sums, int accumulate)
@@ -572,9 +586,27 @@ void starnn_bn_apply_blk_cpu(starnn_dtype dt, size_t cb, size_t n, size_t c, siz
 	                 (dt, cb, n, c, inner, x, ldx, mean, stat, var_given, eps, gamma, beta, relu, y, ldy));
 }
 
-/* As bn_stats_blk_any. */
-STARNN_SIMD_INLINE void bn_bwd_reduce_blk_any(starnn_dtype dt, size_t B, size_t n, size_t c, size_t inner,
-                                              const void *x, size_t ldx, const void *dy, size_t lddy,
+/* As BLK_STATS_GROUP: sum g, sum g * (x - m) of group q, g = dy or dy
+ * masked by y > 0. */
+#define BLK_BWD_GROUP(VD, W, OF)                                                                               \
+	do {                                                                                                   \
+		VD mq_[8 / W], a_[8 / W], b_[8 / W];                                                           \
+		memcpy(mq_, m + q, sizeof mq_);                                                                \
+		memcpy(a_, sa + q, sizeof a_), memcpy(b_, sb + q, sizeof b_);                                  \
+		for (size_t i = q; i < len; i += B)                                                            \
+			for (int h = 0; h < 8 / W; h++) {                                                      \
+				VD g = OF(gv + i + W * h);                                                     \
+				if (yv) {                                                                      \
+					VD yq = OF(yv + i + W * h);                                            \
+					g = MASK_POS(g, yq);                                                   \
+				}                                                                              \
+				a_[h] += g, b_[h] += g * (OF(xv + i + W * h) - mq_[h]);                        \
+			}                                                                                      \
+		memcpy(sa + q, a_, sizeof a_), memcpy(sb + q, b_, sizeof b_);                                  \
+	} while (0)
+
+STARNN_SIMD_INLINE void bn_bwd_reduce_blk_any(int level, starnn_dtype dt, size_t B, size_t n, size_t c,
+                                              size_t inner, const void *x, size_t ldx, const void *dy, size_t lddy,
                                               const void *y, size_t ldy, const float *mean, double *sums,
                                               int accumulate)
 {
@@ -595,16 +627,12 @@ STARNN_SIMD_INLINE void bn_bwd_reduce_blk_any(starnn_dtype dt, size_t B, size_t 
 				const float *gv = starnn_halfrow_load(dt, gp + i0 * es, len, gbuf);
 				const float *yv = yp ? starnn_halfrow_load(dt, yp + i0 * es, len, ybuf) : NULL;
 				for (size_t q = 0; q < B; q += 8) {
-					starnn_vd8 mq = VD8_AT(m + q), a = VD8_AT(sa + q), b = VD8_AT(sb + q);
-					for (size_t i = q; i < len; i += B) {
-						starnn_vd8 g = STARNN_VD8_OF(gv + i);
-						if (yv) {
-							starnn_vd8 yq = STARNN_VD8_OF(yv + i);
-							g = MASK_POS(g, yq);
-						}
-						a += g, b += g * (STARNN_VD8_OF(xv + i) - mq);
-					}
-					VD8_PUT(sa + q, a), VD8_PUT(sb + q, b);
+					if (level == STARNN_SIMD_AVX512)
+						BLK_BWD_GROUP(starnn_vd8, 8, STARNN_VD8_OF);
+					else if (level == STARNN_SIMD_AVX2)
+						BLK_BWD_GROUP(starnn_vd4, 4, STARNN_VD4_OF);
+					else
+						BLK_BWD_GROUP(starnn_vd2, 2, STARNN_VD2_OF);
 				}
 			}
 		}
@@ -615,23 +643,23 @@ STARNN_SIMD_INLINE void bn_bwd_reduce_blk_any(starnn_dtype dt, size_t B, size_t 
 	}
 }
 
-STARNN_SIMD_INLINE void bn_bwd_reduce_blk_impl(starnn_dtype dt, size_t cb, size_t n, size_t c, size_t inner,
-                                               const void *x, size_t ldx, const void *dy, size_t lddy,
+STARNN_SIMD_INLINE void bn_bwd_reduce_blk_impl(int level, starnn_dtype dt, size_t cb, size_t n, size_t c,
+                                               size_t inner, const void *x, size_t ldx, const void *dy, size_t lddy,
                                                const void *y, size_t ldy, const float *mean, double *sums,
                                                int accumulate)
 {
 	if (cb == 16)
-		bn_bwd_reduce_blk_any(dt, 16, n, c, inner, x, ldx, dy, lddy, y, ldy, mean, sums, accumulate);
+		bn_bwd_reduce_blk_any(level, dt, 16, n, c, inner, x, ldx, dy, lddy, y, ldy, mean, sums, accumulate);
 	else if (cb == 8)
-		bn_bwd_reduce_blk_any(dt, 8, n, c, inner, x, ldx, dy, lddy, y, ldy, mean, sums, accumulate);
+		bn_bwd_reduce_blk_any(level, dt, 8, n, c, inner, x, ldx, dy, lddy, y, ldy, mean, sums, accumulate);
 	else
-		bn_bwd_reduce_blk_any(dt, cb, n, c, inner, x, ldx, dy, lddy, y, ldy, mean, sums, accumulate);
+		bn_bwd_reduce_blk_any(level, dt, cb, n, c, inner, x, ldx, dy, lddy, y, ldy, mean, sums, accumulate);
 }
-STARNN_SIMD_CLONES(bn_bwd_reduce_blk_impl,
-                   (starnn_dtype dt, size_t cb, size_t n, size_t c, size_t inner, const void *x, size_t ldx,
-                    const void *dy, size_t lddy, const void *y, size_t ldy, const float *mean, double *sums,
-                    int accumulate),
-                   (dt, cb, n, c, inner, x, ldx, dy, lddy, y, ldy, mean, sums, accumulate))
+STARNN_SIMD_CLONES_LEVEL(bn_bwd_reduce_blk_impl,
+                         (starnn_dtype dt, size_t cb, size_t n, size_t c, size_t inner, const void *x, size_t ldx,
+                          const void *dy, size_t lddy, const void *y, size_t ldy, const float *mean, double *sums,
+                          int accumulate),
+                         dt, cb, n, c, inner, x, ldx, dy, lddy, y, ldy, mean, sums, accumulate)
 
 void starnn_bn_bwd_reduce_blk_cpu(starnn_dtype dt, size_t cb, size_t n, size_t c, size_t inner, const void *x,
                                   size_t ldx, const void *dy, size_t lddy, const void *y, size_t ldy,

@@ -16,6 +16,12 @@
  * codelets did (codelets/halfwrap.h): convert the inputs to fp32 scratch,
  * run the fp32 kernel, convert the outputs back.
  *
+ * Blocked layouts (runtime/tensor.h): the batch-norm and max-pool kernels
+ * the UNet runs on oneDNN's channel blocks (starnn_bn_*_blk_cpu,
+ * starnn_maxpool_*_blk_cpu) are timed on the same data read as nChw8c and
+ * nChw16c (lines "KERNEL/8c", "KERNEL/16c"; --cblock picks one, 0 none);
+ * builds without them show "-".
+ *
  * Shapes: 128 = [4, 16, 128, 128] (UNet level 0 at 128x128, f = 16, batch
  * 4), 384 = [1, 32, 384, 384] (384x384, f = 32, batch 1). Bytes per call
  * are the tensors read plus the tensors written, once each (scratch
@@ -28,6 +34,7 @@
  *
  *   bench-memops [--lib PATH[@LEVEL]]... [--shape 128|384|all]
  *                [--dtype fp32|bf16|fp16|all] [--reps N] [--only SUBSTRING]
+ *                [--cblock 8|16|0|all]
  * Without --lib: this build's library (at its best level). */
 #include <config.h>
 
@@ -90,6 +97,18 @@ typedef void (*adam_fn)(size_t, size_t, const struct starnn_adam_step *, float *
                         float *, size_t, float *, size_t);
 typedef void (*sgd_fn)(size_t, size_t, const struct starnn_sgd_step *, float *, size_t, const float *, size_t, float *,
                        size_t);
+typedef void (*bn_stats_blk_fn)(starnn_dtype, size_t, size_t, size_t, size_t, const void *, size_t, double *, int);
+typedef void (*bn_apply_blk_fn)(starnn_dtype, size_t, size_t, size_t, size_t, const void *, size_t, const float *,
+                                const float *, int, float, const float *, const float *, int, void *, size_t);
+typedef void (*bn_reduce_blk_fn)(starnn_dtype, size_t, size_t, size_t, size_t, const void *, size_t, const void *,
+                                 size_t, const void *, size_t, const float *, double *, int);
+typedef void (*bn_bapply_blk_fn)(starnn_dtype, size_t, size_t, size_t, size_t, const void *, size_t, const void *,
+                                 size_t, const void *, size_t, const float *, const float *, const float *, size_t,
+                                 const double *, size_t, double, float, void *, size_t);
+typedef void (*mp_fwd_blk_fn)(starnn_dtype, size_t, size_t, size_t, size_t, size_t, const void *, size_t, void *,
+                              size_t);
+typedef void (*mp_bwd_blk_fn)(starnn_dtype, size_t, size_t, size_t, size_t, size_t, const void *, size_t,
+                              const void *, size_t, float, void *, size_t);
 typedef int (*set_level_fn)(int);
 typedef int (*compress_fn)(starnn_wire_format, size_t, size_t, const float *, size_t, uint8_t *);
 typedef int (*decompress_fn)(starnn_wire_format, size_t, size_t, const uint8_t *, float *, size_t);
@@ -129,6 +148,13 @@ struct lib {
 	decompress_fn decompress;
 	wire_bytes_fn wire_bytes;
 	wire_name_fn wire_name;
+	/* blocked layouts (NULL: a build before them) */
+	bn_stats_blk_fn bn_stats_blk;
+	bn_apply_blk_fn bn_apply_blk;
+	bn_reduce_blk_fn bn_reduce_blk;
+	bn_bapply_blk_fn bn_bapply_blk;
+	mp_fwd_blk_fn mp_fwd_blk;
+	mp_bwd_blk_fn mp_bwd_blk;
 };
 
 static struct lib libs[MAX_LIBS];
@@ -218,6 +244,15 @@ static void open_lib(const char *arg)
 	l->wire_name = (wire_name_fn)sym(l, "starnn_wire_name", 0);
 	if (!l->compress || !l->decompress || !l->wire_bytes || !l->wire_name)
 		l->compress = NULL;
+	l->bn_stats_blk = (bn_stats_blk_fn)sym(l, "starnn_bn_stats_blk_cpu", 0);
+	l->bn_apply_blk = (bn_apply_blk_fn)sym(l, "starnn_bn_apply_blk_cpu", 0);
+	l->bn_reduce_blk = (bn_reduce_blk_fn)sym(l, "starnn_bn_bwd_reduce_blk_cpu", 0);
+	l->bn_bapply_blk = (bn_bapply_blk_fn)sym(l, "starnn_bn_bwd_apply_blk_cpu", 0);
+	l->mp_fwd_blk = (mp_fwd_blk_fn)sym(l, "starnn_maxpool_fwd_blk_cpu", 0);
+	l->mp_bwd_blk = (mp_bwd_blk_fn)sym(l, "starnn_maxpool_bwd_blk_cpu", 0);
+	if (!l->bn_stats_blk || !l->bn_apply_blk || !l->bn_reduce_blk || !l->bn_bapply_blk || !l->mp_fwd_blk ||
+	    !l->mp_bwd_blk)
+		l->bn_stats_blk = NULL;
 	nlibs++;
 }
 
@@ -240,6 +275,7 @@ struct bufs {
 	float *w32, *g32, *m32, *v32;      /* optimizer state, numel each */
 	uint8_t *wire;                     /* 4 numel + block scales: any format's wire */
 	starnn_wire_format wf;             /* the format of K_COMPRESS / K_DECOMPRESS */
+	size_t cb;                         /* channel block of the _BLK kernels */
 };
 
 static uint64_t rng = 0x9e3779b97f4a7c15ull;
@@ -325,13 +361,32 @@ static void bufs_free(struct bufs *b)
 
 enum kernel {
 	K_TO32, K_FROM32, K_BN_STATS, K_BN_APPLY, K_BN_REDUCE, K_BN_BAPPLY, K_MP_FWD, K_MP_BWD, K_CC_FWD, K_CC_BWD,
-	K_RELU, K_RELU_BWD, K_AXPY, K_SGD, K_ADAM, K_MEMCPY, K_COMPRESS, K_DECOMPRESS, K_NKERNELS
+	K_RELU, K_RELU_BWD, K_AXPY, K_SGD, K_ADAM, K_MEMCPY, K_COMPRESS, K_DECOMPRESS,
+	/* blocked layouts, channel block b->cb */
+	K_BN_STATS_BLK, K_BN_APPLY_BLK, K_BN_REDUCE_BLK, K_BN_BAPPLY_BLK, K_MP_FWD_BLK, K_MP_BWD_BLK, K_NKERNELS
 };
 
 static const char *const kernel_names[K_NKERNELS] = {
 	"convert_to_fp32", "convert_from_fp32", "bn_stats", "bn_apply_relu", "bn_bwd_reduce_relu",
 	"bn_bwd_apply_relu", "maxpool_fwd", "maxpool_bwd_beta1", "concat_fwd", "concat_bwd_beta1", "relu_fwd",
-	"relu_bwd", "axpy", "sgd_momentum", "adam", "memcpy", "compress", "decompress"};
+	"relu_bwd", "axpy", "sgd_momentum", "adam", "memcpy", "compress", "decompress", "bn_stats", "bn_apply_relu",
+	"bn_bwd_reduce_relu", "bn_bwd_apply_relu", "maxpool_fwd", "maxpool_bwd_beta1"};
+
+/* Whether kernel k is a blocked-layout one. */
+static int kernel_blocked(enum kernel k)
+{
+	return k >= K_BN_STATS_BLK && k < K_NKERNELS;
+}
+
+/* Whether library l has kernel k (wire and blocked kernels came later). */
+static int lib_has(const struct lib *l, enum kernel k)
+{
+	if (k == K_COMPRESS || k == K_DECOMPRESS)
+		return l->compress != NULL;
+	if (kernel_blocked(k))
+		return l->bn_stats_blk != NULL;
+	return 1;
+}
 
 /* The first library with the wire kernels, or NULL. */
 static struct lib *wire_lib(void)
@@ -351,16 +406,22 @@ static double kernel_bytes(enum kernel k, const struct bufs *b)
 	case K_FROM32:
 		return n * (e + 4);
 	case K_BN_STATS:
+	case K_BN_STATS_BLK:
 		return n * e;
 	case K_BN_APPLY:
+	case K_BN_APPLY_BLK:
 		return n * 2 * e;
 	case K_BN_REDUCE:
+	case K_BN_REDUCE_BLK:
 		return n * 3 * e;
 	case K_BN_BAPPLY:
+	case K_BN_BAPPLY_BLK:
 		return n * 4 * e;
 	case K_MP_FWD:
+	case K_MP_FWD_BLK:
 		return n * 1.25 * e;
 	case K_MP_BWD:
+	case K_MP_BWD_BLK:
 		return n * 3.25 * e; /* x, dy / 4, dx read and written */
 	case K_CC_FWD:
 		return n * 4 * e; /* a, b read; cat (2n) written */
@@ -544,6 +605,26 @@ static void run_kernel(struct lib *l, enum kernel k, struct bufs *b)
 	case K_COMPRESS:
 		l->compress(b->wf, n, cols, b->x, cols, b->wire);
 		break;
+	case K_BN_STATS_BLK:
+		l->bn_stats_blk(dt, b->cb, n, c, inner, b->x, cols, b->slot, 0);
+		break;
+	case K_BN_APPLY_BLK:
+		l->bn_apply_blk(dt, b->cb, n, c, inner, b->x, cols, b->mean, b->invstd, 0, 1e-5f, b->gamma, b->beta, 1, b->y,
+		                cols);
+		break;
+	case K_BN_REDUCE_BLK:
+		l->bn_reduce_blk(dt, b->cb, n, c, inner, b->x, cols, b->dy, cols, b->y, cols, b->mean, b->slot, 0);
+		break;
+	case K_BN_BAPPLY_BLK:
+		l->bn_bapply_blk(dt, b->cb, n, c, inner, b->x, cols, b->dy, cols, b->y, cols, b->mean, b->invstd, b->gamma,
+		                 1, b->slot, 2 * c, (double)N, 0.0f, b->dx, cols);
+		break;
+	case K_MP_FWD_BLK:
+		l->mp_fwd_blk(dt, b->cb, n, c, h, w, b->x, cols, b->py, cols / 4);
+		break;
+	case K_MP_BWD_BLK:
+		l->mp_bwd_blk(dt, b->cb, n, c, h, w, b->x, cols, b->pdy, cols / 4, 1.0f, b->dx, cols);
+		break;
 	case K_DECOMPRESS:
 		l->decompress(b->wf, n, cols, b->wire, b->y, cols);
 		break;
@@ -578,22 +659,21 @@ static int cmp_double(const void *a, const void *b)
 static void time_kernel(enum kernel k, struct bufs *b, const char *name, const char *shape, int reps)
 {
 	static double t[MAX_LIBS][MAX_REPS];
-	int wire = k == K_COMPRESS || k == K_DECOMPRESS;
 	for (int j = 0; j < nlibs; j++)
-		if (!wire || libs[j].compress)
+		if (lib_has(&libs[j], k))
 			run_kernel(&libs[j], k, b); /* warm-up */
 	for (int r = 0; r < reps; r++)
 		for (int j = 0; j < nlibs; j++) {
-			if (wire && !libs[j].compress)
+			if (!lib_has(&libs[j], k))
 				continue;
 			double t0 = now();
 			run_kernel(&libs[j], k, b);
 			t[j][r] = now() - t0;
 		}
 	double bytes = kernel_bytes(k, b), gbs[MAX_LIBS];
-	printf("%-20s %5s %5s %9.1f", name, shape, dtype_name(b->dt), bytes / 1e6);
+	printf("%-24s %5s %5s %9.1f", name, shape, dtype_name(b->dt), bytes / 1e6);
 	for (int j = 0; j < nlibs; j++) {
-		if (wire && !libs[j].compress) {
+		if (!lib_has(&libs[j], k)) {
 			gbs[j] = 0;
 			printf(" %14s", "-");
 			continue;
@@ -611,13 +691,14 @@ static void time_kernel(enum kernel k, struct bufs *b, const char *name, const c
 static void usage(void)
 {
 	fprintf(stderr, "usage: bench-memops [--lib PATH[@generic|@avx2|@avx512]]... [--shape 128|384|all]\n"
-	                "                    [--dtype fp32|bf16|fp16|all] [--reps N] [--only SUBSTRING]\n");
+	                "                    [--dtype fp32|bf16|fp16|all] [--reps N] [--only SUBSTRING]\n"
+	                "                    [--cblock 8|16|0|all]\n");
 	exit(2);
 }
 
 int main(int argc, char **argv)
 {
-	const char *shape_arg = "all", *dtype_arg = "all", *only = NULL;
+	const char *shape_arg = "all", *dtype_arg = "all", *only = NULL, *cblock_arg = "all";
 	int reps = 15;
 	for (int i = 1; i < argc; i++) {
 		if (strcmp(argv[i], "--lib") == 0 && i + 1 < argc)
@@ -630,10 +711,19 @@ int main(int argc, char **argv)
 			reps = atoi(argv[++i]);
 		else if (strcmp(argv[i], "--only") == 0 && i + 1 < argc)
 			only = argv[++i];
+		else if (strcmp(argv[i], "--cblock") == 0 && i + 1 < argc)
+			cblock_arg = argv[++i];
 		else
 			usage();
 	}
 	if (reps < 1 || reps > MAX_REPS)
+		usage();
+	static const size_t cblocks_all[] = {8, 16};
+	size_t cblocks[2], ncblocks = 0;
+	for (size_t i = 0; i < 2; i++)
+		if (!strcmp(cblock_arg, "all") || (size_t)atoi(cblock_arg) == cblocks_all[i])
+			cblocks[ncblocks++] = cblocks_all[i];
+	if (!ncblocks && strcmp(cblock_arg, "0") != 0)
 		usage();
 	if (nlibs == 0)
 		open_lib(STARNN_BUILD_LIB);
@@ -643,7 +733,7 @@ int main(int argc, char **argv)
 	printf("# bench-memops: median GB/s of %d calls (bytes read + written once per call), one thread\n", reps);
 	for (int j = 0; j < nlibs; j++)
 		printf("# lib %d: %s\n", j, libs[j].label);
-	printf("%-20s %5s %5s %9s", "kernel", "shape", "dtype", "MB");
+	printf("%-24s %5s %5s %9s", "kernel", "shape", "dtype", "MB");
 	for (int j = 0; j < nlibs; j++)
 		printf(" %14.14s", libs[j].label);
 	if (nlibs > 1)
@@ -661,6 +751,16 @@ int main(int argc, char **argv)
 			for (int k = 0; k < K_NKERNELS; k++) {
 				if (k == K_DECOMPRESS || !kernel_applies((enum kernel)k, dt))
 					continue;
+				if (kernel_blocked((enum kernel)k)) {
+					for (size_t bi = 0; bi < ncblocks; bi++) {
+						char name[40];
+						b.cb = cblocks[bi];
+						snprintf(name, sizeof name, "%s/%zuc", kernel_names[k], b.cb);
+						if (!only || strstr(name, only))
+							time_kernel((enum kernel)k, &b, name, shapes[si].name, reps);
+					}
+					continue;
+				}
 				if (k != K_COMPRESS) {
 					if (!only || strstr(kernel_names[k], only))
 						time_kernel((enum kernel)k, &b, kernel_names[k], shapes[si].name, reps);

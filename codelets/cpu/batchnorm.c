@@ -437,16 +437,16 @@ void starnn_bn_bwd_apply_mp_cpu(starnn_dtype dt, size_t n, size_t c, size_t inne
 /* a chunk: at most BLK_BUF elements (whole pixels) */
 #define BLK_BUF (CHUNK > BLK_MAX ? CHUNK : BLK_MAX)
 
-/* 8 lanes of a pixel (explicit vectors: GCC does not vectorise the loops
- * over lanes by itself): unaligned loads and stores; (macros: a function
- * taking or returning a 32-byte vector would change the ABI in the
+/* W lanes of a pixel (explicit vectors VF of W floats: GCC does not
+ * vectorise the loops over lanes by itself; W = 8 with AVX2 and AVX-512, 4
+ * in the generic clone, whose xmm registers would otherwise hold a split
+ * 8-float vector in memory): unaligned loads and stores; (macros: a
+ * function taking or returning a vector would change the ABI in the
  * generic clone). */
-#define VF8_AT(p) __extension__({ starnn_vf8 v_; memcpy(&v_, (p), sizeof v_); v_; })
-#define VF8_PUT(p, v) __extension__({ starnn_vf8 w_ = (v); memcpy((p), &w_, sizeof w_); })
+#define VF_AT(VF, p) __extension__({ VF v_; memcpy(&v_, (p), sizeof v_); v_; })
+#define VF_PUT(p, v) __extension__({ __typeof__(v) w_ = (v); memcpy((p), &w_, sizeof w_); })
 /* v where v >= 0 or NaN, else +0 (as the scalar v < 0 ? 0 : v). */
-#define VF8_RELU(v) __extension__({ starnn_vf8 r_ = (v); (starnn_vf8)((starnn_vi8)r_ & ~(starnn_vi8)(r_ < 0)); })
-/* g where y > 0, else +0 (as the scalar y > 0 ? g : 0). */
-#define VF8_MASK_POS(g, y) ((starnn_vf8)((starnn_vi8)(g) & (starnn_vi8)((y) > 0)))
+#define VF_RELU(v) __extension__({ __typeof__(v) r_ = (v); (__typeof__(r_))((__typeof__(r_ < 0))r_ & ~(r_ < 0)); })
 
 /* The lanes' sums live in arrays, and each chunk of whole pixels is walked
  * once per group of 8 lanes with that group's sums in registers (fp32 data
@@ -525,7 +525,22 @@ void starnn_bn_stats_blk_cpu(starnn_dtype dt, size_t cb, size_t n, size_t c, siz
 
 /* Each chunk of whole pixels walked once per group of 8 lanes, that
  * group's parameters in registers. */
-STARNN_SIMD_INLINE void bn_apply_blk_any(starnn_dtype dt, size_t B, size_t n, size_t c, size_t inner,
+/* y = (x - m) * sc + b (relu: then max with +0) for group q's lanes over
+ * the pixels of a chunk, W lanes at a time. */
+#define BLK_APPLY_GROUP(VF, W)                                                                                 \
+	do {                                                                                                   \
+		for (size_t h = q; h < q + 8; h += W) {                                                        \
+			VF vm = VF_AT(VF, m + h), vs = VF_AT(VF, sc + h), vb = VF_AT(VF, b + h);               \
+			if (relu)                                                                              \
+				for (size_t i = h; i < len; i += B)                                            \
+					VF_PUT(yv + i, VF_RELU((VF_AT(VF, xv + i) - vm) * vs + vb));           \
+			else                                                                                   \
+				for (size_t i = h; i < len; i += B)                                            \
+					VF_PUT(yv + i, (VF_AT(VF, xv + i) - vm) * vs + vb);                    \
+		}                                                                                              \
+	} while (0)
+
+STARNN_SIMD_INLINE void bn_apply_blk_any(int level, starnn_dtype dt, size_t B, size_t n, size_t c, size_t inner,
                                          const void *x, size_t ldx, const float *mean, const float *stat,
                                          int var_given, float eps, const float *gamma, const float *beta, int relu,
                                          void *y, size_t ldy)
@@ -546,13 +561,10 @@ STARNN_SIMD_INLINE void bn_apply_blk_any(starnn_dtype dt, size_t B, size_t n, si
 				const float *xv = starnn_halfrow_load(dt, xp + i0 * es, len, xbuf);
 				float *yv = starnn_halfrow_out(dt, yp + i0 * es, ybuf);
 				for (size_t q = 0; q < B; q += 8) {
-					starnn_vf8 vm = VF8_AT(m + q), vs = VF8_AT(sc + q), vb = VF8_AT(b + q);
-					if (relu)
-						for (size_t i = q; i < len; i += B)
-							VF8_PUT(yv + i, VF8_RELU((VF8_AT(xv + i) - vm) * vs + vb));
+					if (level == STARNN_SIMD_GENERIC)
+						BLK_APPLY_GROUP(starnn_vf4, 4);
 					else
-						for (size_t i = q; i < len; i += B)
-							VF8_PUT(yv + i, (VF8_AT(xv + i) - vm) * vs + vb);
+						BLK_APPLY_GROUP(starnn_vf8, 8);
 				}
 				starnn_halfrow_store(dt, yv, len, yp + i0 * es);
 			}
@@ -560,23 +572,25 @@ STARNN_SIMD_INLINE void bn_apply_blk_any(starnn_dtype dt, size_t B, size_t n, si
 	}
 }
 
-STARNN_SIMD_INLINE void bn_apply_blk_impl(starnn_dtype dt, size_t cb, size_t n, size_t c, size_t inner,
+STARNN_SIMD_INLINE void bn_apply_blk_impl(int level, starnn_dtype dt, size_t cb, size_t n, size_t c, size_t inner,
                                           const void *x, size_t ldx, const float *mean, const float *stat,
                                           int var_given, float eps, const float *gamma, const float *beta, int relu,
                                           void *y, size_t ldy)
 {
 	if (cb == 16)
-		bn_apply_blk_any(dt, 16, n, c, inner, x, ldx, mean, stat, var_given, eps, gamma, beta, relu, y, ldy);
+		bn_apply_blk_any(level, dt, 16, n, c, inner, x, ldx, mean, stat, var_given, eps, gamma, beta, relu, y,
+		                 ldy);
 	else if (cb == 8)
-		bn_apply_blk_any(dt, 8, n, c, inner, x, ldx, mean, stat, var_given, eps, gamma, beta, relu, y, ldy);
+		bn_apply_blk_any(level, dt, 8, n, c, inner, x, ldx, mean, stat, var_given, eps, gamma, beta, relu, y, ldy);
 	else
-		bn_apply_blk_any(dt, cb, n, c, inner, x, ldx, mean, stat, var_given, eps, gamma, beta, relu, y, ldy);
+		bn_apply_blk_any(level, dt, cb, n, c, inner, x, ldx, mean, stat, var_given, eps, gamma, beta, relu, y,
+		                 ldy);
 }
-STARNN_SIMD_CLONES(bn_apply_blk_impl,
-                   (starnn_dtype dt, size_t cb, size_t n, size_t c, size_t inner, const void *x, size_t ldx,
-                    const float *mean, const float *stat, int var_given, float eps, const float *gamma,
-                    const float *beta, int relu, void *y, size_t ldy),
-                   (dt, cb, n, c, inner, x, ldx, mean, stat, var_given, eps, gamma, beta, relu, y, ldy))
+STARNN_SIMD_CLONES_LEVEL(bn_apply_blk_impl,
+                         (starnn_dtype dt, size_t cb, size_t n, size_t c, size_t inner, const void *x, size_t ldx,
+                          const float *mean, const float *stat, int var_given, float eps, const float *gamma,
+                          const float *beta, int relu, void *y, size_t ldy),
+                         dt, cb, n, c, inner, x, ldx, mean, stat, var_given, eps, gamma, beta, relu, y, ldy)
 
 void starnn_bn_apply_blk_cpu(starnn_dtype dt, size_t cb, size_t n, size_t c, size_t inner, const void *x,
                              size_t ldx, const float *mean, const float *stat, int var_given, float eps,
@@ -668,8 +682,27 @@ void starnn_bn_bwd_reduce_blk_cpu(starnn_dtype dt, size_t cb, size_t n, size_t c
 	STARNN_SIMD_CALL(bn_bwd_reduce_blk_impl, (dt, cb, n, c, inner, x, ldx, dy, lddy, y, ldy, mean, sums, accumulate));
 }
 
+/* dx = a g + k - d (x - m) (+ beta dx), g = dy or dy masked by y > 0, for
+ * group q's lanes over the pixels of a chunk, as BLK_APPLY_GROUP. */
+#define BLK_BWD_APPLY_GROUP(VF, W)                                                                             \
+	do {                                                                                                   \
+		for (size_t h = q; h < q + 8; h += W) {                                                        \
+			VF va = VF_AT(VF, a + h), vk = VF_AT(VF, kk + h), vd = VF_AT(VF, d + h),               \
+			   vm = VF_AT(VF, m + h), vbeta = (VF){0} + beta;                                       \
+			for (size_t i = h; i < len; i += B) {                                                  \
+				VF g = VF_AT(VF, gv + i);                                                      \
+				if (yv)                                                                        \
+					g = MASK_POS(g, VF_AT(VF, yv + i));                                    \
+				VF v = va * g + vk - vd * (VF_AT(VF, xv + i) - vm);                            \
+				if (beta != 0)                                                                 \
+					v = v + vbeta * VF_AT(VF, dv + i);                                     \
+				VF_PUT(dv + i, v);                                                             \
+			}                                                                                      \
+		}                                                                                              \
+	} while (0)
+
 /* As bn_apply_blk_any. */
-STARNN_SIMD_INLINE void bn_bwd_apply_blk_any(starnn_dtype dt, size_t B, size_t n, size_t c, size_t inner,
+STARNN_SIMD_INLINE void bn_bwd_apply_blk_any(int level, starnn_dtype dt, size_t B, size_t n, size_t c, size_t inner,
                                              const void *x, size_t ldx, const void *dy, size_t lddy, const void *y,
                                              size_t ldy, const float *mean, const float *invstd, const float *gamma,
                                              size_t nslots, const double *slots, size_t lds, double count,
@@ -678,7 +711,6 @@ STARNN_SIMD_INLINE void bn_bwd_apply_blk_any(starnn_dtype dt, size_t B, size_t n
 	const size_t es = starnn_halfrow_es(dt), step = BLK_BUF / B * B, len_all = inner * B;
 	float xbuf[BLK_BUF], gbuf[BLK_BUF], ybuf[BLK_BUF], dbuf[BLK_BUF];
 	float a[BLK_MAX], kk[BLK_MAX], d[BLK_MAX], m[BLK_MAX];
-	const starnn_vf8 vbeta = {beta, beta, beta, beta, beta, beta, beta, beta};
 	for (size_t k0 = 0; k0 < c; k0 += B) {
 		for (size_t j = 0; j < B; j++) {
 			size_t k = k0 + j;
@@ -701,16 +733,10 @@ STARNN_SIMD_INLINE void bn_bwd_apply_blk_any(starnn_dtype dt, size_t B, size_t n
 				if (dt != STARNN_FP32 && beta != 0)
 					starnn_halfrow_load(dt, dp + i0 * es, len, dbuf); /* the old dx, widened in place */
 				for (size_t q = 0; q < B; q += 8) {
-					starnn_vf8 va = VF8_AT(a + q), vk = VF8_AT(kk + q), vd = VF8_AT(d + q), vm = VF8_AT(m + q);
-					for (size_t i = q; i < len; i += B) {
-						starnn_vf8 g = VF8_AT(gv + i);
-						if (yv)
-							g = VF8_MASK_POS(g, VF8_AT(yv + i));
-						starnn_vf8 v = va * g + vk - vd * (VF8_AT(xv + i) - vm);
-						if (beta != 0)
-							v = v + vbeta * VF8_AT(dv + i);
-						VF8_PUT(dv + i, v);
-					}
+					if (level == STARNN_SIMD_GENERIC)
+						BLK_BWD_APPLY_GROUP(starnn_vf4, 4);
+					else
+						BLK_BWD_APPLY_GROUP(starnn_vf8, 8);
 				}
 				starnn_halfrow_store(dt, dv, len, dp + i0 * es);
 			}
@@ -718,29 +744,29 @@ STARNN_SIMD_INLINE void bn_bwd_apply_blk_any(starnn_dtype dt, size_t B, size_t n
 	}
 }
 
-STARNN_SIMD_INLINE void bn_bwd_apply_blk_impl(starnn_dtype dt, size_t cb, size_t n, size_t c, size_t inner,
+STARNN_SIMD_INLINE void bn_bwd_apply_blk_impl(int level, starnn_dtype dt, size_t cb, size_t n, size_t c, size_t inner,
                                               const void *x, size_t ldx, const void *dy, size_t lddy, const void *y,
                                               size_t ldy, const float *mean, const float *invstd, const float *gamma,
                                               size_t nslots, const double *slots, size_t lds, double count,
                                               float beta, void *dx, size_t lddx)
 {
 	if (cb == 16)
-		bn_bwd_apply_blk_any(dt, 16, n, c, inner, x, ldx, dy, lddy, y, ldy, mean, invstd, gamma, nslots, slots,
+		bn_bwd_apply_blk_any(level, dt, 16, n, c, inner, x, ldx, dy, lddy, y, ldy, mean, invstd, gamma, nslots, slots,
 		                      lds, count, beta, dx, lddx);
 	else if (cb == 8)
-		bn_bwd_apply_blk_any(dt, 8, n, c, inner, x, ldx, dy, lddy, y, ldy, mean, invstd, gamma, nslots, slots,
+		bn_bwd_apply_blk_any(level, dt, 8, n, c, inner, x, ldx, dy, lddy, y, ldy, mean, invstd, gamma, nslots, slots,
 		                      lds, count, beta, dx, lddx);
 	else
-		bn_bwd_apply_blk_any(dt, cb, n, c, inner, x, ldx, dy, lddy, y, ldy, mean, invstd, gamma, nslots, slots,
+		bn_bwd_apply_blk_any(level, dt, cb, n, c, inner, x, ldx, dy, lddy, y, ldy, mean, invstd, gamma, nslots, slots,
 		                      lds, count, beta, dx, lddx);
 }
-STARNN_SIMD_CLONES(bn_bwd_apply_blk_impl,
-                   (starnn_dtype dt, size_t cb, size_t n, size_t c, size_t inner, const void *x, size_t ldx,
-                    const void *dy, size_t lddy, const void *y, size_t ldy, const float *mean, const float *invstd,
-                    const float *gamma, size_t nslots, const double *slots, size_t lds, double count, float beta,
-                    void *dx, size_t lddx),
-                   (dt, cb, n, c, inner, x, ldx, dy, lddy, y, ldy, mean, invstd, gamma, nslots, slots, lds, count,
-                    beta, dx, lddx))
+STARNN_SIMD_CLONES_LEVEL(bn_bwd_apply_blk_impl,
+                         (starnn_dtype dt, size_t cb, size_t n, size_t c, size_t inner, const void *x, size_t ldx,
+                          const void *dy, size_t lddy, const void *y, size_t ldy, const float *mean,
+                          const float *invstd, const float *gamma, size_t nslots, const double *slots, size_t lds,
+                          double count, float beta, void *dx, size_t lddx),
+                         dt, cb, n, c, inner, x, ldx, dy, lddy, y, ldy, mean, invstd, gamma, nslots, slots, lds,
+                         count, beta, dx, lddx)
 
 void starnn_bn_bwd_apply_blk_cpu(starnn_dtype dt, size_t cb, size_t n, size_t c, size_t inner, const void *x,
                                  size_t ldx, const void *dy, size_t lddy, const void *y, size_t ldy,

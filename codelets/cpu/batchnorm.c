@@ -451,9 +451,9 @@ void starnn_bn_bwd_apply_mp_cpu(starnn_dtype dt, size_t n, size_t c, size_t inne
 /* The lanes' sums live in arrays, and each chunk of whole pixels is walked
  * once per group of 8 lanes with that group's sums in registers (fp32 data
  * is walked in chunks too, so that a chunk stays in L1 across its groups).
- * The callers pass B = 8 and 16 as constants (the loops then unroll). */
-
-/* Group q's sums (lanes q .. q + 7, in sa, sb) over the pixels of a chunk
+ * The callers pass B = 8 and 16 as constants (the loops then unroll).
+ *
+ * Group q's sums (lanes q .. q + 7, in sa, sb) over the pixels of a chunk
  * of len elements in blocks of B: 8 / W vectors VD of W doubles (OF widens
  * W floats), the clone's register width (wider vectors are kept in memory
  * by GCC 12): the same sums at every width. */
@@ -523,8 +523,6 @@ void starnn_bn_stats_blk_cpu(starnn_dtype dt, size_t cb, size_t n, size_t c, siz
 	STARNN_SIMD_CALL(bn_stats_blk_impl, (dt, cb, n, c, inner, x, ldx, sums, accumulate));
 }
 
-/* Each chunk of whole pixels walked once per group of 8 lanes, that
- * group's parameters in registers. */
 /* y = (x - m) * sc + b (relu: then max with +0) for group q's lanes over
  * the pixels of a chunk, W lanes at a time. */
 #define BLK_APPLY_GROUP(VF, W)                                                                                 \
@@ -540,6 +538,8 @@ void starnn_bn_stats_blk_cpu(starnn_dtype dt, size_t cb, size_t n, size_t c, siz
 		}                                                                                              \
 	} while (0)
 
+/* Each chunk of whole pixels walked once per group of 8 lanes, that
+ * group's parameters in registers. */
 STARNN_SIMD_INLINE void bn_apply_blk_any(int level, starnn_dtype dt, size_t B, size_t n, size_t c, size_t inner,
                                          const void *x, size_t ldx, const float *mean, const float *stat,
                                          int var_given, float eps, const float *gamma, const float *beta, int relu,

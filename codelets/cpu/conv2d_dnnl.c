@@ -121,6 +121,10 @@ struct dnnl_conv {
 	dnnl_memory_t scratch[4];
 	size_t bytes_a, bytes_b, bytes_out, bytes_scratch; /* per-thread buffers (0: none) */
 	int arg_a, arg_b, arg_out;
+	/* an fp32 transposed forward run as a 1x1 convolution (conv_build_up):
+	 * its output z [n, 4o, h, w] in nChw{zb}c, spread into y (and the bias
+	 * added) by up_spread; 0: not that route */
+	size_t zb;
 };
 
 #define CACHE_SLOTS 512
@@ -544,6 +548,120 @@ fail:
 	return rc;
 }
 
+/* A transposed 2x2 / stride-2 convolution's forward is a 1x1 convolution
+ * to 4o channels followed by a spread of its pixels: with w PyTorch's
+ * [c, o, 2, 2], y[n, oc, 2i + a, 2j + b] = b[oc] + sum_c x[n, c, i, j]
+ * w[c, oc, a, b], so z = conv1x1(x, W) with W[oc * 4 + a * 2 + b, c] =
+ * w[c, oc, a, b] (w itself read with strides {1, ld}: no copy) holds every
+ * y value, at channel oc * 4 + a * 2 + b of pixel (i, j). oneDNN 2.6 runs
+ * its deconvolution (jit:avx2) at 8-39 GFLOP/s on the UNet's up-sampling
+ * shapes and its 1x1 convolution (jit_1x1:avx2) at 85-99 GFLOP/s (one
+ * thread, batch 2, an AVX2 EPYC). Built for fp32 where oneDNN picks a
+ * blocked layout for z (nChw8c / nChw16c, 4o a multiple of the block);
+ * returns 1 when it does not (the caller builds the deconvolution), else 0
+ * or the error. */
+#define BUILD_NOT_UP 1
+static int conv_build_up(struct dnnl_conv *e)
+{
+	char shape[160];
+	int rc = 0;
+	const size_t n = e->n, c = e->c, o = e->o, h = e->h, w = e->w;
+	dnnl_dims_t xd = {(dnnl_dim_t)n, (dnnl_dim_t)c, (dnnl_dim_t)h, (dnnl_dim_t)w};
+	dnnl_dims_t wd = {(dnnl_dim_t)(4 * o), (dnnl_dim_t)c, 1, 1};
+	dnnl_dims_t zd = {(dnnl_dim_t)n, (dnnl_dim_t)(4 * o), (dnnl_dim_t)h, (dnnl_dim_t)w};
+	dnnl_dims_t wstrides = {1, (dnnl_dim_t)e->ldb, 1, 1};
+	dnnl_dims_t stride = {1, 1}, pad = {0, 0};
+	dnnl_memory_desc_t ax, aw, az, ux, uw, z8, z16;
+	dnnl_primitive_desc_t pd = NULL;
+	dnnl_primitive_attr_t attr = NULL;
+	DNNL_TRY(user_scratchpad_attr(&attr), "attributes");
+	DNNL_TRY(dnnl_memory_desc_init_by_tag(&ax, 4, xd, dnnl_f32, dnnl_format_tag_any), "src descriptor");
+	DNNL_TRY(dnnl_memory_desc_init_by_tag(&aw, 4, wd, dnnl_f32, dnnl_format_tag_any), "weights descriptor");
+	DNNL_TRY(dnnl_memory_desc_init_by_tag(&az, 4, zd, dnnl_f32, dnnl_format_tag_any), "dst descriptor");
+	DNNL_TRY(dnnl_memory_desc_init_by_tag(&z8, 4, zd, dnnl_f32, dnnl_nChw8c), "dst descriptor");
+	DNNL_TRY(dnnl_memory_desc_init_by_tag(&z16, 4, zd, dnnl_f32, dnnl_nChw16c), "dst descriptor");
+	dnnl_convolution_desc_t cd;
+	DNNL_TRY(dnnl_convolution_forward_desc_init(&cd, dnnl_forward_training, dnnl_convolution_direct, &ax, &aw, NULL,
+	                                            &az, stride, pad, pad),
+	         "forward descriptor");
+	DNNL_TRY(dnnl_primitive_desc_create(&pd, &cd, attr, engine, NULL), "forward primitive descriptor");
+	const dnnl_memory_desc_t *ia = dnnl_primitive_desc_query_md(pd, dnnl_query_src_md, 0),
+	                         *ib = dnnl_primitive_desc_query_md(pd, dnnl_query_weights_md, 0),
+	                         *io = dnnl_primitive_desc_query_md(pd, dnnl_query_dst_md, 0);
+	if (!ia || !ib || !io) {
+		rc = starnn_error(STARNN_EINVAL, "conv2d (oneDNN): the primitive has no memory descriptors (%s)",
+		                  describe(shape, sizeof shape, e));
+		goto fail;
+	}
+	size_t zb = dnnl_memory_desc_equal(io, &z8) && (4 * o) % 8 == 0     ? 8
+	            : dnnl_memory_desc_equal(io, &z16) && (4 * o) % 16 == 0 ? 16
+	                                                                      : 0;
+	if (!zb) {
+		rc = BUILD_NOT_UP;
+		goto fail;
+	}
+	DNNL_TRY(act_md(&ux, n, c, h, w, e->lda, dnnl_f32, e->xb), "x layout");
+	DNNL_TRY(dnnl_memory_desc_init_by_strides(&uw, 4, wd, dnnl_f32, wstrides), "w layout");
+	DNNL_TRY(dnnl_primitive_create(&e->conv, pd), "convolution primitive");
+	DNNL_TRY(scratchpad_of(pd, &e->scratch[0], &e->bytes_scratch), "scratchpad");
+	DNNL_TRY(make_reorder(&ux, ia, 0, 0.0f, &e->re_a, &e->scratch[1], &e->bytes_scratch), "input reorder");
+	DNNL_TRY(make_reorder(&uw, ib, 0, 0.0f, &e->re_b, &e->scratch[2], &e->bytes_scratch), "input reorder");
+	e->bytes_a = e->re_a ? md_bytes(ia) : 0;
+	e->bytes_b = e->re_b ? md_bytes(ib) : 0;
+	e->bytes_out = md_bytes(io);
+	DNNL_TRY(dnnl_memory_create(&e->ua, &ux, engine, DNNL_MEMORY_NONE), "memory");
+	DNNL_TRY(dnnl_memory_create(&e->ub, &uw, engine, DNNL_MEMORY_NONE), "memory");
+	if (e->re_a)
+		DNNL_TRY(dnnl_memory_create(&e->ia, ia, engine, DNNL_MEMORY_NONE), "memory");
+	if (e->re_b)
+		DNNL_TRY(dnnl_memory_create(&e->ib, ib, engine, DNNL_MEMORY_NONE), "memory");
+	DNNL_TRY(dnnl_memory_create(&e->iout, io, engine, DNNL_MEMORY_NONE), "memory");
+	e->arg_a = DNNL_ARG_SRC, e->arg_b = DNNL_ARG_WEIGHTS, e->arg_out = DNNL_ARG_DST;
+	e->zb = zb;
+fail:
+	if (pd)
+		dnnl_primitive_desc_destroy(pd);
+	if (attr)
+		dnnl_primitive_attr_destroy(attr);
+	return rc;
+}
+
+/* y[n, oc, 2i + a, 2j + b] = z[n, oc * 4 + a * 2 + b, i, j] + bias[oc] (no
+ * bias: NULL), z in nChw{e->zb}c, y in e->yb's layout (runtime/tensor.h:
+ * channels in blocks of B, NCHW for B = 1; a block plane starts where its
+ * first channel's NCHW plane would), samples ldy apart. y is written row
+ * after row; each lane's z offset is worked out once per block and
+ * (a, b). */
+static void up_spread(const struct dnnl_conv *e, const float *z, const float *bias, float *y, size_t ldy)
+{
+	const size_t n = e->n, o = e->o, h = e->h, w = e->w, hw = h * w, Z = e->zb, B = e->yb > 1 ? e->yb : 1;
+	size_t zoff[4][STARNN_CBLOCK_MAX];
+	float bl[STARNN_CBLOCK_MAX];
+	for (size_t ob = 0; ob < o / B; ob++) {
+		for (size_t l = 0; l < B; l++) {
+			bl[l] = bias ? bias[ob * B + l] : 0.0f;
+			for (size_t ab = 0; ab < 4; ab++) {
+				size_t q = (ob * B + l) * 4 + ab;
+				zoff[ab][l] = q / Z * hw * Z + q % Z;
+			}
+		}
+		for (size_t r = 0; r < n; r++) {
+			const float *zn = z + r * 4 * o * hw;
+			float *yp = y + r * ldy + ob * B * 4 * hw;
+			for (size_t i = 0; i < h; i++)
+				for (size_t a = 0; a < 2; a++)
+					for (size_t j = 0; j < w; j++) {
+						const float *zp = zn + (i * w + j) * Z;
+						for (size_t b = 0; b < 2; b++, yp += B) {
+							const size_t *zo = zoff[a * 2 + b];
+							for (size_t l = 0; l < B; l++)
+								yp[l] = zp[zo[l]] + bl[l];
+						}
+					}
+		}
+	}
+}
+
 /* The cached convolution of a pass: in its own type, except the weight
  * gradient of a bf16 transposed convolution where oneDNN picks its AMX
  * kernel. oneDNN 2.6's AMX kernel for that pass (2x2, stride 2) is 1.1-3x
@@ -555,6 +673,12 @@ fail:
  * bf16 kernel). */
 static int conv_create(struct dnnl_conv *e)
 {
+	if (e->kind == 1 && e->pass == STARNN_CONV2D_FWD && e->dt == (int)dnnl_f32 && !e->accumulate &&
+	    e->yb <= STARNN_CBLOCK_MAX) {
+		int up = conv_build_up(e);
+		if (up != BUILD_NOT_UP)
+			return up;
+	}
 	int rc = conv_build(e, (dnnl_data_type_t)e->dt);
 	return rc == BUILD_WIDEN ? conv_build(e, dnnl_f32) : rc;
 }
@@ -733,7 +857,8 @@ static int conv_run(int kind, int pass, starnn_dtype sdt, const struct starnn_co
 			DNNL_TRY(dnnl_memory_set_data_handle(e->scratch[i], bs), "set handle");
 	DNNL_TRY(dnnl_memory_set_data_handle(e->ua, (void *)a), "set handle");
 	DNNL_TRY(dnnl_memory_set_data_handle(e->ub, (void *)b), "set handle");
-	DNNL_TRY(dnnl_memory_set_data_handle(e->uout, out), "set handle");
+	if (e->uout)
+		DNNL_TRY(dnnl_memory_set_data_handle(e->uout, out), "set handle");
 	if (e->ia)
 		DNNL_TRY(dnnl_memory_set_data_handle(e->ia, ba), "set handle");
 	if (e->ib)
@@ -777,6 +902,8 @@ static int conv_run(int kind, int pass, starnn_dtype sdt, const struct starnn_co
 		DNNL_TRY(dnnl_primitive_execute(e->re_out, t->stream, e->scratch[3] ? 3 : 2, ra), "output reorder");
 	}
 	DNNL_TRY(dnnl_stream_wait(t->stream), "stream wait");
+	if (e->zb)
+		up_spread(e, bo, bias, out, ldout);
 	if (dbias) {
 		float *db = (float *)bias;
 		for (size_t i = 0; i < e->o; i++)

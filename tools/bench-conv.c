@@ -14,7 +14,9 @@
  * and prints GFLOP/s (2*N*C*O*9*H*W per pass / best time of a few runs)
  * and the ratios dnnl/im2col and bf16/dnnl. The reported time is the best
  * of --reps runs (the machine may be shared: the minimum is the least
- * disturbed), each kernel alternating with the others.
+ * disturbed), each kernel alternating with the others. Where oneDNN has
+ * no bf16 kernels (AVX2-only processors: starnn_conv2d_dnnl_bf16) the bf16
+ * column and its ratio show "-".
  *
  * Usage: tools/bench-conv [--reps N] [--quick]
  *   --quick  the 128x128 shapes only */
@@ -163,6 +165,9 @@ int main(int argc, char **argv)
 	printf("# OpenBLAS core %s; oneDNN includes its NCHW <-> blocked reorders\n", core ? core : "unknown");
 	printf("%-10s %-10s %9s %9s %9s %9s %12s %10s\n", "shape", "pass", kname[0], kname[1], kname[2], kname[3],
 	       "dnnl/im2col", "bf16/dnnl");
+	const int have_bf16 = starnn_conv2d_dnnl_bf16();
+	if (!have_bf16)
+		printf("# no native bf16 convolutions here (oneDNN implements them on AVX-512 and newer): bf16 shows -\n");
 	unsigned seed = 1;
 	for (size_t s = 0; s < sizeof shapes / sizeof *shapes; s++) {
 		const struct shape *sh = &shapes[s];
@@ -189,6 +194,8 @@ int main(int argc, char **argv)
 			double best[NKERNELS];
 			for (int k = 0; k < NKERNELS; k++) {
 				best[k] = 1e30;
+				if (k == BF16 && !have_bf16)
+					continue;
 				if (run(k, p, &g, &B) != 0) { /* warm-up: primitives, pages */
 					fprintf(stderr, "bench-conv: %s\n", starnn_last_error());
 					return 1;
@@ -196,6 +203,8 @@ int main(int argc, char **argv)
 			}
 			for (int r = 0; r < reps; r++)
 				for (int k = 0; k < NKERNELS; k++) {
+					if (k == BF16 && !have_bf16)
+						continue;
 					double t = now();
 					run(k, p, &g, &B);
 					t = now() - t;
@@ -203,8 +212,15 @@ int main(int argc, char **argv)
 				}
 			printf("%-10s %-10s", sh->name, pname[p]);
 			for (int k = 0; k < NKERNELS; k++)
-				printf(" %9.1f", flops / best[k] * 1e-9);
-			printf(" %12.2f %10.2f\n", best[IM2COL] / best[DNNL], best[DNNL] / best[BF16]);
+				if (k == BF16 && !have_bf16)
+					printf(" %9s", "-");
+				else
+					printf(" %9.1f", flops / best[k] * 1e-9);
+			printf(" %12.2f", best[IM2COL] / best[DNNL]);
+			if (have_bf16)
+				printf(" %10.2f\n", best[DNNL] / best[BF16]);
+			else
+				printf(" %10s\n", "-");
 			fflush(stdout);
 		}
 		float *fp[] = {B.x, B.w, B.b, B.y, B.dy, B.dx, B.dw, B.work, B.wx, B.wy, B.wdy, B.ww};

@@ -634,7 +634,7 @@ fail:
  * (a, b). */
 static void up_spread(const struct dnnl_conv *e, const float *z, const float *bias, float *y, size_t ldy)
 {
-	const size_t n = e->n, o = e->o, h = e->h, w = e->w, hw = h * w, Z = e->zb, B = e->yb > 1 ? e->yb : 1;
+	const size_t n = e->n, o = e->o, h = e->h, w = e->w, hw = h * w, Z = e->zb, B = e->yb;
 	size_t zoff[4][STARNN_CBLOCK_MAX];
 	float bl[STARNN_CBLOCK_MAX];
 	for (size_t ob = 0; ob < o / B; ob++) {
@@ -673,6 +673,8 @@ static void up_spread(const struct dnnl_conv *e, const float *z, const float *bi
  * bf16 kernel). */
 static int conv_create(struct dnnl_conv *e)
 {
+	/* (up_spread's per-lane tables hold STARNN_CBLOCK_MAX lanes: a block
+	 * the tensor layer allows) */
 	if (e->kind == 1 && e->pass == STARNN_CONV2D_FWD && e->dt == (int)dnnl_f32 && !e->accumulate &&
 	    e->yb <= STARNN_CBLOCK_MAX) {
 		int up = conv_build_up(e);

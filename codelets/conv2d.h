@@ -113,6 +113,33 @@ void starnn_conv2d_pack_set(int on);
 int starnn_conv2d_pack_check(void);
 uint64_t starnn_conv2d_pack_count(void);
 
+/* The fp32 weight gradient of the oneDNN backend on wide layers. On an
+ * AVX2 processor oneDNN 2.6's weight-gradient kernel (jit:avx2) runs wide
+ * 3x3 layers at 40-65 GFLOP/s, where im2col + OpenBLAS sgemm on the same
+ * data made NCHW runs 1.2-1.6x faster (tools/bench-conv --wgrad), and the
+ * sgemm writes dw in OIHW (no reorder of the gradient back from oneDNN's
+ * layout). So starnn_conv2d_bwd_weight_dnnl takes that route, "gemm", for
+ * fp32 k x k (k > 1) layers of at least STARNN_CONV2D_WGRAD_MIN_C input and
+ * STARNN_CONV2D_WGRAD_MIN_O output channels when oneDNN's fp32 layout here
+ * is nChw8c (its AVX2 kernels; on AVX-512, where oneDNN's pass was as fast
+ * as im2col's or faster in an earlier measurement, oneDNN keeps it): blocked
+ * x and dy are copied to NCHW in the thread's scratch (a few percent of
+ * the pass), then starnn_conv2d_bwd_weight_cpu and
+ * starnn_conv2d_bwd_bias_cpu. STARNN_CONV2D_WGRAD=auto (the default) |
+ * dnnl | gemm (every fp32 k > 1 weight gradient of the oneDNN backend)
+ * chooses (read once); starnn_conv2d_wgrad_set overrides it (tests,
+ * benchmarks); starnn_conv2d_wgrad_check returns STARNN_EINVAL with a
+ * message for another value (the submit functions call it). The choice
+ * depends only on the shape and the processor, so a run's results do not
+ * change from one step to the next. */
+enum starnn_conv2d_wgrad { STARNN_CONV2D_WGRAD_AUTO = 0, STARNN_CONV2D_WGRAD_DNNL = 1, STARNN_CONV2D_WGRAD_GEMM = 2 };
+#define STARNN_CONV2D_WGRAD_MIN_C 64
+#define STARNN_CONV2D_WGRAD_MIN_O 128
+int starnn_conv2d_wgrad_set(enum starnn_conv2d_wgrad mode);
+int starnn_conv2d_wgrad_check(void);
+/* 1 when the weight gradient of g in dt takes the gemm route, else 0. */
+int starnn_conv2d_wgrad_gemm(const struct starnn_conv2d_geom *g, starnn_dtype dt);
+
 /* Which CPU kernels the conv2d codelets run: oneDNN where starnn was built
  * with it (the default: 1.5-2.7x faster than im2col in fp32 on AVX-512, and
  * the only route that computes bf16 natively), else im2col. The environment

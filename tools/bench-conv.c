@@ -18,7 +18,19 @@
  * no bf16 kernels (AVX2-only processors: starnn_conv2d_dnnl_bf16) the bf16
  * column and its ratio show "-".
  *
- * Usage: tools/bench-conv [--reps N] [--quick]
+ * The dnnl columns are oneDNN's own passes (the weight gradient's gemm
+ * route, codelets/conv2d.h, is turned off for them).
+ *
+ * --wgrad: the fp32 weight gradient on its two routes instead, with x and
+ * dy in the layout the UNet keeps them in here (oneDNN's nChw8c /
+ * nChw16c where the channels are a multiple of the block, else NCHW), at
+ * every 3x3 shape of the two tools/bench-unet configurations (128x128,
+ * f = 16, micro-batches of 2; 384x384, f = 32, batch 1): oneDNN's
+ * primitive (with its reorder of dw to OIHW) against the gemm route
+ * (blocked -> NCHW copies, im2col + sgemm, dw in OIHW), the ratio, and
+ * which one STARNN_CONV2D_WGRAD=auto takes.
+ *
+ * Usage: tools/bench-conv [--reps N] [--quick] [--wgrad]
  *   --quick  the 128x128 shapes only */
 #include <config.h>
 
@@ -136,16 +148,80 @@ static int run(int k, int pass, const struct starnn_conv2d_geom *g, struct bufs 
 	}
 }
 
+/* The 3x3 layers of the two tools/bench-unet configurations, as the
+ * weight-gradient tasks see them (N: the micro-batch). */
+static const struct shape wgrad_shapes[] = {
+	{"128 enc0a", 2, 13, 16, 128},   {"128 enc0b", 2, 16, 16, 128},   {"128 enc1a", 2, 16, 32, 64},
+	{"128 enc1b", 2, 32, 32, 64},    {"128 enc2a", 2, 32, 64, 32},    {"128 enc2b", 2, 64, 64, 32},
+	{"128 enc3a", 2, 64, 128, 16},   {"128 enc3b", 2, 128, 128, 16},  {"128 ctr1", 2, 128, 512, 8},
+	{"128 ctr2", 2, 512, 512, 8},    {"128 dec3a", 2, 256, 128, 16},  {"128 dec2a", 2, 128, 64, 32},
+	{"128 dec1a", 2, 64, 32, 64},    {"128 dec0a", 2, 32, 16, 128},   {"384 enc0a", 1, 13, 32, 384},
+	{"384 enc0b", 1, 32, 32, 384},   {"384 enc1a", 1, 32, 64, 192},   {"384 enc1b", 1, 64, 64, 192},
+	{"384 enc2a", 1, 64, 128, 96},   {"384 enc2b", 1, 128, 128, 96},  {"384 enc3a", 1, 128, 256, 48},
+	{"384 enc3b", 1, 256, 256, 48},  {"384 ctr1", 1, 256, 1024, 24},  {"384 ctr2", 1, 1024, 1024, 24},
+	{"384 dec3a", 1, 512, 256, 48},  {"384 dec2a", 1, 256, 128, 96},  {"384 dec1a", 1, 128, 64, 192},
+	{"384 dec0a", 1, 64, 32, 384},
+};
+
+/* --wgrad (see the top): best seconds of each route, alternated. */
+static int wgrad_bench(int reps, int quick)
+{
+	const int blk = starnn_conv2d_dnnl_block(STARNN_FP32);
+	printf("# bench-conv --wgrad: one thread, fp32 3x3 weight gradient (and bias gradient), GFLOP/s = "
+	       "2*N*C*O*9*H*W / best of %d run(s)\n",
+	       reps);
+	printf("# activations: channels in blocks of %d where they divide them (oneDNN's fp32 pick here), else NCHW\n",
+	       blk > 1 ? blk : 1);
+	printf("%-10s %5s %5s %5s %4s %9s %9s %10s %5s\n", "shape", "N", "C", "O", "HW", "dnnl", "gemm", "gemm/dnnl",
+	       "auto");
+	unsigned seed = 1;
+	for (size_t s = 0; s < sizeof wgrad_shapes / sizeof *wgrad_shapes; s++) {
+		const struct shape *sh = &wgrad_shapes[s];
+		if (quick && sh->n != 2) /* the 128x128 configuration only */
+			continue;
+		size_t xb = blk > 1 && sh->c % (size_t)blk == 0 ? (size_t)blk : 1;
+		size_t yb = blk > 1 && sh->o % (size_t)blk == 0 ? (size_t)blk : 1;
+		struct starnn_conv2d_geom g = {sh->n, sh->c, sh->o, sh->hw, sh->hw, 3, xb, yb};
+		const size_t ldx = g.c * g.h * g.w, ldy = g.o * g.h * g.w, ldw = g.c * 9;
+		float *x = random_f32(g.n * ldx, &seed), *dy = random_f32(g.n * ldy, &seed);
+		float *dw = random_f32(g.o * ldw, &seed), *db = random_f32(g.o, &seed);
+		const enum starnn_conv2d_wgrad route[2] = {STARNN_CONV2D_WGRAD_DNNL, STARNN_CONV2D_WGRAD_GEMM};
+		double best[2] = {1e30, 1e30};
+		for (int r = -1; r < reps; r++) /* r = -1: warm-up (primitives, pages) */
+			for (int k = 0; k < 2; k++) {
+				starnn_conv2d_wgrad_set(route[k]);
+				double t = now();
+				if (starnn_conv2d_bwd_weight_dnnl(&g, STARNN_FP32, x, ldx, dy, ldy, 0.0f, dw, ldw, db) != 0) {
+					fprintf(stderr, "bench-conv: %s\n", starnn_last_error());
+					return 1;
+				}
+				t = now() - t;
+				if (r >= 0 && t < best[k])
+					best[k] = t;
+			}
+		starnn_conv2d_wgrad_set(STARNN_CONV2D_WGRAD_AUTO);
+		double flops = starnn_conv2d_flops(&g, STARNN_CONV2D_BWD_WEIGHT);
+		printf("%-10s %5zu %5zu %5zu %4zu %9.1f %9.1f %10.2f %5s\n", sh->name, g.n, g.c, g.o, g.h,
+		       flops / best[0] * 1e-9, flops / best[1] * 1e-9, best[0] / best[1],
+		       starnn_conv2d_wgrad_gemm(&g, STARNN_FP32) ? "gemm" : "dnnl");
+		fflush(stdout);
+		free(x), free(dy), free(dw), free(db);
+	}
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
-	int reps = 3, quick = 0;
+	int reps = 3, quick = 0, wgrad = 0;
 	for (int i = 1; i < argc; i++) {
 		if (!strcmp(argv[i], "--reps") && i + 1 < argc)
 			reps = atoi(argv[++i]);
 		else if (!strcmp(argv[i], "--quick"))
 			quick = 1;
+		else if (!strcmp(argv[i], "--wgrad"))
+			wgrad = 1;
 		else {
-			fprintf(stderr, "usage: %s [--reps N] [--quick]\n", argv[0]);
+			fprintf(stderr, "usage: %s [--reps N] [--quick] [--wgrad]\n", argv[0]);
 			return 2;
 		}
 	}
@@ -160,6 +236,9 @@ int main(int argc, char **argv)
 	}
 	starnn_blas_autoselect(argv);
 	openblas_set_num_threads(1);
+	if (wgrad)
+		return wgrad_bench(reps, quick);
+	starnn_conv2d_wgrad_set(STARNN_CONV2D_WGRAD_DNNL); /* the dnnl columns: oneDNN's passes */
 	const char *core = starnn_blas_core();
 	printf("# bench-conv: one thread, 3x3 convolutions, GFLOP/s = 2*N*C*O*9*H*W / best of %d run(s)\n", reps);
 	printf("# OpenBLAS core %s; oneDNN includes its NCHW <-> blocked reorders\n", core ? core : "unknown");

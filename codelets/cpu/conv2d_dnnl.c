@@ -96,6 +96,47 @@ const char *starnn_conv2d_cpu_backend_name(enum starnn_conv2d_backend b)
 	return b == STARNN_CONV2D_DNNL ? "oneDNN convolution primitives" : "im2col + OpenBLAS sgemm";
 }
 
+/* The weight-gradient route (codelets/conv2d.h: STARNN_CONV2D_WGRAD). */
+static int wgrad_forced = -1; /* starnn_conv2d_wgrad_set, else -1 */
+static int wgrad_env = STARNN_CONV2D_WGRAD_AUTO; /* -2: an unknown value */
+static pthread_once_t wgrad_once = PTHREAD_ONCE_INIT;
+
+static void wgrad_read_env(void)
+{
+	const char *e = getenv("STARNN_CONV2D_WGRAD");
+	if (!e || !*e || !strcmp(e, "auto"))
+		wgrad_env = STARNN_CONV2D_WGRAD_AUTO;
+	else if (!strcmp(e, "dnnl") || !strcmp(e, "onednn"))
+		wgrad_env = STARNN_CONV2D_WGRAD_DNNL;
+	else if (!strcmp(e, "gemm"))
+		wgrad_env = STARNN_CONV2D_WGRAD_GEMM;
+	else
+		wgrad_env = -2;
+}
+
+int starnn_conv2d_wgrad_check(void)
+{
+	pthread_once(&wgrad_once, wgrad_read_env);
+	if (wgrad_forced < 0 && wgrad_env == -2)
+		return starnn_error(STARNN_EINVAL, "STARNN_CONV2D_WGRAD is '%s': expected auto, dnnl or gemm",
+		                    getenv("STARNN_CONV2D_WGRAD"));
+	return 0;
+}
+
+int starnn_conv2d_wgrad_set(enum starnn_conv2d_wgrad mode)
+{
+	if (mode != STARNN_CONV2D_WGRAD_AUTO && mode != STARNN_CONV2D_WGRAD_DNNL && mode != STARNN_CONV2D_WGRAD_GEMM)
+		return starnn_error(STARNN_EINVAL, "conv2d: unknown weight-gradient route %d", (int)mode);
+	wgrad_forced = (int)mode;
+	return 0;
+}
+
+static int wgrad_mode(void)
+{
+	pthread_once(&wgrad_once, wgrad_read_env);
+	return wgrad_forced >= 0 ? wgrad_forced : wgrad_env == -2 ? STARNN_CONV2D_WGRAD_AUTO : wgrad_env;
+}
+
 #ifdef STARNN_HAVE_DNNL
 #include <dnnl.h>
 #include <dnnl_debug.h>
@@ -916,6 +957,67 @@ fail:
 	return rc;
 }
 
+int starnn_conv2d_wgrad_gemm(const struct starnn_conv2d_geom *g, starnn_dtype dt)
+{
+	if (dt != STARNN_FP32 || g->k < 2)
+		return 0;
+	switch (wgrad_mode()) {
+	case STARNN_CONV2D_WGRAD_GEMM:
+		return 1;
+	case STARNN_CONV2D_WGRAD_DNNL:
+		return 0;
+	default:
+		return g->c >= STARNN_CONV2D_WGRAD_MIN_C && g->o >= STARNN_CONV2D_WGRAD_MIN_O &&
+		       starnn_conv2d_dnnl_block(STARNN_FP32) == 8;
+	}
+}
+
+/* An activation [n, c, hw] in blocks of cb channels (runtime/tensor.h;
+ * cb <= 1: NCHW), samples ld apart, copied to dense NCHW. */
+static void to_nchw(const float *s, size_t n, size_t c, size_t hw, size_t ld, size_t cb, float *d)
+{
+	for (size_t r = 0; r < n; r++)
+		for (size_t k0 = 0; k0 < c; k0 += cb) {
+			const float *sp = s + r * ld + k0 * hw;
+			float *dp = d + (r * c + k0) * hw;
+			for (size_t p = 0; p < hw; p++)
+				for (size_t l = 0; l < cb; l++)
+					dp[l * hw + p] = sp[p * cb + l];
+		}
+}
+
+/* The gemm route of the fp32 weight gradient (codelets/conv2d.h): blocked
+ * x and dy to NCHW in the thread's scratch (NCHW ones are read in place),
+ * then the im2col kernels, dw and db accumulated with beta as oneDNN's
+ * route does. */
+static int wgrad_gemm(const struct starnn_conv2d_geom *g, const float *x, size_t ldx, const float *dy, size_t ldy,
+                      float beta, float *dw, size_t ldw, float *db)
+{
+	const size_t hw = g->h * g->w, xb = g->xb > 1 ? g->xb : 1, yb = g->yb > 1 ? g->yb : 1;
+	struct starnn_conv2d_geom p = *g;
+	p.xb = p.yb = 1;
+	size_t nwork = starnn_conv2d_cpu_workspace(&p, STARNN_CONV2D_BWD_WEIGHT);
+	float *work = thread_buf(2, (nwork ? nwork : 1) * sizeof *work);
+	float *xs = xb > 1 ? thread_buf(0, g->n * g->c * hw * sizeof *xs) : NULL;
+	float *dys = yb > 1 ? thread_buf(1, g->n * g->o * hw * sizeof *dys) : NULL;
+	if (!work || (xb > 1 && !xs) || (yb > 1 && !dys))
+		return starnn_error(STARNN_ENOMEM, "conv2d: cannot allocate the weight gradient's buffers (n %zu c %zu o %zu "
+		                                   "%zux%zu)",
+		                    g->n, g->c, g->o, g->h, g->w);
+	if (xs) {
+		to_nchw(x, g->n, g->c, hw, ldx, xb, xs);
+		x = xs, ldx = g->c * hw;
+	}
+	if (dys) {
+		to_nchw(dy, g->n, g->o, hw, ldy, yb, dys);
+		dy = dys, ldy = g->o * hw;
+	}
+	starnn_conv2d_bwd_weight_cpu(&p, x, ldx, dy, ldy, beta, dw, ldw, work);
+	if (db)
+		starnn_conv2d_bwd_bias_cpu(g->n, g->o, hw, dy, ldy, beta, db);
+	return 0;
+}
+
 int starnn_conv2d_fwd_dnnl(const struct starnn_conv2d_geom *g, starnn_dtype dt, const void *x, size_t ldx,
                            const void *w, size_t ldw, const float *b, void *y, size_t ldy)
 {
@@ -944,6 +1046,8 @@ int starnn_conv2d_bwd_data_dnnl_packed(const struct starnn_conv2d_geom *g, starn
 int starnn_conv2d_bwd_weight_dnnl(const struct starnn_conv2d_geom *g, starnn_dtype dt, const void *x, size_t ldx,
                                   const void *dy, size_t ldy, float beta, float *dw, size_t ldw, float *db)
 {
+	if (starnn_conv2d_wgrad_gemm(g, dt) && g->n && g->c && g->o && g->h && g->w)
+		return wgrad_gemm(g, x, ldx, dy, ldy, beta, dw, ldw, db);
 	return conv_run(0, STARNN_CONV2D_BWD_WEIGHT, dt, g, x, ldx, dy, ldy, NULL, db, beta, dw, ldw);
 }
 
@@ -1059,6 +1163,12 @@ int starnn_conv2d_dnnl_block(starnn_dtype dt)
 }
 
 #else /* no oneDNN */
+
+int starnn_conv2d_wgrad_gemm(const struct starnn_conv2d_geom *g, starnn_dtype dt)
+{
+	(void)g, (void)dt;
+	return 0;
+}
 
 int starnn_conv2d_dnnl_block(starnn_dtype dt)
 {

@@ -16,7 +16,8 @@
  *     against fp32: its weight pass may run the fp32 kernel), the
  *     batch-norm layer and max-pool on blocked tensors against NCHW ones,
  *     mixed layouts (NCHW in, blocked out: a UNet's first and last
- *     layers), and the checks that refuse mismatched layouts.
+ *     layers), and the checks that refuse mismatched layouts; conv2d
+ *     again with the fp32 weight gradient forced onto its gemm route.
  * The conv2d / convt2d parts need oneDNN (the im2col kernels take NCHW
  * only); without it they are skipped with a note. */
 #include <string.h>
@@ -529,6 +530,15 @@ int main(void)
 	conv_codelets(2, 13, 24, 12, 1, 24); /* NCHW in, NHWC out */
 	conv_codelets(2, 24, 12, 12, 24, 1); /* and back */
 	convt_codelets(2, 32, 16, 8, 32, 16);
+	/* the fp32 weight gradient's gemm route (codelets/conv2d.h), forced:
+	 * blocked, NHWC, channel parts (strided rows) and NCHW x against NCHW */
+	TEST_OK(starnn_conv2d_wgrad_set(STARNN_CONV2D_WGRAD_GEMM));
+	conv_codelets(2, 16, 16, 9, 8, 8);
+	conv_codelets(1, 64, 64, 64, 8, 8);
+	conv_codelets(1, 64, 32, 40, 16, 16);
+	conv_codelets(2, 32, 32, 9, 32, 32);
+	conv_codelets(2, 13, 16, 12, 1, 8);
+	TEST_OK(starnn_conv2d_wgrad_set(STARNN_CONV2D_WGRAD_AUTO));
 	if (starnn_conv2d_dnnl_bf16()) {
 		conv_codelets_dt(STARNN_BF16, 2, 32, 32, 9, 32, 32);
 		conv_codelets_dt(STARNN_BF16, 2, 64, 32, 8, 32, 32);

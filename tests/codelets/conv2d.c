@@ -290,6 +290,40 @@ static void kernels_vs_naive(struct shape s, int do_backward)
 	free(x), free(w), free(b), free(xs), free(ws), free(ref), free(mag);
 }
 
+/* The oneDNN backend's fp32 weight gradient on its two routes (codelets/
+ * conv2d.h: STARNN_CONV2D_WGRAD), each forced, against the naive loops:
+ * a wide layer (the gemm route's place), odd sizes, a 5x5 kernel; and the
+ * automatic choice: fp32 3x3 layers of >= 64 input and >= 128 output
+ * channels where oneDNN's layout is nChw8c (AVX2), never bf16, 1x1 or
+ * narrower layers. */
+static void wgrad_routes(void)
+{
+	const struct shape wide[] = {{2, 128, 136, 5, 6, 3}, {3, 5, 13, 6, 10, 3}, {2, 8, 16, 7, 9, 5}};
+	const enum starnn_conv2d_wgrad modes[] = {STARNN_CONV2D_WGRAD_GEMM, STARNN_CONV2D_WGRAD_DNNL};
+	for (int m = 0; m < 2; m++) {
+		TEST_OK(starnn_conv2d_wgrad_set(modes[m]));
+		printf("weight gradient forced to %s\n", m ? "oneDNN" : "gemm");
+		for (size_t i = 0; i < sizeof wide / sizeof *wide; i++)
+			kernels_vs_naive(wide[i], 1);
+	}
+	TEST_OK(starnn_conv2d_wgrad_set(STARNN_CONV2D_WGRAD_AUTO));
+	int avx2 = starnn_conv2d_dnnl_block(STARNN_FP32) == 8;
+	struct starnn_conv2d_geom g = {2, 128, 128, 8, 8, 3, 8, 8};
+	TEST_ASSERT(starnn_conv2d_wgrad_gemm(&g, STARNN_FP32) == avx2, "auto: 128 -> 128 channels 3x3 fp32: gemm %d, "
+	            "expected %d (nChw8c here: %d)", starnn_conv2d_wgrad_gemm(&g, STARNN_FP32), avx2, avx2);
+	TEST_ASSERT(!starnn_conv2d_wgrad_gemm(&g, STARNN_BF16), "auto: bf16 takes the gemm route");
+	g.o = 64;
+	TEST_ASSERT(!starnn_conv2d_wgrad_gemm(&g, STARNN_FP32), "auto: 128 -> 64 channels takes the gemm route");
+	g.c = 64, g.o = 128;
+	TEST_ASSERT(starnn_conv2d_wgrad_gemm(&g, STARNN_FP32) == avx2, "auto: 64 -> 128 channels: gemm %d, expected %d",
+	            starnn_conv2d_wgrad_gemm(&g, STARNN_FP32), avx2);
+	g.c = 32;
+	TEST_ASSERT(!starnn_conv2d_wgrad_gemm(&g, STARNN_FP32), "auto: 32 -> 128 channels takes the gemm route");
+	g.c = 128, g.k = 1;
+	TEST_ASSERT(!starnn_conv2d_wgrad_gemm(&g, STARNN_FP32), "auto: a 1x1 layer takes the gemm route");
+	TEST_ASSERT(starnn_conv2d_wgrad_set((enum starnn_conv2d_wgrad)7) == STARNN_EINVAL, "route 7 accepted");
+}
+
 /* ------------------------------------------------- finite differences */
 
 struct fd_ctx {
@@ -988,6 +1022,8 @@ int main(void)
 			for (size_t i = 0; i < sizeof shapes / sizeof *shapes; i++)
 				kernels_vs_naive(shapes[i], 1);
 			kernels_vs_naive((struct shape){1, 3, 5, 384, 384, 3}, 0); /* full-scale image, forward */
+			if (kernels == STARNN_CONV2D_DNNL)
+				wgrad_routes();
 			if (kernels == STARNN_CONV2D_DNNL && !starnn_conv2d_dnnl_bf16())
 				printf("oneDNN has no bf16 convolutions on this processor: bf16 widens to fp32 (checked "
 				       "below through the codelets)\n");

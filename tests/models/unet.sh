@@ -149,6 +149,16 @@ if grep -q '^activations: NHWC' "$tmp/mb.out"; then
 		fail "amp-bf16 batch 1: $(grep '^activations:' "$tmp/m1.out")"
 fi
 expect 1 "STARNN_LAYOUT" env STARNN_LAYOUT=sideways "$unet" train $L
+# The fp32 weight gradient's two routes on the oneDNN backend
+# (codelets/conv2d.h: STARNN_CONV2D_WGRAD; auto takes im2col + sgemm for
+# wide layers on AVX2 only): every 3x3 layer forced onto each, the same
+# losses but for rounding; an unknown value is an error.
+STARNN_CONV2D_WGRAD=gemm "$unet" train $L --log-json "$tmp/wg.json" > "$tmp/wg.out" 2>&1 ||
+	{ fail "STARNN_CONV2D_WGRAD=gemm run exited $?"; cat "$tmp/wg.out"; }
+STARNN_CONV2D_WGRAD=dnnl "$unet" train $L --log-json "$tmp/wd.json" > "$tmp/wd.out" 2>&1 ||
+	{ fail "STARNN_CONV2D_WGRAD=dnnl run exited $?"; cat "$tmp/wd.out"; }
+same_losses "weight gradients on im2col + sgemm vs oneDNN" "$tmp/wg.json" "$tmp/wd.json"
+expect 1 "STARNN_CONV2D_WGRAD" env STARNN_CONV2D_WGRAD=sideways "$unet" train $L
 
 # ------------------------------------------------------------------ energy
 # The energy line after the run (measured by a named method, or "not

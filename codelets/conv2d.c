@@ -1007,7 +1007,23 @@ const char *starnn_conv2d_layout_note(starnn_dtype dt, int nparts, char *buf, si
 
 const char *starnn_conv2d_cpu_route(starnn_dtype dt)
 {
-	if ((dt != STARNN_BF16 && dt != STARNN_FP16) || starpu_cpu_worker_get_count() == 0)
+	if (starpu_cpu_worker_get_count() == 0)
+		return NULL;
+	if (dt == STARNN_FP32) {
+		/* the weight-gradient route (codelets/conv2d.h), asked of a wide
+		 * and a narrow layer */
+		struct starnn_conv2d_geom wide = {1, STARNN_CONV2D_WGRAD_MIN_C, STARNN_CONV2D_WGRAD_MIN_O, 8, 8, 3, 1, 1};
+		struct starnn_conv2d_geom narrow = {1, 8, 8, 8, 8, 3, 1, 1};
+		if (starnn_conv2d_cpu_backend() != STARNN_CONV2D_DNNL)
+			return NULL;
+		if (starnn_conv2d_wgrad_gemm(&narrow, dt))
+			return "fp32 on oneDNN, every weight gradient on im2col + OpenBLAS sgemm (STARNN_CONV2D_WGRAD=gemm)";
+		if (starnn_conv2d_wgrad_gemm(&wide, dt))
+			return "fp32 on oneDNN, the weight gradients of layers of >= 64 -> >= 128 channels on im2col + "
+			       "OpenBLAS sgemm (faster there than oneDNN's AVX2 kernel; STARNN_CONV2D_WGRAD=dnnl: oneDNN)";
+		return NULL;
+	}
+	if (dt != STARNN_BF16 && dt != STARNN_FP16)
 		return NULL;
 	if (dt == STARNN_FP16)
 		return "fp16 widened to fp32 on CPU workers (oneDNN 2.6 has no fp16 convolution): no faster than fp32 "

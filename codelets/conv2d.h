@@ -165,10 +165,11 @@ const char *starnn_conv2d_cpu_backend_name(enum starnn_conv2d_backend b);
 #define STARNN_CONV2D_NHWC (-1)
 int starnn_conv2d_dnnl_block(starnn_dtype dt);
 int starnn_conv2d_dnnl_bf16(void);
-/* How the CPU workers run the convolutions of 16-bit activations of dtype
- * dt, in words for a program's start-up lines ("bf16 native (oneDNN)",
- * "fp16 widened to fp32 (...why, and what it costs...)"); NULL for fp32 or
- * when there is no CPU worker. After starnn_init. */
+/* How the CPU workers run the convolutions of activations of dtype dt, in
+ * words for a program's start-up lines ("bf16 native (oneDNN)", "fp16
+ * widened to fp32 (...why, and what it costs...)", for fp32 the weight
+ * gradients on im2col + sgemm where they are); NULL for plain fp32 or when
+ * there is no CPU worker. After starnn_init. */
 /* The layout (runtime/tensor.h cblock) for activations of `channels`
  * channels in dt between the convolutions: the layout oneDNN picks
  * (starnn_conv2d_dnnl_block; cblock = channels for NHWC) when the CPU

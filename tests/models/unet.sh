@@ -158,6 +158,11 @@ STARNN_CONV2D_WGRAD=gemm "$unet" train $L --log-json "$tmp/wg.json" > "$tmp/wg.o
 STARNN_CONV2D_WGRAD=dnnl "$unet" train $L --log-json "$tmp/wd.json" > "$tmp/wd.out" 2>&1 ||
 	{ fail "STARNN_CONV2D_WGRAD=dnnl run exited $?"; cat "$tmp/wd.out"; }
 same_losses "weight gradients on im2col + sgemm vs oneDNN" "$tmp/wg.json" "$tmp/wd.json"
+if grep -q '^ *oneDNN.*: yes' "$B/config.summary" 2> /dev/null; then
+	grep -q '^convolutions: fp32 on oneDNN, every weight gradient on im2col' "$tmp/wg.out" &&
+		ok "$(grep '^convolutions:' "$tmp/wg.out")" || fail "STARNN_CONV2D_WGRAD=gemm: no start-up line saying so"
+	grep -q '^convolutions:' "$tmp/wd.out" && fail "STARNN_CONV2D_WGRAD=dnnl: $(grep '^convolutions:' "$tmp/wd.out")"
+fi
 expect 1 "STARNN_CONV2D_WGRAD" env STARNN_CONV2D_WGRAD=sideways "$unet" train $L
 
 # ------------------------------------------------------------------ energy

@@ -225,7 +225,8 @@ out=$("$unet" predict --checkpoint "$tmp/amp-fp16.h5" --val-samples 4 --output "
 
 # How the CPU workers run the 16-bit convolutions is said at start-up: fp16
 # is always widened (oneDNN 2.6 has no fp16 convolution), bf16 is native
-# exactly where the oneDNN probe says so; fp32 has no such line.
+# exactly where the oneDNN probe says so; fp32 has such a line only where
+# weight gradients leave oneDNN for im2col + sgemm (STARNN_CONV2D_WGRAD).
 small2="--size 16 --depth 1 --filters 2 --samples 8 --val-samples 4 --batch 2 --steps 1 --eval-every 0"
 out=$("$unet" train $small2 --precision amp-fp16 2>&1)
 echo "$out" | grep -q "^convolutions: fp16 widened to fp32 on CPU workers (oneDNN 2.6 has no fp16 convolution)" &&
@@ -236,8 +237,12 @@ echo "$out" | grep -q "^convolutions: bf16 \(native\|widened to fp32\) on CPU wo
 out=$(STARNN_CONV2D_CPU=im2col "$unet" train $small2 --precision amp-bf16 2>&1)
 echo "$out" | grep -q "^convolutions: bf16 widened to fp32 on CPU workers (the im2col route" &&
 	ok "amp-bf16 with STARNN_CONV2D_CPU=im2col: widened, said" || { echo "$out"; fail "im2col amp-bf16: no route line"; }
-out=$("$unet" train $small2 2>&1)
+out=$(STARNN_CONV2D_WGRAD=dnnl "$unet" train $small2 2>&1)
 echo "$out" | grep -q "^convolutions:" && fail "fp32 run printed a 'convolutions:' line" || ok "fp32: no route line"
+out=$("$unet" train $small2 2>&1)
+echo "$out" | grep "^convolutions:" | grep -qv "^convolutions: fp32 on oneDNN, the weight gradients of layers of" &&
+	fail "fp32 run printed another 'convolutions:' line: $(echo "$out" | grep '^convolutions:')" ||
+	ok "fp32: $(echo "$out" | grep '^convolutions:' | cut -c1-70)"
 
 # ------------------------------------------------------------------ 6. bad options
 "$unet" train --precision fp8 > /dev/null 2>&1

@@ -1011,16 +1011,26 @@ const char *starnn_conv2d_cpu_route(starnn_dtype dt)
 		return NULL;
 	if (dt == STARNN_FP32) {
 		/* the weight-gradient route (codelets/conv2d.h), asked of a wide
-		 * and a narrow layer */
+		 * layer at 8x8 and of a narrow one */
 		struct starnn_conv2d_geom wide = {1, STARNN_CONV2D_WGRAD_MIN_C, STARNN_CONV2D_WGRAD_MIN_O, 8, 8, 3, 1, 1};
-		struct starnn_conv2d_geom narrow = {1, 8, 8, 8, 8, 3, 1, 1};
+		struct starnn_conv2d_geom narrow = {1, 16, 16, 32, 32, 3, 1, 1};
 		if (starnn_conv2d_cpu_backend() != STARNN_CONV2D_DNNL)
 			return NULL;
-		if (starnn_conv2d_wgrad_gemm(&narrow, dt))
+		const enum starnn_conv2d_wgrad rn = starnn_conv2d_wgrad_route(&narrow, dt),
+		                               rw = starnn_conv2d_wgrad_route(&wide, dt);
+		if (rn == STARNN_CONV2D_WGRAD_GEMM)
 			return "fp32 on oneDNN, every weight gradient on im2col + OpenBLAS sgemm (STARNN_CONV2D_WGRAD=gemm)";
-		if (starnn_conv2d_wgrad_gemm(&wide, dt))
-			return "fp32 on oneDNN, the weight gradients of layers of >= 64 -> >= 128 channels on im2col + "
-			       "OpenBLAS sgemm (faster there than oneDNN's AVX2 kernel; STARNN_CONV2D_WGRAD=dnnl: oneDNN)";
+		if (rn == STARNN_CONV2D_WGRAD_DIRECT && rw == STARNN_CONV2D_WGRAD_DIRECT)
+			return "fp32 on oneDNN, the 3x3 weight gradients on starnn's direct AVX2 kernel "
+			       "(STARNN_CONV2D_WGRAD=direct)";
+		if (rn == STARNN_CONV2D_WGRAD_DIRECT)
+			return "fp32 on oneDNN, the 3x3 weight gradients on starnn's direct AVX2 kernel, those of >= 64 -> "
+			       ">= 128 channels at <= 8x8 pixels on im2col + OpenBLAS sgemm (both faster here than oneDNN's "
+			       "AVX2 kernel; STARNN_CONV2D_WGRAD=dnnl: oneDNN)";
+		if (rw == STARNN_CONV2D_WGRAD_GEMM)
+			return "fp32 on oneDNN, the weight gradients of layers of >= 64 -> >= 128 channels at <= 8x8 pixels "
+			       "on im2col + OpenBLAS sgemm (faster there than oneDNN's AVX2 kernel; "
+			       "STARNN_CONV2D_WGRAD=dnnl: oneDNN)";
 		return NULL;
 	}
 	if (dt != STARNN_BF16 && dt != STARNN_FP16)

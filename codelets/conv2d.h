@@ -53,6 +53,23 @@ void starnn_conv2d_bwd_weight_cpu(const struct starnn_conv2d_geom *g, const floa
 /* db[o] = beta * db[o] + sum of dy[n, o, :, :] over n (n x o*hw, ldy): the
  * im2col route's bias gradient (oneDNN's weight pass computes its own). */
 void starnn_conv2d_bwd_bias_cpu(size_t n, size_t o, size_t hw, const float *dy, size_t ldy, float beta, float *db);
+/* The direct fp32 3x3 weight gradient: dw = beta * dw + dy * x (OIHW, rows
+ * ldw apart) and, unless db is NULL, db = beta * db + the sum of dy, with
+ * x and dy read in their layouts (g->xb, g->yb: NCHW or blocks of a
+ * multiple of 8 channels) and no reorder. An AVX2 + FMA kernel with the
+ * accumulators in registers (codelets/cpu/conv2d.c says how): on an AVX2
+ * processor it runs the narrow and middle UNet layers 1.2-1.5x faster
+ * than oneDNN 2.6's jit:avx2 pass (tools/bench-conv --wgrad). It needs
+ * k == 3, o a multiple of 4 and an AVX2 processor (with STARNN_CPU_SIMD
+ * not below avx2): starnn_conv2d_wgrad_direct_ok; any c. work holds
+ * starnn_conv2d_wgrad_direct_workspace(g) floats. Accumulation is in
+ * fp32 over the n*h*w products of each weight, in a different order from
+ * oneDNN's: results agree within rounding. */
+int starnn_conv2d_wgrad_direct_ok(const struct starnn_conv2d_geom *g);
+size_t starnn_conv2d_wgrad_direct_workspace(const struct starnn_conv2d_geom *g);
+void starnn_conv2d_bwd_weight_direct_cpu(const struct starnn_conv2d_geom *g, const float *x, size_t ldx,
+                                         const float *dy, size_t ldy, float beta, float *dw, size_t ldw, float *db,
+                                         float *work);
 
 /* oneDNN kernels (codelets/cpu/conv2d_dnnl.c, when configure found
  * oneDNN): the same passes on oneDNN's direct convolution primitives
@@ -113,32 +130,49 @@ void starnn_conv2d_pack_set(int on);
 int starnn_conv2d_pack_check(void);
 uint64_t starnn_conv2d_pack_count(void);
 
-/* The fp32 weight gradient of the oneDNN backend on wide layers. On an
- * AVX2 processor oneDNN 2.6's weight-gradient kernel (jit:avx2) runs wide
- * 3x3 layers at 40-65 GFLOP/s, where im2col + OpenBLAS sgemm on the same
- * data made NCHW runs 1.2-1.6x faster (tools/bench-conv --wgrad), and the
- * sgemm writes dw in OIHW (no reorder of the gradient back from oneDNN's
- * layout). So starnn_conv2d_bwd_weight_dnnl takes that route, "gemm", for
- * fp32 k x k (k > 1) layers of at least STARNN_CONV2D_WGRAD_MIN_C input and
- * STARNN_CONV2D_WGRAD_MIN_O output channels when oneDNN's fp32 layout here
- * is nChw8c (its AVX2 kernels; on AVX-512, where oneDNN's pass was as fast
- * as im2col's or faster in an earlier measurement, oneDNN keeps it): blocked
- * x and dy are copied to NCHW in the thread's scratch (a few percent of
- * the pass), then starnn_conv2d_bwd_weight_cpu and
- * starnn_conv2d_bwd_bias_cpu. STARNN_CONV2D_WGRAD=auto (the default) |
- * dnnl | gemm (every fp32 k > 1 weight gradient of the oneDNN backend)
- * chooses (read once); starnn_conv2d_wgrad_set overrides it (tests,
- * benchmarks); starnn_conv2d_wgrad_check returns STARNN_EINVAL with a
- * message for another value (the submit functions call it). The choice
- * depends only on the shape and the processor, so a run's results do not
- * change from one step to the next. */
-enum starnn_conv2d_wgrad { STARNN_CONV2D_WGRAD_AUTO = 0, STARNN_CONV2D_WGRAD_DNNL = 1, STARNN_CONV2D_WGRAD_GEMM = 2 };
+/* The fp32 weight gradient of the oneDNN backend. On an AVX2 processor
+ * oneDNN 2.6's weight-gradient kernel (jit:avx2) runs the UNet's 3x3 layers
+ * at 40-70 GFLOP/s on one core, where its forward passes run at 50-95. Two
+ * other routes are faster there (tools/bench-conv --wgrad):
+ *   "direct": starnn_conv2d_bwd_weight_direct_cpu above, x and dy read in
+ *     their layouts, dw written in OIHW: 1.0-2.0x oneDNN on the 28 3x3
+ *     layers of the two bench-unet configurations;
+ *   "gemm": blocked x and dy copied to NCHW in the thread's scratch (a few
+ *     percent of the pass), then starnn_conv2d_bwd_weight_cpu (im2col +
+ *     OpenBLAS sgemm) and starnn_conv2d_bwd_bias_cpu: faster than both for
+ *     wide layers on small images (1.2-1.5x oneDNN for >= 128 -> 512
+ *     channels at 8x8, where the direct kernel's sweeps are short).
+ * Both write dw in OIHW: there is no reorder of the gradient back from
+ * oneDNN's layout. STARNN_CONV2D_WGRAD=auto (the default) takes, when
+ * oneDNN's fp32 layout here is nChw8c (its AVX2 kernels), gemm for fp32
+ * k x k layers of at least STARNN_CONV2D_WGRAD_MIN_C input and
+ * STARNN_CONV2D_WGRAD_MIN_O output channels at no more than
+ * STARNN_CONV2D_WGRAD_GEMM_MAX_HW pixels, direct for the other fp32 layers
+ * it takes (starnn_conv2d_wgrad_direct_ok: 3x3, output channels a multiple
+ * of 4, an AVX2 processor), and oneDNN's pass elsewhere (bf16, 1x1; on
+ * AVX-512, where oneDNN's kernels are its 16-lane ones, it keeps them: the
+ * routes were not measured there). dnnl is oneDNN everywhere; gemm puts
+ * every fp32 k x k (k > 1) weight gradient on the gemm route; direct every
+ * one the direct kernel takes (oneDNN runs the others). The variable is
+ * read once; starnn_conv2d_wgrad_set overrides it (tests, benchmarks);
+ * starnn_conv2d_wgrad_check returns STARNN_EINVAL with a message for
+ * another value (the submit functions call it). The choice depends only
+ * on the shape and the processor, so a run's results do not change from
+ * one step to the next. */
+enum starnn_conv2d_wgrad {
+	STARNN_CONV2D_WGRAD_AUTO = 0,
+	STARNN_CONV2D_WGRAD_DNNL = 1,
+	STARNN_CONV2D_WGRAD_GEMM = 2,
+	STARNN_CONV2D_WGRAD_DIRECT = 3,
+};
 #define STARNN_CONV2D_WGRAD_MIN_C 64
 #define STARNN_CONV2D_WGRAD_MIN_O 128
+#define STARNN_CONV2D_WGRAD_GEMM_MAX_HW 64
 int starnn_conv2d_wgrad_set(enum starnn_conv2d_wgrad mode);
 int starnn_conv2d_wgrad_check(void);
-/* 1 when the weight gradient of g in dt takes the gemm route, else 0. */
-int starnn_conv2d_wgrad_gemm(const struct starnn_conv2d_geom *g, starnn_dtype dt);
+/* The route the weight gradient of g in dt takes: STARNN_CONV2D_WGRAD_DNNL
+ * (oneDNN's primitive), _GEMM or _DIRECT. */
+enum starnn_conv2d_wgrad starnn_conv2d_wgrad_route(const struct starnn_conv2d_geom *g, starnn_dtype dt);
 
 /* Which CPU kernels the conv2d codelets run: oneDNN where starnn was built
  * with it (the default: 1.5-2.7x faster than im2col in fp32 on AVX-512, and

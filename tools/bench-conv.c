@@ -19,16 +19,17 @@
  * column and its ratio show "-".
  *
  * The dnnl columns are oneDNN's own passes (the weight gradient's gemm
- * route, codelets/conv2d.h, is turned off for them).
+ * and direct routes, codelets/conv2d.h, are turned off for them).
  *
- * --wgrad: the fp32 weight gradient on its two routes instead, with x and
+ * --wgrad: the fp32 weight gradient on its three routes instead, with x and
  * dy in the layout the UNet keeps them in here (oneDNN's nChw8c /
  * nChw16c where the channels are a multiple of the block, else NCHW), at
  * every 3x3 shape of the two tools/bench-unet configurations (128x128,
  * f = 16, micro-batches of 2; 384x384, f = 32, batch 1): oneDNN's
  * primitive (with its reorder of dw to OIHW) against the gemm route
- * (blocked -> NCHW copies, im2col + sgemm, dw in OIHW), the ratio, and
- * which one STARNN_CONV2D_WGRAD=auto takes.
+ * (blocked -> NCHW copies, im2col + sgemm, dw in OIHW) and the direct
+ * kernel (x and dy read in place, dw in OIHW; "-" where it does not run:
+ * no AVX2), the ratios, and which one STARNN_CONV2D_WGRAD=auto takes.
  *
  * Usage: tools/bench-conv [--reps N] [--quick] [--wgrad]
  *   --quick  the 128x128 shapes only */
@@ -172,8 +173,8 @@ static int wgrad_bench(int reps, int quick)
 	       reps);
 	printf("# activations: channels in blocks of %d where they divide them (oneDNN's fp32 pick here), else NCHW\n",
 	       blk > 1 ? blk : 1);
-	printf("%-10s %5s %5s %5s %4s %9s %9s %10s %5s\n", "shape", "N", "C", "O", "HW", "dnnl", "gemm", "gemm/dnnl",
-	       "auto");
+	printf("%-10s %5s %5s %5s %4s %9s %9s %9s %10s %12s %6s\n", "shape", "N", "C", "O", "HW", "dnnl", "gemm", "direct",
+	       "gemm/dnnl", "direct/dnnl", "auto");
 	unsigned seed = 1;
 	for (size_t s = 0; s < sizeof wgrad_shapes / sizeof *wgrad_shapes; s++) {
 		const struct shape *sh = &wgrad_shapes[s];
@@ -185,10 +186,12 @@ static int wgrad_bench(int reps, int quick)
 		const size_t ldx = g.c * g.h * g.w, ldy = g.o * g.h * g.w, ldw = g.c * 9;
 		float *x = random_f32(g.n * ldx, &seed), *dy = random_f32(g.n * ldy, &seed);
 		float *dw = random_f32(g.o * ldw, &seed), *db = random_f32(g.o, &seed);
-		const enum starnn_conv2d_wgrad route[2] = {STARNN_CONV2D_WGRAD_DNNL, STARNN_CONV2D_WGRAD_GEMM};
-		double best[2] = {1e30, 1e30};
+		const enum starnn_conv2d_wgrad route[3] = {STARNN_CONV2D_WGRAD_DNNL, STARNN_CONV2D_WGRAD_GEMM,
+		                                           STARNN_CONV2D_WGRAD_DIRECT};
+		double best[3] = {1e30, 1e30, 1e30};
+		int nroutes = starnn_conv2d_wgrad_direct_ok(&g) ? 3 : 2; /* else "-" */
 		for (int r = -1; r < reps; r++) /* r = -1: warm-up (primitives, pages) */
-			for (int k = 0; k < 2; k++) {
+			for (int k = 0; k < nroutes; k++) {
 				starnn_conv2d_wgrad_set(route[k]);
 				double t = now();
 				if (starnn_conv2d_bwd_weight_dnnl(&g, STARNN_FP32, x, ldx, dy, ldy, 0.0f, dw, ldw, db) != 0) {
@@ -201,9 +204,15 @@ static int wgrad_bench(int reps, int quick)
 			}
 		starnn_conv2d_wgrad_set(STARNN_CONV2D_WGRAD_AUTO);
 		double flops = starnn_conv2d_flops(&g, STARNN_CONV2D_BWD_WEIGHT);
-		printf("%-10s %5zu %5zu %5zu %4zu %9.1f %9.1f %10.2f %5s\n", sh->name, g.n, g.c, g.o, g.h,
-		       flops / best[0] * 1e-9, flops / best[1] * 1e-9, best[0] / best[1],
-		       starnn_conv2d_wgrad_gemm(&g, STARNN_FP32) ? "gemm" : "dnnl");
+		const enum starnn_conv2d_wgrad a = starnn_conv2d_wgrad_route(&g, STARNN_FP32);
+		char dr[16] = "-", drr[16] = "-";
+		if (nroutes == 3) {
+			snprintf(dr, sizeof dr, "%.1f", flops / best[2] * 1e-9);
+			snprintf(drr, sizeof drr, "%.2f", best[0] / best[2]);
+		}
+		printf("%-10s %5zu %5zu %5zu %4zu %9.1f %9.1f %9s %10.2f %12s %6s\n", sh->name, g.n, g.c, g.o, g.h,
+		       flops / best[0] * 1e-9, flops / best[1] * 1e-9, dr, best[0] / best[1], drr,
+		       a == STARNN_CONV2D_WGRAD_GEMM ? "gemm" : a == STARNN_CONV2D_WGRAD_DIRECT ? "direct" : "dnnl");
 		fflush(stdout);
 		free(x), free(dy), free(dw), free(db);
 	}

@@ -397,3 +397,214 @@ void starnn_conv2d_bwd_bias_cpu(size_t n, size_t o, size_t hw, const float *dy, 
 		db[c] = (beta == 0.0f ? 0.0f : beta * db[c]) + (float)total;
 	}
 }
+
+/* The direct fp32 3x3 weight gradient (codelets/conv2d.h:
+ * starnn_conv2d_bwd_weight_direct_cpu).
+ *
+ * x is first copied, zero-padded, into the workspace as xp
+ * [n][C8/8][H+2][W+2][8] (C8: C rounded up to 8, lanes past C zero), so
+ * that the loops have no edge cases. The gradient is accumulated in the
+ * workspace as acc [O/4][C8/8][kh][kw][4 o][8 c]: for a group of 4 output
+ * channels, a block of 8 input channels and a kernel row kh, one sweep
+ * over output pixels keeps the 3 x 4 vectors acc[kh][kw][o] (each over
+ * the 8 c) in 12 ymm registers and, per pixel, loads the 3 x vectors
+ * xp(h + kh, w + kw) and broadcasts the 4 dy(o, h, w): 12 FMAs for 7 loads
+ * (FMA-bound). The sweeps run over strips of output rows (at least 256
+ * pixels, or the whole image), for chunks of (o group, c block) pairs
+ * whose accumulators stay in L2; acc is added to dw with beta at the end.
+ * dy is read where it is, in any layout: element (o, p) of sample n at
+ * dy + n*ldy + off(o) + p*ps, where off(o) = (o/yb)*HW*yb + o%yb and ps = yb
+ * for blocks of yb (consecutive o one float apart), off(o) = o*HW and ps = 1
+ * for NCHW. */
+#if defined(__GNUC__) && (defined(__x86_64__) || defined(__i386__))
+#include <immintrin.h>
+#define DIRECT_X86 1
+#endif
+#include "codelets/cpu/simd.h"
+
+#define DIRECT_PIXELS 256 /* least output pixels of a strip */
+#define DIRECT_PAIRS 84   /* (o group, c block) pairs per chunk: 84 * 1152 B of accumulators */
+
+static size_t ceil8(size_t c) { return (c + 7) / 8 * 8; }
+
+int starnn_conv2d_wgrad_direct_ok(const struct starnn_conv2d_geom *g)
+{
+#ifdef DIRECT_X86
+	return g->k == 3 && g->o % 4 == 0 && starnn_simd_level() >= STARNN_SIMD_AVX2;
+#else
+	(void)g;
+	return 0;
+#endif
+}
+
+size_t starnn_conv2d_wgrad_direct_workspace(const struct starnn_conv2d_geom *g)
+{
+	return g->o * ceil8(g->c) * 9 + g->n * ceil8(g->c) * (g->h + 2) * (g->w + 2);
+}
+
+#ifdef DIRECT_X86
+/* One sweep: rows output rows of W pixels; xr: the padded x row h + kh of
+ * the 8-channel block (pixels 8 floats apart, rows xrow apart); d: dy of
+ * the first of the 4 output channels (the others dstep apart; pixels ps
+ * apart, rows W * ps apart); a: the 12 accumulators [kw][o][8]. */
+__attribute__((noinline, target("avx2,fma"))) static void direct_sweep(const float *xr, size_t xrow, const float *d,
+                                                                      size_t dstep, size_t ps, size_t W,
+                                                                      size_t rows, float *a)
+{
+	__m256 a00 = _mm256_loadu_ps(a), a01 = _mm256_loadu_ps(a + 8), a02 = _mm256_loadu_ps(a + 16);
+	__m256 a03 = _mm256_loadu_ps(a + 24), a10 = _mm256_loadu_ps(a + 32), a11 = _mm256_loadu_ps(a + 40);
+	__m256 a12 = _mm256_loadu_ps(a + 48), a13 = _mm256_loadu_ps(a + 56), a20 = _mm256_loadu_ps(a + 64);
+	__m256 a21 = _mm256_loadu_ps(a + 72), a22 = _mm256_loadu_ps(a + 80), a23 = _mm256_loadu_ps(a + 88);
+	for (size_t r = 0; r < rows; r++, xr += xrow, d += W * ps) {
+		const float *xp = xr, *d0 = d, *d1 = d + dstep, *d2 = d + 2 * dstep, *d3 = d + 3 * dstep;
+		for (size_t q = 0; q < W * ps; q += ps, xp += 8) {
+			__m256 x0 = _mm256_loadu_ps(xp), x1 = _mm256_loadu_ps(xp + 8), x2 = _mm256_loadu_ps(xp + 16), b;
+			b = _mm256_broadcast_ss(d0 + q);
+			a00 = _mm256_fmadd_ps(x0, b, a00), a10 = _mm256_fmadd_ps(x1, b, a10), a20 = _mm256_fmadd_ps(x2, b, a20);
+			b = _mm256_broadcast_ss(d1 + q);
+			a01 = _mm256_fmadd_ps(x0, b, a01), a11 = _mm256_fmadd_ps(x1, b, a11), a21 = _mm256_fmadd_ps(x2, b, a21);
+			b = _mm256_broadcast_ss(d2 + q);
+			a02 = _mm256_fmadd_ps(x0, b, a02), a12 = _mm256_fmadd_ps(x1, b, a12), a22 = _mm256_fmadd_ps(x2, b, a22);
+			b = _mm256_broadcast_ss(d3 + q);
+			a03 = _mm256_fmadd_ps(x0, b, a03), a13 = _mm256_fmadd_ps(x1, b, a13), a23 = _mm256_fmadd_ps(x2, b, a23);
+		}
+	}
+	_mm256_storeu_ps(a, a00), _mm256_storeu_ps(a + 8, a01), _mm256_storeu_ps(a + 16, a02);
+	_mm256_storeu_ps(a + 24, a03), _mm256_storeu_ps(a + 32, a10), _mm256_storeu_ps(a + 40, a11);
+	_mm256_storeu_ps(a + 48, a12), _mm256_storeu_ps(a + 56, a13), _mm256_storeu_ps(a + 64, a20);
+	_mm256_storeu_ps(a + 72, a21), _mm256_storeu_ps(a + 80, a22), _mm256_storeu_ps(a + 88, a23);
+}
+#endif
+
+/* x of sample n (layout xb) into xp, zero-padded. */
+static void direct_pad(const struct starnn_conv2d_geom *g, const float *x, size_t ldx, float *xp)
+{
+	const size_t C = g->c, H = g->h, W = g->w, HW = H * W, Hp = H + 2, Wp = W + 2, CB = ceil8(C) / 8;
+	const size_t xb = g->xb > 1 ? g->xb : 1;
+	for (size_t n = 0; n < g->n; n++)
+		for (size_t cb = 0; cb < CB; cb++) {
+			float *d = xp + (n * CB + cb) * Hp * Wp * 8;
+			const size_t lanes = C - cb * 8 < 8 ? C - cb * 8 : 8;
+			memset(d, 0, Wp * 8 * sizeof *d);
+			memset(d + (H + 1) * Wp * 8, 0, Wp * 8 * sizeof *d);
+			for (size_t h = 0; h < H; h++) {
+				float *r = d + (h + 1) * Wp * 8;
+				memset(r, 0, 8 * sizeof *r);
+				memset(r + (W + 1) * 8, 0, 8 * sizeof *r);
+				if (xb == 8) { /* the row as it is */
+					memcpy(r + 8, x + n * ldx + (cb * H + h) * W * 8, W * 8 * sizeof *r);
+				} else if (xb > 1) { /* 8 channels of a block of xb: 8 floats of each pixel's xb */
+					const size_t c0 = cb * 8;
+					const float *s = x + n * ldx + (c0 / xb) * HW * xb + h * W * xb + c0 % xb;
+					for (size_t w = 0; w < W; w++)
+						memcpy(r + (w + 1) * 8, s + w * xb, 8 * sizeof *r);
+				} else {
+					const float *s = x + n * ldx + cb * 8 * HW + h * W;
+					for (size_t w = 0; w < W; w++) {
+						float *p = r + (w + 1) * 8;
+						size_t l = 0;
+						for (; l < lanes; l++)
+							p[l] = s[l * HW + w];
+						for (; l < 8; l++)
+							p[l] = 0.0f;
+					}
+				}
+			}
+		}
+}
+
+/* db[o] = beta * db[o] + the sum of dy(o, p) over samples and pixels:
+ * float partial sums over runs of 64 pixels, added in double; blocked dy
+ * 8 lanes of a block at a time (a vector), NCHW dy 8 pixels at a time. */
+static void direct_bias(const struct starnn_conv2d_geom *g, const float *dy, size_t ldy, float beta, float *db)
+{
+	enum { RUN = 64 };
+	const size_t O = g->o, HW = g->h * g->w, yb = g->yb > 1 ? g->yb : 1;
+	for (size_t o0 = 0; o0 < O; o0 += yb > 1 ? 8 : 1) {
+		const size_t off = yb > 1 ? (o0 / yb) * HW * yb + o0 % yb : o0 * HW;
+		double total[8] = {0};
+		for (size_t n = 0; n < g->n; n++) {
+			const float *s = dy + n * ldy + off;
+			for (size_t p0 = 0; p0 < HW; p0 += RUN) {
+				const size_t p1 = p0 + RUN < HW ? p0 + RUN : HW;
+				float part[8] = {0};
+				if (yb > 1) { /* lane l: o0 + l */
+					for (size_t p = p0; p < p1; p++)
+						for (size_t l = 0; l < 8; l++)
+							part[l] += s[p * yb + l];
+				} else { /* lane l: pixels l, l + 8, ... of o0 */
+					size_t p = p0;
+					for (; p + 8 <= p1; p += 8)
+						for (size_t l = 0; l < 8; l++)
+							part[l] += s[p + l];
+					for (; p < p1; p++)
+						part[0] += s[p];
+				}
+				for (size_t l = 0; l < 8; l++)
+					total[l] += part[l];
+			}
+		}
+		if (yb > 1)
+			for (size_t l = 0; l < 8; l++)
+				db[o0 + l] = (beta == 0.0f ? 0.0f : beta * db[o0 + l]) + (float)total[l];
+		else
+			db[o0] = (beta == 0.0f ? 0.0f : beta * db[o0]) +
+			         (float)(((total[0] + total[1]) + (total[2] + total[3])) +
+			                 ((total[4] + total[5]) + (total[6] + total[7])));
+	}
+}
+
+void starnn_conv2d_bwd_weight_direct_cpu(const struct starnn_conv2d_geom *g, const float *x, size_t ldx,
+                                         const float *dy, size_t ldy, float beta, float *dw, size_t ldw, float *db,
+                                         float *work)
+{
+	const size_t C = g->c, O = g->o, H = g->h, W = g->w, HW = H * W, C8 = ceil8(C), CB = C8 / 8, OG = O / 4;
+	const size_t Hp = H + 2, Wp = W + 2, yb = g->yb > 1 ? g->yb : 1;
+	const size_t dstep = yb > 1 ? 1 : HW, ps = yb;
+	float *acc = work, *xp = work + O * C8 * 9;
+	memset(acc, 0, O * C8 * 9 * sizeof *acc);
+	direct_pad(g, x, ldx, xp);
+	size_t rows = (DIRECT_PIXELS + W - 1) / W;
+	if (rows > H)
+		rows = H;
+	size_t nog = OG, ncb = CB; /* a chunk of nog x ncb pairs */
+	while (nog * ncb > DIRECT_PAIRS) {
+		if (ncb >= nog && ncb > 1)
+			ncb = (ncb + 1) / 2;
+		else
+			nog = (nog + 1) / 2;
+	}
+	for (size_t og0 = 0; og0 < OG; og0 += nog)
+		for (size_t cb0 = 0; cb0 < CB; cb0 += ncb) {
+			const size_t og1 = og0 + nog < OG ? og0 + nog : OG, cb1 = cb0 + ncb < CB ? cb0 + ncb : CB;
+			for (size_t n = 0; n < g->n; n++)
+				for (size_t h0 = 0; h0 < H; h0 += rows) {
+					const size_t rr = h0 + rows < H ? rows : H - h0;
+					for (size_t og = og0; og < og1; og++) {
+						const size_t o = og * 4;
+						const float *d = dy + n * ldy + (yb > 1 ? (o / yb) * HW * yb + o % yb : o * HW) +
+						                 h0 * W * ps;
+						for (size_t cb = cb0; cb < cb1; cb++)
+							for (size_t kh = 0; kh < 3; kh++) {
+								const float *xr = xp + ((n * CB + cb) * Hp + h0 + kh) * Wp * 8;
+								float *a = acc + ((og * CB + cb) * 3 + kh) * 96;
+#ifdef DIRECT_X86
+								direct_sweep(xr, Wp * 8, d, dstep, ps, W, rr, a);
+#else
+								(void)xr, (void)a, (void)d;
+#endif
+							}
+					}
+				}
+		}
+	for (size_t o = 0; o < O; o++)
+		for (size_t c = 0; c < C; c++)
+			for (size_t kh = 0; kh < 3; kh++)
+				for (size_t kw = 0; kw < 3; kw++) {
+					const float v = acc[(((((o / 4) * CB + c / 8) * 3 + kh) * 3 + kw) * 4 + o % 4) * 8 + c % 8];
+					float *p = dw + o * ldw + (c * 3 + kh) * 3 + kw;
+					*p = (beta == 0.0f ? 0.0f : beta * *p) + v;
+				}
+	if (db)
+		direct_bias(g, dy, ldy, beta, db);
+}

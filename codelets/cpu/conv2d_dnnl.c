@@ -110,6 +110,8 @@ static void wgrad_read_env(void)
 		wgrad_env = STARNN_CONV2D_WGRAD_DNNL;
 	else if (!strcmp(e, "gemm"))
 		wgrad_env = STARNN_CONV2D_WGRAD_GEMM;
+	else if (!strcmp(e, "direct"))
+		wgrad_env = STARNN_CONV2D_WGRAD_DIRECT;
 	else
 		wgrad_env = -2;
 }
@@ -118,14 +120,15 @@ int starnn_conv2d_wgrad_check(void)
 {
 	pthread_once(&wgrad_once, wgrad_read_env);
 	if (wgrad_forced < 0 && wgrad_env == -2)
-		return starnn_error(STARNN_EINVAL, "STARNN_CONV2D_WGRAD is '%s': expected auto, dnnl or gemm",
+		return starnn_error(STARNN_EINVAL, "STARNN_CONV2D_WGRAD is '%s': expected auto, dnnl, gemm or direct",
 		                    getenv("STARNN_CONV2D_WGRAD"));
 	return 0;
 }
 
 int starnn_conv2d_wgrad_set(enum starnn_conv2d_wgrad mode)
 {
-	if (mode != STARNN_CONV2D_WGRAD_AUTO && mode != STARNN_CONV2D_WGRAD_DNNL && mode != STARNN_CONV2D_WGRAD_GEMM)
+	if (mode != STARNN_CONV2D_WGRAD_AUTO && mode != STARNN_CONV2D_WGRAD_DNNL && mode != STARNN_CONV2D_WGRAD_GEMM &&
+	    mode != STARNN_CONV2D_WGRAD_DIRECT)
 		return starnn_error(STARNN_EINVAL, "conv2d: unknown weight-gradient route %d", (int)mode);
 	wgrad_forced = (int)mode;
 	return 0;
@@ -957,18 +960,25 @@ fail:
 	return rc;
 }
 
-int starnn_conv2d_wgrad_gemm(const struct starnn_conv2d_geom *g, starnn_dtype dt)
+enum starnn_conv2d_wgrad starnn_conv2d_wgrad_route(const struct starnn_conv2d_geom *g, starnn_dtype dt)
 {
 	if (dt != STARNN_FP32 || g->k < 2)
-		return 0;
+		return STARNN_CONV2D_WGRAD_DNNL;
+	const int direct = starnn_conv2d_wgrad_direct_ok(g);
 	switch (wgrad_mode()) {
 	case STARNN_CONV2D_WGRAD_GEMM:
-		return 1;
+		return STARNN_CONV2D_WGRAD_GEMM;
+	case STARNN_CONV2D_WGRAD_DIRECT:
+		return direct ? STARNN_CONV2D_WGRAD_DIRECT : STARNN_CONV2D_WGRAD_DNNL;
 	case STARNN_CONV2D_WGRAD_DNNL:
-		return 0;
+		return STARNN_CONV2D_WGRAD_DNNL;
 	default:
-		return g->c >= STARNN_CONV2D_WGRAD_MIN_C && g->o >= STARNN_CONV2D_WGRAD_MIN_O &&
-		       starnn_conv2d_dnnl_block(STARNN_FP32) == 8;
+		if (starnn_conv2d_dnnl_block(STARNN_FP32) != 8)
+			return STARNN_CONV2D_WGRAD_DNNL;
+		if (g->c >= STARNN_CONV2D_WGRAD_MIN_C && g->o >= STARNN_CONV2D_WGRAD_MIN_O &&
+		    g->h * g->w <= STARNN_CONV2D_WGRAD_GEMM_MAX_HW)
+			return STARNN_CONV2D_WGRAD_GEMM;
+		return direct ? STARNN_CONV2D_WGRAD_DIRECT : STARNN_CONV2D_WGRAD_DNNL;
 	}
 }
 
@@ -1018,6 +1028,19 @@ static int wgrad_gemm(const struct starnn_conv2d_geom *g, const float *x, size_t
 	return 0;
 }
 
+/* The direct route (codelets/conv2d.h): x and dy read in place. */
+static int wgrad_direct(const struct starnn_conv2d_geom *g, const float *x, size_t ldx, const float *dy, size_t ldy,
+                        float beta, float *dw, size_t ldw, float *db)
+{
+	float *work = thread_buf(2, starnn_conv2d_wgrad_direct_workspace(g) * sizeof *work);
+	if (!work)
+		return starnn_error(STARNN_ENOMEM, "conv2d: cannot allocate the weight gradient's buffers (n %zu c %zu o %zu "
+		                                   "%zux%zu)",
+		                    g->n, g->c, g->o, g->h, g->w);
+	starnn_conv2d_bwd_weight_direct_cpu(g, x, ldx, dy, ldy, beta, dw, ldw, db, work);
+	return 0;
+}
+
 int starnn_conv2d_fwd_dnnl(const struct starnn_conv2d_geom *g, starnn_dtype dt, const void *x, size_t ldx,
                            const void *w, size_t ldw, const float *b, void *y, size_t ldy)
 {
@@ -1046,8 +1069,15 @@ int starnn_conv2d_bwd_data_dnnl_packed(const struct starnn_conv2d_geom *g, starn
 int starnn_conv2d_bwd_weight_dnnl(const struct starnn_conv2d_geom *g, starnn_dtype dt, const void *x, size_t ldx,
                                   const void *dy, size_t ldy, float beta, float *dw, size_t ldw, float *db)
 {
-	if (starnn_conv2d_wgrad_gemm(g, dt) && g->n && g->c && g->o && g->h && g->w)
-		return wgrad_gemm(g, x, ldx, dy, ldy, beta, dw, ldw, db);
+	if (g->n && g->c && g->o && g->h && g->w)
+		switch (starnn_conv2d_wgrad_route(g, dt)) {
+		case STARNN_CONV2D_WGRAD_GEMM:
+			return wgrad_gemm(g, x, ldx, dy, ldy, beta, dw, ldw, db);
+		case STARNN_CONV2D_WGRAD_DIRECT:
+			return wgrad_direct(g, x, ldx, dy, ldy, beta, dw, ldw, db);
+		default:
+			break;
+		}
 	return conv_run(0, STARNN_CONV2D_BWD_WEIGHT, dt, g, x, ldx, dy, ldy, NULL, db, beta, dw, ldw);
 }
 
@@ -1164,10 +1194,10 @@ int starnn_conv2d_dnnl_block(starnn_dtype dt)
 
 #else /* no oneDNN */
 
-int starnn_conv2d_wgrad_gemm(const struct starnn_conv2d_geom *g, starnn_dtype dt)
+enum starnn_conv2d_wgrad starnn_conv2d_wgrad_route(const struct starnn_conv2d_geom *g, starnn_dtype dt)
 {
 	(void)g, (void)dt;
-	return 0;
+	return STARNN_CONV2D_WGRAD_DNNL;
 }
 
 int starnn_conv2d_dnnl_block(starnn_dtype dt)

@@ -538,6 +538,17 @@ int main(void)
 	conv_codelets(1, 64, 32, 40, 16, 16);
 	conv_codelets(2, 32, 32, 9, 32, 32);
 	conv_codelets(2, 13, 16, 12, 1, 8);
+	/* and its direct kernel, forced: the same, blocks of 16 and of 48 (NHWC
+	 * and a pixel stride that is not a power of two), NCHW dy */
+	TEST_OK(starnn_conv2d_wgrad_set(STARNN_CONV2D_WGRAD_DIRECT));
+	conv_codelets(2, 16, 16, 9, 8, 8);
+	conv_codelets(1, 64, 64, 64, 8, 8);
+	conv_codelets(1, 64, 32, 40, 16, 16);
+	conv_codelets(2, 32, 32, 9, 32, 32);
+	conv_codelets(2, 13, 16, 12, 1, 8);
+	conv_codelets(2, 16, 12, 12, 8, 1);
+	conv_codelets(1, 64, 48, 20, 64, 48);
+	conv_codelets(2, 24, 12, 12, 24, 1);
 	TEST_OK(starnn_conv2d_wgrad_set(STARNN_CONV2D_WGRAD_AUTO));
 	if (starnn_conv2d_dnnl_bf16()) {
 		conv_codelets_dt(STARNN_BF16, 2, 32, 32, 9, 32, 32);

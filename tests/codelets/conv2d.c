@@ -26,6 +26,7 @@
 #include "codelets/axpy.h"
 #include "codelets/conv2d.h"
 #include "codelets/convert.h"
+#include "codelets/cpu/simd.h"
 #include "tests/testlib.h"
 #include "tests/codelets/halfcheck.h"
 
@@ -290,37 +291,66 @@ static void kernels_vs_naive(struct shape s, int do_backward)
 	free(x), free(w), free(b), free(xs), free(ws), free(ref), free(mag);
 }
 
-/* The oneDNN backend's fp32 weight gradient on its two routes (codelets/
+/* The oneDNN backend's fp32 weight gradient on its three routes (codelets/
  * conv2d.h: STARNN_CONV2D_WGRAD), each forced, against the naive loops:
- * a wide layer (the gemm route's place), odd sizes, a 5x5 kernel; and the
- * automatic choice: fp32 3x3 layers of >= 64 input and >= 128 output
- * channels where oneDNN's layout is nChw8c (AVX2), never bf16, 1x1 or
- * narrower layers. */
+ * a wide layer (the gemm route's place), odd sizes, a 5x5 kernel; for the
+ * direct kernel also input channels that are not a multiple of 8 (zero
+ * lanes), odd widths, several strips of rows and several chunks of
+ * accumulators (more than 84 (o group, c block) pairs), an image smaller
+ * than a strip, and 13 output channels, which it declines (oneDNN runs
+ * them). Then the automatic choice: on an AVX2 processor (nChw8c) the
+ * direct kernel for fp32 3x3 layers, the gemm route for those of >= 64 ->
+ * >= 128 channels at <= 8x8 pixels; oneDNN for bf16, 1x1 and elsewhere. */
 static void wgrad_routes(void)
 {
 	const struct shape wide[] = {{2, 128, 136, 5, 6, 3}, {3, 5, 13, 6, 10, 3}, {2, 8, 16, 7, 9, 5}};
-	const enum starnn_conv2d_wgrad modes[] = {STARNN_CONV2D_WGRAD_GEMM, STARNN_CONV2D_WGRAD_DNNL};
-	for (int m = 0; m < 2; m++) {
+	const struct shape direct[] = {{3, 5, 12, 6, 10, 3}, {2, 13, 16, 11, 37, 3}, {2, 48, 120, 40, 10, 3},
+	                               {1, 24, 8, 3, 3, 3}, {2, 16, 4, 1, 1, 3}};
+	const enum starnn_conv2d_wgrad modes[] = {STARNN_CONV2D_WGRAD_GEMM, STARNN_CONV2D_WGRAD_DNNL,
+	                                          STARNN_CONV2D_WGRAD_DIRECT};
+	const char *names[] = {"gemm", "oneDNN", "direct"};
+	for (int m = 0; m < 3; m++) {
 		TEST_OK(starnn_conv2d_wgrad_set(modes[m]));
-		printf("weight gradient forced to %s\n", m ? "oneDNN" : "gemm");
+		printf("weight gradient forced to %s\n", names[m]);
 		for (size_t i = 0; i < sizeof wide / sizeof *wide; i++)
 			kernels_vs_naive(wide[i], 1);
+		if (modes[m] == STARNN_CONV2D_WGRAD_DIRECT)
+			for (size_t i = 0; i < sizeof direct / sizeof *direct; i++)
+				kernels_vs_naive(direct[i], 1);
 	}
 	TEST_OK(starnn_conv2d_wgrad_set(STARNN_CONV2D_WGRAD_AUTO));
-	int avx2 = starnn_conv2d_dnnl_block(STARNN_FP32) == 8;
+	const int avx2 = starnn_conv2d_dnnl_block(STARNN_FP32) == 8;
 	struct starnn_conv2d_geom g = {2, 128, 128, 8, 8, 3, 8, 8};
-	TEST_ASSERT(starnn_conv2d_wgrad_gemm(&g, STARNN_FP32) == avx2, "auto: 128 -> 128 channels 3x3 fp32: gemm %d, "
-	            "expected %d (nChw8c here: %d)", starnn_conv2d_wgrad_gemm(&g, STARNN_FP32), avx2, avx2);
-	TEST_ASSERT(!starnn_conv2d_wgrad_gemm(&g, STARNN_BF16), "auto: bf16 takes the gemm route");
-	g.o = 64;
-	TEST_ASSERT(!starnn_conv2d_wgrad_gemm(&g, STARNN_FP32), "auto: 128 -> 64 channels takes the gemm route");
-	g.c = 64, g.o = 128;
-	TEST_ASSERT(starnn_conv2d_wgrad_gemm(&g, STARNN_FP32) == avx2, "auto: 64 -> 128 channels: gemm %d, expected %d",
-	            starnn_conv2d_wgrad_gemm(&g, STARNN_FP32), avx2);
-	g.c = 32;
-	TEST_ASSERT(!starnn_conv2d_wgrad_gemm(&g, STARNN_FP32), "auto: 32 -> 128 channels takes the gemm route");
-	g.c = 128, g.k = 1;
-	TEST_ASSERT(!starnn_conv2d_wgrad_gemm(&g, STARNN_FP32), "auto: a 1x1 layer takes the gemm route");
+	const int dir = starnn_conv2d_wgrad_direct_ok(&g);
+	TEST_ASSERT(dir == (starnn_simd_level() >= STARNN_SIMD_AVX2), "direct kernel usable: %d, AVX2 level: %d", dir,
+	            starnn_simd_level() >= STARNN_SIMD_AVX2);
+	const enum starnn_conv2d_wgrad D = STARNN_CONV2D_WGRAD_DNNL, G = STARNN_CONV2D_WGRAD_GEMM,
+	                                 R = avx2 && dir ? STARNN_CONV2D_WGRAD_DIRECT : D;
+	const struct {
+		size_t c, o, hw, k;
+		starnn_dtype dt;
+		enum starnn_conv2d_wgrad want;
+		const char *what;
+	} cases[] = {
+	    {128, 128, 8, 3, STARNN_FP32, avx2 ? G : D, "128 -> 128 channels at 8x8"},
+	    {64, 128, 8, 3, STARNN_FP32, avx2 ? G : D, "64 -> 128 channels at 8x8"},
+	    {128, 128, 9, 3, STARNN_FP32, R, "128 -> 128 channels at 9x9"},
+	    {128, 64, 8, 3, STARNN_FP32, R, "128 -> 64 channels at 8x8"},
+	    {32, 128, 8, 3, STARNN_FP32, R, "32 -> 128 channels at 8x8"},
+	    {16, 16, 128, 3, STARNN_FP32, R, "16 -> 16 channels at 128x128"},
+	    {13, 16, 128, 3, STARNN_FP32, R, "13 -> 16 channels at 128x128"},
+	    {16, 13, 128, 3, STARNN_FP32, D, "16 -> 13 channels (not a multiple of 4)"},
+	    {128, 128, 8, 3, STARNN_BF16, D, "bf16"},
+	    {16, 16, 32, 3, STARNN_BF16, D, "bf16"},
+	    {128, 128, 8, 1, STARNN_FP32, D, "a 1x1 layer"},
+	    {16, 16, 32, 5, STARNN_FP32, D, "a 5x5 layer"},
+	};
+	for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+		struct starnn_conv2d_geom q = {2, cases[i].c, cases[i].o, cases[i].hw, cases[i].hw, cases[i].k, 8, 8};
+		const enum starnn_conv2d_wgrad got = starnn_conv2d_wgrad_route(&q, cases[i].dt);
+		TEST_ASSERT(got == cases[i].want, "auto: %s: route %d, expected %d (nChw8c here: %d, AVX2: %d)",
+		            cases[i].what, (int)got, (int)cases[i].want, avx2, dir);
+	}
 	TEST_ASSERT(starnn_conv2d_wgrad_set((enum starnn_conv2d_wgrad)7) == STARNN_EINVAL, "route 7 accepted");
 }
 

@@ -149,19 +149,29 @@ if grep -q '^activations: NHWC' "$tmp/mb.out"; then
 		fail "amp-bf16 batch 1: $(grep '^activations:' "$tmp/m1.out")"
 fi
 expect 1 "STARNN_LAYOUT" env STARNN_LAYOUT=sideways "$unet" train $L
-# The fp32 weight gradient's two routes on the oneDNN backend
-# (codelets/conv2d.h: STARNN_CONV2D_WGRAD; auto takes im2col + sgemm for
-# wide layers on AVX2 only): every 3x3 layer forced onto each, the same
-# losses but for rounding; an unknown value is an error.
+# The fp32 weight gradient's three routes on the oneDNN backend
+# (codelets/conv2d.h: STARNN_CONV2D_WGRAD; auto takes the direct kernel and,
+# for wide layers at <= 8x8, im2col + sgemm, on AVX2 only): every 3x3 layer
+# forced onto each, the same losses but for rounding; an unknown value is an
+# error.
 STARNN_CONV2D_WGRAD=gemm "$unet" train $L --log-json "$tmp/wg.json" > "$tmp/wg.out" 2>&1 ||
 	{ fail "STARNN_CONV2D_WGRAD=gemm run exited $?"; cat "$tmp/wg.out"; }
 STARNN_CONV2D_WGRAD=dnnl "$unet" train $L --log-json "$tmp/wd.json" > "$tmp/wd.out" 2>&1 ||
 	{ fail "STARNN_CONV2D_WGRAD=dnnl run exited $?"; cat "$tmp/wd.out"; }
+STARNN_CONV2D_WGRAD=direct "$unet" train $L --log-json "$tmp/wk.json" > "$tmp/wk.out" 2>&1 ||
+	{ fail "STARNN_CONV2D_WGRAD=direct run exited $?"; cat "$tmp/wk.out"; }
 same_losses "weight gradients on im2col + sgemm vs oneDNN" "$tmp/wg.json" "$tmp/wd.json"
+same_losses "weight gradients on the direct kernel vs oneDNN" "$tmp/wk.json" "$tmp/wd.json"
 if grep -q '^ *oneDNN.*: yes' "$B/config.summary" 2> /dev/null; then
 	grep -q '^convolutions: fp32 on oneDNN, every weight gradient on im2col' "$tmp/wg.out" &&
 		ok "$(grep '^convolutions:' "$tmp/wg.out")" || fail "STARNN_CONV2D_WGRAD=gemm: no start-up line saying so"
 	grep -q '^convolutions:' "$tmp/wd.out" && fail "STARNN_CONV2D_WGRAD=dnnl: $(grep '^convolutions:' "$tmp/wd.out")"
+	# the direct kernel needs AVX2 (every x86-64 CI machine has it)
+	if grep -q ' avx2 ' /proc/cpuinfo 2> /dev/null; then
+		grep -q '^convolutions: fp32 on oneDNN, the 3x3 weight gradients on starnn.s direct AVX2 kernel (STARNN_CONV2D_WGRAD=direct)' \
+			"$tmp/wk.out" && ok "$(grep '^convolutions:' "$tmp/wk.out")" ||
+			fail "STARNN_CONV2D_WGRAD=direct: no start-up line saying so: $(grep '^convolutions:' "$tmp/wk.out")"
+	fi
 fi
 expect 1 "STARNN_CONV2D_WGRAD" env STARNN_CONV2D_WGRAD=sideways "$unet" train $L
 

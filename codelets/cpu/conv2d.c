@@ -401,9 +401,9 @@ void starnn_conv2d_bwd_bias_cpu(size_t n, size_t o, size_t hw, const float *dy, 
 /* The direct fp32 3x3 weight gradient (codelets/conv2d.h:
  * starnn_conv2d_bwd_weight_direct_cpu).
  *
- * x is first copied, zero-padded, into the workspace as xp
- * [n][C8/8][H+2][W+2][8] (C8: C rounded up to 8, lanes past C zero), so
- * that the loops have no edge cases. The gradient is accumulated in the
+ * Each sample of x is first copied, zero-padded, into the workspace as xp
+ * [C8/8][H+2][W+2][8] (C8: C rounded up to 8, lanes past C zero), so that
+ * the loops have no edge cases. The gradient is accumulated in the
  * workspace as acc [O/4][C8/8][kh][kw][4 o][8 c]: for a group of 4 output
  * channels, a block of 8 input channels and a kernel row kh, one sweep
  * over output pixels keeps the 3 x 4 vectors acc[kh][kw][o] (each over
@@ -439,7 +439,7 @@ int starnn_conv2d_wgrad_direct_ok(const struct starnn_conv2d_geom *g)
 
 size_t starnn_conv2d_wgrad_direct_workspace(const struct starnn_conv2d_geom *g)
 {
-	return g->o * ceil8(g->c) * 9 + g->n * ceil8(g->c) * (g->h + 2) * (g->w + 2);
+	return g->o * ceil8(g->c) * 9 + ceil8(g->c) * (g->h + 2) * (g->w + 2);
 }
 
 #ifdef DIRECT_X86
@@ -476,41 +476,40 @@ __attribute__((noinline, target("avx2,fma"))) static void direct_sweep(const flo
 }
 #endif
 
-/* x of sample n (layout xb) into xp, zero-padded. */
-static void direct_pad(const struct starnn_conv2d_geom *g, const float *x, size_t ldx, float *xp)
+/* x of one sample (layout xb) into xp, zero-padded. */
+static void direct_pad(const struct starnn_conv2d_geom *g, const float *x, float *xp)
 {
 	const size_t C = g->c, H = g->h, W = g->w, HW = H * W, Hp = H + 2, Wp = W + 2, CB = ceil8(C) / 8;
 	const size_t xb = g->xb > 1 ? g->xb : 1;
-	for (size_t n = 0; n < g->n; n++)
-		for (size_t cb = 0; cb < CB; cb++) {
-			float *d = xp + (n * CB + cb) * Hp * Wp * 8;
-			const size_t lanes = C - cb * 8 < 8 ? C - cb * 8 : 8;
-			memset(d, 0, Wp * 8 * sizeof *d);
-			memset(d + (H + 1) * Wp * 8, 0, Wp * 8 * sizeof *d);
-			for (size_t h = 0; h < H; h++) {
-				float *r = d + (h + 1) * Wp * 8;
-				memset(r, 0, 8 * sizeof *r);
-				memset(r + (W + 1) * 8, 0, 8 * sizeof *r);
-				if (xb == 8) { /* the row as it is */
-					memcpy(r + 8, x + n * ldx + (cb * H + h) * W * 8, W * 8 * sizeof *r);
-				} else if (xb > 1) { /* 8 channels of a block of xb: 8 floats of each pixel's xb */
-					const size_t c0 = cb * 8;
-					const float *s = x + n * ldx + (c0 / xb) * HW * xb + h * W * xb + c0 % xb;
-					for (size_t w = 0; w < W; w++)
-						memcpy(r + (w + 1) * 8, s + w * xb, 8 * sizeof *r);
-				} else {
-					const float *s = x + n * ldx + cb * 8 * HW + h * W;
-					for (size_t w = 0; w < W; w++) {
-						float *p = r + (w + 1) * 8;
-						size_t l = 0;
-						for (; l < lanes; l++)
-							p[l] = s[l * HW + w];
-						for (; l < 8; l++)
-							p[l] = 0.0f;
-					}
+	for (size_t cb = 0; cb < CB; cb++) {
+		float *d = xp + cb * Hp * Wp * 8;
+		const size_t lanes = C - cb * 8 < 8 ? C - cb * 8 : 8;
+		memset(d, 0, Wp * 8 * sizeof *d);
+		memset(d + (H + 1) * Wp * 8, 0, Wp * 8 * sizeof *d);
+		for (size_t h = 0; h < H; h++) {
+			float *r = d + (h + 1) * Wp * 8;
+			memset(r, 0, 8 * sizeof *r);
+			memset(r + (W + 1) * 8, 0, 8 * sizeof *r);
+			if (xb == 8) { /* the row as it is */
+				memcpy(r + 8, x + (cb * H + h) * W * 8, W * 8 * sizeof *r);
+			} else if (xb > 1) { /* 8 channels of a block of xb: 8 floats of each pixel's xb */
+				const size_t c0 = cb * 8;
+				const float *s = x + (c0 / xb) * HW * xb + h * W * xb + c0 % xb;
+				for (size_t w = 0; w < W; w++)
+					memcpy(r + (w + 1) * 8, s + w * xb, 8 * sizeof *r);
+			} else {
+				const float *s = x + cb * 8 * HW + h * W;
+				for (size_t w = 0; w < W; w++) {
+					float *p = r + (w + 1) * 8;
+					size_t l = 0;
+					for (; l < lanes; l++)
+						p[l] = s[l * HW + w];
+					for (; l < 8; l++)
+						p[l] = 0.0f;
 				}
 			}
 		}
+	}
 }
 
 /* db[o] = beta * db[o] + the sum of dy(o, p) over samples and pixels:
@@ -563,7 +562,6 @@ void starnn_conv2d_bwd_weight_direct_cpu(const struct starnn_conv2d_geom *g, con
 	const size_t dstep = yb > 1 ? 1 : HW, ps = yb;
 	float *acc = work, *xp = work + O * C8 * 9;
 	memset(acc, 0, O * C8 * 9 * sizeof *acc);
-	direct_pad(g, x, ldx, xp);
 	size_t rows = (DIRECT_PIXELS + W - 1) / W;
 	if (rows > H)
 		rows = H;
@@ -574,10 +572,11 @@ void starnn_conv2d_bwd_weight_direct_cpu(const struct starnn_conv2d_geom *g, con
 		else
 			nog = (nog + 1) / 2;
 	}
-	for (size_t og0 = 0; og0 < OG; og0 += nog)
-		for (size_t cb0 = 0; cb0 < CB; cb0 += ncb) {
-			const size_t og1 = og0 + nog < OG ? og0 + nog : OG, cb1 = cb0 + ncb < CB ? cb0 + ncb : CB;
-			for (size_t n = 0; n < g->n; n++)
+	for (size_t n = 0; n < g->n; n++) {
+		direct_pad(g, x + n * ldx, xp);
+		for (size_t og0 = 0; og0 < OG; og0 += nog)
+			for (size_t cb0 = 0; cb0 < CB; cb0 += ncb) {
+				const size_t og1 = og0 + nog < OG ? og0 + nog : OG, cb1 = cb0 + ncb < CB ? cb0 + ncb : CB;
 				for (size_t h0 = 0; h0 < H; h0 += rows) {
 					const size_t rr = h0 + rows < H ? rows : H - h0;
 					for (size_t og = og0; og < og1; og++) {
@@ -586,7 +585,7 @@ void starnn_conv2d_bwd_weight_direct_cpu(const struct starnn_conv2d_geom *g, con
 						                 h0 * W * ps;
 						for (size_t cb = cb0; cb < cb1; cb++)
 							for (size_t kh = 0; kh < 3; kh++) {
-								const float *xr = xp + ((n * CB + cb) * Hp + h0 + kh) * Wp * 8;
+								const float *xr = xp + (cb * Hp + h0 + kh) * Wp * 8;
 								float *a = acc + ((og * CB + cb) * 3 + kh) * 96;
 #ifdef DIRECT_X86
 								direct_sweep(xr, Wp * 8, d, dstep, ps, W, rr, a);
@@ -596,7 +595,8 @@ void starnn_conv2d_bwd_weight_direct_cpu(const struct starnn_conv2d_geom *g, con
 							}
 					}
 				}
-		}
+			}
+	}
 	for (size_t o = 0; o < O; o++)
 		for (size_t c = 0; c < C; c++)
 			for (size_t kh = 0; kh < 3; kh++)

@@ -135,12 +135,12 @@ uint64_t starnn_conv2d_pack_count(void);
  * at 40-70 GFLOP/s on one core, where its forward passes run at 50-95. Two
  * other routes are faster there (tools/bench-conv --wgrad):
  *   "direct": starnn_conv2d_bwd_weight_direct_cpu above, x and dy read in
- *     their layouts, dw written in OIHW: 1.0-2.0x oneDNN on the 28 3x3
+ *     their layouts, dw written in OIHW: 1.14-1.52x oneDNN on the 28 3x3
  *     layers of the two bench-unet configurations;
  *   "gemm": blocked x and dy copied to NCHW in the thread's scratch (a few
  *     percent of the pass), then starnn_conv2d_bwd_weight_cpu (im2col +
  *     OpenBLAS sgemm) and starnn_conv2d_bwd_bias_cpu: faster than both for
- *     wide layers on small images (1.2-1.5x oneDNN for >= 128 -> 512
+ *     wide layers on small images (1.2-1.3x oneDNN for >= 128 -> 512
  *     channels at 8x8, where the direct kernel's sweeps are short).
  * Both write dw in OIHW: there is no reorder of the gradient back from
  * oneDNN's layout. STARNN_CONV2D_WGRAD=auto (the default) takes, when

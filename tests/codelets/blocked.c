@@ -530,22 +530,19 @@ int main(void)
 	conv_codelets(2, 13, 24, 12, 1, 24); /* NCHW in, NHWC out */
 	conv_codelets(2, 24, 12, 12, 24, 1); /* and back */
 	convt_codelets(2, 32, 16, 8, 32, 16);
-	/* the fp32 weight gradient's gemm route (codelets/conv2d.h), forced:
-	 * blocked, NHWC, channel parts (strided rows) and NCHW x against NCHW */
-	TEST_OK(starnn_conv2d_wgrad_set(STARNN_CONV2D_WGRAD_GEMM));
-	conv_codelets(2, 16, 16, 9, 8, 8);
-	conv_codelets(1, 64, 64, 64, 8, 8);
-	conv_codelets(1, 64, 32, 40, 16, 16);
-	conv_codelets(2, 32, 32, 9, 32, 32);
-	conv_codelets(2, 13, 16, 12, 1, 8);
-	/* and its direct kernel, forced: the same, blocks of 16 and of 48 (NHWC
-	 * and a pixel stride that is not a power of two), NCHW dy */
-	TEST_OK(starnn_conv2d_wgrad_set(STARNN_CONV2D_WGRAD_DIRECT));
-	conv_codelets(2, 16, 16, 9, 8, 8);
-	conv_codelets(1, 64, 64, 64, 8, 8);
-	conv_codelets(1, 64, 32, 40, 16, 16);
-	conv_codelets(2, 32, 32, 9, 32, 32);
-	conv_codelets(2, 13, 16, 12, 1, 8);
+	/* the fp32 weight gradient's gemm route and direct kernel (codelets/
+	 * conv2d.h), each forced: blocked, NHWC, channel parts (strided rows)
+	 * and NCHW x against NCHW; for the direct kernel also blocks of 48
+	 * (NHWC, a pixel stride that is not a power of two) and NCHW dy */
+	const enum starnn_conv2d_wgrad wroutes[] = {STARNN_CONV2D_WGRAD_GEMM, STARNN_CONV2D_WGRAD_DIRECT};
+	for (int r = 0; r < 2; r++) {
+		TEST_OK(starnn_conv2d_wgrad_set(wroutes[r]));
+		conv_codelets(2, 16, 16, 9, 8, 8);
+		conv_codelets(1, 64, 64, 64, 8, 8);
+		conv_codelets(1, 64, 32, 40, 16, 16);
+		conv_codelets(2, 32, 32, 9, 32, 32);
+		conv_codelets(2, 13, 16, 12, 1, 8);
+	}
 	conv_codelets(2, 16, 12, 12, 8, 1);
 	conv_codelets(1, 64, 48, 20, 64, 48);
 	conv_codelets(2, 24, 12, 12, 24, 1);

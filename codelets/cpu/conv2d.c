@@ -413,9 +413,7 @@ void starnn_conv2d_bwd_bias_cpu(size_t n, size_t o, size_t hw, const float *dy, 
  * pixels, or the whole image), for chunks of (o group, c block) pairs
  * whose accumulators stay in L2; acc is added to dw with beta at the end.
  * dy is read where it is, in any layout: element (o, p) of sample n at
- * dy + n*ldy + off(o) + p*ps, where off(o) = (o/yb)*HW*yb + o%yb and ps = yb
- * for blocks of yb (consecutive o one float apart), off(o) = o*HW and ps = 1
- * for NCHW. */
+ * dy + n*ldy + chan_offset(o, HW, yb) + p*yb (yb = 1 for NCHW). */
 #if defined(__GNUC__) && (defined(__x86_64__) || defined(__i386__))
 #include <immintrin.h>
 #define DIRECT_X86 1
@@ -426,6 +424,10 @@ void starnn_conv2d_bwd_bias_cpu(size_t n, size_t o, size_t hw, const float *dy, 
 #define DIRECT_PAIRS 84   /* (o group, c block) pairs per chunk: 84 * 1152 B of accumulators */
 
 static size_t ceil8(size_t c) { return (c + 7) / 8 * 8; }
+
+/* Where channel k of a sample starts in a layout of blocks of b channels
+ * (b = 1: NCHW), hw pixels per channel; its pixels are b floats apart. */
+static size_t chan_offset(size_t k, size_t hw, size_t b) { return (k / b) * hw * b + k % b; }
 
 int starnn_conv2d_wgrad_direct_ok(const struct starnn_conv2d_geom *g)
 {
@@ -493,8 +495,7 @@ static void direct_pad(const struct starnn_conv2d_geom *g, const float *x, float
 			if (xb == 8) { /* the row as it is */
 				memcpy(r + 8, x + (cb * H + h) * W * 8, W * 8 * sizeof *r);
 			} else if (xb > 1) { /* 8 channels of a block of xb: 8 floats of each pixel's xb */
-				const size_t c0 = cb * 8;
-				const float *s = x + (c0 / xb) * HW * xb + h * W * xb + c0 % xb;
+				const float *s = x + chan_offset(cb * 8, HW, xb) + h * W * xb;
 				for (size_t w = 0; w < W; w++)
 					memcpy(r + (w + 1) * 8, s + w * xb, 8 * sizeof *r);
 			} else {
@@ -512,56 +513,39 @@ static void direct_pad(const struct starnn_conv2d_geom *g, const float *x, float
 	}
 }
 
-/* db[o] = beta * db[o] + the sum of dy(o, p) over samples and pixels:
- * float partial sums over runs of 64 pixels, added in double; blocked dy
- * 8 lanes of a block at a time (a vector), NCHW dy 8 pixels at a time. */
-static void direct_bias(const struct starnn_conv2d_geom *g, const float *dy, size_t ldy, float beta, float *db)
+/* db[o] = beta * db[o] + the sum of dy(o, p) over samples and pixels, for
+ * dy in blocks of yb > 1 channels: the 8 lanes of a block side by side,
+ * float partial sums over runs of 64 pixels, added in double (NCHW dy:
+ * starnn_conv2d_bwd_bias_cpu). */
+static void direct_bias_blocked(const struct starnn_conv2d_geom *g, const float *dy, size_t ldy, float beta,
+                                float *db)
 {
 	enum { RUN = 64 };
-	const size_t O = g->o, HW = g->h * g->w, yb = g->yb > 1 ? g->yb : 1;
-	for (size_t o0 = 0; o0 < O; o0 += yb > 1 ? 8 : 1) {
-		const size_t off = yb > 1 ? (o0 / yb) * HW * yb + o0 % yb : o0 * HW;
+	const size_t HW = g->h * g->w, yb = g->yb;
+	for (size_t o0 = 0; o0 < g->o; o0 += 8) {
 		double total[8] = {0};
 		for (size_t n = 0; n < g->n; n++) {
-			const float *s = dy + n * ldy + off;
+			const float *s = dy + n * ldy + chan_offset(o0, HW, yb);
 			for (size_t p0 = 0; p0 < HW; p0 += RUN) {
 				const size_t p1 = p0 + RUN < HW ? p0 + RUN : HW;
 				float part[8] = {0};
-				if (yb > 1) { /* lane l: o0 + l */
-					for (size_t p = p0; p < p1; p++)
-						for (size_t l = 0; l < 8; l++)
-							part[l] += s[p * yb + l];
-				} else { /* lane l: pixels l, l + 8, ... of o0 */
-					size_t p = p0;
-					for (; p + 8 <= p1; p += 8)
-						for (size_t l = 0; l < 8; l++)
-							part[l] += s[p + l];
-					for (; p < p1; p++)
-						part[0] += s[p];
-				}
+				for (size_t p = p0; p < p1; p++)
+					for (size_t l = 0; l < 8; l++)
+						part[l] += s[p * yb + l];
 				for (size_t l = 0; l < 8; l++)
 					total[l] += part[l];
 			}
 		}
-		if (yb > 1)
-			for (size_t l = 0; l < 8; l++)
-				db[o0 + l] = (beta == 0.0f ? 0.0f : beta * db[o0 + l]) + (float)total[l];
-		else
-			db[o0] = (beta == 0.0f ? 0.0f : beta * db[o0]) +
-			         (float)(((total[0] + total[1]) + (total[2] + total[3])) +
-			                 ((total[4] + total[5]) + (total[6] + total[7])));
+		for (size_t l = 0; l < 8; l++)
+			db[o0 + l] = (beta == 0.0f ? 0.0f : beta * db[o0 + l]) + (float)total[l];
 	}
 }
 
-void starnn_conv2d_bwd_weight_direct_cpu(const struct starnn_conv2d_geom *g, const float *x, size_t ldx,
-                                         const float *dy, size_t ldy, float beta, float *dw, size_t ldw, float *db,
-                                         float *work)
+/* One sample's sweeps (x already padded into xp), accumulated into acc. */
+static void direct_sample(const struct starnn_conv2d_geom *g, const float *xp, const float *dy, float *acc)
 {
-	const size_t C = g->c, O = g->o, H = g->h, W = g->w, HW = H * W, C8 = ceil8(C), CB = C8 / 8, OG = O / 4;
-	const size_t Hp = H + 2, Wp = W + 2, yb = g->yb > 1 ? g->yb : 1;
-	const size_t dstep = yb > 1 ? 1 : HW, ps = yb;
-	float *acc = work, *xp = work + O * C8 * 9;
-	memset(acc, 0, O * C8 * 9 * sizeof *acc);
+	const size_t H = g->h, W = g->w, HW = H * W, CB = ceil8(g->c) / 8, OG = g->o / 4, Hp = H + 2, Wp = W + 2;
+	const size_t ps = g->yb > 1 ? g->yb : 1, dstep = ps > 1 ? 1 : HW; /* pixel, channel strides of dy */
 	size_t rows = (DIRECT_PIXELS + W - 1) / W;
 	if (rows > H)
 		rows = H;
@@ -572,30 +556,37 @@ void starnn_conv2d_bwd_weight_direct_cpu(const struct starnn_conv2d_geom *g, con
 		else
 			nog = (nog + 1) / 2;
 	}
-	for (size_t n = 0; n < g->n; n++) {
-		direct_pad(g, x + n * ldx, xp);
-		for (size_t og0 = 0; og0 < OG; og0 += nog)
-			for (size_t cb0 = 0; cb0 < CB; cb0 += ncb) {
-				const size_t og1 = og0 + nog < OG ? og0 + nog : OG, cb1 = cb0 + ncb < CB ? cb0 + ncb : CB;
-				for (size_t h0 = 0; h0 < H; h0 += rows) {
-					const size_t rr = h0 + rows < H ? rows : H - h0;
-					for (size_t og = og0; og < og1; og++) {
-						const size_t o = og * 4;
-						const float *d = dy + n * ldy + (yb > 1 ? (o / yb) * HW * yb + o % yb : o * HW) +
-						                 h0 * W * ps;
-						for (size_t cb = cb0; cb < cb1; cb++)
-							for (size_t kh = 0; kh < 3; kh++) {
-								const float *xr = xp + (cb * Hp + h0 + kh) * Wp * 8;
-								float *a = acc + ((og * CB + cb) * 3 + kh) * 96;
+	for (size_t og0 = 0; og0 < OG; og0 += nog)
+		for (size_t cb0 = 0; cb0 < CB; cb0 += ncb) {
+			const size_t og1 = og0 + nog < OG ? og0 + nog : OG, cb1 = cb0 + ncb < CB ? cb0 + ncb : CB;
+			for (size_t h0 = 0; h0 < H; h0 += rows) {
+				const size_t rr = h0 + rows < H ? rows : H - h0;
+				for (size_t og = og0; og < og1; og++) {
+					const float *d = dy + chan_offset(og * 4, HW, ps) + h0 * W * ps;
+					for (size_t cb = cb0; cb < cb1; cb++)
+						for (size_t kh = 0; kh < 3; kh++) {
 #ifdef DIRECT_X86
-								direct_sweep(xr, Wp * 8, d, dstep, ps, W, rr, a);
+							direct_sweep(xp + (cb * Hp + h0 + kh) * Wp * 8, Wp * 8, d, dstep, ps, W, rr,
+							             acc + ((og * CB + cb) * 3 + kh) * 96);
 #else
-								(void)xr, (void)a, (void)d;
+							(void)d, (void)rr; /* starnn_conv2d_wgrad_direct_ok: never called */
 #endif
-							}
-					}
+						}
 				}
 			}
+		}
+}
+
+void starnn_conv2d_bwd_weight_direct_cpu(const struct starnn_conv2d_geom *g, const float *x, size_t ldx,
+                                         const float *dy, size_t ldy, float beta, float *dw, size_t ldw, float *db,
+                                         float *work)
+{
+	const size_t C = g->c, O = g->o, C8 = ceil8(C), CB = C8 / 8;
+	float *acc = work, *xp = work + O * C8 * 9;
+	memset(acc, 0, O * C8 * 9 * sizeof *acc);
+	for (size_t n = 0; n < g->n; n++) {
+		direct_pad(g, x + n * ldx, xp);
+		direct_sample(g, xp, dy + n * ldy, acc);
 	}
 	for (size_t o = 0; o < O; o++)
 		for (size_t c = 0; c < C; c++)
@@ -605,6 +596,8 @@ void starnn_conv2d_bwd_weight_direct_cpu(const struct starnn_conv2d_geom *g, con
 					float *p = dw + o * ldw + (c * 3 + kh) * 3 + kw;
 					*p = (beta == 0.0f ? 0.0f : beta * *p) + v;
 				}
-	if (db)
-		direct_bias(g, dy, ldy, beta, db);
+	if (db && g->yb > 1)
+		direct_bias_blocked(g, dy, ldy, beta, db);
+	else if (db)
+		starnn_conv2d_bwd_bias_cpu(g->n, O, g->h * g->w, dy, ldy, beta, db);
 }

@@ -982,6 +982,13 @@ enum starnn_conv2d_wgrad starnn_conv2d_wgrad_route(const struct starnn_conv2d_ge
 	}
 }
 
+/* The error of the weight-gradient routes when their scratch cannot be had. */
+static int wgrad_nomem(const struct starnn_conv2d_geom *g)
+{
+	return starnn_error(STARNN_ENOMEM, "conv2d: cannot allocate the weight gradient's buffers (n %zu c %zu o %zu %zux%zu)",
+	                    g->n, g->c, g->o, g->h, g->w);
+}
+
 /* An activation [n, c, hw] in blocks of cb channels (runtime/tensor.h;
  * cb <= 1: NCHW), samples ld apart, copied to dense NCHW. */
 static void to_nchw(const float *s, size_t n, size_t c, size_t hw, size_t ld, size_t cb, float *d)
@@ -1011,9 +1018,7 @@ static int wgrad_gemm(const struct starnn_conv2d_geom *g, const float *x, size_t
 	float *xs = xb > 1 ? thread_buf(0, g->n * g->c * hw * sizeof *xs) : NULL;
 	float *dys = yb > 1 ? thread_buf(1, g->n * g->o * hw * sizeof *dys) : NULL;
 	if (!work || (xb > 1 && !xs) || (yb > 1 && !dys))
-		return starnn_error(STARNN_ENOMEM, "conv2d: cannot allocate the weight gradient's buffers (n %zu c %zu o %zu "
-		                                   "%zux%zu)",
-		                    g->n, g->c, g->o, g->h, g->w);
+		return wgrad_nomem(g);
 	if (xs) {
 		to_nchw(x, g->n, g->c, hw, ldx, xb, xs);
 		x = xs, ldx = g->c * hw;
@@ -1034,9 +1039,7 @@ static int wgrad_direct(const struct starnn_conv2d_geom *g, const float *x, size
 {
 	float *work = thread_buf(2, starnn_conv2d_wgrad_direct_workspace(g) * sizeof *work);
 	if (!work)
-		return starnn_error(STARNN_ENOMEM, "conv2d: cannot allocate the weight gradient's buffers (n %zu c %zu o %zu "
-		                                   "%zux%zu)",
-		                    g->n, g->c, g->o, g->h, g->w);
+		return wgrad_nomem(g);
 	starnn_conv2d_bwd_weight_direct_cpu(g, x, ldx, dy, ldy, beta, dw, ldw, db, work);
 	return 0;
 }

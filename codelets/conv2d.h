@@ -53,6 +53,11 @@ void starnn_conv2d_bwd_weight_cpu(const struct starnn_conv2d_geom *g, const floa
 /* db[o] = beta * db[o] + sum of dy[n, o, :, :] over n (n x o*hw, ldy): the
  * im2col route's bias gradient (oneDNN's weight pass computes its own). */
 void starnn_conv2d_bwd_bias_cpu(size_t n, size_t o, size_t hw, const float *dy, size_t ldy, float beta, float *db);
+/* The same for dy in blocks of yb channels, yb and o multiples of 8 (the
+ * direct kernels' bias gradient): the 8 lanes of a block side by side,
+ * float partial sums over runs of 64 pixels, added in double. */
+void starnn_conv2d_bias_blocked_cpu(size_t n, size_t o, size_t hw, size_t yb, const float *dy, size_t ldy, float beta,
+                                   float *db);
 /* The direct fp32 3x3 weight gradient: dw = beta * dw + dy * x (OIHW, rows
  * ldw apart) and, unless db is NULL, db = beta * db + the sum of dy, with
  * x and dy read in their layouts (g->xb, g->yb: NCHW or blocks of a

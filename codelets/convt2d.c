@@ -393,6 +393,7 @@ static int check_shapes_dt(const char *op, const starnn_tensor *x, const starnn_
 	char dx[128], dw[128], db[128], dy[128];
 	STARNN_CHECK(starnn_conv2d_cpu_backend_check());
 	STARNN_CHECK(starnn_cuda_half_conv_check());
+	STARNN_CHECK(starnn_convt2d_route_check());
 	starnn_tensor_describe(x, dx, sizeof dx);
 	starnn_tensor_describe(w, dw, sizeof dw);
 	starnn_tensor_describe(y, dy, sizeof dy);
@@ -584,4 +585,18 @@ int starnn_convt2d_bwd_weight_mp(starnn_tensor *x, starnn_tensor *dy, float beta
 	if (!x || !dy || !dw || !db)
 		return starnn_error(STARNN_EINVAL, "convt2d_bwd_weight: x, dy, dw and db are required");
 	return convt2d_bwd_weight_dt(x, dy, beta, dw, db, act_dtype(x));
+}
+
+const char *starnn_convt2d_cpu_route(starnn_dtype dt, int cblock)
+{
+	if (starpu_cpu_worker_get_count() == 0 || starnn_conv2d_cpu_backend() != STARNN_CONV2D_DNNL || cblock <= 1)
+		return NULL;
+	if (dt == STARNN_BF16 && starnn_conv2d_dnnl_bf16()) /* native bf16: oneDNN */
+		return NULL;
+	if (!starnn_convt2d_direct((size_t)cblock, (size_t)cblock, STARNN_FP32))
+		return NULL;
+	return dt == STARNN_FP32 ? "fp32 on starnn's direct AVX2 kernels, forward and backward (STARNN_CONVT2D=dnnl: "
+	                           "oneDNN)"
+	                         : "widened to fp32 on starnn's direct AVX2 kernels, forward and backward "
+	                           "(STARNN_CONVT2D=dnnl: oneDNN)";
 }

@@ -101,6 +101,54 @@ int starnn_convt2d_bwd_data_dnnl(size_t n, size_t c, size_t o, size_t h, size_t 
 int starnn_convt2d_bwd_weight_dnnl(size_t n, size_t c, size_t o, size_t h, size_t w, size_t xb, size_t yb,
                                    starnn_dtype dt, const void *x, size_t ldx, const void *dy, size_t lddy, float beta,
                                    float *dw, size_t lddw, float *db);
+/* Direct fp32 kernels (codelets/cpu/convt2d.c: AVX2 + FMA), for the
+ * layouts oneDNN's AVX2 kernels keep: x / dx in blocks of xb channels and
+ * y / dy in blocks of yb (runtime/tensor.h; 1: NCHW), samples ldx / ldy /
+ * lddy apart, w / dw PyTorch's [c, o, 2, 2] (rows ldw apart); beta as
+ * above. The pass's vector side must be in blocks (a multiple of 8) with a
+ * multiple of 8 channels, the other side may be in any layout:
+ *   forward and weight gradient: y / dy, starnn_convt2d_direct_ok(o, yb);
+ *   data gradient: dx, starnn_convt2d_direct_ok(c, xb)
+ * (also: x86 with AVX2 in use). bias may be NULL (none). work holds
+ * starnn_convt2d_direct_workspace(c, o) floats (8-byte aligned). Sums in
+ * fp32 (db: partial sums added in double). Against oneDNN's passes
+ * (tools/bench-conv --convt) they read the strided dy halves of the
+ * UNet's concatenations in place and write y / dx / dw where they go: no
+ * reorder of w, dw or activations, no z buffer spread into y. */
+int starnn_convt2d_direct_ok(size_t ch, size_t b);
+size_t starnn_convt2d_direct_workspace(size_t c, size_t o);
+void starnn_convt2d_fwd_direct_cpu(size_t n, size_t c, size_t o, size_t h, size_t w, size_t xb, size_t yb,
+                                   const float *x, size_t ldx, const float *wt, size_t ldw, const float *bias,
+                                   float *y, size_t ldy, float *work);
+void starnn_convt2d_bwd_weight_direct_cpu(size_t n, size_t c, size_t o, size_t h, size_t w, size_t xb, size_t yb,
+                                          const float *x, size_t ldx, const float *dy, size_t lddy, float beta,
+                                          float *dw, size_t lddw, float *db, float *work);
+void starnn_convt2d_bwd_data_direct_cpu(size_t n, size_t c, size_t o, size_t h, size_t w, size_t xb, size_t yb,
+                                        const float *wt, size_t ldw, const float *dy, size_t lddy, float beta,
+                                        float *dx, size_t lddx, float *work);
+/* Which kernels the oneDNN backend's fp32 passes take (environment
+ * variable STARNN_CONVT2D, read once; starnn_convt2d_route_set overrides
+ * it; starnn_convt2d_route_check: STARNN_EINVAL with a message for another
+ * value). auto (the default): the direct kernels where they apply and
+ * oneDNN's fp32 layout is nChw8c (its AVX2 kernels; on AVX-512 oneDNN
+ * keeps its own: not measured there); direct: wherever they apply; dnnl:
+ * oneDNN (its deconvolution; the forward as a 1x1 convolution to 4o
+ * channels spread into y). starnn_convt2d_direct: whether the pass whose
+ * vector side has ch channels in blocks of b runs on a direct kernel in
+ * dt. */
+int starnn_convt2d_direct(size_t ch, size_t b, starnn_dtype dt);
+enum starnn_convt2d_route {
+	STARNN_CONVT2D_AUTO = 0,
+	STARNN_CONVT2D_DNNL = 1,
+	STARNN_CONVT2D_DIRECT = 2,
+};
+int starnn_convt2d_route_set(enum starnn_convt2d_route mode);
+int starnn_convt2d_route_check(void);
+/* The start-up line's words when the CPU workers run the transposed
+ * convolutions of a model in dt (fp32, or 16-bit) with activations in
+ * blocks of cblock (starnn_conv2d_act_cblock) on the direct kernels; NULL
+ * when they run on oneDNN or im2col + sgemm. */
+const char *starnn_convt2d_cpu_route(starnn_dtype dt, int cblock);
 /* db[o] = beta * db[o] + sum of dy[:, o, :, :] (dy [n, o, 2h, 2w], fp32 or
  * bf16 / fp16, rows lddy apart), accumulated in double. */
 void starnn_convt2d_bias_grad_cpu(size_t n, size_t o, size_t h, size_t w, starnn_dtype dt, const void *dy,

@@ -26,6 +26,7 @@
 
 #include "codelets/amp.h"
 #include "codelets/conv2d.h"
+#include "codelets/convt2d.h"
 #include "models/sevir/checkpoint.h"
 #include "models/sevir/metrics.h"
 #include "models/sevir/output.h"
@@ -912,6 +913,9 @@ static int cmd_train(struct options *o)
 		const char *route = starnn_conv2d_cpu_route(o->compute);
 		if (route)
 			printf("convolutions: %s\n", route);
+		const char *up = starnn_convt2d_cpu_route(o->compute, starnn_conv2d_act_cblock(o->filters, o->compute, o->micro));
+		if (up)
+			printf("transposed convolutions: %s\n", up);
 		char layout[320];
 		if (starpu_cpu_worker_get_count() > 0)
 			printf("activations: %s\n", starnn_conv2d_layout_note(o->compute, o->micro, layout, sizeof layout));

@@ -31,7 +31,16 @@
  * kernel (x and dy read in place, dw in OIHW; "-" where it does not run:
  * no AVX2), the ratios, and which one STARNN_CONV2D_WGRAD=auto takes.
  *
- * Usage: tools/bench-conv [--reps N] [--quick] [--wgrad]
+ * --convt: the fp32 passes of the transposed 2x2 / stride-2 convolutions
+ * (codelets/convt2d.h) at the up-sampling shapes of the same two
+ * configurations, x in oneDNN's blocked layout and y / dy a half of a
+ * concatenation (rows twice its size apart), as in the UNet: oneDNN (the
+ * forward as a 1x1 convolution spread into y, the backward passes its
+ * deconvolution; with their reorders of w / dw and copies of the strided
+ * dy) against the direct kernels (STARNN_CONVT2D=direct; "-" where they do
+ * not run), and the ratio.
+ *
+ * Usage: tools/bench-conv [--reps N] [--quick] [--wgrad | --convt]
  *   --quick  the 128x128 shapes only */
 #include <config.h>
 
@@ -45,6 +54,7 @@
 
 #include "codelets/conv2d.h"
 #include "codelets/convert.h"
+#include "codelets/convt2d.h"
 #include "runtime/starnn.h"
 
 struct shape {
@@ -219,9 +229,76 @@ static int wgrad_bench(int reps, int quick)
 	return 0;
 }
 
+/* The transposed convolutions of the two configurations (N, C -> O, input
+ * H = W). */
+static const struct shape convt_shapes[] = {
+	{"128 up3", 2, 512, 128, 8},  {"128 up2", 2, 128, 64, 16},  {"128 up1", 2, 64, 32, 32},
+	{"128 up0", 2, 32, 16, 64},   {"384 up3", 1, 1024, 256, 24}, {"384 up2", 1, 256, 128, 48},
+	{"384 up1", 1, 128, 64, 96},  {"384 up0", 1, 64, 32, 192},
+};
+
+/* --convt (see the top): best seconds of oneDNN and the direct kernels,
+ * alternated, per pass. */
+static int convt_bench(int reps, int quick)
+{
+	const int blk = starnn_conv2d_dnnl_block(STARNN_FP32);
+	const size_t b = blk > 1 ? (size_t)blk : 1;
+	printf("# bench-conv --convt: one thread, fp32 transposed 2x2 / stride-2 convolutions, GFLOP/s = "
+	       "2*N*C*O*4*H*W / best of %d run(s)\n",
+	       reps);
+	printf("# x in blocks of %zu channels, dy half of a concatenation in blocks of %zu\n", b, b);
+	printf("%-10s %5s %5s %5s %4s %-10s %9s %9s %13s\n", "shape", "N", "C", "O", "HW", "pass", "dnnl", "direct",
+	       "direct/dnnl");
+	unsigned seed = 1;
+	for (size_t s = 0; s < sizeof convt_shapes / sizeof *convt_shapes; s++) {
+		const struct shape *sh = &convt_shapes[s];
+		if (quick && sh->n != 2)
+			continue;
+		const size_t n = sh->n, c = sh->c, o = sh->o, h = sh->hw, hw = h * h;
+		const size_t ldx = c * hw, ldy = 2 * o * 4 * hw, ldw = 4 * o;
+		float *x = random_f32(n * ldx, &seed), *dy = random_f32(n * ldy, &seed), *dx = random_f32(n * ldx, &seed);
+		float *w = random_f32(c * ldw, &seed), *dw = random_f32(c * ldw, &seed), *db = random_f32(o, &seed);
+		const int direct = starnn_convt2d_direct_ok(o, b) && starnn_convt2d_direct_ok(c, b);
+		static const char *const pname[3] = {"fwd", "bwd_data", "bwd_weight"};
+		for (int p = 0; p < 3; p++) {
+			double best[2] = {1e30, 1e30};
+			for (int r = -1; r < reps; r++) /* r = -1: warm-up */
+				for (int k = 0; k < 1 + direct; k++) {
+					starnn_convt2d_route_set(k ? STARNN_CONVT2D_DIRECT : STARNN_CONVT2D_DNNL);
+					double t = now();
+					int rc = p == 2 ? starnn_convt2d_bwd_weight_dnnl(n, c, o, h, h, b, b, STARNN_FP32, x, ldx, dy,
+					                                                 ldy, 0.0f, dw, ldw, db)
+					         : p ? starnn_convt2d_bwd_data_dnnl(n, c, o, h, h, b, b, STARNN_FP32, w, ldw, dy, ldy, 0.0f,
+					                                            dx, ldx)
+					             : starnn_convt2d_fwd_dnnl(n, c, o, h, h, b, b, STARNN_FP32, x, ldx, w, ldw, db, dy,
+					                                       ldy);
+					t = now() - t;
+					if (rc != 0) {
+						fprintf(stderr, "bench-conv: %s\n", starnn_last_error());
+						return 1;
+					}
+					if (r >= 0 && t < best[k])
+						best[k] = t;
+				}
+			const double flops = 2.0 * n * c * o * 4 * hw;
+			char dr[16] = "-", rr[16] = "-";
+			if (direct) {
+				snprintf(dr, sizeof dr, "%.1f", flops / best[1] * 1e-9);
+				snprintf(rr, sizeof rr, "%.2f", best[0] / best[1]);
+			}
+			printf("%-10s %5zu %5zu %5zu %4zu %-10s %9.1f %9s %13s\n", sh->name, n, c, o, h, pname[p],
+			       flops / best[0] * 1e-9, dr, rr);
+			fflush(stdout);
+		}
+		starnn_convt2d_route_set(STARNN_CONVT2D_AUTO);
+		free(x), free(dy), free(dx), free(w), free(dw), free(db);
+	}
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
-	int reps = 3, quick = 0, wgrad = 0;
+	int reps = 3, quick = 0, wgrad = 0, convt = 0;
 	for (int i = 1; i < argc; i++) {
 		if (!strcmp(argv[i], "--reps") && i + 1 < argc)
 			reps = atoi(argv[++i]);
@@ -229,8 +306,10 @@ int main(int argc, char **argv)
 			quick = 1;
 		else if (!strcmp(argv[i], "--wgrad"))
 			wgrad = 1;
+		else if (!strcmp(argv[i], "--convt"))
+			convt = 1;
 		else {
-			fprintf(stderr, "usage: %s [--reps N] [--quick] [--wgrad]\n", argv[0]);
+			fprintf(stderr, "usage: %s [--reps N] [--quick] [--wgrad | --convt]\n", argv[0]);
 			return 2;
 		}
 	}
@@ -245,8 +324,14 @@ int main(int argc, char **argv)
 	}
 	starnn_blas_autoselect(argv);
 	openblas_set_num_threads(1);
+	if (wgrad && convt) {
+		fprintf(stderr, "bench-conv: --wgrad or --convt, not both\n");
+		return 2;
+	}
 	if (wgrad)
 		return wgrad_bench(reps, quick);
+	if (convt)
+		return convt_bench(reps, quick);
 	starnn_conv2d_wgrad_set(STARNN_CONV2D_WGRAD_DNNL); /* the dnnl columns: oneDNN's passes */
 	const char *core = starnn_blas_core();
 	printf("# bench-conv: one thread, 3x3 convolutions, GFLOP/s = 2*N*C*O*9*H*W / best of %d run(s)\n", reps);

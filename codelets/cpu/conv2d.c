@@ -513,21 +513,16 @@ static void direct_pad(const struct starnn_conv2d_geom *g, const float *x, float
 	}
 }
 
-/* db[o] = beta * db[o] + the sum of dy(o, p) over samples and pixels, for
- * dy in blocks of yb > 1 channels: the 8 lanes of a block side by side,
- * float partial sums over runs of 64 pixels, added in double (NCHW dy:
- * starnn_conv2d_bwd_bias_cpu). */
-static void direct_bias_blocked(const struct starnn_conv2d_geom *g, const float *dy, size_t ldy, float beta,
-                                float *db)
+void starnn_conv2d_bias_blocked_cpu(size_t n, size_t o, size_t hw, size_t yb, const float *dy, size_t ldy, float beta,
+                                   float *db)
 {
 	enum { RUN = 64 };
-	const size_t HW = g->h * g->w, yb = g->yb;
-	for (size_t o0 = 0; o0 < g->o; o0 += 8) {
+	for (size_t o0 = 0; o0 < o; o0 += 8) {
 		double total[8] = {0};
-		for (size_t n = 0; n < g->n; n++) {
-			const float *s = dy + n * ldy + chan_offset(o0, HW, yb);
-			for (size_t p0 = 0; p0 < HW; p0 += RUN) {
-				const size_t p1 = p0 + RUN < HW ? p0 + RUN : HW;
+		for (size_t r = 0; r < n; r++) {
+			const float *s = dy + r * ldy + chan_offset(o0, hw, yb);
+			for (size_t p0 = 0; p0 < hw; p0 += RUN) {
+				const size_t p1 = p0 + RUN < hw ? p0 + RUN : hw;
 				float part[8] = {0};
 				for (size_t p = p0; p < p1; p++)
 					for (size_t l = 0; l < 8; l++)
@@ -597,7 +592,7 @@ void starnn_conv2d_bwd_weight_direct_cpu(const struct starnn_conv2d_geom *g, con
 					*p = (beta == 0.0f ? 0.0f : beta * *p) + v;
 				}
 	if (db && g->yb > 1)
-		direct_bias_blocked(g, dy, ldy, beta, db);
+		starnn_conv2d_bias_blocked_cpu(g->n, O, g->h * g->w, g->yb, dy, ldy, beta, db);
 	else if (db)
 		starnn_conv2d_bwd_bias_cpu(g->n, O, g->h * g->w, dy, ldy, beta, db);
 }

@@ -96,6 +96,19 @@ const char *starnn_conv2d_cpu_backend_name(enum starnn_conv2d_backend b)
 	return b == STARNN_CONV2D_DNNL ? "oneDNN convolution primitives" : "im2col + OpenBLAS sgemm";
 }
 
+/* A choice read once from the environment variable var: the value of the
+ * name it holds (auto when unset or empty), -2 for an unknown name. */
+static int env_choice(const char *var, const char *const *names, const int *values, int n)
+{
+	const char *e = getenv(var);
+	if (!e || !*e)
+		return values[0];
+	for (int i = 0; i < n; i++)
+		if (!strcmp(e, names[i]))
+			return values[i];
+	return -2;
+}
+
 /* The weight-gradient route (codelets/conv2d.h: STARNN_CONV2D_WGRAD). */
 static int wgrad_forced = -1; /* starnn_conv2d_wgrad_set, else -1 */
 static int wgrad_env = STARNN_CONV2D_WGRAD_AUTO; /* -2: an unknown value */
@@ -103,17 +116,10 @@ static pthread_once_t wgrad_once = PTHREAD_ONCE_INIT;
 
 static void wgrad_read_env(void)
 {
-	const char *e = getenv("STARNN_CONV2D_WGRAD");
-	if (!e || !*e || !strcmp(e, "auto"))
-		wgrad_env = STARNN_CONV2D_WGRAD_AUTO;
-	else if (!strcmp(e, "dnnl") || !strcmp(e, "onednn"))
-		wgrad_env = STARNN_CONV2D_WGRAD_DNNL;
-	else if (!strcmp(e, "gemm"))
-		wgrad_env = STARNN_CONV2D_WGRAD_GEMM;
-	else if (!strcmp(e, "direct"))
-		wgrad_env = STARNN_CONV2D_WGRAD_DIRECT;
-	else
-		wgrad_env = -2;
+	static const char *const names[] = {"auto", "dnnl", "onednn", "gemm", "direct"};
+	static const int values[] = {STARNN_CONV2D_WGRAD_AUTO, STARNN_CONV2D_WGRAD_DNNL, STARNN_CONV2D_WGRAD_DNNL,
+	                             STARNN_CONV2D_WGRAD_GEMM, STARNN_CONV2D_WGRAD_DIRECT};
+	wgrad_env = env_choice("STARNN_CONV2D_WGRAD", names, values, 5);
 }
 
 int starnn_conv2d_wgrad_check(void)
@@ -138,6 +144,45 @@ static int wgrad_mode(void)
 {
 	pthread_once(&wgrad_once, wgrad_read_env);
 	return wgrad_forced >= 0 ? wgrad_forced : wgrad_env == -2 ? STARNN_CONV2D_WGRAD_AUTO : wgrad_env;
+}
+
+/* The transposed convolutions' route (codelets/convt2d.h: STARNN_CONVT2D). */
+static int convt_forced = -1;
+static int convt_env = STARNN_CONVT2D_AUTO;
+static pthread_once_t convt_once = PTHREAD_ONCE_INIT;
+
+static void convt_read_env(void)
+{
+	static const char *const names[] = {"auto", "dnnl", "onednn", "direct"};
+	static const int values[] = {STARNN_CONVT2D_AUTO, STARNN_CONVT2D_DNNL, STARNN_CONVT2D_DNNL,
+	                             STARNN_CONVT2D_DIRECT};
+	convt_env = env_choice("STARNN_CONVT2D", names, values, 4);
+}
+
+int starnn_convt2d_route_check(void)
+{
+	pthread_once(&convt_once, convt_read_env);
+	if (convt_forced < 0 && convt_env == -2)
+		return starnn_error(STARNN_EINVAL, "STARNN_CONVT2D is '%s': expected auto, dnnl or direct",
+		                    getenv("STARNN_CONVT2D"));
+	return 0;
+}
+
+int starnn_convt2d_route_set(enum starnn_convt2d_route mode)
+{
+	if (mode != STARNN_CONVT2D_AUTO && mode != STARNN_CONVT2D_DNNL && mode != STARNN_CONVT2D_DIRECT)
+		return starnn_error(STARNN_EINVAL, "convt2d: unknown route %d", (int)mode);
+	convt_forced = (int)mode;
+	return 0;
+}
+
+int starnn_convt2d_direct(size_t ch, size_t b, starnn_dtype dt)
+{
+	pthread_once(&convt_once, convt_read_env);
+	const int mode = convt_forced >= 0 ? convt_forced : convt_env == -2 ? STARNN_CONVT2D_AUTO : convt_env;
+	if (dt != STARNN_FP32 || mode == STARNN_CONVT2D_DNNL || !starnn_convt2d_direct_ok(ch, b))
+		return 0;
+	return mode == STARNN_CONVT2D_DIRECT || starnn_conv2d_dnnl_block(STARNN_FP32) == 8;
 }
 
 #ifdef STARNN_HAVE_DNNL
@@ -1084,6 +1129,12 @@ int starnn_conv2d_bwd_weight_dnnl(const struct starnn_conv2d_geom *g, starnn_dty
 	return conv_run(0, STARNN_CONV2D_BWD_WEIGHT, dt, g, x, ldx, dy, ldy, NULL, db, beta, dw, ldw);
 }
 
+static int convt_nomem(const char *pass, const struct starnn_conv2d_geom *g)
+{
+	return starnn_error(STARNN_ENOMEM, "convt2d: cannot allocate the %s's workspace (n %zu c %zu o %zu %zux%zu)", pass,
+	                    g->n, g->c, g->o, g->h, g->w);
+}
+
 /* Transposed 2x2 / stride 2 (codelets/convt2d.h): x [n, c, h, w], w
  * PyTorch's [c, o, 2, 2] (rows ldw apart), y [n, o, 2h, 2w]. */
 int starnn_convt2d_fwd_dnnl(size_t n, size_t c, size_t o, size_t h, size_t w, size_t xb, size_t yb, starnn_dtype dt,
@@ -1091,6 +1142,13 @@ int starnn_convt2d_fwd_dnnl(size_t n, size_t c, size_t o, size_t h, size_t w, si
                             size_t ldy)
 {
 	struct starnn_conv2d_geom g = {n, c, o, h, w, 2, xb, yb};
+	if (n && h && w && c && starnn_convt2d_direct(o, yb, dt)) {
+		float *work = thread_buf(2, starnn_convt2d_direct_workspace(c, o) * sizeof *work);
+		if (!work)
+			return convt_nomem("forward", &g);
+		starnn_convt2d_fwd_direct_cpu(n, c, o, h, w, xb, yb, x, ldx, wt, ldw, bias, y, ldy, work);
+		return 0;
+	}
 	return conv_run(1, STARNN_CONV2D_FWD, dt, &g, x, ldx, wt, ldw, NULL, bias, 0.0f, y, ldy);
 }
 
@@ -1099,6 +1157,13 @@ int starnn_convt2d_bwd_data_dnnl(size_t n, size_t c, size_t o, size_t h, size_t 
                                  void *dx, size_t lddx)
 {
 	struct starnn_conv2d_geom g = {n, c, o, h, w, 2, xb, yb};
+	if (n && h && w && starnn_convt2d_direct(c, xb, dt)) {
+		float *work = thread_buf(2, starnn_convt2d_direct_workspace(c, o) * sizeof *work);
+		if (!work)
+			return convt_nomem("backward data", &g);
+		starnn_convt2d_bwd_data_direct_cpu(n, c, o, h, w, xb, yb, wt, ldw, dy, lddy, beta, dx, lddx, work);
+		return 0;
+	}
 	return conv_run(1, STARNN_CONV2D_BWD_DATA, dt, &g, dy, lddy, wt, ldw, NULL, NULL, beta, dx, lddx);
 }
 
@@ -1107,6 +1172,13 @@ int starnn_convt2d_bwd_weight_dnnl(size_t n, size_t c, size_t o, size_t h, size_
                                    float *dw, size_t lddw, float *db)
 {
 	struct starnn_conv2d_geom g = {n, c, o, h, w, 2, xb, yb};
+	if (n && h && w && starnn_convt2d_direct(o, yb, dt)) {
+		float *work = thread_buf(2, starnn_convt2d_direct_workspace(c, o) * sizeof *work);
+		if (!work)
+			return convt_nomem("weight gradient", &g);
+		starnn_convt2d_bwd_weight_direct_cpu(n, c, o, h, w, xb, yb, x, ldx, dy, lddy, beta, dw, lddw, db, work);
+		return 0;
+	}
 	return conv_run(1, STARNN_CONV2D_BWD_WEIGHT, dt, &g, x, ldx, dy, lddy, NULL, db, beta, dw, lddw);
 }
 
@@ -1196,6 +1268,12 @@ int starnn_conv2d_dnnl_block(starnn_dtype dt)
 }
 
 #else /* no oneDNN */
+
+int starnn_convt2d_direct(size_t ch, size_t b, starnn_dtype dt)
+{
+	(void)ch, (void)b, (void)dt;
+	return 0;
+}
 
 enum starnn_conv2d_wgrad starnn_conv2d_wgrad_route(const struct starnn_conv2d_geom *g, starnn_dtype dt)
 {

@@ -1,18 +1,14 @@
 /* CPU kernels of convt2d (2x2, stride 2): OpenBLAS sgemm per sample, on
  * tiles of whole input rows so that the Z / G workspace (4*O x tile) stays
- * near the cache (~1 MiB) while the GEMM keeps >= 256 columns. Shapes and
- * formulas: codelets/convt2d.h. */
+ * near the cache (~1 MiB) while the GEMM keeps >= 256 columns; and, at the
+ * end, the direct AVX2 kernels for blocked layouts. Shapes and formulas:
+ * codelets/convt2d.h. */
 #include <cblas.h>
 #include <stdlib.h>
 
 #include "codelets/convert.h"
 #include "codelets/convt2d.h"
 #include "runtime/error.h"
-
-/* The build's -O2 does not vectorise the scatter / gather / bias loops
- * (GCC's very-cheap cost model). */
-#if defined(__GNUC__) && !defined(__clang__)
-#endif
 
 /* Input rows per tile. */
 static size_t tile_rows(size_t o, size_t h, size_t w)
@@ -150,5 +146,306 @@ void starnn_convt2d_bias_grad_cpu(size_t n, size_t o, size_t h, size_t w, starnn
 			}
 		}
 		db[oc] = beta == 0.0f ? (float)s : beta * db[oc] + (float)s;
+	}
+}
+
+/* ------------------------------------------------------ direct kernels
+ * fp32 passes on the layouts oneDNN's AVX2 kernels keep (codelets/
+ * convt2d.h: starnn_convt2d_fwd_direct_cpu ...). Element (ch, p) of a
+ * sample in blocks of b channels (b = 1: NCHW) with hw pixels per channel
+ * is at chan_offset(ch, hw, b) + p * b, so 8 channels of a block of b (a
+ * multiple of 8) starting at a multiple of 8 are one vector. Each kernel
+ * keeps 12 ymm accumulators and does 12 FMAs per 6-8 loads.
+ *
+ * Forward: for an 8-channel block of y (the vector), 6 input pixels and
+ * one row a of their 2x2 windows, the accumulators y[k][b] start at the
+ * bias and sum, over input channel c, the broadcast x(c, pixel k) times
+ * the weight vectors w[c][o0..o7][a][b] (repacked into the workspace as
+ * wf [O/8][C][4][8]): per c 2 loads, 6 broadcasts, 12 FMAs. Pixels run
+ * as a flat index over strips whose x fills about 128 KiB, so a block's
+ * weights serve the whole strip from L2.
+ *
+ * Weight gradient: for an 8-channel block of dy (the vector) and a group
+ * of 3 input channels, one sweep over input pixels (i, j) keeps the 4 taps
+ * x 3 channels accumulators acc[a * 2 + b][ci][8 o]: per pixel it
+ * broadcasts x(c0..c2, i, j), loads the 4 dy vectors at (2i + a, 2j + b)
+ * and does 12 FMAs. The sweeps run over strips of input rows (at least 256
+ * pixels) so that the strip of dy stays in L1 while every channel group
+ * passes over it; a last group of 1 or 2 channels repeats its first channel
+ * and drops those sums.
+ *
+ * Data gradient: for 2 blocks of 8 input channels (the vector) and 6
+ * input pixels, the accumulators dx[cb][k] sum, over output channel o and
+ * tap, the weight vectors w[c0..c7][o][tap] (repacked as wp [C/8][O][4][8])
+ * times the broadcast dy(o, 2i + a, 2j + b): per (o, tap) 2 loads, 6
+ * broadcasts and 12 FMAs. An odd last block pairs with itself (stored
+ * once). In the forward and data-gradient kernels a last group of fewer
+ * than 6 pixels repeats its last pixel and does not store it; dy and x are
+ * read where they are, in any layout, through per-channel offsets. */
+#if defined(__GNUC__) && (defined(__x86_64__) || defined(__i386__))
+#include <immintrin.h>
+#define CT_X86 1
+#endif
+#include <string.h>
+
+#include "codelets/conv2d.h"
+#include "codelets/cpu/simd.h"
+
+#define CT_PIXELS 256 /* least input pixels of a weight-gradient strip */
+#define CT_GROUP 6    /* input pixels of a forward or data-gradient group */
+
+static size_t chan_offset(size_t k, size_t hw, size_t b) { return (k / b) * hw * b + k % b; }
+
+int starnn_convt2d_direct_ok(size_t ch, size_t b)
+{
+#ifdef CT_X86
+	return ch % 8 == 0 && b > 1 && b % 8 == 0 && starnn_simd_level() >= STARNN_SIMD_AVX2;
+#else
+	(void)ch, (void)b;
+	return 0;
+#endif
+}
+
+size_t starnn_convt2d_direct_workspace(size_t c, size_t o)
+{
+	/* weight gradient: acc [O/8][ceil(C/3)][4][3][8]; data gradient: the
+	 * dy channel offsets (O size_t) then wp [C/8][O][4][8] */
+	size_t wg = o / 8 * ((c + 2) / 3) * 96, dg = (o * sizeof(size_t) + sizeof(float) - 1) / sizeof(float) + c * o * 4;
+	size_t fw = (c * sizeof(size_t) + sizeof(float) - 1) / sizeof(float) + c * o * 4;
+	wg = wg > dg ? wg : dg;
+	return wg > fw ? wg : fw;
+}
+
+#ifdef CT_X86
+/* One strip: rows input rows of W pixels; x0..x2: the 3 channels (pixels
+ * xs apart); d: dy row 2i of the 8-channel block (pixels ds apart, output
+ * rows 2W * ds apart); a: the 12 accumulators [tap][ci][8]. */
+__attribute__((noinline, target("avx2,fma"))) static void ct_wsweep(const float *x0, const float *x1,
+                                                                   const float *x2, size_t xs, const float *d,
+                                                                   size_t ds, size_t W, size_t rows, float *a)
+{
+	__m256 a00 = _mm256_loadu_ps(a), a01 = _mm256_loadu_ps(a + 8), a02 = _mm256_loadu_ps(a + 16);
+	__m256 a10 = _mm256_loadu_ps(a + 24), a11 = _mm256_loadu_ps(a + 32), a12 = _mm256_loadu_ps(a + 40);
+	__m256 a20 = _mm256_loadu_ps(a + 48), a21 = _mm256_loadu_ps(a + 56), a22 = _mm256_loadu_ps(a + 64);
+	__m256 a30 = _mm256_loadu_ps(a + 72), a31 = _mm256_loadu_ps(a + 80), a32 = _mm256_loadu_ps(a + 88);
+	const size_t row = 2 * W * ds;
+	for (size_t r = 0; r < rows; r++, d += 2 * row)
+		for (size_t j = 0; j < W; j++) {
+			const size_t p = (r * W + j) * xs;
+			const __m256 b0 = _mm256_broadcast_ss(x0 + p), b1 = _mm256_broadcast_ss(x1 + p),
+			             b2 = _mm256_broadcast_ss(x2 + p);
+			const float *q = d + 2 * j * ds;
+			__m256 y = _mm256_loadu_ps(q);
+			a00 = _mm256_fmadd_ps(y, b0, a00), a01 = _mm256_fmadd_ps(y, b1, a01), a02 = _mm256_fmadd_ps(y, b2, a02);
+			y = _mm256_loadu_ps(q + ds);
+			a10 = _mm256_fmadd_ps(y, b0, a10), a11 = _mm256_fmadd_ps(y, b1, a11), a12 = _mm256_fmadd_ps(y, b2, a12);
+			y = _mm256_loadu_ps(q + row);
+			a20 = _mm256_fmadd_ps(y, b0, a20), a21 = _mm256_fmadd_ps(y, b1, a21), a22 = _mm256_fmadd_ps(y, b2, a22);
+			y = _mm256_loadu_ps(q + row + ds);
+			a30 = _mm256_fmadd_ps(y, b0, a30), a31 = _mm256_fmadd_ps(y, b1, a31), a32 = _mm256_fmadd_ps(y, b2, a32);
+		}
+	_mm256_storeu_ps(a, a00), _mm256_storeu_ps(a + 8, a01), _mm256_storeu_ps(a + 16, a02);
+	_mm256_storeu_ps(a + 24, a10), _mm256_storeu_ps(a + 32, a11), _mm256_storeu_ps(a + 40, a12);
+	_mm256_storeu_ps(a + 48, a20), _mm256_storeu_ps(a + 56, a21), _mm256_storeu_ps(a + 64, a22);
+	_mm256_storeu_ps(a + 72, a30), _mm256_storeu_ps(a + 80, a31), _mm256_storeu_ps(a + 88, a32);
+}
+
+/* dst = v, or beta * dst + v (beta != 0). */
+__attribute__((always_inline, target("avx2,fma"))) static inline void ct_store(float *dst, __m256 v, float beta)
+{
+	if (beta != 0.0f)
+		v = _mm256_fmadd_ps(_mm256_set1_ps(beta), _mm256_loadu_ps(dst), v);
+	_mm256_storeu_ps(dst, v);
+}
+
+/* One group of 6 pixels (dy offsets pix[], taps at +0, +ds, +row,
+ * +row + ds) for the blocks w0 and w1 = w0 + wcb of wp; stores the first
+ * m pixels' sums into dx0 and (unless NULL) dx1, pixels xs apart. */
+__attribute__((noinline, target("avx2,fma"))) static void ct_dgroup(const float *w0, size_t wcb, const float *dy,
+                                                                   const size_t *doff, size_t O, const size_t *pix,
+                                                                   size_t ds, size_t row, float *dx0, float *dx1,
+                                                                   size_t xs, size_t m, float beta)
+{
+	__m256 s00 = _mm256_setzero_ps(), s01 = s00, s02 = s00, s03 = s00, s04 = s00, s05 = s00;
+	__m256 s10 = s00, s11 = s00, s12 = s00, s13 = s00, s14 = s00, s15 = s00;
+	const size_t tap[4] = {0, ds, row, row + ds};
+	for (size_t o = 0; o < O; o++, w0 += 32) {
+		const float *d = dy + doff[o];
+		for (int t = 0; t < 4; t++) {
+			const __m256 u = _mm256_loadu_ps(w0 + 8 * t), v = _mm256_loadu_ps(w0 + wcb + 8 * t);
+			const float *e = d + tap[t];
+			__m256 b;
+			b = _mm256_broadcast_ss(e + pix[0]), s00 = _mm256_fmadd_ps(u, b, s00), s10 = _mm256_fmadd_ps(v, b, s10);
+			b = _mm256_broadcast_ss(e + pix[1]), s01 = _mm256_fmadd_ps(u, b, s01), s11 = _mm256_fmadd_ps(v, b, s11);
+			b = _mm256_broadcast_ss(e + pix[2]), s02 = _mm256_fmadd_ps(u, b, s02), s12 = _mm256_fmadd_ps(v, b, s12);
+			b = _mm256_broadcast_ss(e + pix[3]), s03 = _mm256_fmadd_ps(u, b, s03), s13 = _mm256_fmadd_ps(v, b, s13);
+			b = _mm256_broadcast_ss(e + pix[4]), s04 = _mm256_fmadd_ps(u, b, s04), s14 = _mm256_fmadd_ps(v, b, s14);
+			b = _mm256_broadcast_ss(e + pix[5]), s05 = _mm256_fmadd_ps(u, b, s05), s15 = _mm256_fmadd_ps(v, b, s15);
+		}
+	}
+	const __m256 r0[CT_GROUP] = {s00, s01, s02, s03, s04, s05}, r1[CT_GROUP] = {s10, s11, s12, s13, s14, s15};
+	for (size_t k = 0; k < m; k++) {
+		ct_store(dx0 + k * xs, r0[k], beta);
+		if (dx1)
+			ct_store(dx1 + k * xs, r1[k], beta);
+	}
+}
+
+/* Forward: 6 input pixels (x offsets px[]) and one row a of their 2x2
+ * windows, for one 8-channel block of y: the 12 accumulators y[k][b]
+ * start at the bias and sum, over input channel c, the broadcast x(c,
+ * pixel k) times the weight vectors wf[c][a * 2 + b][8 o]; the first m
+ * pixels' pairs are stored at y + yo[k] and + ys. */
+__attribute__((noinline, target("avx2,fma"))) static void ct_fgroup(const float *wf, const float *x,
+                                                                   const size_t *xoff, size_t C, const size_t *px,
+                                                                   const float *bias, float *y, const size_t *yo,
+                                                                   size_t ys, size_t m)
+{
+	const __m256 bv = _mm256_loadu_ps(bias);
+	__m256 s00 = bv, s01 = bv, s10 = bv, s11 = bv, s20 = bv, s21 = bv, s30 = bv, s31 = bv, s40 = bv, s41 = bv;
+	__m256 s50 = bv, s51 = bv;
+	for (size_t c = 0; c < C; c++, wf += 32) {
+		const float *e = x + xoff[c];
+		const __m256 w0 = _mm256_loadu_ps(wf), w1 = _mm256_loadu_ps(wf + 8);
+		__m256 b;
+		b = _mm256_broadcast_ss(e + px[0]), s00 = _mm256_fmadd_ps(w0, b, s00), s01 = _mm256_fmadd_ps(w1, b, s01);
+		b = _mm256_broadcast_ss(e + px[1]), s10 = _mm256_fmadd_ps(w0, b, s10), s11 = _mm256_fmadd_ps(w1, b, s11);
+		b = _mm256_broadcast_ss(e + px[2]), s20 = _mm256_fmadd_ps(w0, b, s20), s21 = _mm256_fmadd_ps(w1, b, s21);
+		b = _mm256_broadcast_ss(e + px[3]), s30 = _mm256_fmadd_ps(w0, b, s30), s31 = _mm256_fmadd_ps(w1, b, s31);
+		b = _mm256_broadcast_ss(e + px[4]), s40 = _mm256_fmadd_ps(w0, b, s40), s41 = _mm256_fmadd_ps(w1, b, s41);
+		b = _mm256_broadcast_ss(e + px[5]), s50 = _mm256_fmadd_ps(w0, b, s50), s51 = _mm256_fmadd_ps(w1, b, s51);
+	}
+	const __m256 r[CT_GROUP][2] = {{s00, s01}, {s10, s11}, {s20, s21}, {s30, s31}, {s40, s41}, {s50, s51}};
+	for (size_t k = 0; k < m; k++)
+		_mm256_storeu_ps(y + yo[k], r[k][0]), _mm256_storeu_ps(y + yo[k] + ys, r[k][1]);
+}
+#endif
+
+void starnn_convt2d_bwd_weight_direct_cpu(size_t n, size_t c, size_t o, size_t h, size_t w, size_t xb, size_t yb,
+                                          const float *x, size_t ldx, const float *dy, size_t lddy, float beta,
+                                          float *dw, size_t lddw, float *db, float *work)
+{
+	const size_t HW = h * w, HW4 = 4 * HW, G = (c + 2) / 3, OB = o / 8, xs = xb > 1 ? xb : 1;
+	float *acc = work;
+	memset(acc, 0, OB * G * 96 * sizeof *acc);
+	size_t rows = (CT_PIXELS + w - 1) / w;
+	if (rows > h)
+		rows = h;
+	for (size_t r = 0; r < n; r++)
+		for (size_t i0 = 0; i0 < h; i0 += rows) {
+			const size_t rr = i0 + rows < h ? rows : h - i0;
+			for (size_t ob = 0; ob < OB; ob++) {
+				const float *d = dy + r * lddy + chan_offset(ob * 8, HW4, yb) + 2 * i0 * 2 * w * yb;
+				for (size_t g = 0; g < G; g++) {
+					const float *xc[3];
+					for (size_t i = 0; i < 3; i++) {
+						const size_t ch = g * 3 + i < c ? g * 3 + i : g * 3;
+						xc[i] = x + r * ldx + chan_offset(ch, HW, xs) + i0 * w * xs;
+					}
+#ifdef CT_X86
+					ct_wsweep(xc[0], xc[1], xc[2], xs, d, yb, w, rr, acc + (ob * G + g) * 96);
+#else
+					(void)d, (void)xc, (void)rr; /* starnn_convt2d_direct_ok: never called */
+#endif
+				}
+			}
+		}
+	for (size_t ch = 0; ch < c; ch++) {
+		const size_t g = ch / 3, ci = ch % 3;
+		float *row = dw + ch * lddw;
+		for (size_t oc = 0; oc < o; oc++)
+			for (size_t t = 0; t < 4; t++) {
+				const float v = acc[((oc / 8 * G + g) * 4 + t) * 24 + ci * 8 + oc % 8];
+				float *p = row + oc * 4 + t;
+				*p = (beta == 0.0f ? 0.0f : beta * *p) + v;
+			}
+	}
+	if (db)
+		starnn_conv2d_bias_blocked_cpu(n, o, HW4, yb, dy, lddy, beta, db);
+}
+
+void starnn_convt2d_bwd_data_direct_cpu(size_t n, size_t c, size_t o, size_t h, size_t w, size_t xb, size_t yb,
+                                        const float *wt, size_t ldw, const float *dy, size_t lddy, float beta,
+                                        float *dx, size_t lddx, float *work)
+{
+	const size_t HW = h * w, HW4 = 4 * HW, CB = c / 8, ds = yb > 1 ? yb : 1, row = 2 * w * ds;
+	size_t *doff = (size_t *)(void *)work;
+	float *wp = work + (o * sizeof(size_t) + sizeof(float) - 1) / sizeof(float);
+	for (size_t cb = 0; cb < CB; cb++)
+		for (size_t oc = 0; oc < o; oc++)
+			for (size_t t = 0; t < 4; t++)
+				for (size_t l = 0; l < 8; l++)
+					wp[((cb * o + oc) * 4 + t) * 8 + l] = wt[(cb * 8 + l) * ldw + oc * 4 + t];
+	for (size_t oc = 0; oc < o; oc++)
+		doff[oc] = chan_offset(oc, HW4, ds);
+	for (size_t r = 0; r < n; r++) {
+		const float *dyr = dy + r * lddy;
+		float *dxr = dx + r * lddx;
+		for (size_t p0 = 0; p0 < HW; p0 += CT_GROUP) {
+			const size_t m = HW - p0 < CT_GROUP ? HW - p0 : CT_GROUP;
+			size_t pix[CT_GROUP];
+			for (size_t k = 0; k < CT_GROUP; k++) {
+				const size_t p = p0 + (k < m ? k : m - 1), i = p / w, j = p % w;
+				pix[k] = 2 * i * row + 2 * j * ds;
+			}
+			for (size_t cb = 0; cb < CB; cb += 2) {
+				const size_t cb1 = cb + 1 < CB ? cb + 1 : cb;
+				float *d0 = dxr + chan_offset(cb * 8, HW, xb) + p0 * xb;
+				float *d1 = cb1 != cb ? dxr + chan_offset(cb1 * 8, HW, xb) + p0 * xb : NULL;
+#ifdef CT_X86
+				ct_dgroup(wp + cb * o * 32, (cb1 - cb) * o * 32, dyr, doff, o, pix, ds, row, d0, d1, xb, m, beta);
+#else
+				(void)d0, (void)d1, (void)dyr, (void)m, (void)pix; /* starnn_convt2d_direct_ok: never called */
+#endif
+			}
+		}
+	}
+}
+
+void starnn_convt2d_fwd_direct_cpu(size_t n, size_t c, size_t o, size_t h, size_t w, size_t xb, size_t yb,
+                                   const float *x, size_t ldx, const float *wt, size_t ldw, const float *bias,
+                                   float *y, size_t ldy, float *work)
+{
+	const size_t HW = h * w, HW4 = 4 * HW, OB = o / 8, xs = xb > 1 ? xb : 1, row = 2 * w * yb;
+	static const float zero[8] = {0};
+	size_t *xoff = (size_t *)(void *)work;
+	float *wf = work + (c * sizeof(size_t) + sizeof(float) - 1) / sizeof(float);
+	for (size_t ob = 0; ob < OB; ob++)
+		for (size_t ch = 0; ch < c; ch++)
+			for (size_t t = 0; t < 4; t++)
+				for (size_t l = 0; l < 8; l++)
+					wf[((ob * c + ch) * 4 + t) * 8 + l] = wt[ch * ldw + (ob * 8 + l) * 4 + t];
+	for (size_t ch = 0; ch < c; ch++)
+		xoff[ch] = chan_offset(ch, HW, xs);
+	/* strips of pixels whose x (c values each) fill about 128 KiB: each
+	 * block's weights then serve a whole strip from L2 */
+	size_t strip = (32768 / c) / CT_GROUP * CT_GROUP;
+	if (strip < CT_GROUP)
+		strip = CT_GROUP;
+	for (size_t r = 0; r < n; r++) {
+		const float *xr = x + r * ldx;
+		float *yr = y + r * ldy;
+		for (size_t s0 = 0; s0 < HW; s0 += strip) {
+			const size_t s1 = s0 + strip < HW ? s0 + strip : HW;
+			for (size_t ob = 0; ob < OB; ob++) {
+				float *yb0 = yr + chan_offset(ob * 8, HW4, yb);
+				for (size_t p0 = s0; p0 < s1; p0 += CT_GROUP) {
+					const size_t m = s1 - p0 < CT_GROUP ? s1 - p0 : CT_GROUP;
+					size_t px[CT_GROUP], yo[CT_GROUP];
+					for (size_t k = 0; k < CT_GROUP; k++) {
+						const size_t p = p0 + (k < m ? k : m - 1);
+						px[k] = p * xs, yo[k] = (2 * (p / w) * 2 * w + 2 * (p % w)) * yb;
+					}
+					for (size_t a = 0; a < 2; a++) {
+#ifdef CT_X86
+						ct_fgroup(wf + (ob * c * 4 + a * 2) * 8, xr, xoff, c, px, bias ? bias + ob * 8 : zero,
+						          yb0 + a * row, yo, yb, m);
+#else
+						(void)yb0, (void)px, (void)yo; /* starnn_convt2d_direct_ok: never called */
+#endif
+					}
+				}
+			}
+		}
 	}
 }

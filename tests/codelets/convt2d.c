@@ -232,6 +232,141 @@ static void kernels_vs_naive(struct shape s, size_t pad)
 	free_bufs(&t);
 }
 
+/* ------------------------------------------------------ direct kernels */
+
+/* Sample rows of ld floats, channels in blocks of b (runtime/tensor.h; 1:
+ * NCHW): to_blocked copies the NCHW rows of src (ld lds) into that layout,
+ * from_blocked back (padding past ch * hw left as it is). */
+static size_t choff(size_t k, size_t hw, size_t b) { return (k / b) * hw * b + k % b; }
+
+static void to_blocked(size_t n, size_t ch, size_t hw, size_t b, const float *src, size_t lds, float *dst, size_t ld)
+{
+	for (size_t r = 0; r < n; r++)
+		for (size_t k = 0; k < ch; k++)
+			for (size_t p = 0; p < hw; p++)
+				dst[r * ld + choff(k, hw, b) + p * b] = src[r * lds + k * hw + p];
+}
+
+static void from_blocked(size_t n, size_t ch, size_t hw, size_t b, const float *src, size_t ld, float *dst, size_t ldd)
+{
+	for (size_t r = 0; r < n; r++)
+		for (size_t k = 0; k < ch; k++)
+			for (size_t p = 0; p < hw; p++)
+				dst[r * ldd + k * hw + p] = src[r * ld + choff(k, hw, b) + p * b];
+}
+
+/* The direct backward kernels (codelets/convt2d.h) on x / dx in blocks of
+ * xb and dy in blocks of yb, samples pad floats more than their size
+ * apart, against the naive sums: each pass where it applies (the weight
+ * gradient: dy in blocks, o % 8 == 0; the data gradient: dx in blocks,
+ * c % 8 == 0), with beta 0 (stale NaN in dx / dw / db) and 0.75. */
+static void direct_vs_naive(struct shape s, size_t xb, size_t yb, size_t pad)
+{
+	const int wg = starnn_convt2d_direct_ok(s.o, yb), dg = starnn_convt2d_direct_ok(s.c, xb);
+	if (!wg && !dg)
+		return;
+	struct bufs t = make_bufs(s, 0);
+	const size_t hw = s.h * s.w, lx = s.c * hw + pad, ly = s.o * 4 * hw + pad, nx = s.n * t.lx, nw = s.c * t.lw;
+	const size_t ny = s.n * t.ly;
+	float *xB = test_random(s.n * lx, -1, 1), *dyB = test_random(s.n * ly, -1, 1), *dxB = test_random(s.n * lx, -1, 1);
+	float *yB = test_random(s.n * ly, -1, 1);
+	float *work = malloc(starnn_convt2d_direct_workspace(s.c, s.o) * sizeof *work);
+	to_blocked(s.n, s.c, hw, xb, t.x, t.lx, xB, lx);
+	to_blocked(s.n, s.o, 4 * hw, yb, t.dy, t.ly, dyB, ly);
+	char what[160], sh[96];
+	snprintf(sh, sizeof sh, "n%zu c%zu o%zu %zux%zu, x blocks of %zu, dy blocks of %zu, pad %zu", s.n, s.c, s.o, s.h,
+	         s.w, xb, yb, pad);
+	if (wg) { /* the forward pass has the weight gradient's vector side: y */
+		struct test_sums ref = test_sums_new(ny);
+		poison(yB, s.n, s.o * 4 * hw, ly);
+		naive_fwd(s, &t, &ref);
+		starnn_convt2d_fwd_direct_cpu(s.n, s.c, s.o, s.h, s.w, xb, yb, xB, lx, t.wt, t.lw, t.b, yB, ly, work);
+		float *got = dupf(t.y, ny);
+		from_blocked(s.n, s.o, 4 * hw, yb, yB, ly, got, t.ly);
+		snprintf(what, sizeof what, "direct fwd %s", sh);
+		test_close_sum(what, got, ref.val, ref.mag, ny, terms_fwd(s), TEST_U32);
+		free(got), test_sums_free(&ref);
+	}
+	for (int k = 0; k < 2; k++) {
+		const float beta = k ? 0.75f : 0.0f;
+		if (beta == 0.0f) {
+			poison(t.dw, s.c, s.o * 4, t.lw);
+			poison(t.db, 1, s.o, s.o);
+			poison(dxB, s.n, s.c * hw, lx);
+		} else {
+			to_blocked(s.n, s.c, hw, xb, t.dx, t.lx, dxB, lx);
+		}
+		if (dg) {
+			struct test_sums ref = test_sums_new(nx);
+			naive_bwd_data(s, &t, beta, &ref);
+			starnn_convt2d_bwd_data_direct_cpu(s.n, s.c, s.o, s.h, s.w, xb, yb, t.wt, t.lw, dyB, ly, beta, dxB, lx,
+			                                   work);
+			float *got = dupf(t.dx, nx);
+			from_blocked(s.n, s.c, hw, xb, dxB, lx, got, t.lx);
+			snprintf(what, sizeof what, "direct bwd_data beta %g %s", beta, sh);
+			test_close_sum(what, got, ref.val, ref.mag, nx, terms_bwd_data(s), TEST_U32);
+			free(got), test_sums_free(&ref);
+		}
+		if (wg) {
+			struct test_sums dwref = test_sums_new(nw), dbref = test_sums_new(s.o);
+			naive_bwd_weight(s, &t, beta, &dwref, &dbref);
+			starnn_convt2d_bwd_weight_direct_cpu(s.n, s.c, s.o, s.h, s.w, xb, yb, xB, lx, dyB, ly, beta, t.dw, t.lw,
+			                                     t.db, work);
+			snprintf(what, sizeof what, "direct bwd_weight beta %g %s", beta, sh);
+			test_close_sum(what, t.dw, dwref.val, dwref.mag, nw, terms_bwd_weight(s), TEST_U32);
+			snprintf(what, sizeof what, "direct bwd_bias beta %g %s", beta, sh);
+			test_close_sum(what, t.db, dbref.val, dbref.mag, s.o, terms_bias(s), TEST_U32);
+			test_sums_free(&dwref), test_sums_free(&dbref);
+		}
+	}
+	free(xB), free(dyB), free(dxB), free(yB), free(work);
+	free_bufs(&t);
+}
+
+/* Every layout pairing of the direct kernels on shapes that reach their
+ * edges, what they decline, and the route's setting. */
+static void direct_kernels(void)
+{
+	if (!starnn_convt2d_direct_ok(8, 8)) {
+		printf("note: the direct convt2d kernels need an x86 processor with AVX2: not checked here\n");
+		return;
+	}
+	const struct shape shapes[] = {
+		{2, 3, 8, 4, 6},    /* one channel group of the weight gradient, two of its lanes repeated */
+		{1, 5, 16, 7, 5},   /* a last group of 2 */
+		{2, 16, 8, 40, 12}, /* several strips of rows, a short last one */
+		{2, 8, 3, 4, 6},    /* one block of dx, paired with itself */
+		{1, 24, 5, 7, 5},   /* a pair and an odd block; 35 pixels: a last group of 5 */
+		{3, 16, 8, 1, 1},   /* one pixel */
+		{1, 32, 16, 16, 16},
+		{2, 64, 32, 8, 8},
+		{1, 11, 8, 5, 7},   /* forward: rows of 7 in groups of 3 + 3 + 1 */
+		{1, 4096, 8, 3, 5}, /* forward: strips of 6 pixels */
+	};
+	for (size_t i = 0; i < sizeof shapes / sizeof *shapes; i++) {
+		const struct shape s = shapes[i];
+		const size_t blocks[] = {1, 8, 16, 48};
+		for (size_t a = 0; a < 5; a++)
+			for (size_t b = 0; b < 5; b++) {
+				const size_t xb = a < 4 ? blocks[a] : s.c, yb = b < 4 ? blocks[b] : s.o;
+				if (s.c % xb || s.o % yb || (a == 4 && xb == 1) || (b == 4 && yb == 1))
+					continue;
+				direct_vs_naive(s, xb, yb, (a + b) % 2 ? 5 : 0);
+			}
+	}
+	TEST_ASSERT(!starnn_convt2d_direct_ok(12, 12) && !starnn_convt2d_direct_ok(16, 1) &&
+	                    !starnn_convt2d_direct_ok(16, 4) && starnn_convt2d_direct_ok(48, 48),
+	            "direct_ok: 12 channels, NCHW or blocks of 4 accepted, or NHWC of 48 declined");
+	TEST_OK(starnn_convt2d_route_set(STARNN_CONVT2D_DIRECT));
+	TEST_ASSERT(starnn_convt2d_direct(16, 8, STARNN_FP32) && !starnn_convt2d_direct(16, 8, STARNN_BF16) &&
+	                    !starnn_convt2d_direct(16, 1, STARNN_FP32),
+	            "direct route: fp32 blocked not taken, or bf16 / NCHW taken");
+	TEST_OK(starnn_convt2d_route_set(STARNN_CONVT2D_DNNL));
+	TEST_ASSERT(!starnn_convt2d_direct(16, 8, STARNN_FP32), "dnnl route: the direct kernel taken");
+	TEST_OK(starnn_convt2d_route_set(STARNN_CONVT2D_AUTO));
+	TEST_ASSERT(starnn_convt2d_route_set((enum starnn_convt2d_route)5) == STARNN_EINVAL, "route 5 accepted");
+}
+
 /* ------------------------------------------------------ finite differences */
 
 enum fd_var { FD_X, FD_W, FD_B };
@@ -642,6 +777,8 @@ int main(void)
 			kernels_vs_naive((struct shape){1, 7, 3, 3, 9}, 4);
 			finite_differences((struct shape){2, 3, 2, 3, 4});
 			finite_differences((struct shape){1, 5, 3, 2, 2});
+			if (set == 0)
+				direct_kernels();
 		}
 		codelets_vs_kernels((struct shape){1, 3, 5, 1, 1});
 		codelets_vs_kernels((struct shape){2, 5, 3, 3, 7});

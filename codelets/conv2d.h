@@ -50,6 +50,39 @@ void starnn_conv2d_bwd_data_cpu(const struct starnn_conv2d_geom *g, const float 
                                 size_t ldw, float beta, float *dx, size_t ldx, float *work);
 void starnn_conv2d_bwd_weight_cpu(const struct starnn_conv2d_geom *g, const float *x, size_t ldx, const float *dy,
                                   size_t ldy, float beta, float *dw, size_t ldw, float *work);
+/* 1x1 convolutions from x in blocks of xb > 1 channels (runtime/tensor.h;
+ * c a multiple of xb) to y in NCHW, as a UNet's output layer (16 channels
+ * in nChw8c -> 12 in NCHW): one OpenBLAS sgemm per channel block and
+ * sample, reading x / dx where they are (codelets/cpu/conv2d.c). The
+ * oneDNN backend runs them there (STARNN_CONV2D_1X1) instead of oneDNN's
+ * 1x1 convolution, which reorders y / dy between NCHW and its blocked
+ * layout, and w / dw, in every call. b / db may be NULL (none); beta as
+ * above (0: dx / dw / db not read). starnn_conv2d_1x1_nchw_ok: whether g is
+ * such a convolution. */
+int starnn_conv2d_1x1_nchw_ok(const struct starnn_conv2d_geom *g);
+void starnn_conv2d_1x1_nchw_fwd_cpu(const struct starnn_conv2d_geom *g, const float *x, size_t ldx, const float *w,
+                                    size_t ldw, const float *b, float *y, size_t ldy);
+void starnn_conv2d_1x1_nchw_bwd_data_cpu(const struct starnn_conv2d_geom *g, const float *dy, size_t ldy,
+                                         const float *w, size_t ldw, float beta, float *dx, size_t ldx);
+void starnn_conv2d_1x1_nchw_bwd_weight_cpu(const struct starnn_conv2d_geom *g, const float *x, size_t ldx,
+                                           const float *dy, size_t ldy, float beta, float *dw, size_t ldw, float *db);
+/* Where those convolutions run on the oneDNN backend (fp32): environment
+ * variable STARNN_CONV2D_1X1=auto|dnnl|gemm, read once;
+ * starnn_conv2d_1x1_set overrides it; starnn_conv2d_1x1_check:
+ * STARNN_EINVAL with a message for another value. auto (the default): the
+ * sgemm kernels above where oneDNN's fp32 layout is nChw8c (its AVX2
+ * kernels; on AVX-512 oneDNN keeps them: not measured there); gemm:
+ * wherever they apply; dnnl: oneDNN's 1x1 convolution.
+ * starnn_conv2d_1x1_gemm: whether g's passes in dt take the sgemm kernels
+ * (then no weights are packed for them). */
+enum starnn_conv2d_1x1 {
+	STARNN_CONV2D_1X1_AUTO = 0,
+	STARNN_CONV2D_1X1_DNNL = 1,
+	STARNN_CONV2D_1X1_GEMM = 2,
+};
+int starnn_conv2d_1x1_set(enum starnn_conv2d_1x1 mode);
+int starnn_conv2d_1x1_check(void);
+int starnn_conv2d_1x1_gemm(const struct starnn_conv2d_geom *g, starnn_dtype dt);
 /* db[o] = beta * db[o] + sum of dy[n, o, :, :] over n (n x o*hw, ldy): the
  * im2col route's bias gradient (oneDNN's weight pass computes its own). */
 void starnn_conv2d_bwd_bias_cpu(size_t n, size_t o, size_t hw, const float *dy, size_t ldy, float beta, float *db);

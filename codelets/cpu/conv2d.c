@@ -374,6 +374,65 @@ void starnn_conv2d_bwd_weight_cpu(const struct starnn_conv2d_geom *g, const floa
 	}
 }
 
+/* 1x1 convolutions from x in blocks of xb > 1 channels to y in NCHW
+ * (codelets/conv2d.h: starnn_conv2d_1x1_nchw_ok): block cb of a sample is
+ * a row-major P x xb matrix X_cb (P = h w pixels), so each pass is one
+ * OpenBLAS sgemm per block and sample, on the data where it is:
+ *   forward:     Y (O x P) = b + sum_cb W[:, cb] (O x xb) X_cb^T
+ *   bwd_data:    dX_cb (P x xb) = beta dX_cb + dY^T (P x O) W[:, cb]
+ *   bwd_weight:  dW[:, cb] (O x xb) = beta dW[:, cb] + sum_n dY X_cb
+ * with W the O x C weights (rows ldw apart). */
+void starnn_conv2d_1x1_nchw_fwd_cpu(const struct starnn_conv2d_geom *g, const float *x, size_t ldx, const float *w,
+                                    size_t ldw, const float *b, float *y, size_t ldy)
+{
+	const size_t P = g->h * g->w, B = g->xb, CB = g->c / B;
+	for (size_t n = 0; n < g->n; n++) {
+		float *yn = y + n * ldy;
+		for (size_t o = 0; o < g->o; o++)
+			for (size_t p = 0; p < P; p++)
+				yn[o * P + p] = b ? b[o] : 0.0f;
+		for (size_t cb = 0; cb < CB; cb++)
+			cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)g->o, (int)P, (int)B, 1.0f, w + cb * B, (int)ldw,
+			            x + n * ldx + cb * B * P, (int)B, 1.0f, yn, (int)P);
+	}
+}
+
+void starnn_conv2d_1x1_nchw_bwd_data_cpu(const struct starnn_conv2d_geom *g, const float *dy, size_t ldy,
+                                         const float *w, size_t ldw, float beta, float *dx, size_t ldx)
+{
+	const size_t P = g->h * g->w, B = g->xb, CB = g->c / B;
+	for (size_t n = 0; n < g->n; n++)
+		for (size_t cb = 0; cb < CB; cb++) {
+			float *d = dx + n * ldx + cb * B * P;
+			if (beta == 0.0f) /* sgemm's beta 0 may still read C (NaN * 0) */
+				memset(d, 0, P * B * sizeof *d);
+			cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, (int)P, (int)B, (int)g->o, 1.0f, dy + n * ldy, (int)P,
+			            w + cb * B, (int)ldw, beta == 0.0f ? 1.0f : beta, d, (int)B);
+		}
+}
+
+void starnn_conv2d_1x1_nchw_bwd_weight_cpu(const struct starnn_conv2d_geom *g, const float *x, size_t ldx,
+                                           const float *dy, size_t ldy, float beta, float *dw, size_t ldw, float *db)
+{
+	const size_t P = g->h * g->w, B = g->xb, CB = g->c / B;
+	for (size_t cb = 0; cb < CB; cb++) {
+		float *d = dw + cb * B;
+		if (beta == 0.0f)
+			for (size_t o = 0; o < g->o; o++)
+				memset(d + o * ldw, 0, B * sizeof *d);
+		for (size_t n = 0; n < g->n; n++)
+			cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)g->o, (int)B, (int)P, 1.0f, dy + n * ldy,
+			            (int)P, x + n * ldx + cb * B * P, (int)B, n == 0 && beta != 0.0f ? beta : 1.0f, d, (int)ldw);
+	}
+	if (db)
+		starnn_conv2d_bwd_bias_cpu(g->n, g->o, P, dy, ldy, beta, db);
+}
+
+int starnn_conv2d_1x1_nchw_ok(const struct starnn_conv2d_geom *g)
+{
+	return g->k == 1 && g->xb > 1 && g->yb <= 1 && g->c % g->xb == 0;
+}
+
 void starnn_conv2d_bwd_bias_cpu(size_t n, size_t o, size_t hw, const float *dy, size_t ldy, float beta, float *db)
 {
 	/* 16 float partial sums per row (vectorised), rows summed in double. */

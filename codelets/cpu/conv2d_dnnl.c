@@ -146,6 +146,46 @@ static int wgrad_mode(void)
 	return wgrad_forced >= 0 ? wgrad_forced : wgrad_env == -2 ? STARNN_CONV2D_WGRAD_AUTO : wgrad_env;
 }
 
+/* The route of 1x1 convolutions into NCHW (codelets/conv2d.h:
+ * STARNN_CONV2D_1X1). */
+static int onebyone_forced = -1;
+static int onebyone_env = STARNN_CONV2D_1X1_AUTO;
+static pthread_once_t onebyone_once = PTHREAD_ONCE_INIT;
+
+static void onebyone_read_env(void)
+{
+	static const char *const names[] = {"auto", "dnnl", "onednn", "gemm"};
+	static const int values[] = {STARNN_CONV2D_1X1_AUTO, STARNN_CONV2D_1X1_DNNL, STARNN_CONV2D_1X1_DNNL,
+	                             STARNN_CONV2D_1X1_GEMM};
+	onebyone_env = env_choice("STARNN_CONV2D_1X1", names, values, 4);
+}
+
+int starnn_conv2d_1x1_check(void)
+{
+	pthread_once(&onebyone_once, onebyone_read_env);
+	if (onebyone_forced < 0 && onebyone_env == -2)
+		return starnn_error(STARNN_EINVAL, "STARNN_CONV2D_1X1 is '%s': expected auto, dnnl or gemm",
+		                    getenv("STARNN_CONV2D_1X1"));
+	return 0;
+}
+
+int starnn_conv2d_1x1_set(enum starnn_conv2d_1x1 mode)
+{
+	if (mode != STARNN_CONV2D_1X1_AUTO && mode != STARNN_CONV2D_1X1_DNNL && mode != STARNN_CONV2D_1X1_GEMM)
+		return starnn_error(STARNN_EINVAL, "conv2d: unknown 1x1 route %d", (int)mode);
+	onebyone_forced = (int)mode;
+	return 0;
+}
+
+int starnn_conv2d_1x1_gemm(const struct starnn_conv2d_geom *g, starnn_dtype dt)
+{
+	pthread_once(&onebyone_once, onebyone_read_env);
+	const int mode = onebyone_forced >= 0 ? onebyone_forced : onebyone_env == -2 ? STARNN_CONV2D_1X1_AUTO : onebyone_env;
+	if (dt != STARNN_FP32 || mode == STARNN_CONV2D_1X1_DNNL || !starnn_conv2d_1x1_nchw_ok(g))
+		return 0;
+	return mode == STARNN_CONV2D_1X1_GEMM || starnn_conv2d_dnnl_block(STARNN_FP32) == 8;
+}
+
 /* The transposed convolutions' route (codelets/convt2d.h: STARNN_CONVT2D). */
 static int convt_forced = -1;
 static int convt_env = STARNN_CONVT2D_AUTO;
@@ -850,7 +890,7 @@ size_t starnn_conv2d_dnnl_pack_bytes(enum starnn_conv2d_pass pass, const struct 
                                      starnn_dtype dt, size_t lda, size_t ldw, size_t ldout, float beta)
 {
 	if (!pack_pass_ok(pass) || (dt != STARNN_FP32 && dt != STARNN_BF16) || !g->n || !g->c || !g->o || !g->h ||
-	    !g->w)
+	    !g->w || starnn_conv2d_1x1_gemm(g, dt)) /* (not on oneDNN: nothing to pack) */
 		return 0;
 	pthread_once(&engine_once, engine_init);
 	if (engine_status != dnnl_success)
@@ -921,6 +961,15 @@ static int conv_run(int kind, int pass, starnn_dtype sdt, const struct starnn_co
                     size_t lda, const void *b, size_t ldb, const void *packed, const float *bias, float beta,
                     void *out, size_t ldout)
 {
+	if (kind == 0 && g->n && g->o && g->h && g->w && starnn_conv2d_1x1_gemm(g, sdt)) {
+		if (pass == STARNN_CONV2D_FWD)
+			starnn_conv2d_1x1_nchw_fwd_cpu(g, a, lda, b, ldb, bias, out, ldout);
+		else if (pass == STARNN_CONV2D_BWD_DATA)
+			starnn_conv2d_1x1_nchw_bwd_data_cpu(g, a, lda, b, ldb, beta, out, ldout);
+		else
+			starnn_conv2d_1x1_nchw_bwd_weight_cpu(g, a, lda, b, ldb, beta, out, ldout, (float *)bias);
+		return 0;
+	}
 	char shape[160];
 	if (sdt != STARNN_FP32 && sdt != STARNN_BF16)
 		return starnn_error(STARNN_EINVAL, "conv2d (oneDNN): %s: only fp32 and bf16 are supported",
@@ -1268,6 +1317,12 @@ int starnn_conv2d_dnnl_block(starnn_dtype dt)
 }
 
 #else /* no oneDNN */
+
+int starnn_conv2d_1x1_gemm(const struct starnn_conv2d_geom *g, starnn_dtype dt)
+{
+	(void)g, (void)dt;
+	return 0;
+}
 
 int starnn_convt2d_direct(size_t ch, size_t b, starnn_dtype dt)
 {

@@ -209,8 +209,9 @@ int starnn_convt2d_direct_ok(size_t ch, size_t b)
 size_t starnn_convt2d_direct_workspace(size_t c, size_t o)
 {
 	/* weight gradient: acc [O/8][ceil(C/3)][4][3][8]; data gradient: the
-	 * dy channel offsets (O size_t) then wp [C/8][O][4][8] */
-	size_t wg = o / 8 * ((c + 2) / 3) * 96, dg = (o * sizeof(size_t) + sizeof(float) - 1) / sizeof(float) + c * o * 4;
+	 * dy offsets (4 O size_t) then wp [C/8][O][4][8]; forward: the x
+	 * channel offsets (C size_t) then wf [O/8][C][4][8] */
+	size_t wg = o / 8 * ((c + 2) / 3) * 96, dg = (4 * o * sizeof(size_t) + sizeof(float) - 1) / sizeof(float) + c * o * 4;
 	size_t fw = (c * sizeof(size_t) + sizeof(float) - 1) / sizeof(float) + c * o * 4;
 	wg = wg > dg ? wg : dg;
 	return wg > fw ? wg : fw;
@@ -250,74 +251,42 @@ __attribute__((noinline, target("avx2,fma"))) static void ct_wsweep(const float 
 	_mm256_storeu_ps(a + 72, a30), _mm256_storeu_ps(a + 80, a31), _mm256_storeu_ps(a + 88, a32);
 }
 
-/* dst = v, or beta * dst + v (beta != 0). */
-__attribute__((always_inline, target("avx2,fma"))) static inline void ct_store(float *dst, __m256 v, float beta)
-{
-	if (beta != 0.0f)
-		v = _mm256_fmadd_ps(_mm256_set1_ps(beta), _mm256_loadu_ps(dst), v);
-	_mm256_storeu_ps(dst, v);
-}
-
-/* One group of 6 pixels (dy offsets pix[], taps at +0, +ds, +row,
- * +row + ds) for the blocks w0 and w1 = w0 + wcb of wp; stores the first
- * m pixels' sums into dx0 and (unless NULL) dx1, pixels xs apart. */
-__attribute__((noinline, target("avx2,fma"))) static void ct_dgroup(const float *w0, size_t wcb, const float *dy,
-                                                                   const size_t *doff, size_t O, const size_t *pix,
-                                                                   size_t ds, size_t row, float *dx0, float *dx1,
-                                                                   size_t xs, size_t m, float beta)
+/* One group of 6 pixels over n terms: term i loads the weight vectors
+ * u = w + i * wstep and v = u + voff and, for each pixel k, broadcasts
+ * e[eoff[i] + px[k]]; out [6][2][8] receives the sums of u * e and v * e. */
+__attribute__((noinline, target("avx2,fma"))) static void ct_group(const float *w, size_t wstep, size_t voff,
+                                                                  const float *e, const size_t *eoff, size_t n,
+                                                                  const size_t *px, float *out)
 {
 	__m256 s00 = _mm256_setzero_ps(), s01 = s00, s02 = s00, s03 = s00, s04 = s00, s05 = s00;
 	__m256 s10 = s00, s11 = s00, s12 = s00, s13 = s00, s14 = s00, s15 = s00;
-	const size_t tap[4] = {0, ds, row, row + ds};
-	for (size_t o = 0; o < O; o++, w0 += 32) {
-		const float *d = dy + doff[o];
-		for (int t = 0; t < 4; t++) {
-			const __m256 u = _mm256_loadu_ps(w0 + 8 * t), v = _mm256_loadu_ps(w0 + wcb + 8 * t);
-			const float *e = d + tap[t];
-			__m256 b;
-			b = _mm256_broadcast_ss(e + pix[0]), s00 = _mm256_fmadd_ps(u, b, s00), s10 = _mm256_fmadd_ps(v, b, s10);
-			b = _mm256_broadcast_ss(e + pix[1]), s01 = _mm256_fmadd_ps(u, b, s01), s11 = _mm256_fmadd_ps(v, b, s11);
-			b = _mm256_broadcast_ss(e + pix[2]), s02 = _mm256_fmadd_ps(u, b, s02), s12 = _mm256_fmadd_ps(v, b, s12);
-			b = _mm256_broadcast_ss(e + pix[3]), s03 = _mm256_fmadd_ps(u, b, s03), s13 = _mm256_fmadd_ps(v, b, s13);
-			b = _mm256_broadcast_ss(e + pix[4]), s04 = _mm256_fmadd_ps(u, b, s04), s14 = _mm256_fmadd_ps(v, b, s14);
-			b = _mm256_broadcast_ss(e + pix[5]), s05 = _mm256_fmadd_ps(u, b, s05), s15 = _mm256_fmadd_ps(v, b, s15);
-		}
+	for (size_t i = 0; i < n; i++, w += wstep) {
+		const __m256 u = _mm256_loadu_ps(w), v = _mm256_loadu_ps(w + voff);
+		const float *q = e + eoff[i];
+		__m256 b;
+		b = _mm256_broadcast_ss(q + px[0]), s00 = _mm256_fmadd_ps(u, b, s00), s10 = _mm256_fmadd_ps(v, b, s10);
+		b = _mm256_broadcast_ss(q + px[1]), s01 = _mm256_fmadd_ps(u, b, s01), s11 = _mm256_fmadd_ps(v, b, s11);
+		b = _mm256_broadcast_ss(q + px[2]), s02 = _mm256_fmadd_ps(u, b, s02), s12 = _mm256_fmadd_ps(v, b, s12);
+		b = _mm256_broadcast_ss(q + px[3]), s03 = _mm256_fmadd_ps(u, b, s03), s13 = _mm256_fmadd_ps(v, b, s13);
+		b = _mm256_broadcast_ss(q + px[4]), s04 = _mm256_fmadd_ps(u, b, s04), s14 = _mm256_fmadd_ps(v, b, s14);
+		b = _mm256_broadcast_ss(q + px[5]), s05 = _mm256_fmadd_ps(u, b, s05), s15 = _mm256_fmadd_ps(v, b, s15);
 	}
-	const __m256 r0[CT_GROUP] = {s00, s01, s02, s03, s04, s05}, r1[CT_GROUP] = {s10, s11, s12, s13, s14, s15};
-	for (size_t k = 0; k < m; k++) {
-		ct_store(dx0 + k * xs, r0[k], beta);
-		if (dx1)
-			ct_store(dx1 + k * xs, r1[k], beta);
-	}
+	_mm256_storeu_ps(out, s00), _mm256_storeu_ps(out + 8, s10), _mm256_storeu_ps(out + 16, s01);
+	_mm256_storeu_ps(out + 24, s11), _mm256_storeu_ps(out + 32, s02), _mm256_storeu_ps(out + 40, s12);
+	_mm256_storeu_ps(out + 48, s03), _mm256_storeu_ps(out + 56, s13), _mm256_storeu_ps(out + 64, s04);
+	_mm256_storeu_ps(out + 72, s14), _mm256_storeu_ps(out + 80, s05), _mm256_storeu_ps(out + 88, s15);
 }
 
-/* Forward: 6 input pixels (x offsets px[]) and one row a of their 2x2
- * windows, for one 8-channel block of y: the 12 accumulators y[k][b]
- * start at the bias and sum, over input channel c, the broadcast x(c,
- * pixel k) times the weight vectors wf[c][a * 2 + b][8 o]; the first m
- * pixels' pairs are stored at y + yo[k] and + ys. */
-__attribute__((noinline, target("avx2,fma"))) static void ct_fgroup(const float *wf, const float *x,
-                                                                   const size_t *xoff, size_t C, const size_t *px,
-                                                                   const float *bias, float *y, const size_t *yo,
-                                                                   size_t ys, size_t m)
+/* 8 floats: dst = v + add (add: NULL for none; beta == 0), or beta * dst
+ * + v. */
+__attribute__((target("avx2,fma"))) static void ct_put(float *dst, const float *v, const float *add, float beta)
 {
-	const __m256 bv = _mm256_loadu_ps(bias);
-	__m256 s00 = bv, s01 = bv, s10 = bv, s11 = bv, s20 = bv, s21 = bv, s30 = bv, s31 = bv, s40 = bv, s41 = bv;
-	__m256 s50 = bv, s51 = bv;
-	for (size_t c = 0; c < C; c++, wf += 32) {
-		const float *e = x + xoff[c];
-		const __m256 w0 = _mm256_loadu_ps(wf), w1 = _mm256_loadu_ps(wf + 8);
-		__m256 b;
-		b = _mm256_broadcast_ss(e + px[0]), s00 = _mm256_fmadd_ps(w0, b, s00), s01 = _mm256_fmadd_ps(w1, b, s01);
-		b = _mm256_broadcast_ss(e + px[1]), s10 = _mm256_fmadd_ps(w0, b, s10), s11 = _mm256_fmadd_ps(w1, b, s11);
-		b = _mm256_broadcast_ss(e + px[2]), s20 = _mm256_fmadd_ps(w0, b, s20), s21 = _mm256_fmadd_ps(w1, b, s21);
-		b = _mm256_broadcast_ss(e + px[3]), s30 = _mm256_fmadd_ps(w0, b, s30), s31 = _mm256_fmadd_ps(w1, b, s31);
-		b = _mm256_broadcast_ss(e + px[4]), s40 = _mm256_fmadd_ps(w0, b, s40), s41 = _mm256_fmadd_ps(w1, b, s41);
-		b = _mm256_broadcast_ss(e + px[5]), s50 = _mm256_fmadd_ps(w0, b, s50), s51 = _mm256_fmadd_ps(w1, b, s51);
-	}
-	const __m256 r[CT_GROUP][2] = {{s00, s01}, {s10, s11}, {s20, s21}, {s30, s31}, {s40, s41}, {s50, s51}};
-	for (size_t k = 0; k < m; k++)
-		_mm256_storeu_ps(y + yo[k], r[k][0]), _mm256_storeu_ps(y + yo[k] + ys, r[k][1]);
+	__m256 r = _mm256_loadu_ps(v);
+	if (add)
+		r = _mm256_add_ps(r, _mm256_loadu_ps(add));
+	if (beta != 0.0f)
+		r = _mm256_fmadd_ps(_mm256_set1_ps(beta), _mm256_loadu_ps(dst), r);
+	_mm256_storeu_ps(dst, r);
 }
 #endif
 
@@ -369,15 +338,18 @@ void starnn_convt2d_bwd_data_direct_cpu(size_t n, size_t c, size_t o, size_t h, 
                                         float *dx, size_t lddx, float *work)
 {
 	const size_t HW = h * w, HW4 = 4 * HW, CB = c / 8, ds = yb > 1 ? yb : 1, row = 2 * w * ds;
-	size_t *doff = (size_t *)(void *)work;
-	float *wp = work + (o * sizeof(size_t) + sizeof(float) - 1) / sizeof(float);
+	size_t *eoff = (size_t *)(void *)work; /* [o][tap]: where dy(o, tap of pixel 0) is */
+	float *wp = work + (4 * o * sizeof(size_t) + sizeof(float) - 1) / sizeof(float);
 	for (size_t cb = 0; cb < CB; cb++)
 		for (size_t oc = 0; oc < o; oc++)
 			for (size_t t = 0; t < 4; t++)
 				for (size_t l = 0; l < 8; l++)
 					wp[((cb * o + oc) * 4 + t) * 8 + l] = wt[(cb * 8 + l) * ldw + oc * 4 + t];
-	for (size_t oc = 0; oc < o; oc++)
-		doff[oc] = chan_offset(oc, HW4, ds);
+	for (size_t oc = 0; oc < o; oc++) {
+		const size_t tap[4] = {0, ds, row, row + ds};
+		for (size_t t = 0; t < 4; t++)
+			eoff[oc * 4 + t] = chan_offset(oc, HW4, ds) + tap[t];
+	}
 	for (size_t r = 0; r < n; r++) {
 		const float *dyr = dy + r * lddy;
 		float *dxr = dx + r * lddx;
@@ -390,10 +362,15 @@ void starnn_convt2d_bwd_data_direct_cpu(size_t n, size_t c, size_t o, size_t h, 
 			}
 			for (size_t cb = 0; cb < CB; cb += 2) {
 				const size_t cb1 = cb + 1 < CB ? cb + 1 : cb;
-				float *d0 = dxr + chan_offset(cb * 8, HW, xb) + p0 * xb;
-				float *d1 = cb1 != cb ? dxr + chan_offset(cb1 * 8, HW, xb) + p0 * xb : NULL;
+				float *d0 = dxr + chan_offset(cb * 8, HW, xb) + p0 * xb, *d1 = dxr + chan_offset(cb1 * 8, HW, xb) + p0 * xb;
 #ifdef CT_X86
-				ct_dgroup(wp + cb * o * 32, (cb1 - cb) * o * 32, dyr, doff, o, pix, ds, row, d0, d1, xb, m, beta);
+				float out[CT_GROUP * 16];
+				ct_group(wp + cb * o * 32, 8, (cb1 - cb) * o * 32, dyr, eoff, 4 * o, pix, out);
+				for (size_t k = 0; k < m; k++) {
+					ct_put(d0 + k * xb, out + k * 16, NULL, beta);
+					if (cb1 != cb)
+						ct_put(d1 + k * xb, out + k * 16 + 8, NULL, beta);
+				}
 #else
 				(void)d0, (void)d1, (void)dyr, (void)m, (void)pix; /* starnn_convt2d_direct_ok: never called */
 #endif
@@ -438,8 +415,13 @@ void starnn_convt2d_fwd_direct_cpu(size_t n, size_t c, size_t o, size_t h, size_
 					}
 					for (size_t a = 0; a < 2; a++) {
 #ifdef CT_X86
-						ct_fgroup(wf + (ob * c * 4 + a * 2) * 8, xr, xoff, c, px, bias ? bias + ob * 8 : zero,
-						          yb0 + a * row, yo, yb, m);
+						float out[CT_GROUP * 16], *ya = yb0 + a * row;
+						const float *bv = bias ? bias + ob * 8 : zero;
+						ct_group(wf + (ob * c * 4 + a * 2) * 8, 32, 8, xr, xoff, c, px, out);
+						for (size_t k = 0; k < m; k++) {
+							ct_put(ya + yo[k], out + k * 16, bv, 0.0f);
+							ct_put(ya + yo[k] + yb, out + k * 16 + 8, bv, 0.0f);
+						}
 #else
 						(void)yb0, (void)px, (void)yo; /* starnn_convt2d_direct_ok: never called */
 #endif

@@ -354,6 +354,91 @@ static void wgrad_routes(void)
 	TEST_ASSERT(starnn_conv2d_wgrad_set((enum starnn_conv2d_wgrad)7) == STARNN_EINVAL, "route 7 accepted");
 }
 
+/* The 1x1 kernels from blocked x to NCHW y (codelets/conv2d.h:
+ * starnn_conv2d_1x1_nchw_*_cpu) against the naive loops: x / dx in blocks
+ * of xb with samples 5 floats apart beyond their size, y / dy NCHW with 3,
+ * w / dw rows 2 floats apart beyond c; beta 0 (stale NaN) and 0.75. Then the
+ * route: forced, declined, automatic. */
+static void onebyone_vs_naive(struct shape s, size_t xb)
+{
+	struct starnn_conv2d_geom g = {s.n, s.c, s.o, s.h, s.w, 1, xb, 1};
+	char what[160], sh[96];
+	snprintf(sh, sizeof sh, "N%zu C%zu O%zu %zux%zu, x blocks of %zu", s.n, s.c, s.o, s.h, s.w, xb);
+	const size_t HW = s.h * s.w, xc = s.c * HW, yc = s.o * HW, ldx = xc + 5, ldy = yc + 3, ldw = s.c + 2;
+	float *x = test_random(s.n * xc, -1, 1), *w = test_random(s.o * s.c, -1, 1), *b = test_random(s.o, -1, 1);
+	float *dy = test_random(s.n * yc, -1, 1), *dense = malloc(s.n * xc * sizeof *dense), *ws = to_strided(w, s.o, s.c, ldw);
+	float *dys = to_strided(dy, s.n, yc, ldy), *stale = test_random(s.n * yc, -1, 1), *ys = to_strided(stale, s.n, yc, ldy);
+	const size_t big = s.n * (xc > yc ? xc : yc) + s.o * s.c;
+	double *ref = malloc(big * sizeof *ref), *mag = malloc(big * sizeof *mag);
+	test_to_blocked(s.n, s.c, HW, xb, x, xc, dense, xc);
+	float *xB = to_strided(dense, s.n, xc, ldx);
+	for (size_t r = 0; r < s.n; r++)
+		ys[r * ldy] = NAN;
+	starnn_conv2d_1x1_nchw_fwd_cpu(&g, xB, ldx, ws, ldw, b, ys, ldy);
+	snprintf(what, sizeof what, "1x1 into NCHW fwd %s", sh);
+	float *y = from_strided(what, ys, s.n, yc, ldy);
+	naive_fwd(&g, x, w, b, ref, mag);
+	check_cond(what, y, ref, mag, s.n * yc, terms_fwd(&g));
+	for (int acc = 0; acc < 2; acc++) {
+		const float beta = acc ? 0.75f : 0.0f;
+		float *dx0 = test_random(s.n * xc, -1, 1), *dx = malloc(s.n * xc * sizeof *dx);
+		test_to_blocked(s.n, s.c, HW, xb, dx0, xc, dense, xc);
+		float *dxB = to_strided(dense, s.n, xc, ldx);
+		if (!acc)
+			for (size_t r = 0; r < s.n; r++)
+				dxB[r * ldx + (xc - 1) / 2] = NAN;
+		starnn_conv2d_1x1_nchw_bwd_data_cpu(&g, dys, ldy, ws, ldw, beta, dxB, ldx);
+		snprintf(what, sizeof what, "1x1 into NCHW bwd_data beta %g %s", beta, sh);
+		float *dxd = from_strided(what, dxB, s.n, xc, ldx);
+		test_from_blocked(s.n, s.c, HW, xb, dxd, xc, dx, xc);
+		free(dxd);
+		naive_bwd_data(&g, dy, w, beta, dx0, ref, mag);
+		check_cond(what, dx, ref, mag, s.n * xc, terms_bwd_data(&g));
+
+		float *dw0 = test_random(s.o * s.c, -1, 1), *dws = to_strided(dw0, s.o, s.c, ldw), *db = test_random(s.o, -1, 1);
+		float *db0 = malloc(s.o * sizeof *db0);
+		memcpy(db0, db, s.o * sizeof *db);
+		if (!acc)
+			dws[(s.o - 1) * ldw + s.c - 1] = db[s.o - 1] = NAN;
+		starnn_conv2d_1x1_nchw_bwd_weight_cpu(&g, xB, ldx, dys, ldy, beta, dws, ldw, db);
+		snprintf(what, sizeof what, "1x1 into NCHW bwd_weight beta %g %s", beta, sh);
+		float *dwv = from_strided(what, dws, s.o, s.c, ldw);
+		double *refb = malloc(s.o * sizeof *refb), *magb = malloc(s.o * sizeof *magb);
+		naive_bwd_weight(&g, x, dy, beta, dw0, db0, ref, mag, refb, magb);
+		check_cond(what, dwv, ref, mag, s.o * s.c, terms_bwd_weight(&g));
+		snprintf(what, sizeof what, "1x1 into NCHW bwd_bias beta %g %s", beta, sh);
+		check_cond(what, db, refb, magb, s.o, terms_bwd_weight(&g));
+		free(dx0), free(dxB), free(dx), free(dw0), free(dws), free(db), free(db0), free(dwv), free(refb), free(magb);
+	}
+	free(x), free(w), free(b), free(dy), free(xB), free(ws), free(dys), free(ys), free(y), free(ref), free(mag);
+	free(dense), free(stale);
+}
+
+static void onebyone_routes(void)
+{
+	onebyone_vs_naive((struct shape){2, 16, 12, 9, 11, 1}, 8); /* a UNet's output layer */
+	onebyone_vs_naive((struct shape){3, 32, 5, 4, 6, 1}, 16);
+	onebyone_vs_naive((struct shape){1, 24, 7, 5, 5, 1}, 24); /* NHWC */
+	onebyone_vs_naive((struct shape){2, 8, 1, 1, 1, 1}, 8);
+	struct starnn_conv2d_geom out = {2, 16, 12, 32, 32, 1, 8, 1}, in = {2, 16, 12, 32, 32, 1, 1, 8},
+	                          k3 = {2, 16, 12, 32, 32, 3, 8, 1}, both = {2, 16, 16, 32, 32, 1, 8, 8};
+	TEST_ASSERT(starnn_conv2d_1x1_nchw_ok(&out) && !starnn_conv2d_1x1_nchw_ok(&in) && !starnn_conv2d_1x1_nchw_ok(&k3) &&
+	                    !starnn_conv2d_1x1_nchw_ok(&both),
+	            "1x1 into NCHW: blocked -> NCHW not taken, or NCHW -> blocked, 3x3 or blocked -> blocked taken");
+	TEST_OK(starnn_conv2d_1x1_set(STARNN_CONV2D_1X1_GEMM));
+	TEST_ASSERT(starnn_conv2d_1x1_gemm(&out, STARNN_FP32) && !starnn_conv2d_1x1_gemm(&out, STARNN_BF16) &&
+	                    !starnn_conv2d_1x1_gemm(&both, STARNN_FP32),
+	            "STARNN_CONV2D_1X1=gemm: fp32 not taken, or bf16 / blocked -> blocked taken");
+	TEST_OK(starnn_conv2d_1x1_set(STARNN_CONV2D_1X1_DNNL));
+	TEST_ASSERT(!starnn_conv2d_1x1_gemm(&out, STARNN_FP32), "STARNN_CONV2D_1X1=dnnl: the sgemm kernels taken");
+	TEST_OK(starnn_conv2d_1x1_set(STARNN_CONV2D_1X1_AUTO));
+	TEST_ASSERT(starnn_conv2d_1x1_gemm(&out, STARNN_FP32) == (starnn_conv2d_dnnl_block(STARNN_FP32) == 8),
+	            "STARNN_CONV2D_1X1=auto: the sgemm kernels %s where oneDNN's layout is %s",
+	            starnn_conv2d_1x1_gemm(&out, STARNN_FP32) ? "taken" : "not taken",
+	            starnn_conv2d_dnnl_block(STARNN_FP32) == 8 ? "nChw8c" : "not nChw8c");
+	TEST_ASSERT(starnn_conv2d_1x1_set((enum starnn_conv2d_1x1)9) == STARNN_EINVAL, "1x1 route 9 accepted");
+}
+
 /* ------------------------------------------------- finite differences */
 
 struct fd_ctx {
@@ -1052,8 +1137,10 @@ int main(void)
 			for (size_t i = 0; i < sizeof shapes / sizeof *shapes; i++)
 				kernels_vs_naive(shapes[i], 1);
 			kernels_vs_naive((struct shape){1, 3, 5, 384, 384, 3}, 0); /* full-scale image, forward */
-			if (kernels == STARNN_CONV2D_DNNL)
+			if (kernels == STARNN_CONV2D_DNNL) {
 				wgrad_routes();
+				onebyone_routes();
+			}
 			if (kernels == STARNN_CONV2D_DNNL && !starnn_conv2d_dnnl_bf16())
 				printf("oneDNN has no bf16 convolutions on this processor: bf16 widens to fp32 (checked "
 				       "below through the codelets)\n");

@@ -234,28 +234,7 @@ static void kernels_vs_naive(struct shape s, size_t pad)
 
 /* ------------------------------------------------------ direct kernels */
 
-/* Sample rows of ld floats, channels in blocks of b (runtime/tensor.h; 1:
- * NCHW): to_blocked copies the NCHW rows of src (ld lds) into that layout,
- * from_blocked back (padding past ch * hw left as it is). */
-static size_t choff(size_t k, size_t hw, size_t b) { return (k / b) * hw * b + k % b; }
-
-static void to_blocked(size_t n, size_t ch, size_t hw, size_t b, const float *src, size_t lds, float *dst, size_t ld)
-{
-	for (size_t r = 0; r < n; r++)
-		for (size_t k = 0; k < ch; k++)
-			for (size_t p = 0; p < hw; p++)
-				dst[r * ld + choff(k, hw, b) + p * b] = src[r * lds + k * hw + p];
-}
-
-static void from_blocked(size_t n, size_t ch, size_t hw, size_t b, const float *src, size_t ld, float *dst, size_t ldd)
-{
-	for (size_t r = 0; r < n; r++)
-		for (size_t k = 0; k < ch; k++)
-			for (size_t p = 0; p < hw; p++)
-				dst[r * ldd + k * hw + p] = src[r * ld + choff(k, hw, b) + p * b];
-}
-
-/* The direct backward kernels (codelets/convt2d.h) on x / dx in blocks of
+/* The direct kernels (codelets/convt2d.h) on x / dx in blocks of
  * xb and dy in blocks of yb, samples pad floats more than their size
  * apart, against the naive sums: each pass where it applies (the weight
  * gradient: dy in blocks, o % 8 == 0; the data gradient: dx in blocks,
@@ -271,8 +250,8 @@ static void direct_vs_naive(struct shape s, size_t xb, size_t yb, size_t pad)
 	float *xB = test_random(s.n * lx, -1, 1), *dyB = test_random(s.n * ly, -1, 1), *dxB = test_random(s.n * lx, -1, 1);
 	float *yB = test_random(s.n * ly, -1, 1);
 	float *work = malloc(starnn_convt2d_direct_workspace(s.c, s.o) * sizeof *work);
-	to_blocked(s.n, s.c, hw, xb, t.x, t.lx, xB, lx);
-	to_blocked(s.n, s.o, 4 * hw, yb, t.dy, t.ly, dyB, ly);
+	test_to_blocked(s.n, s.c, hw, xb, t.x, t.lx, xB, lx);
+	test_to_blocked(s.n, s.o, 4 * hw, yb, t.dy, t.ly, dyB, ly);
 	char what[160], sh[96];
 	snprintf(sh, sizeof sh, "n%zu c%zu o%zu %zux%zu, x blocks of %zu, dy blocks of %zu, pad %zu", s.n, s.c, s.o, s.h,
 	         s.w, xb, yb, pad);
@@ -282,7 +261,7 @@ static void direct_vs_naive(struct shape s, size_t xb, size_t yb, size_t pad)
 		naive_fwd(s, &t, &ref);
 		starnn_convt2d_fwd_direct_cpu(s.n, s.c, s.o, s.h, s.w, xb, yb, xB, lx, t.wt, t.lw, t.b, yB, ly, work);
 		float *got = dupf(t.y, ny);
-		from_blocked(s.n, s.o, 4 * hw, yb, yB, ly, got, t.ly);
+		test_from_blocked(s.n, s.o, 4 * hw, yb, yB, ly, got, t.ly);
 		snprintf(what, sizeof what, "direct fwd %s", sh);
 		test_close_sum(what, got, ref.val, ref.mag, ny, terms_fwd(s), TEST_U32);
 		free(got), test_sums_free(&ref);
@@ -294,7 +273,7 @@ static void direct_vs_naive(struct shape s, size_t xb, size_t yb, size_t pad)
 			poison(t.db, 1, s.o, s.o);
 			poison(dxB, s.n, s.c * hw, lx);
 		} else {
-			to_blocked(s.n, s.c, hw, xb, t.dx, t.lx, dxB, lx);
+			test_to_blocked(s.n, s.c, hw, xb, t.dx, t.lx, dxB, lx);
 		}
 		if (dg) {
 			struct test_sums ref = test_sums_new(nx);
@@ -302,7 +281,7 @@ static void direct_vs_naive(struct shape s, size_t xb, size_t yb, size_t pad)
 			starnn_convt2d_bwd_data_direct_cpu(s.n, s.c, s.o, s.h, s.w, xb, yb, t.wt, t.lw, dyB, ly, beta, dxB, lx,
 			                                   work);
 			float *got = dupf(t.dx, nx);
-			from_blocked(s.n, s.c, hw, xb, dxB, lx, got, t.lx);
+			test_from_blocked(s.n, s.c, hw, xb, dxB, lx, got, t.lx);
 			snprintf(what, sizeof what, "direct bwd_data beta %g %s", beta, sh);
 			test_close_sum(what, got, ref.val, ref.mag, nx, terms_bwd_data(s), TEST_U32);
 			free(got), test_sums_free(&ref);

@@ -135,13 +135,13 @@ want='^activations: NHWC'
 grep -q '^ *oneDNN.*: yes' "$B/config.summary" 2> /dev/null || want='^activations: NCHW'
 grep -q "$want" "$tmp/lh.out" || fail "STARNN_LAYOUT=nhwc: $(grep '^activations:' "$tmp/lh.out")"
 same_losses "NHWC vs NCHW activations" "$tmp/lh.json" "$tmp/ln.json"
-# (The transposed convolutions on oneDNN in both: on nChw8c they would
-# otherwise run on starnn's direct kernels, which sum in another order, and
-# a bf16 rounding that flips moves the loss by ~1e-4; the fp32 runs above
-# and below compare the routes.)
-STARNN_CONVT2D=dnnl "$unet" train $L --precision amp-bf16 --log-json "$tmp/mb.json" > "$tmp/mb.out" 2>&1 ||
+# (The transposed convolutions and the 1x1 output layer on oneDNN in both:
+# on nChw8c they would otherwise run on starnn's own kernels, which sum in
+# another order, and a bf16 rounding that flips moves the loss by ~1e-4;
+# the fp32 runs above and below compare the routes.)
+STARNN_CONVT2D=dnnl STARNN_CONV2D_1X1=dnnl "$unet" train $L --precision amp-bf16 --log-json "$tmp/mb.json" > "$tmp/mb.out" 2>&1 ||
 	{ fail "amp-bf16 run exited $?"; cat "$tmp/mb.out"; }
-STARNN_CONVT2D=dnnl STARNN_LAYOUT=nchw "$unet" train $L --precision amp-bf16 --log-json "$tmp/mn.json" > "$tmp/mn.out" 2>&1 ||
+STARNN_CONVT2D=dnnl STARNN_CONV2D_1X1=dnnl STARNN_LAYOUT=nchw "$unet" train $L --precision amp-bf16 --log-json "$tmp/mn.json" > "$tmp/mn.out" 2>&1 ||
 	{ fail "amp-bf16 NCHW run exited $?"; cat "$tmp/mn.out"; }
 same_losses "amp-bf16, $(sed -n 's/^activations: \([^ ]*\).*/\1/p' "$tmp/mb.out") vs NCHW activations" "$tmp/mb.json" "$tmp/mn.json"
 # NHWC has no channel-split tasks: with fewer batch parts than CPU workers
@@ -193,6 +193,14 @@ if grep -q '^ *oneDNN.*: yes' "$B/config.summary" 2> /dev/null && grep -q ' avx2
 		fail "the default run on nChw8c: no 'transposed convolutions:' line: $(grep '^transposed' "$tmp/wk.out")"
 fi
 expect 1 "STARNN_CONVT2D" env STARNN_CONVT2D=sideways "$unet" train $L
+# The output layer (1x1, nChw8c -> NCHW) on oneDNN against the sgemm
+# kernels (codelets/conv2d.h: STARNN_CONV2D_1X1; auto takes them where
+# oneDNN runs its AVX2 kernels): the same losses but for rounding, an
+# unknown value refused.
+STARNN_CONV2D_WGRAD=direct STARNN_CONV2D_1X1=dnnl "$unet" train $L --log-json "$tmp/od.json" > "$tmp/od.out" 2>&1 ||
+	{ fail "STARNN_CONV2D_1X1=dnnl run exited $?"; cat "$tmp/od.out"; }
+same_losses "the 1x1 output layer on oneDNN vs the default" "$tmp/od.json" "$tmp/wk.json"
+expect 1 "STARNN_CONV2D_1X1" env STARNN_CONV2D_1X1=sideways "$unet" train $L
 
 # ------------------------------------------------------------------ energy
 # The energy line after the run (measured by a named method, or "not

@@ -95,14 +95,15 @@ sed -n 's/^\([0-9][0-9]*\) \([^ ]*\)$/\1 \2/p' "$ref" > "$tmp/ref.loss"
 # route and on oneDNN's own pass (codelets/conv2d.h: STARNN_CONV2D_WGRAD; by
 # default, on AVX2, this model's 3x3 layers run on the direct kernel), the
 # fourth also the transposed convolutions (codelets/convt2d.h:
-# STARNN_CONVT2D; by default, on AVX2, starnn's direct kernels), so that
-# every route meets PyTorch.
+# STARNN_CONVT2D; by default, on AVX2, starnn's direct kernels) and the 1x1
+# output layer (codelets/conv2d.h: STARNN_CONV2D_1X1; by default, on AVX2,
+# OpenBLAS sgemm), so that every route meets PyTorch.
 for run in 2 1 2-gemm 2-dnnl; do
 	micro=${run%%-*} wgrad=auto convt=auto
 	[ "$run" != "$micro" ] && wgrad=${run#*-}
 	[ $wgrad = dnnl ] && convt=dnnl
 	log=$tmp/m$run.json
-	STARNN_CONV2D_WGRAD=$wgrad STARNN_CONVT2D=$convt "$unet" train --data "$prep" $C --micro-batches $micro --init "$init" --steps $STEPS \
+	STARNN_CONV2D_WGRAD=$wgrad STARNN_CONVT2D=$convt STARNN_CONV2D_1X1=$convt "$unet" train --data "$prep" $C --micro-batches $micro --init "$init" --steps $STEPS \
 		--log-json "$log" || { fail "training with --micro-batches $micro (weight gradients: $wgrad) exited $?"; continue; }
 	losses "$log" > "$tmp/m$run.loss"
 	# step, starnn, reference, relative error; exit 1 if any is above 1e-4

@@ -4,14 +4,20 @@
 # f = 8, batch 4, lr 2e-3 with 50 warm-up steps), one rank with 2
 # micro-batches (which computes what 2 ranks x 1 do, bit for bit:
 # tests/models/unet_mpi_shard.sh), against the same run with fp32 weights.
-# The held-out MSE of `models/unet eval` on 256 samples must not be more
-# than 12% above fp32's, both must beat persistence, and the formats must
-# have climbed from int8 to fp32 for some layers. The margin is what one
-# 400-step run of one seed can tell: on this 2-core AMD EPYC a change of
-# summation order alone (batch norm on NCHW or on nChw8c activations,
-# STARNN_LAYOUT) moved the pair from 148.0 (awp) / 158.6 (fp32) to 165.3 /
-# 154.9, about 7% each way; the full 1200-step recipe on 2 ranks compares
-# them closer (tools/bench-wire --quality).
+# The mean training loss over the last 100 steps must not be more than 12%
+# above fp32's, both checkpoints must beat persistence on 256 held-out
+# samples (`models/unet eval`), and the formats must have climbed from
+# int8 to fp32 for some layers.
+# Why the training loss and not the held-out MSE of the final checkpoint:
+# one 400-step run ends wherever its last steps left the weights, and the
+# summation order alone moves that a lot. On this 2-core AMD EPYC, four
+# builds differing only in kernels' rounding (oneDNN or starnn's kernels
+# for the transposed convolutions, the output layer, the weight gradients)
+# gave held-out MSE pairs (awp / fp32) of 145 / 255, 322 / 158, 189 / 191
+# and 134 / 169, ratios from 0.57 to 2.04; their mean losses over steps
+# 301-400 gave ratios of 1.064, 1.012, 1.005 and 1.003 (0.0939 / 0.0883,
+# 0.0915 / 0.0904, 0.0872 / 0.0868, 0.0894 / 0.0891). The full 1200-step
+# recipe on 2 ranks compares them closer (tools/bench-wire --quality).
 # Skips in the sanitizer build (two trainings of a minute each would take
 # a quarter of an hour there; the code is checked there by
 # tests/models/unet_mpi_shard.sh), and with STARNN_TEST_QUALITY=off (CI's
@@ -27,7 +33,7 @@ tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 export STARPU_NCPU=${STARPU_NCPU:-2}
 R="train --size 64 --depth 3 --filters 8 --batch 4 --samples 2048 --steps 400 --lr 2e-3 --warmup 50 --eval-every 0 --micro-batches 2 --quiet"
-"$unet" $R --checkpoint "$tmp/none.h5" > "$tmp/none.txt" 2>&1 ||
+"$unet" $R --checkpoint "$tmp/none.h5" --log-json "$tmp/none.jsonl" > "$tmp/none.txt" 2>&1 ||
 	{ echo "FAIL: fp32 weights: exit $?"; cat "$tmp/none.txt"; exit 1; }
 "$unet" $R --checkpoint "$tmp/awp.h5" --shard-optimizer --wire-weights awp --log-json "$tmp/awp.jsonl" > "$tmp/awp.txt" 2>&1 ||
 	{ echo "FAIL: awp: exit $?"; cat "$tmp/awp.txt"; exit 1; }
@@ -41,10 +47,23 @@ read -r ma pa ca < <(awk '$1 == "all" { print $2, $3, $6; exit }' "$tmp/awp.eval
 if [ -z "${mn:-}" ] || [ -z "${ma:-}" ]; then
 	echo "FAIL: no scores in the evaluations"; cat "$tmp/none.eval" "$tmp/awp.eval"; exit 1
 fi
-if awk -v a="$ma" -v n="$mn" -v p="$pn" 'BEGIN { exit !(a <= 1.12 * n && a < p && n < p) }'; then
+# mean loss over steps 301-400
+late() { sed -n 's/^{"step":\([0-9]*\),"epoch":[0-9]*,"loss":\([^,]*\),.*/\1 \2/p' "$1" |
+	awk '$1 > 300 { s += $2; n++ } END { if (n == 100) printf "%.5f", s / n }'; }
+ln=$(late "$tmp/none.jsonl") la=$(late "$tmp/awp.jsonl")
+if [ -z "$ln" ] || [ -z "$la" ]; then
+	echo "FAIL: the logs do not hold 100 losses after step 300"; exit 1
+fi
+if awk -v a="$la" -v n="$ln" 'BEGIN { exit !(a <= 1.12 * n) }'; then
+	echo "ok: mean training loss over steps 301-400 with awp weights $la, with fp32 weights $ln"
+else
+	echo "FAIL: mean training loss over steps 301-400 with awp weights $la, fp32 $ln: awp more than 12% worse"
+	status=1
+fi
+if awk -v a="$ma" -v n="$mn" -v p="$pn" 'BEGIN { exit !(a < p && n < p) }'; then
 	echo "ok: held-out MSE with awp weights $ma, with fp32 weights $mn (persistence $pn); mean CSI $ca vs $cn"
 else
-	echo "FAIL: held-out MSE with awp weights $ma, fp32 $mn, persistence $pn: awp more than 12% worse, or no model beats persistence"
+	echo "FAIL: held-out MSE with awp weights $ma, fp32 $mn, persistence $pn: a model does not beat persistence"
 	status=1
 fi
 last=$(grep '"wire_weights"' "$tmp/awp.jsonl" | tail -n 1)

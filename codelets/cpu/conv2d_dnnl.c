@@ -96,130 +96,122 @@ const char *starnn_conv2d_cpu_backend_name(enum starnn_conv2d_backend b)
 	return b == STARNN_CONV2D_DNNL ? "oneDNN convolution primitives" : "im2col + OpenBLAS sgemm";
 }
 
-/* A choice read once from the environment variable var: the value of the
- * name it holds (auto when unset or empty), -2 for an unknown name. */
-static int env_choice(const char *var, const char *const *names, const int *values, int n)
+/* A route chosen by an environment variable, read once (names[i] gives
+ * values[i]; unset or empty: values[0], auto; another name: -2, an error
+ * for choice_check), that a _set function may override (forced >= 0). */
+struct choice {
+	const char *var, *expect; /* expect: the names, for the error message */
+	const char *const *names;
+	const int *values;
+	int n, forced, env, read;
+	pthread_mutex_t lock;
+};
+
+static int choice_env(struct choice *c)
 {
-	const char *e = getenv(var);
-	if (!e || !*e)
-		return values[0];
-	for (int i = 0; i < n; i++)
-		if (!strcmp(e, names[i]))
-			return values[i];
-	return -2;
+	pthread_mutex_lock(&c->lock);
+	if (!c->read) {
+		const char *e = getenv(c->var);
+		c->env = e && *e ? -2 : c->values[0];
+		for (int i = 0; e && *e && i < c->n; i++)
+			if (!strcmp(e, c->names[i]))
+				c->env = c->values[i];
+		c->read = 1;
+	}
+	int v = c->env;
+	pthread_mutex_unlock(&c->lock);
+	return v;
+}
+
+static int choice_check(struct choice *c)
+{
+	if (c->forced < 0 && choice_env(c) == -2)
+		return starnn_error(STARNN_EINVAL, "%s is '%s': expected %s", c->var, getenv(c->var), c->expect);
+	return 0;
+}
+
+static int choice_mode(struct choice *c)
+{
+	const int e = choice_env(c);
+	return c->forced >= 0 ? c->forced : e == -2 ? c->values[0] : e;
+}
+
+static int choice_set(struct choice *c, int mode, int last, const char *what)
+{
+	if (mode < 0 || mode > last)
+		return starnn_error(STARNN_EINVAL, "%s %d", what, mode);
+	c->forced = mode;
+	return 0;
 }
 
 /* The weight-gradient route (codelets/conv2d.h: STARNN_CONV2D_WGRAD). */
-static int wgrad_forced = -1; /* starnn_conv2d_wgrad_set, else -1 */
-static int wgrad_env = STARNN_CONV2D_WGRAD_AUTO; /* -2: an unknown value */
-static pthread_once_t wgrad_once = PTHREAD_ONCE_INIT;
-
-static void wgrad_read_env(void)
-{
-	static const char *const names[] = {"auto", "dnnl", "onednn", "gemm", "direct"};
-	static const int values[] = {STARNN_CONV2D_WGRAD_AUTO, STARNN_CONV2D_WGRAD_DNNL, STARNN_CONV2D_WGRAD_DNNL,
-	                             STARNN_CONV2D_WGRAD_GEMM, STARNN_CONV2D_WGRAD_DIRECT};
-	wgrad_env = env_choice("STARNN_CONV2D_WGRAD", names, values, 5);
-}
+static const char *const wgrad_names[] = {"auto", "dnnl", "onednn", "gemm", "direct"};
+static const int wgrad_values[] = {STARNN_CONV2D_WGRAD_AUTO, STARNN_CONV2D_WGRAD_DNNL, STARNN_CONV2D_WGRAD_DNNL,
+                                   STARNN_CONV2D_WGRAD_GEMM, STARNN_CONV2D_WGRAD_DIRECT};
+static struct choice wgrad_choice = {"STARNN_CONV2D_WGRAD", "auto, dnnl, gemm or direct", wgrad_names, wgrad_values,
+                                     5, -1, 0, 0, PTHREAD_MUTEX_INITIALIZER};
 
 int starnn_conv2d_wgrad_check(void)
 {
-	pthread_once(&wgrad_once, wgrad_read_env);
-	if (wgrad_forced < 0 && wgrad_env == -2)
-		return starnn_error(STARNN_EINVAL, "STARNN_CONV2D_WGRAD is '%s': expected auto, dnnl, gemm or direct",
-		                    getenv("STARNN_CONV2D_WGRAD"));
-	return 0;
+	return choice_check(&wgrad_choice);
 }
 
 int starnn_conv2d_wgrad_set(enum starnn_conv2d_wgrad mode)
 {
-	if (mode != STARNN_CONV2D_WGRAD_AUTO && mode != STARNN_CONV2D_WGRAD_DNNL && mode != STARNN_CONV2D_WGRAD_GEMM &&
-	    mode != STARNN_CONV2D_WGRAD_DIRECT)
-		return starnn_error(STARNN_EINVAL, "conv2d: unknown weight-gradient route %d", (int)mode);
-	wgrad_forced = (int)mode;
-	return 0;
+	return choice_set(&wgrad_choice, (int)mode, STARNN_CONV2D_WGRAD_DIRECT, "conv2d: unknown weight-gradient route");
 }
 
 static int wgrad_mode(void)
 {
-	pthread_once(&wgrad_once, wgrad_read_env);
-	return wgrad_forced >= 0 ? wgrad_forced : wgrad_env == -2 ? STARNN_CONV2D_WGRAD_AUTO : wgrad_env;
+	return choice_mode(&wgrad_choice);
 }
 
 /* The route of 1x1 convolutions into NCHW (codelets/conv2d.h:
  * STARNN_CONV2D_1X1). */
-static int onebyone_forced = -1;
-static int onebyone_env = STARNN_CONV2D_1X1_AUTO;
-static pthread_once_t onebyone_once = PTHREAD_ONCE_INIT;
-
-static void onebyone_read_env(void)
-{
-	static const char *const names[] = {"auto", "dnnl", "onednn", "gemm"};
-	static const int values[] = {STARNN_CONV2D_1X1_AUTO, STARNN_CONV2D_1X1_DNNL, STARNN_CONV2D_1X1_DNNL,
-	                             STARNN_CONV2D_1X1_GEMM};
-	onebyone_env = env_choice("STARNN_CONV2D_1X1", names, values, 4);
-}
+static const char *const onebyone_names[] = {"auto", "dnnl", "onednn", "gemm"};
+static const int onebyone_values[] = {STARNN_CONV2D_1X1_AUTO, STARNN_CONV2D_1X1_DNNL, STARNN_CONV2D_1X1_DNNL,
+                                      STARNN_CONV2D_1X1_GEMM};
+static struct choice onebyone_choice = {"STARNN_CONV2D_1X1", "auto, dnnl or gemm", onebyone_names, onebyone_values, 4,
+                                        -1, 0, 0, PTHREAD_MUTEX_INITIALIZER};
 
 int starnn_conv2d_1x1_check(void)
 {
-	pthread_once(&onebyone_once, onebyone_read_env);
-	if (onebyone_forced < 0 && onebyone_env == -2)
-		return starnn_error(STARNN_EINVAL, "STARNN_CONV2D_1X1 is '%s': expected auto, dnnl or gemm",
-		                    getenv("STARNN_CONV2D_1X1"));
-	return 0;
+	return choice_check(&onebyone_choice);
 }
 
 int starnn_conv2d_1x1_set(enum starnn_conv2d_1x1 mode)
 {
-	if (mode != STARNN_CONV2D_1X1_AUTO && mode != STARNN_CONV2D_1X1_DNNL && mode != STARNN_CONV2D_1X1_GEMM)
-		return starnn_error(STARNN_EINVAL, "conv2d: unknown 1x1 route %d", (int)mode);
-	onebyone_forced = (int)mode;
-	return 0;
+	return choice_set(&onebyone_choice, (int)mode, STARNN_CONV2D_1X1_GEMM, "conv2d: unknown 1x1 route");
 }
 
 int starnn_conv2d_1x1_gemm(const struct starnn_conv2d_geom *g, starnn_dtype dt)
 {
-	pthread_once(&onebyone_once, onebyone_read_env);
-	const int mode = onebyone_forced >= 0 ? onebyone_forced : onebyone_env == -2 ? STARNN_CONV2D_1X1_AUTO : onebyone_env;
+	const int mode = choice_mode(&onebyone_choice);
 	if (dt != STARNN_FP32 || mode == STARNN_CONV2D_1X1_DNNL || !starnn_conv2d_1x1_nchw_ok(g))
 		return 0;
 	return mode == STARNN_CONV2D_1X1_GEMM || starnn_conv2d_dnnl_block(STARNN_FP32) == 8;
 }
 
 /* The transposed convolutions' route (codelets/convt2d.h: STARNN_CONVT2D). */
-static int convt_forced = -1;
-static int convt_env = STARNN_CONVT2D_AUTO;
-static pthread_once_t convt_once = PTHREAD_ONCE_INIT;
-
-static void convt_read_env(void)
-{
-	static const char *const names[] = {"auto", "dnnl", "onednn", "direct"};
-	static const int values[] = {STARNN_CONVT2D_AUTO, STARNN_CONVT2D_DNNL, STARNN_CONVT2D_DNNL,
-	                             STARNN_CONVT2D_DIRECT};
-	convt_env = env_choice("STARNN_CONVT2D", names, values, 4);
-}
+static const char *const convt_names[] = {"auto", "dnnl", "onednn", "direct"};
+static const int convt_values[] = {STARNN_CONVT2D_AUTO, STARNN_CONVT2D_DNNL, STARNN_CONVT2D_DNNL,
+                                   STARNN_CONVT2D_DIRECT};
+static struct choice convt_choice = {"STARNN_CONVT2D", "auto, dnnl or direct", convt_names, convt_values, 4, -1, 0, 0,
+                                     PTHREAD_MUTEX_INITIALIZER};
 
 int starnn_convt2d_route_check(void)
 {
-	pthread_once(&convt_once, convt_read_env);
-	if (convt_forced < 0 && convt_env == -2)
-		return starnn_error(STARNN_EINVAL, "STARNN_CONVT2D is '%s': expected auto, dnnl or direct",
-		                    getenv("STARNN_CONVT2D"));
-	return 0;
+	return choice_check(&convt_choice);
 }
 
 int starnn_convt2d_route_set(enum starnn_convt2d_route mode)
 {
-	if (mode != STARNN_CONVT2D_AUTO && mode != STARNN_CONVT2D_DNNL && mode != STARNN_CONVT2D_DIRECT)
-		return starnn_error(STARNN_EINVAL, "convt2d: unknown route %d", (int)mode);
-	convt_forced = (int)mode;
-	return 0;
+	return choice_set(&convt_choice, (int)mode, STARNN_CONVT2D_DIRECT, "convt2d: unknown route");
 }
 
 int starnn_convt2d_direct(size_t ch, size_t b, starnn_dtype dt)
 {
-	pthread_once(&convt_once, convt_read_env);
-	const int mode = convt_forced >= 0 ? convt_forced : convt_env == -2 ? STARNN_CONVT2D_AUTO : convt_env;
+	const int mode = choice_mode(&convt_choice);
 	if (dt != STARNN_FP32 || mode == STARNN_CONVT2D_DNNL || !starnn_convt2d_direct_ok(ch, b))
 		return 0;
 	return mode == STARNN_CONVT2D_DIRECT || starnn_conv2d_dnnl_block(STARNN_FP32) == 8;

@@ -129,6 +129,12 @@ struct starnn_derived *starnn_tensor_add_derived(starnn_tensor *t, uint64_t key,
 /* The largest channel block (an NHWC tensor's channels, the kernels'
  * stack buffers). */
 #define STARNN_CBLOCK_MAX 1024
+/* Where channel k of a sample starts in a layout of blocks of b channels
+ * (b = 1: NCHW), hw pixels per channel; its pixels are b floats apart. */
+static inline size_t starnn_chan_offset(size_t k, size_t hw, size_t b)
+{
+	return (k / b) * hw * b + k % b;
+}
 
 /* Sets the layout of a 4-D tensor (see cblock above) before any task uses
  * it or any part of it is made: cblock 1, or a multiple of 8 up to

@@ -299,18 +299,16 @@ static inline float *test_read(starnn_tensor *t)
 
 /* Activation layouts (runtime/tensor.h): n sample rows, ch channels of
  * hw pixels in blocks of b (1: NCHW), element (k, p) of a row at
- * (k / b) * hw * b + p * b + k % b. test_to_blocked copies NCHW rows (ld
+ * starnn_chan_offset(k, hw, b) + p * b. test_to_blocked copies NCHW rows (ld
  * lds) into that layout (rows ld apart), test_from_blocked back; padding
  * past ch * hw is left as it is. */
-static inline size_t test_choff(size_t k, size_t hw, size_t b) { return (k / b) * hw * b + k % b; }
-
 static inline void test_to_blocked(size_t n, size_t ch, size_t hw, size_t b, const float *src, size_t lds, float *dst,
                                    size_t ld)
 {
 	for (size_t r = 0; r < n; r++)
 		for (size_t k = 0; k < ch; k++)
 			for (size_t p = 0; p < hw; p++)
-				dst[r * ld + test_choff(k, hw, b) + p * b] = src[r * lds + k * hw + p];
+				dst[r * ld + starnn_chan_offset(k, hw, b) + p * b] = src[r * lds + k * hw + p];
 }
 
 static inline void test_from_blocked(size_t n, size_t ch, size_t hw, size_t b, const float *src, size_t ld,
@@ -319,7 +317,7 @@ static inline void test_from_blocked(size_t n, size_t ch, size_t hw, size_t b, c
 	for (size_t r = 0; r < n; r++)
 		for (size_t k = 0; k < ch; k++)
 			for (size_t p = 0; p < hw; p++)
-				dst[r * ldd + k * hw + p] = src[r * ld + test_choff(k, hw, b) + p * b];
+				dst[r * ldd + k * hw + p] = src[r * ld + starnn_chan_offset(k, hw, b) + p * b];
 }
 
 /* Central finite difference of a scalar function f of the vector x along

@@ -472,7 +472,7 @@ void starnn_conv2d_bwd_bias_cpu(size_t n, size_t o, size_t hw, const float *dy, 
  * pixels, or the whole image), for chunks of (o group, c block) pairs
  * whose accumulators stay in L2; acc is added to dw with beta at the end.
  * dy is read where it is, in any layout: element (o, p) of sample n at
- * dy + n*ldy + chan_offset(o, HW, yb) + p*yb (yb = 1 for NCHW). */
+ * dy + n*ldy + starnn_chan_offset(o, HW, yb) + p*yb (yb = 1 for NCHW). */
 #if defined(__GNUC__) && (defined(__x86_64__) || defined(__i386__))
 #include <immintrin.h>
 #define DIRECT_X86 1
@@ -484,9 +484,6 @@ void starnn_conv2d_bwd_bias_cpu(size_t n, size_t o, size_t hw, const float *dy, 
 
 static size_t ceil8(size_t c) { return (c + 7) / 8 * 8; }
 
-/* Where channel k of a sample starts in a layout of blocks of b channels
- * (b = 1: NCHW), hw pixels per channel; its pixels are b floats apart. */
-static size_t chan_offset(size_t k, size_t hw, size_t b) { return (k / b) * hw * b + k % b; }
 
 int starnn_conv2d_wgrad_direct_ok(const struct starnn_conv2d_geom *g)
 {
@@ -554,7 +551,7 @@ static void direct_pad(const struct starnn_conv2d_geom *g, const float *x, float
 			if (xb == 8) { /* the row as it is */
 				memcpy(r + 8, x + (cb * H + h) * W * 8, W * 8 * sizeof *r);
 			} else if (xb > 1) { /* 8 channels of a block of xb: 8 floats of each pixel's xb */
-				const float *s = x + chan_offset(cb * 8, HW, xb) + h * W * xb;
+				const float *s = x + starnn_chan_offset(cb * 8, HW, xb) + h * W * xb;
 				for (size_t w = 0; w < W; w++)
 					memcpy(r + (w + 1) * 8, s + w * xb, 8 * sizeof *r);
 			} else {
@@ -579,7 +576,7 @@ void starnn_conv2d_bias_blocked_cpu(size_t n, size_t o, size_t hw, size_t yb, co
 	for (size_t o0 = 0; o0 < o; o0 += 8) {
 		double total[8] = {0};
 		for (size_t r = 0; r < n; r++) {
-			const float *s = dy + r * ldy + chan_offset(o0, hw, yb);
+			const float *s = dy + r * ldy + starnn_chan_offset(o0, hw, yb);
 			for (size_t p0 = 0; p0 < hw; p0 += RUN) {
 				const size_t p1 = p0 + RUN < hw ? p0 + RUN : hw;
 				float part[8] = {0};
@@ -616,7 +613,7 @@ static void direct_sample(const struct starnn_conv2d_geom *g, const float *xp, c
 			for (size_t h0 = 0; h0 < H; h0 += rows) {
 				const size_t rr = h0 + rows < H ? rows : H - h0;
 				for (size_t og = og0; og < og1; og++) {
-					const float *d = dy + chan_offset(og * 4, HW, ps) + h0 * W * ps;
+					const float *d = dy + starnn_chan_offset(og * 4, HW, ps) + h0 * W * ps;
 					for (size_t cb = cb0; cb < cb1; cb++)
 						for (size_t kh = 0; kh < 3; kh++) {
 #ifdef DIRECT_X86

@@ -153,7 +153,7 @@ void starnn_convt2d_bias_grad_cpu(size_t n, size_t o, size_t h, size_t w, starnn
  * fp32 passes on the layouts oneDNN's AVX2 kernels keep (codelets/
  * convt2d.h: starnn_convt2d_fwd_direct_cpu ...). Element (ch, p) of a
  * sample in blocks of b channels (b = 1: NCHW) with hw pixels per channel
- * is at chan_offset(ch, hw, b) + p * b, so 8 channels of a block of b (a
+ * is at starnn_chan_offset(ch, hw, b) + p * b, so 8 channels of a block of b (a
  * multiple of 8) starting at a multiple of 8 are one vector. Each kernel
  * keeps 12 ymm accumulators and does 12 FMAs per 6-8 loads.
  *
@@ -194,7 +194,10 @@ void starnn_convt2d_bias_grad_cpu(size_t n, size_t o, size_t h, size_t w, starnn
 #define CT_PIXELS 256 /* least input pixels of a weight-gradient strip */
 #define CT_GROUP 6    /* input pixels of a forward or data-gradient group */
 
-static size_t chan_offset(size_t k, size_t hw, size_t b) { return (k / b) * hw * b + k % b; }
+/* The offset of input pixel p's 2x2 window in y / dy (rows of 2w pixels,
+ * pixels b floats apart). */
+static size_t window(size_t p, size_t w, size_t b) { return (2 * (p / w) * 2 * w + 2 * (p % w)) * b; }
+
 
 int starnn_convt2d_direct_ok(size_t ch, size_t b)
 {
@@ -304,12 +307,12 @@ void starnn_convt2d_bwd_weight_direct_cpu(size_t n, size_t c, size_t o, size_t h
 		for (size_t i0 = 0; i0 < h; i0 += rows) {
 			const size_t rr = i0 + rows < h ? rows : h - i0;
 			for (size_t ob = 0; ob < OB; ob++) {
-				const float *d = dy + r * lddy + chan_offset(ob * 8, HW4, yb) + 2 * i0 * 2 * w * yb;
+				const float *d = dy + r * lddy + starnn_chan_offset(ob * 8, HW4, yb) + 2 * i0 * 2 * w * yb;
 				for (size_t g = 0; g < G; g++) {
 					const float *xc[3];
 					for (size_t i = 0; i < 3; i++) {
 						const size_t ch = g * 3 + i < c ? g * 3 + i : g * 3;
-						xc[i] = x + r * ldx + chan_offset(ch, HW, xs) + i0 * w * xs;
+						xc[i] = x + r * ldx + starnn_chan_offset(ch, HW, xs) + i0 * w * xs;
 					}
 #ifdef CT_X86
 					ct_wsweep(xc[0], xc[1], xc[2], xs, d, yb, w, rr, acc + (ob * G + g) * 96);
@@ -348,7 +351,7 @@ void starnn_convt2d_bwd_data_direct_cpu(size_t n, size_t c, size_t o, size_t h, 
 	for (size_t oc = 0; oc < o; oc++) {
 		const size_t tap[4] = {0, ds, row, row + ds};
 		for (size_t t = 0; t < 4; t++)
-			eoff[oc * 4 + t] = chan_offset(oc, HW4, ds) + tap[t];
+			eoff[oc * 4 + t] = starnn_chan_offset(oc, HW4, ds) + tap[t];
 	}
 	for (size_t r = 0; r < n; r++) {
 		const float *dyr = dy + r * lddy;
@@ -357,12 +360,11 @@ void starnn_convt2d_bwd_data_direct_cpu(size_t n, size_t c, size_t o, size_t h, 
 			const size_t m = HW - p0 < CT_GROUP ? HW - p0 : CT_GROUP;
 			size_t pix[CT_GROUP];
 			for (size_t k = 0; k < CT_GROUP; k++) {
-				const size_t p = p0 + (k < m ? k : m - 1), i = p / w, j = p % w;
-				pix[k] = 2 * i * row + 2 * j * ds;
+				pix[k] = window(p0 + (k < m ? k : m - 1), w, ds);
 			}
 			for (size_t cb = 0; cb < CB; cb += 2) {
 				const size_t cb1 = cb + 1 < CB ? cb + 1 : cb;
-				float *d0 = dxr + chan_offset(cb * 8, HW, xb) + p0 * xb, *d1 = dxr + chan_offset(cb1 * 8, HW, xb) + p0 * xb;
+				float *d0 = dxr + starnn_chan_offset(cb * 8, HW, xb) + p0 * xb, *d1 = dxr + starnn_chan_offset(cb1 * 8, HW, xb) + p0 * xb;
 #ifdef CT_X86
 				float out[CT_GROUP * 16];
 				ct_group(wp + cb * o * 32, 8, (cb1 - cb) * o * 32, dyr, eoff, 4 * o, pix, out);
@@ -393,7 +395,7 @@ void starnn_convt2d_fwd_direct_cpu(size_t n, size_t c, size_t o, size_t h, size_
 				for (size_t l = 0; l < 8; l++)
 					wf[((ob * c + ch) * 4 + t) * 8 + l] = wt[ch * ldw + (ob * 8 + l) * 4 + t];
 	for (size_t ch = 0; ch < c; ch++)
-		xoff[ch] = chan_offset(ch, HW, xs);
+		xoff[ch] = starnn_chan_offset(ch, HW, xs);
 	/* strips of pixels whose x (c values each) fill about 128 KiB: each
 	 * block's weights then serve a whole strip from L2 */
 	size_t strip = (32768 / c) / CT_GROUP * CT_GROUP;
@@ -405,13 +407,13 @@ void starnn_convt2d_fwd_direct_cpu(size_t n, size_t c, size_t o, size_t h, size_
 		for (size_t s0 = 0; s0 < HW; s0 += strip) {
 			const size_t s1 = s0 + strip < HW ? s0 + strip : HW;
 			for (size_t ob = 0; ob < OB; ob++) {
-				float *yb0 = yr + chan_offset(ob * 8, HW4, yb);
+				float *yb0 = yr + starnn_chan_offset(ob * 8, HW4, yb);
 				for (size_t p0 = s0; p0 < s1; p0 += CT_GROUP) {
 					const size_t m = s1 - p0 < CT_GROUP ? s1 - p0 : CT_GROUP;
 					size_t px[CT_GROUP], yo[CT_GROUP];
 					for (size_t k = 0; k < CT_GROUP; k++) {
 						const size_t p = p0 + (k < m ? k : m - 1);
-						px[k] = p * xs, yo[k] = (2 * (p / w) * 2 * w + 2 * (p % w)) * yb;
+						px[k] = p * xs, yo[k] = window(p, w, yb);
 					}
 					for (size_t a = 0; a < 2; a++) {
 #ifdef CT_X86

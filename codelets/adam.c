@@ -4,9 +4,11 @@
 #include <config.h>
 
 #include <math.h>
+#include <string.h>
 
 #include "codelets/adam.h"
 #include "codelets/amp.h"
+#include "codelets/copy.h"
 #include "runtime/codelet.h"
 
 static void adam_cpu(void *buffers[], void *cl_arg)
@@ -92,6 +94,74 @@ static int check_args(starnn_tensor *w, starnn_tensor *grad, starnn_tensor *m, s
  * footprint. */
 #define ADAM_FLOPS_PER_ELEMENT 17.0
 
+/* ------------------------------------------------------ with copies
+ * Where w is also kept in a kernel's blocked layout, the update writes
+ * those copies too (codelets/copy.h: starnn_submit_with_copies). One
+ * codelet per number of copies (1 or 2: a layer's forward and
+ * backward-data layouts), adam_copies and adam_amp_copies, the two of a
+ * name sharing a perfmodel (starnn_adam_copies_fp32 ...: their footprints
+ * differ). */
+struct copies_args {
+	struct starnn_adam_step s;   /* adam */
+	struct starnn_adam_params p; /* adam_amp */
+	struct starnn_copies c;
+};
+
+struct rows_ctx {
+	const struct copies_args *a;
+	struct starnn_mat w, g, m, v, st, f;
+};
+
+static void adam_tile(void *ctx, size_t r0, size_t r1, size_t c0, size_t c1)
+{
+	const struct rows_ctx *c = ctx;
+	float *w = c->w.ptr, *m = c->m.ptr, *v = c->v.ptr;
+	const float *g = c->g.ptr;
+	starnn_adam_cpu(r1 - r0, c1 - c0, &c->a->s, w + r0 * c->w.ld + c0, c->w.ld, g + r0 * c->g.ld + c0, c->g.ld,
+	                m + r0 * c->m.ld + c0, c->m.ld, v + r0 * c->v.ld + c0, c->v.ld);
+}
+
+static void adam_amp_tile(void *ctx, size_t r0, size_t r1, size_t c0, size_t c1)
+{
+	const struct rows_ctx *c = ctx;
+	float *w = c->w.ptr, *m = c->m.ptr, *v = c->v.ptr;
+	const float *g = c->g.ptr;
+	starnn_adam_amp_cpu(r1 - r0, c1 - c0, &c->a->p, c->st.ptr, c->f.ptr, w + r0 * c->w.ld + c0, c->w.ld,
+	                    g + r0 * c->g.ld + c0, c->g.ld, m + r0 * c->m.ld + c0, c->m.ld, v + r0 * c->v.ld + c0, c->v.ld);
+}
+
+static struct rows_ctx rows_ctx(void *buffers[], const struct copies_args *a)
+{
+	struct rows_ctx c = {a, starnn_buffer(buffers, 0), starnn_buffer(buffers, 1), starnn_buffer(buffers, 2),
+	                     starnn_buffer(buffers, 3), {0}, {0}};
+	return c;
+}
+
+static void adam_copies_cpu(void *buffers[], void *cl_arg)
+{
+	struct rows_ctx c = rows_ctx(buffers, cl_arg);
+	starnn_copies_run(buffers, 4, &c.a->c, adam_tile, &c);
+}
+
+static void adam_amp_copies_cpu(void *buffers[], void *cl_arg)
+{
+	struct rows_ctx c = rows_ctx(buffers, cl_arg);
+	c.st = starnn_buffer(buffers, 4), c.f = starnn_buffer(buffers, 5);
+	if (((const float *)c.f.ptr)[0] != 0.0f)
+		return; /* a skipped step: w and its copies stay */
+	starnn_copies_run(buffers, 6, &c.a->c, adam_amp_tile, &c);
+}
+
+static STARNN_PERFMODEL(adam_copies, fp32);
+static STARNN_PERFMODEL(adam_amp_copies, fp32);
+STARNN_COPIES_CL(adam_copies1, adam_copies, adam_copies_cpu, 5, STARPU_RW, STARPU_R, STARPU_RW, STARPU_RW, STARPU_RW)
+STARNN_COPIES_CL(adam_copies2, adam_copies, adam_copies_cpu, 6, STARPU_RW, STARPU_R, STARPU_RW, STARPU_RW, STARPU_RW,
+          STARPU_RW)
+STARNN_COPIES_CL(adam_amp_copies1, adam_amp_copies, adam_amp_copies_cpu, 7, STARPU_RW, STARPU_R, STARPU_RW, STARPU_RW,
+          STARPU_R, STARPU_R, STARPU_RW)
+STARNN_COPIES_CL(adam_amp_copies2, adam_amp_copies, adam_amp_copies_cpu, 8, STARPU_RW, STARPU_R, STARPU_RW, STARPU_RW,
+          STARPU_R, STARPU_R, STARPU_RW, STARPU_RW)
+
 int starnn_adam(starnn_tensor *w, starnn_tensor *grad, starnn_tensor *m, starnn_tensor *v,
                 const struct starnn_adam_params *params, int64_t t, float grad_scale)
 {
@@ -102,12 +172,14 @@ int starnn_adam(starnn_tensor *w, starnn_tensor *grad, starnn_tensor *m, starnn_
 	if (!isfinite(grad_scale))
 		return starnn_error(STARNN_EINVAL, "adam: invalid grad_scale %g", (double)grad_scale);
 
-	struct starnn_adam_step s;
-	starnn_adam_step_init(&s, p, t, grad_scale);
-	struct starnn_task_desc d = {.cl = &starnn_adam_cl, .args = &s, .args_size = sizeof s,
+	struct copies_args a;
+	memset(&a, 0, sizeof a);
+	starnn_adam_step_init(&a.s, p, t, grad_scale);
+	struct starnn_task_desc d = {.cl = &starnn_adam_cl, .args = &a.s, .args_size = sizeof a.s,
 	                             .flops = ADAM_FLOPS_PER_ELEMENT * (double)(w->rows * w->cols),
 	                             .tensors = {w, grad, m, v}};
-	return starnn_submit(&d);
+	static struct starpu_codelet *const cl[STARNN_MAX_COPIES] = {&adam_copies1_cl, &adam_copies2_cl};
+	return starnn_submit_with_copies(&d, 4, w, &a.c, &a, sizeof a, cl);
 }
 
 /* ------------------------------------------------------------- adam_amp */
@@ -153,11 +225,14 @@ int starnn_adam_amp(starnn_tensor *w, starnn_tensor *grad, starnn_tensor *m, sta
 {
 	STARNN_CHECK(check_args(w, grad, m, v, params));
 	STARNN_CHECK(starnn_amp_check("adam_amp", state, flag));
-	struct starnn_adam_params p = *params;
-	p.decoupled = params->decoupled != 0;
+	struct copies_args a;
+	memset(&a, 0, sizeof a);
+	a.p = *params;
+	a.p.decoupled = params->decoupled != 0;
 	struct starnn_task_desc d = {
-		.cl = &adam_amp_cl, .args = &p, .args_size = sizeof p,
+		.cl = &adam_amp_cl, .args = &a.p, .args_size = sizeof a.p,
 		.flops = ADAM_FLOPS_PER_ELEMENT * (double)(w->rows * w->cols),
 		.tensors = {w, grad, m, v, state, flag}};
-	return starnn_submit(&d);
+	static struct starpu_codelet *const cl[STARNN_MAX_COPIES] = {&adam_amp_copies1_cl, &adam_amp_copies2_cl};
+	return starnn_submit_with_copies(&d, 6, w, &a.c, &a, sizeof a, cl);
 }

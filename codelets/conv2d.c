@@ -583,9 +583,11 @@ static void pack_read_env(void)
 	if (!e || !*e)
 		pack_env = -1;
 	else if (!strcmp(e, "on") || !strcmp(e, "1"))
-		pack_env = 1;
+		pack_env = STARNN_CONV2D_PACK_ON;
+	else if (!strcmp(e, "tasks"))
+		pack_env = STARNN_CONV2D_PACK_TASKS;
 	else if (!strcmp(e, "off") || !strcmp(e, "0"))
-		pack_env = 0;
+		pack_env = STARNN_CONV2D_PACK_OFF;
 	else
 		pack_env = -2;
 }
@@ -594,7 +596,7 @@ int starnn_conv2d_pack_check(void)
 {
 	pthread_once(&pack_once, pack_read_env);
 	if (pack_forced < 0 && pack_env == -2)
-		return starnn_error(STARNN_EINVAL, "STARNN_CONV2D_PACK is '%s': expected on or off",
+		return starnn_error(STARNN_EINVAL, "STARNN_CONV2D_PACK is '%s': expected on, tasks or off",
 		                    getenv("STARNN_CONV2D_PACK"));
 	return 0;
 }
@@ -602,12 +604,16 @@ int starnn_conv2d_pack_check(void)
 int starnn_conv2d_pack(void)
 {
 	pthread_once(&pack_once, pack_read_env);
-	return pack_forced >= 0 ? pack_forced : pack_env != 0;
+	if (pack_forced >= 0)
+		return pack_forced;
+	return pack_env >= 0 ? pack_env : STARNN_CONV2D_PACK_ON;
 }
 
-void starnn_conv2d_pack_set(int on)
+void starnn_conv2d_pack_set(int mode)
 {
-	pack_forced = on != 0;
+	pack_forced = mode == STARNN_CONV2D_PACK_TASKS ? STARNN_CONV2D_PACK_TASKS
+	              : mode                           ? STARNN_CONV2D_PACK_ON
+	                                               : STARNN_CONV2D_PACK_OFF;
 }
 
 uint64_t starnn_conv2d_pack_count(void)
@@ -645,7 +651,8 @@ static starnn_tensor *packed_for(starnn_tensor *w, enum starnn_conv2d_pass pass,
 	uint64_t key = pack_key(&p);
 	struct starnn_derived *d = starnn_tensor_derived(w, key);
 	if (!d) {
-		size_t bytes = starnn_conv2d_dnnl_pack_bytes(pass, g, dt, lda, w->ld, ldout, beta);
+		struct starnn_blocked_weights layout;
+		size_t bytes = starnn_conv2d_dnnl_pack_info(pass, g, dt, lda, w->ld, ldout, beta, &layout);
 		starnn_tensor *t = NULL;
 		if (bytes && bytes <= UINT32_MAX) {
 			/* "<w's name>.packed" (cut to a tensor name's length) */
@@ -661,9 +668,14 @@ static starnn_tensor *packed_for(starnn_tensor *w, enum starnn_conv2d_pass pass,
 			starnn_tensor_destroy(t);
 			return NULL;
 		}
+		/* the optimizers keep fp32 copies in these layouts current as they
+		 * update w (codelets/copy.h); "tasks": packing tasks only */
+		if (t && dt == STARNN_FP32 && starnn_conv2d_pack() == STARNN_CONV2D_PACK_ON)
+			d->layout = layout;
 	}
 	if (!d->d)
 		return NULL;
+	starnn_tensor_use_derived(d);
 	if (d->version != w->version) {
 		p.bytes = (uint32_t)d->d->cols;
 		struct starnn_task_desc t = {.cl = dt == STARNN_BF16 ? &pack_weight_bf16_cl : &pack_weight_fp32_cl,

@@ -143,6 +143,15 @@ int starnn_conv2d_bwd_weight_dnnl(const struct starnn_conv2d_geom *g, starnn_dty
  * dtypes, and without oneDNN. */
 size_t starnn_conv2d_dnnl_pack_bytes(enum starnn_conv2d_pass pass, const struct starnn_conv2d_geom *g,
                                      starnn_dtype dt, size_t lda, size_t ldw, size_t ldout, float beta);
+/* The same, and *layout: where the packed weights are in a blocked fp32
+ * layout that runtime/tensor.h describes (OIhw8i8o, OIhw8o8i and their
+ * 16-blocks: what AVX2 and AVX-512 take), that layout with the packed
+ * buffer's descriptor as its header, so that other code (the optimizers)
+ * can write the weights into a buffer made by starnn_conv2d_dnnl_pack;
+ * ob = 0 otherwise. */
+size_t starnn_conv2d_dnnl_pack_info(enum starnn_conv2d_pass pass, const struct starnn_conv2d_geom *g,
+                                    starnn_dtype dt, size_t lda, size_t ldw, size_t ldout, float beta,
+                                    struct starnn_blocked_weights *layout);
 int starnn_conv2d_dnnl_pack(enum starnn_conv2d_pass pass, const struct starnn_conv2d_geom *g, starnn_dtype dt,
                             size_t lda, const void *w, size_t ldw, size_t ldout, float beta, void *packed,
                             size_t bytes);
@@ -158,13 +167,19 @@ int starnn_conv2d_bwd_data_dnnl_packed(const struct starnn_conv2d_geom *g, starn
  * (per geometry: the batch parts' sizes, layouts, strides) when w has been
  * written since it was last packed (runtime/tensor.h: version), and the
  * passes' tasks (conv2d_fwd_packed_*, conv2d_bwd_data_packed_*: CPU only)
- * read the packed copy, kept with w. The environment variable
- * STARNN_CONV2D_PACK=on|off chooses (read once); starnn_conv2d_pack_set
- * overrides it (tests, benchmarks); starnn_conv2d_pack_check returns
- * STARNN_EINVAL with a message for another value. pack_count: the pack
- * tasks submitted since the program began. */
+ * read the packed copy, kept with w. With ON, an fp32 copy in a blocked
+ * layout that runtime/tensor.h describes (starnn_conv2d_dnnl_pack_info) is
+ * also offered to the tasks that update w: the optimizers (starnn_adam,
+ * starnn_sgd and their _amp forms) write the copies read since their last
+ * update as they update w, so that in a steady training step no packing
+ * task runs (codelets/copy.h); TASKS leaves the packing to the pack tasks.
+ * The environment variable STARNN_CONV2D_PACK=on|tasks|off chooses (read
+ * once); starnn_conv2d_pack_set overrides it (tests, benchmarks; 1 is ON);
+ * starnn_conv2d_pack_check returns STARNN_EINVAL with a message for another
+ * value. pack_count: the pack tasks submitted since the program began. */
+enum { STARNN_CONV2D_PACK_OFF = 0, STARNN_CONV2D_PACK_ON = 1, STARNN_CONV2D_PACK_TASKS = 2 };
 int starnn_conv2d_pack(void);
-void starnn_conv2d_pack_set(int on);
+void starnn_conv2d_pack_set(int mode);
 int starnn_conv2d_pack_check(void);
 uint64_t starnn_conv2d_pack_count(void);
 

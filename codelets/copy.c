@@ -83,3 +83,36 @@ int starnn_copy(starnn_tensor *x, starnn_tensor *y)
 	                             .tensors = {x, y}};
 	return starnn_submit(&d);
 }
+
+/* ------------------------------------------------- updates with copies */
+
+int starnn_submit_with_copies(struct starnn_task_desc *d, int base, starnn_tensor *w, struct starnn_copies *c,
+                              const void *args, size_t args_size, struct starpu_codelet *const cl[STARNN_MAX_COPIES])
+{
+	struct starnn_derived *e[STARNN_MAX_COPIES];
+	const int n = starnn_tensor_copies(w, e, STARNN_MAX_COPIES);
+	if (n == 0)
+		return starnn_submit(d);
+	c->n = n;
+	for (int i = 0; i < n; i++) {
+		c->L[i] = e[i]->layout;
+		d->tensors[base + i] = e[i]->d;
+	}
+	d->cl = cl[n - 1];
+	d->args = args;
+	d->args_size = args_size;
+	STARNN_CHECK(starnn_submit(d));
+	starnn_tensor_copies_written(w, e, n);
+	return 0;
+}
+
+void starnn_copies_run(void *buffers[], int first, const struct starnn_copies *c,
+                       void (*update)(void *ctx, size_t r0, size_t r1, size_t c0, size_t c1), void *ctx)
+{
+	struct starnn_mat w = starnn_buffer(buffers, 0);
+	void *copies[STARNN_MAX_COPIES];
+	const int n = c->n < STARNN_MAX_COPIES ? c->n : STARNN_MAX_COPIES;
+	for (int i = 0; i < n; i++)
+		copies[i] = starnn_buffer(buffers, first + i).ptr;
+	starnn_update_with_copies(w.rows, w.cols, update, ctx, w.ptr, w.ld, n, c->L, copies);
+}

@@ -8,6 +8,7 @@
 
 #include <stddef.h>
 
+#include "runtime/submit.h"
 #include "runtime/tensor.h"
 
 #ifdef __cplusplus
@@ -21,8 +22,67 @@ void starnn_copy_cpu(size_t rows, size_t cols, size_t elem_size, const void *x, 
 int starnn_copy_cuda(size_t rows, size_t cols, size_t elem_size, const void *x, size_t ldx, void *y, size_t ldy,
                      void *stream);
 
+/* Output channels [o0, o1) x input channels [i0, i1) of fp32 weights w
+ * (o rows of i * taps, rows ldw apart) into a copy in the blocked layout L
+ * (runtime/tensor.h) whose storage begins at copy, block by block in the
+ * copy's order; the copy's other elements and padding are left as they
+ * are. put_rows: rows [r0, r1), every input channel. */
+void starnn_blocked_put_cpu(const struct starnn_blocked_weights *L, size_t o0, size_t o1, size_t i0, size_t i1,
+                            const float *w, size_t ldw, void *copy);
+void starnn_blocked_put_rows_cpu(const struct starnn_blocked_weights *L, size_t r0, size_t r1, const float *w,
+                                 size_t ldw, void *copy);
+/* For a task that updates rows x cols fp32 weights w element by element
+ * and keeps n copies of them current: calls update(ctx, r0, r1, c0, c1)
+ * over tiles of whole blocks of the copies (a few thousand weights: the
+ * tile's w and optimizer state stay in cache), and after each tile writes
+ * it (as updated) into every copy (starnn_blocked_put_cpu). */
+void starnn_update_with_copies(size_t rows, size_t cols,
+                               void (*update)(void *ctx, size_t r0, size_t r1, size_t c0, size_t c1), void *ctx,
+                               const float *w, size_t ldw, int n, const struct starnn_blocked_weights *L,
+                               void *const *copies);
+
 /* Task submission. copy(x, x) does nothing. */
 int starnn_copy(starnn_tensor *x, starnn_tensor *y);
+
+/* Updates that keep copies current (the optimizers: codelets/adam.c,
+ * codelets/sgd.c). Where weights w are also kept in a kernel's blocked
+ * layout (conv2d's packed weights: runtime/tensor.h, starnn_tensor_copies),
+ * the task that updates w writes each chunk of updated rows into those
+ * copies while it is in cache, instead of a packing task reading w again
+ * before the next pass that reads them. CPU only: the copies exist only
+ * where no CUDA worker does.
+ *
+ * starnn_submit_with_copies submits d, a task that writes all of w, whose
+ * first `base` tensors are set and whose args (args_size bytes, copied at
+ * submission) hold *c: where w has copies (1 or 2), it fills *c with their
+ * layouts, adds them to d as buffers base, base + 1 (read-write), submits
+ * on cl[n - 1] (codelets of base + n buffers whose CPU function calls
+ * starnn_copies_run) and records the copies as current; else it submits d
+ * as it is. */
+#define STARNN_MAX_COPIES 2
+struct starnn_copies {
+	struct starnn_blocked_weights L[STARNN_MAX_COPIES];
+	int n;
+};
+int starnn_submit_with_copies(struct starnn_task_desc *d, int base, starnn_tensor *w, struct starnn_copies *c,
+                              const void *args, size_t args_size, struct starpu_codelet *const cl[STARNN_MAX_COPIES]);
+/* One such codelet (CPU only, fp32) named #op, var##_cl, with the
+ * perfmodel of op (STARNN_PERFMODEL(op, fp32): starnn_<op>_fp32, defined
+ * once for its codelets of 1 and 2 copies, whose footprints differ). */
+#define STARNN_COPIES_CL(var, op, fn, nb, ...)                                                                \
+	static struct starpu_codelet var##_cl = {                                                             \
+		.name = #op,                                                                                  \
+		.cpu_funcs = {fn},                                                                            \
+		.cpu_funcs_name = {#fn},                                                                      \
+		.nbuffers = nb,                                                                               \
+		.modes = {__VA_ARGS__},                                                                       \
+		STARNN_MODELS(op, fp32),                                                                      \
+	};
+/* In such a task's CPU function: update(ctx, r0, r1, c0, c1) over tiles of
+ * w (buffer 0), each then written into the copies (buffers first, first +
+ * 1 ...): starnn_update_with_copies. */
+void starnn_copies_run(void *buffers[], int first, const struct starnn_copies *c,
+                       void (*update)(void *ctx, size_t r0, size_t r1, size_t c0, size_t c1), void *ctx);
 
 #ifdef __cplusplus
 }

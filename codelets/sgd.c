@@ -2,8 +2,10 @@
 #include <config.h>
 
 #include <math.h>
+#include <string.h>
 
 #include "codelets/amp.h"
+#include "codelets/copy.h"
 #include "codelets/sgd.h"
 #include "runtime/codelet.h"
 
@@ -75,6 +77,69 @@ static int check_args(starnn_tensor *w, starnn_tensor *grad, starnn_tensor *buf,
 	return 0;
 }
 
+/* ------------------------------------------------------ with copies
+ * As in codelets/adam.c: where w is also kept in a kernel's blocked
+ * layout, the update writes those copies too (codelets/copy.h). */
+struct copies_args {
+	struct starnn_sgd_step s;   /* sgd */
+	struct starnn_sgd_params p; /* sgd_amp */
+	struct starnn_copies c;
+};
+
+struct rows_ctx {
+	const struct copies_args *a;
+	struct starnn_mat w, g, b, st, f;
+};
+
+static void sgd_tile(void *ctx, size_t r0, size_t r1, size_t c0, size_t c1)
+{
+	const struct rows_ctx *c = ctx;
+	float *w = c->w.ptr, *b = c->b.ptr;
+	const float *g = c->g.ptr;
+	starnn_sgd_cpu(r1 - r0, c1 - c0, &c->a->s, w + r0 * c->w.ld + c0, c->w.ld, g + r0 * c->g.ld + c0, c->g.ld,
+	               b + r0 * c->b.ld + c0, c->b.ld);
+}
+
+static void sgd_amp_tile(void *ctx, size_t r0, size_t r1, size_t c0, size_t c1)
+{
+	const struct rows_ctx *c = ctx;
+	float *w = c->w.ptr, *b = c->b.ptr;
+	const float *g = c->g.ptr;
+	starnn_sgd_amp_cpu(r1 - r0, c1 - c0, &c->a->p, c->st.ptr, c->f.ptr, w + r0 * c->w.ld + c0, c->w.ld,
+	                   g + r0 * c->g.ld + c0, c->g.ld, b + r0 * c->b.ld + c0, c->b.ld);
+}
+
+static struct rows_ctx rows_ctx(void *buffers[], const struct copies_args *a)
+{
+	struct rows_ctx c = {a, starnn_buffer(buffers, 0), starnn_buffer(buffers, 1), starnn_buffer(buffers, 2),
+	                     {0}, {0}};
+	return c;
+}
+
+static void sgd_copies_cpu(void *buffers[], void *cl_arg)
+{
+	struct rows_ctx c = rows_ctx(buffers, cl_arg);
+	starnn_copies_run(buffers, 3, &c.a->c, sgd_tile, &c);
+}
+
+static void sgd_amp_copies_cpu(void *buffers[], void *cl_arg)
+{
+	struct rows_ctx c = rows_ctx(buffers, cl_arg);
+	c.st = starnn_buffer(buffers, 3), c.f = starnn_buffer(buffers, 4);
+	if (((const float *)c.f.ptr)[0] != 0.0f)
+		return; /* a skipped step: w and its copies stay */
+	starnn_copies_run(buffers, 5, &c.a->c, sgd_amp_tile, &c);
+}
+
+static STARNN_PERFMODEL(sgd_copies, fp32);
+static STARNN_PERFMODEL(sgd_amp_copies, fp32);
+STARNN_COPIES_CL(sgd_copies1, sgd_copies, sgd_copies_cpu, 4, STARPU_RW, STARPU_R, STARPU_RW, STARPU_RW)
+STARNN_COPIES_CL(sgd_copies2, sgd_copies, sgd_copies_cpu, 5, STARPU_RW, STARPU_R, STARPU_RW, STARPU_RW, STARPU_RW)
+STARNN_COPIES_CL(sgd_amp_copies1, sgd_amp_copies, sgd_amp_copies_cpu, 6, STARPU_RW, STARPU_R, STARPU_RW, STARPU_R,
+                 STARPU_R, STARPU_RW)
+STARNN_COPIES_CL(sgd_amp_copies2, sgd_amp_copies, sgd_amp_copies_cpu, 7, STARPU_RW, STARPU_R, STARPU_RW, STARPU_R,
+                 STARPU_R, STARPU_RW, STARPU_RW)
+
 int starnn_sgd(starnn_tensor *w, starnn_tensor *grad, starnn_tensor *buf, const struct starnn_sgd_params *params,
                int64_t step, float grad_scale)
 {
@@ -85,12 +150,15 @@ int starnn_sgd(starnn_tensor *w, starnn_tensor *grad, starnn_tensor *buf, const 
 	if (!isfinite(grad_scale))
 		return starnn_error(STARNN_EINVAL, "sgd: invalid grad_scale %g", (double)grad_scale);
 
-	struct starnn_sgd_step s = {*p, grad_scale, step == 1};
-	s.p.nesterov = p->nesterov != 0;
-	struct starnn_task_desc d = {.cl = &starnn_sgd_cl, .args = &s, .args_size = sizeof s,
+	struct copies_args a;
+	memset(&a, 0, sizeof a);
+	a.s = (struct starnn_sgd_step){*p, grad_scale, step == 1};
+	a.s.p.nesterov = p->nesterov != 0;
+	struct starnn_task_desc d = {.cl = &starnn_sgd_cl, .args = &a.s, .args_size = sizeof a.s,
 	                             .flops = SGD_FLOPS_PER_ELEMENT * (double)(w->rows * w->cols),
 	                             .tensors = {w, grad, buf}};
-	return starnn_submit(&d);
+	static struct starpu_codelet *const cl[STARNN_MAX_COPIES] = {&sgd_copies1_cl, &sgd_copies2_cl};
+	return starnn_submit_with_copies(&d, 3, w, &a.c, &a, sizeof a, cl);
 }
 
 /* ------------------------------------------------------------- sgd_amp */
@@ -134,11 +202,14 @@ int starnn_sgd_amp(starnn_tensor *w, starnn_tensor *grad, starnn_tensor *buf, co
 {
 	STARNN_CHECK(check_args(w, grad, buf, params));
 	STARNN_CHECK(starnn_amp_check("sgd_amp", state, flag));
-	struct starnn_sgd_params p = *params;
-	p.nesterov = params->nesterov != 0;
+	struct copies_args a;
+	memset(&a, 0, sizeof a);
+	a.p = *params;
+	a.p.nesterov = params->nesterov != 0;
 	struct starnn_task_desc d = {
-		.cl = &sgd_amp_cl, .args = &p, .args_size = sizeof p,
+		.cl = &sgd_amp_cl, .args = &a.p, .args_size = sizeof a.p,
 		.flops = SGD_FLOPS_PER_ELEMENT * (double)(w->rows * w->cols),
 		.tensors = {w, grad, buf, state, flag}};
-	return starnn_submit(&d);
+	static struct starpu_codelet *const cl[STARNN_MAX_COPIES] = {&sgd_amp_copies1_cl, &sgd_amp_copies2_cl};
+	return starnn_submit_with_copies(&d, 5, w, &a.c, &a, sizeof a, cl);
 }

@@ -528,8 +528,40 @@ struct starnn_derived *starnn_tensor_add_derived(starnn_tensor *t, uint64_t key,
 	if (t->nderived == STARNN_DERIVED_MAX)
 		return NULL;
 	struct starnn_derived *e = &t->derived[t->nderived++];
-	*e = (struct starnn_derived){key, UINT64_MAX, d};
+	*e = (struct starnn_derived){.key = key, .version = UINT64_MAX, .d = d};
 	return e;
+}
+
+void starnn_tensor_use_derived(struct starnn_derived *e)
+{
+	e->used = 1;
+}
+
+int starnn_tensor_copies(starnn_tensor *t, struct starnn_derived **out, int max)
+{
+	int n = 0;
+	if (t->parent || t->dtype != STARNN_FP32 || t->ndim < 2)
+		return 0;
+	for (int i = 0; i < t->nderived && n < max; i++) {
+		struct starnn_derived *e = &t->derived[i];
+		const struct starnn_blocked_weights *L = &e->layout;
+		if (!e->d || !L->ob || !L->ib || !e->used || e->version == UINT64_MAX)
+			continue;
+		const size_t blocks = (L->o + L->ob - 1) / L->ob * ((L->i + L->ib - 1) / L->ib);
+		if (L->o != t->rows || (size_t)L->i * L->taps != t->cols || (int64_t)L->i != t->shape[1] ||
+		    (size_t)L->header + L->align + blocks * L->taps * L->ob * L->ib * sizeof(float) > e->d->cols)
+			continue;
+		out[n++] = e;
+	}
+	return n;
+}
+
+void starnn_tensor_copies_written(starnn_tensor *t, struct starnn_derived **c, int n)
+{
+	for (int i = 0; i < n; i++) {
+		c[i]->version = t->version;
+		c[i]->used = 0;
+	}
 }
 
 void starnn_tensor_prepare(starnn_tensor *t, int write)

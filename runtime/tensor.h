@@ -97,15 +97,49 @@ struct starnn_tensor {
 	int nderived;
 };
 
+/* A layout of fp32 weights [o][i][taps] (OIHW, taps = kh * kw) in blocks
+ * of ob output x ib input channels, as oneDNN's OIhw8i8o (i_inner 0: o
+ * varies fastest within a block) and OIhw8o8i (i_inner 1): block
+ * (o / ob, i / ib) starts at ((o / ob) * ceil(i / ib) + i / ib) * taps *
+ * ob * ib, then tap t at t * ob * ib. Channels are padded to whole blocks
+ * (the padding holds zeros; writers leave it). The data begin at the first
+ * `align`-byte boundary at or after `header` bytes into the copy (a
+ * descriptor of the layout comes first). ob = 0: not such a layout. */
+struct starnn_blocked_weights {
+	uint32_t o, i, taps, ob, ib, i_inner, header, align;
+};
+
+/* Where element (o, i, t) lies in the data of L, in elements. */
+static inline size_t starnn_blocked_weights_index(const struct starnn_blocked_weights *L, size_t o, size_t i, size_t t)
+{
+	const size_t ibs = (L->i + L->ib - 1) / L->ib;
+	const size_t blk = ((o / L->ob) * ibs + i / L->ib) * L->taps + t;
+	const size_t in = L->i_inner ? (o % L->ob) * L->ib + i % L->ib : (i % L->ib) * L->ob + o % L->ob;
+	return blk * L->ob * L->ib + in;
+}
+
+/* The data of a copy in layout L whose storage begins at base. */
+static inline float *starnn_blocked_weights_data(const struct starnn_blocked_weights *L, void *base)
+{
+	uintptr_t p = (uintptr_t)base + L->header, a = L->align ? L->align : 1;
+	return (float *)(void *)((p + a - 1) / a * a);
+}
+
 /* A tensor derived from another one: its weights packed into a kernel's
  * layout (codelets/conv2d.c), under a key the deriving code chooses. d is
  * NULL where the key needs no copy (remembered so as not to ask again);
  * version is the source's version the copy was last made from (the
- * deriving code sets it when it submits the task that makes the copy). */
+ * deriving code sets it when it submits the task that makes the copy).
+ * layout: where the copy is a blocked weight layout (ob != 0), a task that
+ * writes the source may write the copy too, element by element, and keep
+ * it current (the optimizers do: starnn_tensor_copies). used: read since
+ * the last such task (starnn_tensor_use_derived). */
 struct starnn_derived {
 	uint64_t key;
 	uint64_t version;
 	starnn_tensor *d;
+	struct starnn_blocked_weights layout;
+	int used;
 };
 #define STARNN_DERIVED_MAX 8
 
@@ -125,6 +159,17 @@ struct starnn_derived *starnn_tensor_derived(starnn_tensor *t, uint64_t key);
  * UINT64_MAX (never made); t owns d from then on. NULL, without taking d,
  * when t already has STARNN_DERIVED_MAX entries (the caller goes without). */
 struct starnn_derived *starnn_tensor_add_derived(starnn_tensor *t, uint64_t key, starnn_tensor *d);
+/* Marks e as read by a task being submitted (see used above). */
+void starnn_tensor_use_derived(struct starnn_derived *e);
+/* Copies that a task about to write all of t may keep current: t's derived
+ * entries with a blocked weight layout of t's shape (t whole, fp32, [o, i,
+ * ...] with i * taps columns), made at least once (their padding and
+ * descriptor are in place) and used since the last such task; up to max
+ * of them into out, their count returned. After submitting the task that
+ * writes t and them, starnn_tensor_copies_written(t, out, n) records them
+ * as made from t's new version. */
+int starnn_tensor_copies(starnn_tensor *t, struct starnn_derived **out, int max);
+void starnn_tensor_copies_written(starnn_tensor *t, struct starnn_derived **c, int n);
 
 /* The largest channel block (an NHWC tensor's channels, the kernels'
  * stack buffers). */

@@ -878,9 +878,42 @@ static int pack_pass_ok(int pass)
 	return pass == STARNN_CONV2D_FWD || pass == STARNN_CONV2D_BWD_DATA;
 }
 
+/* Fills *L where md is one of the blocked fp32 weight layouts that
+ * runtime/tensor.h describes (OIhw8i8o, OIhw8o8i, OIhw16i16o, OIhw16o16i:
+ * what the AVX2 and AVX-512 fp32 kernels take); ob = 0 otherwise. */
+static void pack_layout(const dnnl_memory_desc_t *md, struct starnn_blocked_weights *L)
+{
+	static const struct {
+		dnnl_format_tag_t tag;
+		uint32_t block, i_inner;
+	} known[] = {{dnnl_ABcd8b8a, 8, 0}, {dnnl_ABcd8a8b, 8, 1}, {dnnl_ABcd16b16a, 16, 0}, {dnnl_ABcd16a16b, 16, 1}};
+	memset(L, 0, sizeof *L);
+	if (md->ndims != 4 || md->data_type != dnnl_f32)
+		return;
+	for (size_t k = 0; k < sizeof known / sizeof known[0]; k++) {
+		dnnl_memory_desc_t ref;
+		if (dnnl_memory_desc_init_by_tag(&ref, 4, md->dims, dnnl_f32, known[k].tag) != dnnl_success ||
+		    !dnnl_memory_desc_equal(&ref, md))
+			continue;
+		*L = (struct starnn_blocked_weights){(uint32_t)md->dims[0], (uint32_t)md->dims[1],
+		                                     (uint32_t)(md->dims[2] * md->dims[3]), known[k].block, known[k].block,
+		                                     known[k].i_inner, (uint32_t)sizeof(dnnl_memory_desc_t), PACK_ALIGN};
+		return;
+	}
+}
+
 size_t starnn_conv2d_dnnl_pack_bytes(enum starnn_conv2d_pass pass, const struct starnn_conv2d_geom *g,
                                      starnn_dtype dt, size_t lda, size_t ldw, size_t ldout, float beta)
 {
+	return starnn_conv2d_dnnl_pack_info(pass, g, dt, lda, ldw, ldout, beta, NULL);
+}
+
+size_t starnn_conv2d_dnnl_pack_info(enum starnn_conv2d_pass pass, const struct starnn_conv2d_geom *g,
+                                    starnn_dtype dt, size_t lda, size_t ldw, size_t ldout, float beta,
+                                    struct starnn_blocked_weights *layout)
+{
+	if (layout)
+		memset(layout, 0, sizeof *layout);
 	if (!pack_pass_ok(pass) || (dt != STARNN_FP32 && dt != STARNN_BF16) || !g->n || !g->c || !g->o || !g->h ||
 	    !g->w || starnn_conv2d_1x1_gemm(g, dt)) /* (not on oneDNN: nothing to pack) */
 		return 0;
@@ -897,8 +930,11 @@ size_t starnn_conv2d_dnnl_pack_bytes(enum starnn_conv2d_pass pass, const struct 
 	size_t bytes = 0;
 	if (conv_create(e) == 0 && e->re_b && e->ib) {
 		const dnnl_memory_desc_t *md = NULL;
-		if (dnnl_memory_get_memory_desc(e->ib, &md) == dnnl_success && md)
+		if (dnnl_memory_get_memory_desc(e->ib, &md) == dnnl_success && md) {
 			bytes = sizeof(dnnl_memory_desc_t) + PACK_ALIGN + md_bytes(md);
+			if (layout)
+				pack_layout(md, layout);
+		}
 	}
 	conv_destroy(e);
 	return bytes;
@@ -1384,6 +1420,16 @@ size_t starnn_conv2d_dnnl_pack_bytes(enum starnn_conv2d_pass pass, const struct 
                                      starnn_dtype dt, size_t lda, size_t ldw, size_t ldout, float beta)
 {
 	(void)pass, (void)g, (void)dt, (void)lda, (void)ldw, (void)ldout, (void)beta;
+	return 0;
+}
+
+size_t starnn_conv2d_dnnl_pack_info(enum starnn_conv2d_pass pass, const struct starnn_conv2d_geom *g,
+                                    starnn_dtype dt, size_t lda, size_t ldw, size_t ldout, float beta,
+                                    struct starnn_blocked_weights *layout)
+{
+	(void)pass, (void)g, (void)dt, (void)lda, (void)ldw, (void)ldout, (void)beta;
+	if (layout)
+		memset(layout, 0, sizeof *layout);
 	return 0;
 }
 

@@ -1,7 +1,10 @@
-/* CPU kernel of copy: one memcpy when both sides are dense, else one per row. */
+/* CPU kernels of copy: one memcpy when both sides are dense, else one per
+ * row; and the rows of weights into a blocked layout (the optimizers' copies). */
+#include <stdint.h>
 #include <string.h>
 
 #include "codelets/copy.h"
+#include "codelets/cpu/simd.h"
 
 void starnn_copy_cpu(size_t rows, size_t cols, size_t elem_size, const void *x, size_t ldx, void *y, size_t ldy)
 {
@@ -13,4 +16,139 @@ void starnn_copy_cpu(size_t rows, size_t cols, size_t elem_size, const void *x, 
 	}
 	for (size_t r = 0; r < rows; r++)
 		memcpy(yd + r * ldy * elem_size, xs + r * ldx * elem_size, cols * elem_size);
+}
+
+#if defined(__GNUC__) && (defined(__x86_64__) || defined(__i386__))
+#include <immintrin.h>
+#define PUT_X86 1
+#endif
+
+#ifdef PUT_X86
+/* r[k][l] <- r[l][k] */
+__attribute__((target("avx2"))) static inline void transpose8(__m256 r[8])
+{
+	__m256 a0 = _mm256_unpacklo_ps(r[0], r[1]), a1 = _mm256_unpackhi_ps(r[0], r[1]);
+	__m256 a2 = _mm256_unpacklo_ps(r[2], r[3]), a3 = _mm256_unpackhi_ps(r[2], r[3]);
+	__m256 a4 = _mm256_unpacklo_ps(r[4], r[5]), a5 = _mm256_unpackhi_ps(r[4], r[5]);
+	__m256 a6 = _mm256_unpacklo_ps(r[6], r[7]), a7 = _mm256_unpackhi_ps(r[6], r[7]);
+	__m256 b0 = _mm256_shuffle_ps(a0, a2, _MM_SHUFFLE(1, 0, 1, 0));
+	__m256 b1 = _mm256_shuffle_ps(a0, a2, _MM_SHUFFLE(3, 2, 3, 2));
+	__m256 b2 = _mm256_shuffle_ps(a1, a3, _MM_SHUFFLE(1, 0, 1, 0));
+	__m256 b3 = _mm256_shuffle_ps(a1, a3, _MM_SHUFFLE(3, 2, 3, 2));
+	__m256 b4 = _mm256_shuffle_ps(a4, a6, _MM_SHUFFLE(1, 0, 1, 0));
+	__m256 b5 = _mm256_shuffle_ps(a4, a6, _MM_SHUFFLE(3, 2, 3, 2));
+	__m256 b6 = _mm256_shuffle_ps(a5, a7, _MM_SHUFFLE(1, 0, 1, 0));
+	__m256 b7 = _mm256_shuffle_ps(a5, a7, _MM_SHUFFLE(3, 2, 3, 2));
+	r[0] = _mm256_permute2f128_ps(b0, b4, 0x20), r[1] = _mm256_permute2f128_ps(b1, b5, 0x20);
+	r[2] = _mm256_permute2f128_ps(b2, b6, 0x20), r[3] = _mm256_permute2f128_ps(b3, b7, 0x20);
+	r[4] = _mm256_permute2f128_ps(b0, b4, 0x31), r[5] = _mm256_permute2f128_ps(b1, b5, 0x31);
+	r[6] = _mm256_permute2f128_ps(b2, b6, 0x31), r[7] = _mm256_permute2f128_ps(b3, b7, 0x31);
+}
+
+/* One whole 8 x 8 block of every tap (T >= 8): w at its first output row
+ * and input channel, rows ldw apart; 8 x 8 transposes of contiguous loads.
+ * OIhw8i8o, blk[t][i][o] = w[o][i T + t]: the 8 rows' columns c = 8j ..
+ * 8j + 7 transposed are (o = 0 .. 7) vectors of columns c = i T + t.
+ * OIhw8o8i, blk[t][o][i]: per row o, the 8 x 8 matrices [i][t0 .. t0 + 7]
+ * (rows T apart) transposed, t0 = 0, 8, ... and T - 8 last (overlapping). */
+__attribute__((target("avx2"))) static void put8_avx2(const float *w, size_t ldw, size_t T, int i_inner, float *blk)
+{
+	__m256 r[8];
+	if (!i_inner) {
+		for (size_t j = 0; j < T; j++) {
+			for (int o = 0; o < 8; o++)
+				r[o] = _mm256_loadu_ps(w + o * ldw + 8 * j);
+			transpose8(r);
+			for (size_t k = 0; k < 8; k++) {
+				const size_t c = 8 * j + k;
+				_mm256_storeu_ps(blk + (c % T) * 64 + (c / T) * 8, r[k]);
+			}
+		}
+		return;
+	}
+	for (size_t o = 0; o < 8; o++)
+		for (size_t t0 = 0; t0 < T; t0 += 8) {
+			const size_t t = t0 + 8 <= T ? t0 : T - 8;
+			for (size_t i = 0; i < 8; i++)
+				r[i] = _mm256_loadu_ps(w + o * ldw + i * T + t);
+			transpose8(r);
+			for (size_t k = 0; k < 8; k++)
+				_mm256_storeu_ps(blk + (t + k) * 64 + o * 8, r[k]);
+		}
+}
+#endif
+
+void starnn_blocked_put_cpu(const struct starnn_blocked_weights *L, size_t o0, size_t o1, size_t i0, size_t i1,
+                            const float *w, size_t ldw, void *copy)
+{
+	float *d = starnn_blocked_weights_data(L, copy);
+	const size_t T = L->taps, ob = L->ob, ib = L->ib, bsz = ob * ib, ibs = (L->i + ib - 1) / ib;
+#ifdef PUT_X86
+	const int avx2 = ob == 8 && ib == 8 && T >= 8 && starnn_simd_level() >= STARNN_SIMD_AVX2;
+#endif
+	/* one block at a time, written in its own order (the copy is written
+	 * front to back; w, just updated, is read from cache) */
+	for (size_t ob0 = o0 / ob * ob; ob0 < o1; ob0 += ob) {
+		const size_t oa = ob0 > o0 ? ob0 : o0, oz = ob0 + ob < o1 ? ob0 + ob : o1;
+		for (size_t ib0 = i0 / ib * ib; ib0 < i1; ib0 += ib) {
+			const size_t ia = ib0 > i0 ? ib0 : i0, iz = ib0 + ib < i1 ? ib0 + ib : i1;
+			float *blk = d + ((ob0 / ob) * ibs + ib0 / ib) * T * bsz;
+#ifdef PUT_X86
+			if (avx2 && oz - oa == 8 && iz - ia == 8) {
+				put8_avx2(w + ob0 * ldw + ib0 * T, ldw, T, (int)L->i_inner, blk);
+				continue;
+			}
+#endif
+			for (size_t t = 0; t < T; t++, blk += bsz) {
+				if (L->i_inner) { /* OIhw8o8i: i fastest */
+					for (size_t o = oa; o < oz; o++)
+						for (size_t i = ia; i < iz; i++)
+							blk[(o - ob0) * ib + (i - ib0)] = w[o * ldw + i * T + t];
+				} else { /* OIhw8i8o: o fastest */
+					for (size_t i = ia; i < iz; i++)
+						for (size_t o = oa; o < oz; o++)
+							blk[(i - ib0) * ob + (o - ob0)] = w[o * ldw + i * T + t];
+				}
+			}
+		}
+	}
+}
+
+void starnn_blocked_put_rows_cpu(const struct starnn_blocked_weights *L, size_t r0, size_t r1, const float *w,
+                                 size_t ldw, void *copy)
+{
+	starnn_blocked_put_cpu(L, r0, r1, 0, L->i, w, ldw, copy);
+}
+
+void starnn_update_with_copies(size_t rows, size_t cols, void (*update)(void *ctx, size_t r0, size_t r1, size_t c0, size_t c1),
+                               void *ctx, const float *w, size_t ldw, int n, const struct starnn_blocked_weights *L,
+                               void *const *copies)
+{
+	/* tiles of whole blocks of every copy: rows a multiple of the largest
+	 * ob, columns of whole input channels, a multiple of the largest ib,
+	 * about TILE floats of w (and as much of each optimizer state) */
+	enum { TILE = 4096 };
+	size_t ob = 1, ib = 1, T = 1;
+	for (int c = 0; c < n; c++) {
+		ob = L[c].ob > ob ? L[c].ob : ob;
+		ib = L[c].ib > ib ? L[c].ib : ib;
+		T = L[c].taps;
+	}
+	if (n == 0 || cols % T) { /* (no copies: one tile) */
+		update(ctx, 0, rows, 0, cols);
+		return;
+	}
+	const size_t I = cols / T;
+	size_t ic = ib * (TILE / (ob * ib * T) ? TILE / (ob * ib * T) : 1); /* input channels per tile */
+	if (ic > I)
+		ic = I;
+	for (size_t r0 = 0; r0 < rows; r0 += ob) {
+		const size_t r1 = r0 + ob < rows ? r0 + ob : rows;
+		for (size_t i0 = 0; i0 < I; i0 += ic) {
+			const size_t i1 = i0 + ic < I ? i0 + ic : I;
+			update(ctx, r0, r1, i0 * T, i1 * T);
+			for (int c = 0; c < n; c++)
+				starnn_blocked_put_cpu(&L[c], r0, r1, i0, i1, w, ldw, copies[c]);
+		}
+	}
 }

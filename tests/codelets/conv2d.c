@@ -26,6 +26,7 @@
 #include "codelets/axpy.h"
 #include "codelets/conv2d.h"
 #include "codelets/convert.h"
+#include "codelets/copy.h"
 #include "codelets/cpu/simd.h"
 #include "tests/testlib.h"
 #include "tests/codelets/halfcheck.h"
@@ -1103,6 +1104,53 @@ static void packed_weights(starnn_dtype dt, size_t n, size_t c, size_t o, size_t
 	free(xv), free(dyv), free(dxv), free(wv), free(wv2), free(bv);
 }
 
+/* starnn_conv2d_dnnl_pack_info's layouts against oneDNN's own packing:
+ * where it names one, starnn_blocked_put_rows_cpu (what the optimizers
+ * write packed weights with: codelets/copy.h) writes the very bytes
+ * starnn_conv2d_dnnl_pack writes into the packed buffer's data, padding
+ * included. Where oneDNN's fp32 activations are nChw8c (its AVX2 kernels)
+ * every forward and backward-data pass of these shapes must be named. */
+static void pack_layouts(void)
+{
+	static const struct {
+		size_t c, o, xb, yb;
+	} shapes[] = {{13, 16, 1, 8}, {16, 32, 8, 8}, {64, 128, 8, 8}, {32, 16, 8, 8}, {48, 24, 8, 8}};
+	const int block = starnn_conv2d_dnnl_block(STARNN_FP32);
+	int named = 0;
+	for (size_t k = 0; k < sizeof shapes / sizeof *shapes; k++)
+		for (int pass = STARNN_CONV2D_FWD; pass <= STARNN_CONV2D_BWD_DATA; pass++) {
+			const size_t c = shapes[k].c, o = shapes[k].o, hw = 64;
+			if (pass == STARNN_CONV2D_BWD_DATA && shapes[k].xb == 1)
+				continue; /* the first layer: no data gradient */
+			struct starnn_conv2d_geom g = {2, c, o, 8, 8, 3, shapes[k].xb, shapes[k].yb};
+			const size_t lda = pass == STARNN_CONV2D_FWD ? c * hw : o * hw, ldout = pass == STARNN_CONV2D_FWD ? o * hw : c * hw;
+			struct starnn_blocked_weights L;
+			size_t bytes = starnn_conv2d_dnnl_pack_info((enum starnn_conv2d_pass)pass, &g, STARNN_FP32, lda, c * 9,
+			                                            ldout, 0.0f, &L);
+			const char *pn = pass == STARNN_CONV2D_FWD ? "forward" : "backward data";
+			if (block == 8)
+				TEST_ASSERT(bytes && L.ob == 8 && L.ib == 8 && L.o == o && L.i == c && L.taps == 9,
+				            "%zu -> %zu %s: no blocked layout named for oneDNN's AVX2 kernels", c, o, pn);
+			if (!bytes || !L.ob)
+				continue;
+			named++;
+			float *w = test_random(o * c * 9, -1, 1);
+			unsigned char *a = calloc(1, bytes), *b = calloc(1, bytes);
+			TEST_OK(starnn_conv2d_dnnl_pack((enum starnn_conv2d_pass)pass, &g, STARNN_FP32, lda, w, c * 9, ldout, 0.0f,
+			                                a, bytes));
+			starnn_blocked_put_rows_cpu(&L, 0, o, w, c * 9, b);
+			const float *da = starnn_blocked_weights_data(&L, a), *db = starnn_blocked_weights_data(&L, b);
+			const size_t data = (o + L.ob - 1) / L.ob * ((c + L.ib - 1) / L.ib) * L.ob * L.ib * 9;
+			TEST_ASSERT((const unsigned char *)da + data * sizeof(float) <= a + bytes,
+			            "%zu -> %zu %s: the layout's data run past the packed buffer", c, o, pn);
+			TEST_ASSERT(memcmp(da, db, data * sizeof(float)) == 0,
+			            "%zu -> %zu %s: the blocked copy differs from oneDNN's packed weights (%s fastest, blocks of %u)",
+			            c, o, pn, L.i_inner ? "i" : "o", L.ob);
+			free(w), free(a), free(b);
+		}
+	printf("packed weights: %d of the passes in a layout the optimizers write (fp32 block %d)\n", named, block);
+}
+
 int main(void)
 {
 	test_init();
@@ -1140,6 +1188,7 @@ int main(void)
 			if (kernels == STARNN_CONV2D_DNNL) {
 				wgrad_routes();
 				onebyone_routes();
+				pack_layouts();
 			}
 			if (kernels == STARNN_CONV2D_DNNL && !starnn_conv2d_dnnl_bf16())
 				printf("oneDNN has no bf16 convolutions on this processor: bf16 widens to fp32 (checked "

@@ -2,8 +2,20 @@
  * 2- and 4-byte elements, padding untouched), the codelets (CPU, or CUDA in
  * the _cuda build) for fp32 / fp16 / bf16 on whole tensors and between
  * channel views and dense tensors, compared byte for byte with direct
- * kernel calls, and bad arguments -> STARNN_EINVAL. */
+ * kernel calls, and bad arguments -> STARNN_EINVAL.
+ * Blocked weight copies (CPU build): starnn_blocked_put_cpu against
+ * oneDNN's OIhw8i8o / OIhw8o8i / 16-block formulas written out here (1x1,
+ * 2x2, 3x3, 5x5 and 8 taps; whole blocks, on AVX2 by transposes, and
+ * partial ones), the padding and header untouched; and the optimizers' updates that keep such
+ * copies current (adam, adam_amp, sgd, sgd_amp with 1 and 2 copies): w, the
+ * state and the copies bit for bit those of the plain update followed by
+ * the kernel, a skipped amp step writing nothing, a copy not read since
+ * the last update left alone, a part of a tensor given no copies. */
+#include "codelets/adam.h"
+#include "codelets/amp.h"
 #include "codelets/copy.h"
+#include "codelets/fill.h"
+#include "codelets/sgd.h"
 #include "tests/testlib.h"
 
 static uint64_t bits_state = 0x243f6a8885a308d3ull;
@@ -108,12 +120,225 @@ static void bad_arguments(void)
 	starnn_tensor_destroy(a), starnn_tensor_destroy(b), starnn_tensor_destroy(hh);
 }
 
+/* oneDNN's formulas for its blocked weight formats, spelt out: OIhw<b>i<b>o
+ * (i_inner 0) and OIhw<b>o<b>i (i_inner 1), inputs padded to blocks. */
+static size_t onednn_offset(size_t I, size_t T, size_t b, int i_inner, size_t o, size_t i, size_t t)
+{
+	size_t IB = (I + b - 1) / b, outer = (((o / b) * IB + i / b) * T + t) * b * b;
+	return outer + (i_inner ? (o % b) * b + i % b : (i % b) * b + o % b);
+}
+
+#define SENTINEL 0xA5u
+
+/* The data of a blocked copy, padding and header left as they were. */
+static void put_rows_kernel(void)
+{
+	static const struct {
+		uint32_t o, i, taps, b, i_inner;
+	} cases[] = {{12, 13, 9, 8, 0}, {12, 13, 9, 8, 1}, {16, 8, 9, 8, 0}, {40, 24, 1, 8, 1}, {20, 35, 9, 16, 0},
+	             {32, 16, 4, 16, 1}, {16, 24, 25, 8, 0}, {16, 24, 25, 8, 1}, {24, 16, 8, 8, 1},
+	             {64, 72, 9, 8, 0}, {64, 72, 9, 8, 1}};
+	for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
+		const size_t O = cases[k].o, I = cases[k].i, T = cases[k].taps, b = cases[k].b;
+		const size_t OB = (O + b - 1) / b, IB = (I + b - 1) / b, data = OB * IB * b * b * T;
+		struct starnn_blocked_weights L = {(uint32_t)O, (uint32_t)I, (uint32_t)T, (uint32_t)b, (uint32_t)b,
+		                                   cases[k].i_inner, 100, 64};
+		const size_t ld = I * T + 3, bytes = 100 + 64 + data * sizeof(float) + 1;
+		float *w = test_random(O * ld, -1, 1);
+		unsigned char *buf = malloc(bytes);
+		memset(buf, SENTINEL, bytes);
+		float *d = starnn_blocked_weights_data(&L, buf + 1); /* an odd base */
+		TEST_ASSERT((uintptr_t)d % 64 == 0 && (unsigned char *)d >= buf + 101 && (unsigned char *)d < buf + 165,
+		            "blocked copy %zu: data at %td, expected the first 64-byte boundary after 100 bytes", k,
+		            (unsigned char *)d - buf - 1);
+		/* rows up to O / 3, then the rest in four tiles split at odd
+		 * channels */
+		starnn_blocked_put_rows_cpu(&L, 0, O / 3, w, ld, buf + 1);
+		starnn_blocked_put_cpu(&L, O / 3, O / 2 + 1, 0, I / 2 + 1, w, ld, buf + 1);
+		starnn_blocked_put_cpu(&L, O / 3, O / 2 + 1, I / 2 + 1, I, w, ld, buf + 1);
+		starnn_blocked_put_cpu(&L, O / 2 + 1, O, 0, 3, w, ld, buf + 1);
+		starnn_blocked_put_cpu(&L, O / 2 + 1, O, 3, I, w, ld, buf + 1);
+		unsigned char *want = malloc(bytes);
+		memset(want, SENTINEL, bytes);
+		float *wd = (float *)(void *)(want + ((unsigned char *)d - buf));
+		for (size_t o = 0; o < O; o++)
+			for (size_t i = 0; i < I; i++)
+				for (size_t t = 0; t < T; t++) {
+					size_t at = onednn_offset(I, T, b, (int)cases[k].i_inner, o, i, t);
+					TEST_ASSERT(at == starnn_blocked_weights_index(&L, o, i, t),
+					            "blocked copy %zu: index (%zu, %zu, %zu) is %zu, oneDNN's %zu", k, o, i, t,
+					            starnn_blocked_weights_index(&L, o, i, t), at);
+					memcpy(wd + at, w + o * ld + i * T + t, sizeof(float));
+				}
+		TEST_ASSERT(memcmp(buf, want, bytes) == 0,
+		            "blocked copy %zu (%zu x %zu x %zu, blocks of %zu, %s fastest): differs from oneDNN's layout, "
+		            "or wrote into the header or padding", k, O, I, T, b, cases[k].i_inner ? "i" : "o");
+		free(w), free(buf), free(want);
+	}
+}
+
+/* The optimizers keeping copies current. */
+enum opt { OPT_ADAM, OPT_ADAM_AMP, OPT_SGD, OPT_SGD_AMP };
+static const char *const opt_names[] = {"adam", "adam_amp", "sgd", "sgd_amp"};
+
+struct upd {
+	starnn_tensor *w, *g, *s1, *s2;
+};
+
+static void update(enum opt op, struct upd *u, starnn_tensor *state, starnn_tensor *flag, int64_t t)
+{
+	struct starnn_adam_params ap = {1e-2f, 0.9f, 0.999f, 1e-8f, 1e-3f, 0};
+	struct starnn_sgd_params sp = {1e-2f, 0.9f, 0.0f, 1e-3f, 0};
+	switch (op) {
+	case OPT_ADAM:
+		TEST_OK(starnn_adam(u->w, u->g, u->s1, u->s2, &ap, t, 0.5f));
+		break;
+	case OPT_ADAM_AMP:
+		TEST_OK(starnn_adam_amp(u->w, u->g, u->s1, u->s2, &ap, state, flag));
+		break;
+	case OPT_SGD:
+		TEST_OK(starnn_sgd(u->w, u->g, u->s1, &sp, t, 0.5f));
+		break;
+	case OPT_SGD_AMP:
+		TEST_OK(starnn_sgd_amp(u->w, u->g, u->s1, &sp, state, flag));
+		break;
+	}
+}
+
+static struct upd upd_new(const char *tag, int64_t O, int64_t I, int64_t k, const float *w0, starnn_tensor *g)
+{
+	int64_t shape[4] = {O, I, k, k};
+	char n[32];
+	struct upd u = {NULL, g, NULL, NULL};
+	snprintf(n, sizeof n, "w%s", tag);
+	u.w = test_tensor(n, 4, shape, w0);
+	snprintf(n, sizeof n, "m%s", tag);
+	u.s1 = test_tensor(n, 4, shape, NULL);
+	snprintf(n, sizeof n, "v%s", tag);
+	u.s2 = test_tensor(n, 4, shape, NULL);
+	return u;
+}
+
+/* w (O x I x T, dense) into the data of a copy in layout L at d, by
+ * oneDNN's formulas. */
+static void expected_copy(const struct starnn_blocked_weights *L, const float *w, float *d)
+{
+	for (size_t o = 0; o < L->o; o++)
+		for (size_t i = 0; i < L->i; i++)
+			for (size_t t = 0; t < L->taps; t++)
+				d[onednn_offset(L->i, L->taps, L->ob, (int)L->i_inner, o, i, t)] = w[(o * L->i + i) * L->taps + t];
+}
+
+/* The bytes of a whole u8 tensor, and where its data begin in them. */
+static unsigned char *copy_read(starnn_tensor *c, const struct starnn_blocked_weights *L, float **data)
+{
+	unsigned char *b = malloc(c->cols);
+	TEST_OK(starnn_tensor_read(c, b));
+	*data = (float *)(void *)(b + ((unsigned char *)starnn_blocked_weights_data(L, c->host) -
+	                               (unsigned char *)c->host));
+	return b;
+}
+
+static void updates_with_copies(enum opt op, int ncopies, int64_t O, int64_t I)
+{
+	const int64_t k = 3;
+	const size_t n = (size_t)(O * I * k * k);
+	const char *on = opt_names[op];
+	int64_t four = 4, one = 1;
+	float *w0 = test_random(n, -1, 1);
+	starnn_tensor *g = test_tensor("g", 4, (int64_t[]){O, I, k, k}, NULL), *state, *flag;
+	struct upd a = upd_new("a", O, I, k, w0, g), r = upd_new("r", O, I, k, w0, g);
+	TEST_OK(starnn_tensor_create(&state, "state", STARNN_FP32, 1, &four));
+	TEST_OK(starnn_tensor_create(&flag, "flag", STARNN_FP32, 1, &one));
+	float st[4] = {2.0f, 3.0f, 7.0f, 0.0f};
+	TEST_OK(starnn_tensor_write(state, st));
+
+	/* the copies: OIhw8i8o and OIhw8o8i, made from w0 as a packing task
+	 * would, their padding and headers SENTINEL */
+	struct starnn_blocked_weights L[2] = {{(uint32_t)O, (uint32_t)I, 9, 8, 8, 0, 24, 64},
+	                                      {(uint32_t)O, (uint32_t)I, 9, 8, 8, 1, 24, 64}};
+	struct starnn_derived *e[2];
+	size_t bytes = 24 + 64 + (size_t)((O + 7) / 8 * ((I + 7) / 8)) * 64 * 9 * sizeof(float);
+	for (int c = 0; c < ncopies; c++) {
+		starnn_tensor *t;
+		TEST_OK(starnn_tensor_create(&t, "w.packed", STARNN_U8, 1, (int64_t[]){(int64_t)bytes}));
+		unsigned char *b = malloc(bytes);
+		memset(b, SENTINEL, bytes);
+		expected_copy(&L[c], w0,
+		              (float *)(void *)(b + ((unsigned char *)starnn_blocked_weights_data(&L[c], t->host) -
+		                                     (unsigned char *)t->host)));
+		TEST_OK(starnn_tensor_write(t, b));
+		free(b);
+		e[c] = starnn_tensor_add_derived(a.w, 100 + (uint64_t)c, t);
+		TEST_ASSERT(e[c] != NULL, "add_derived");
+		e[c]->layout = L[c];
+		e[c]->version = a.w->version;
+	}
+	for (int step = 1; step <= 4; step++) {
+		const int skipped = step == 2 && (op == OPT_ADAM_AMP || op == OPT_SGD_AMP);
+		const int unread = step == 3; /* no pass read the copies since the last update */
+		float *gv = test_random(n, -1, 1);
+		TEST_OK(starnn_tensor_write(g, gv));
+		TEST_OK(starnn_fill(skipped ? 1.0f : 0.0f, flag));
+		unsigned char *before[2];
+		float *bd[2];
+		for (int c = 0; c < ncopies; c++) {
+			before[c] = copy_read(e[c]->d, &L[c], &bd[c]);
+			if (!unread)
+				starnn_tensor_use_derived(e[c]);
+		}
+		update(op, &a, state, flag, step);
+		update(op, &r, state, flag, step);
+		float *wa = test_read(a.w), *wr = test_read(r.w), *sa = test_read(a.s1), *sr = test_read(r.s1);
+		TEST_ASSERT(memcmp(wa, wr, n * sizeof *wa) == 0 && memcmp(sa, sr, n * sizeof *sa) == 0,
+		            "%s with %d copies, step %d: w or its state differ from the plain update", on, ncopies, step);
+		for (int c = 0; c < ncopies; c++) {
+			float *got;
+			unsigned char *after = copy_read(e[c]->d, &L[c], &got);
+			unsigned char *want = malloc(bytes);
+			memcpy(want, before[c], bytes);
+			if (!unread) /* the whole of w as updated (or as it was, skipped) */
+				expected_copy(&L[c], wr, (float *)(void *)(want + ((unsigned char *)bd[c] - before[c])));
+			TEST_ASSERT(memcmp(after, want, bytes) == 0,
+			            "%s with %d copies of %lld x %lld, step %d, copy %d (%s): %s", on, ncopies, (long long)O,
+			            (long long)I, step, c,
+			            c ? "OIhw8o8i" : "OIhw8i8o",
+			            unread ? "written though not read since the last update"
+			                   : "not w as updated, or the padding / header touched");
+			TEST_ASSERT(unread ? e[c]->version != a.w->version && !e[c]->used
+			                   : e[c]->version == a.w->version && !e[c]->used,
+			            "%s step %d copy %d: version %llu (w %llu), used %d", on, step, c,
+			            (unsigned long long)e[c]->version, (unsigned long long)a.w->version, e[c]->used);
+			free(after), free(want), free(before[c]);
+			if (unread) /* made current again, as a packing task would */
+				e[c]->version = a.w->version;
+		}
+		free(gv), free(wa), free(wr), free(sa), free(sr);
+	}
+	struct starnn_derived *none[2];
+	starnn_tensor **parts;
+	TEST_OK(starnn_tensor_split(a.w, 0, 2, NULL, &parts));
+	TEST_ASSERT(starnn_tensor_copies(parts[0], none, 2) == 0, "a part of w must have no copies to write");
+	starnn_tensor *all[] = {a.w, a.s1, a.s2, r.w, r.s1, r.s2, g, state, flag};
+	for (size_t i = 0; i < sizeof all / sizeof *all; i++)
+		starnn_tensor_destroy(all[i]);
+	free(w0);
+}
+
 int main(void)
 {
 	test_init();
 	if (!TEST_ON_CUDA) {
 		kernel_vs_naive(4);
 		kernel_vs_naive(2);
+	}
+	if (!TEST_ON_CUDA) {
+		put_rows_kernel();
+		for (int op = OPT_ADAM; op <= OPT_SGD_AMP; op++)
+			for (int c = 1; c <= 2; c++) {
+				updates_with_copies((enum opt)op, c, 12, 13); /* partial blocks */
+				updates_with_copies((enum opt)op, c, 24, 83); /* tiles of 56 input channels, then 27 */
+			}
 	}
 	codelets(STARNN_FP32);
 	codelets(STARNN_FP16);

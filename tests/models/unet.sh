@@ -15,6 +15,9 @@
 #    the attribute; --steps 0 --checkpoint saves the initial model, which
 #    --init starts from;
 #  - activations in the blocked layout train as NCHW ones (STARNN_LAYOUT);
+#    each convolution route trains as oneDNN's; the optimizer keeps the
+#    packed weights current: the losses of packing tasks, and no weight
+#    reorder in a steady step (DNNL_VERBOSE);
 #  - eval, predict (--output, --png) and training on tools/sevir-synth files
 #    of both layouts (raw + CATALOG.csv, prepared);
 #  - errors: bad options (exit 2; messages without starnn's source
@@ -113,6 +116,17 @@ grep -q '^ *oneDNN.*: yes' "$B/config.summary" 2> /dev/null || want='^activation
 grep -q "$want" "$tmp/lb.out" && ok "$(grep '^activations:' "$tmp/lb.out")" ||
 	fail "no '$want' line: $(grep '^activations:' "$tmp/lb.out")"
 grep -q '^activations: NCHW (STARNN_LAYOUT=nchw)' "$tmp/ln.out" || fail "STARNN_LAYOUT=nchw: $(grep '^activations:' "$tmp/ln.out")"
+# identical_losses WHAT N A.json B.json: N per-step losses each, the same text
+identical_losses() {
+	losses "$3" > "$tmp/a.loss"
+	losses "$4" > "$tmp/b.loss"
+	if [ "$(wc -l < "$tmp/a.loss")" = "$2" ] && cmp -s "$tmp/a.loss" "$tmp/b.loss"; then
+		ok "$1: $2 per-step losses identical"
+	else
+		fail "$1: losses differ"
+		diff "$tmp/a.loss" "$tmp/b.loss" | head
+	fi
+}
 # same_losses WHAT A.json B.json: 5 losses each, within 1e-5 relative
 same_losses() {
 	losses "$2" > "$tmp/a.loss"
@@ -201,6 +215,40 @@ STARNN_CONV2D_WGRAD=direct STARNN_CONV2D_1X1=dnnl "$unet" train $L --log-json "$
 	{ fail "STARNN_CONV2D_1X1=dnnl run exited $?"; cat "$tmp/od.out"; }
 same_losses "the 1x1 output layer on oneDNN vs the default" "$tmp/od.json" "$tmp/wk.json"
 expect 1 "STARNN_CONV2D_1X1" env STARNN_CONV2D_1X1=sideways "$unet" train $L
+# Packed weights kept current by the optimizer (codelets/conv2d.h:
+# STARNN_CONV2D_PACK; codelets/copy.h): Adam and SGD write the fp32 copies
+# in oneDNN's blocked layouts as they update the weights. The losses are bit
+# for bit those of packing tasks (STARNN_CONV2D_PACK=tasks: the same values
+# in the same layout), for both optimizers and amp-bf16; and DNNL_VERBOSE
+# counts the weight reorders (a blocked first dimension: "blocked:A...")
+# between 2 and 4 steps: none where oneDNN's weights layouts are the AVX2
+# kernels' (nChw8c activations), else no more than with packing tasks.
+for o in "--optimizer sgd" "--optimizer adam --lr 1e-3" "--optimizer adam --lr 1e-3 --precision amp-bf16"; do
+	"$unet" train $L $o --log-json "$tmp/pk1.json" > "$tmp/pk1.out" 2>&1 || { fail "packing ($o) exited $?"; cat "$tmp/pk1.out"; }
+	STARNN_CONV2D_PACK=tasks "$unet" train $L $o --log-json "$tmp/pk2.json" > "$tmp/pk2.out" 2>&1 ||
+		{ fail "STARNN_CONV2D_PACK=tasks ($o) exited $?"; cat "$tmp/pk2.out"; }
+	identical_losses "packed weights written by the optimizer vs packing tasks ($o)" 5 "$tmp/pk1.json" "$tmp/pk2.json"
+done
+# weight reorders of steps 3 and 4 (a run of 4 steps less one of 2)
+weight_reorders() {
+	local n2 n4
+	n2=$(env "$@" DNNL_VERBOSE=1 "$unet" train $L --steps 2 2>&1 | grep -c 'exec,cpu,reorder,.*dst_f32:[^ ]*:blocked:A')
+	n4=$(env "$@" DNNL_VERBOSE=1 "$unet" train $L --steps 4 2>&1 | grep -c 'exec,cpu,reorder,.*dst_f32:[^ ]*:blocked:A')
+	echo $((n4 - n2))
+}
+expect 1 "STARNN_CONV2D_PACK" env STARNN_CONV2D_PACK=sideways "$unet" train $L
+if grep -q '^ *oneDNN.*: yes' "$B/config.summary" 2> /dev/null; then
+	r_on=$(weight_reorders STARNN_CONV2D_PACK=on)
+	r_tasks=$(weight_reorders STARNN_CONV2D_PACK=tasks)
+	if grep -q '^activations: nChw8c' "$tmp/lb.out"; then
+		[ "$r_on" = 0 ] && [ "$r_tasks" -gt 0 ] &&
+			ok "no weight reorder in steps 3-4 (packing tasks: $r_tasks)" ||
+			fail "weight reorders in steps 3-4: $r_on (packing tasks: $r_tasks), expected none"
+	else
+		[ "$r_on" -le "$r_tasks" ] && ok "weight reorders in steps 3-4: $r_on (packing tasks: $r_tasks)" ||
+			fail "weight reorders in steps 3-4: $r_on, more than packing tasks' $r_tasks"
+	fi
+fi
 
 # ------------------------------------------------------------------ energy
 # The energy line after the run (measured by a named method, or "not
@@ -262,14 +310,7 @@ R="$C --eval-every 0 --quiet"
 "$unet" train $R --steps 10 --checkpoint "$tmp/b.h5" --log-json "$tmp/b.json" || fail "10-step run"
 "$unet" train --resume "$tmp/b.h5" --steps 20 --checkpoint "$tmp/b.h5" --log-json "$tmp/b.json" --eval-every 0 \
 	--quiet || fail "resumed run"
-losses "$tmp/a.json" > "$tmp/a.loss"
-losses "$tmp/b.json" > "$tmp/b.loss"
-if [ "$(wc -l < "$tmp/a.loss")" = 20 ] && cmp -s "$tmp/a.loss" "$tmp/b.loss"; then
-	ok "resume: 20 per-step losses identical to the uninterrupted run"
-else
-	fail "resume: losses differ"
-	diff "$tmp/a.loss" "$tmp/b.loss" | head
-fi
+identical_losses "resume vs the uninterrupted run" 20 "$tmp/a.json" "$tmp/b.json"
 "$unet" eval --checkpoint "$tmp/a.h5" --val-samples 16 --quiet > "$tmp/a.eval" 2>&1 || fail "eval a"
 "$unet" eval --checkpoint "$tmp/b.h5" --val-samples 16 --quiet > "$tmp/b.eval" 2>&1 || fail "eval b"
 cmp -s "$tmp/a.eval" "$tmp/b.eval" && grep -q persistence "$tmp/a.eval" &&

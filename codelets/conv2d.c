@@ -703,6 +703,7 @@ static int check_shapes_dt(const char *op, const starnn_tensor *x, const starnn_
 	STARNN_CHECK(starnn_conv2d_pack_check());
 	STARNN_CHECK(starnn_conv2d_wgrad_check());
 	STARNN_CHECK(starnn_conv2d_1x1_check());
+	STARNN_CHECK(starnn_conv2d_nchw_in_check());
 	for (int i = 0; i < 3; i++) {
 		if (!all[i])
 			return starnn_error(STARNN_EINVAL, "%s: a tensor is NULL", op);

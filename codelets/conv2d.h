@@ -83,6 +83,22 @@ enum starnn_conv2d_1x1 {
 int starnn_conv2d_1x1_set(enum starnn_conv2d_1x1 mode);
 int starnn_conv2d_1x1_check(void);
 int starnn_conv2d_1x1_gemm(const struct starnn_conv2d_geom *g, starnn_dtype dt);
+/* Where the forward passes that starnn_conv2d_fwd_nchw_direct_ok takes
+ * (3x3 from NCHW x into blocked y: the first layer) run on the oneDNN
+ * backend (fp32): STARNN_CONV2D_NCHW_IN=auto|dnnl|direct, read once;
+ * _set overrides it; _check: STARNN_EINVAL with a message for another
+ * value. auto (the default): the direct kernel where oneDNN's fp32 layout
+ * is nChw8c (its AVX2 kernels); direct: wherever it applies; dnnl:
+ * oneDNN. starnn_conv2d_nchw_in_direct: whether g's forward in dt takes
+ * the direct kernel (then no weights are packed for it). */
+enum starnn_conv2d_nchw_in {
+	STARNN_CONV2D_NCHW_IN_AUTO = 0,
+	STARNN_CONV2D_NCHW_IN_DNNL = 1,
+	STARNN_CONV2D_NCHW_IN_DIRECT = 2,
+};
+int starnn_conv2d_nchw_in_set(enum starnn_conv2d_nchw_in mode);
+int starnn_conv2d_nchw_in_check(void);
+int starnn_conv2d_nchw_in_direct(const struct starnn_conv2d_geom *g, starnn_dtype dt);
 /* db[o] = beta * db[o] + sum of dy[n, o, :, :] over n (n x o*hw, ldy): the
  * im2col route's bias gradient (oneDNN's weight pass computes its own). */
 void starnn_conv2d_bwd_bias_cpu(size_t n, size_t o, size_t hw, const float *dy, size_t ldy, float beta, float *db);
@@ -103,6 +119,18 @@ void starnn_conv2d_bias_blocked_cpu(size_t n, size_t o, size_t hw, size_t yb, co
  * starnn_conv2d_wgrad_direct_workspace(g) floats. Accumulation is in
  * fp32 over the n*h*w products of each weight, in a different order from
  * oneDNN's: results agree within rounding. */
+/* The forward pass from x in NCHW (any c) into y in blocks of 8 or a
+ * multiple (yb), 3x3, on AVX2: the model's first layer (13 input frames),
+ * which oneDNN's AVX2 kernel takes only after copying x into padded
+ * nChw8c. Weights packed per call into work
+ * (starnn_conv2d_fwd_nchw_direct_workspace floats); x read where it is;
+ * per output pixel and channel the sum over (c, kh, kw) in that order, the
+ * bias first (b may be NULL). starnn_conv2d_fwd_nchw_direct_ok: k == 3, x
+ * NCHW, yb a multiple of 8, o a multiple of 8, w >= 2, AVX2. */
+int starnn_conv2d_fwd_nchw_direct_ok(const struct starnn_conv2d_geom *g);
+size_t starnn_conv2d_fwd_nchw_direct_workspace(const struct starnn_conv2d_geom *g);
+void starnn_conv2d_fwd_nchw_direct_cpu(const struct starnn_conv2d_geom *g, const float *x, size_t ldx, const float *w,
+                                       size_t ldw, const float *b, float *y, size_t ldy, float *work);
 int starnn_conv2d_wgrad_direct_ok(const struct starnn_conv2d_geom *g);
 size_t starnn_conv2d_wgrad_direct_workspace(const struct starnn_conv2d_geom *g);
 void starnn_conv2d_bwd_weight_direct_cpu(const struct starnn_conv2d_geom *g, const float *x, size_t ldx,

@@ -40,7 +40,12 @@
  * dy) against the direct kernels (STARNN_CONVT2D=direct; "-" where they do
  * not run), and the ratio.
  *
- * Usage: tools/bench-conv [--reps N] [--quick] [--wgrad | --convt]
+ * --nchw-in: the fp32 forward of the first layer (13 input frames in NCHW,
+ * y in oneDNN's blocked layout) of the two configurations: oneDNN (with
+ * its copy of x into padded nChw8c) against the direct kernel
+ * (STARNN_CONV2D_NCHW_IN=direct; "-" where it does not run), and the ratio.
+ *
+ * Usage: tools/bench-conv [--reps N] [--quick] [--wgrad | --convt | --nchw-in]
  *   --quick  the 128x128 shapes only */
 #include <config.h>
 
@@ -296,9 +301,58 @@ static int convt_bench(int reps, int quick)
 	return 0;
 }
 
+/* --nchw-in (see the top): the first layer's forward, oneDNN against the
+ * direct kernel, alternated. */
+static int nchw_in_bench(int reps, int quick)
+{
+	static const struct shape first[] = {{"128 first", 2, 13, 16, 128}, {"384 first", 1, 13, 32, 384}};
+	const int blk = starnn_conv2d_dnnl_block(STARNN_FP32);
+	const size_t b = blk > 1 ? (size_t)blk : 1;
+	printf("# bench-conv --nchw-in: one thread, fp32 3x3 forward from NCHW x into blocks of %zu, GFLOP/s = "
+	       "2*N*C*O*9*H*W / best of %d run(s)\n",
+	       b, reps);
+	printf("%-10s %5s %5s %5s %4s %9s %9s %13s\n", "shape", "N", "C", "O", "HW", "dnnl", "direct", "direct/dnnl");
+	unsigned seed = 1;
+	for (size_t s = 0; s < sizeof first / sizeof *first; s++) {
+		const struct shape *sh = &first[s];
+		if (quick && sh->n != 2)
+			continue;
+		const size_t n = sh->n, c = sh->c, o = sh->o, h = sh->hw, hw = h * h;
+		const struct starnn_conv2d_geom g = {n, c, o, h, h, 3, 1, b};
+		float *x = random_f32(n * c * hw, &seed), *y = random_f32(n * o * hw, &seed);
+		float *w = random_f32(o * c * 9, &seed), *bias = random_f32(o, &seed);
+		const int direct = starnn_conv2d_fwd_nchw_direct_ok(&g);
+		double best[2] = {1e30, 1e30};
+		for (int r = -1; r < reps; r++) /* r = -1: warm-up */
+			for (int k = 0; k < 1 + direct; k++) {
+				starnn_conv2d_nchw_in_set(k ? STARNN_CONV2D_NCHW_IN_DIRECT : STARNN_CONV2D_NCHW_IN_DNNL);
+				double t = now();
+				int rc = starnn_conv2d_fwd_dnnl(&g, STARNN_FP32, x, c * hw, w, c * 9, bias, y, o * hw);
+				t = now() - t;
+				if (rc != 0) {
+					fprintf(stderr, "bench-conv: %s\n", starnn_last_error());
+					return 1;
+				}
+				if (r >= 0 && t < best[k])
+					best[k] = t;
+			}
+		const double flops = 2.0 * n * c * o * 9 * hw;
+		char dr[16] = "-", rr[16] = "-";
+		if (direct) {
+			snprintf(dr, sizeof dr, "%.1f", flops / best[1] * 1e-9);
+			snprintf(rr, sizeof rr, "%.2f", best[0] / best[1]);
+		}
+		printf("%-10s %5zu %5zu %5zu %4zu %9.1f %9s %13s\n", sh->name, n, c, o, h, flops / best[0] * 1e-9, dr, rr);
+		fflush(stdout);
+		starnn_conv2d_nchw_in_set(STARNN_CONV2D_NCHW_IN_AUTO);
+		free(x), free(y), free(w), free(bias);
+	}
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
-	int reps = 3, quick = 0, wgrad = 0, convt = 0;
+	int reps = 3, quick = 0, wgrad = 0, convt = 0, nchw_in = 0;
 	for (int i = 1; i < argc; i++) {
 		if (!strcmp(argv[i], "--reps") && i + 1 < argc)
 			reps = atoi(argv[++i]);
@@ -308,8 +362,10 @@ int main(int argc, char **argv)
 			wgrad = 1;
 		else if (!strcmp(argv[i], "--convt"))
 			convt = 1;
+		else if (!strcmp(argv[i], "--nchw-in"))
+			nchw_in = 1;
 		else {
-			fprintf(stderr, "usage: %s [--reps N] [--quick] [--wgrad | --convt]\n", argv[0]);
+			fprintf(stderr, "usage: %s [--reps N] [--quick] [--wgrad | --convt | --nchw-in]\n", argv[0]);
 			return 2;
 		}
 	}
@@ -324,10 +380,12 @@ int main(int argc, char **argv)
 	}
 	starnn_blas_autoselect(argv);
 	openblas_set_num_threads(1);
-	if (wgrad && convt) {
-		fprintf(stderr, "bench-conv: --wgrad or --convt, not both\n");
+	if (wgrad + convt + nchw_in > 1) {
+		fprintf(stderr, "bench-conv: one of --wgrad, --convt, --nchw-in\n");
 		return 2;
 	}
+	if (nchw_in)
+		return nchw_in_bench(reps, quick);
 	if (wgrad)
 		return wgrad_bench(reps, quick);
 	if (convt)

@@ -652,3 +652,145 @@ void starnn_conv2d_bwd_weight_direct_cpu(const struct starnn_conv2d_geom *g, con
 	else if (db)
 		starnn_conv2d_bwd_bias_cpu(g->n, O, g->h * g->w, dy, ldy, beta, db);
 }
+
+/* ------------------------------------------ direct forward from NCHW x
+ * The model's first layer: x in NCHW with few channels (13 frames), y in
+ * blocks of 8 (nChw8c ...), 3x3. oneDNN's AVX2 kernel wants x in padded
+ * nChw8c, which costs a copy of the input per task, and runs these shapes
+ * at about 40 GFLOP/s. Here the weights are packed per task into
+ * wp[c][tap][o] (c * 9 * o floats of work), and each output row is swept in
+ * groups of 6 pixels x 16 output channels: 12 ymm accumulators, per term
+ * (c, kh, kw) 2 weight loads and 6 broadcasts of x read where it is. The
+ * first and last pixel of a row (whose windows leave the image), the last
+ * group of fewer than 6 and a last group of 8 channels take the plain loop
+ * below, over the same terms in the same order. */
+
+int starnn_conv2d_fwd_nchw_direct_ok(const struct starnn_conv2d_geom *g)
+{
+#ifdef DIRECT_X86
+	return g->k == 3 && g->xb <= 1 && g->yb >= 8 && g->yb % 8 == 0 && g->o % 8 == 0 && g->w >= 2 &&
+	       starnn_simd_level() >= STARNN_SIMD_AVX2;
+#else
+	(void)g;
+	return 0;
+#endif
+}
+
+size_t starnn_conv2d_fwd_nchw_direct_workspace(const struct starnn_conv2d_geom *g)
+{
+	return g->c * 9 * g->o;
+}
+
+/* np pixels from (h, w0) x nch (8 or 16) output channels from og into
+ * acc[p][16]: the plain loop, any window position. */
+static void fwd_nchw_plain(const struct starnn_conv2d_geom *g, const float *x, const float *wp, size_t og, size_t nch,
+                           size_t h, size_t w0, size_t np, float *acc)
+{
+	const size_t C = g->c, H = g->h, W = g->w, HW = H * W, O = g->o;
+	for (size_t p = 0; p < np; p++) {
+		const size_t w = w0 + p;
+		for (size_t c = 0; c < C; c++)
+			for (size_t kh = 0; kh < 3; kh++) {
+				if (h + kh < 1 || h + kh > H)
+					continue;
+				for (size_t kw = 0; kw < 3; kw++) {
+					if (w + kw < 1 || w + kw > W)
+						continue;
+					const float xv = x[c * HW + (h + kh - 1) * W + w + kw - 1];
+					const float *wv = wp + (c * 9 + kh * 3 + kw) * O + og;
+					for (size_t l = 0; l < nch; l++)
+						acc[p * 16 + l] += xv * wv[l];
+				}
+			}
+	}
+}
+
+#ifdef DIRECT_X86
+/* 6 pixels x 16 channels whose windows lie inside the image columns: xr
+ * at x(c = 0, row h + kh0 - 1, column w0 - 1), rows kh0 .. kh1 - 1 of the
+ * window; wp at channel og of tap (0, kh0); bias: the 16 channels' (NULL:
+ * none); the sums stored at y0 (channels og .. og + 7) and y1 (the next
+ * 8), pixels ps floats apart. */
+__attribute__((noinline, target("avx2,fma"))) static void fwd_nchw_group(const float *xr, size_t HW, size_t W,
+                                                                        size_t C, size_t nkh, const float *wp,
+                                                                        size_t O, const float *bias, float *y0,
+                                                                        float *y1, size_t ps)
+{
+	const __m256 b0 = bias ? _mm256_loadu_ps(bias) : _mm256_setzero_ps();
+	const __m256 b1 = bias ? _mm256_loadu_ps(bias + 8) : _mm256_setzero_ps();
+	__m256 a00 = b0, a01 = b1, a10 = b0, a11 = b1, a20 = b0, a21 = b1;
+	__m256 a30 = b0, a31 = b1, a40 = b0, a41 = b1, a50 = b0, a51 = b1;
+	for (size_t c = 0; c < C; c++, xr += HW, wp += 9 * O)
+		for (size_t kh = 0; kh < nkh; kh++)
+#pragma GCC unroll 1
+			for (size_t kw = 0; kw < 3; kw++) {
+				const float *xp = xr + kh * W + kw, *wv = wp + (kh * 3 + kw) * O;
+				const __m256 w0 = _mm256_loadu_ps(wv), w1 = _mm256_loadu_ps(wv + 8);
+				__m256 b = _mm256_broadcast_ss(xp);
+				a00 = _mm256_fmadd_ps(b, w0, a00), a01 = _mm256_fmadd_ps(b, w1, a01);
+				b = _mm256_broadcast_ss(xp + 1);
+				a10 = _mm256_fmadd_ps(b, w0, a10), a11 = _mm256_fmadd_ps(b, w1, a11);
+				b = _mm256_broadcast_ss(xp + 2);
+				a20 = _mm256_fmadd_ps(b, w0, a20), a21 = _mm256_fmadd_ps(b, w1, a21);
+				b = _mm256_broadcast_ss(xp + 3);
+				a30 = _mm256_fmadd_ps(b, w0, a30), a31 = _mm256_fmadd_ps(b, w1, a31);
+				b = _mm256_broadcast_ss(xp + 4);
+				a40 = _mm256_fmadd_ps(b, w0, a40), a41 = _mm256_fmadd_ps(b, w1, a41);
+				b = _mm256_broadcast_ss(xp + 5);
+				a50 = _mm256_fmadd_ps(b, w0, a50), a51 = _mm256_fmadd_ps(b, w1, a51);
+				/* keeps the compiler from reusing the broadcasts of one tap
+				 * in the next (they overlap by 5 pixels): that needs more
+				 * than 16 registers, and it spills accumulators */
+				__asm__ volatile("" ::: "memory");
+			}
+	_mm256_storeu_ps(y0, a00), _mm256_storeu_ps(y1, a01), _mm256_storeu_ps(y0 + ps, a10);
+	_mm256_storeu_ps(y1 + ps, a11), _mm256_storeu_ps(y0 + 2 * ps, a20), _mm256_storeu_ps(y1 + 2 * ps, a21);
+	_mm256_storeu_ps(y0 + 3 * ps, a30), _mm256_storeu_ps(y1 + 3 * ps, a31), _mm256_storeu_ps(y0 + 4 * ps, a40);
+	_mm256_storeu_ps(y1 + 4 * ps, a41), _mm256_storeu_ps(y0 + 5 * ps, a50), _mm256_storeu_ps(y1 + 5 * ps, a51);
+}
+#endif
+
+void starnn_conv2d_fwd_nchw_direct_cpu(const struct starnn_conv2d_geom *g, const float *x, size_t ldx, const float *w,
+                                       size_t ldw, const float *b, float *y, size_t ldy, float *work)
+{
+	const size_t C = g->c, H = g->h, W = g->w, HW = H * W, O = g->o, yb = g->yb;
+	float *wp = work;
+	for (size_t o = 0; o < O; o++)
+		for (size_t ct = 0; ct < C * 9; ct++)
+			wp[ct * O + o] = w[o * ldw + ct];
+	float acc[6 * 16];
+	for (size_t n = 0; n < g->n; n++) {
+		const float *xs = x + n * ldx;
+		float *ys = y + n * ldy;
+		for (size_t h = 0; h < H; h++) /* the row's 3 x rows stay in cache over the channel groups */
+			for (size_t og = 0; og < O; og += 16) {
+				const size_t nch = O - og >= 16 ? 16 : 8;
+				const size_t kh0 = h == 0 ? 1 : 0, kh1 = h + 1 == H ? 2 : 3;
+				for (size_t w0 = 0; w0 < W;) {
+					/* the first and last pixel, a short last group, 8 channels:
+					 * the plain loop; else a group of 6 */
+					const int edge = w0 == 0 || w0 + 6 > W - 1 || nch < 16;
+					const size_t np = w0 == 0 ? 1 : edge ? (W - w0 < 6 ? W - w0 : 6) : 6;
+					float *y0 = ys + starnn_chan_offset(og, HW, yb) + (h * W + w0) * yb;
+#ifdef DIRECT_X86
+					if (!edge) {
+						fwd_nchw_group(xs + (h + kh0 - 1) * W + w0 - 1, HW, W, C, kh1 - kh0,
+						               wp + kh0 * 3 * O + og, O, b ? b + og : NULL, y0,
+						               ys + starnn_chan_offset(og + 8, HW, yb) + (h * W + w0) * yb, yb);
+						w0 += np;
+						continue;
+					}
+#endif
+					for (size_t p = 0; p < np; p++)
+						for (size_t l = 0; l < 16; l++)
+							acc[p * 16 + l] = l < nch && b ? b[og + l] : 0.0f;
+					fwd_nchw_plain(g, xs, wp, og, nch, h, w0, np, acc);
+					for (size_t p = 0; p < np; p++)
+						for (size_t v = 0; v < nch; v += 8)
+							memcpy(ys + starnn_chan_offset(og + v, HW, yb) + (h * W + w0 + p) * yb,
+							       acc + p * 16 + v, 8 * sizeof(float));
+					w0 += np;
+				}
+			}
+	}
+}

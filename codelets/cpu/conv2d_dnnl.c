@@ -184,6 +184,7 @@ int starnn_conv2d_1x1_set(enum starnn_conv2d_1x1 mode)
 	return choice_set(&onebyone_choice, (int)mode, STARNN_CONV2D_1X1_GEMM, "conv2d: unknown 1x1 route");
 }
 
+#ifdef STARNN_HAVE_DNNL /* (without oneDNN: the stubs at the end) */
 int starnn_conv2d_1x1_gemm(const struct starnn_conv2d_geom *g, starnn_dtype dt)
 {
 	const int mode = choice_mode(&onebyone_choice);
@@ -191,6 +192,35 @@ int starnn_conv2d_1x1_gemm(const struct starnn_conv2d_geom *g, starnn_dtype dt)
 		return 0;
 	return mode == STARNN_CONV2D_1X1_GEMM || starnn_conv2d_dnnl_block(STARNN_FP32) == 8;
 }
+#endif
+
+/* The route of forward passes from NCHW x (codelets/conv2d.h:
+ * STARNN_CONV2D_NCHW_IN). */
+static const char *const nchw_in_names[] = {"auto", "dnnl", "onednn", "direct"};
+static const int nchw_in_values[] = {STARNN_CONV2D_NCHW_IN_AUTO, STARNN_CONV2D_NCHW_IN_DNNL, STARNN_CONV2D_NCHW_IN_DNNL,
+                                     STARNN_CONV2D_NCHW_IN_DIRECT};
+static struct choice nchw_in_choice = {"STARNN_CONV2D_NCHW_IN", "auto, dnnl or direct", nchw_in_names, nchw_in_values,
+                                       4, -1, 0, 0, PTHREAD_MUTEX_INITIALIZER};
+
+int starnn_conv2d_nchw_in_check(void)
+{
+	return choice_check(&nchw_in_choice);
+}
+
+int starnn_conv2d_nchw_in_set(enum starnn_conv2d_nchw_in mode)
+{
+	return choice_set(&nchw_in_choice, (int)mode, STARNN_CONV2D_NCHW_IN_DIRECT, "conv2d: unknown NCHW-input route");
+}
+
+#ifdef STARNN_HAVE_DNNL /* (without oneDNN: the stubs at the end) */
+int starnn_conv2d_nchw_in_direct(const struct starnn_conv2d_geom *g, starnn_dtype dt)
+{
+	const int mode = choice_mode(&nchw_in_choice);
+	if (dt != STARNN_FP32 || mode == STARNN_CONV2D_NCHW_IN_DNNL || !starnn_conv2d_fwd_nchw_direct_ok(g))
+		return 0;
+	return mode == STARNN_CONV2D_NCHW_IN_DIRECT || starnn_conv2d_dnnl_block(STARNN_FP32) == 8;
+}
+#endif
 
 /* The transposed convolutions' route (codelets/convt2d.h: STARNN_CONVT2D). */
 static const char *const convt_names[] = {"auto", "dnnl", "onednn", "direct"};
@@ -209,6 +239,7 @@ int starnn_convt2d_route_set(enum starnn_convt2d_route mode)
 	return choice_set(&convt_choice, (int)mode, STARNN_CONVT2D_DIRECT, "convt2d: unknown route");
 }
 
+#ifdef STARNN_HAVE_DNNL /* (without oneDNN: the stubs at the end) */
 int starnn_convt2d_direct(size_t ch, size_t b, starnn_dtype dt)
 {
 	const int mode = choice_mode(&convt_choice);
@@ -216,6 +247,7 @@ int starnn_convt2d_direct(size_t ch, size_t b, starnn_dtype dt)
 		return 0;
 	return mode == STARNN_CONVT2D_DIRECT || starnn_conv2d_dnnl_block(STARNN_FP32) == 8;
 }
+#endif
 
 #ifdef STARNN_HAVE_DNNL
 #include <dnnl.h>
@@ -915,7 +947,8 @@ size_t starnn_conv2d_dnnl_pack_info(enum starnn_conv2d_pass pass, const struct s
 	if (layout)
 		memset(layout, 0, sizeof *layout);
 	if (!pack_pass_ok(pass) || (dt != STARNN_FP32 && dt != STARNN_BF16) || !g->n || !g->c || !g->o || !g->h ||
-	    !g->w || starnn_conv2d_1x1_gemm(g, dt)) /* (not on oneDNN: nothing to pack) */
+	    !g->w || starnn_conv2d_1x1_gemm(g, dt) ||
+	    (pass == STARNN_CONV2D_FWD && starnn_conv2d_nchw_in_direct(g, dt))) /* (not on oneDNN: nothing to pack) */
 		return 0;
 	pthread_once(&engine_once, engine_init);
 	if (engine_status != dnnl_success)
@@ -996,6 +1029,15 @@ static int conv_run(int kind, int pass, starnn_dtype sdt, const struct starnn_co
 			starnn_conv2d_1x1_nchw_bwd_data_cpu(g, a, lda, b, ldb, beta, out, ldout);
 		else
 			starnn_conv2d_1x1_nchw_bwd_weight_cpu(g, a, lda, b, ldb, beta, out, ldout, (float *)bias);
+		return 0;
+	}
+	if (kind == 0 && pass == STARNN_CONV2D_FWD && g->n && g->o && g->h && g->w && g->c &&
+	    starnn_conv2d_nchw_in_direct(g, sdt)) {
+		float *work = thread_buf(2, starnn_conv2d_fwd_nchw_direct_workspace(g) * sizeof *work);
+		if (!work)
+			return starnn_error(STARNN_ENOMEM, "conv2d: cannot allocate the direct forward's workspace (c %zu o %zu)",
+			                    g->c, g->o);
+		starnn_conv2d_fwd_nchw_direct_cpu(g, a, lda, b, ldb, bias, out, ldout, work);
 		return 0;
 	}
 	char shape[160];
@@ -1347,6 +1389,12 @@ int starnn_conv2d_dnnl_block(starnn_dtype dt)
 #else /* no oneDNN */
 
 int starnn_conv2d_1x1_gemm(const struct starnn_conv2d_geom *g, starnn_dtype dt)
+{
+	(void)g, (void)dt;
+	return 0;
+}
+
+int starnn_conv2d_nchw_in_direct(const struct starnn_conv2d_geom *g, starnn_dtype dt)
 {
 	(void)g, (void)dt;
 	return 0;

@@ -440,6 +440,62 @@ static void onebyone_routes(void)
 	TEST_ASSERT(starnn_conv2d_1x1_set((enum starnn_conv2d_1x1)9) == STARNN_EINVAL, "1x1 route 9 accepted");
 }
 
+/* The direct forward from NCHW x (the first layer) against the naive sum:
+ * y in blocks of 8, 16 and NHWC, strided samples, y's other elements
+ * (stale NaN) overwritten, bias or none; edges, a last group of fewer
+ * than 6 pixels and a last group of 8 channels. */
+static void nchw_in_vs_naive(struct shape s, size_t yb, int bias)
+{
+	struct starnn_conv2d_geom g = {s.n, s.c, s.o, s.h, s.w, 3, 1, yb};
+	char what[160];
+	snprintf(what, sizeof what, "direct forward from NCHW N%zu C%zu O%zu %zux%zu, y blocks of %zu%s", s.n, s.c, s.o,
+	         s.h, s.w, yb, bias ? "" : ", no bias");
+	const size_t HW = s.h * s.w, xc = s.c * HW, yc = s.o * HW, ldx = xc + 5, ldy = yc + 3, ldw = s.c * 9 + 2;
+	float *x = test_random(s.n * xc, -1, 1), *w = test_random(s.o * s.c * 9, -1, 1), *b = test_random(s.o, -1, 1);
+	float *xs = to_strided(x, s.n, xc, ldx), *ws = to_strided(w, s.o, s.c * 9, ldw);
+	float *stale = test_random(s.n * yc, -1, 1), *ys = to_strided(stale, s.n, yc, ldy), *y = malloc(s.n * yc * sizeof *y);
+	for (size_t r = 0; r < s.n; r++)
+		ys[r * ldy + yc / 2] = NAN; /* stale: must be overwritten, not read */
+	float *work = malloc(starnn_conv2d_fwd_nchw_direct_workspace(&g) * sizeof *work);
+	starnn_conv2d_fwd_nchw_direct_cpu(&g, xs, ldx, ws, ldw, bias ? b : NULL, ys, ldy, work);
+	float *yd = from_strided(what, ys, s.n, yc, ldy);
+	test_from_blocked(s.n, s.o, HW, yb, yd, yc, y, yc);
+	double *ref = malloc(s.n * yc * sizeof *ref), *mag = malloc(s.n * yc * sizeof *mag);
+	naive_fwd(&g, x, w, bias ? b : NULL, ref, mag);
+	check_cond(what, y, ref, mag, s.n * yc, terms_fwd(&g));
+	free(x), free(w), free(b), free(xs), free(ws), free(stale), free(ys), free(y), free(yd), free(work), free(ref),
+	     free(mag);
+}
+
+static void nchw_in_routes(void)
+{
+	if (!starnn_conv2d_fwd_nchw_direct_ok(&(struct starnn_conv2d_geom){1, 13, 16, 8, 8, 3, 1, 8})) {
+		printf("direct forward from NCHW: not on this processor (no AVX2)\n");
+		return;
+	}
+	nchw_in_vs_naive((struct shape){2, 13, 16, 12, 17, 3}, 8, 1);  /* a UNet's first layer; 17: groups 1+6+6+3+1 */
+	nchw_in_vs_naive((struct shape){1, 13, 32, 9, 14, 3}, 16, 1);  /* 14: 1+6+6+1 */
+	nchw_in_vs_naive((struct shape){2, 3, 24, 5, 8, 3}, 24, 0);    /* NHWC, a last group of 8 channels */
+	nchw_in_vs_naive((struct shape){1, 1, 8, 1, 2, 3}, 8, 1);      /* one row, two edge pixels */
+	nchw_in_vs_naive((struct shape){1, 20, 16, 2, 40, 3}, 8, 0);   /* 2 rows: both windows cut */
+	struct starnn_conv2d_geom first = {2, 13, 16, 32, 32, 3, 1, 8}, blocked = {2, 16, 16, 32, 32, 3, 8, 8},
+	                          out_nchw = {2, 13, 16, 32, 32, 3, 1, 1}, k1 = {2, 13, 16, 32, 32, 1, 1, 8};
+	TEST_ASSERT(!starnn_conv2d_fwd_nchw_direct_ok(&blocked) && !starnn_conv2d_fwd_nchw_direct_ok(&out_nchw) &&
+	                    !starnn_conv2d_fwd_nchw_direct_ok(&k1),
+	            "direct forward from NCHW: blocked x, NCHW y or 1x1 taken");
+	TEST_OK(starnn_conv2d_nchw_in_set(STARNN_CONV2D_NCHW_IN_DIRECT));
+	TEST_ASSERT(starnn_conv2d_nchw_in_direct(&first, STARNN_FP32) && !starnn_conv2d_nchw_in_direct(&first, STARNN_BF16),
+	            "STARNN_CONV2D_NCHW_IN=direct: fp32 not taken, or bf16 taken");
+	TEST_OK(starnn_conv2d_nchw_in_set(STARNN_CONV2D_NCHW_IN_DNNL));
+	TEST_ASSERT(!starnn_conv2d_nchw_in_direct(&first, STARNN_FP32), "STARNN_CONV2D_NCHW_IN=dnnl: the direct kernel taken");
+	TEST_OK(starnn_conv2d_nchw_in_set(STARNN_CONV2D_NCHW_IN_AUTO));
+	TEST_ASSERT(starnn_conv2d_nchw_in_direct(&first, STARNN_FP32) == (starnn_conv2d_dnnl_block(STARNN_FP32) == 8),
+	            "STARNN_CONV2D_NCHW_IN=auto: the direct kernel %s where oneDNN's layout is %s",
+	            starnn_conv2d_nchw_in_direct(&first, STARNN_FP32) ? "taken" : "not taken",
+	            starnn_conv2d_dnnl_block(STARNN_FP32) == 8 ? "nChw8c" : "not nChw8c");
+	TEST_ASSERT(starnn_conv2d_nchw_in_set((enum starnn_conv2d_nchw_in)9) == STARNN_EINVAL, "NCHW-input route 9 accepted");
+}
+
 /* ------------------------------------------------- finite differences */
 
 struct fd_ctx {
@@ -1117,6 +1173,7 @@ static void pack_layouts(void)
 	} shapes[] = {{13, 16, 1, 8}, {16, 32, 8, 8}, {64, 128, 8, 8}, {32, 16, 8, 8}, {48, 24, 8, 8}};
 	const int block = starnn_conv2d_dnnl_block(STARNN_FP32);
 	int named = 0;
+	TEST_OK(starnn_conv2d_nchw_in_set(STARNN_CONV2D_NCHW_IN_DNNL)); /* the first layer on oneDNN too */
 	for (size_t k = 0; k < sizeof shapes / sizeof *shapes; k++)
 		for (int pass = STARNN_CONV2D_FWD; pass <= STARNN_CONV2D_BWD_DATA; pass++) {
 			const size_t c = shapes[k].c, o = shapes[k].o, hw = 64;
@@ -1148,6 +1205,7 @@ static void pack_layouts(void)
 			            c, o, pn, L.i_inner ? "i" : "o", L.ob);
 			free(w), free(a), free(b);
 		}
+	TEST_OK(starnn_conv2d_nchw_in_set(STARNN_CONV2D_NCHW_IN_AUTO));
 	printf("packed weights: %d of the passes in a layout the optimizers write (fp32 block %d)\n", named, block);
 }
 
@@ -1188,6 +1246,7 @@ int main(void)
 			if (kernels == STARNN_CONV2D_DNNL) {
 				wgrad_routes();
 				onebyone_routes();
+				nchw_in_routes();
 				pack_layouts();
 			}
 			if (kernels == STARNN_CONV2D_DNNL && !starnn_conv2d_dnnl_bf16())

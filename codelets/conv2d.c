@@ -17,6 +17,7 @@
 #include <string.h>
 
 #include "codelets/conv2d.h"
+#include "codelets/copy.h"
 #include "codelets/halfwrap.h"
 #include "runtime/codelet.h"
 #include "runtime/starnn.h"
@@ -561,10 +562,38 @@ static void pack_dt(void *buffers[], void *cl_arg, starnn_dtype dt)
 	pack_cpu(buffers, cl_arg);
 }
 
+/* A whole copy of w in a blocked layout (codelets/copy.h:
+ * starnn_blocked_make_cpu), which the forward passes of w's row parts
+ * read slices of: args the layout. */
+static void pack_blocked_dt(void *buffers[], void *cl_arg, starnn_dtype dt)
+{
+	(void)dt;
+	struct starnn_mat w = BUF(0), c = BUF(1);
+	starnn_blocked_make_cpu(cl_arg, w.ptr, w.ld, c.ptr);
+}
+
+/* The forward of a part of w's rows, its weights a slice of such a copy
+ * (buffer 2) from row a->o0. */
+static void fwd_sliced_cpu(void *buffers[], void *cl_arg, starnn_dtype dt)
+{
+	const struct conv_args *a = cl_arg;
+	struct starnn_conv2d_geom g = geom_of(a);
+	struct starnn_mat x = BUF(0), w = BUF(1), y = BUF(4);
+	const float *b = (const float *)BUF(3).ptr + a->o0;
+	if (a->backend == STARNN_CONV2D_DNNL)
+		done(starnn_conv2d_fwd_dnnl_sliced(&g, dt, x.ptr, x.ld, w.ptr, w.ld, BUF(2).ptr, a->o0, b, y.ptr, y.ld));
+	else
+		fwd_run(a, dt, 0, NULL, x, w, NULL, BUF(3).ptr, y);
+}
+
 PACKED_CL(pack_weight, "conv2d_pack_weight", pack_dt, fp32, STARNN_FP32, pack_footprint, 2, STARPU_R, STARPU_W)
 PACKED_CL(pack_weight, "conv2d_pack_weight_bf16", pack_dt, bf16, STARNN_BF16, pack_footprint, 2, STARPU_R, STARPU_W)
 PACKED_CL(fwd_packed, "conv2d_fwd_packed", fwd_packed_cpu, fp32, STARNN_FP32, conv_footprint, 5, STARPU_R, STARPU_R, STARPU_R, STARPU_R,
           STARPU_W)
+PACKED_CL(pack_blocked, "conv2d_pack_blocked", pack_blocked_dt, fp32, STARNN_FP32, starnn_footprint_shape, 2, STARPU_R,
+          STARPU_W)
+PACKED_CL(fwd_sliced, "conv2d_fwd_sliced", fwd_sliced_cpu, fp32, STARNN_FP32, conv_footprint, 5, STARPU_R, STARPU_R,
+          STARPU_R, STARPU_R, STARPU_W)
 PACKED_CL(fwd_packed, "conv2d_fwd_packed_bf16", fwd_packed_cpu, bf16, STARNN_BF16, conv_half_footprint, 5, STARPU_R, STARPU_R, STARPU_R,
           STARPU_R, STARPU_W)
 PACKED_CL(bwd_data_packed, "conv2d_bwd_data_packed", bwd_data_packed_cpu, fp32, STARNN_FP32, conv_footprint, 4, STARPU_R, STARPU_R, STARPU_R,
@@ -689,6 +718,66 @@ static starnn_tensor *packed_for(starnn_tensor *w, enum starnn_conv2d_pass pass,
 	return d->d;
 }
 
+/* For the forward of a row part of w (output channels o0 .. o0 + g->o, a
+ * channel-split task): a whole copy of the root tensor in the blocked
+ * layout the part's primitive reads (the same for every part: the
+ * output-channel blocks are outermost), made by a conv2d_pack_blocked task
+ * when the root was written since, and kept current by the optimizers
+ * (codelets/copy.h) like the packed copies above; the parts' tasks read
+ * their slices (conv2d_fwd_sliced). NULL where that does not apply:
+ * packing off or "tasks", not oneDNN fp32, CUDA workers, not a part of
+ * whole blocks of rows, or a layout that runtime/tensor.h does not
+ * describe. */
+static starnn_tensor *sliced_for(starnn_tensor *w, const struct starnn_conv2d_geom *g, starnn_dtype dt, size_t lda,
+                                 size_t ldout, int *rc)
+{
+	*rc = 0;
+	starnn_tensor *root;
+	size_t row0;
+	if (starnn_conv2d_pack() != STARNN_CONV2D_PACK_ON || starnn_conv2d_cpu_backend() != STARNN_CONV2D_DNNL ||
+	    dt != STARNN_FP32 || starpu_cuda_worker_get_count() > 0 || !w->parent ||
+	    !starnn_tensor_row_part(w, &root, &row0) || root->dtype != STARNN_FP32)
+		return NULL;
+	struct starnn_blocked_weights L;
+	if (!starnn_conv2d_dnnl_pack_info(STARNN_CONV2D_FWD, g, dt, lda, w->ld, ldout, 0.0f, &L) || !L.ob ||
+	    row0 % L.ob)
+		return NULL;
+	L.o = (uint32_t)root->rows;
+	L.header = (uint32_t)sizeof L;
+	L.align = 64;
+	/* the key: the layout (FNV-1a), apart from the packed copies' keys */
+	uint64_t key = 0x736c69636564ull; /* "sliced" */
+	for (size_t i = 0; i < sizeof L; i++)
+		key = (key ^ ((const unsigned char *)&L)[i]) * 1099511628211ull;
+	struct starnn_derived *d = starnn_tensor_derived(root, key);
+	if (!d) {
+		const size_t blocks = (L.o + L.ob - 1) / L.ob * ((L.i + L.ib - 1) / L.ib);
+		int64_t shape[1] = {(int64_t)(L.header + L.align + blocks * L.taps * L.ob * L.ib * sizeof(float))};
+		char name[STARNN_NAME_MAX + 16];
+		snprintf(name, sizeof name, "%s.blocked", root->name);
+		name[STARNN_NAME_MAX - 1] = 0;
+		starnn_tensor *t = NULL;
+		if ((*rc = starnn_tensor_create(&t, name, STARNN_U8, 1, shape)) < 0)
+			return NULL;
+		d = starnn_tensor_add_derived(root, key, t);
+		if (!d) {
+			starnn_tensor_destroy(t);
+			return NULL;
+		}
+		d->layout = L;
+	}
+	if (d->version != root->version) {
+		struct starnn_task_desc t = {.cl = &pack_blocked_fp32_cl, .args = &L, .args_size = sizeof L,
+		                             .flops = STARNN_NO_FLOPS, .tensors = {root, d->d}};
+		if ((*rc = starnn_submit(&t)) < 0)
+			return NULL;
+		d->version = root->version;
+		__atomic_add_fetch(&packs_submitted, 1, __ATOMIC_RELAXED);
+	}
+	starnn_tensor_use_derived(d);
+	return d->d;
+}
+
 /* ------------------------------------------------------------ submission */
 
 /* Checks x [N,C,H,W], w [O,C,k,k], y [N,O,H,W] (y is dy for the backward
@@ -792,10 +881,13 @@ static int submit_fwd(starnn_tensor *x, starnn_tensor *w, starnn_tensor *b, star
 	struct starnn_conv2d_geom g = geom_of(a);
 	starnn_tensor *wp = whole_w ? packed_for(w, STARNN_CONV2D_FWD, &g, dt, x->ld, y->ld, 0.0f, &rc) : NULL;
 	STARNN_CHECK(rc);
-	struct starnn_task_desc d = {.cl = wp ? fwd_packed_cls[dt] : fwd_cls[dt], .args = a, .args_size = sizeof *a,
-	                             .flops = task_flops(a, STARNN_CONV2D_FWD), .tensors = {x, w, b, y}};
-	if (wp)
-		d.tensors[2] = wp, d.tensors[3] = b, d.tensors[4] = y;
+	starnn_tensor *ws = whole_w ? NULL : sliced_for(w, &g, dt, x->ld, y->ld, &rc);
+	STARNN_CHECK(rc);
+	struct starnn_task_desc d = {.cl = wp ? fwd_packed_cls[dt] : ws ? &fwd_sliced_fp32_cl : fwd_cls[dt], .args = a,
+	                             .args_size = sizeof *a, .flops = task_flops(a, STARNN_CONV2D_FWD),
+	                             .tensors = {x, w, b, y}};
+	if (wp || ws)
+		d.tensors[2] = wp ? wp : ws, d.tensors[3] = b, d.tensors[4] = y;
 	return starnn_submit(&d);
 }
 

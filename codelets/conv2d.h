@@ -185,6 +185,15 @@ int starnn_conv2d_dnnl_pack(enum starnn_conv2d_pass pass, const struct starnn_co
                             size_t bytes);
 int starnn_conv2d_fwd_dnnl_packed(const struct starnn_conv2d_geom *g, starnn_dtype dt, const void *x, size_t ldx,
                                   const void *w, size_t ldw, const void *packed, const float *b, void *y, size_t ldy);
+/* The forward of a part of w's rows (output channels row0 .. row0 + o)
+ * reading its weights from whole, a copy of all of w in a blocked layout
+ * made by starnn_blocked_make_cpu (codelets/copy.h: the layout's
+ * description as its header): where the primitive's layout is the copy's
+ * and the part is whole blocks of it, its weights are a contiguous slice;
+ * else w is reordered as without it. */
+int starnn_conv2d_fwd_dnnl_sliced(const struct starnn_conv2d_geom *g, starnn_dtype dt, const void *x, size_t ldx,
+                                  const void *w, size_t ldw, const void *whole, size_t row0, const float *b, void *y,
+                                  size_t ldy);
 int starnn_conv2d_bwd_data_dnnl_packed(const struct starnn_conv2d_geom *g, starnn_dtype dt, const void *dy,
                                        size_t ldy, const void *w, size_t ldw, const void *packed, float beta, void *dx,
                                        size_t ldx);

@@ -31,6 +31,10 @@ void starnn_blocked_put_cpu(const struct starnn_blocked_weights *L, size_t o0, s
                             const float *w, size_t ldw, void *copy);
 void starnn_blocked_put_rows_cpu(const struct starnn_blocked_weights *L, size_t r0, size_t r1, const float *w,
                                  size_t ldw, void *copy);
+/* A whole copy of w in layout L into copy (L->header bytes or more): L
+ * itself as the header (so that a reader knows the layout), zero padding,
+ * the weights (starnn_blocked_put_rows_cpu). */
+void starnn_blocked_make_cpu(const struct starnn_blocked_weights *L, const float *w, size_t ldw, void *copy);
 /* For a task that updates rows x cols fp32 weights w element by element
  * and keeps n copies of them current: calls update(ctx, r0, r1, c0, c1)
  * over tiles of whole blocks of the copies (a few thousand weights: the

@@ -532,6 +532,26 @@ struct starnn_derived *starnn_tensor_add_derived(starnn_tensor *t, uint64_t key,
 	return e;
 }
 
+int starnn_tensor_row_part(starnn_tensor *t, starnn_tensor **root, size_t *row0)
+{
+	if (!t->parent) {
+		*root = t, *row0 = 0;
+		return 1;
+	}
+	starnn_tensor *p = t->parent;
+	if (p->parent || t->parent_plan < 0 || t->parent_plan >= p->nplans)
+		return 0;
+	const struct starnn_plan *plan = p->plans[t->parent_plan];
+	if (plan->axis != 0)
+		return 0;
+	for (int i = 0; i < plan->nparts; i++)
+		if (plan->parts[i] == t) {
+			*root = p, *row0 = plan->bounds[i];
+			return 1;
+		}
+	return 0;
+}
+
 void starnn_tensor_use_derived(struct starnn_derived *e)
 {
 	e->used = 1;

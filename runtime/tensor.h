@@ -159,6 +159,10 @@ struct starnn_derived *starnn_tensor_derived(starnn_tensor *t, uint64_t key);
  * UINT64_MAX (never made); t owns d from then on. NULL, without taking d,
  * when t already has STARNN_DERIVED_MAX entries (the caller goes without). */
 struct starnn_derived *starnn_tensor_add_derived(starnn_tensor *t, uint64_t key, starnn_tensor *d);
+/* Whether t is a whole tensor or a part of one along axis 0 (rows): then
+ * *root is the whole tensor and *row0 t's first row in it; 0 otherwise
+ * (a channel part, a part of a part). */
+int starnn_tensor_row_part(starnn_tensor *t, starnn_tensor **root, size_t *row0);
 /* Marks e as read by a task being submitted (see used above). */
 void starnn_tensor_use_derived(struct starnn_derived *e);
 /* Copies that a task about to write all of t may keep current: t's derived

@@ -234,6 +234,17 @@ static int wgrad_bench(int reps, int quick)
 	return 0;
 }
 
+/* The "direct" and "direct/dnnl" columns from the best seconds of oneDNN
+ * (best[0]) and the direct kernel (best[1]); "-" where it did not run. */
+static void direct_columns(double flops, const double best[2], int direct, char dr[16], char rr[16])
+{
+	strcpy(dr, "-"), strcpy(rr, "-");
+	if (direct) {
+		snprintf(dr, 16, "%.1f", flops / best[1] * 1e-9);
+		snprintf(rr, 16, "%.2f", best[0] / best[1]);
+	}
+}
+
 /* The transposed convolutions of the two configurations (N, C -> O, input
  * H = W). */
 static const struct shape convt_shapes[] = {
@@ -286,11 +297,8 @@ static int convt_bench(int reps, int quick)
 						best[k] = t;
 				}
 			const double flops = 2.0 * n * c * o * 4 * hw;
-			char dr[16] = "-", rr[16] = "-";
-			if (direct) {
-				snprintf(dr, sizeof dr, "%.1f", flops / best[1] * 1e-9);
-				snprintf(rr, sizeof rr, "%.2f", best[0] / best[1]);
-			}
+			char dr[16], rr[16];
+			direct_columns(flops, best, direct, dr, rr);
 			printf("%-10s %5zu %5zu %5zu %4zu %-10s %9.1f %9s %13s\n", sh->name, n, c, o, h, pname[p],
 			       flops / best[0] * 1e-9, dr, rr);
 			fflush(stdout);
@@ -337,11 +345,8 @@ static int nchw_in_bench(int reps, int quick)
 					best[k] = t;
 			}
 		const double flops = 2.0 * n * c * o * 9 * hw;
-		char dr[16] = "-", rr[16] = "-";
-		if (direct) {
-			snprintf(dr, sizeof dr, "%.1f", flops / best[1] * 1e-9);
-			snprintf(rr, sizeof rr, "%.2f", best[0] / best[1]);
-		}
+		char dr[16], rr[16];
+		direct_columns(flops, best, direct, dr, rr);
 		printf("%-10s %5zu %5zu %5zu %4zu %9.1f %9s %13s\n", sh->name, n, c, o, h, flops / best[0] * 1e-9, dr, rr);
 		fflush(stdout);
 		starnn_conv2d_nchw_in_set(STARNN_CONV2D_NCHW_IN_AUTO);

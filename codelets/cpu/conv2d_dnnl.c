@@ -1014,13 +1014,56 @@ fail:
 	return rc;
 }
 
+/* Where packed weights are: a buffer of starnn_conv2d_dnnl_pack, or (row0
+ * given, sliced) rows row0 .. of a whole blocked copy of
+ * starnn_blocked_make_cpu. */
+struct packed_ref {
+	const void *buf;
+	size_t row0;
+	int sliced;
+};
+
+/* The weights of e's primitive in the whole blocked copy r->buf, from its
+ * row r->row0: where the primitive's layout is the copy's (a blocked fp32
+ * layout that runtime/tensor.h describes, its output-channel blocks
+ * outermost, so rows row0 .. row0 + o are contiguous blocks), row0 is on a
+ * block boundary and the part ends on one or at the copy's last row; NULL
+ * otherwise (then e reorders w itself). */
+static void *sliced_weights(const struct dnnl_conv *e, const struct packed_ref *r)
+{
+	const struct starnn_blocked_weights *L = r->buf;
+	const dnnl_memory_desc_t *md = NULL;
+	struct starnn_blocked_weights le;
+	if (!e->ib || dnnl_memory_get_memory_desc(e->ib, &md) != dnnl_success || !md)
+		return NULL;
+	pack_layout(md, &le);
+	if (!le.ob || le.ob != L->ob || le.ib != L->ib || le.i_inner != L->i_inner || le.i != L->i ||
+	    le.taps != L->taps || r->row0 % L->ob || r->row0 + le.o > L->o ||
+	    (le.o % L->ob && r->row0 + le.o != L->o))
+		return NULL;
+	const size_t ibs = (L->i + L->ib - 1) / L->ib;
+	return starnn_blocked_weights_data(L, (void *)r->buf) + r->row0 / L->ob * ibs * L->taps * L->ob * L->ib;
+}
+
 /* bias: the forward's bias (read), or the backward weight pass's bias
- * gradient (written: beta * db + new); NULL: none. packed: b packed by
- * starnn_conv2d_dnnl_pack (NULL: none; used when its layout is the
- * primitive's, else b is reordered as without it). */
+ * gradient (written: beta * db + new); NULL: none. pk: b packed (NULL:
+ * none; used when its layout is the primitive's, else b is reordered as
+ * without it). */
+static int conv_run_packed(int kind, int pass, starnn_dtype sdt, const struct starnn_conv2d_geom *g, const void *a,
+                           size_t lda, const void *b, size_t ldb, const struct packed_ref *pk, const float *bias,
+                           float beta, void *out, size_t ldout);
+
 static int conv_run(int kind, int pass, starnn_dtype sdt, const struct starnn_conv2d_geom *g, const void *a,
                     size_t lda, const void *b, size_t ldb, const void *packed, const float *bias, float beta,
                     void *out, size_t ldout)
+{
+	const struct packed_ref r = {packed, 0, 0};
+	return conv_run_packed(kind, pass, sdt, g, a, lda, b, ldb, packed ? &r : NULL, bias, beta, out, ldout);
+}
+
+static int conv_run_packed(int kind, int pass, starnn_dtype sdt, const struct starnn_conv2d_geom *g, const void *a,
+                           size_t lda, const void *b, size_t ldb, const struct packed_ref *pk, const float *bias,
+                           float beta, void *out, size_t ldout)
 {
 	if (kind == 0 && g->n && g->o && g->h && g->w && starnn_conv2d_1x1_gemm(g, sdt)) {
 		if (pass == STARNN_CONV2D_FWD)
@@ -1053,7 +1096,7 @@ static int conv_run(int kind, int pass, starnn_dtype sdt, const struct starnn_co
 	struct dnnl_conv *e;
 	STARNN_CHECK(conv_entry(t, &key, &e));
 	int rc = 0;
-	void *pw = packed_weights(e, packed);
+	void *pw = !pk ? NULL : pk->sliced ? sliced_weights(e, pk) : packed_weights(e, pk->buf);
 	void *ba = e->bytes_a ? thread_buf(0, e->bytes_a) : NULL,
 	     *bb = pw ? pw : e->bytes_b ? thread_buf(1, e->bytes_b) : NULL,
 	     *bo = e->bytes_out ? thread_buf(2, e->bytes_out) : NULL,
@@ -1218,6 +1261,14 @@ int starnn_conv2d_fwd_dnnl_packed(const struct starnn_conv2d_geom *g, starnn_dty
                                   const void *w, size_t ldw, const void *packed, const float *b, void *y, size_t ldy)
 {
 	return conv_run(0, STARNN_CONV2D_FWD, dt, g, x, ldx, w, ldw, packed, b, 0.0f, y, ldy);
+}
+
+int starnn_conv2d_fwd_dnnl_sliced(const struct starnn_conv2d_geom *g, starnn_dtype dt, const void *x, size_t ldx,
+                                  const void *w, size_t ldw, const void *whole, size_t row0, const float *b, void *y,
+                                  size_t ldy)
+{
+	const struct packed_ref r = {whole, row0, 1};
+	return conv_run_packed(0, STARNN_CONV2D_FWD, dt, g, x, ldx, w, ldw, whole ? &r : NULL, b, 0.0f, y, ldy);
 }
 
 int starnn_conv2d_bwd_data_dnnl(const struct starnn_conv2d_geom *g, starnn_dtype dt, const void *dy, size_t ldy,
@@ -1479,6 +1530,14 @@ size_t starnn_conv2d_dnnl_pack_info(enum starnn_conv2d_pass pass, const struct s
 	if (layout)
 		memset(layout, 0, sizeof *layout);
 	return 0;
+}
+
+int starnn_conv2d_fwd_dnnl_sliced(const struct starnn_conv2d_geom *g, starnn_dtype dt, const void *x, size_t ldx,
+                                  const void *w, size_t ldw, const void *whole, size_t row0, const float *b, void *y,
+                                  size_t ldy)
+{
+	(void)whole, (void)row0;
+	return starnn_conv2d_fwd_dnnl(g, dt, x, ldx, w, ldw, b, y, ldy);
 }
 
 int starnn_conv2d_dnnl_pack(enum starnn_conv2d_pass pass, const struct starnn_conv2d_geom *g, starnn_dtype dt,

@@ -120,6 +120,14 @@ void starnn_blocked_put_rows_cpu(const struct starnn_blocked_weights *L, size_t 
 	starnn_blocked_put_cpu(L, r0, r1, 0, L->i, w, ldw, copy);
 }
 
+void starnn_blocked_make_cpu(const struct starnn_blocked_weights *L, const float *w, size_t ldw, void *copy)
+{
+	memcpy(copy, L, sizeof *L);
+	const size_t blocks = (L->o + L->ob - 1) / L->ob * ((L->i + L->ib - 1) / L->ib);
+	memset(starnn_blocked_weights_data(L, copy), 0, blocks * L->taps * L->ob * L->ib * sizeof(float));
+	starnn_blocked_put_rows_cpu(L, 0, L->o, w, ldw, copy);
+}
+
 void starnn_update_with_copies(size_t rows, size_t cols, void (*update)(void *ctx, size_t r0, size_t r1, size_t c0, size_t c1),
                                void *ctx, const float *w, size_t ldw, int n, const struct starnn_blocked_weights *L,
                                void *const *copies)

@@ -27,6 +27,7 @@
 #include "codelets/conv2d.h"
 #include "codelets/convert.h"
 #include "codelets/copy.h"
+#include "codelets/sgd.h"
 #include "codelets/cpu/simd.h"
 #include "tests/testlib.h"
 #include "tests/codelets/halfcheck.h"
@@ -1080,6 +1081,51 @@ static void same_bits(const char *what, starnn_tensor *a, starnn_tensor *b)
  * (starnn_convert from fp32 masters, as the optimizer's copies are made),
  * whose values the next passes then use. dt fp32 or bf16, x and y in
  * layouts xb, yb. */
+/* Sliced weights: a forward at batch 1 splits over output channels (row
+ * parts of w); with packing on, the parts read slices of one whole blocked
+ * copy of w (conv2d_fwd_sliced) and give bitwise what they give with
+ * packing off; after w is written by a task, and by an optimizer that
+ * keeps the copy current (starnn_sgd), the next forward uses the new
+ * values, still bitwise. x and y in blocks of b. */
+static void sliced_weights(size_t c, size_t o, size_t s, int b)
+{
+	char what[160];
+	snprintf(what, sizeof what, "sliced weights c %zu o %zu %zux%zu, blocks of %d", c, o, s, s, b);
+	size_t nx = c * s * s, nw = o * c * 9;
+	float *xv = test_random(nx, -1, 1), *wv = test_random(nw, -0.3f, 0.3f), *bv = test_random(o, -1, 1);
+	starnn_tensor *x = tensor4_layout("x", STARNN_FP32, 1, c, s, s, b, xv), *w = tensor4("w", o, c, 3, 3, wv);
+	starnn_tensor *bias = tensor1("b", o, bv), *g = tensor4("g", o, c, 3, 3, wv), *mom = tensor4("mom", o, c, 3, 3, NULL);
+	starnn_tensor *y[2] = {tensor4_layout("y0", STARNN_FP32, 1, o, s, s, b, NULL),
+	                       tensor4_layout("y1", STARNN_FP32, 1, o, s, s, b, NULL)};
+	struct starnn_sgd_params sp = {0.1f, 0.9f, 0.0f, 0.0f, 0};
+	for (int round = 0; round < 3; round++) {
+		if (round == 1)
+			TEST_OK(starnn_scale(0.5f, w)); /* a task writes w: the copy is made again */
+		if (round == 2)
+			TEST_OK(starnn_sgd(w, g, mom, &sp, 1, 1.0f)); /* the optimizer writes w and the copy */
+		uint64_t before = starnn_conv2d_pack_count();
+		for (int r = 0; r < 2; r++) { /* r 0: packing off, the reference */
+			starnn_conv2d_pack_set(r);
+			TEST_OK(starnn_conv2d_fwd(x, w, bias, y[r]));
+		}
+		TEST_OK(starnn_wait());
+		char w2[200];
+		snprintf(w2, sizeof w2, "%s, round %d", what, round);
+		same_bits(w2, y[1], y[0]);
+		uint64_t packs = starnn_conv2d_pack_count() - before;
+		TEST_ASSERT(packs == (round < 2), "%s: %llu copies made, expected %d", w2, (unsigned long long)packs, round < 2);
+	}
+	int sliced = 0;
+	for (int i = 0; i < w->nderived; i++)
+		sliced += w->derived[i].d && strstr(w->derived[i].d->name, ".blocked") != NULL;
+	TEST_ASSERT(sliced == 1, "%s: %d whole blocked copies of w, expected 1 (the forward not split?)", what, sliced);
+	starnn_conv2d_pack_set(1);
+	starnn_tensor *all[] = {x, w, bias, g, mom, y[0], y[1]};
+	for (size_t i = 0; i < sizeof all / sizeof *all; i++)
+		starnn_tensor_destroy(all[i]);
+	free(xv), free(wv), free(bv);
+}
+
 static void packed_weights(starnn_dtype dt, size_t n, size_t c, size_t o, size_t s, int xb, int yb)
 {
 	char what[160];
@@ -1304,6 +1350,8 @@ int main(void)
 			int b = starnn_conv2d_dnnl_block(STARNN_FP32);
 			if (b > 1)
 				packed_weights(STARNN_FP32, 4, 32, 16, 12, b, b);
+			if (b > 1 && starnn_split_width() >= 2)
+				sliced_weights(32, 48, 64, b);
 			if (starnn_conv2d_dnnl_bf16()) {
 				packed_weights(STARNN_BF16, 4, 16, 32, 16, 1, 1);
 				packed_weights(STARNN_BF16, 2, 32, 64, 8, 32, 64); /* NHWC */

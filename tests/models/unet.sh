@@ -255,13 +255,18 @@ for o in "--optimizer sgd" "--optimizer adam --lr 1e-3" "--optimizer adam --lr 1
 		{ fail "STARNN_CONV2D_PACK=tasks ($o) exited $?"; cat "$tmp/pk2.out"; }
 	identical_losses "packed weights written by the optimizer vs packing tasks ($o)" 5 "$tmp/pk1.json" "$tmp/pk2.json"
 done
+L1="--size 64 --depth 3 --filters 16 --batch 1 --micro-batches 1 --samples 16 --steps 5 --eval-every 0 --optimizer sgd --lr 0.01"
+"$unet" train $L1 --log-json "$tmp/pb1.json" > "$tmp/pb1.out" 2>&1 || { fail "batch-1 packing exited $?"; cat "$tmp/pb1.out"; }
+STARNN_CONV2D_PACK=tasks "$unet" train $L1 --log-json "$tmp/pb2.json" > "$tmp/pb2.out" 2>&1 ||
+	{ fail "batch-1 STARNN_CONV2D_PACK=tasks exited $?"; cat "$tmp/pb2.out"; }
+identical_losses "batch 1, sliced copies written by the optimizer vs packing tasks" 5 "$tmp/pb1.json" "$tmp/pb2.json"
 # reorders of steps 3 and 4 (a run of 4 steps less one of 2): weights
 # (REORDERS=weights), or all of them
 weight_reorders() {
 	local n2 n4 re='exec,cpu,reorder,'
 	[ "${REORDERS:-weights}" = weights ] && re='exec,cpu,reorder,.*dst_f32:[^ ]*:blocked:A'
-	n2=$(env "$@" DNNL_VERBOSE=1 "$unet" train $L --steps 2 2>&1 | grep -c "$re")
-	n4=$(env "$@" DNNL_VERBOSE=1 "$unet" train $L --steps 4 2>&1 | grep -c "$re")
+	n2=$(env "$@" DNNL_VERBOSE=1 "$unet" train ${ARGS:-$L} --steps 2 2>&1 | grep -c "$re")
+	n4=$(env "$@" DNNL_VERBOSE=1 "$unet" train ${ARGS:-$L} --steps 4 2>&1 | grep -c "$re")
 	echo $((n4 - n2))
 }
 expect 1 "STARNN_CONV2D_PACK" env STARNN_CONV2D_PACK=sideways "$unet" train $L
@@ -277,6 +282,13 @@ if grep -q '^ *oneDNN.*: yes' "$B/config.summary" 2> /dev/null; then
 		[ "$r_all" = 0 ] && [ "$r_dnnl" -gt 0 ] &&
 			ok "no reorder at all in steps 3-4 (the first layer on oneDNN: $r_dnnl)" ||
 			fail "reorders in steps 3-4: $r_all (the first layer on oneDNN: $r_dnnl), expected none"
+		# batch 1: the forwards split over output channels, each task
+		# reading its slice of one whole blocked copy of w (conv2d_fwd_sliced)
+		r_b1=$(ARGS="$L1" REORDERS=all weight_reorders STARNN_CONV2D_PACK=on)
+		r_b1t=$(ARGS="$L1" REORDERS=all weight_reorders STARNN_CONV2D_PACK=tasks)
+		[ "$r_b1" = 0 ] && [ "$r_b1t" -gt 0 ] &&
+			ok "batch 1 (channel-split forwards): no reorder in steps 3-4 (packing tasks: $r_b1t)" ||
+			fail "batch 1: reorders in steps 3-4: $r_b1 (packing tasks: $r_b1t), expected none"
 	else
 		[ "$r_on" -le "$r_tasks" ] && ok "weight reorders in steps 3-4: $r_on (packing tasks: $r_tasks)" ||
 			fail "weight reorders in steps 3-4: $r_on, more than packing tasks' $r_tasks"

@@ -523,23 +523,81 @@ static uint32_t pack_footprint(struct starpu_task *task)
 	return starnn_footprint_args(task, PACK_KEY_BYTES);
 }
 
+/* 16-bit weights that the CPU's passes widen to fp32 (no native oneDNN
+ * kernels for dt here): their packed copies are fp32, of the widened
+ * values. */
+static int widened_cpu(starnn_dtype dt)
+{
+	return dt != STARNN_FP32 && !(dt == STARNN_BF16 && starnn_conv2d_dnnl_bf16());
+}
+
 static void pack_cpu(void *buffers[], void *cl_arg)
 {
 	const struct pack_args *p = cl_arg;
 	struct starnn_conv2d_geom g = pack_geom(p);
 	struct starnn_mat w = BUF(0), wp = BUF(1);
-	done(starnn_conv2d_dnnl_pack((enum starnn_conv2d_pass)p->pass, &g, (starnn_dtype)p->dt, p->lda, w.ptr, w.ld,
-	                             p->ldout, p->beta, wp.ptr, p->bytes));
+	const starnn_dtype dt = (starnn_dtype)p->dt;
+	if (!widened_cpu(dt)) {
+		done(starnn_conv2d_dnnl_pack((enum starnn_conv2d_pass)p->pass, &g, dt, p->lda, w.ptr, w.ld, p->ldout,
+		                             p->beta, wp.ptr, p->bytes));
+		return;
+	}
+	struct starnn_hw h;
+	starnn_hw_begin(&h, "conv2d_pack_weight", 0);
+	struct starnn_mat ww = starnn_hw_in(&h, dt, w, 1);
+	if (!h.failed)
+		done(starnn_conv2d_dnnl_pack((enum starnn_conv2d_pass)p->pass, &g, STARNN_FP32, p->lda, ww.ptr, ww.ld,
+		                             p->ldout, p->beta, wp.ptr, p->bytes));
+	starnn_hw_end(&h);
 }
 
+/* The packed passes. 16-bit ones without native kernels (widened_cpu)
+ * widen the activations as fwd_half and bwd_data_half do, and w only where
+ * the fp32 primitive does not read the packed copy (its layout is not the
+ * copy's): a copy kept current holds the widened weights already. */
 static void fwd_packed_cpu(void *buffers[], void *cl_arg, starnn_dtype dt)
 {
-	fwd_run(cl_arg, dt, 0, NULL, BUF(0), BUF(1), BUF(2).ptr, BUF(3).ptr, BUF(4));
+	const struct conv_args *a = cl_arg;
+	struct starnn_mat x = BUF(0), w = BUF(1), y = BUF(4);
+	const void *pk = BUF(2).ptr;
+	if (!widened_cpu(dt)) {
+		fwd_run(a, dt, 0, NULL, x, w, pk, BUF(3).ptr, y);
+		return;
+	}
+	struct starnn_conv2d_geom g = geom_of(a);
+	struct starnn_hw h;
+	starnn_hw_begin(&h, "conv2d_fwd_packed_half", 0);
+	struct starnn_mat xw = starnn_hw_in(&h, dt, x, 1), yw = starnn_hw_in(&h, dt, y, 0);
+	const int as_is = !h.failed && starnn_conv2d_dnnl_packed_ok(STARNN_CONV2D_FWD, &g, xw.ld, w.ld, yw.ld, 0.0f, pk);
+	struct starnn_mat ww = as_is ? w : starnn_hw_in(&h, dt, w, 1);
+	if (!h.failed) {
+		fwd_run(a, STARNN_FP32, 0, NULL, xw, ww, as_is ? pk : NULL, BUF(3).ptr, yw);
+		starnn_hw_out(&h, dt, yw, y);
+	}
+	starnn_hw_end(&h);
 }
 
 static void bwd_data_packed_cpu(void *buffers[], void *cl_arg, starnn_dtype dt)
 {
-	bwd_data_run(cl_arg, dt, 0, NULL, BUF(0), BUF(1), BUF(2).ptr, BUF(3));
+	const struct conv_args *a = cl_arg;
+	struct starnn_mat dy = BUF(0), w = BUF(1), dx = BUF(3);
+	const void *pk = BUF(2).ptr;
+	if (!widened_cpu(dt)) {
+		bwd_data_run(a, dt, 0, NULL, dy, w, pk, dx);
+		return;
+	}
+	struct starnn_conv2d_geom g = geom_of(a);
+	struct starnn_hw h;
+	starnn_hw_begin(&h, "conv2d_bwd_data_packed_half", 0);
+	struct starnn_mat dyw = starnn_hw_in(&h, dt, dy, 1), dxw = starnn_hw_in(&h, dt, dx, a->beta != 0.0f);
+	const int as_is =
+		!h.failed && starnn_conv2d_dnnl_packed_ok(STARNN_CONV2D_BWD_DATA, &g, dyw.ld, w.ld, dxw.ld, a->beta, pk);
+	struct starnn_mat ww = as_is ? w : starnn_hw_in(&h, dt, w, 1);
+	if (!h.failed) {
+		bwd_data_run(a, STARNN_FP32, 0, NULL, dyw, ww, as_is ? pk : NULL, dxw);
+		starnn_hw_out(&h, dt, dxw, dx);
+	}
+	starnn_hw_end(&h);
 }
 
 /* One CPU-only codelet named nm (fp32 ones have no dtype in their names,
@@ -588,6 +646,7 @@ static void fwd_sliced_cpu(void *buffers[], void *cl_arg, starnn_dtype dt)
 
 PACKED_CL(pack_weight, "conv2d_pack_weight", pack_dt, fp32, STARNN_FP32, pack_footprint, 2, STARPU_R, STARPU_W)
 PACKED_CL(pack_weight, "conv2d_pack_weight_bf16", pack_dt, bf16, STARNN_BF16, pack_footprint, 2, STARPU_R, STARPU_W)
+PACKED_CL(pack_weight, "conv2d_pack_weight_fp16", pack_dt, fp16, STARNN_FP16, pack_footprint, 2, STARPU_R, STARPU_W)
 PACKED_CL(fwd_packed, "conv2d_fwd_packed", fwd_packed_cpu, fp32, STARNN_FP32, conv_footprint, 5, STARPU_R, STARPU_R, STARPU_R, STARPU_R,
           STARPU_W)
 PACKED_CL(pack_blocked, "conv2d_pack_blocked", pack_blocked_dt, fp32, STARNN_FP32, starnn_footprint_shape, 2, STARPU_R,
@@ -599,6 +658,10 @@ PACKED_CL(fwd_packed, "conv2d_fwd_packed_bf16", fwd_packed_cpu, bf16, STARNN_BF1
 PACKED_CL(bwd_data_packed, "conv2d_bwd_data_packed", bwd_data_packed_cpu, fp32, STARNN_FP32, conv_footprint, 4, STARPU_R, STARPU_R, STARPU_R,
           STARPU_RW)
 PACKED_CL(bwd_data_packed, "conv2d_bwd_data_packed_bf16", bwd_data_packed_cpu, bf16, STARNN_BF16, conv_half_footprint, 4, STARPU_R, STARPU_R,
+          STARPU_R, STARPU_RW)
+PACKED_CL(fwd_packed, "conv2d_fwd_packed_fp16", fwd_packed_cpu, fp16, STARNN_FP16, conv_half_footprint, 5, STARPU_R, STARPU_R, STARPU_R,
+          STARPU_R, STARPU_W)
+PACKED_CL(bwd_data_packed, "conv2d_bwd_data_packed_fp16", bwd_data_packed_cpu, fp16, STARNN_FP16, conv_half_footprint, 4, STARPU_R, STARPU_R,
           STARPU_R, STARPU_RW)
 
 static int pack_forced = -1; /* starnn_conv2d_pack_set, else -1 */
@@ -670,8 +733,18 @@ static starnn_tensor *packed_for(starnn_tensor *w, enum starnn_conv2d_pass pass,
 {
 	*rc = 0;
 	if (!starnn_conv2d_pack() || starnn_conv2d_cpu_backend() != STARNN_CONV2D_DNNL || w->parent ||
-	    starpu_cuda_worker_get_count() > 0 || !(dt == STARNN_FP32 || (dt == STARNN_BF16 && starnn_conv2d_dnnl_bf16())))
+	    starpu_cuda_worker_get_count() > 0 || (unsigned)dt >= STARNN_NDTYPES)
 		return NULL;
+	/* 16-bit weights widened in the passes: an fp32 copy of the widened
+	 * values, for the fp32 primitive on the tasks' dense widened
+	 * activations (codelets/halfwrap.h) */
+	const int widen = widened_cpu(dt);
+	if (widen) {
+		const size_t hw = g->h * g->w;
+		lda = (pass == STARNN_CONV2D_FWD ? g->c : g->o) * hw;
+		ldout = (pass == STARNN_CONV2D_FWD ? g->o : g->c) * hw;
+	}
+	const starnn_dtype pdt = widen ? STARNN_FP32 : dt;
 	struct pack_args p;
 	memset(&p, 0, sizeof p);
 	p = (struct pack_args){(uint32_t)pass, (uint32_t)dt, (uint32_t)g->n, (uint32_t)g->c, (uint32_t)g->o,
@@ -681,7 +754,7 @@ static starnn_tensor *packed_for(starnn_tensor *w, enum starnn_conv2d_pass pass,
 	struct starnn_derived *d = starnn_tensor_derived(w, key);
 	if (!d) {
 		struct starnn_blocked_weights layout;
-		size_t bytes = starnn_conv2d_dnnl_pack_info(pass, g, dt, lda, w->ld, ldout, beta, &layout);
+		size_t bytes = starnn_conv2d_dnnl_pack_info(pass, g, pdt, lda, w->ld, ldout, beta, &layout);
 		starnn_tensor *t = NULL;
 		if (bytes && bytes <= UINT32_MAX) {
 			/* "<w's name>.packed" (cut to a tensor name's length) */
@@ -699,7 +772,7 @@ static starnn_tensor *packed_for(starnn_tensor *w, enum starnn_conv2d_pass pass,
 		}
 		/* the optimizers keep fp32 copies in these layouts current as they
 		 * update w (codelets/copy.h); "tasks": packing tasks only */
-		if (t && dt == STARNN_FP32 && starnn_conv2d_pack() == STARNN_CONV2D_PACK_ON)
+		if (t && pdt == STARNN_FP32 && starnn_conv2d_pack() == STARNN_CONV2D_PACK_ON)
 			d->layout = layout;
 	}
 	if (!d->d)
@@ -707,7 +780,9 @@ static starnn_tensor *packed_for(starnn_tensor *w, enum starnn_conv2d_pass pass,
 	starnn_tensor_use_derived(d);
 	if (d->version != w->version) {
 		p.bytes = (uint32_t)d->d->cols;
-		struct starnn_task_desc t = {.cl = dt == STARNN_BF16 ? &pack_weight_bf16_cl : &pack_weight_fp32_cl,
+		static struct starpu_codelet *const pack_cls[STARNN_NDTYPES] = {
+			&pack_weight_fp32_cl, &pack_weight_fp16_cl, &pack_weight_bf16_cl};
+		struct starnn_task_desc t = {.cl = pack_cls[dt],
 		                             .args = &p, .args_size = sizeof p, .flops = STARNN_NO_FLOPS,
 		                             .tensors = {w, d->d}};
 		if ((*rc = starnn_submit(&t)) < 0)
@@ -867,9 +942,10 @@ static int batch_split(size_t n, int parts)
 	return parts > 1 && n >= (size_t)parts && (n % (size_t)parts == 0 || n >= 4 * (size_t)parts);
 }
 
-static struct starpu_codelet *const fwd_packed_cls[STARNN_NDTYPES] = {&fwd_packed_fp32_cl, NULL,
+static struct starpu_codelet *const fwd_packed_cls[STARNN_NDTYPES] = {&fwd_packed_fp32_cl, &fwd_packed_fp16_cl,
                                                                        &fwd_packed_bf16_cl};
-static struct starpu_codelet *const bwd_data_packed_cls[STARNN_NDTYPES] = {&bwd_data_packed_fp32_cl, NULL,
+static struct starpu_codelet *const bwd_data_packed_cls[STARNN_NDTYPES] = {&bwd_data_packed_fp32_cl,
+                                                                           &bwd_data_packed_fp16_cl,
                                                                            &bwd_data_packed_bf16_cl};
 
 /* One forward task on x, w, b, y (geometry a); whole_w: w is the whole

@@ -183,6 +183,13 @@ size_t starnn_conv2d_dnnl_pack_info(enum starnn_conv2d_pass pass, const struct s
 int starnn_conv2d_dnnl_pack(enum starnn_conv2d_pass pass, const struct starnn_conv2d_geom *g, starnn_dtype dt,
                             size_t lda, const void *w, size_t ldw, size_t ldout, float beta, void *packed,
                             size_t bytes);
+/* Whether the fp32 primitive of that pass (on this thread, as
+ * starnn_conv2d_dnnl_pack_bytes's arguments) reads `packed` as it is: then
+ * a _packed call with it does not read w (the 16-bit codelets, which run
+ * the fp32 primitives on widened copies, skip widening w). 0 where not, and
+ * on routes that do not run oneDNN (1x1 sgemm, the direct first layer). */
+int starnn_conv2d_dnnl_packed_ok(enum starnn_conv2d_pass pass, const struct starnn_conv2d_geom *g, size_t lda,
+                                 size_t ldw, size_t ldout, float beta, const void *packed);
 int starnn_conv2d_fwd_dnnl_packed(const struct starnn_conv2d_geom *g, starnn_dtype dt, const void *x, size_t ldx,
                                   const void *w, size_t ldw, const void *packed, const float *b, void *y, size_t ldy);
 /* The forward of a part of w's rows (output channels row0 .. row0 + o)

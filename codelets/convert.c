@@ -6,6 +6,7 @@
 #include "codelets/convert.h"
 #include "codelets/copy.h"
 #include "runtime/codelet.h"
+#include "runtime/scratch.h"
 
 #ifdef STARNN_USE_CUDA
 #define CONVERT_CUDA_FUNC(src, dst)                                                             \
@@ -56,6 +57,82 @@ static struct starpu_codelet *const convert_cl[STARNN_NDTYPES][STARNN_NDTYPES] =
 	[STARNN_BF16] = {[STARNN_FP32] = &starnn_convert_bf16_to_fp32_cl, [STARNN_FP16] = &starnn_convert_bf16_to_fp16_cl},
 };
 
+/* ------------------------------------------------- narrowing with copies
+ * fp32 -> 16-bit y where y (the 16-bit copy of master weights that
+ * mixed-precision convolutions read, runtime/params.h) is also kept as fp32
+ * copies of its values in a kernel's blocked layout (conv2d's packed
+ * weights on CPUs that widen 16-bit weights: codelets/conv2d.c): the task
+ * rounds x into y tile by tile and writes each tile's rounded values,
+ * widened, into the copies (codelets/copy.h), instead of a packing task
+ * widening and reordering y again before the next convolution. CPU only;
+ * perfmodels starnn_convert_copies_fp32_to_<dst>, shared by the codelets of
+ * 1 and 2 copies. */
+struct narrow_ctx {
+	starnn_dtype dt;
+	struct starnn_mat x, y;
+	float *r; /* the rounded values, widened (y's shape, dense) */
+};
+
+static void narrow_tile(void *ctx, size_t r0, size_t r1, size_t c0, size_t c1)
+{
+	const struct narrow_ctx *c = ctx;
+	const size_t es = starnn_dtype_size(c->dt);
+	const float *x = (const float *)c->x.ptr + r0 * c->x.ld + c0;
+	void *y = (char *)c->y.ptr + (r0 * c->y.ld + c0) * es;
+	starnn_convert_cpu(STARNN_FP32, c->dt, r1 - r0, c1 - c0, x, c->x.ld, y, c->y.ld);
+	starnn_convert_cpu(c->dt, STARNN_FP32, r1 - r0, c1 - c0, y, c->y.ld, c->r + r0 * c->y.cols + c0, c->y.cols);
+}
+
+static void narrow_copies(void *buffers[], void *cl_arg, starnn_dtype dt)
+{
+	const struct starnn_copies *cp = cl_arg;
+	struct narrow_ctx c = {dt, starnn_buffer(buffers, 0), starnn_buffer(buffers, 1), NULL};
+	const size_t n_r = c.y.rows * c.y.cols;
+	c.r = starnn_scratch(STARNN_SCRATCH_HALF, (n_r > 0 ? n_r : 1) * sizeof(float));
+	if (!c.r) {
+		starnn_defer_error(STARNN_ENOMEM, "convert_copies: cannot allocate %zu x %zu floats of scratch", c.y.rows,
+		                   c.y.cols);
+		return;
+	}
+	void *copies[STARNN_MAX_COPIES];
+	const int n = cp->n < STARNN_MAX_COPIES ? cp->n : STARNN_MAX_COPIES;
+	for (int i = 0; i < n; i++)
+		copies[i] = starnn_buffer(buffers, 2 + i).ptr;
+	starnn_update_with_copies(c.y.rows, c.y.cols, narrow_tile, &c, c.r, c.y.cols, n, cp->L, copies);
+}
+
+static void narrow_fp16_copies_cpu(void *buffers[], void *cl_arg)
+{
+	narrow_copies(buffers, cl_arg, STARNN_FP16);
+}
+
+static void narrow_bf16_copies_cpu(void *buffers[], void *cl_arg)
+{
+	narrow_copies(buffers, cl_arg, STARNN_BF16);
+}
+
+#define NARROW_COPIES_CL(dst, n, ...)                                                             \
+	static struct starpu_codelet narrow_##dst##_copies##n##_cl = {                            \
+		.name = "convert_copies_fp32_to_" #dst,                                           \
+		.cpu_funcs = {narrow_##dst##_copies_cpu},                                         \
+		.cpu_funcs_name = {"narrow_" #dst "_copies_cpu"},                                 \
+		.nbuffers = 2 + n,                                                                \
+		.modes = {STARPU_R, STARPU_W, __VA_ARGS__},                                       \
+		STARNN_MODELS(convert_copies, fp32_to_##dst),                                     \
+	};
+static STARNN_PERFMODEL(convert_copies, fp32_to_fp16);
+static STARNN_PERFMODEL(convert_copies, fp32_to_bf16);
+NARROW_COPIES_CL(fp16, 1, STARPU_RW)
+NARROW_COPIES_CL(fp16, 2, STARPU_RW, STARPU_RW)
+NARROW_COPIES_CL(bf16, 1, STARPU_RW)
+NARROW_COPIES_CL(bf16, 2, STARPU_RW, STARPU_RW)
+
+/* by y's dtype (fp32: none; y has no copies then, runtime/tensor.h) */
+static struct starpu_codelet *const convert_copies_cls[STARNN_NDTYPES][STARNN_MAX_COPIES] = {
+	[STARNN_FP16] = {&narrow_fp16_copies1_cl, &narrow_fp16_copies2_cl},
+	[STARNN_BF16] = {&narrow_bf16_copies1_cl, &narrow_bf16_copies2_cl},
+};
+
 int starnn_convert(starnn_tensor *x, starnn_tensor *y)
 {
 	char dx[128], dy[128];
@@ -70,5 +147,9 @@ int starnn_convert(starnn_tensor *x, starnn_tensor *y)
 	if (x->dtype == y->dtype)
 		return starnn_copy(x, y);
 	struct starnn_task_desc d = {.cl = convert_cl[x->dtype][y->dtype], .tensors = {x, y}};
-	return starnn_submit(&d);
+	if (x->dtype != STARNN_FP32)
+		return starnn_submit(&d);
+	struct starnn_copies c;
+	memset(&c, 0, sizeof c);
+	return starnn_submit_with_copies(&d, 2, y, &c, &c, sizeof c, convert_copies_cls[y->dtype]);
 }

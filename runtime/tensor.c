@@ -560,7 +560,7 @@ void starnn_tensor_use_derived(struct starnn_derived *e)
 int starnn_tensor_copies(starnn_tensor *t, struct starnn_derived **out, int max)
 {
 	int n = 0;
-	if (t->parent || t->dtype != STARNN_FP32 || t->ndim < 2)
+	if (t->parent || t->ndim < 2)
 		return 0;
 	for (int i = 0; i < t->nderived && n < max; i++) {
 		struct starnn_derived *e = &t->derived[i];

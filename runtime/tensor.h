@@ -166,8 +166,9 @@ int starnn_tensor_row_part(starnn_tensor *t, starnn_tensor **root, size_t *row0)
 /* Marks e as read by a task being submitted (see used above). */
 void starnn_tensor_use_derived(struct starnn_derived *e);
 /* Copies that a task about to write all of t may keep current: t's derived
- * entries with a blocked weight layout of t's shape (t whole, fp32, [o, i,
- * ...] with i * taps columns), made at least once (their padding and
+ * entries with a blocked weight layout of t's shape (t whole, [o, i, ...]
+ * with i * taps columns; the copies are fp32: of t's values widened where t
+ * is 16-bit), made at least once (their padding and
  * descriptor are in place) and used since the last such task; up to max
  * of them into out, their count returned. After submitting the task that
  * writes t and them, starnn_tensor_copies_written(t, out, n) records them

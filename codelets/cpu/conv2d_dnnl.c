@@ -1014,6 +1014,23 @@ fail:
 	return rc;
 }
 
+int starnn_conv2d_dnnl_packed_ok(enum starnn_conv2d_pass pass, const struct starnn_conv2d_geom *g, size_t lda,
+                                 size_t ldw, size_t ldout, float beta, const void *packed)
+{
+	if (!packed || !pack_pass_ok(pass) || !g->n || !g->c || !g->o || !g->h || !g->w ||
+	    starnn_conv2d_1x1_gemm(g, STARNN_FP32) ||
+	    (pass == STARNN_CONV2D_FWD && starnn_conv2d_nchw_in_direct(g, STARNN_FP32)))
+		return 0;
+	struct dnnl_thread *t = thread_state();
+	if (!t)
+		return 0;
+	struct dnnl_conv key = conv_key(0, (int)pass, STARNN_FP32, g, lda, ldw, pass == STARNN_CONV2D_FWD, beta, ldout);
+	struct dnnl_conv *e;
+	if (conv_entry(t, &key, &e) < 0)
+		return 0; /* (the pass itself reports it) */
+	return packed_weights(e, packed) != NULL;
+}
+
 /* Where packed weights are: a buffer of starnn_conv2d_dnnl_pack, or (row0
  * given, sliced) rows row0 .. of a whole blocked copy of
  * starnn_blocked_make_cpu. */
@@ -1538,6 +1555,13 @@ int starnn_conv2d_fwd_dnnl_sliced(const struct starnn_conv2d_geom *g, starnn_dty
 {
 	(void)whole, (void)row0;
 	return starnn_conv2d_fwd_dnnl(g, dt, x, ldx, w, ldw, b, y, ldy);
+}
+
+int starnn_conv2d_dnnl_packed_ok(enum starnn_conv2d_pass pass, const struct starnn_conv2d_geom *g, size_t lda,
+                                 size_t ldw, size_t ldout, float beta, const void *packed)
+{
+	(void)pass, (void)g, (void)lda, (void)ldw, (void)ldout, (void)beta, (void)packed;
+	return 0;
 }
 
 int starnn_conv2d_dnnl_pack(enum starnn_conv2d_pass pass, const struct starnn_conv2d_geom *g, starnn_dtype dt,

@@ -13,9 +13,11 @@
  * the last update left alone, a part of a tensor given no copies. */
 #include "codelets/adam.h"
 #include "codelets/amp.h"
+#include "codelets/convert.h"
 #include "codelets/copy.h"
 #include "codelets/fill.h"
 #include "codelets/sgd.h"
+#include "runtime/half.h"
 #include "tests/testlib.h"
 
 static uint64_t bits_state = 0x243f6a8885a308d3ull;
@@ -325,6 +327,87 @@ static void updates_with_copies(enum opt op, int ncopies, int64_t O, int64_t I)
 	free(w0);
 }
 
+/* The 16-bit copy of master weights (fp32 -> fp16 / bf16 convert) keeping
+ * fp32 copies of its values current (conv2d's packed weights where 16-bit
+ * passes are widened): y bit for bit the plain convert's, each copy the
+ * rounded values widened (runtime/half.h) in its layout, a copy not read
+ * since the last write left alone. */
+static void narrows_with_copies(starnn_dtype dt, int ncopies, int64_t O, int64_t I)
+{
+	const size_t n = (size_t)(O * I * 9);
+	const char *dn = starnn_dtype_name(dt);
+	int64_t shape[4] = {O, I, 3, 3};
+	starnn_tensor *m = test_tensor("master", 4, shape, NULL), *y, *yr;
+	TEST_OK(starnn_tensor_create(&y, "w16", dt, 4, shape));
+	TEST_OK(starnn_tensor_create(&yr, "w16r", dt, 4, shape));
+	struct starnn_blocked_weights L[2] = {{(uint32_t)O, (uint32_t)I, 9, 8, 8, 0, 24, 64},
+	                                      {(uint32_t)O, (uint32_t)I, 9, 8, 8, 1, 24, 64}};
+	struct starnn_derived *e[2];
+	const size_t bytes = 24 + 64 + (size_t)((O + 7) / 8 * ((I + 7) / 8)) * 64 * 9 * sizeof(float);
+	float *zero = calloc(n, sizeof *zero);
+	for (int c = 0; c < ncopies; c++) {
+		starnn_tensor *t;
+		TEST_OK(starnn_tensor_create(&t, "w16.packed", STARNN_U8, 1, (int64_t[]){(int64_t)bytes}));
+		unsigned char *b = malloc(bytes);
+		memset(b, SENTINEL, bytes);
+		expected_copy(&L[c], zero, /* y is zero at first */
+		              (float *)(void *)(b + ((unsigned char *)starnn_blocked_weights_data(&L[c], t->host) -
+		                                     (unsigned char *)t->host)));
+		TEST_OK(starnn_tensor_write(t, b));
+		free(b);
+		e[c] = starnn_tensor_add_derived(y, 200 + (uint64_t)c, t);
+		TEST_ASSERT(e[c] != NULL, "add_derived");
+		e[c]->layout = L[c];
+		e[c]->version = y->version;
+	}
+	uint16_t *yv = malloc(n * sizeof *yv), *rv = malloc(n * sizeof *rv);
+	float *wide = malloc(n * sizeof *wide);
+	for (int step = 1; step <= 3; step++) {
+		const int unread = step == 2;
+		float *mv = test_random(n, -3, 3);
+		mv[0] = 1.0f + 0x1p-9f; /* ties and near-ties: rounded, not truncated */
+		mv[n - 1] = -1.0f - 0x3p-10f;
+		TEST_OK(starnn_tensor_write(m, mv));
+		unsigned char *before[2];
+		float *bd[2];
+		for (int c = 0; c < ncopies; c++) {
+			before[c] = copy_read(e[c]->d, &L[c], &bd[c]);
+			if (!unread)
+				starnn_tensor_use_derived(e[c]);
+		}
+		TEST_OK(starnn_convert(m, y));
+		TEST_OK(starnn_convert(m, yr));
+		TEST_OK(starnn_tensor_read(y, yv));
+		TEST_OK(starnn_tensor_read(yr, rv));
+		TEST_ASSERT(memcmp(yv, rv, n * sizeof *yv) == 0, "convert fp32 -> %s with %d copies, step %d: differs from "
+		            "the plain convert", dn, ncopies, step);
+		for (size_t i = 0; i < n; i++)
+			wide[i] = dt == STARNN_BF16 ? starnn_bf16_to_float(rv[i]) : starnn_half_to_float(rv[i]);
+		for (int c = 0; c < ncopies; c++) {
+			float *got;
+			unsigned char *after = copy_read(e[c]->d, &L[c], &got);
+			unsigned char *want = malloc(bytes);
+			memcpy(want, before[c], bytes);
+			if (!unread)
+				expected_copy(&L[c], wide, (float *)(void *)(want + ((unsigned char *)bd[c] - before[c])));
+			TEST_ASSERT(memcmp(after, want, bytes) == 0,
+			            "convert fp32 -> %s with %d copies of %lld x %lld, step %d, copy %d: %s", dn, ncopies,
+			            (long long)O, (long long)I, step, c,
+			            unread ? "written though not read since the last write"
+			                   : "not the rounded values widened, or the padding / header touched");
+			TEST_ASSERT(unread ? e[c]->version != y->version : e[c]->version == y->version && !e[c]->used,
+			            "convert to %s, step %d, copy %d: version %llu (y %llu)", dn, step, c,
+			            (unsigned long long)e[c]->version, (unsigned long long)y->version);
+			free(after), free(want), free(before[c]);
+			if (unread)
+				e[c]->version = y->version;
+		}
+		free(mv);
+	}
+	free(yv), free(rv), free(wide), free(zero);
+	starnn_tensor_destroy(m), starnn_tensor_destroy(y), starnn_tensor_destroy(yr);
+}
+
 int main(void)
 {
 	test_init();
@@ -339,6 +422,10 @@ int main(void)
 				updates_with_copies((enum opt)op, c, 12, 13); /* partial blocks */
 				updates_with_copies((enum opt)op, c, 24, 83); /* tiles of 56 input channels, then 27 */
 			}
+		for (int c = 1; c <= 2; c++) {
+			narrows_with_copies(STARNN_BF16, c, 12, 13);
+			narrows_with_copies(STARNN_FP16, c, 24, 83);
+		}
 	}
 	codelets(STARNN_FP32);
 	codelets(STARNN_FP16);

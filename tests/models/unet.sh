@@ -243,13 +243,16 @@ expect 1 "STARNN_CONV2D_NCHW_IN" env STARNN_CONV2D_NCHW_IN=sideways "$unet" trai
 # STARNN_CONV2D_PACK; codelets/copy.h): Adam and SGD write the fp32 copies
 # in oneDNN's blocked layouts as they update the weights. The losses are bit
 # for bit those of packing tasks (STARNN_CONV2D_PACK=tasks: the same values
-# in the same layout), for both optimizers and amp-bf16; and DNNL_VERBOSE
+# in the same layout), for both optimizers, amp-bf16 and amp-fp16 (where
+# 16-bit passes are widened to fp32, the convert from the masters writes
+# the widened copies); and DNNL_VERBOSE
 # counts oneDNN's reorders between 2 and 4 steps: where its layouts are the
 # AVX2 kernels' (nChw8c activations) none at all (the first layer's input
 # is read by the direct kernel above), and no weight reorder (a blocked
 # first dimension: "blocked:A..."); elsewhere no more weight reorders than
 # with packing tasks.
-for o in "--optimizer sgd" "--optimizer adam --lr 1e-3" "--optimizer adam --lr 1e-3 --precision amp-bf16"; do
+for o in "--optimizer sgd" "--optimizer adam --lr 1e-3" "--optimizer adam --lr 1e-3 --precision amp-bf16" \
+	"--optimizer sgd --precision amp-fp16"; do
 	"$unet" train $L $o --log-json "$tmp/pk1.json" > "$tmp/pk1.out" 2>&1 || { fail "packing ($o) exited $?"; cat "$tmp/pk1.out"; }
 	STARNN_CONV2D_PACK=tasks "$unet" train $L $o --log-json "$tmp/pk2.json" > "$tmp/pk2.out" 2>&1 ||
 		{ fail "STARNN_CONV2D_PACK=tasks ($o) exited $?"; cat "$tmp/pk2.out"; }
@@ -289,6 +292,12 @@ if grep -q '^ *oneDNN.*: yes' "$B/config.summary" 2> /dev/null; then
 		[ "$r_b1" = 0 ] && [ "$r_b1t" -gt 0 ] &&
 			ok "batch 1 (channel-split forwards): no reorder in steps 3-4 (packing tasks: $r_b1t)" ||
 			fail "batch 1: reorders in steps 3-4: $r_b1 (packing tasks: $r_b1t), expected none"
+		# amp-bf16 (widened to fp32 on these processors: no native bf16)
+		r_amp=$(ARGS="$L --precision amp-bf16" REORDERS=all weight_reorders STARNN_CONV2D_PACK=on)
+		r_ampo=$(ARGS="$L --precision amp-bf16" REORDERS=all weight_reorders STARNN_CONV2D_PACK=off)
+		[ "$r_amp" = 0 ] && [ "$r_ampo" -gt 0 ] &&
+			ok "amp-bf16 (widened): no reorder in steps 3-4 (packing off: $r_ampo)" ||
+			fail "amp-bf16: reorders in steps 3-4: $r_amp (packing off: $r_ampo), expected none"
 	else
 		[ "$r_on" -le "$r_tasks" ] && ok "weight reorders in steps 3-4: $r_on (packing tasks: $r_tasks)" ||
 			fail "weight reorders in steps 3-4: $r_on, more than packing tasks' $r_tasks"

@@ -713,21 +713,58 @@ uint64_t starnn_conv2d_pack_count(void)
 	return __atomic_load_n(&packs_submitted, __ATOMIC_RELAXED);
 }
 
-/* FNV-1a over the key: the derived tensor's key in w. */
-static uint64_t pack_key(const struct pack_args *p)
+/* FNV-1a of n bytes from h: the derived tensors' keys in w. */
+static uint64_t fnv1a(uint64_t h, const void *p, size_t n)
 {
-	const unsigned char *b = (const unsigned char *)p;
-	uint64_t h = 1469598103934665603ull;
-	for (size_t i = 0; i < PACK_KEY_BYTES; i++)
+	const unsigned char *b = p;
+	for (size_t i = 0; i < n; i++)
 		h = (h ^ b[i]) * 1099511628211ull;
 	return h;
+}
+
+/* A new derived entry of w under key: a u8 tensor of `bytes` named
+ * "<w's name>.<suffix>" (cut to a tensor name's length), or none (bytes
+ * 0: remembered as needing no copy). NULL where w has no room for one
+ * more entry (the caller goes without) or the tensor cannot be made (*rc). */
+static struct starnn_derived *derived_new(starnn_tensor *w, uint64_t key, const char *suffix, size_t bytes, int *rc)
+{
+	starnn_tensor *t = NULL;
+	if (bytes) {
+		char name[STARNN_NAME_MAX + 16];
+		snprintf(name, sizeof name, "%s.%s", w->name, suffix);
+		name[STARNN_NAME_MAX - 1] = 0;
+		int64_t shape[1] = {(int64_t)bytes};
+		if ((*rc = starnn_tensor_create(&t, name, STARNN_U8, 1, shape)) < 0)
+			return NULL;
+	}
+	struct starnn_derived *d = starnn_tensor_add_derived(w, key, t);
+	if (!d)
+		starnn_tensor_destroy(t);
+	return d;
+}
+
+/* Makes d's copy again from w by a task of cl (args, size bytes) where w
+ * has been written since it was last made. */
+static int derived_update(struct starnn_derived *d, starnn_tensor *w, struct starpu_codelet *cl, const void *args,
+                          size_t size)
+{
+	if (d->version == w->version)
+		return 0;
+	struct starnn_task_desc t = {.cl = cl, .args = args, .args_size = size, .flops = STARNN_NO_FLOPS,
+	                             .tensors = {w, d->d}};
+	STARNN_CHECK(starnn_submit(&t));
+	d->version = w->version;
+	__atomic_add_fetch(&packs_submitted, 1, __ATOMIC_RELAXED);
+	return 0;
 }
 
 /* The packed copy of w for one pass of geometry g (x / dy rows lda apart,
  * y / dx rows ldout apart), packed again first if w has been written since
  * it was last packed; NULL where the pass takes w as it is: packing off,
- * not the oneDNN route (im2col, 16-bit widened), CUDA workers, w a part of
- * a larger tensor, or a primitive that reads OIHW itself. */
+ * not the oneDNN route (im2col), CUDA workers, w a part of a larger tensor,
+ * or a primitive that reads OIHW itself. 16-bit w that the passes widen
+ * (widened_cpu) gets an fp32 copy of its widened values, packed for the
+ * fp32 primitive on dense widened activations. */
 static starnn_tensor *packed_for(starnn_tensor *w, enum starnn_conv2d_pass pass, const struct starnn_conv2d_geom *g,
                                  starnn_dtype dt, size_t lda, size_t ldout, float beta, int *rc)
 {
@@ -750,46 +787,29 @@ static starnn_tensor *packed_for(starnn_tensor *w, enum starnn_conv2d_pass pass,
 	p = (struct pack_args){(uint32_t)pass, (uint32_t)dt, (uint32_t)g->n, (uint32_t)g->c, (uint32_t)g->o,
 	                       (uint32_t)g->h, (uint32_t)g->w, (uint32_t)g->k, (uint32_t)g->xb, (uint32_t)g->yb,
 	                       (uint32_t)lda, (uint32_t)ldout, beta, 0};
-	uint64_t key = pack_key(&p);
+	const uint64_t key = fnv1a(1469598103934665603ull, &p, PACK_KEY_BYTES);
 	struct starnn_derived *d = starnn_tensor_derived(w, key);
 	if (!d) {
 		struct starnn_blocked_weights layout;
 		size_t bytes = starnn_conv2d_dnnl_pack_info(pass, g, pdt, lda, w->ld, ldout, beta, &layout);
-		starnn_tensor *t = NULL;
-		if (bytes && bytes <= UINT32_MAX) {
-			/* "<w's name>.packed" (cut to a tensor name's length) */
-			char name[STARNN_NAME_MAX + 16];
-			snprintf(name, sizeof name, "%s.%s", w->name, pass == STARNN_CONV2D_FWD ? "packed" : "packed_bwd");
-			name[STARNN_NAME_MAX - 1] = 0;
-			int64_t shape[1] = {(int64_t)bytes};
-			if ((*rc = starnn_tensor_create(&t, name, STARNN_U8, 1, shape)) < 0)
-				return NULL;
-		}
-		d = starnn_tensor_add_derived(w, key, t);
-		if (!d) {
-			starnn_tensor_destroy(t);
+		d = derived_new(w, key, pass == STARNN_CONV2D_FWD ? "packed" : "packed_bwd", bytes <= UINT32_MAX ? bytes : 0,
+		                rc);
+		if (!d)
 			return NULL;
-		}
-		/* the optimizers keep fp32 copies in these layouts current as they
-		 * update w (codelets/copy.h); "tasks": packing tasks only */
-		if (t && pdt == STARNN_FP32 && starnn_conv2d_pack() == STARNN_CONV2D_PACK_ON)
+		/* the optimizers (and the convert from fp32 masters) keep fp32
+		 * copies in these layouts current as they write w
+		 * (codelets/copy.h); "tasks": packing tasks only */
+		if (d->d && pdt == STARNN_FP32 && starnn_conv2d_pack() == STARNN_CONV2D_PACK_ON)
 			d->layout = layout;
 	}
 	if (!d->d)
 		return NULL;
 	starnn_tensor_use_derived(d);
-	if (d->version != w->version) {
-		p.bytes = (uint32_t)d->d->cols;
-		static struct starpu_codelet *const pack_cls[STARNN_NDTYPES] = {
-			&pack_weight_fp32_cl, &pack_weight_fp16_cl, &pack_weight_bf16_cl};
-		struct starnn_task_desc t = {.cl = pack_cls[dt],
-		                             .args = &p, .args_size = sizeof p, .flops = STARNN_NO_FLOPS,
-		                             .tensors = {w, d->d}};
-		if ((*rc = starnn_submit(&t)) < 0)
-			return NULL;
-		d->version = w->version;
-		__atomic_add_fetch(&packs_submitted, 1, __ATOMIC_RELAXED);
-	}
+	p.bytes = (uint32_t)d->d->cols;
+	static struct starpu_codelet *const pack_cls[STARNN_NDTYPES] = {&pack_weight_fp32_cl, &pack_weight_fp16_cl,
+	                                                                 &pack_weight_bf16_cl};
+	if ((*rc = derived_update(d, w, pack_cls[dt], &p, sizeof p)) < 0)
+		return NULL;
 	return d->d;
 }
 
@@ -820,35 +840,16 @@ static starnn_tensor *sliced_for(starnn_tensor *w, const struct starnn_conv2d_ge
 	L.o = (uint32_t)root->rows;
 	L.header = (uint32_t)sizeof L;
 	L.align = 64;
-	/* the key: the layout (FNV-1a), apart from the packed copies' keys */
-	uint64_t key = 0x736c69636564ull; /* "sliced" */
-	for (size_t i = 0; i < sizeof L; i++)
-		key = (key ^ ((const unsigned char *)&L)[i]) * 1099511628211ull;
+	/* the key: the layout, apart from the packed copies' keys */
+	const uint64_t key = fnv1a(0x736c69636564ull /* "sliced" */, &L, sizeof L);
 	struct starnn_derived *d = starnn_tensor_derived(root, key);
 	if (!d) {
-		const size_t blocks = (L.o + L.ob - 1) / L.ob * ((L.i + L.ib - 1) / L.ib);
-		int64_t shape[1] = {(int64_t)(L.header + L.align + blocks * L.taps * L.ob * L.ib * sizeof(float))};
-		char name[STARNN_NAME_MAX + 16];
-		snprintf(name, sizeof name, "%s.blocked", root->name);
-		name[STARNN_NAME_MAX - 1] = 0;
-		starnn_tensor *t = NULL;
-		if ((*rc = starnn_tensor_create(&t, name, STARNN_U8, 1, shape)) < 0)
+		if (!(d = derived_new(root, key, "blocked", starnn_blocked_weights_bytes(&L), rc)))
 			return NULL;
-		d = starnn_tensor_add_derived(root, key, t);
-		if (!d) {
-			starnn_tensor_destroy(t);
-			return NULL;
-		}
 		d->layout = L;
 	}
-	if (d->version != root->version) {
-		struct starnn_task_desc t = {.cl = &pack_blocked_fp32_cl, .args = &L, .args_size = sizeof L,
-		                             .flops = STARNN_NO_FLOPS, .tensors = {root, d->d}};
-		if ((*rc = starnn_submit(&t)) < 0)
-			return NULL;
-		d->version = root->version;
-		__atomic_add_fetch(&packs_submitted, 1, __ATOMIC_RELAXED);
-	}
+	if ((*rc = derived_update(d, root, &pack_blocked_fp32_cl, &L, sizeof L)) < 0)
+		return NULL;
 	starnn_tensor_use_derived(d);
 	return d->d;
 }

@@ -567,9 +567,8 @@ int starnn_tensor_copies(starnn_tensor *t, struct starnn_derived **out, int max)
 		const struct starnn_blocked_weights *L = &e->layout;
 		if (!e->d || !L->ob || !L->ib || !e->used || e->version == UINT64_MAX)
 			continue;
-		const size_t blocks = (L->o + L->ob - 1) / L->ob * ((L->i + L->ib - 1) / L->ib);
 		if (L->o != t->rows || (size_t)L->i * L->taps != t->cols || (int64_t)L->i != t->shape[1] ||
-		    (size_t)L->header + L->align + blocks * L->taps * L->ob * L->ib * sizeof(float) > e->d->cols)
+		    starnn_blocked_weights_bytes(L) > e->d->cols)
 			continue;
 		out[n++] = e;
 	}

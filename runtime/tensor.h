@@ -118,6 +118,17 @@ static inline size_t starnn_blocked_weights_index(const struct starnn_blocked_we
 	return blk * L->ob * L->ib + in;
 }
 
+/* The floats of L's data, padding included; the bytes a copy in L takes
+ * at most (header, alignment, data). */
+static inline size_t starnn_blocked_weights_floats(const struct starnn_blocked_weights *L)
+{
+	return (size_t)(L->o + L->ob - 1) / L->ob * ((L->i + L->ib - 1) / L->ib) * L->taps * L->ob * L->ib;
+}
+static inline size_t starnn_blocked_weights_bytes(const struct starnn_blocked_weights *L)
+{
+	return (size_t)L->header + L->align + starnn_blocked_weights_floats(L) * sizeof(float);
+}
+
 /* The data of a copy in layout L whose storage begins at base. */
 static inline float *starnn_blocked_weights_data(const struct starnn_blocked_weights *L, void *base)
 {

@@ -88,6 +88,29 @@ static double now(void)
 	return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
 }
 
+/* The best seconds of run(ctx, k) for each route k < nroutes over reps
+ * runs each, the routes alternated (this machine's speed drifts), after one
+ * untimed warm-up round (primitives, pages); 1 with the error printed when
+ * a run fails. */
+static int best_times(int reps, int nroutes, int (*run)(void *ctx, int k), void *ctx, double *best)
+{
+	for (int k = 0; k < nroutes; k++)
+		best[k] = 1e30;
+	for (int r = -1; r < reps; r++)
+		for (int k = 0; k < nroutes; k++) {
+			double t = now();
+			int rc = run(ctx, k);
+			t = now() - t;
+			if (rc != 0) {
+				fprintf(stderr, "bench-conv: %s\n", starnn_last_error());
+				return 1;
+			}
+			if (r >= 0 && t < best[k])
+				best[k] = t;
+		}
+	return 0;
+}
+
 static float *random_f32(size_t n, unsigned *seed)
 {
 	float *p = malloc(n * sizeof *p);
@@ -164,6 +187,19 @@ static int run(int k, int pass, const struct starnn_conv2d_geom *g, struct bufs 
 	}
 }
 
+struct kernels_ctx {
+	int pass, have_bf16;
+	const struct starnn_conv2d_geom *g;
+	struct bufs *B;
+};
+
+/* (bf16 where the processor has no native bf16: not run, printed "-") */
+static int kernels_run(void *ctx, int k)
+{
+	const struct kernels_ctx *c = ctx;
+	return k == BF16 && !c->have_bf16 ? 0 : run(k, c->pass, c->g, c->B);
+}
+
 /* The 3x3 layers of the two tools/bench-unet configurations, as the
  * weight-gradient tasks see them (N: the micro-batch). */
 static const struct shape wgrad_shapes[] = {
@@ -178,6 +214,23 @@ static const struct shape wgrad_shapes[] = {
 	{"384 dec3a", 1, 512, 256, 48},  {"384 dec2a", 1, 256, 128, 96},  {"384 dec1a", 1, 128, 64, 192},
 	{"384 dec0a", 1, 64, 32, 384},
 };
+
+struct wgrad_ctx {
+	const struct starnn_conv2d_geom *g;
+	const float *x, *dy;
+	float *dw, *db;
+};
+
+static int wgrad_run(void *ctx, int k)
+{
+	static const enum starnn_conv2d_wgrad route[3] = {STARNN_CONV2D_WGRAD_DNNL, STARNN_CONV2D_WGRAD_GEMM,
+	                                                  STARNN_CONV2D_WGRAD_DIRECT};
+	const struct wgrad_ctx *c = ctx;
+	const struct starnn_conv2d_geom *g = c->g;
+	starnn_conv2d_wgrad_set(route[k]);
+	return starnn_conv2d_bwd_weight_dnnl(g, STARNN_FP32, c->x, g->c * g->h * g->w, c->dy, g->o * g->h * g->w, 0.0f,
+	                                     c->dw, g->c * 9, c->db);
+}
 
 /* --wgrad (see the top): best seconds of each route, alternated. */
 static int wgrad_bench(int reps, int quick)
@@ -201,22 +254,11 @@ static int wgrad_bench(int reps, int quick)
 		const size_t ldx = g.c * g.h * g.w, ldy = g.o * g.h * g.w, ldw = g.c * 9;
 		float *x = random_f32(g.n * ldx, &seed), *dy = random_f32(g.n * ldy, &seed);
 		float *dw = random_f32(g.o * ldw, &seed), *db = random_f32(g.o, &seed);
-		const enum starnn_conv2d_wgrad route[3] = {STARNN_CONV2D_WGRAD_DNNL, STARNN_CONV2D_WGRAD_GEMM,
-		                                           STARNN_CONV2D_WGRAD_DIRECT};
-		double best[3] = {1e30, 1e30, 1e30};
+		double best[3];
 		int nroutes = starnn_conv2d_wgrad_direct_ok(&g) ? 3 : 2; /* else "-" */
-		for (int r = -1; r < reps; r++) /* r = -1: warm-up (primitives, pages) */
-			for (int k = 0; k < nroutes; k++) {
-				starnn_conv2d_wgrad_set(route[k]);
-				double t = now();
-				if (starnn_conv2d_bwd_weight_dnnl(&g, STARNN_FP32, x, ldx, dy, ldy, 0.0f, dw, ldw, db) != 0) {
-					fprintf(stderr, "bench-conv: %s\n", starnn_last_error());
-					return 1;
-				}
-				t = now() - t;
-				if (r >= 0 && t < best[k])
-					best[k] = t;
-			}
+		struct wgrad_ctx ctx = {&g, x, dy, dw, db};
+		if (best_times(reps, nroutes, wgrad_run, &ctx, best))
+			return 1;
 		starnn_conv2d_wgrad_set(STARNN_CONV2D_WGRAD_AUTO);
 		double flops = starnn_conv2d_flops(&g, STARNN_CONV2D_BWD_WEIGHT);
 		const enum starnn_conv2d_wgrad a = starnn_conv2d_wgrad_route(&g, STARNN_FP32);
@@ -253,6 +295,27 @@ static const struct shape convt_shapes[] = {
 	{"384 up1", 1, 128, 64, 96},  {"384 up0", 1, 64, 32, 192},
 };
 
+struct convt_ctx {
+	size_t n, c, o, h, b, ldx, ldy, ldw;
+	int pass;
+	const float *x, *w;
+	float *dy, *dx, *dw, *db;
+};
+
+static int convt_run(void *ctx, int k)
+{
+	const struct convt_ctx *a = ctx;
+	starnn_convt2d_route_set(k ? STARNN_CONVT2D_DIRECT : STARNN_CONVT2D_DNNL);
+	if (a->pass == 2)
+		return starnn_convt2d_bwd_weight_dnnl(a->n, a->c, a->o, a->h, a->h, a->b, a->b, STARNN_FP32, a->x, a->ldx,
+		                                      a->dy, a->ldy, 0.0f, a->dw, a->ldw, a->db);
+	if (a->pass == 1)
+		return starnn_convt2d_bwd_data_dnnl(a->n, a->c, a->o, a->h, a->h, a->b, a->b, STARNN_FP32, a->w, a->ldw,
+		                                    a->dy, a->ldy, 0.0f, a->dx, a->ldx);
+	return starnn_convt2d_fwd_dnnl(a->n, a->c, a->o, a->h, a->h, a->b, a->b, STARNN_FP32, a->x, a->ldx, a->w, a->ldw,
+	                               a->db, a->dy, a->ldy);
+}
+
 /* --convt (see the top): best seconds of oneDNN and the direct kernels,
  * alternated, per pass. */
 static int convt_bench(int reps, int quick)
@@ -277,25 +340,10 @@ static int convt_bench(int reps, int quick)
 		const int direct = starnn_convt2d_direct_ok(o, b) && starnn_convt2d_direct_ok(c, b);
 		static const char *const pname[3] = {"fwd", "bwd_data", "bwd_weight"};
 		for (int p = 0; p < 3; p++) {
-			double best[2] = {1e30, 1e30};
-			for (int r = -1; r < reps; r++) /* r = -1: warm-up */
-				for (int k = 0; k < 1 + direct; k++) {
-					starnn_convt2d_route_set(k ? STARNN_CONVT2D_DIRECT : STARNN_CONVT2D_DNNL);
-					double t = now();
-					int rc = p == 2 ? starnn_convt2d_bwd_weight_dnnl(n, c, o, h, h, b, b, STARNN_FP32, x, ldx, dy,
-					                                                 ldy, 0.0f, dw, ldw, db)
-					         : p ? starnn_convt2d_bwd_data_dnnl(n, c, o, h, h, b, b, STARNN_FP32, w, ldw, dy, ldy, 0.0f,
-					                                            dx, ldx)
-					             : starnn_convt2d_fwd_dnnl(n, c, o, h, h, b, b, STARNN_FP32, x, ldx, w, ldw, db, dy,
-					                                       ldy);
-					t = now() - t;
-					if (rc != 0) {
-						fprintf(stderr, "bench-conv: %s\n", starnn_last_error());
-						return 1;
-					}
-					if (r >= 0 && t < best[k])
-						best[k] = t;
-				}
+			double best[2];
+			struct convt_ctx ctx = {n, c, o, h, b, ldx, ldy, ldw, p, x, w, dy, dx, dw, db};
+			if (best_times(reps, 1 + direct, convt_run, &ctx, best))
+				return 1;
 			const double flops = 2.0 * n * c * o * 4 * hw;
 			char dr[16], rr[16];
 			direct_columns(flops, best, direct, dr, rr);
@@ -307,6 +355,21 @@ static int convt_bench(int reps, int quick)
 		free(x), free(dy), free(dx), free(w), free(dw), free(db);
 	}
 	return 0;
+}
+
+struct nchw_in_ctx {
+	const struct starnn_conv2d_geom *g;
+	const float *x, *w, *bias;
+	float *y;
+};
+
+static int nchw_in_run(void *ctx, int k)
+{
+	const struct nchw_in_ctx *a = ctx;
+	const struct starnn_conv2d_geom *g = a->g;
+	const size_t hw = g->h * g->w;
+	starnn_conv2d_nchw_in_set(k ? STARNN_CONV2D_NCHW_IN_DIRECT : STARNN_CONV2D_NCHW_IN_DNNL);
+	return starnn_conv2d_fwd_dnnl(g, STARNN_FP32, a->x, g->c * hw, a->w, g->c * 9, a->bias, a->y, g->o * hw);
 }
 
 /* --nchw-in (see the top): the first layer's forward, oneDNN against the
@@ -330,20 +393,10 @@ static int nchw_in_bench(int reps, int quick)
 		float *x = random_f32(n * c * hw, &seed), *y = random_f32(n * o * hw, &seed);
 		float *w = random_f32(o * c * 9, &seed), *bias = random_f32(o, &seed);
 		const int direct = starnn_conv2d_fwd_nchw_direct_ok(&g);
-		double best[2] = {1e30, 1e30};
-		for (int r = -1; r < reps; r++) /* r = -1: warm-up */
-			for (int k = 0; k < 1 + direct; k++) {
-				starnn_conv2d_nchw_in_set(k ? STARNN_CONV2D_NCHW_IN_DIRECT : STARNN_CONV2D_NCHW_IN_DNNL);
-				double t = now();
-				int rc = starnn_conv2d_fwd_dnnl(&g, STARNN_FP32, x, c * hw, w, c * 9, bias, y, o * hw);
-				t = now() - t;
-				if (rc != 0) {
-					fprintf(stderr, "bench-conv: %s\n", starnn_last_error());
-					return 1;
-				}
-				if (r >= 0 && t < best[k])
-					best[k] = t;
-			}
+		double best[2];
+		struct nchw_in_ctx ctx = {&g, x, w, bias, y};
+		if (best_times(reps, 1 + direct, nchw_in_run, &ctx, best))
+			return 1;
 		const double flops = 2.0 * n * c * o * 9 * hw;
 		char dr[16], rr[16];
 		direct_columns(flops, best, direct, dr, rr);
@@ -428,24 +481,9 @@ int main(int argc, char **argv)
 		static const char *const pname[3] = {"fwd", "bwd_data", "bwd_weight"};
 		for (int p = 0; p < 3; p++) {
 			double best[NKERNELS];
-			for (int k = 0; k < NKERNELS; k++) {
-				best[k] = 1e30;
-				if (k == BF16 && !have_bf16)
-					continue;
-				if (run(k, p, &g, &B) != 0) { /* warm-up: primitives, pages */
-					fprintf(stderr, "bench-conv: %s\n", starnn_last_error());
-					return 1;
-				}
-			}
-			for (int r = 0; r < reps; r++)
-				for (int k = 0; k < NKERNELS; k++) {
-					if (k == BF16 && !have_bf16)
-						continue;
-					double t = now();
-					run(k, p, &g, &B);
-					t = now() - t;
-					best[k] = t < best[k] ? t : best[k];
-				}
+			struct kernels_ctx ctx = {p, have_bf16, &g, &B};
+			if (best_times(reps, NKERNELS, kernels_run, &ctx, best))
+				return 1;
 			printf("%-10s %-10s", sh->name, pname[p]);
 			for (int k = 0; k < NKERNELS; k++)
 				if (k == BF16 && !have_bf16)

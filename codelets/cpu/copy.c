@@ -123,8 +123,7 @@ void starnn_blocked_put_rows_cpu(const struct starnn_blocked_weights *L, size_t 
 void starnn_blocked_make_cpu(const struct starnn_blocked_weights *L, const float *w, size_t ldw, void *copy)
 {
 	memcpy(copy, L, sizeof *L);
-	const size_t blocks = (L->o + L->ob - 1) / L->ob * ((L->i + L->ib - 1) / L->ib);
-	memset(starnn_blocked_weights_data(L, copy), 0, blocks * L->taps * L->ob * L->ib * sizeof(float));
+	memset(starnn_blocked_weights_data(L, copy), 0, starnn_blocked_weights_floats(L) * sizeof(float));
 	starnn_blocked_put_rows_cpu(L, 0, L->o, w, ldw, copy);
 }
 

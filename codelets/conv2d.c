@@ -625,9 +625,13 @@ static void pack_dt(void *buffers[], void *cl_arg, starnn_dtype dt)
  * read slices of: args the layout. */
 static void pack_blocked_dt(void *buffers[], void *cl_arg, starnn_dtype dt)
 {
-	(void)dt;
 	struct starnn_mat w = BUF(0), c = BUF(1);
-	starnn_blocked_make_cpu(cl_arg, w.ptr, w.ld, c.ptr);
+	struct starnn_hw h;
+	starnn_hw_begin(&h, "conv2d_pack_blocked", 0);
+	struct starnn_mat ww = starnn_hw_in(&h, dt, w, 1); /* (16-bit: widened) */
+	if (!h.failed)
+		starnn_blocked_make_cpu(cl_arg, ww.ptr, ww.ld, c.ptr);
+	starnn_hw_end(&h);
 }
 
 /* The forward of a part of w's rows, its weights a slice of such a copy
@@ -637,11 +641,27 @@ static void fwd_sliced_cpu(void *buffers[], void *cl_arg, starnn_dtype dt)
 	const struct conv_args *a = cl_arg;
 	struct starnn_conv2d_geom g = geom_of(a);
 	struct starnn_mat x = BUF(0), w = BUF(1), y = BUF(4);
+	const void *whole = BUF(2).ptr;
 	const float *b = (const float *)BUF(3).ptr + a->o0;
-	if (a->backend == STARNN_CONV2D_DNNL)
-		done(starnn_conv2d_fwd_dnnl_sliced(&g, dt, x.ptr, x.ld, w.ptr, w.ld, BUF(2).ptr, a->o0, b, y.ptr, y.ld));
-	else
-		fwd_run(a, dt, 0, NULL, x, w, NULL, BUF(3).ptr, y);
+	/* 16-bit (widened: the copy holds the widened weights): x and y
+	 * widened, w too where the primitive does not read the copy's slice
+	 * (fp32 passes through the widening unchanged) */
+	const int dnnl = a->backend == STARNN_CONV2D_DNNL;
+	struct starnn_hw h;
+	starnn_hw_begin(&h, "conv2d_fwd_sliced", 0);
+	struct starnn_mat xw = starnn_hw_in(&h, dt, x, 1), yw = starnn_hw_in(&h, dt, y, 0);
+	const int as_is = dnnl && dt != STARNN_FP32 && !h.failed &&
+	                  starnn_conv2d_dnnl_sliced_ok(&g, xw.ld, w.ld, yw.ld, whole, a->o0);
+	struct starnn_mat ww = as_is ? w : starnn_hw_in(&h, dt, w, 1);
+	if (!h.failed) {
+		if (dnnl)
+			done(starnn_conv2d_fwd_dnnl_sliced(&g, STARNN_FP32, xw.ptr, xw.ld, ww.ptr, ww.ld, whole, a->o0, b,
+			                                   yw.ptr, yw.ld));
+		else
+			fwd_run(a, STARNN_FP32, 0, NULL, xw, ww, NULL, BUF(3).ptr, yw);
+		starnn_hw_out(&h, dt, yw, y);
+	}
+	starnn_hw_end(&h);
 }
 
 PACKED_CL(pack_weight, "conv2d_pack_weight", pack_dt, fp32, STARNN_FP32, pack_footprint, 2, STARPU_R, STARPU_W)
@@ -651,8 +671,16 @@ PACKED_CL(fwd_packed, "conv2d_fwd_packed", fwd_packed_cpu, fp32, STARNN_FP32, co
           STARPU_W)
 PACKED_CL(pack_blocked, "conv2d_pack_blocked", pack_blocked_dt, fp32, STARNN_FP32, starnn_footprint_shape, 2, STARPU_R,
           STARPU_W)
+PACKED_CL(pack_blocked, "conv2d_pack_blocked_fp16", pack_blocked_dt, fp16, STARNN_FP16, starnn_footprint_shape, 2,
+          STARPU_R, STARPU_W)
+PACKED_CL(pack_blocked, "conv2d_pack_blocked_bf16", pack_blocked_dt, bf16, STARNN_BF16, starnn_footprint_shape, 2,
+          STARPU_R, STARPU_W)
 PACKED_CL(fwd_sliced, "conv2d_fwd_sliced", fwd_sliced_cpu, fp32, STARNN_FP32, conv_footprint, 5, STARPU_R, STARPU_R,
           STARPU_R, STARPU_R, STARPU_W)
+PACKED_CL(fwd_sliced, "conv2d_fwd_sliced_fp16", fwd_sliced_cpu, fp16, STARNN_FP16, conv_half_footprint, 5, STARPU_R,
+          STARPU_R, STARPU_R, STARPU_R, STARPU_W)
+PACKED_CL(fwd_sliced, "conv2d_fwd_sliced_bf16", fwd_sliced_cpu, bf16, STARNN_BF16, conv_half_footprint, 5, STARPU_R,
+          STARPU_R, STARPU_R, STARPU_R, STARPU_W)
 PACKED_CL(fwd_packed, "conv2d_fwd_packed_bf16", fwd_packed_cpu, bf16, STARNN_BF16, conv_half_footprint, 5, STARPU_R, STARPU_R, STARPU_R,
           STARPU_R, STARPU_W)
 PACKED_CL(bwd_data_packed, "conv2d_bwd_data_packed", bwd_data_packed_cpu, fp32, STARNN_FP32, conv_footprint, 4, STARPU_R, STARPU_R, STARPU_R,
@@ -830,11 +858,14 @@ static starnn_tensor *sliced_for(starnn_tensor *w, const struct starnn_conv2d_ge
 	starnn_tensor *root;
 	size_t row0;
 	if (starnn_conv2d_pack() != STARNN_CONV2D_PACK_ON || starnn_conv2d_cpu_backend() != STARNN_CONV2D_DNNL ||
-	    dt != STARNN_FP32 || starpu_cuda_worker_get_count() > 0 || !w->parent ||
-	    !starnn_tensor_row_part(w, &root, &row0) || root->dtype != STARNN_FP32)
+	    (unsigned)dt >= STARNN_NDTYPES || (dt != STARNN_FP32 && !widened_cpu(dt)) ||
+	    starpu_cuda_worker_get_count() > 0 || !w->parent || !starnn_tensor_row_part(w, &root, &row0) ||
+	    root->dtype != dt)
 		return NULL;
+	if (dt != STARNN_FP32) /* widened: dense x and y (codelets/halfwrap.h) */
+		lda = g->c * g->h * g->w, ldout = g->o * g->h * g->w;
 	struct starnn_blocked_weights L;
-	if (!starnn_conv2d_dnnl_pack_info(STARNN_CONV2D_FWD, g, dt, lda, w->ld, ldout, 0.0f, &L) || !L.ob ||
+	if (!starnn_conv2d_dnnl_pack_info(STARNN_CONV2D_FWD, g, STARNN_FP32, lda, w->ld, ldout, 0.0f, &L) || !L.ob ||
 	    row0 % L.ob)
 		return NULL;
 	L.o = (uint32_t)root->rows;
@@ -848,7 +879,9 @@ static starnn_tensor *sliced_for(starnn_tensor *w, const struct starnn_conv2d_ge
 			return NULL;
 		d->layout = L;
 	}
-	if ((*rc = derived_update(d, root, &pack_blocked_fp32_cl, &L, sizeof L)) < 0)
+	static struct starpu_codelet *const cls[STARNN_NDTYPES] = {&pack_blocked_fp32_cl, &pack_blocked_fp16_cl,
+	                                                            &pack_blocked_bf16_cl};
+	if ((*rc = derived_update(d, root, cls[dt], &L, sizeof L)) < 0)
 		return NULL;
 	starnn_tensor_use_derived(d);
 	return d->d;
@@ -960,7 +993,9 @@ static int submit_fwd(starnn_tensor *x, starnn_tensor *w, starnn_tensor *b, star
 	STARNN_CHECK(rc);
 	starnn_tensor *ws = whole_w ? NULL : sliced_for(w, &g, dt, x->ld, y->ld, &rc);
 	STARNN_CHECK(rc);
-	struct starnn_task_desc d = {.cl = wp ? fwd_packed_cls[dt] : ws ? &fwd_sliced_fp32_cl : fwd_cls[dt], .args = a,
+	static struct starpu_codelet *const sliced_cls[STARNN_NDTYPES] = {&fwd_sliced_fp32_cl, &fwd_sliced_fp16_cl,
+	                                                                   &fwd_sliced_bf16_cl};
+	struct starnn_task_desc d = {.cl = wp ? fwd_packed_cls[dt] : ws ? sliced_cls[dt] : fwd_cls[dt], .args = a,
 	                             .args_size = sizeof *a, .flops = task_flops(a, STARNN_CONV2D_FWD),
 	                             .tensors = {x, w, b, y}};
 	if (wp || ws)

@@ -190,6 +190,9 @@ int starnn_conv2d_dnnl_pack(enum starnn_conv2d_pass pass, const struct starnn_co
  * on routes that do not run oneDNN (1x1 sgemm, the direct first layer). */
 int starnn_conv2d_dnnl_packed_ok(enum starnn_conv2d_pass pass, const struct starnn_conv2d_geom *g, size_t lda,
                                  size_t ldw, size_t ldout, float beta, const void *packed);
+/* The same for starnn_conv2d_fwd_dnnl_sliced's whole copy and row0. */
+int starnn_conv2d_dnnl_sliced_ok(const struct starnn_conv2d_geom *g, size_t ldx, size_t ldw, size_t ldy,
+                                 const void *whole, size_t row0);
 int starnn_conv2d_fwd_dnnl_packed(const struct starnn_conv2d_geom *g, starnn_dtype dt, const void *x, size_t ldx,
                                   const void *w, size_t ldw, const void *packed, const float *b, void *y, size_t ldy);
 /* The forward of a part of w's rows (output channels row0 .. row0 + o)

@@ -1014,23 +1014,6 @@ fail:
 	return rc;
 }
 
-int starnn_conv2d_dnnl_packed_ok(enum starnn_conv2d_pass pass, const struct starnn_conv2d_geom *g, size_t lda,
-                                 size_t ldw, size_t ldout, float beta, const void *packed)
-{
-	if (!packed || !pack_pass_ok(pass) || !g->n || !g->c || !g->o || !g->h || !g->w ||
-	    starnn_conv2d_1x1_gemm(g, STARNN_FP32) ||
-	    (pass == STARNN_CONV2D_FWD && starnn_conv2d_nchw_in_direct(g, STARNN_FP32)))
-		return 0;
-	struct dnnl_thread *t = thread_state();
-	if (!t)
-		return 0;
-	struct dnnl_conv key = conv_key(0, (int)pass, STARNN_FP32, g, lda, ldw, pass == STARNN_CONV2D_FWD, beta, ldout);
-	struct dnnl_conv *e;
-	if (conv_entry(t, &key, &e) < 0)
-		return 0; /* (the pass itself reports it) */
-	return packed_weights(e, packed) != NULL;
-}
-
 /* Where packed weights are: a buffer of starnn_conv2d_dnnl_pack, or (row0
  * given, sliced) rows row0 .. of a whole blocked copy of
  * starnn_blocked_make_cpu. */
@@ -1060,6 +1043,39 @@ static void *sliced_weights(const struct dnnl_conv *e, const struct packed_ref *
 		return NULL;
 	const size_t ibs = (L->i + L->ib - 1) / L->ib;
 	return starnn_blocked_weights_data(L, (void *)r->buf) + r->row0 / L->ob * ibs * L->taps * L->ob * L->ib;
+}
+
+/* Whether the fp32 primitive of a pass (this thread's, for these
+ * arguments) reads the weights of r as they are. */
+static int reads_as_is(enum starnn_conv2d_pass pass, const struct starnn_conv2d_geom *g, size_t lda, size_t ldw,
+                       size_t ldout, float beta, const struct packed_ref *r)
+{
+	if (!r->buf || !pack_pass_ok(pass) || !g->n || !g->c || !g->o || !g->h || !g->w ||
+	    starnn_conv2d_1x1_gemm(g, STARNN_FP32) ||
+	    (pass == STARNN_CONV2D_FWD && starnn_conv2d_nchw_in_direct(g, STARNN_FP32)))
+		return 0;
+	struct dnnl_thread *t = thread_state();
+	if (!t)
+		return 0;
+	struct dnnl_conv key = conv_key(0, (int)pass, STARNN_FP32, g, lda, ldw, pass == STARNN_CONV2D_FWD, beta, ldout);
+	struct dnnl_conv *e;
+	if (conv_entry(t, &key, &e) < 0)
+		return 0; /* (the pass itself reports it) */
+	return (r->sliced ? sliced_weights(e, r) : packed_weights(e, r->buf)) != NULL;
+}
+
+int starnn_conv2d_dnnl_packed_ok(enum starnn_conv2d_pass pass, const struct starnn_conv2d_geom *g, size_t lda,
+                                 size_t ldw, size_t ldout, float beta, const void *packed)
+{
+	const struct packed_ref r = {packed, 0, 0};
+	return reads_as_is(pass, g, lda, ldw, ldout, beta, &r);
+}
+
+int starnn_conv2d_dnnl_sliced_ok(const struct starnn_conv2d_geom *g, size_t ldx, size_t ldw, size_t ldy,
+                                 const void *whole, size_t row0)
+{
+	const struct packed_ref r = {whole, row0, 1};
+	return reads_as_is(STARNN_CONV2D_FWD, g, ldx, ldw, ldy, 0.0f, &r);
 }
 
 /* bias: the forward's bias (read), or the backward weight pass's bias
@@ -1561,6 +1577,13 @@ int starnn_conv2d_dnnl_packed_ok(enum starnn_conv2d_pass pass, const struct star
                                  size_t ldw, size_t ldout, float beta, const void *packed)
 {
 	(void)pass, (void)g, (void)lda, (void)ldw, (void)ldout, (void)beta, (void)packed;
+	return 0;
+}
+
+int starnn_conv2d_dnnl_sliced_ok(const struct starnn_conv2d_geom *g, size_t ldx, size_t ldw, size_t ldy,
+                                 const void *whole, size_t row0)
+{
+	(void)g, (void)ldx, (void)ldw, (void)ldy, (void)whole, (void)row0;
 	return 0;
 }
 

@@ -1090,27 +1090,37 @@ static void same_bits(const char *what, starnn_tensor *a, starnn_tensor *b)
  * copy of w (conv2d_fwd_sliced) and give bitwise what they give with
  * packing off; after w is written by a task, and by an optimizer that
  * keeps the copy current (starnn_sgd), the next forward uses the new
- * values, still bitwise. x and y in blocks of b. */
-static void sliced_weights(size_t c, size_t o, size_t s, int b)
+ * values, still bitwise. x and y in blocks of b. 16-bit dt (widened on
+ * this CPU: fp16, bf16 without native kernels): the copy holds the widened
+ * weights, written by the host, then by the convert from fp32 masters,
+ * which keeps it current. */
+static void sliced_weights(starnn_dtype dt, size_t c, size_t o, size_t s, int b)
 {
 	char what[160];
-	snprintf(what, sizeof what, "sliced weights c %zu o %zu %zux%zu, blocks of %d", c, o, s, s, b);
+	snprintf(what, sizeof what, "sliced weights %s c %zu o %zu %zux%zu, blocks of %d", starnn_dtype_name(dt), c, o,
+	         s, s, b);
 	size_t nx = c * s * s, nw = o * c * 9;
 	float *xv = test_random(nx, -1, 1), *wv = test_random(nw, -0.3f, 0.3f), *bv = test_random(o, -1, 1);
-	starnn_tensor *x = tensor4_layout("x", STARNN_FP32, 1, c, s, s, b, xv), *w = tensor4("w", o, c, 3, 3, wv);
+	float *wv2 = test_random(nw, -0.3f, 0.3f);
+	starnn_tensor *x = tensor4_layout("x", dt, 1, c, s, s, b, xv), *w = tensor4_layout("w", dt, o, c, 3, 3, 1, wv);
 	starnn_tensor *bias = tensor1("b", o, bv), *g = tensor4("g", o, c, 3, 3, wv), *mom = tensor4("mom", o, c, 3, 3, NULL);
-	starnn_tensor *y[2] = {tensor4_layout("y0", STARNN_FP32, 1, o, s, s, b, NULL),
-	                       tensor4_layout("y1", STARNN_FP32, 1, o, s, s, b, NULL)};
+	starnn_tensor *y[2] = {tensor4_layout("y0", dt, 1, o, s, s, b, NULL), tensor4_layout("y1", dt, 1, o, s, s, b, NULL)};
 	struct starnn_sgd_params sp = {0.1f, 0.9f, 0.0f, 0.0f, 0};
+	int (*fwd)(starnn_tensor *, starnn_tensor *, starnn_tensor *, starnn_tensor *) =
+		dt == STARNN_FP32 ? starnn_conv2d_fwd : starnn_conv2d_fwd_mp;
 	for (int round = 0; round < 3; round++) {
-		if (round == 1)
+		if (round == 1 && dt == STARNN_FP32)
 			TEST_OK(starnn_scale(0.5f, w)); /* a task writes w: the copy is made again */
-		if (round == 2)
+		if (round == 1 && dt != STARNN_FP32)
+			TEST_OK(starnn_tensor_write_f32(w, wv2)); /* the host writes w */
+		if (round == 2 && dt == STARNN_FP32)
 			TEST_OK(starnn_sgd(w, g, mom, &sp, 1, 1.0f)); /* the optimizer writes w and the copy */
+		if (round == 2 && dt != STARNN_FP32)
+			TEST_OK(starnn_convert(g, w)); /* the masters' convert writes w and the copy */
 		uint64_t before = starnn_conv2d_pack_count();
 		for (int r = 0; r < 2; r++) { /* r 0: packing off, the reference */
 			starnn_conv2d_pack_set(r);
-			TEST_OK(starnn_conv2d_fwd(x, w, bias, y[r]));
+			TEST_OK(fwd(x, w, bias, y[r]));
 		}
 		TEST_OK(starnn_wait());
 		char w2[200];
@@ -1127,7 +1137,7 @@ static void sliced_weights(size_t c, size_t o, size_t s, int b)
 	starnn_tensor *all[] = {x, w, bias, g, mom, y[0], y[1]};
 	for (size_t i = 0; i < sizeof all / sizeof *all; i++)
 		starnn_tensor_destroy(all[i]);
-	free(xv), free(wv), free(bv);
+	free(xv), free(wv), free(wv2), free(bv);
 }
 
 static void packed_weights(starnn_dtype dt, size_t n, size_t c, size_t o, size_t s, int xb, int yb)
@@ -1362,8 +1372,12 @@ int main(void)
 			int b = starnn_conv2d_dnnl_block(STARNN_FP32);
 			if (b > 1)
 				packed_weights(STARNN_FP32, 4, 32, 16, 12, b, b);
-			if (b > 1 && starnn_split_width() >= 2)
-				sliced_weights(32, 48, 64, b);
+			if (b > 1 && starnn_split_width() >= 2) {
+				sliced_weights(STARNN_FP32, 32, 48, 64, b);
+				sliced_weights(STARNN_FP16, 32, 48, 64, b);
+				if (!starnn_conv2d_dnnl_bf16())
+					sliced_weights(STARNN_BF16, 32, 48, 64, b);
+			}
 			if (starnn_conv2d_dnnl_bf16()) {
 				packed_weights(STARNN_BF16, 4, 16, 32, 16, 1, 1);
 				packed_weights(STARNN_BF16, 2, 32, 64, 8, 32, 64); /* NHWC */

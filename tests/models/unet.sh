@@ -298,6 +298,11 @@ if grep -q '^ *oneDNN.*: yes' "$B/config.summary" 2> /dev/null; then
 		[ "$r_amp" = 0 ] && [ "$r_ampo" -gt 0 ] &&
 			ok "amp-bf16 (widened): no reorder in steps 3-4 (packing off: $r_ampo)" ||
 			fail "amp-bf16: reorders in steps 3-4: $r_amp (packing off: $r_ampo), expected none"
+		# ... and at batch 1 (the channel-split forwards' whole copy of the
+		# widened weights, kept current by the convert from the masters)
+		r_amp1=$(ARGS="$L1 --precision amp-bf16" REORDERS=all weight_reorders STARNN_CONV2D_PACK=on)
+		[ "$r_amp1" = 0 ] && ok "amp-bf16 (widened), batch 1: no reorder in steps 3-4" ||
+			fail "amp-bf16, batch 1: reorders in steps 3-4: $r_amp1, expected none"
 	else
 		[ "$r_on" -le "$r_tasks" ] && ok "weight reorders in steps 3-4: $r_on (packing tasks: $r_tasks)" ||
 			fail "weight reorders in steps 3-4: $r_on, more than packing tasks' $r_tasks"

@@ -241,6 +241,50 @@ static unsigned char *copy_read(starnn_tensor *c, const struct starnn_blocked_we
 	return b;
 }
 
+/* The copies' layouts of an O x I x 3 x 3 tensor: OIhw8i8o and OIhw8o8i
+ * (a 24-byte header, 64-byte aligned data), and the bytes of each. */
+struct test_copies {
+	struct starnn_blocked_weights L[2];
+	struct starnn_derived *e[2];
+	size_t bytes;
+	int n;
+};
+
+/* n copies of w (whose values are v), as a packing task would make them,
+ * their padding and headers SENTINEL, added to w under keys key0, key0 + 1. */
+static struct test_copies copies_new(starnn_tensor *w, const float *v, int64_t O, int64_t I, int n, uint64_t key0)
+{
+	struct test_copies tc = {{{(uint32_t)O, (uint32_t)I, 9, 8, 8, 0, 24, 64}, {(uint32_t)O, (uint32_t)I, 9, 8, 8, 1, 24, 64}},
+	                         {NULL, NULL}, 24 + 64 + (size_t)((O + 7) / 8 * ((I + 7) / 8)) * 64 * 9 * sizeof(float), n};
+	for (int c = 0; c < n; c++) {
+		starnn_tensor *t;
+		TEST_OK(starnn_tensor_create(&t, "w.packed", STARNN_U8, 1, (int64_t[]){(int64_t)tc.bytes}));
+		unsigned char *b = malloc(tc.bytes);
+		memset(b, SENTINEL, tc.bytes);
+		expected_copy(&tc.L[c], v,
+		              (float *)(void *)(b + ((unsigned char *)starnn_blocked_weights_data(&tc.L[c], t->host) -
+		                                     (unsigned char *)t->host)));
+		TEST_OK(starnn_tensor_write(t, b));
+		free(b);
+		tc.e[c] = starnn_tensor_add_derived(w, key0 + (uint64_t)c, t);
+		TEST_ASSERT(tc.e[c] != NULL, "add_derived");
+		tc.e[c]->layout = tc.L[c];
+		tc.e[c]->version = w->version;
+	}
+	return tc;
+}
+
+/* The copies' bytes before a write (and where their data begin), each
+ * marked as read by a pass unless unread. */
+static void copies_before(const struct test_copies *tc, int unread, unsigned char *before[2], float *bd[2])
+{
+	for (int c = 0; c < tc->n; c++) {
+		before[c] = copy_read(tc->e[c]->d, &tc->L[c], &bd[c]);
+		if (!unread)
+			starnn_tensor_use_derived(tc->e[c]);
+	}
+}
+
 static void updates_with_copies(enum opt op, int ncopies, int64_t O, int64_t I)
 {
 	const int64_t k = 3;
@@ -255,27 +299,11 @@ static void updates_with_copies(enum opt op, int ncopies, int64_t O, int64_t I)
 	float st[4] = {2.0f, 3.0f, 7.0f, 0.0f};
 	TEST_OK(starnn_tensor_write(state, st));
 
-	/* the copies: OIhw8i8o and OIhw8o8i, made from w0 as a packing task
-	 * would, their padding and headers SENTINEL */
-	struct starnn_blocked_weights L[2] = {{(uint32_t)O, (uint32_t)I, 9, 8, 8, 0, 24, 64},
-	                                      {(uint32_t)O, (uint32_t)I, 9, 8, 8, 1, 24, 64}};
-	struct starnn_derived *e[2];
-	size_t bytes = 24 + 64 + (size_t)((O + 7) / 8 * ((I + 7) / 8)) * 64 * 9 * sizeof(float);
-	for (int c = 0; c < ncopies; c++) {
-		starnn_tensor *t;
-		TEST_OK(starnn_tensor_create(&t, "w.packed", STARNN_U8, 1, (int64_t[]){(int64_t)bytes}));
-		unsigned char *b = malloc(bytes);
-		memset(b, SENTINEL, bytes);
-		expected_copy(&L[c], w0,
-		              (float *)(void *)(b + ((unsigned char *)starnn_blocked_weights_data(&L[c], t->host) -
-		                                     (unsigned char *)t->host)));
-		TEST_OK(starnn_tensor_write(t, b));
-		free(b);
-		e[c] = starnn_tensor_add_derived(a.w, 100 + (uint64_t)c, t);
-		TEST_ASSERT(e[c] != NULL, "add_derived");
-		e[c]->layout = L[c];
-		e[c]->version = a.w->version;
-	}
+	/* the copies, made from w0 */
+	struct test_copies tc = copies_new(a.w, w0, O, I, ncopies, 100);
+	struct starnn_derived **e = tc.e;
+	const struct starnn_blocked_weights *L = tc.L;
+	const size_t bytes = tc.bytes;
 	for (int step = 1; step <= 4; step++) {
 		const int skipped = step == 2 && (op == OPT_ADAM_AMP || op == OPT_SGD_AMP);
 		const int unread = step == 3; /* no pass read the copies since the last update */
@@ -284,11 +312,7 @@ static void updates_with_copies(enum opt op, int ncopies, int64_t O, int64_t I)
 		TEST_OK(starnn_fill(skipped ? 1.0f : 0.0f, flag));
 		unsigned char *before[2];
 		float *bd[2];
-		for (int c = 0; c < ncopies; c++) {
-			before[c] = copy_read(e[c]->d, &L[c], &bd[c]);
-			if (!unread)
-				starnn_tensor_use_derived(e[c]);
-		}
+		copies_before(&tc, unread, before, bd);
 		update(op, &a, state, flag, step);
 		update(op, &r, state, flag, step);
 		float *wa = test_read(a.w), *wr = test_read(r.w), *sa = test_read(a.s1), *sr = test_read(r.s1);
@@ -340,26 +364,11 @@ static void narrows_with_copies(starnn_dtype dt, int ncopies, int64_t O, int64_t
 	starnn_tensor *m = test_tensor("master", 4, shape, NULL), *y, *yr;
 	TEST_OK(starnn_tensor_create(&y, "w16", dt, 4, shape));
 	TEST_OK(starnn_tensor_create(&yr, "w16r", dt, 4, shape));
-	struct starnn_blocked_weights L[2] = {{(uint32_t)O, (uint32_t)I, 9, 8, 8, 0, 24, 64},
-	                                      {(uint32_t)O, (uint32_t)I, 9, 8, 8, 1, 24, 64}};
-	struct starnn_derived *e[2];
-	const size_t bytes = 24 + 64 + (size_t)((O + 7) / 8 * ((I + 7) / 8)) * 64 * 9 * sizeof(float);
 	float *zero = calloc(n, sizeof *zero);
-	for (int c = 0; c < ncopies; c++) {
-		starnn_tensor *t;
-		TEST_OK(starnn_tensor_create(&t, "w16.packed", STARNN_U8, 1, (int64_t[]){(int64_t)bytes}));
-		unsigned char *b = malloc(bytes);
-		memset(b, SENTINEL, bytes);
-		expected_copy(&L[c], zero, /* y is zero at first */
-		              (float *)(void *)(b + ((unsigned char *)starnn_blocked_weights_data(&L[c], t->host) -
-		                                     (unsigned char *)t->host)));
-		TEST_OK(starnn_tensor_write(t, b));
-		free(b);
-		e[c] = starnn_tensor_add_derived(y, 200 + (uint64_t)c, t);
-		TEST_ASSERT(e[c] != NULL, "add_derived");
-		e[c]->layout = L[c];
-		e[c]->version = y->version;
-	}
+	struct test_copies tc = copies_new(y, zero, O, I, ncopies, 200); /* y is zero at first */
+	struct starnn_derived **e = tc.e;
+	const struct starnn_blocked_weights *L = tc.L;
+	const size_t bytes = tc.bytes;
 	uint16_t *yv = malloc(n * sizeof *yv), *rv = malloc(n * sizeof *rv);
 	float *wide = malloc(n * sizeof *wide);
 	for (int step = 1; step <= 3; step++) {
@@ -370,11 +379,7 @@ static void narrows_with_copies(starnn_dtype dt, int ncopies, int64_t O, int64_t
 		TEST_OK(starnn_tensor_write(m, mv));
 		unsigned char *before[2];
 		float *bd[2];
-		for (int c = 0; c < ncopies; c++) {
-			before[c] = copy_read(e[c]->d, &L[c], &bd[c]);
-			if (!unread)
-				starnn_tensor_use_derived(e[c]);
-		}
+		copies_before(&tc, unread, before, bd);
 		TEST_OK(starnn_convert(m, y));
 		TEST_OK(starnn_convert(m, yr));
 		TEST_OK(starnn_tensor_read(y, yv));

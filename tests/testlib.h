@@ -76,6 +76,21 @@ static inline void test_init(void)
 	}
 }
 
+/* Host-only work in a test (references computed on the CPU; no task
+ * waited for in between): idle StarPU CPU workers poll for tasks in a
+ * tight loop (StarPU's default, non-blocking drivers) and take the cores
+ * from it and from the tests running beside it; between these two calls
+ * they sleep (starpu_pause). Tasks submitted before or in between start
+ * after test_host_end. Calls nest. */
+static inline void test_host_begin(void)
+{
+	starpu_pause();
+}
+static inline void test_host_end(void)
+{
+	starpu_resume();
+}
+
 /* Shuts starnn down and reports. */
 static inline int test_finish(void)
 {

@@ -108,6 +108,7 @@ static void ref_forward(size_t n, size_t c, size_t inner, const float *x, const 
                         int relu, const float *rm0, const float *rv0, double mom, double eps, const struct prec *p,
                         struct ref *r)
 {
+	test_host_begin();
 	double m = (double)(n * inner), u = p->u, ua = p->ua;
 	for (size_t k = 0; k < c; k++) {
 		double s = 0, sabs = 0, s2 = 0, v = 0;
@@ -145,6 +146,7 @@ static void ref_forward(size_t n, size_t c, size_t inner, const float *x, const 
 				r->by[e] = y_bound(gamma[k], is, xm, yv, r->bmean[k], r->binvstd[k], u);
 			}
 	}
+	test_host_end();
 }
 
 /* Evaluation: y = gamma (x - rm) / sqrt(rv + eps) + beta with the given
@@ -156,6 +158,7 @@ static void ref_eval(size_t n, size_t c, size_t inner, const float *x, const flo
                      const double *rm, const double *rv, const double *erm, const double *erv, double eps,
                      const struct prec *p, double *y, double *by)
 {
+	test_host_begin();
 	for (size_t k = 0; k < c; k++) {
 		double is = 1 / sqrt(rv[k] + eps), em = erm ? erm[k] : 0;
 		double eis = (erv ? 0.5 * is * is * is * erv[k] : 0) + 3 * p->ua * is;
@@ -167,6 +170,7 @@ static void ref_eval(size_t n, size_t c, size_t inner, const float *x, const flo
 				by[e] = y_bound(gamma[k], is, xm, v, em, eis, p->u);
 			}
 	}
+	test_host_end();
 }
 
 /* Backward in double; mask: the forward output when the ReLU is fused (its
@@ -188,6 +192,7 @@ static void ref_eval(size_t n, size_t c, size_t inner, const float *x, const flo
 static void ref_backward(size_t n, size_t c, size_t inner, const float *x, const float *dy, const float *mask,
                          const float *gamma, const struct prec *p, struct ref *r)
 {
+	test_host_begin();
 	double m = (double)(n * inner), u = p->u, ua = p->ua;
 	for (size_t k = 0; k < c; k++) {
 		double sg = 0, sgabs = 0, s2 = 0, s2abs = 0, mean = r->mean[k], is = r->invstd[k];
@@ -220,6 +225,7 @@ static void ref_backward(size_t n, size_t c, size_t inner, const float *x, const
 				                           u * fabs(dc * xm) + u * fabs(r->dx[e]));
 			}
 	}
+	test_host_end();
 }
 
 static struct ref ref_alloc(size_t numel, size_t c)

@@ -100,6 +100,7 @@ static void bwd_weight_kernel(const struct starnn_conv2d_geom *g, const float *x
 static void naive_fwd(const struct starnn_conv2d_geom *g, const float *x, const float *w, const float *b, double *ref,
                       double *mag)
 {
+	test_host_begin();
 	const long N = (long)g->n, C = (long)g->c, O = (long)g->o, H = (long)g->h, W = (long)g->w, k = (long)g->k,
 	           pad = k / 2;
 	for (long n = 0; n < N; n++)
@@ -121,12 +122,14 @@ static void naive_fwd(const struct starnn_conv2d_geom *g, const float *x, const 
 					ref[((n * O + o) * H + h) * W + q] = s;
 					mag[((n * O + o) * H + h) * W + q] = a;
 				}
+	test_host_end();
 }
 
 /* ref = beta * dx0 + conv_transpose(dy, w). */
 static void naive_bwd_data(const struct starnn_conv2d_geom *g, const float *dy, const float *w, float beta,
                            const float *dx0, double *ref, double *mag)
 {
+	test_host_begin();
 	const long N = (long)g->n, C = (long)g->c, O = (long)g->o, H = (long)g->h, W = (long)g->w, k = (long)g->k,
 	           pad = k / 2;
 	for (long e = 0; e < N * C * H * W; e++) {
@@ -150,6 +153,7 @@ static void naive_bwd_data(const struct starnn_conv2d_geom *g, const float *dy, 
 								mag[e] += fabs(t);
 							}
 				}
+	test_host_end();
 }
 
 /* ref_w = beta * dw0 + sum dy (x) x; ref_b = beta * db0 + sum dy. */
@@ -157,6 +161,7 @@ static void naive_bwd_weight(const struct starnn_conv2d_geom *g, const float *x,
                              const float *dw0, const float *db0, double *ref_w, double *mag_w, double *ref_b,
                              double *mag_b)
 {
+	test_host_begin();
 	const long N = (long)g->n, C = (long)g->c, O = (long)g->o, H = (long)g->h, W = (long)g->w, k = (long)g->k,
 	           pad = k / 2;
 	for (long e = 0; e < O * C * k * k; e++) {
@@ -186,6 +191,7 @@ static void naive_bwd_weight(const struct starnn_conv2d_geom *g, const float *x,
 								mag_w[e] += fabs(t);
 							}
 				}
+	test_host_end();
 }
 
 /* Terms of each output's sum (plus beta times the old value, or the bias):

@@ -44,6 +44,7 @@ static int same_f32(uint32_t got, uint32_t want)
 
 static void exhaustive_16(void)
 {
+	test_host_begin();
 	size_t n = 65536;
 	uint16_t *h = malloc(n * sizeof *h), *back = malloc(n * sizeof *back), *other = malloc(n * sizeof *other);
 	float *f = malloc(n * sizeof *f);
@@ -93,6 +94,7 @@ static void exhaustive_16(void)
 		bad += other[i] != starnn_float_to_half(starnn_bf16_to_float(h[i]));
 	TEST_ASSERT(bad == 0, "bf16 -> fp16 on all 65536 patterns: %zu differ from the scalar reference", bad);
 	free(h), free(back), free(other), free(f);
+	test_host_end();
 }
 
 /* fp32 -> fp16 and fp32 -> bf16 kernels vs runtime/half.h on n patterns. */
@@ -124,6 +126,7 @@ static size_t check_f32_block(const uint32_t *u, size_t n, size_t *bad_bf)
 
 static void sampled_f32(void)
 {
+	test_host_begin();
 	size_t chunk = 1 << 20, n = 0, bad = 0, bad_bf = 0, total = 0;
 	uint32_t *u = malloc(chunk * sizeof *u);
 	/* Every 257th pattern of the 2^32 (all exponents, both signs, NaNs,
@@ -156,6 +159,7 @@ static void sampled_f32(void)
 	TEST_ASSERT(bad == 0, "fp32 -> fp16 on %zu patterns: %zu differ from starnn_float_to_half", total, bad);
 	TEST_ASSERT(bad_bf == 0, "fp32 -> bf16 on %zu patterns: %zu differ from starnn_float_to_bf16", total, bad_bf);
 	free(u);
+	test_host_end();
 }
 
 static void known_values(void)

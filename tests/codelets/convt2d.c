@@ -80,6 +80,7 @@ static void ref_init(struct test_sums *r, const float *cur)
 
 static void naive_fwd(struct shape s, const struct bufs *t, struct test_sums *y)
 {
+	test_host_begin();
 	ref_init(y, t->y);
 	for (size_t r = 0; r < s.n; r++)
 		for (size_t o = 0; o < s.o; o++)
@@ -94,6 +95,7 @@ static void naive_fwd(struct shape s, const struct bufs *t, struct test_sums *y)
 					size_t i = r * t->ly + (o * 2 * s.h + p) * 2 * s.w + q;
 					y->val[i] = acc, y->mag[i] = mag;
 				}
+	test_host_end();
 }
 
 /* beta * old + acc, with its magnitude. */
@@ -105,6 +107,7 @@ static void ref_set(struct test_sums *r, size_t i, float beta, double acc, doubl
 
 static void naive_bwd_data(struct shape s, const struct bufs *t, float beta, struct test_sums *dx)
 {
+	test_host_begin();
 	ref_init(dx, t->dx);
 	for (size_t r = 0; r < s.n; r++)
 		for (size_t c = 0; c < s.c; c++)
@@ -120,11 +123,13 @@ static void naive_bwd_data(struct shape s, const struct bufs *t, float beta, str
 							}
 					ref_set(dx, r * t->lx + (c * s.h + i) * s.w + j, beta, acc, mag);
 				}
+	test_host_end();
 }
 
 static void naive_bwd_weight(struct shape s, const struct bufs *t, float beta, struct test_sums *dw,
                              struct test_sums *db)
 {
+	test_host_begin();
 	ref_init(dw, t->dw);
 	ref_init(db, t->db);
 	for (size_t c = 0; c < s.c; c++)
@@ -150,6 +155,7 @@ static void naive_bwd_weight(struct shape s, const struct bufs *t, float beta, s
 			}
 		ref_set(db, o, beta, acc, mag);
 	}
+	test_host_end();
 }
 
 /* Terms per output of each pass (the longest sum). */

@@ -70,35 +70,36 @@ static struct starpu_codelet *const convert_cl[STARNN_NDTYPES][STARNN_NDTYPES] =
 struct narrow_ctx {
 	starnn_dtype dt;
 	struct starnn_mat x, y;
-	float *r; /* the rounded values, widened (y's shape, dense) */
 };
 
-static void narrow_tile(void *ctx, size_t r0, size_t r1, size_t c0, size_t c1)
+/* Rounds a tile of x into y, and returns its rounded values widened (in
+ * this thread's scratch, the tile's size) for the copies. */
+static const float *narrow_tile(void *ctx, size_t r0, size_t r1, size_t c0, size_t c1, size_t *ldt)
 {
 	const struct narrow_ctx *c = ctx;
-	const size_t es = starnn_dtype_size(c->dt);
+	const size_t es = starnn_dtype_size(c->dt), rows = r1 - r0, cols = c1 - c0;
+	float *r = starnn_scratch(STARNN_SCRATCH_HALF, (rows * cols > 0 ? rows * cols : 1) * sizeof(float));
+	if (!r) {
+		starnn_defer_error(STARNN_ENOMEM, "convert_copies: cannot allocate %zu x %zu floats of scratch", rows, cols);
+		return NULL;
+	}
 	const float *x = (const float *)c->x.ptr + r0 * c->x.ld + c0;
 	void *y = (char *)c->y.ptr + (r0 * c->y.ld + c0) * es;
-	starnn_convert_cpu(STARNN_FP32, c->dt, r1 - r0, c1 - c0, x, c->x.ld, y, c->y.ld);
-	starnn_convert_cpu(c->dt, STARNN_FP32, r1 - r0, c1 - c0, y, c->y.ld, c->r + r0 * c->y.cols + c0, c->y.cols);
+	starnn_convert_cpu(STARNN_FP32, c->dt, rows, cols, x, c->x.ld, y, c->y.ld);
+	starnn_convert_cpu(c->dt, STARNN_FP32, rows, cols, y, c->y.ld, r, cols);
+	*ldt = cols;
+	return r;
 }
 
 static void narrow_copies(void *buffers[], void *cl_arg, starnn_dtype dt)
 {
 	const struct starnn_copies *cp = cl_arg;
-	struct narrow_ctx c = {dt, starnn_buffer(buffers, 0), starnn_buffer(buffers, 1), NULL};
-	const size_t n_r = c.y.rows * c.y.cols;
-	c.r = starnn_scratch(STARNN_SCRATCH_HALF, (n_r > 0 ? n_r : 1) * sizeof(float));
-	if (!c.r) {
-		starnn_defer_error(STARNN_ENOMEM, "convert_copies: cannot allocate %zu x %zu floats of scratch", c.y.rows,
-		                   c.y.cols);
-		return;
-	}
+	struct narrow_ctx c = {dt, starnn_buffer(buffers, 0), starnn_buffer(buffers, 1)};
 	void *copies[STARNN_MAX_COPIES];
 	const int n = cp->n < STARNN_MAX_COPIES ? cp->n : STARNN_MAX_COPIES;
 	for (int i = 0; i < n; i++)
 		copies[i] = starnn_buffer(buffers, 2 + i).ptr;
-	starnn_update_with_copies(c.y.rows, c.y.cols, narrow_tile, &c, c.r, c.y.cols, n, cp->L, copies);
+	starnn_tiles_with_copies(c.y.rows, c.y.cols, narrow_tile, &c, n, cp->L, copies);
 }
 
 static void narrow_fp16_copies_cpu(void *buffers[], void *cl_arg)

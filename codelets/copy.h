@@ -44,6 +44,13 @@ void starnn_update_with_copies(size_t rows, size_t cols,
                                void (*update)(void *ctx, size_t r0, size_t r1, size_t c0, size_t c1), void *ctx,
                                const float *w, size_t ldw, int n, const struct starnn_blocked_weights *L,
                                void *const *copies);
+/* The same where the values the copies take are not w's (fp32 copies of
+ * a 16-bit tensor: codelets/convert.c): tile(ctx, r0, r1, c0, c1, &ldt)
+ * writes its part and returns the tile's values for the copies (fp32,
+ * rows ldt apart, from (r0, c0)), or NULL to stop (an error it recorded). */
+void starnn_tiles_with_copies(size_t rows, size_t cols,
+                              const float *(*tile)(void *ctx, size_t r0, size_t r1, size_t c0, size_t c1, size_t *ldt),
+                              void *ctx, int n, const struct starnn_blocked_weights *L, void *const *copies);
 
 /* Task submission. copy(x, x) does nothing. */
 int starnn_copy(starnn_tensor *x, starnn_tensor *y);

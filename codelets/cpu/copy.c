@@ -78,8 +78,10 @@ __attribute__((target("avx2"))) static void put8_avx2(const float *w, size_t ldw
 }
 #endif
 
-void starnn_blocked_put_cpu(const struct starnn_blocked_weights *L, size_t o0, size_t o1, size_t i0, size_t i1,
-                            const float *w, size_t ldw, void *copy)
+/* Element (o, i, t) of the weights at w[(o - wo) * ldw + (i - wi) * T + t]:
+ * the whole tensor (wo = wi = 0) or a tile of it starting at (wo, wi). */
+static void put_from(const struct starnn_blocked_weights *L, size_t o0, size_t o1, size_t i0, size_t i1,
+                     const float *w, size_t ldw, size_t wo, size_t wi, void *copy)
 {
 	float *d = starnn_blocked_weights_data(L, copy);
 	const size_t T = L->taps, ob = L->ob, ib = L->ib, bsz = ob * ib, ibs = (L->i + ib - 1) / ib;
@@ -94,8 +96,8 @@ void starnn_blocked_put_cpu(const struct starnn_blocked_weights *L, size_t o0, s
 			const size_t ia = ib0 > i0 ? ib0 : i0, iz = ib0 + ib < i1 ? ib0 + ib : i1;
 			float *blk = d + ((ob0 / ob) * ibs + ib0 / ib) * T * bsz;
 #ifdef PUT_X86
-			if (avx2 && oz - oa == 8 && iz - ia == 8) {
-				put8_avx2(w + ob0 * ldw + ib0 * T, ldw, T, (int)L->i_inner, blk);
+			if (avx2 && oz - oa == 8 && iz - ia == 8) { /* (a whole block: ob0 >= wo, ib0 >= wi) */
+				put8_avx2(w + (ob0 - wo) * ldw + (ib0 - wi) * T, ldw, T, (int)L->i_inner, blk);
 				continue;
 			}
 #endif
@@ -103,15 +105,21 @@ void starnn_blocked_put_cpu(const struct starnn_blocked_weights *L, size_t o0, s
 				if (L->i_inner) { /* OIhw8o8i: i fastest */
 					for (size_t o = oa; o < oz; o++)
 						for (size_t i = ia; i < iz; i++)
-							blk[(o - ob0) * ib + (i - ib0)] = w[o * ldw + i * T + t];
+							blk[(o - ob0) * ib + (i - ib0)] = w[(o - wo) * ldw + (i - wi) * T + t];
 				} else { /* OIhw8i8o: o fastest */
 					for (size_t i = ia; i < iz; i++)
 						for (size_t o = oa; o < oz; o++)
-							blk[(i - ib0) * ob + (o - ob0)] = w[o * ldw + i * T + t];
+							blk[(i - ib0) * ob + (o - ob0)] = w[(o - wo) * ldw + (i - wi) * T + t];
 				}
 			}
 		}
 	}
+}
+
+void starnn_blocked_put_cpu(const struct starnn_blocked_weights *L, size_t o0, size_t o1, size_t i0, size_t i1,
+                            const float *w, size_t ldw, void *copy)
+{
+	put_from(L, o0, o1, i0, i1, w, ldw, 0, 0, copy);
 }
 
 void starnn_blocked_put_rows_cpu(const struct starnn_blocked_weights *L, size_t r0, size_t r1, const float *w,
@@ -127,22 +135,27 @@ void starnn_blocked_make_cpu(const struct starnn_blocked_weights *L, const float
 	starnn_blocked_put_rows_cpu(L, 0, L->o, w, ldw, copy);
 }
 
-void starnn_update_with_copies(size_t rows, size_t cols, void (*update)(void *ctx, size_t r0, size_t r1, size_t c0, size_t c1),
-                               void *ctx, const float *w, size_t ldw, int n, const struct starnn_blocked_weights *L,
-                               void *const *copies)
+/* The tiles of starnn_update_with_copies and starnn_tiles_with_copies:
+ * update (w as updated) or tile (the tile's values) for each. */
+static void tiles(size_t rows, size_t cols, void (*update)(void *ctx, size_t r0, size_t r1, size_t c0, size_t c1),
+                  const float *(*tile)(void *ctx, size_t r0, size_t r1, size_t c0, size_t c1, size_t *ldt), void *ctx,
+                  const float *w, size_t ldw, int n, const struct starnn_blocked_weights *L, void *const *copies)
 {
 	/* tiles of whole blocks of every copy: rows a multiple of the largest
 	 * ob, columns of whole input channels, a multiple of the largest ib,
 	 * about TILE floats of w (and as much of each optimizer state) */
 	enum { TILE = 4096 };
-	size_t ob = 1, ib = 1, T = 1;
+	size_t ob = 1, ib = 1, T = 1, ldt;
 	for (int c = 0; c < n; c++) {
 		ob = L[c].ob > ob ? L[c].ob : ob;
 		ib = L[c].ib > ib ? L[c].ib : ib;
 		T = L[c].taps;
 	}
 	if (n == 0 || cols % T) { /* (no copies: one tile) */
-		update(ctx, 0, rows, 0, cols);
+		if (update)
+			update(ctx, 0, rows, 0, cols);
+		else
+			(void)tile(ctx, 0, rows, 0, cols, &ldt);
 		return;
 	}
 	const size_t I = cols / T;
@@ -153,9 +166,31 @@ void starnn_update_with_copies(size_t rows, size_t cols, void (*update)(void *ct
 		const size_t r1 = r0 + ob < rows ? r0 + ob : rows;
 		for (size_t i0 = 0; i0 < I; i0 += ic) {
 			const size_t i1 = i0 + ic < I ? i0 + ic : I;
-			update(ctx, r0, r1, i0 * T, i1 * T);
+			if (update) {
+				update(ctx, r0, r1, i0 * T, i1 * T);
+				for (int c = 0; c < n; c++)
+					starnn_blocked_put_cpu(&L[c], r0, r1, i0, i1, w, ldw, copies[c]);
+				continue;
+			}
+			const float *t = tile(ctx, r0, r1, i0 * T, i1 * T, &ldt);
+			if (!t)
+				return;
 			for (int c = 0; c < n; c++)
-				starnn_blocked_put_cpu(&L[c], r0, r1, i0, i1, w, ldw, copies[c]);
+				put_from(&L[c], r0, r1, i0, i1, t, ldt, r0, i0, copies[c]);
 		}
 	}
+}
+
+void starnn_update_with_copies(size_t rows, size_t cols, void (*update)(void *ctx, size_t r0, size_t r1, size_t c0, size_t c1),
+                               void *ctx, const float *w, size_t ldw, int n, const struct starnn_blocked_weights *L,
+                               void *const *copies)
+{
+	tiles(rows, cols, update, NULL, ctx, w, ldw, n, L, copies);
+}
+
+void starnn_tiles_with_copies(size_t rows, size_t cols,
+                              const float *(*tile)(void *ctx, size_t r0, size_t r1, size_t c0, size_t c1, size_t *ldt),
+                              void *ctx, int n, const struct starnn_blocked_weights *L, void *const *copies)
+{
+	tiles(rows, cols, NULL, tile, ctx, NULL, 0, n, L, copies);
 }

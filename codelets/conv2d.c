@@ -332,11 +332,26 @@ struct starpu_codelet starnn_conv2d_bwd_weight_bias_cl = {
  * worker run on them, accumulating in fp32; 16-bit outputs are rounded once
  * at the end (codelets/halfwrap.h). */
 
-/* bf16 on a CPU with oneDNN, where oneDNN has bf16 kernels for the
- * processor: native bf16 kernels (no widening). */
+/* Whether oneDNN has native kernels for 16-bit dt on this processor: bf16
+ * where it has bf16 kernels (AVX512-BF16, AMX); never fp16 (oneDNN 2.6). */
+static int native_cpu(starnn_dtype dt)
+{
+	return dt == STARNN_BF16 && starnn_conv2d_dnnl_bf16();
+}
+
+/* A task of the oneDNN backend on a CPU, running native bf16 kernels (no
+ * widening). */
 static int dnnl_native(const struct conv_args *a, starnn_dtype dt, int cuda)
 {
-	return !cuda && dt == STARNN_BF16 && a->backend == STARNN_CONV2D_DNNL && starnn_conv2d_dnnl_bf16();
+	return !cuda && a->backend == STARNN_CONV2D_DNNL && native_cpu(dt);
+}
+
+/* 16-bit weights and activations that the CPU's passes widen to fp32 (no
+ * native kernels for dt here): their packed copies are fp32, of the
+ * widened values. */
+static int widened_cpu(starnn_dtype dt)
+{
+	return dt != STARNN_FP32 && !native_cpu(dt);
 }
 
 /* A CUDA worker in native mode (starnn_cuda_half_conv, taken at submission):
@@ -523,14 +538,6 @@ static uint32_t pack_footprint(struct starpu_task *task)
 	return starnn_footprint_args(task, PACK_KEY_BYTES);
 }
 
-/* 16-bit weights that the CPU's passes widen to fp32 (no native oneDNN
- * kernels for dt here): their packed copies are fp32, of the widened
- * values. */
-static int widened_cpu(starnn_dtype dt)
-{
-	return dt != STARNN_FP32 && !(dt == STARNN_BF16 && starnn_conv2d_dnnl_bf16());
-}
-
 static void pack_cpu(void *buffers[], void *cl_arg)
 {
 	const struct pack_args *p = cl_arg;
@@ -551,53 +558,64 @@ static void pack_cpu(void *buffers[], void *cl_arg)
 	starnn_hw_end(&h);
 }
 
-/* The packed passes. 16-bit ones without native kernels (widened_cpu)
- * widen the activations as fwd_half and bwd_data_half do, and w only where
- * the fp32 primitive does not read the packed copy (its layout is not the
- * copy's): a copy kept current holds the widened weights already. */
-static void fwd_packed_cpu(void *buffers[], void *cl_arg, starnn_dtype dt)
+/* The passes that read a copy of the weights (buffer 2) made for them:
+ * forward (x, w, copy, b, y) and backward data (dy, w, copy, dx), the copy
+ * a packed one (conv2d_pack_weight) or, sliced, a whole blocked copy of
+ * which a row part of w reads its rows from a->o0 (conv2d_pack_blocked).
+ * fp32 and native bf16 hand the copy to the kernel, which reorders w
+ * itself where the copy's layout is not its primitive's. 16-bit passes
+ * that are widened (widened_cpu) widen the activations as fwd_half and
+ * bwd_data_half do, and w only where the fp32 primitive does not read the
+ * copy as it is: a copy kept current holds the widened weights already. */
+static void copy_pass_cpu(void *buffers[], const struct conv_args *a, starnn_dtype dt, enum starnn_conv2d_pass pass,
+                          int sliced)
 {
-	const struct conv_args *a = cl_arg;
-	struct starnn_mat x = BUF(0), w = BUF(1), y = BUF(4);
-	const void *pk = BUF(2).ptr;
-	if (!widened_cpu(dt)) {
-		fwd_run(a, dt, 0, NULL, x, w, pk, BUF(3).ptr, y);
-		return;
-	}
+	static const char *const names[2][2] = {{"conv2d_bwd_data_packed", "conv2d_fwd_packed"},
+	                                        {"conv2d_bwd_data_sliced", "conv2d_fwd_sliced"}};
+	const int fwd = pass == STARNN_CONV2D_FWD;
+	const float beta = fwd ? 0.0f : a->beta;
 	struct starnn_conv2d_geom g = geom_of(a);
+	struct starnn_mat in = BUF(0), w = BUF(1), out = BUF(fwd ? 4 : 3);
+	const void *copy = BUF(2).ptr;
+	const float *b = fwd ? BUF(3).ptr : NULL;
+	const int widen = widened_cpu(dt);
+	const starnn_dtype hdt = widen ? dt : STARNN_FP32; /* what starnn_hw_in widens (fp32: nothing) */
+	const starnn_dtype rdt = widen ? STARNN_FP32 : dt; /* what the kernel runs on */
 	struct starnn_hw h;
-	starnn_hw_begin(&h, "conv2d_fwd_packed_half", 0);
-	struct starnn_mat xw = starnn_hw_in(&h, dt, x, 1), yw = starnn_hw_in(&h, dt, y, 0);
-	const int as_is = !h.failed && starnn_conv2d_dnnl_packed_ok(STARNN_CONV2D_FWD, &g, xw.ld, w.ld, yw.ld, 0.0f, pk);
-	struct starnn_mat ww = as_is ? w : starnn_hw_in(&h, dt, w, 1);
+	starnn_hw_begin(&h, names[sliced][fwd], 0);
+	struct starnn_mat inw = starnn_hw_in(&h, hdt, in, 1), outw = starnn_hw_in(&h, hdt, out, beta != 0.0f);
+	int as_is = !widen;
+	if (widen && !h.failed && a->backend == STARNN_CONV2D_DNNL)
+		as_is = sliced ? starnn_conv2d_dnnl_sliced_ok(&g, inw.ld, w.ld, outw.ld, copy, a->o0)
+		               : starnn_conv2d_dnnl_packed_ok(pass, &g, inw.ld, w.ld, outw.ld, beta, copy);
+	struct starnn_mat ww = as_is ? w : starnn_hw_in(&h, hdt, w, 1);
+	const void *pk = as_is ? copy : NULL;
 	if (!h.failed) {
-		fwd_run(a, STARNN_FP32, 0, NULL, xw, ww, as_is ? pk : NULL, BUF(3).ptr, yw);
-		starnn_hw_out(&h, dt, yw, y);
+		if (sliced && a->backend == STARNN_CONV2D_DNNL)
+			done(starnn_conv2d_fwd_dnnl_sliced(&g, rdt, inw.ptr, inw.ld, ww.ptr, ww.ld, pk, a->o0, b + a->o0,
+			                                   outw.ptr, outw.ld));
+		else if (fwd)
+			fwd_run(a, rdt, 0, NULL, inw, ww, sliced ? NULL : pk, b, outw);
+		else
+			bwd_data_run(a, rdt, 0, NULL, inw, ww, pk, outw);
+		starnn_hw_out(&h, hdt, outw, out);
 	}
 	starnn_hw_end(&h);
 }
 
+static void fwd_packed_cpu(void *buffers[], void *cl_arg, starnn_dtype dt)
+{
+	copy_pass_cpu(buffers, cl_arg, dt, STARNN_CONV2D_FWD, 0);
+}
+
 static void bwd_data_packed_cpu(void *buffers[], void *cl_arg, starnn_dtype dt)
 {
-	const struct conv_args *a = cl_arg;
-	struct starnn_mat dy = BUF(0), w = BUF(1), dx = BUF(3);
-	const void *pk = BUF(2).ptr;
-	if (!widened_cpu(dt)) {
-		bwd_data_run(a, dt, 0, NULL, dy, w, pk, dx);
-		return;
-	}
-	struct starnn_conv2d_geom g = geom_of(a);
-	struct starnn_hw h;
-	starnn_hw_begin(&h, "conv2d_bwd_data_packed_half", 0);
-	struct starnn_mat dyw = starnn_hw_in(&h, dt, dy, 1), dxw = starnn_hw_in(&h, dt, dx, a->beta != 0.0f);
-	const int as_is =
-		!h.failed && starnn_conv2d_dnnl_packed_ok(STARNN_CONV2D_BWD_DATA, &g, dyw.ld, w.ld, dxw.ld, a->beta, pk);
-	struct starnn_mat ww = as_is ? w : starnn_hw_in(&h, dt, w, 1);
-	if (!h.failed) {
-		bwd_data_run(a, STARNN_FP32, 0, NULL, dyw, ww, as_is ? pk : NULL, dxw);
-		starnn_hw_out(&h, dt, dxw, dx);
-	}
-	starnn_hw_end(&h);
+	copy_pass_cpu(buffers, cl_arg, dt, STARNN_CONV2D_BWD_DATA, 0);
+}
+
+static void fwd_sliced_cpu(void *buffers[], void *cl_arg, starnn_dtype dt)
+{
+	copy_pass_cpu(buffers, cl_arg, dt, STARNN_CONV2D_FWD, 1);
 }
 
 /* One CPU-only codelet named nm (fp32 ones have no dtype in their names,
@@ -631,36 +649,6 @@ static void pack_blocked_dt(void *buffers[], void *cl_arg, starnn_dtype dt)
 	struct starnn_mat ww = starnn_hw_in(&h, dt, w, 1); /* (16-bit: widened) */
 	if (!h.failed)
 		starnn_blocked_make_cpu(cl_arg, ww.ptr, ww.ld, c.ptr);
-	starnn_hw_end(&h);
-}
-
-/* The forward of a part of w's rows, its weights a slice of such a copy
- * (buffer 2) from row a->o0. */
-static void fwd_sliced_cpu(void *buffers[], void *cl_arg, starnn_dtype dt)
-{
-	const struct conv_args *a = cl_arg;
-	struct starnn_conv2d_geom g = geom_of(a);
-	struct starnn_mat x = BUF(0), w = BUF(1), y = BUF(4);
-	const void *whole = BUF(2).ptr;
-	const float *b = (const float *)BUF(3).ptr + a->o0;
-	/* 16-bit (widened: the copy holds the widened weights): x and y
-	 * widened, w too where the primitive does not read the copy's slice
-	 * (fp32 passes through the widening unchanged) */
-	const int dnnl = a->backend == STARNN_CONV2D_DNNL;
-	struct starnn_hw h;
-	starnn_hw_begin(&h, "conv2d_fwd_sliced", 0);
-	struct starnn_mat xw = starnn_hw_in(&h, dt, x, 1), yw = starnn_hw_in(&h, dt, y, 0);
-	const int as_is = dnnl && dt != STARNN_FP32 && !h.failed &&
-	                  starnn_conv2d_dnnl_sliced_ok(&g, xw.ld, w.ld, yw.ld, whole, a->o0);
-	struct starnn_mat ww = as_is ? w : starnn_hw_in(&h, dt, w, 1);
-	if (!h.failed) {
-		if (dnnl)
-			done(starnn_conv2d_fwd_dnnl_sliced(&g, STARNN_FP32, xw.ptr, xw.ld, ww.ptr, ww.ld, whole, a->o0, b,
-			                                   yw.ptr, yw.ld));
-		else
-			fwd_run(a, STARNN_FP32, 0, NULL, xw, ww, NULL, BUF(3).ptr, yw);
-		starnn_hw_out(&h, dt, yw, y);
-	}
 	starnn_hw_end(&h);
 }
 
@@ -786,6 +774,16 @@ static int derived_update(struct starnn_derived *d, starnn_tensor *w, struct sta
 	return 0;
 }
 
+/* The row strides of a pass's input (x / dy) and output (y / dx) as the
+ * widened 16-bit passes hand them to the fp32 primitive: dense copies
+ * (codelets/halfwrap.h). */
+static void widened_lds(enum starnn_conv2d_pass pass, const struct starnn_conv2d_geom *g, size_t *lda, size_t *ldout)
+{
+	const size_t hw = g->h * g->w;
+	*lda = (pass == STARNN_CONV2D_FWD ? g->c : g->o) * hw;
+	*ldout = (pass == STARNN_CONV2D_FWD ? g->o : g->c) * hw;
+}
+
 /* The packed copy of w for one pass of geometry g (x / dy rows lda apart,
  * y / dx rows ldout apart), packed again first if w has been written since
  * it was last packed; NULL where the pass takes w as it is: packing off,
@@ -804,11 +802,8 @@ static starnn_tensor *packed_for(starnn_tensor *w, enum starnn_conv2d_pass pass,
 	 * values, for the fp32 primitive on the tasks' dense widened
 	 * activations (codelets/halfwrap.h) */
 	const int widen = widened_cpu(dt);
-	if (widen) {
-		const size_t hw = g->h * g->w;
-		lda = (pass == STARNN_CONV2D_FWD ? g->c : g->o) * hw;
-		ldout = (pass == STARNN_CONV2D_FWD ? g->o : g->c) * hw;
-	}
+	if (widen)
+		widened_lds(pass, g, &lda, &ldout);
 	const starnn_dtype pdt = widen ? STARNN_FP32 : dt;
 	struct pack_args p;
 	memset(&p, 0, sizeof p);
@@ -862,8 +857,8 @@ static starnn_tensor *sliced_for(starnn_tensor *w, const struct starnn_conv2d_ge
 	    starpu_cuda_worker_get_count() > 0 || !w->parent || !starnn_tensor_row_part(w, &root, &row0) ||
 	    root->dtype != dt)
 		return NULL;
-	if (dt != STARNN_FP32) /* widened: dense x and y (codelets/halfwrap.h) */
-		lda = g->c * g->h * g->w, ldout = g->o * g->h * g->w;
+	if (dt != STARNN_FP32)
+		widened_lds(STARNN_CONV2D_FWD, g, &lda, &ldout);
 	struct starnn_blocked_weights L;
 	if (!starnn_conv2d_dnnl_pack_info(STARNN_CONV2D_FWD, g, STARNN_FP32, lda, w->ld, ldout, 0.0f, &L) || !L.ob ||
 	    row0 % L.ob)

@@ -102,6 +102,18 @@ int starnn_init(const struct starnn_config *user_cfg)
 	}
 #endif
 	struct starpu_sched_policy *policy = starpu_sched_ctx_get_sched_policy(0);
+	/* StarPU 1.3.10's modular-heteroprio-heft never hands a task without an
+	 * estimate (a footprint its history-based model has fewer than
+	 * STARPU_CALIBRATE_MINIMUM measurements of) to a worker: the workers
+	 * spin and the run stalls at the first such task. The StarPU that
+	 * tools/build-starpu makes is patched (tools/starpu-patches/0002) and
+	 * says so in the policy's description. */
+	if (policy && policy->policy_name && !strcmp(policy->policy_name, "modular-heteroprio-heft") &&
+	    !(policy->policy_description && strstr(policy->policy_description, "schedules uncalibrated tasks")))
+		fprintf(stderr, "starnn: warning: this StarPU's modular-heteroprio-heft never schedules a task whose "
+		                "performance model is not calibrated for its size, and the run stalls there: calibrate "
+		                "the models under dmda first (README: Calibrating the performance models), or use a StarPU built by "
+		                "tools/build-starpu, which has the fix\n");
 	const char *core = starnn_blas_core();
 	snprintf(summary, sizeof summary, "StarPU %d.%d.%d, scheduler %s, %d CPU worker(s), %d CUDA worker(s)%s%s",
 	         STARPU_MAJOR_VERSION, STARPU_MINOR_VERSION, STARPU_RELEASE_VERSION, policy ? policy->policy_name : "?",

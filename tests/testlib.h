@@ -118,7 +118,7 @@ static inline float test_uniform(float lo, float hi)
 }
 static inline float *test_random(size_t n, float lo, float hi)
 {
-	float *p = malloc((n ? n : 1) * sizeof *p);
+	float *p = calloc(n ? n : 1, sizeof *p); /* (zeroed: n may be 0) */
 	if (!p) {
 		fprintf(stderr, "out of memory\n");
 		exit(1);
@@ -262,6 +262,28 @@ static inline int test_close_bound(const char *what, const float *got, const dou
 {
 	struct test_bound_ctx c = {NULL, bound, 0, 0, 0};
 	return test_close_core(what, got, exact, n, &c);
+}
+
+/* test_close_bound of a strided result: got[r * ld + c] (rows x cols
+ * inside rows of ld) against the reference's dense element r * cols + c
+ * (bound eb); the padding against pad0, exactly. */
+static inline int test_close_strided(const char *what, const float *got, size_t rows, size_t cols, size_t ld,
+                                     const double *ex, const double *eb, const float *pad0)
+{
+	double *e = malloc(rows * ld * sizeof *e), *b = malloc(rows * ld * sizeof *b);
+	if (!e || !b) {
+		fprintf(stderr, "out of memory\n");
+		exit(1);
+	}
+	for (size_t r = 0; r < rows; r++)
+		for (size_t c = 0; c < ld; c++) {
+			size_t i = r * ld + c;
+			e[i] = c < cols ? ex[r * cols + c] : pad0[i];
+			b[i] = c < cols ? eb[r * cols + c] : 0;
+		}
+	int rc = test_close_bound(what, got, e, b, rows * ld);
+	free(e), free(b);
+	return rc;
 }
 
 /* A double reference with its term magnitudes: n of each (malloc'd). */

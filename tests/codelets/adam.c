@@ -89,22 +89,6 @@ static void ref_step(struct adam_ref *r, const struct starnn_adam_params *p, dou
 	}
 }
 
-/* got[r * ld + c] (rows x cols inside rows of ld) against the reference's
- * dense element r * cols + c; the padding against pad0, exactly. */
-static void check_strided(const char *what, const float *got, size_t rows, size_t cols, size_t ld, const double *ex,
-                          const double *eb, const float *pad0)
-{
-	double *e = malloc(rows * ld * sizeof *e), *b = malloc(rows * ld * sizeof *b);
-	for (size_t r = 0; r < rows; r++)
-		for (size_t c = 0; c < ld; c++) {
-			size_t i = r * ld + c;
-			e[i] = c < cols ? ex[r * cols + c] : pad0[i];
-			b[i] = c < cols ? eb[r * cols + c] : 0;
-		}
-	test_close_bound(what, got, e, b, rows * ld);
-	free(e), free(b);
-}
-
 struct variant {
 	const char *name;
 	struct starnn_adam_params p;
@@ -155,11 +139,11 @@ static void kernel_vs_reference(const struct variant *vr, size_t cols)
 	char what[128];
 	snprintf(what, sizeof what, "adam_cpu %s (%zu cols, %s): w after %d steps", vr->name, cols,
 	         starnn_simd_name(starnn_simd_level()), STEPS);
-	check_strided(what, w, rows, cols, ldw, ref.w, ref.ew, w0);
+	test_close_strided(what, w, rows, cols, ldw, ref.w, ref.ew, w0);
 	snprintf(what, sizeof what, "adam_cpu %s (%zu cols): m after %d steps", vr->name, cols, STEPS);
-	check_strided(what, m, rows, cols, ldm, ref.m, ref.em, m0);
+	test_close_strided(what, m, rows, cols, ldm, ref.m, ref.em, m0);
 	snprintf(what, sizeof what, "adam_cpu %s (%zu cols): v after %d steps", vr->name, cols, STEPS);
-	check_strided(what, v, rows, cols, ldv, ref.v, ref.ev, v0);
+	test_close_strided(what, v, rows, cols, ldv, ref.v, ref.ev, v0);
 	ref_free(&ref);
 	free(w), free(m), free(v), free(w0), free(m0), free(v0), free(wd);
 }

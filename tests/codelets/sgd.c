@@ -84,22 +84,6 @@ static void ref_step(struct sgd_ref *r, const struct starnn_sgd_params *p, doubl
 		}
 }
 
-/* got[r * ld + c] (rows x cols inside rows of ld) against the reference's
- * dense element r * cols + c; the padding against pad0, exactly. */
-static void check_strided(const char *what, const float *got, size_t rows, size_t cols, size_t ld, const double *ex,
-                          const double *eb, const float *pad0)
-{
-	double *e = malloc(rows * ld * sizeof *e), *b = malloc(rows * ld * sizeof *b);
-	for (size_t r = 0; r < rows; r++)
-		for (size_t c = 0; c < ld; c++) {
-			size_t i = r * ld + c;
-			e[i] = c < cols ? ex[r * cols + c] : pad0[i];
-			b[i] = c < cols ? eb[r * cols + c] : 0;
-		}
-	test_close_bound(what, got, e, b, rows * ld);
-	free(e), free(b);
-}
-
 struct variant {
 	const char *name;
 	struct starnn_sgd_params p;
@@ -144,9 +128,9 @@ static void kernel_vs_reference(const struct variant *v, size_t cols)
 	char what[128];
 	snprintf(what, sizeof what, "sgd_cpu %s (%zu cols, %s): w after %d steps", v->name, cols,
 	         starnn_simd_name(starnn_simd_level()), STEPS);
-	check_strided(what, w, rows, cols, ldw, ref.w, ref.ew, w0);
+	test_close_strided(what, w, rows, cols, ldw, ref.w, ref.ew, w0);
 	snprintf(what, sizeof what, "sgd_cpu %s (%zu cols): buf after %d steps", v->name, cols, STEPS);
-	check_strided(what, buf, rows, cols, ldb, ref.b, ref.eb, b0);
+	test_close_strided(what, buf, rows, cols, ldb, ref.b, ref.eb, b0);
 	ref_free(&ref);
 	free(w), free(buf), free(w0), free(b0), free(wd), free(bd);
 }

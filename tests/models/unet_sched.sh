@@ -20,12 +20,12 @@ fi
 # spin without progress: such a run is stopped after 60 s and tried again,
 # up to three times; a third stall fails the test.
 #
-# History-based models: StarPU 1.3.10's modular-heteroprio-heft livelocks
-# when some of them are not calibrated yet (a worker spins in the heteroprio
-# component's push retries, inside starpu_mct_compute_execution_times, and
-# no task runs: seen with a fresh STARPU_HOME, with this version of starnn
-# and with the previous one). A user calibrates first, as StarPU's
-# documentation advises for model-based policies; so does this test: in a
+# History-based models: StarPU 1.3.10's modular-heteroprio-heft, as
+# released, livelocks when some of them are not calibrated yet (its
+# heteroprio component never places a task without an estimate; see below).
+# A user calibrates first, as StarPU's documentation advises for
+# model-based policies (README: Calibrating the performance models); so
+# does this test: in a
 # STARPU_HOME of its own (the bus calibration copied from the shared one),
 # 80 steps under dmda with STARPU_CALIBRATE=1 give every footprint its 10
 # measurements, then every policy runs on those models. (starnn widens

@@ -112,8 +112,8 @@ int starnn_init(const struct starnn_config *user_cfg)
 	    !(policy->policy_description && strstr(policy->policy_description, "schedules uncalibrated tasks")))
 		fprintf(stderr, "starnn: warning: this StarPU's modular-heteroprio-heft never schedules a task whose "
 		                "performance model is not calibrated for its size, and the run stalls there: calibrate "
-		                "the models under dmda first (README: Calibrating the performance models), or use a StarPU built by "
-		                "tools/build-starpu, which has the fix\n");
+		                "the models under dmda first (README: Calibrating the performance models), or use a "
+		                "StarPU built by tools/build-starpu, which has the fix\n");
 	const char *core = starnn_blas_core();
 	snprintf(summary, sizeof summary, "StarPU %d.%d.%d, scheduler %s, %d CPU worker(s), %d CUDA worker(s)%s%s",
 	         STARPU_MAJOR_VERSION, STARPU_MINOR_VERSION, STARPU_RELEASE_VERSION, policy ? policy->policy_name : "?",

@@ -18,7 +18,7 @@
 # In the sanitizer build part 1 trains 300 steps per precision without the
 # quality bound (it needs 3000 steps to mean something; the plain builds
 # check it): the same code paths, checked for memory and undefined behaviour;
-# the same wherever STARNN_TEST_QUALITY=off is set.
+# the same with STARNN_TEST_QUALITY=off (CI's second StarPU build).
 set -u
 mlp=${top_builddir:-.}/models/mlp
 QSTEPS=3000 sanitized=0

@@ -54,8 +54,8 @@
 # 10 steps): the programs' memory and undefined behaviour are checked on the
 # same code paths, the quality bounds (15 trainings of 250 steps, 4.5
 # minutes under ASan) only in the plain builds, where they mean something.
-# STARNN_TEST_QUALITY=off does the same in a plain build (a second build of
-# starnn code whose bounds were already checked).
+# STARNN_TEST_QUALITY=off does the same in a plain build (CI's second StarPU
+# build: the bounds were checked on the same starnn code in its first stage).
 set -u
 B=${top_builddir:-.}
 unet=$B/models/unet

@@ -20,8 +20,8 @@
 # recipe on 2 ranks compares them closer (tools/bench-wire --quality).
 # Skips in the sanitizer build (two trainings of a minute each would take
 # a quarter of an hour there; the code is checked there by
-# tests/models/unet_mpi_shard.sh), and with STARNN_TEST_QUALITY=off (a
-# second build of starnn code that was already measured).
+# tests/models/unet_mpi_shard.sh), and with STARNN_TEST_QUALITY=off (CI's
+# second StarPU build: the same starnn code was measured in its first stage).
 set -u
 top=$(cd "${top_builddir:-.}" && pwd)
 if grep -q '^ *sanitizers *: *yes' "$top/config.summary" 2> /dev/null; then

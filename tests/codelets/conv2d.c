@@ -97,7 +97,8 @@ static void bwd_weight_kernel(const struct starnn_conv2d_geom *g, const float *x
 
 /* Dense arrays: x N x C*H*W, w O x C*k*k, y N x O*H*W. ref / mag are the
  * double result and the sum of |terms| of each element. */
-TEST_REFERENCE static void naive_fwd(const struct starnn_conv2d_geom *g, const float *x, const float *w, const float *b, double *ref,
+TEST_REFERENCE
+static void naive_fwd(const struct starnn_conv2d_geom *g, const float *x, const float *w, const float *b, double *ref,
                       double *mag)
 {
 	test_host_begin();
@@ -126,7 +127,8 @@ TEST_REFERENCE static void naive_fwd(const struct starnn_conv2d_geom *g, const f
 }
 
 /* ref = beta * dx0 + conv_transpose(dy, w). */
-TEST_REFERENCE static void naive_bwd_data(const struct starnn_conv2d_geom *g, const float *dy, const float *w, float beta,
+TEST_REFERENCE
+static void naive_bwd_data(const struct starnn_conv2d_geom *g, const float *dy, const float *w, float beta,
                            const float *dx0, double *ref, double *mag)
 {
 	test_host_begin();
@@ -157,7 +159,8 @@ TEST_REFERENCE static void naive_bwd_data(const struct starnn_conv2d_geom *g, co
 }
 
 /* ref_w = beta * dw0 + sum dy (x) x; ref_b = beta * db0 + sum dy. */
-TEST_REFERENCE static void naive_bwd_weight(const struct starnn_conv2d_geom *g, const float *x, const float *dy, float beta,
+TEST_REFERENCE
+static void naive_bwd_weight(const struct starnn_conv2d_geom *g, const float *x, const float *dy, float beta,
                              const float *dw0, const float *db0, double *ref_w, double *mag_w, double *ref_b,
                              double *mag_b)
 {

@@ -72,13 +72,15 @@ struct bufs {
  * buffer (its padding stays as it is). Terms per output: fwd c + 1 (the
  * bias), bwd_data 4o + 1, bwd_weight n h w + 1, bias n 4 h w + 1 (the
  * 1: beta times the old value). */
-TEST_REFERENCE static void ref_init(struct test_sums *r, const float *cur)
+TEST_REFERENCE
+static void ref_init(struct test_sums *r, const float *cur)
 {
 	for (size_t i = 0; i < r->n; i++)
 		test_sums_copy(r, i, cur[i]);
 }
 
-TEST_REFERENCE static void naive_fwd(struct shape s, const struct bufs *t, struct test_sums *y)
+TEST_REFERENCE
+static void naive_fwd(struct shape s, const struct bufs *t, struct test_sums *y)
 {
 	test_host_begin();
 	ref_init(y, t->y);
@@ -99,13 +101,15 @@ TEST_REFERENCE static void naive_fwd(struct shape s, const struct bufs *t, struc
 }
 
 /* beta * old + acc, with its magnitude. */
-TEST_REFERENCE static void ref_set(struct test_sums *r, size_t i, float beta, double acc, double mag)
+TEST_REFERENCE
+static void ref_set(struct test_sums *r, size_t i, float beta, double acc, double mag)
 {
 	double old = beta == 0.0f ? 0.0 : beta * r->val[i];
 	r->val[i] = old + acc, r->mag[i] = fabs(old) + mag;
 }
 
-TEST_REFERENCE static void naive_bwd_data(struct shape s, const struct bufs *t, float beta, struct test_sums *dx)
+TEST_REFERENCE
+static void naive_bwd_data(struct shape s, const struct bufs *t, float beta, struct test_sums *dx)
 {
 	test_host_begin();
 	ref_init(dx, t->dx);
@@ -126,7 +130,8 @@ TEST_REFERENCE static void naive_bwd_data(struct shape s, const struct bufs *t, 
 	test_host_end();
 }
 
-TEST_REFERENCE static void naive_bwd_weight(struct shape s, const struct bufs *t, float beta, struct test_sums *dw,
+TEST_REFERENCE
+static void naive_bwd_weight(struct shape s, const struct bufs *t, float beta, struct test_sums *dw,
                              struct test_sums *db)
 {
 	test_host_begin();

@@ -278,6 +278,13 @@ struct dnnl_conv {
 	 * its output z [n, 4o, h, w] in nChw{zb}c, spread into y (and the bias
 	 * added) by up_spread; 0: not that route */
 	size_t zb;
+	/* a tile of a weight gradient (wgrad_tiled): h x w output pixels of an
+	 * fh x fw image (the user layouts' strides are the image's), pad the
+	 * zero padding at the tile's top, bottom, left and right (k / 2 where
+	 * the tile is on the image's border, else 0: there the input tile
+	 * takes its neighbours' pixels); fh = 0: the whole image */
+	size_t fh, fw;
+	int pad[4];
 };
 
 #define CACHE_SLOTS 512
@@ -449,6 +456,23 @@ static dnnl_status_t wei_md(dnnl_memory_desc_t *md, int kind, size_t o, size_t c
 	return dnnl_memory_desc_init_by_strides(md, 4, dims, dt, strides);
 }
 
+/* The user layout of an activation of e's pass: act_md's, or for a tile
+ * (e->fh != 0) a window of rows x cols pixels in the image's layout (its
+ * strides; the caller points the data at the window's first pixel). */
+static dnnl_status_t act_window_md(dnnl_memory_desc_t *md, const struct dnnl_conv *e, size_t c, size_t rows,
+                                   size_t cols, size_t ld, dnnl_data_type_t dt, size_t cb)
+{
+	if (!e->fh)
+		return act_md(md, e->n, c, rows, cols, ld, dt, cb);
+	dnnl_status_t s = act_md(md, e->n, c, e->fh, e->fw, ld, dt, cb);
+	if (s == dnnl_success && md->format_kind == dnnl_blocked) {
+		md->dims[2] = md->padded_dims[2] = (dnnl_dim_t)rows;
+		md->dims[3] = md->padded_dims[3] = (dnnl_dim_t)cols;
+	} else if (s == dnnl_success)
+		s = dnnl_invalid_arguments;
+	return s;
+}
+
 /* A reorder from -> to (NULL when the layouts are equal), with dst +=
  * (a sum post-op) when accumulate; *ui / *ii the user and internal memory
  * objects (handles set later). */
@@ -513,10 +537,14 @@ static size_t md_bytes(const dnnl_memory_desc_t *md)
 	return dnnl_memory_desc_get_size(md);
 }
 
-/* bf16 weight gradients of images up to this many pixels use the AMX
- * kernel (correct at 192x192 and below, checked by tests/codelets/conv2d:
- * 2-3x faster than the next implementation), larger ones avoid it. */
-#define AMX_BWD_WEIGHTS_MAX_HW ((size_t)192 * 192)
+/* bf16 weight gradients whose input is at most this many pixels high and
+ * wide use the AMX kernel (correct up to 192x192 on the UNet's channel
+ * counts, checked by tests/codelets/conv2d; 4-5x faster than the next
+ * implementation); larger ones avoid it, and on AMX are computed in tiles
+ * that fit (wgrad_tiled). Wider inputs are not safe even when small:
+ * oneDNN 2.6 crashes on 16x360 (32 -> 32 channels) and gets 96x320 wrong
+ * (13 -> 32). */
+#define AMX_WGRAD_MAX_SIDE ((size_t)192)
 
 /* The first implementation of op_desc whose name does not contain avoid
  * (NULL: the first), else the first one. oneDNN 2.6's AMX bf16 backward
@@ -585,13 +613,20 @@ static int conv_build(struct dnnl_conv *e, dnnl_data_type_t pdt)
 	/* convolution: stride 1, 'same' padding; transposed: 2x2, stride 2 */
 	const int kind = e->kind;
 	const size_t yh = kind ? 2 * h : h, yw = kind ? 2 * w : w;
-	dnnl_dims_t xd = {(dnnl_dim_t)n, (dnnl_dim_t)c, (dnnl_dim_t)h, (dnnl_dim_t)w};
+	/* a tile's input: its output pixels and their neighbours within the
+	 * image (e->pad: zero padding where there are none) */
+	const size_t tile = e->fh != 0;
+	const size_t xh = tile ? h + k - 1 - (size_t)(e->pad[0] + e->pad[1]) : h,
+	             xw = tile ? w + k - 1 - (size_t)(e->pad[2] + e->pad[3]) : w;
+	dnnl_dims_t xd = {(dnnl_dim_t)n, (dnnl_dim_t)c, (dnnl_dim_t)xh, (dnnl_dim_t)xw};
 	dnnl_dims_t wd = {(dnnl_dim_t)o, (dnnl_dim_t)c, (dnnl_dim_t)k, (dnnl_dim_t)k};
 	dnnl_dims_t yd = {(dnnl_dim_t)n, (dnnl_dim_t)o, (dnnl_dim_t)yh, (dnnl_dim_t)yw};
 	dnnl_dims_t bd = {(dnnl_dim_t)o};
-	dnnl_dims_t stride = {1, 1}, pad = {(dnnl_dim_t)(k / 2), (dnnl_dim_t)(k / 2)};
+	dnnl_dims_t stride = {1, 1}, pad = {(dnnl_dim_t)(k / 2), (dnnl_dim_t)(k / 2)}, padr = {pad[0], pad[1]};
 	if (kind)
-		stride[0] = stride[1] = 2, pad[0] = pad[1] = 0;
+		stride[0] = stride[1] = 2, pad[0] = pad[1] = padr[0] = padr[1] = 0;
+	if (tile)
+		pad[0] = e->pad[0], padr[0] = e->pad[1], pad[1] = e->pad[2], padr[1] = e->pad[3];
 	const dnnl_alg_kind_t alg = kind ? dnnl_deconvolution_direct : dnnl_convolution_direct;
 	dnnl_primitive_desc_t fpd = NULL, pd = NULL;
 	dnnl_primitive_attr_t attr = NULL;
@@ -606,11 +641,11 @@ static int conv_build(struct dnnl_conv *e, dnnl_data_type_t pdt)
 	dnnl_convolution_desc_t cd;
 	if (kind)
 		DNNL_TRY(dnnl_deconvolution_forward_desc_init(&cd, dnnl_forward_training, alg, &ax, &aw,
-		                                              e->bias ? &ub : NULL, &ay, stride, pad, pad),
+		                                              e->bias ? &ub : NULL, &ay, stride, pad, padr),
 		         "forward descriptor");
 	else
 		DNNL_TRY(dnnl_convolution_forward_desc_init(&cd, dnnl_forward_training, alg, &ax, &aw,
-		                                            e->bias ? &ub : NULL, &ay, stride, pad, pad),
+		                                            e->bias ? &ub : NULL, &ay, stride, pad, padr),
 		         "forward descriptor");
 	DNNL_TRY(dnnl_primitive_desc_create(&fpd, &cd, attr, engine, NULL), "forward primitive descriptor");
 	dnnl_query_t qa, qb, qout;
@@ -639,19 +674,20 @@ static int conv_build(struct dnnl_conv *e, dnnl_data_type_t pdt)
 		e->arg_a = DNNL_ARG_DIFF_DST, e->arg_b = DNNL_ARG_WEIGHTS, e->arg_out = DNNL_ARG_DIFF_SRC;
 		ua = &uy, ubm = &uw, uo = &ux;
 	} else {
-		DNNL_TRY(act_md(&ux, n, c, h, w, e->lda, dt, e->xb), "x layout");
-		DNNL_TRY(act_md(&uy, n, o, yh, yw, e->ldb, dt, e->yb), "dy layout");
+		DNNL_TRY(act_window_md(&ux, e, c, xh, xw, e->lda, dt, e->xb), "x layout");
+		DNNL_TRY(act_window_md(&uy, e, o, yh, yw, e->ldb, dt, e->yb), "dy layout");
 		DNNL_TRY(wei_md(&uw, kind, o, c, k, e->ldout, dnnl_f32), "dw layout");
 		dnnl_convolution_desc_t wd_;
 		if (kind)
 			DNNL_TRY(dnnl_deconvolution_backward_weights_desc_init(&wd_, alg, &ax, &adw, e->bias ? &ub : NULL, &ay,
-			                                                       stride, pad, pad),
+			                                                       stride, pad, padr),
 			         "backward weights descriptor");
 		else
 			DNNL_TRY(dnnl_convolution_backward_weights_desc_init(&wd_, alg, &ax, &adw, e->bias ? &ub : NULL, &ay,
-			                                                     stride, pad, pad),
+			                                                     stride, pad, padr),
 			         "backward weights descriptor");
-		DNNL_TRY(pd_create(&pd, &wd_, attr, fpd, pdt == dnnl_bf16 && h * w > AMX_BWD_WEIGHTS_MAX_HW ? "amx" : NULL),
+		DNNL_TRY(pd_create(&pd, &wd_, attr, fpd,
+		                   pdt == dnnl_bf16 && (xh > AMX_WGRAD_MAX_SIDE || xw > AMX_WGRAD_MAX_SIDE) ? "amx" : NULL),
 		         "backward weights primitive descriptor");
 		const char *impl = NULL;
 		if (kind && pdt == dnnl_bf16 &&
@@ -843,7 +879,8 @@ static int key_equal(const struct dnnl_conv *a, const struct dnnl_conv *b)
 {
 	return a->kind == b->kind && a->pass == b->pass && a->dt == b->dt && a->bias == b->bias && a->accumulate == b->accumulate && a->beta == b->beta &&
 	       a->n == b->n && a->c == b->c && a->o == b->o && a->h == b->h && a->w == b->w && a->k == b->k &&
-	       a->lda == b->lda && a->ldb == b->ldb && a->ldout == b->ldout && a->xb == b->xb && a->yb == b->yb;
+	       a->lda == b->lda && a->ldb == b->ldb && a->ldout == b->ldout && a->xb == b->xb && a->yb == b->yb &&
+	       a->fh == b->fh && a->fw == b->fw && !memcmp(a->pad, b->pad, sizeof a->pad);
 }
 
 static struct dnnl_conv conv_key(int kind, int pass, starnn_dtype sdt, const struct starnn_conv2d_geom *g, size_t lda,
@@ -1090,6 +1127,8 @@ int starnn_conv2d_dnnl_sliced_ok(const struct starnn_conv2d_geom *g, size_t ldx,
 static int conv_run_packed(int kind, int pass, starnn_dtype sdt, const struct starnn_conv2d_geom *g, const void *a,
                            size_t lda, const void *b, size_t ldb, const struct packed_ref *pk, const float *bias,
                            float beta, void *out, size_t ldout);
+static int conv_exec(const struct dnnl_conv *key, const void *a, const void *b, const struct packed_ref *pk,
+                     const float *bias, float beta, void *out);
 
 static int conv_run(int kind, int pass, starnn_dtype sdt, const struct starnn_conv2d_geom *g, const void *a,
                     size_t lda, const void *b, size_t ldb, const void *packed, const float *bias, float beta,
@@ -1121,18 +1160,27 @@ static int conv_run_packed(int kind, int pass, starnn_dtype sdt, const struct st
 		starnn_conv2d_fwd_nchw_direct_cpu(g, a, lda, b, ldb, bias, out, ldout, work);
 		return 0;
 	}
-	char shape[160];
 	if (sdt != STARNN_FP32 && sdt != STARNN_BF16)
 		return starnn_error(STARNN_EINVAL, "conv2d (oneDNN): %s: only fp32 and bf16 are supported",
 		                    starnn_dtype_name(sdt));
 	if (g->n == 0 || g->c == 0 || g->o == 0 || g->h == 0 || g->w == 0)
 		return 0;
+	struct dnnl_conv key = conv_key(kind, pass, sdt, g, lda, ldb, bias != NULL, beta, ldout);
+	return conv_exec(&key, a, b, pk, bias, beta, out);
+}
+
+/* Runs the thread's cached convolution for key (made on first use) on a,
+ * b into out, as conv_run_packed. */
+static int conv_exec(const struct dnnl_conv *key, const void *a, const void *b, const struct packed_ref *pk,
+                     const float *bias, float beta, void *out)
+{
+	char shape[160];
+	const int pass = key->pass;
 	struct dnnl_thread *t = thread_state();
 	if (!t)
 		return STARNN_ENOMEM;
-	struct dnnl_conv key = conv_key(kind, pass, sdt, g, lda, ldb, bias != NULL, beta, ldout);
 	struct dnnl_conv *e;
-	STARNN_CHECK(conv_entry(t, &key, &e));
+	STARNN_CHECK(conv_entry(t, key, &e));
 	int rc = 0;
 	void *pw = !pk ? NULL : pk->sliced ? sliced_weights(e, pk) : packed_weights(e, pk->buf);
 	void *ba = e->bytes_a ? thread_buf(0, e->bytes_a) : NULL,
@@ -1194,7 +1242,7 @@ static int conv_run_packed(int kind, int pass, starnn_dtype sdt, const struct st
 	}
 	DNNL_TRY(dnnl_stream_wait(t->stream), "stream wait");
 	if (e->zb)
-		up_spread(e, bo, bias, out, ldout);
+		up_spread(e, bo, bias, out, e->ldout);
 	if (dbias) {
 		float *db = (float *)bias;
 		for (size_t i = 0; i < e->o; i++)
@@ -1322,9 +1370,56 @@ int starnn_conv2d_bwd_data_dnnl_packed(const struct starnn_conv2d_geom *g, starn
 	return conv_run(0, STARNN_CONV2D_BWD_DATA, dt, g, dy, ldy, w, ldw, packed, NULL, beta, dx, ldx);
 }
 
+/* Whether a weight gradient of g runs in tiles (wgrad_tiled): bf16 on AMX
+ * (where oneDNN picks NHWC for bf16), an image higher or wider than the
+ * AMX kernel takes, a 'same' convolution (odd k). */
+static int wgrad_tiles(const struct starnn_conv2d_geom *g, starnn_dtype dt)
+{
+	return dt == STARNN_BF16 && g->k % 2 == 1 && 2 * g->k < AMX_WGRAD_MAX_SIDE &&
+	       (g->h > AMX_WGRAD_MAX_SIDE || g->w > AMX_WGRAD_MAX_SIDE) &&
+	       starnn_conv2d_dnnl_block(STARNN_BF16) == STARNN_CONV2D_NHWC;
+}
+
+/* A bf16 weight gradient (and bias gradient) as the sum of those of tiles
+ * of the output pixels, each tile's input (its pixels and their
+ * neighbours, k / 2 around) at most AMX_WGRAD_MAX_SIDE a side: each runs
+ * on oneDNN's AMX kernel, which is wrong or crashes on the whole image.
+ * The tiles are windows of x and dy in their own layouts (no copies); the
+ * first adds to beta * dw, the others to what it left. */
+static int wgrad_tiled(const struct starnn_conv2d_geom *g, const void *x, size_t ldx, const void *dy, size_t ldy,
+                       float beta, float *dw, size_t ldw, float *db)
+{
+	const size_t r = g->k / 2, side = AMX_WGRAD_MAX_SIDE - 2 * r;
+	const size_t nr = (g->h + side - 1) / side, nc = (g->w + side - 1) / side;
+	const size_t th = (g->h + nr - 1) / nr, tw = (g->w + nc - 1) / nc;
+	/* a pixel's offset in a layout: NCHW one element, blocked cb (runtime/tensor.h) */
+	const size_t xpix = g->xb > 1 ? g->xb : 1, ypix = g->yb > 1 ? g->yb : 1, es = sizeof(uint16_t);
+	for (size_t r0 = 0; r0 < g->h; r0 += th)
+		for (size_t c0 = 0; c0 < g->w; c0 += tw) {
+			struct starnn_conv2d_geom tg = *g;
+			tg.h = th < g->h - r0 ? th : g->h - r0;
+			tg.w = tw < g->w - c0 ? tw : g->w - c0;
+			struct dnnl_conv key =
+				conv_key(0, STARNN_CONV2D_BWD_WEIGHT, STARNN_BF16, &tg, ldx, ldy, db != NULL, beta, ldw);
+			key.fh = g->h, key.fw = g->w;
+			key.pad[0] = r0 ? 0 : (int)r;
+			key.pad[1] = r0 + tg.h < g->h ? 0 : (int)r;
+			key.pad[2] = c0 ? 0 : (int)r;
+			key.pad[3] = c0 + tg.w < g->w ? 0 : (int)r;
+			const size_t xr = r0 ? r0 - r : 0, xc = c0 ? c0 - r : 0;
+			const char *xt = (const char *)x + (xr * g->w + xc) * xpix * es,
+			           *dyt = (const char *)dy + (r0 * g->w + c0) * ypix * es;
+			STARNN_CHECK(conv_exec(&key, xt, dyt, NULL, db, beta, dw));
+			beta = 1.0f;
+		}
+	return 0;
+}
+
 int starnn_conv2d_bwd_weight_dnnl(const struct starnn_conv2d_geom *g, starnn_dtype dt, const void *x, size_t ldx,
                                   const void *dy, size_t ldy, float beta, float *dw, size_t ldw, float *db)
 {
+	if (g->n && g->c && g->o && g->h && g->w && wgrad_tiles(g, dt))
+		return wgrad_tiled(g, x, ldx, dy, ldy, beta, dw, ldw, db);
 	if (g->n && g->c && g->o && g->h && g->w)
 		switch (starnn_conv2d_wgrad_route(g, dt)) {
 		case STARNN_CONV2D_WGRAD_GEMM:

@@ -1056,6 +1056,69 @@ static void dnnl_bf16_full_size(size_t c, size_t o, size_t side)
 	free(y), free(dx), free(dw), free(dw16), free(got);
 }
 
+/* NCHW v [n, c, hw] as NHWC bf16 (v bf16-exact). */
+static uint16_t *bf16_nhwc(const float *v, size_t n, size_t c, size_t hw)
+{
+	float *t = malloc(n * c * hw * sizeof *t);
+	uint16_t *h = malloc(n * c * hw * sizeof *h);
+	for (size_t i = 0; i < n; i++)
+		for (size_t ch = 0; ch < c; ch++)
+			for (size_t p = 0; p < hw; p++)
+				t[(i * hw + p) * c + ch] = v[(i * c + ch) * hw + p];
+	starnn_convert_fp32_to_bf16_cpu(1, n * c * hw, t, n * c * hw, h, n * c * hw);
+	free(t);
+	return h;
+}
+
+/* bf16 weight gradients of images larger than oneDNN 2.6's AMX kernel
+ * takes (on AMX they run in tiles of at most 192x192 input pixels: the
+ * whole image crashes it or comes out wrong, also at 96x384) against
+ * oneDNN fp32 on the same values: x and dy NCHW or NHWC (cb = C, what
+ * amp-bf16 keeps on AMX), and the tiles adding to beta = 1 times the
+ * previous result (2 dw). Tolerances as dnnl_bf16_full_size's weight
+ * gradient. */
+static void dnnl_bf16_wgrad_large(size_t n, size_t c, size_t o, size_t h, size_t w, size_t k, int nhwc)
+{
+	struct starnn_conv2d_geom g = {n, c, o, h, w, k, nhwc ? c : 1, nhwc ? o : 1};
+	struct starnn_conv2d_geom g32 = {n, c, o, h, w, k, 1, 1};
+	const size_t hw = h * w, nx = n * c * hw, ny = n * o * hw, nw = o * c * k * k;
+	float *x = hc_random(STARNN_BF16, nx, -1, 1), *dy = hc_random(STARNN_BF16, ny, -1, 1);
+	uint16_t *hx, *hdy;
+	if (nhwc) {
+		hx = bf16_nhwc(x, n, c, hw), hdy = bf16_nhwc(dy, n, o, hw);
+	} else {
+		hx = malloc(nx * 2), hdy = malloc(ny * 2);
+		starnn_convert_fp32_to_bf16_cpu(1, nx, x, nx, hx, nx);
+		starnn_convert_fp32_to_bf16_cpu(1, ny, dy, ny, hdy, ny);
+	}
+	float *dw = malloc(nw * sizeof *dw), *dw16 = malloc(nw * sizeof *dw16), *db = malloc(o * sizeof *db),
+	      *db16 = malloc(o * sizeof *db16);
+	TEST_OK(starnn_conv2d_bwd_weight_dnnl(&g32, STARNN_FP32, x, c * hw, dy, o * hw, 0.0f, dw, c * k * k, db));
+	for (int round = 0; round < 2; round++) {
+		TEST_OK(starnn_conv2d_bwd_weight_dnnl(&g, STARNN_BF16, hx, c * hw, hdy, o * hw, (float)round, dw16, c * k * k,
+		                                      db16));
+		char what[128];
+		float m = 0, mb = 0;
+		for (size_t i = 0; i < nw; i++)
+			m = fmaxf(m, fabsf(dw[i]));
+		for (size_t i = 0; i < o; i++)
+			mb = fmaxf(mb, fabsf(db[i]));
+		if (round)
+			for (size_t i = 0; i < nw; i++)
+				dw[i] *= 2;
+		if (round)
+			for (size_t i = 0; i < o; i++)
+				db[i] *= 2;
+		snprintf(what, sizeof what, "oneDNN bf16 bwd_weight %zux%zux%zu %zux%zu k%zu %s beta %d", n, c, o, h, w, k,
+		         nhwc ? "NHWC" : "NCHW", round);
+		test_close(what, dw16, dw, nw, 2e-4f, 2e-4f * m);
+		snprintf(what, sizeof what, "oneDNN bf16 bwd_bias %zux%zux%zu %zux%zu k%zu %s beta %d", n, c, o, h, w, k,
+		         nhwc ? "NHWC" : "NCHW", round);
+		test_close(what, db16, db, o, 2e-4f, 2e-4f * mb);
+	}
+	free(x), free(dy), free(hx), free(hdy), free(dw), free(dw16), free(db), free(db16);
+}
+
 /* A 4-D tensor of dt in layout cb (runtime/tensor.h) holding v (rounded
  * to dt; NULL: zeros). */
 static starnn_tensor *tensor4_layout(const char *name, starnn_dtype dt, size_t a, size_t b, size_t c, size_t d, int cb,
@@ -1333,6 +1396,11 @@ int main(void)
 				dnnl_bf16_full_size(32, 32, 384);
 				dnnl_bf16_full_size(64, 32, 384);
 				dnnl_bf16_full_size(32, 32, 192); /* the largest on AMX */
+				dnnl_bf16_wgrad_large(1, 13, 32, 384, 384, 3, 0); /* the UNet's first layer */
+				dnnl_bf16_wgrad_large(1, 32, 32, 384, 384, 3, 1);
+				dnnl_bf16_wgrad_large(1, 32, 12, 384, 384, 1, 0); /* its output layer */
+				dnnl_bf16_wgrad_large(2, 32, 16, 96, 384, 3, 0); /* crashed oneDNN's AMX kernel */
+				dnnl_bf16_wgrad_large(1, 16, 32, 200, 130, 5, 1);
 			}
 
 			const struct shape fd_shapes[] = {{2, 3, 5, 6, 10, 3}, {1, 5, 3, 2, 2, 3}, {3, 4, 2, 5, 3, 1}, {1, 3, 64, 2, 3, 3}};

@@ -449,25 +449,36 @@ void starnn_bn_bwd_apply_mp_cpu(starnn_dtype dt, size_t n, size_t c, size_t inne
 #define VF_RELU(v) __extension__({ __typeof__(v) r_ = (v); (__typeof__(r_))((__typeof__(r_ < 0))r_ & ~(r_ < 0)); })
 
 /* The lanes' sums live in arrays, and each chunk of whole pixels is walked
- * once per group of 8 lanes with that group's sums in registers (fp32 data
- * is walked in chunks too, so that a chunk stays in L1 across its groups).
- * The callers pass B = 8 and 16 as constants (the loops then unroll).
+ * once per G groups of 8 lanes with those groups' sums in registers (fp32
+ * data is walked in chunks too, so that a chunk stays in L1 across its
+ * groups). The callers pass B = 8 and 16 as constants (the loops then
+ * unroll).
  *
- * Group q's sums (lanes q .. q + 7, in sa, sb) over the pixels of a chunk
- * of len elements in blocks of B: 8 / W vectors VD of W doubles (OF widens
- * W floats), the clone's register width (wider vectors are kept in memory
- * by GCC 12): the same sums at every width. */
-#define BLK_STATS_GROUP(VD, W, OF)                                                                             \
+ * The sums of groups q .. q + G - 1 (lanes q .. q + 8 G - 1, in sa, sb)
+ * over the pixels of a chunk of len elements in blocks of B: 8 / W vectors
+ * VD of W doubles (OF widens W floats) per group, the clone's register
+ * width (wider vectors are kept in memory by GCC 12). Each lane adds its
+ * values pixel by pixel in one chain, so the sums are the same at every
+ * width and for every G; the G groups' chains are independent, which is
+ * what lets one pass run at the adds' throughput rather than their
+ * latency (one group: a chain of 4-cycle adds per pixel). */
+#define BLK_STATS_GROUP(VD, W, OF, G)                                                                          \
 	do {                                                                                                   \
-		VD a_[8 / W], b_[8 / W];                                                                       \
+		VD a_[G][8 / W], b_[G][8 / W];                                                                 \
 		memcpy(a_, sa + q, sizeof a_), memcpy(b_, sb + q, sizeof b_);                                  \
 		for (size_t i = q; i < len; i += B)                                                            \
-			for (int h = 0; h < 8 / W; h++) {                                                      \
-				VD t = OF(v + i + W * h);                                                      \
-				a_[h] += t, b_[h] += t * t;                                                    \
-			}                                                                                      \
+			for (int g_ = 0; g_ < G; g_++)                                                         \
+				for (int h = 0; h < 8 / W; h++) {                                              \
+					VD t = OF(v + i + 8 * g_ + W * h);                                     \
+					a_[g_][h] += t, b_[g_][h] += t * t;                                    \
+				}                                                                              \
 		memcpy(sa + q, a_, sizeof a_), memcpy(sb + q, b_, sizeof b_);                                  \
 	} while (0)
+
+/* Groups walked per pass by a clone (its accumulators in registers: 32
+ * zmm with AVX-512, 16 ymm / xmm otherwise). */
+#define BLK_GROUPS_AVX512 4
+#define BLK_GROUPS_AVX2 2
 
 STARNN_SIMD_INLINE void bn_stats_blk_any(int level, starnn_dtype dt, size_t B, size_t n, size_t c, size_t inner,
                                          const void *x, size_t ldx, double *sums, int accumulate)
@@ -485,13 +496,22 @@ STARNN_SIMD_INLINE void bn_stats_blk_any(int level, starnn_dtype dt, size_t B, s
 			for (size_t i0 = 0; i0 < len_all; i0 += step) {
 				size_t len = min_sz(step, len_all - i0);
 				const float *v = starnn_halfrow_load(dt, p + i0 * es, len, buf);
-				for (size_t q = 0; q < B; q += 8) {
-					if (level == STARNN_SIMD_AVX512)
-						BLK_STATS_GROUP(starnn_vd8, 8, STARNN_VD8_OF);
-					else if (level == STARNN_SIMD_AVX2)
-						BLK_STATS_GROUP(starnn_vd4, 4, STARNN_VD4_OF);
-					else
-						BLK_STATS_GROUP(starnn_vd2, 2, STARNN_VD2_OF);
+				size_t q = 0;
+				if (level == STARNN_SIMD_AVX512) {
+					for (; q + 8 * BLK_GROUPS_AVX512 <= B; q += 8 * BLK_GROUPS_AVX512)
+						BLK_STATS_GROUP(starnn_vd8, 8, STARNN_VD8_OF, BLK_GROUPS_AVX512);
+					for (; q + 16 <= B; q += 16)
+						BLK_STATS_GROUP(starnn_vd8, 8, STARNN_VD8_OF, 2);
+					for (; q < B; q += 8)
+						BLK_STATS_GROUP(starnn_vd8, 8, STARNN_VD8_OF, 1);
+				} else if (level == STARNN_SIMD_AVX2) {
+					for (; q + 8 * BLK_GROUPS_AVX2 <= B; q += 8 * BLK_GROUPS_AVX2)
+						BLK_STATS_GROUP(starnn_vd4, 4, STARNN_VD4_OF, BLK_GROUPS_AVX2);
+					for (; q < B; q += 8)
+						BLK_STATS_GROUP(starnn_vd4, 4, STARNN_VD4_OF, 1);
+				} else {
+					for (; q < B; q += 8)
+						BLK_STATS_GROUP(starnn_vd2, 2, STARNN_VD2_OF, 1);
 				}
 			}
 		}
@@ -600,22 +620,24 @@ void starnn_bn_apply_blk_cpu(starnn_dtype dt, size_t cb, size_t n, size_t c, siz
 	                 (dt, cb, n, c, inner, x, ldx, mean, stat, var_given, eps, gamma, beta, relu, y, ldy));
 }
 
-/* As BLK_STATS_GROUP: sum g, sum g * (x - m) of group q, g = dy or dy
- * masked by y > 0. */
-#define BLK_BWD_GROUP(VD, W, OF)                                                                               \
+/* As BLK_STATS_GROUP: sum g, sum g * (x - m) of groups q .. q + G - 1,
+ * g = dy or dy masked by y > 0. */
+#define BLK_BWD_GROUP(VD, W, OF, G)                                                                            \
 	do {                                                                                                   \
-		VD mq_[8 / W], a_[8 / W], b_[8 / W];                                                           \
+		VD mq_[G][8 / W], a_[G][8 / W], b_[G][8 / W];                                                  \
 		memcpy(mq_, m + q, sizeof mq_);                                                                \
 		memcpy(a_, sa + q, sizeof a_), memcpy(b_, sb + q, sizeof b_);                                  \
 		for (size_t i = q; i < len; i += B)                                                            \
-			for (int h = 0; h < 8 / W; h++) {                                                      \
-				VD g = OF(gv + i + W * h);                                                     \
-				if (yv) {                                                                      \
-					VD yq = OF(yv + i + W * h);                                            \
-					g = MASK_POS(g, yq);                                                   \
+			for (int g_ = 0; g_ < G; g_++)                                                         \
+				for (int h = 0; h < 8 / W; h++) {                                              \
+					const size_t e_ = i + 8 * g_ + W * h;                                  \
+					VD g = OF(gv + e_);                                                    \
+					if (yv) {                                                              \
+						VD yq = OF(yv + e_);                                           \
+						g = MASK_POS(g, yq);                                           \
+					}                                                                      \
+					a_[g_][h] += g, b_[g_][h] += g * (OF(xv + e_) - mq_[g_][h]);           \
 				}                                                                              \
-				a_[h] += g, b_[h] += g * (OF(xv + i + W * h) - mq_[h]);                        \
-			}                                                                                      \
 		memcpy(sa + q, a_, sizeof a_), memcpy(sb + q, b_, sizeof b_);                                  \
 	} while (0)
 
@@ -640,13 +662,22 @@ STARNN_SIMD_INLINE void bn_bwd_reduce_blk_any(int level, starnn_dtype dt, size_t
 				const float *xv = starnn_halfrow_load(dt, xp + i0 * es, len, xbuf);
 				const float *gv = starnn_halfrow_load(dt, gp + i0 * es, len, gbuf);
 				const float *yv = yp ? starnn_halfrow_load(dt, yp + i0 * es, len, ybuf) : NULL;
-				for (size_t q = 0; q < B; q += 8) {
-					if (level == STARNN_SIMD_AVX512)
-						BLK_BWD_GROUP(starnn_vd8, 8, STARNN_VD8_OF);
-					else if (level == STARNN_SIMD_AVX2)
-						BLK_BWD_GROUP(starnn_vd4, 4, STARNN_VD4_OF);
-					else
-						BLK_BWD_GROUP(starnn_vd2, 2, STARNN_VD2_OF);
+				size_t q = 0;
+				if (level == STARNN_SIMD_AVX512) {
+					for (; q + 8 * BLK_GROUPS_AVX512 <= B; q += 8 * BLK_GROUPS_AVX512)
+						BLK_BWD_GROUP(starnn_vd8, 8, STARNN_VD8_OF, BLK_GROUPS_AVX512);
+					for (; q + 16 <= B; q += 16)
+						BLK_BWD_GROUP(starnn_vd8, 8, STARNN_VD8_OF, 2);
+					for (; q < B; q += 8)
+						BLK_BWD_GROUP(starnn_vd8, 8, STARNN_VD8_OF, 1);
+				} else if (level == STARNN_SIMD_AVX2) {
+					for (; q + 8 * BLK_GROUPS_AVX2 <= B; q += 8 * BLK_GROUPS_AVX2)
+						BLK_BWD_GROUP(starnn_vd4, 4, STARNN_VD4_OF, BLK_GROUPS_AVX2);
+					for (; q < B; q += 8)
+						BLK_BWD_GROUP(starnn_vd4, 4, STARNN_VD4_OF, 1);
+				} else {
+					for (; q < B; q += 8)
+						BLK_BWD_GROUP(starnn_vd2, 2, STARNN_VD2_OF, 1);
 				}
 			}
 		}

@@ -366,8 +366,9 @@ static struct dnnl_thread *thread_state(void)
 	return t;
 }
 
-/* Reorder buffer i (0 a, 1 b, 2 out, 3 scratchpad, 4 a bias gradient): the worker thread's
- * scratch (runtime/scratch.h). */
+/* Reorder buffer i (0 a, 1 b, 2 out, 3 scratchpad, 4 a bias gradient; 5
+ * and 6 convt_wgrad_gemm's D and Z): the worker thread's scratch
+ * (runtime/scratch.h). */
 static void *thread_buf(int i, size_t bytes)
 {
 	return starnn_scratch(STARNN_SCRATCH_DNNL + i, bytes);
@@ -1470,11 +1471,123 @@ int starnn_convt2d_bwd_data_dnnl(size_t n, size_t c, size_t o, size_t h, size_t 
 	return conv_run(1, STARNN_CONV2D_BWD_DATA, dt, &g, dy, lddy, wt, ldw, NULL, NULL, beta, dx, lddx);
 }
 
+/* oneDNN 2.6 exports this row-major GEMM without declaring it in dnnl.h
+ * (codelets/cpu/gemm.c calls it too). */
+extern dnnl_status_t dnnl_gemm_bf16bf16f32(char transa, char transb, dnnl_dim_t M, dnnl_dim_t N, dnnl_dim_t K,
+                                           float alpha, const uint16_t *A, dnnl_dim_t lda, const uint16_t *B,
+                                           dnnl_dim_t ldb, float beta, float *C, dnnl_dim_t ldc);
+
+/* Whether a transposed convolution's bf16 weight gradient runs as a GEMM
+ * (convt_wgrad_gemm): on AMX (where oneDNN picks NHWC for bf16), x and dy
+ * NCHW or NHWC. */
+static int convt_wgrad_gemm_ok(size_t c, size_t o, size_t xb, size_t yb, starnn_dtype dt)
+{
+	return dt == STARNN_BF16 && (xb <= 1 || xb == c) && (yb <= 1 || yb == o) &&
+	       starnn_conv2d_dnnl_block(STARNN_BF16) == STARNN_CONV2D_NHWC;
+}
+
+/* A bf16 transposed 2x2 / stride-2 convolution's weight and bias
+ * gradients as one bf16 GEMM (AMX): dw[c, o, a, b] = sum over n, i, j of
+ * x[n, c, i, j] dy[n, o, 2i + a, 2j + b], so with D[(n, i, j), (a, b, o)]
+ * the dy values gathered (bf16, exact), Z = X^T D [c, 4o] in fp32
+ * (dnnl_gemm_bf16bf16f32: one call for NHWC x, one per image for NCHW),
+ * then dw = beta dw + Z in PyTorch's [c, o, 2, 2] and db = beta db + the
+ * sums of dy per channel (in double, pixel by pixel). oneDNN 2.6's own
+ * kernels for this pass are slow at the UNet's shapes: its AMX
+ * deconvolution 1.1-3x slower than its fp32 one (conv_create), which
+ * widens x and dy and ran at about 56 GFLOP/s on the 192 -> 384
+ * up-sampling of a 384x384 UNet. */
+static int convt_wgrad_gemm(size_t n, size_t c, size_t o, size_t h, size_t w, size_t xb, size_t yb,
+                            const uint16_t *x, size_t ldx, const uint16_t *dy, size_t lddy, float beta, float *dw,
+                            size_t lddw, float *db)
+{
+	const size_t hw = h * w, rows = n * hw, o4 = 4 * o, w2 = 2 * w, nhwc_x = xb > 1, nhwc_y = yb > 1;
+	uint16_t *d = thread_buf(5, rows * o4 * sizeof *d);
+	float *z = thread_buf(6, c * o4 * sizeof *z);
+	double *acc = db ? thread_buf(4, o * sizeof *acc) : NULL;
+	if (!d || !z || (db && !acc))
+		return starnn_error(STARNN_ENOMEM, "convt2d: cannot allocate the weight gradient's workspace (n %zu c %zu o %zu "
+		                                   "%zux%zu)",
+		                    n, c, o, h, w);
+	if (acc)
+		for (size_t k = 0; k < o; k++)
+			acc[k] = 0;
+	for (size_t nn = 0; nn < n; nn++) {
+		const uint16_t *dyn = dy + nn * lddy;
+		uint16_t *dn = d + nn * hw * o4;
+		if (nhwc_y) {
+			/* pixels (2i + a, 2j) and (2i + a, 2j + 1): 2o values side by side */
+			for (size_t i = 0; i < h; i++)
+				for (size_t a = 0; a < 2; a++) {
+					const uint16_t *src = dyn + (2 * i + a) * w2 * o;
+					for (size_t j = 0; j < w; j++)
+						memcpy(dn + (i * w + j) * o4 + a * 2 * o, src + 2 * j * o, 2 * o * sizeof *d);
+				}
+			if (acc)
+				for (size_t p = 0; p < 4 * hw; p++)
+					for (size_t k = 0; k < o; k++) {
+						uint32_t u = (uint32_t)dyn[p * o + k] << 16;
+						float f;
+						memcpy(&f, &u, sizeof f);
+						acc[k] += f;
+					}
+		} else {
+			for (size_t k = 0; k < o; k++) {
+				const uint16_t *plane = dyn + k * 4 * hw;
+				double s = 0;
+				for (size_t y = 0; y < 2 * h; y++)
+					for (size_t xx = 0; xx < w2; xx++) {
+						const uint16_t v = plane[y * w2 + xx];
+						dn[((y / 2) * w + xx / 2) * o4 + ((y % 2) * 2 + xx % 2) * o + k] = v;
+						if (acc) {
+							uint32_t u = (uint32_t)v << 16;
+							float f;
+							memcpy(&f, &u, sizeof f);
+							s += f;
+						}
+					}
+				if (acc)
+					acc[k] += s;
+			}
+		}
+	}
+	dnnl_status_t st = dnnl_success;
+	if (nhwc_x && (n == 1 || ldx == hw * c))
+		st = dnnl_gemm_bf16bf16f32('T', 'N', (dnnl_dim_t)c, (dnnl_dim_t)o4, (dnnl_dim_t)rows, 1.0f, x, (dnnl_dim_t)c, d,
+		                           (dnnl_dim_t)o4, 0.0f, z, (dnnl_dim_t)o4);
+	else
+		for (size_t nn = 0; nn < n && st == dnnl_success; nn++)
+			st = nhwc_x ? dnnl_gemm_bf16bf16f32('T', 'N', (dnnl_dim_t)c, (dnnl_dim_t)o4, (dnnl_dim_t)hw, 1.0f,
+			                                    x + nn * ldx, (dnnl_dim_t)c, d + nn * hw * o4, (dnnl_dim_t)o4,
+			                                    nn ? 1.0f : 0.0f, z, (dnnl_dim_t)o4)
+			            : dnnl_gemm_bf16bf16f32('N', 'N', (dnnl_dim_t)c, (dnnl_dim_t)o4, (dnnl_dim_t)hw, 1.0f,
+			                                    x + nn * ldx, (dnnl_dim_t)hw, d + nn * hw * o4, (dnnl_dim_t)o4,
+			                                    nn ? 1.0f : 0.0f, z, (dnnl_dim_t)o4);
+	if (st != dnnl_success)
+		return starnn_error(STARNN_EINVAL, "convt2d: oneDNN's bf16 GEMM failed (status %d; n %zu c %zu o %zu %zux%zu)",
+		                    (int)st, n, c, o, h, w);
+	for (size_t cc = 0; cc < c; cc++) {
+		float *row = dw + cc * lddw;
+		const float *zr = z + cc * o4;
+		for (size_t k = 0; k < o; k++)
+			for (size_t ab = 0; ab < 4; ab++) {
+				const float v = zr[ab * o + k];
+				row[k * 4 + ab] = beta != 0.0f ? beta * row[k * 4 + ab] + v : v;
+			}
+	}
+	if (db)
+		for (size_t k = 0; k < o; k++)
+			db[k] = beta != 0.0f ? beta * db[k] + (float)acc[k] : (float)acc[k];
+	return 0;
+}
+
 int starnn_convt2d_bwd_weight_dnnl(size_t n, size_t c, size_t o, size_t h, size_t w, size_t xb, size_t yb,
                                    starnn_dtype dt, const void *x, size_t ldx, const void *dy, size_t lddy, float beta,
                                    float *dw, size_t lddw, float *db)
 {
 	struct starnn_conv2d_geom g = {n, c, o, h, w, 2, xb, yb};
+	if (n && c && o && h && w && convt_wgrad_gemm_ok(c, o, xb, yb, dt))
+		return convt_wgrad_gemm(n, c, o, h, w, xb, yb, x, ldx, dy, lddy, beta, dw, lddw, db);
 	if (n && h && w && starnn_convt2d_direct(o, yb, dt)) {
 		float *work = thread_buf(2, starnn_convt2d_direct_workspace(c, o) * sizeof *work);
 		if (!work)

@@ -396,11 +396,11 @@ static void convt_codelets(int64_t n, int64_t c, int64_t o, int64_t s, int xb, i
 }
 
 /* convt2d on bf16 tensors in layouts xb / yb against the fp32 codelets on
- * NCHW tensors holding the same (bf16-exact) values. Where oneDNN's pick for
- * the bf16 weight gradient is its AMX kernel, that pass runs oneDNN's fp32
- * kernel on the widened values (codelets/cpu/conv2d_dnnl.c): products
- * exact and sums in fp32 either way, so dw and db agree to the rounding of
- * sums in another order; y and dx are rounded to bf16 once (half an ulp of
+ * NCHW tensors holding the same (bf16-exact) values. On AMX the bf16
+ * weight gradient runs as one bf16 GEMM on the gathered values
+ * (convt_wgrad_gemm in codelets/cpu/conv2d_dnnl.c; elsewhere oneDNN's
+ * deconvolution): products exact and sums in fp32 either way, so dw and db
+ * agree to the rounding of sums in another order; y and dx are rounded to bf16 once (half an ulp of
  * bf16: 2^-9 relative, plus the fp32 sums' reordering). */
 static void convt_codelets_bf16(int64_t n, int64_t c, int64_t o, int64_t s, int xb, int yb)
 {

@@ -1497,11 +1497,38 @@ static int convt_wgrad_gemm_ok(size_t c, size_t o, size_t xb, size_t yb, starnn_
  * deconvolution 1.1-3x slower than its fp32 one (conv_create), which
  * widens x and dy and ran at about 56 GFLOP/s on the 192 -> 384
  * up-sampling of a 384x384 UNet. */
+/* The sum of n bf16 values in double: 8 lanes (value i in lane i % 8),
+ * then the lanes in order. */
+static double row_sum_bf16(const uint16_t *v, size_t n)
+{
+	double lane[8] = {0};
+	size_t i = 0;
+	for (; i + 8 <= n; i += 8)
+		for (int q = 0; q < 8; q++) {
+			uint32_t u = (uint32_t)v[i + q] << 16;
+			float f;
+			memcpy(&f, &u, sizeof f);
+			lane[q] += f;
+		}
+	for (; i < n; i++) {
+		uint32_t u = (uint32_t)v[i] << 16;
+		float f;
+		memcpy(&f, &u, sizeof f);
+		lane[i % 8] += f;
+	}
+	double s = 0;
+	for (int q = 0; q < 8; q++)
+		s += lane[q];
+	return s;
+}
+
 static int convt_wgrad_gemm(size_t n, size_t c, size_t o, size_t h, size_t w, size_t xb, size_t yb,
                             const uint16_t *x, size_t ldx, const uint16_t *dy, size_t lddy, float beta, float *dw,
                             size_t lddw, float *db)
 {
 	const size_t hw = h * w, rows = n * hw, o4 = 4 * o, w2 = 2 * w, nhwc_x = xb > 1, nhwc_y = yb > 1;
+	if (!thread_state()) /* (oneDNN's OpenMP team of this thread: one thread) */
+		return STARNN_ENOMEM;
 	uint16_t *d = thread_buf(5, rows * o4 * sizeof *d);
 	float *z = thread_buf(6, c * o4 * sizeof *z);
 	double *acc = db ? thread_buf(4, o * sizeof *acc) : NULL;
@@ -1532,23 +1559,20 @@ static int convt_wgrad_gemm(size_t n, size_t c, size_t o, size_t h, size_t w, si
 						acc[k] += f;
 					}
 		} else {
-			for (size_t k = 0; k < o; k++) {
-				const uint16_t *plane = dyn + k * 4 * hw;
-				double s = 0;
-				for (size_t y = 0; y < 2 * h; y++)
-					for (size_t xx = 0; xx < w2; xx++) {
-						const uint16_t v = plane[y * w2 + xx];
-						dn[((y / 2) * w + xx / 2) * o4 + ((y % 2) * 2 + xx % 2) * o + k] = v;
-						if (acc) {
-							uint32_t u = (uint32_t)v << 16;
-							float f;
-							memcpy(&f, &u, sizeof f);
-							s += f;
+			/* row by row of D (i): its w x 4o values stay in cache while
+			 * the rows 2i and 2i + 1 of every channel's plane are read */
+			for (size_t i = 0; i < h; i++)
+				for (size_t a = 0; a < 2; a++)
+					for (size_t k = 0; k < o; k++) {
+						const uint16_t *src = dyn + k * 4 * hw + (2 * i + a) * w2;
+						uint16_t *dst = dn + i * w * o4 + a * 2 * o + k;
+						for (size_t j = 0; j < w; j++) {
+							dst[j * o4] = src[2 * j];
+							dst[j * o4 + o] = src[2 * j + 1];
 						}
+						if (acc) /* in 8 lanes of independent adds */
+							acc[k] += row_sum_bf16(src, w2);
 					}
-				if (acc)
-					acc[k] += s;
-			}
 		}
 	}
 	dnnl_status_t st = dnnl_success;

@@ -40,12 +40,21 @@
  * dy) against the direct kernels (STARNN_CONVT2D=direct; "-" where they do
  * not run), and the ratio.
  *
+ * --convt-bf16: the bf16 weight gradient of the same transposed
+ * convolutions in the layouts amp-bf16 keeps on AMX (128x128: x and the
+ * half of a concatenation dy in NHWC; 384x384, batch 1: NCHW): starnn's
+ * route (on AMX one bf16 GEMM on dy gathered, codelets/cpu/conv2d_dnnl.c;
+ * elsewhere oneDNN's bf16 deconvolution) against oneDNN's fp32
+ * deconvolution on fp32 copies in the same layouts (the route the bf16
+ * pass took before, less the widening reorders it also paid), and the
+ * ratio.
+ *
  * --nchw-in: the fp32 forward of the first layer (13 input frames in NCHW,
  * y in oneDNN's blocked layout) of the two configurations: oneDNN (with
  * its copy of x into padded nChw8c) against the direct kernel
  * (STARNN_CONV2D_NCHW_IN=direct; "-" where it does not run), and the ratio.
  *
- * Usage: tools/bench-conv [--reps N] [--quick] [--wgrad | --convt | --nchw-in]
+ * Usage: tools/bench-conv [--reps N] [--quick] [--wgrad | --convt | --convt-bf16 | --nchw-in]
  *   --quick  the 128x128 shapes only */
 #include <config.h>
 
@@ -357,6 +366,66 @@ static int convt_bench(int reps, int quick)
 	return 0;
 }
 
+struct convt16_ctx {
+	size_t n, c, o, h, xb, yb, ldx, ldy, ldw;
+	const float *x, *dy;
+	const uint16_t *hx, *hdy;
+	float *dw, *db;
+};
+
+static int convt16_run(void *ctx, int k)
+{
+	const struct convt16_ctx *a = ctx;
+	if (k == 0)
+		return starnn_convt2d_bwd_weight_dnnl(a->n, a->c, a->o, a->h, a->h, a->xb, a->yb, STARNN_FP32, a->x, a->ldx,
+		                                      a->dy, a->ldy, 0.0f, a->dw, a->ldw, a->db);
+	return starnn_convt2d_bwd_weight_dnnl(a->n, a->c, a->o, a->h, a->h, a->xb, a->yb, STARNN_BF16, a->hx, a->ldx,
+	                                      a->hdy, a->ldy, 0.0f, a->dw, a->ldw, a->db);
+}
+
+/* --convt-bf16 (see the top): best seconds of oneDNN fp32 and starnn's
+ * bf16 route, alternated. */
+static int convt16_bench(int reps, int quick)
+{
+	if (!starnn_conv2d_dnnl_bf16()) {
+		printf("# bench-conv --convt-bf16: no native bf16 convolutions here (oneDNN implements them on AVX-512 "
+		       "and newer): nothing to time\n");
+		return 0;
+	}
+	const int amx = starnn_conv2d_dnnl_block(STARNN_BF16) == STARNN_CONV2D_NHWC;
+	printf("# bench-conv --convt-bf16: one thread, transposed 2x2 / stride-2 weight gradients (with the bias), "
+	       "GFLOP/s = 2*N*C*O*4*H*W / best of %d run(s)\n",
+	       reps);
+	printf("# bf16: %s; fp32: oneDNN's deconvolution on fp32 copies in the same layouts\n",
+	       amx ? "one bf16 GEMM (AMX) on dy gathered" : "oneDNN's bf16 deconvolution (no AMX here)");
+	printf("%-10s %5s %5s %5s %4s %-6s %9s %9s %10s\n", "shape", "N", "C", "O", "HW", "layout", "fp32", "bf16",
+	       "bf16/fp32");
+	starnn_convt2d_route_set(STARNN_CONVT2D_DNNL);
+	unsigned seed = 1;
+	for (size_t s = 0; s < sizeof convt_shapes / sizeof *convt_shapes; s++) {
+		const struct shape *sh = &convt_shapes[s];
+		if (quick && sh->n != 2)
+			continue;
+		const size_t n = sh->n, c = sh->c, o = sh->o, h = sh->hw, hw = h * h;
+		const int nhwc = n > 1; /* amp-bf16 on AMX: NHWC where the batch comes in parts, else NCHW */
+		const size_t ldx = c * hw, ldy = 2 * o * 4 * hw, ldw = 4 * o;
+		float *x = random_f32(n * ldx, &seed), *dy = random_f32(n * ldy, &seed);
+		float *dw = random_f32(c * ldw, &seed), *db = random_f32(o, &seed);
+		uint16_t *hx = to_bf16(x, n * ldx), *hdy = to_bf16(dy, n * ldy);
+		double best[2];
+		struct convt16_ctx ctx = {n, c, o, h, nhwc ? c : 1, nhwc ? o : 1, ldx, ldy, ldw, x, dy, hx, hdy, dw, db};
+		if (best_times(reps, 2, convt16_run, &ctx, best))
+			return 1;
+		const double flops = 2.0 * n * c * o * 4 * hw;
+		printf("%-10s %5zu %5zu %5zu %4zu %-6s %9.1f %9.1f %10.2f\n", sh->name, n, c, o, h, nhwc ? "NHWC" : "NCHW",
+		       flops / best[0] * 1e-9, flops / best[1] * 1e-9, best[0] / best[1]);
+		fflush(stdout);
+		free(x), free(dy), free(dw), free(db), free(hx), free(hdy);
+	}
+	starnn_convt2d_route_set(STARNN_CONVT2D_AUTO);
+	return 0;
+}
+
 struct nchw_in_ctx {
 	const struct starnn_conv2d_geom *g;
 	const float *x, *w, *bias;
@@ -410,7 +479,7 @@ static int nchw_in_bench(int reps, int quick)
 
 int main(int argc, char **argv)
 {
-	int reps = 3, quick = 0, wgrad = 0, convt = 0, nchw_in = 0;
+	int reps = 3, quick = 0, wgrad = 0, convt = 0, convt16 = 0, nchw_in = 0;
 	for (int i = 1; i < argc; i++) {
 		if (!strcmp(argv[i], "--reps") && i + 1 < argc)
 			reps = atoi(argv[++i]);
@@ -420,10 +489,13 @@ int main(int argc, char **argv)
 			wgrad = 1;
 		else if (!strcmp(argv[i], "--convt"))
 			convt = 1;
+		else if (!strcmp(argv[i], "--convt-bf16"))
+			convt16 = 1;
 		else if (!strcmp(argv[i], "--nchw-in"))
 			nchw_in = 1;
 		else {
-			fprintf(stderr, "usage: %s [--reps N] [--quick] [--wgrad | --convt | --nchw-in]\n", argv[0]);
+			fprintf(stderr, "usage: %s [--reps N] [--quick] [--wgrad | --convt | --convt-bf16 | --nchw-in]\n",
+			        argv[0]);
 			return 2;
 		}
 	}
@@ -438,8 +510,8 @@ int main(int argc, char **argv)
 	}
 	starnn_blas_autoselect(argv);
 	openblas_set_num_threads(1);
-	if (wgrad + convt + nchw_in > 1) {
-		fprintf(stderr, "bench-conv: one of --wgrad, --convt, --nchw-in\n");
+	if (wgrad + convt + convt16 + nchw_in > 1) {
+		fprintf(stderr, "bench-conv: one of --wgrad, --convt, --convt-bf16, --nchw-in\n");
 		return 2;
 	}
 	if (nchw_in)
@@ -448,6 +520,8 @@ int main(int argc, char **argv)
 		return wgrad_bench(reps, quick);
 	if (convt)
 		return convt_bench(reps, quick);
+	if (convt16)
+		return convt16_bench(reps, quick);
 	starnn_conv2d_wgrad_set(STARNN_CONV2D_WGRAD_DNNL); /* the dnnl columns: oneDNN's passes */
 	const char *core = starnn_blas_core();
 	printf("# bench-conv: one thread, 3x3 convolutions, GFLOP/s = 2*N*C*O*9*H*W / best of %d run(s)\n", reps);

@@ -480,6 +480,30 @@ void starnn_bn_bwd_apply_mp_cpu(starnn_dtype dt, size_t n, size_t c, size_t inne
 #define BLK_GROUPS_AVX512 4
 #define BLK_GROUPS_AVX2 2
 
+/* Every group of a block of B lanes by GROUP (BLK_STATS_GROUP or
+ * BLK_BWD_GROUP) in the clone's width, as many at a time as it keeps in
+ * registers (level: the clone's, in scope). */
+#define BLK_WALK(GROUP)                                                                                        \
+	do {                                                                                                   \
+		size_t q = 0;                                                                                  \
+		if (level == STARNN_SIMD_AVX512) {                                                             \
+			for (; q + 8 * BLK_GROUPS_AVX512 <= B; q += 8 * BLK_GROUPS_AVX512)                     \
+				GROUP(starnn_vd8, 8, STARNN_VD8_OF, BLK_GROUPS_AVX512);                        \
+			for (; q + 16 <= B; q += 16)                                                           \
+				GROUP(starnn_vd8, 8, STARNN_VD8_OF, 2);                                        \
+			for (; q < B; q += 8)                                                                  \
+				GROUP(starnn_vd8, 8, STARNN_VD8_OF, 1);                                        \
+		} else if (level == STARNN_SIMD_AVX2) {                                                        \
+			for (; q + 8 * BLK_GROUPS_AVX2 <= B; q += 8 * BLK_GROUPS_AVX2)                         \
+				GROUP(starnn_vd4, 4, STARNN_VD4_OF, BLK_GROUPS_AVX2);                          \
+			for (; q < B; q += 8)                                                                  \
+				GROUP(starnn_vd4, 4, STARNN_VD4_OF, 1);                                        \
+		} else {                                                                                       \
+			for (; q < B; q += 8)                                                                  \
+				GROUP(starnn_vd2, 2, STARNN_VD2_OF, 1);                                        \
+		}                                                                                              \
+	} while (0)
+
 STARNN_SIMD_INLINE void bn_stats_blk_any(int level, starnn_dtype dt, size_t B, size_t n, size_t c, size_t inner,
                                          const void *x, size_t ldx, double *sums, int accumulate)
 {
@@ -496,23 +520,7 @@ STARNN_SIMD_INLINE void bn_stats_blk_any(int level, starnn_dtype dt, size_t B, s
 			for (size_t i0 = 0; i0 < len_all; i0 += step) {
 				size_t len = min_sz(step, len_all - i0);
 				const float *v = starnn_halfrow_load(dt, p + i0 * es, len, buf);
-				size_t q = 0;
-				if (level == STARNN_SIMD_AVX512) {
-					for (; q + 8 * BLK_GROUPS_AVX512 <= B; q += 8 * BLK_GROUPS_AVX512)
-						BLK_STATS_GROUP(starnn_vd8, 8, STARNN_VD8_OF, BLK_GROUPS_AVX512);
-					for (; q + 16 <= B; q += 16)
-						BLK_STATS_GROUP(starnn_vd8, 8, STARNN_VD8_OF, 2);
-					for (; q < B; q += 8)
-						BLK_STATS_GROUP(starnn_vd8, 8, STARNN_VD8_OF, 1);
-				} else if (level == STARNN_SIMD_AVX2) {
-					for (; q + 8 * BLK_GROUPS_AVX2 <= B; q += 8 * BLK_GROUPS_AVX2)
-						BLK_STATS_GROUP(starnn_vd4, 4, STARNN_VD4_OF, BLK_GROUPS_AVX2);
-					for (; q < B; q += 8)
-						BLK_STATS_GROUP(starnn_vd4, 4, STARNN_VD4_OF, 1);
-				} else {
-					for (; q < B; q += 8)
-						BLK_STATS_GROUP(starnn_vd2, 2, STARNN_VD2_OF, 1);
-				}
+				BLK_WALK(BLK_STATS_GROUP);
 			}
 		}
 		for (size_t j = 0; j < B; j++) {
@@ -662,23 +670,7 @@ STARNN_SIMD_INLINE void bn_bwd_reduce_blk_any(int level, starnn_dtype dt, size_t
 				const float *xv = starnn_halfrow_load(dt, xp + i0 * es, len, xbuf);
 				const float *gv = starnn_halfrow_load(dt, gp + i0 * es, len, gbuf);
 				const float *yv = yp ? starnn_halfrow_load(dt, yp + i0 * es, len, ybuf) : NULL;
-				size_t q = 0;
-				if (level == STARNN_SIMD_AVX512) {
-					for (; q + 8 * BLK_GROUPS_AVX512 <= B; q += 8 * BLK_GROUPS_AVX512)
-						BLK_BWD_GROUP(starnn_vd8, 8, STARNN_VD8_OF, BLK_GROUPS_AVX512);
-					for (; q + 16 <= B; q += 16)
-						BLK_BWD_GROUP(starnn_vd8, 8, STARNN_VD8_OF, 2);
-					for (; q < B; q += 8)
-						BLK_BWD_GROUP(starnn_vd8, 8, STARNN_VD8_OF, 1);
-				} else if (level == STARNN_SIMD_AVX2) {
-					for (; q + 8 * BLK_GROUPS_AVX2 <= B; q += 8 * BLK_GROUPS_AVX2)
-						BLK_BWD_GROUP(starnn_vd4, 4, STARNN_VD4_OF, BLK_GROUPS_AVX2);
-					for (; q < B; q += 8)
-						BLK_BWD_GROUP(starnn_vd4, 4, STARNN_VD4_OF, 1);
-				} else {
-					for (; q < B; q += 8)
-						BLK_BWD_GROUP(starnn_vd2, 2, STARNN_VD2_OF, 1);
-				}
+				BLK_WALK(BLK_BWD_GROUP);
 			}
 		}
 		for (size_t j = 0; j < B; j++) {

@@ -304,6 +304,19 @@ static const struct shape convt_shapes[] = {
 	{"384 up1", 1, 128, 64, 96},  {"384 up0", 1, 64, 32, 192},
 };
 
+/* A transposed convolution's sizes as the UNet has them: x [n, c, h, h]
+ * rows ldx apart, dy a half of a concatenation (rows twice its size
+ * apart), w / dw [c, o, 2, 2]. */
+struct convt_dims {
+	size_t n, c, o, h, hw, ldx, ldy, ldw;
+};
+
+static struct convt_dims convt_dims_of(const struct shape *sh)
+{
+	const size_t hw = sh->hw * sh->hw;
+	return (struct convt_dims){sh->n, sh->c, sh->o, sh->hw, hw, sh->c * hw, 2 * sh->o * 4 * hw, 4 * sh->o};
+}
+
 struct convt_ctx {
 	size_t n, c, o, h, b, ldx, ldy, ldw;
 	int pass;
@@ -342,8 +355,8 @@ static int convt_bench(int reps, int quick)
 		const struct shape *sh = &convt_shapes[s];
 		if (quick && sh->n != 2)
 			continue;
-		const size_t n = sh->n, c = sh->c, o = sh->o, h = sh->hw, hw = h * h;
-		const size_t ldx = c * hw, ldy = 2 * o * 4 * hw, ldw = 4 * o;
+		const struct convt_dims d = convt_dims_of(sh);
+		const size_t n = d.n, c = d.c, o = d.o, h = d.h, hw = d.hw, ldx = d.ldx, ldy = d.ldy, ldw = d.ldw;
 		float *x = random_f32(n * ldx, &seed), *dy = random_f32(n * ldy, &seed), *dx = random_f32(n * ldx, &seed);
 		float *w = random_f32(c * ldw, &seed), *dw = random_f32(c * ldw, &seed), *db = random_f32(o, &seed);
 		const int direct = starnn_convt2d_direct_ok(o, b) && starnn_convt2d_direct_ok(c, b);
@@ -406,9 +419,9 @@ static int convt16_bench(int reps, int quick)
 		const struct shape *sh = &convt_shapes[s];
 		if (quick && sh->n != 2)
 			continue;
-		const size_t n = sh->n, c = sh->c, o = sh->o, h = sh->hw, hw = h * h;
+		const struct convt_dims d = convt_dims_of(sh);
+		const size_t n = d.n, c = d.c, o = d.o, h = d.h, hw = d.hw, ldx = d.ldx, ldy = d.ldy, ldw = d.ldw;
 		const int nhwc = n > 1; /* amp-bf16 on AMX: NHWC where the batch comes in parts, else NCHW */
-		const size_t ldx = c * hw, ldy = 2 * o * 4 * hw, ldw = 4 * o;
 		float *x = random_f32(n * ldx, &seed), *dy = random_f32(n * ldy, &seed);
 		float *dw = random_f32(c * ldw, &seed), *db = random_f32(o, &seed);
 		uint16_t *hx = to_bf16(x, n * ldx), *hdy = to_bf16(dy, n * ldy);

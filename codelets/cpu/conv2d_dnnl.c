@@ -32,6 +32,7 @@
 #include "codelets/conv2d.h"
 #include "codelets/convt2d.h"
 #include "runtime/error.h"
+#include "runtime/half.h"
 #include "runtime/scratch.h"
 
 /* The backend choice (both builds). */
@@ -1504,18 +1505,10 @@ static double row_sum_bf16(const uint16_t *v, size_t n)
 	double lane[8] = {0};
 	size_t i = 0;
 	for (; i + 8 <= n; i += 8)
-		for (int q = 0; q < 8; q++) {
-			uint32_t u = (uint32_t)v[i + q] << 16;
-			float f;
-			memcpy(&f, &u, sizeof f);
-			lane[q] += f;
-		}
-	for (; i < n; i++) {
-		uint32_t u = (uint32_t)v[i] << 16;
-		float f;
-		memcpy(&f, &u, sizeof f);
-		lane[i % 8] += f;
-	}
+		for (int q = 0; q < 8; q++)
+			lane[q] += starnn_bf16_to_float(v[i + q]);
+	for (; i < n; i++)
+		lane[i % 8] += starnn_bf16_to_float(v[i]);
 	double s = 0;
 	for (int q = 0; q < 8; q++)
 		s += lane[q];
@@ -1552,12 +1545,8 @@ static int convt_wgrad_gemm(size_t n, size_t c, size_t o, size_t h, size_t w, si
 				}
 			if (acc)
 				for (size_t p = 0; p < 4 * hw; p++)
-					for (size_t k = 0; k < o; k++) {
-						uint32_t u = (uint32_t)dyn[p * o + k] << 16;
-						float f;
-						memcpy(&f, &u, sizeof f);
-						acc[k] += f;
-					}
+					for (size_t k = 0; k < o; k++)
+						acc[k] += starnn_bf16_to_float(dyn[p * o + k]);
 		} else {
 			/* row by row of D (i): its w x 4o values stay in cache while
 			 * the rows 2i and 2i + 1 of every channel's plane are read */
@@ -1699,10 +1688,15 @@ static int block_probe(dnnl_data_type_t dt)
 int starnn_conv2d_dnnl_block(starnn_dtype dt)
 {
 	int i = dt == STARNN_BF16 ? 1 : 0;
+	/* probed once under the lock; read without it afterwards (the tasks'
+	 * route choices ask at every call) */
+	int b = __atomic_load_n(&block_of_dt[i], __ATOMIC_ACQUIRE);
+	if (b != INT_MIN)
+		return b;
 	pthread_mutex_lock(&block_lock);
 	if (block_of_dt[i] == INT_MIN)
-		block_of_dt[i] = block_probe(dnnl_dt(dt));
-	int b = block_of_dt[i];
+		__atomic_store_n(&block_of_dt[i], block_probe(dnnl_dt(dt)), __ATOMIC_RELEASE);
+	b = block_of_dt[i];
 	pthread_mutex_unlock(&block_lock);
 	return b;
 }

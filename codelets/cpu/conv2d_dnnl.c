@@ -1487,17 +1487,6 @@ static int convt_wgrad_gemm_ok(size_t c, size_t o, size_t xb, size_t yb, starnn_
 	       starnn_conv2d_dnnl_block(STARNN_BF16) == STARNN_CONV2D_NHWC;
 }
 
-/* A bf16 transposed 2x2 / stride-2 convolution's weight and bias
- * gradients as one bf16 GEMM (AMX): dw[c, o, a, b] = sum over n, i, j of
- * x[n, c, i, j] dy[n, o, 2i + a, 2j + b], so with D[(n, i, j), (a, b, o)]
- * the dy values gathered (bf16, exact), Z = X^T D [c, 4o] in fp32
- * (dnnl_gemm_bf16bf16f32: one call for NHWC x, one per image for NCHW),
- * then dw = beta dw + Z in PyTorch's [c, o, 2, 2] and db = beta db + the
- * sums of dy per channel (in double, pixel by pixel). oneDNN 2.6's own
- * kernels for this pass are slow at the UNet's shapes: its AMX
- * deconvolution 1.1-3x slower than its fp32 one (conv_create), which
- * widens x and dy and ran at about 56 GFLOP/s on the 192 -> 384
- * up-sampling of a 384x384 UNet. */
 /* The sum of n bf16 values in double: 8 lanes (value i in lane i % 8),
  * then the lanes in order. */
 static double row_sum_bf16(const uint16_t *v, size_t n)
@@ -1515,6 +1504,17 @@ static double row_sum_bf16(const uint16_t *v, size_t n)
 	return s;
 }
 
+/* A bf16 transposed 2x2 / stride-2 convolution's weight and bias
+ * gradients as one bf16 GEMM (AMX): dw[c, o, a, b] = sum over n, i, j of
+ * x[n, c, i, j] dy[n, o, 2i + a, 2j + b], so with D[(n, i, j), (a, b, o)]
+ * the dy values gathered (bf16, exact), Z = X^T D [c, 4o] in fp32
+ * (dnnl_gemm_bf16bf16f32: one call for NHWC x, one per image for NCHW),
+ * then dw = beta dw + Z in PyTorch's [c, o, 2, 2] and db = beta db + the
+ * sums of dy per channel (in double, pixel by pixel). oneDNN 2.6's own
+ * kernels for this pass are slow at the UNet's shapes: its AMX
+ * deconvolution 1.1-3x slower than its fp32 one (conv_create), which
+ * widens x and dy and ran at about 56 GFLOP/s on the 192 -> 384
+ * up-sampling of a 384x384 UNet. */
 static int convt_wgrad_gemm(size_t n, size_t c, size_t o, size_t h, size_t w, size_t xb, size_t yb,
                             const uint16_t *x, size_t ldx, const uint16_t *dy, size_t lddy, float beta, float *dw,
                             size_t lddw, float *db)
@@ -1564,18 +1564,14 @@ static int convt_wgrad_gemm(size_t n, size_t c, size_t o, size_t h, size_t w, si
 					}
 		}
 	}
+	/* X^T: NHWC x is [pixels, c] (one product over every image where the
+	 * images are contiguous), NCHW x is [c, pixels] per image */
+	const size_t parts = nhwc_x && (n == 1 || ldx == hw * c) ? 1 : n, kp = rows / parts;
 	dnnl_status_t st = dnnl_success;
-	if (nhwc_x && (n == 1 || ldx == hw * c))
-		st = dnnl_gemm_bf16bf16f32('T', 'N', (dnnl_dim_t)c, (dnnl_dim_t)o4, (dnnl_dim_t)rows, 1.0f, x, (dnnl_dim_t)c, d,
-		                           (dnnl_dim_t)o4, 0.0f, z, (dnnl_dim_t)o4);
-	else
-		for (size_t nn = 0; nn < n && st == dnnl_success; nn++)
-			st = nhwc_x ? dnnl_gemm_bf16bf16f32('T', 'N', (dnnl_dim_t)c, (dnnl_dim_t)o4, (dnnl_dim_t)hw, 1.0f,
-			                                    x + nn * ldx, (dnnl_dim_t)c, d + nn * hw * o4, (dnnl_dim_t)o4,
-			                                    nn ? 1.0f : 0.0f, z, (dnnl_dim_t)o4)
-			            : dnnl_gemm_bf16bf16f32('N', 'N', (dnnl_dim_t)c, (dnnl_dim_t)o4, (dnnl_dim_t)hw, 1.0f,
-			                                    x + nn * ldx, (dnnl_dim_t)hw, d + nn * hw * o4, (dnnl_dim_t)o4,
-			                                    nn ? 1.0f : 0.0f, z, (dnnl_dim_t)o4);
+	for (size_t p = 0; p < parts && st == dnnl_success; p++)
+		st = dnnl_gemm_bf16bf16f32(nhwc_x ? 'T' : 'N', 'N', (dnnl_dim_t)c, (dnnl_dim_t)o4, (dnnl_dim_t)kp, 1.0f,
+		                           x + p * ldx, (dnnl_dim_t)(nhwc_x ? c : hw), d + p * kp * o4, (dnnl_dim_t)o4,
+		                           p ? 1.0f : 0.0f, z, (dnnl_dim_t)o4);
 	if (st != dnnl_success)
 		return starnn_error(STARNN_EINVAL, "convt2d: oneDNN's bf16 GEMM failed (status %d; n %zu c %zu o %zu %zux%zu)",
 		                    (int)st, n, c, o, h, w);

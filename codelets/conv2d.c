@@ -1169,15 +1169,20 @@ static int wanted_block(starnn_dtype dt, int nparts, const char **why)
 	/* NHWC is one block: no channel-split tasks; with fewer batch parts
 	 * than CPU workers those are the parallelism (measured at 384x384,
 	 * batch 1: NCHW, reordered to NHWC around each AMX convolution, ran
-	 * 1.1x faster than NHWC on one worker at a time) */
+	 * 1.1x faster than NHWC on one worker at a time). There the fp32
+	 * block (nChw16c), cut by channel blocks, is reordered to NHWC more
+	 * cheaply than NCHW: 1.04x NCHW's samples/s (README, "Blocked bf16
+	 * at batch 1"). */
 	unsigned ncpu = starpu_cpu_worker_get_count();
 	if (b == STARNN_CONV2D_NHWC && nparts > 0 && (unsigned)nparts < ncpu) {
+		int fb = starnn_conv2d_dnnl_block(STARNN_FP32);
 		snprintf(buf, sizeof buf,
 		         "NHWC, oneDNN's pick here, is never cut by channels, and with %d batch part%s for %u CPU "
-		         "workers the convolutions need their channel-split tasks",
-		         nparts, nparts == 1 ? "" : "s", ncpu);
+		         "workers the convolutions need their channel-split tasks%s",
+		         nparts, nparts == 1 ? "" : "s", ncpu,
+		         fb >= 8 ? "; oneDNN reorders to NHWC around each AMX convolution" : "");
 		*why = buf;
-		return 0;
+		return fb >= 8 ? fb : 0;
 	}
 	if (b == STARNN_CONV2D_NHWC)
 		return b;
@@ -1199,7 +1204,7 @@ int starnn_conv2d_act_cblock(int64_t channels, starnn_dtype dt, int nparts)
 
 const char *starnn_conv2d_layout_note(starnn_dtype dt, int nparts, char *buf, size_t size)
 {
-	const char *why;
+	const char *why = NULL;
 	char l[24];
 	int b = wanted_block(dt, nparts, &why);
 	if (b == STARNN_CONV2D_NHWC)
@@ -1208,6 +1213,9 @@ const char *starnn_conv2d_layout_note(starnn_dtype dt, int nparts, char *buf, si
 		         "reorder around the convolutions but those reading a concatenation; NCHW elsewhere",
 		         getenv("STARNN_LAYOUT") && !strcmp(getenv("STARNN_LAYOUT"), "nhwc") ? "STARNN_LAYOUT=nhwc"
 		                                                                       : "oneDNN's pick for bf16 on AMX");
+	else if (b > 1 && why)
+		snprintf(buf, size, "%s where the channels are a multiple of %d (%s); NCHW elsewhere",
+		         starnn_layout_name(b, 0, l, sizeof l), b, why);
 	else if (b > 1)
 		snprintf(buf, size,
 		         "%s (oneDNN's blocked layout) where the channels are a multiple of %d: no reorder around the "

@@ -310,7 +310,8 @@ int starnn_conv2d_dnnl_bf16(void);
  * backend is oneDNN, no CUDA worker runs (they take NCHW) and channels is a
  * multiple of the block (NHWC: of 8, at most STARNN_CBLOCK_MAX, and nparts,
  * the batch parts each operation on them is submitted as, at least the
- * CPU workers: NHWC has no channel-split tasks); else 1.
+ * CPU workers: NHWC has no channel-split tasks, so with fewer parts the
+ * fp32 block, cut by channels and reordered around each AMX call); else 1.
  * STARNN_LAYOUT overrides oneDNN's pick: auto (the default), blocked
  * (nChw16c / nChw8c, the fp32 pick), nhwc, nchw; STARNN_EINVAL for
  * another value. */

@@ -1480,10 +1480,10 @@ extern dnnl_status_t dnnl_gemm_bf16bf16f32(char transa, char transb, dnnl_dim_t 
 
 /* Whether a transposed convolution's bf16 weight gradient runs as a GEMM
  * (convt_wgrad_gemm): on AMX (where oneDNN picks NHWC for bf16), x and dy
- * NCHW or NHWC. */
+ * NCHW, NHWC or blocked (nChw16c, at batch 1). */
 static int convt_wgrad_gemm_ok(size_t c, size_t o, size_t xb, size_t yb, starnn_dtype dt)
 {
-	return dt == STARNN_BF16 && (xb <= 1 || xb == c) && (yb <= 1 || yb == o) &&
+	return dt == STARNN_BF16 && (xb <= 1 || c % xb == 0) && (yb <= 1 || o % yb == 0) &&
 	       starnn_conv2d_dnnl_block(STARNN_BF16) == STARNN_CONV2D_NHWC;
 }
 
@@ -1508,18 +1508,20 @@ static double row_sum_bf16(const uint16_t *v, size_t n)
  * gradients as one bf16 GEMM (AMX): dw[c, o, a, b] = sum over n, i, j of
  * x[n, c, i, j] dy[n, o, 2i + a, 2j + b], so with D[(n, i, j), (a, b, o)]
  * the dy values gathered (bf16, exact), Z = X^T D [c, 4o] in fp32
- * (dnnl_gemm_bf16bf16f32: one call for NHWC x, one per image for NCHW),
- * then dw = beta dw + Z in PyTorch's [c, o, 2, 2] and db = beta db + the
- * sums of dy per channel (in double, pixel by pixel). oneDNN 2.6's own
- * kernels for this pass are slow at the UNet's shapes: its AMX
- * deconvolution 1.1-3x slower than its fp32 one (conv_create), which
- * widens x and dy and ran at about 56 GFLOP/s on the 192 -> 384
- * up-sampling of a 384x384 UNet. */
+ * (dnnl_gemm_bf16bf16f32: one call for NHWC x, one per image for NCHW,
+ * one per image and channel block for blocked x), then dw = beta dw + Z
+ * in PyTorch's [c, o, 2, 2] and db = beta db + the sums of dy per channel
+ * (in double, pixel by pixel). oneDNN 2.6's own kernels for this pass are
+ * slow at the UNet's shapes: its AMX deconvolution 1.1-3x slower than its
+ * fp32 one (conv_create), which widens x and dy and ran at about 56
+ * GFLOP/s on the 192 -> 384 up-sampling of a 384x384 UNet. NHWC is the
+ * blocked layout of one block of all the channels: both take the same
+ * paths here. */
 static int convt_wgrad_gemm(size_t n, size_t c, size_t o, size_t h, size_t w, size_t xb, size_t yb,
                             const uint16_t *x, size_t ldx, const uint16_t *dy, size_t lddy, float beta, float *dw,
                             size_t lddw, float *db)
 {
-	const size_t hw = h * w, rows = n * hw, o4 = 4 * o, w2 = 2 * w, nhwc_x = xb > 1, nhwc_y = yb > 1;
+	const size_t hw = h * w, rows = n * hw, o4 = 4 * o, w2 = 2 * w, blk_x = xb > 1, blk_y = yb > 1;
 	if (!thread_state()) /* (oneDNN's OpenMP team of this thread: one thread) */
 		return STARNN_ENOMEM;
 	uint16_t *d = thread_buf(5, rows * o4 * sizeof *d);
@@ -1535,18 +1537,30 @@ static int convt_wgrad_gemm(size_t n, size_t c, size_t o, size_t h, size_t w, si
 	for (size_t nn = 0; nn < n; nn++) {
 		const uint16_t *dyn = dy + nn * lddy;
 		uint16_t *dn = d + nn * hw * o4;
-		if (nhwc_y) {
-			/* pixels (2i + a, 2j) and (2i + a, 2j + 1): 2o values side by side */
+		if (blk_y) {
+			/* row by row of D (i), block by block of dy: pixels (2i + a,
+			 * 2j) and (2i + a, 2j + 1), yb values each (2o side by side
+			 * for NHWC) */
 			for (size_t i = 0; i < h; i++)
-				for (size_t a = 0; a < 2; a++) {
-					const uint16_t *src = dyn + (2 * i + a) * w2 * o;
-					for (size_t j = 0; j < w; j++)
-						memcpy(dn + (i * w + j) * o4 + a * 2 * o, src + 2 * j * o, 2 * o * sizeof *d);
-				}
+				for (size_t a = 0; a < 2; a++)
+					for (size_t kb = 0; kb < o; kb += yb) {
+						const uint16_t *src = dyn + kb * 4 * hw + (2 * i + a) * w2 * yb;
+						uint16_t *dst = dn + i * w * o4 + a * 2 * o + kb;
+						for (size_t j = 0; j < w; j++, src += 2 * yb, dst += o4)
+							if (yb == o) {
+								memcpy(dst, src, 2 * o * sizeof *d);
+							} else {
+								memcpy(dst, src, yb * sizeof *d);
+								memcpy(dst + o, src + yb, yb * sizeof *d);
+							}
+					}
 			if (acc)
-				for (size_t p = 0; p < 4 * hw; p++)
-					for (size_t k = 0; k < o; k++)
-						acc[k] += starnn_bf16_to_float(dyn[p * o + k]);
+				for (size_t kb = 0; kb < o; kb += yb) {
+					const uint16_t *src = dyn + kb * 4 * hw;
+					for (size_t p = 0; p < 4 * hw; p++)
+						for (size_t k = 0; k < yb; k++)
+							acc[kb + k] += starnn_bf16_to_float(src[p * yb + k]);
+				}
 		} else {
 			/* row by row of D (i): its w x 4o values stay in cache while
 			 * the rows 2i and 2i + 1 of every channel's plane are read */
@@ -1564,14 +1578,17 @@ static int convt_wgrad_gemm(size_t n, size_t c, size_t o, size_t h, size_t w, si
 					}
 		}
 	}
-	/* X^T: NHWC x is [pixels, c] (one product over every image where the
-	 * images are contiguous), NCHW x is [c, pixels] per image */
-	const size_t parts = nhwc_x && (n == 1 || ldx == hw * c) ? 1 : n, kp = rows / parts;
+	/* X^T: a block of blocked x (NHWC: the one block) is [pixels, xb], one
+	 * product over every image where the images are contiguous; NCHW x is
+	 * [c, pixels] per image */
+	const size_t parts = blk_x && (n == 1 || (xb == c && ldx == hw * c)) ? 1 : n, kp = rows / parts;
+	const size_t bs = blk_x ? xb : c;
 	dnnl_status_t st = dnnl_success;
 	for (size_t p = 0; p < parts && st == dnnl_success; p++)
-		st = dnnl_gemm_bf16bf16f32(nhwc_x ? 'T' : 'N', 'N', (dnnl_dim_t)c, (dnnl_dim_t)o4, (dnnl_dim_t)kp, 1.0f,
-		                           x + p * ldx, (dnnl_dim_t)(nhwc_x ? c : hw), d + p * kp * o4, (dnnl_dim_t)o4,
-		                           p ? 1.0f : 0.0f, z, (dnnl_dim_t)o4);
+		for (size_t cb = 0; cb < c && st == dnnl_success; cb += bs)
+			st = dnnl_gemm_bf16bf16f32(blk_x ? 'T' : 'N', 'N', (dnnl_dim_t)bs, (dnnl_dim_t)o4, (dnnl_dim_t)kp, 1.0f,
+			                           x + p * ldx + cb * hw, (dnnl_dim_t)(blk_x ? bs : hw), d + p * kp * o4,
+			                           (dnnl_dim_t)o4, p ? 1.0f : 0.0f, z + cb * o4, (dnnl_dim_t)o4);
 	if (st != dnnl_success)
 		return starnn_error(STARNN_EINVAL, "convt2d: oneDNN's bf16 GEMM failed (status %d; n %zu c %zu o %zu %zux%zu)",
 		                    (int)st, n, c, o, h, w);

@@ -601,6 +601,13 @@ int main(void)
 		convt_codelets_bf16(2, 512, 128, 4, 512, 128);
 		convt_codelets_bf16(2, 32, 16, 64, 32, 16);
 		convt_codelets_bf16(2, 32, 16, 8, 1, 1); /* NCHW */
+		/* nChw16c, amp-bf16's layout at batch 1 (channel-split tasks),
+		 * and mixed with NCHW / NHWC */
+		convt_codelets_bf16(1, 64, 32, 24, 16, 16);
+		convt_codelets_bf16(2, 128, 64, 6, 16, 16);
+		convt_codelets_bf16(1, 32, 16, 12, 16, 1);
+		convt_codelets_bf16(1, 32, 48, 10, 1, 16);
+		convt_codelets_bf16(2, 32, 16, 10, 32, 16);
 	} else {
 		printf("note: no native bf16 convolutions here (oneDNN needs AVX-512): the bf16 layout checks are skipped\n");
 	}

@@ -171,12 +171,19 @@ STARNN_LAYOUT=nchw "$unet" train $L --precision amp-bf16 --log-json "$tmp/mn.jso
 unset STARNN_CONVT2D STARNN_CONV2D_1X1 STARNN_CONV2D_NCHW_IN
 same_losses "amp-bf16, $(sed -n 's/^activations: \([^ ]*\).*/\1/p' "$tmp/mb.out") vs NCHW activations" "$tmp/mb.json" "$tmp/mn.json"
 # NHWC has no channel-split tasks: with fewer batch parts than CPU workers
-# (batch 1 here) amp-bf16 keeps NCHW, and says why.
+# (batch 1 here) amp-bf16 takes the fp32 blocked layout, cut by channel
+# blocks, says why, and trains as on NCHW (the same routes: the bf16 rounding
+# of the same sums).
 if grep -q '^activations: NHWC' "$tmp/mb.out"; then
-	"$unet" train $L --precision amp-bf16 --batch 1 --micro-batches 1 --steps 1 > "$tmp/m1.out" 2>&1 ||
+	export STARNN_CONVT2D=dnnl STARNN_CONV2D_1X1=dnnl STARNN_CONV2D_NCHW_IN=dnnl
+	"$unet" train $L --precision amp-bf16 --batch 1 --micro-batches 1 --log-json "$tmp/m1.json" > "$tmp/m1.out" 2>&1 ||
 		{ fail "amp-bf16 batch 1 exited $?"; cat "$tmp/m1.out"; }
-	grep -q '^activations: NCHW (NHWC, .*channel-split tasks)' "$tmp/m1.out" && ok "$(grep '^activations:' "$tmp/m1.out")" ||
-		fail "amp-bf16 batch 1: $(grep '^activations:' "$tmp/m1.out")"
+	STARNN_LAYOUT=nchw "$unet" train $L --precision amp-bf16 --batch 1 --micro-batches 1 --log-json "$tmp/m1n.json" \
+		> "$tmp/m1n.out" 2>&1 || { fail "amp-bf16 batch 1 NCHW exited $?"; cat "$tmp/m1n.out"; }
+	unset STARNN_CONVT2D STARNN_CONV2D_1X1 STARNN_CONV2D_NCHW_IN
+	grep -q '^activations: nChw[0-9]*c .*(NHWC, .*channel-split tasks' "$tmp/m1.out" &&
+		ok "$(grep '^activations:' "$tmp/m1.out")" || fail "amp-bf16 batch 1: $(grep '^activations:' "$tmp/m1.out")"
+	same_losses "amp-bf16 batch 1, blocked vs NCHW activations" "$tmp/m1.json" "$tmp/m1n.json"
 fi
 expect 1 "STARNN_LAYOUT" env STARNN_LAYOUT=sideways "$unet" train $L
 # The fp32 weight gradient's three routes on the oneDNN backend

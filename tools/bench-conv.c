@@ -26,7 +26,8 @@
  * nChw16c where the channels are a multiple of the block, else NCHW), at
  * every 3x3 shape of the two tools/bench-unet configurations (128x128,
  * f = 16, micro-batches of 2; 384x384, f = 32, batch 1): oneDNN's
- * primitive (with its reorder of dw to OIHW) against the gemm route
+ * primitive (with its reorder of dw to OIHW; in tiles on images over 160
+ * pixels a side, codelets/cpu/conv2d_dnnl.c) against the gemm route
  * (blocked -> NCHW copies, im2col + sgemm, dw in OIHW) and the direct
  * kernel (x and dy read in place, dw in OIHW; "-" where it does not run:
  * no AVX2), the ratios, and which one STARNN_CONV2D_WGRAD=auto takes.

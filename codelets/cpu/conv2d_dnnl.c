@@ -1372,37 +1372,60 @@ int starnn_conv2d_bwd_data_dnnl_packed(const struct starnn_conv2d_geom *g, starn
 	return conv_run(0, STARNN_CONV2D_BWD_DATA, dt, g, dy, ldy, w, ldw, packed, NULL, beta, dx, ldx);
 }
 
-/* Whether a weight gradient of g runs in tiles (wgrad_tiled): bf16 on AMX
- * (where oneDNN picks NHWC for bf16), an image higher or wider than the
- * AMX kernel takes, a 'same' convolution (odd k). */
-static int wgrad_tiles(const struct starnn_conv2d_geom *g, starnn_dtype dt)
+/* fp32 weight gradients of oneDNN's kernel on images higher or wider than
+ * FP32_WGRAD_TILE_MIN run in tiles of at most FP32_WGRAD_TILE output
+ * pixels a side (wgrad_tiled): the tiles' rows stay in cache across the
+ * kernel's passes over them. tools/bench-conv --wgrad (one thread, AVX-512
+ * Xeon, 4 Dec 2026, against untiled): on the 384x384 UNet's 384x384 layers
+ * 1.12-1.19x (1.52x on its first, 13 -> 32 channels), on its 192x192 ones
+ * 0.97-1.11x; tiles of 64 or 96 pixels of the 128x128 UNet's 128x128
+ * layers (batch 2) were 0.6-0.9x, hence the threshold. Whole 384x384 fp32
+ * steps: 1.02x with tiles of 96, 1.03x with 64. */
+#define FP32_WGRAD_TILE ((size_t)64)
+#define FP32_WGRAD_TILE_MIN ((size_t)160)
+
+/* The largest tile side (output pixels) of a weight gradient of g in dt
+ * on oneDNN's kernel, 0 for no tiles: bf16 on AMX (where oneDNN picks
+ * NHWC for bf16), an image higher or wider than the AMX kernel takes; fp32
+ * on a large image (FP32_WGRAD_TILE_MIN); a 'same' convolution (odd k) in
+ * both. */
+static size_t wgrad_tile_side(const struct starnn_conv2d_geom *g, starnn_dtype dt)
 {
-	return dt == STARNN_BF16 && g->k % 2 == 1 && 2 * g->k < AMX_WGRAD_MAX_SIDE &&
-	       (g->h > AMX_WGRAD_MAX_SIDE || g->w > AMX_WGRAD_MAX_SIDE) &&
-	       starnn_conv2d_dnnl_block(STARNN_BF16) == STARNN_CONV2D_NHWC;
+	if (g->k % 2 == 0)
+		return 0;
+	if (dt == STARNN_BF16)
+		return 2 * g->k < AMX_WGRAD_MAX_SIDE && (g->h > AMX_WGRAD_MAX_SIDE || g->w > AMX_WGRAD_MAX_SIDE) &&
+		               starnn_conv2d_dnnl_block(STARNN_BF16) == STARNN_CONV2D_NHWC
+		           ? AMX_WGRAD_MAX_SIDE - 2 * (g->k / 2)
+		           : 0;
+	return dt == STARNN_FP32 && 2 * g->k < FP32_WGRAD_TILE &&
+	               (g->h > FP32_WGRAD_TILE_MIN || g->w > FP32_WGRAD_TILE_MIN)
+	           ? FP32_WGRAD_TILE
+	           : 0;
 }
 
-/* A bf16 weight gradient (and bias gradient) as the sum of those of tiles
- * of the output pixels, each tile's input (its pixels and their
- * neighbours, k / 2 around) at most AMX_WGRAD_MAX_SIDE a side: each runs
- * on oneDNN's AMX kernel, which is wrong or crashes on the whole image.
- * The tiles are windows of x and dy in their own layouts (no copies); the
- * first adds to beta * dw, the others to what it left. */
-static int wgrad_tiled(const struct starnn_conv2d_geom *g, const void *x, size_t ldx, const void *dy, size_t ldy,
-                       float beta, float *dw, size_t ldw, float *db)
+/* A weight gradient (and bias gradient) as the sum of those of tiles of
+ * the output pixels, at most side a side (wgrad_tile_side): each tile's
+ * input is its pixels and their neighbours, k / 2 around (in bf16 on AMX
+ * at most AMX_WGRAD_MAX_SIDE a side, so that each runs on oneDNN's AMX
+ * kernel, which is wrong or crashes on the whole image). The tiles are
+ * windows of x and dy in their own layouts (no copies); the first adds to
+ * beta * dw, the others to what it left. */
+static int wgrad_tiled(const struct starnn_conv2d_geom *g, starnn_dtype dt, size_t side, const void *x, size_t ldx,
+                       const void *dy, size_t ldy, float beta, float *dw, size_t ldw, float *db)
 {
-	const size_t r = g->k / 2, side = AMX_WGRAD_MAX_SIDE - 2 * r;
+	const size_t r = g->k / 2;
 	const size_t nr = (g->h + side - 1) / side, nc = (g->w + side - 1) / side;
 	const size_t th = (g->h + nr - 1) / nr, tw = (g->w + nc - 1) / nc;
 	/* a pixel's offset in a layout: NCHW one element, blocked cb (runtime/tensor.h) */
-	const size_t xpix = g->xb > 1 ? g->xb : 1, ypix = g->yb > 1 ? g->yb : 1, es = sizeof(uint16_t);
+	const size_t xpix = g->xb > 1 ? g->xb : 1, ypix = g->yb > 1 ? g->yb : 1, es = dt == STARNN_FP32 ? 4 : 2;
 	for (size_t r0 = 0; r0 < g->h; r0 += th)
 		for (size_t c0 = 0; c0 < g->w; c0 += tw) {
 			struct starnn_conv2d_geom tg = *g;
 			tg.h = th < g->h - r0 ? th : g->h - r0;
 			tg.w = tw < g->w - c0 ? tw : g->w - c0;
 			struct dnnl_conv key =
-				conv_key(0, STARNN_CONV2D_BWD_WEIGHT, STARNN_BF16, &tg, ldx, ldy, db != NULL, beta, ldw);
+				conv_key(0, STARNN_CONV2D_BWD_WEIGHT, dt, &tg, ldx, ldy, db != NULL, beta, ldw);
 			key.fh = g->h, key.fw = g->w;
 			key.pad[0] = r0 ? 0 : (int)r;
 			key.pad[1] = r0 + tg.h < g->h ? 0 : (int)r;
@@ -1420,9 +1443,7 @@ static int wgrad_tiled(const struct starnn_conv2d_geom *g, const void *x, size_t
 int starnn_conv2d_bwd_weight_dnnl(const struct starnn_conv2d_geom *g, starnn_dtype dt, const void *x, size_t ldx,
                                   const void *dy, size_t ldy, float beta, float *dw, size_t ldw, float *db)
 {
-	if (g->n && g->c && g->o && g->h && g->w && wgrad_tiles(g, dt))
-		return wgrad_tiled(g, x, ldx, dy, ldy, beta, dw, ldw, db);
-	if (g->n && g->c && g->o && g->h && g->w)
+	if (g->n && g->c && g->o && g->h && g->w) {
 		switch (starnn_conv2d_wgrad_route(g, dt)) {
 		case STARNN_CONV2D_WGRAD_GEMM:
 			return wgrad_gemm(g, x, ldx, dy, ldy, beta, dw, ldw, db);
@@ -1431,6 +1452,10 @@ int starnn_conv2d_bwd_weight_dnnl(const struct starnn_conv2d_geom *g, starnn_dty
 		default:
 			break;
 		}
+		const size_t side = wgrad_tile_side(g, dt);
+		if (side)
+			return wgrad_tiled(g, dt, side, x, ldx, dy, ldy, beta, dw, ldw, db);
+	}
 	return conv_run(0, STARNN_CONV2D_BWD_WEIGHT, dt, g, x, ldx, dy, ldy, NULL, db, beta, dw, ldw);
 }
 

@@ -304,7 +304,9 @@ static void kernels_vs_naive(struct shape s, int do_backward)
 
 /* The oneDNN backend's fp32 weight gradient on its three routes (codelets/
  * conv2d.h: STARNN_CONV2D_WGRAD), each forced, against the naive loops:
- * a wide layer (the gemm route's place), odd sizes, a 5x5 kernel; for the
+ * a wide layer (the gemm route's place), odd sizes, a 5x5 kernel, images
+ * higher or wider than 160 pixels (oneDNN's fp32 pass runs in tiles of at
+ * most 64 pixels a side there, codelets/cpu/conv2d_dnnl.c); for the
  * direct kernel also input channels that are not a multiple of 8 (zero
  * lanes), odd widths, several strips of rows and several chunks of
  * accumulators (more than 84 (o group, c block) pairs), an image smaller
@@ -314,7 +316,8 @@ static void kernels_vs_naive(struct shape s, int do_backward)
  * >= 128 channels at <= 8x8 pixels; oneDNN for bf16, 1x1 and elsewhere. */
 static void wgrad_routes(void)
 {
-	const struct shape wide[] = {{2, 128, 136, 5, 6, 3}, {3, 5, 13, 6, 10, 3}, {2, 8, 16, 7, 9, 5}};
+	const struct shape wide[] = {{2, 128, 136, 5, 6, 3}, {3, 5, 13, 6, 10, 3}, {2, 8, 16, 7, 9, 5},
+	                             {1, 5, 7, 200, 170, 3}, {2, 3, 4, 97, 193, 5}, {1, 16, 16, 161, 40, 3}};
 	const struct shape direct[] = {{3, 5, 12, 6, 10, 3}, {2, 13, 16, 11, 37, 3}, {2, 48, 120, 40, 10, 3},
 	                               {1, 24, 8, 3, 3, 3}, {2, 16, 4, 1, 1, 3}};
 	const enum starnn_conv2d_wgrad modes[] = {STARNN_CONV2D_WGRAD_GEMM, STARNN_CONV2D_WGRAD_DNNL,

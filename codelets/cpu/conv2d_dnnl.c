@@ -1387,8 +1387,9 @@ int starnn_conv2d_bwd_data_dnnl_packed(const struct starnn_conv2d_geom *g, starn
 /* The largest tile side (output pixels) of a weight gradient of g in dt
  * on oneDNN's kernel, 0 for no tiles: bf16 on AMX (where oneDNN picks
  * NHWC for bf16), an image higher or wider than the AMX kernel takes; fp32
- * on a large image (FP32_WGRAD_TILE_MIN); a 'same' convolution (odd k) in
- * both. */
+ * on a large image (FP32_WGRAD_TILE_MIN) where oneDNN's fp32 layout is
+ * nChw16c (AVX-512: where the tiles were measured); a 'same' convolution
+ * (odd k) in both. */
 static size_t wgrad_tile_side(const struct starnn_conv2d_geom *g, starnn_dtype dt)
 {
 	if (g->k % 2 == 0)
@@ -1399,7 +1400,8 @@ static size_t wgrad_tile_side(const struct starnn_conv2d_geom *g, starnn_dtype d
 		           ? AMX_WGRAD_MAX_SIDE - 2 * (g->k / 2)
 		           : 0;
 	return dt == STARNN_FP32 && 2 * g->k < FP32_WGRAD_TILE &&
-	               (g->h > FP32_WGRAD_TILE_MIN || g->w > FP32_WGRAD_TILE_MIN)
+	               (g->h > FP32_WGRAD_TILE_MIN || g->w > FP32_WGRAD_TILE_MIN) &&
+	               starnn_conv2d_dnnl_block(STARNN_FP32) == 16
 	           ? FP32_WGRAD_TILE
 	           : 0;
 }

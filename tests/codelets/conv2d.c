@@ -305,8 +305,8 @@ static void kernels_vs_naive(struct shape s, int do_backward)
 /* The oneDNN backend's fp32 weight gradient on its three routes (codelets/
  * conv2d.h: STARNN_CONV2D_WGRAD), each forced, against the naive loops:
  * a wide layer (the gemm route's place), odd sizes, a 5x5 kernel, images
- * higher or wider than 160 pixels (oneDNN's fp32 pass runs in tiles of at
- * most 64 pixels a side there, codelets/cpu/conv2d_dnnl.c); for the
+ * higher or wider than 160 pixels (on AVX-512 oneDNN's fp32 pass runs in
+ * tiles of at most 64 pixels a side there, codelets/cpu/conv2d_dnnl.c); for the
  * direct kernel also input channels that are not a multiple of 8 (zero
  * lanes), odd widths, several strips of rows and several chunks of
  * accumulators (more than 84 (o group, c block) pairs), an image smaller

@@ -368,8 +368,8 @@ static struct dnnl_thread *thread_state(void)
 }
 
 /* Reorder buffer i (0 a, 1 b, 2 out, 3 scratchpad, 4 a bias gradient; 5
- * and 6 convt_wgrad_gemm's D and Z): the worker thread's scratch
- * (runtime/scratch.h). */
+ * and 6 convt_wgrad_gemm's D and Z; 7 wgrad_tiled's sum): the worker
+ * thread's scratch (runtime/scratch.h). */
 static void *thread_buf(int i, size_t bytes)
 {
 	return starnn_scratch(STARNN_SCRATCH_DNNL + i, bytes);
@@ -1131,6 +1131,8 @@ static int conv_run_packed(int kind, int pass, starnn_dtype sdt, const struct st
                            float beta, void *out, size_t ldout);
 static int conv_exec(const struct dnnl_conv *key, const void *a, const void *b, const struct packed_ref *pk,
                      const float *bias, float beta, void *out);
+static int conv_exec_acc(const struct dnnl_conv *key, const void *a, const void *b, const struct packed_ref *pk,
+                         const float *bias, float beta, void *out, float *acc, int acc_first);
 
 static int conv_run(int kind, int pass, starnn_dtype sdt, const struct starnn_conv2d_geom *g, const void *a,
                     size_t lda, const void *b, size_t ldb, const void *packed, const float *bias, float beta,
@@ -1175,6 +1177,16 @@ static int conv_run_packed(int kind, int pass, starnn_dtype sdt, const struct st
  * b into out, as conv_run_packed. */
 static int conv_exec(const struct dnnl_conv *key, const void *a, const void *b, const struct packed_ref *pk,
                      const float *bias, float beta, void *out)
+{
+	return conv_exec_acc(key, a, b, pk, bias, beta, out, NULL, 0);
+}
+
+/* As conv_exec; with acc, the primitive's output, in its own layout (the
+ * entry's internal output, which it must have), is not reordered into out
+ * but copied into acc (acc_first) or added to it (wgrad_tiled's sum, then
+ * reordered once by conv_reorder_out). */
+static int conv_exec_acc(const struct dnnl_conv *key, const void *a, const void *b, const struct packed_ref *pk,
+                         const float *bias, float beta, void *out, float *acc, int acc_first)
 {
 	char shape[160];
 	const int pass = key->pass;
@@ -1238,7 +1250,16 @@ static int conv_exec(const struct dnnl_conv *key, const void *a, const void *b, 
 	if (e->scratch[0])
 		args[nargs++] = (dnnl_exec_arg_t){DNNL_ARG_SCRATCHPAD, e->scratch[0]};
 	DNNL_TRY(dnnl_primitive_execute(e->conv, t->stream, nargs, args), "convolution");
-	if (e->re_out) {
+	if (acc) {
+		DNNL_TRY(dnnl_stream_wait(t->stream), "stream wait");
+		const float *r = bo;
+		const size_t nf = e->bytes_out / sizeof *acc;
+		if (acc_first)
+			memcpy(acc, r, nf * sizeof *acc);
+		else
+			for (size_t i = 0; i < nf; i++)
+				acc[i] += r[i];
+	} else if (e->re_out) {
 		dnnl_exec_arg_t ra[] = {{DNNL_ARG_FROM, e->iout}, {DNNL_ARG_TO, e->uout}, {DNNL_ARG_SCRATCHPAD, e->scratch[3]}};
 		DNNL_TRY(dnnl_primitive_execute(e->re_out, t->stream, e->scratch[3] ? 3 : 2, ra), "output reorder");
 	}
@@ -1406,6 +1427,64 @@ static size_t wgrad_tile_side(const struct starnn_conv2d_geom *g, starnn_dtype d
 	           : 0;
 }
 
+/* The key of the tile of output rows r0 .. and columns c0 .. (at most th
+ * x tw) of a weight gradient of g: its input is the tile and its
+ * neighbours within the image, zero-padded only at the image's border. */
+static struct dnnl_conv tile_key(const struct starnn_conv2d_geom *g, starnn_dtype dt, size_t r0, size_t c0, size_t th,
+                                 size_t tw, size_t ldx, size_t ldy, size_t ldw, int bias, float beta)
+{
+	const int r = (int)(g->k / 2);
+	struct starnn_conv2d_geom tg = *g;
+	tg.h = th < g->h - r0 ? th : g->h - r0;
+	tg.w = tw < g->w - c0 ? tw : g->w - c0;
+	struct dnnl_conv key = conv_key(0, STARNN_CONV2D_BWD_WEIGHT, dt, &tg, ldx, ldy, bias, beta, ldw);
+	key.fh = g->h, key.fw = g->w;
+	key.pad[0] = r0 ? 0 : r;
+	key.pad[1] = r0 + tg.h < g->h ? 0 : r;
+	key.pad[2] = c0 ? 0 : r;
+	key.pad[3] = c0 + tg.w < g->w ? 0 : r;
+	return key;
+}
+
+/* The layout of an entry's internal output (its primitive's). */
+static dnnl_status_t internal_out_md(const struct dnnl_conv *e, dnnl_memory_desc_t *md)
+{
+	const dnnl_memory_desc_t *m = NULL;
+	dnnl_status_t s = dnnl_memory_get_memory_desc(e->iout, &m);
+	if (s == dnnl_success && !m)
+		s = dnnl_invalid_arguments;
+	if (s == dnnl_success)
+		*md = *m;
+	return s;
+}
+
+/* out (beta out + in, as key's entry's output reorder) from in, a result
+ * in that entry's internal output layout. */
+static int conv_reorder_out(const struct dnnl_conv *key, const float *in, void *out)
+{
+	char shape[160];
+	int rc = 0;
+	struct dnnl_thread *t = thread_state();
+	if (!t)
+		return STARNN_ENOMEM;
+	struct dnnl_conv *e;
+	STARNN_CHECK(conv_entry(t, key, &e));
+	void *bs = e->bytes_scratch ? thread_buf(3, e->bytes_scratch) : NULL;
+	if (e->bytes_scratch && !bs)
+		return starnn_error(STARNN_ENOMEM, "conv2d (oneDNN): cannot allocate %zu bytes of scratchpad (%s)",
+		                    e->bytes_scratch, describe(shape, sizeof shape, e));
+	if (e->scratch[3])
+		DNNL_TRY(dnnl_memory_set_data_handle(e->scratch[3], bs), "set handle");
+	DNNL_TRY(dnnl_memory_set_data_handle(e->iout, (void *)in), "set handle");
+	DNNL_TRY(dnnl_memory_set_data_handle(e->uout, out), "set handle");
+	dnnl_exec_arg_t ra[] = {{DNNL_ARG_FROM, e->iout}, {DNNL_ARG_TO, e->uout}, {DNNL_ARG_SCRATCHPAD, e->scratch[3]}};
+	DNNL_TRY(dnnl_primitive_execute(e->re_out, t->stream, e->scratch[3] ? 3 : 2, ra), "output reorder");
+	DNNL_TRY(dnnl_stream_wait(t->stream), "stream wait");
+	return 0;
+fail:
+	return rc;
+}
+
 /* A weight gradient (and bias gradient) as the sum of those of tiles of
  * the output pixels, at most side a side (wgrad_tile_side): each tile's
  * input is its pixels and their neighbours, k / 2 around (in bf16 on AMX
@@ -1421,25 +1500,42 @@ static int wgrad_tiled(const struct starnn_conv2d_geom *g, starnn_dtype dt, size
 	const size_t th = (g->h + nr - 1) / nr, tw = (g->w + nc - 1) / nc;
 	/* a pixel's offset in a layout: NCHW one element, blocked cb (runtime/tensor.h) */
 	const size_t xpix = g->xb > 1 ? g->xb : 1, ypix = g->yb > 1 ? g->yb : 1, es = dt == STARNN_FP32 ? 4 : 2;
+	/* the tiles' dw summed in the primitives' own layout where they all
+	 * have the same one (not the user's), then reordered into dw once:
+	 * one reorder per weight gradient rather than one per tile */
+	const struct dnnl_conv first = tile_key(g, dt, 0, 0, th, tw, ldx, ldy, ldw, db != NULL, beta);
+	struct dnnl_thread *t = thread_state();
+	if (!t)
+		return STARNN_ENOMEM;
+	struct dnnl_conv *e0, *e;
+	STARNN_CHECK(conv_entry(t, &first, &e0));
+	/* (e0 is not used after the loop, which may evict it from the cache) */
+	dnnl_memory_desc_t md0;
+	const size_t bytes0 = e0->bytes_out;
+	int same = e0->re_out && e0->iout && bytes0 && !e0->zb && internal_out_md(e0, &md0) == dnnl_success;
+	for (size_t r0 = 0; r0 < g->h && same; r0 += th)
+		for (size_t c0 = 0; c0 < g->w && same; c0 += tw) {
+			const struct dnnl_conv key = tile_key(g, dt, r0, c0, th, tw, ldx, ldy, ldw, db != NULL, 1.0f);
+			dnnl_memory_desc_t md;
+			STARNN_CHECK(conv_entry(t, &key, &e));
+			same = e->iout && e->bytes_out == bytes0 && internal_out_md(e, &md) == dnnl_success &&
+			       dnnl_memory_desc_equal(&md, &md0);
+		}
+	float *acc = same ? thread_buf(7, bytes0) : NULL;
+	if (same && !acc)
+		return starnn_error(STARNN_ENOMEM, "conv2d (oneDNN): cannot allocate a tiled weight gradient's sum (%zu bytes)",
+		                    bytes0);
+	int k = 0;
 	for (size_t r0 = 0; r0 < g->h; r0 += th)
-		for (size_t c0 = 0; c0 < g->w; c0 += tw) {
-			struct starnn_conv2d_geom tg = *g;
-			tg.h = th < g->h - r0 ? th : g->h - r0;
-			tg.w = tw < g->w - c0 ? tw : g->w - c0;
-			struct dnnl_conv key =
-				conv_key(0, STARNN_CONV2D_BWD_WEIGHT, dt, &tg, ldx, ldy, db != NULL, beta, ldw);
-			key.fh = g->h, key.fw = g->w;
-			key.pad[0] = r0 ? 0 : (int)r;
-			key.pad[1] = r0 + tg.h < g->h ? 0 : (int)r;
-			key.pad[2] = c0 ? 0 : (int)r;
-			key.pad[3] = c0 + tg.w < g->w ? 0 : (int)r;
+		for (size_t c0 = 0; c0 < g->w; c0 += tw, k++) {
+			const float tb = k ? 1.0f : beta;
+			const struct dnnl_conv key = tile_key(g, dt, r0, c0, th, tw, ldx, ldy, ldw, db != NULL, tb);
 			const size_t xr = r0 ? r0 - r : 0, xc = c0 ? c0 - r : 0;
 			const char *xt = (const char *)x + (xr * g->w + xc) * xpix * es,
 			           *dyt = (const char *)dy + (r0 * g->w + c0) * ypix * es;
-			STARNN_CHECK(conv_exec(&key, xt, dyt, NULL, db, beta, dw));
-			beta = 1.0f;
+			STARNN_CHECK(conv_exec_acc(&key, xt, dyt, NULL, db, tb, dw, acc, k == 0));
 		}
-	return 0;
+	return acc ? conv_reorder_out(&first, acc, dw) : 0;
 }
 
 int starnn_conv2d_bwd_weight_dnnl(const struct starnn_conv2d_geom *g, starnn_dtype dt, const void *x, size_t ldx,

@@ -606,7 +606,7 @@ int main(void)
 		convt_codelets_bf16(1, 64, 32, 24, 16, 16);
 		convt_codelets_bf16(2, 128, 64, 6, 16, 16);
 		convt_codelets_bf16(1, 32, 16, 12, 16, 1);
-		convt_codelets_bf16(1, 32, 48, 10, 1, 16);
+		convt_codelets_bf16(1, 32, 64, 10, 1, 16);
 		convt_codelets_bf16(2, 32, 16, 10, 32, 16);
 	} else {
 		printf("note: no native bf16 convolutions here (oneDNN needs AVX-512): the bf16 layout checks are skipped\n");

@@ -1017,12 +1017,35 @@ size_t starnn_conv2d_dnnl_pack_info(enum starnn_conv2d_pass pass, const struct s
 	return bytes;
 }
 
+/* Runs reorder re of cache entry e alone (its scratchpad memory sm, NULL
+ * for none, in the thread's scratchpad buffer): memory object fm with data
+ * at from into tm with data at to; waits for it. */
+static int run_reorder(struct dnnl_thread *t, const struct dnnl_conv *e, dnnl_primitive_t re, dnnl_memory_t sm,
+                       dnnl_memory_t fm, const void *from, dnnl_memory_t tm, void *to, const char *what)
+{
+	char shape[160];
+	int rc = 0;
+	void *bs = e->bytes_scratch ? thread_buf(3, e->bytes_scratch) : NULL;
+	if (e->bytes_scratch && !bs)
+		return starnn_error(STARNN_ENOMEM, "conv2d (oneDNN): cannot allocate %zu bytes of scratchpad (%s)",
+		                    e->bytes_scratch, describe(shape, sizeof shape, e));
+	if (sm)
+		DNNL_TRY(dnnl_memory_set_data_handle(sm, bs), "set handle");
+	DNNL_TRY(dnnl_memory_set_data_handle(fm, (void *)from), "set handle");
+	DNNL_TRY(dnnl_memory_set_data_handle(tm, to), "set handle");
+	dnnl_exec_arg_t args[] = {{DNNL_ARG_FROM, fm}, {DNNL_ARG_TO, tm}, {DNNL_ARG_SCRATCHPAD, sm}};
+	DNNL_TRY(dnnl_primitive_execute(re, t->stream, sm ? 3 : 2, args), what);
+	DNNL_TRY(dnnl_stream_wait(t->stream), "stream wait");
+	return 0;
+fail:
+	return rc;
+}
+
 int starnn_conv2d_dnnl_pack(enum starnn_conv2d_pass pass, const struct starnn_conv2d_geom *g, starnn_dtype dt,
                             size_t lda, const void *w, size_t ldw, size_t ldout, float beta, void *packed,
                             size_t bytes)
 {
 	char shape[160];
-	int rc = 0;
 	if (!pack_pass_ok(pass) || (dt != STARNN_FP32 && dt != STARNN_BF16))
 		return starnn_error(STARNN_EINVAL, "conv2d (oneDNN): weights are packed for the forward and backward-data "
 		                                   "passes of fp32 and bf16 convolutions only");
@@ -1042,20 +1065,7 @@ int starnn_conv2d_dnnl_pack(enum starnn_conv2d_pass pass, const struct starnn_co
 		return starnn_error(STARNN_EINVAL, "conv2d (oneDNN): %zu bytes cannot hold the packed weights (%zu; %s)",
 		                    bytes, off + md_bytes(md), describe(shape, sizeof shape, e));
 	memcpy(packed, md, sizeof *md);
-	void *bs = e->bytes_scratch ? thread_buf(3, e->bytes_scratch) : NULL;
-	if (e->bytes_scratch && !bs)
-		return starnn_error(STARNN_ENOMEM, "conv2d (oneDNN): cannot allocate %zu bytes of scratchpad (%s)",
-		                    e->bytes_scratch, describe(shape, sizeof shape, e));
-	if (e->scratch[2])
-		DNNL_TRY(dnnl_memory_set_data_handle(e->scratch[2], bs), "set handle");
-	DNNL_TRY(dnnl_memory_set_data_handle(e->ub, (void *)w), "set handle");
-	DNNL_TRY(dnnl_memory_set_data_handle(e->ib, (char *)packed + off), "set handle");
-	dnnl_exec_arg_t args[] = {{DNNL_ARG_FROM, e->ub}, {DNNL_ARG_TO, e->ib}, {DNNL_ARG_SCRATCHPAD, e->scratch[2]}};
-	DNNL_TRY(dnnl_primitive_execute(e->re_b, t->stream, e->scratch[2] ? 3 : 2, args), "weight packing");
-	DNNL_TRY(dnnl_stream_wait(t->stream), "stream wait");
-	return 0;
-fail:
-	return rc;
+	return run_reorder(t, e, e->re_b, e->scratch[2], e->ub, w, e->ib, (char *)packed + off, "weight packing");
 }
 
 /* Where packed weights are: a buffer of starnn_conv2d_dnnl_pack, or (row0
@@ -1462,27 +1472,12 @@ static dnnl_status_t internal_out_md(const struct dnnl_conv *e, dnnl_memory_desc
  * in that entry's internal output layout. */
 static int conv_reorder_out(const struct dnnl_conv *key, const float *in, void *out)
 {
-	char shape[160];
-	int rc = 0;
 	struct dnnl_thread *t = thread_state();
 	if (!t)
 		return STARNN_ENOMEM;
 	struct dnnl_conv *e;
 	STARNN_CHECK(conv_entry(t, key, &e));
-	void *bs = e->bytes_scratch ? thread_buf(3, e->bytes_scratch) : NULL;
-	if (e->bytes_scratch && !bs)
-		return starnn_error(STARNN_ENOMEM, "conv2d (oneDNN): cannot allocate %zu bytes of scratchpad (%s)",
-		                    e->bytes_scratch, describe(shape, sizeof shape, e));
-	if (e->scratch[3])
-		DNNL_TRY(dnnl_memory_set_data_handle(e->scratch[3], bs), "set handle");
-	DNNL_TRY(dnnl_memory_set_data_handle(e->iout, (void *)in), "set handle");
-	DNNL_TRY(dnnl_memory_set_data_handle(e->uout, out), "set handle");
-	dnnl_exec_arg_t ra[] = {{DNNL_ARG_FROM, e->iout}, {DNNL_ARG_TO, e->uout}, {DNNL_ARG_SCRATCHPAD, e->scratch[3]}};
-	DNNL_TRY(dnnl_primitive_execute(e->re_out, t->stream, e->scratch[3] ? 3 : 2, ra), "output reorder");
-	DNNL_TRY(dnnl_stream_wait(t->stream), "stream wait");
-	return 0;
-fail:
-	return rc;
+	return run_reorder(t, e, e->re_out, e->scratch[3], e->iout, in, e->uout, out, "output reorder");
 }
 
 /* A weight gradient (and bias gradient) as the sum of those of tiles of

@@ -286,6 +286,10 @@ struct dnnl_conv {
 	 * takes its neighbours' pixels); fh = 0: the whole image */
 	size_t fh, fw;
 	int pad[4];
+	/* (not key) on the first tile's entry: whether all the tiles' outputs
+	 * have its layout, so that wgrad_tiled sums them in it; 0: not known
+	 * yet, 1: yes, -1: no */
+	int tiles_same;
 };
 
 #define CACHE_SLOTS 512
@@ -1504,18 +1508,23 @@ static int wgrad_tiled(const struct starnn_conv2d_geom *g, starnn_dtype dt, size
 		return STARNN_ENOMEM;
 	struct dnnl_conv *e0, *e;
 	STARNN_CHECK(conv_entry(t, &first, &e0));
-	/* (e0 is not used after the loop, which may evict it from the cache) */
-	dnnl_memory_desc_t md0;
 	const size_t bytes0 = e0->bytes_out;
-	int same = e0->re_out && e0->iout && bytes0 && !e0->zb && internal_out_md(e0, &md0) == dnnl_success;
-	for (size_t r0 = 0; r0 < g->h && same; r0 += th)
-		for (size_t c0 = 0; c0 < g->w && same; c0 += tw) {
-			const struct dnnl_conv key = tile_key(g, dt, r0, c0, th, tw, ldx, ldy, ldw, db != NULL, 1.0f);
-			dnnl_memory_desc_t md;
-			STARNN_CHECK(conv_entry(t, &key, &e));
-			same = e->iout && e->bytes_out == bytes0 && internal_out_md(e, &md) == dnnl_success &&
-			       dnnl_memory_desc_equal(&md, &md0);
-		}
+	if (!e0->tiles_same) { /* once per entry */
+		dnnl_memory_desc_t md0;
+		int same = e0->re_out && e0->iout && bytes0 && !e0->zb && internal_out_md(e0, &md0) == dnnl_success;
+		for (size_t r0 = 0; r0 < g->h && same; r0 += th)
+			for (size_t c0 = 0; c0 < g->w && same; c0 += tw) {
+				const struct dnnl_conv key = tile_key(g, dt, r0, c0, th, tw, ldx, ldy, ldw, db != NULL, 1.0f);
+				dnnl_memory_desc_t md;
+				STARNN_CHECK(conv_entry(t, &key, &e));
+				same = e->iout && e->bytes_out == bytes0 && internal_out_md(e, &md) == dnnl_success &&
+				       dnnl_memory_desc_equal(&md, &md0);
+			}
+		/* (the loop may have evicted e0 from the cache: look it up again) */
+		STARNN_CHECK(conv_entry(t, &first, &e0));
+		e0->tiles_same = same ? 1 : -1;
+	}
+	const int same = e0->tiles_same > 0;
 	float *acc = same ? thread_buf(7, bytes0) : NULL;
 	if (same && !acc)
 		return starnn_error(STARNN_ENOMEM, "conv2d (oneDNN): cannot allocate a tiled weight gradient's sum (%zu bytes)",

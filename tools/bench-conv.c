@@ -318,6 +318,19 @@ static struct convt_dims convt_dims_of(const struct shape *sh)
 	return (struct convt_dims){sh->n, sh->c, sh->o, sh->hw, hw, sh->c * hw, 2 * sh->o * 4 * hw, 4 * sh->o};
 }
 
+/* The transposed-convolution shapes from *s on (the batch-2 ones only
+ * under --quick): the next in *sh and *d, *s its index; 0 after the last. */
+static int next_convt_shape(size_t *s, int quick, const struct shape **sh, struct convt_dims *d)
+{
+	for (; *s < sizeof convt_shapes / sizeof *convt_shapes; ++*s)
+		if (!quick || convt_shapes[*s].n == 2) {
+			*sh = &convt_shapes[*s];
+			*d = convt_dims_of(*sh);
+			return 1;
+		}
+	return 0;
+}
+
 struct convt_ctx {
 	size_t n, c, o, h, b, ldx, ldy, ldw;
 	int pass;
@@ -352,11 +365,9 @@ static int convt_bench(int reps, int quick)
 	printf("%-10s %5s %5s %5s %4s %-10s %9s %9s %13s\n", "shape", "N", "C", "O", "HW", "pass", "dnnl", "direct",
 	       "direct/dnnl");
 	unsigned seed = 1;
-	for (size_t s = 0; s < sizeof convt_shapes / sizeof *convt_shapes; s++) {
-		const struct shape *sh = &convt_shapes[s];
-		if (quick && sh->n != 2)
-			continue;
-		const struct convt_dims d = convt_dims_of(sh);
+	const struct shape *sh;
+	struct convt_dims d;
+	for (size_t s = 0; next_convt_shape(&s, quick, &sh, &d); s++) {
 		const size_t n = d.n, c = d.c, o = d.o, h = d.h, hw = d.hw, ldx = d.ldx, ldy = d.ldy, ldw = d.ldw;
 		float *x = random_f32(n * ldx, &seed), *dy = random_f32(n * ldy, &seed), *dx = random_f32(n * ldx, &seed);
 		float *w = random_f32(c * ldw, &seed), *dw = random_f32(c * ldw, &seed), *db = random_f32(o, &seed);
@@ -416,11 +427,9 @@ static int convt16_bench(int reps, int quick)
 	       "bf16/fp32");
 	starnn_convt2d_route_set(STARNN_CONVT2D_DNNL);
 	unsigned seed = 1;
-	for (size_t s = 0; s < sizeof convt_shapes / sizeof *convt_shapes; s++) {
-		const struct shape *sh = &convt_shapes[s];
-		if (quick && sh->n != 2)
-			continue;
-		const struct convt_dims d = convt_dims_of(sh);
+	const struct shape *sh;
+	struct convt_dims d;
+	for (size_t s = 0; next_convt_shape(&s, quick, &sh, &d); s++) {
 		const size_t n = d.n, c = d.c, o = d.o, h = d.h, hw = d.hw, ldx = d.ldx, ldy = d.ldy, ldw = d.ldw;
 		const int nhwc = n > 1; /* amp-bf16 on AMX: NHWC where the batch comes in parts, else NCHW */
 		float *x = random_f32(n * ldx, &seed), *dy = random_f32(n * ldy, &seed);

@@ -21,10 +21,10 @@ enum {
 	STARNN_SCRATCH_CONV = 6,  /* codelets/conv2d.c: the im2col workspace */
 	STARNN_SCRATCH_DNNL = 7,  /* codelets/cpu/conv2d_dnnl.c: reordered a, b, out, the scratchpad, a bias gradient,
 	                           * the transposed weight gradient's gathered dy and product, a tiled weight
-	                           * gradient's sum */
-	STARNN_SCRATCH_DNNL_SLOTS = 8,
-	STARNN_SCRATCH_GEMM = 15, /* codelets/cpu/gemm.c: widened 16-bit operands */
-	STARNN_SCRATCH_SLOTS = 16
+	                           * gradient's sum, the transposed weight gradient's NHWC x */
+	STARNN_SCRATCH_DNNL_SLOTS = 9,
+	STARNN_SCRATCH_GEMM = 16, /* codelets/cpu/gemm.c: widened 16-bit operands */
+	STARNN_SCRATCH_SLOTS = 17
 };
 
 /* Slot `slot` of the calling thread's scratch, at least `bytes` long (its

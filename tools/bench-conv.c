@@ -43,7 +43,7 @@
  *
  * --convt-bf16: the bf16 weight gradient of the same transposed
  * convolutions in the layouts amp-bf16 keeps on AMX (128x128: x and the
- * half of a concatenation dy in NHWC; 384x384, batch 1: NCHW): starnn's
+ * half of a concatenation dy in NHWC; 384x384, batch 1: nChw16c): starnn's
  * route (on AMX one bf16 GEMM on dy gathered, codelets/cpu/conv2d_dnnl.c;
  * elsewhere oneDNN's bf16 deconvolution) against oneDNN's fp32
  * deconvolution on fp32 copies in the same layouts (the route the bf16
@@ -423,7 +423,7 @@ static int convt16_bench(int reps, int quick)
 	       reps);
 	printf("# bf16: %s; fp32: oneDNN's deconvolution on fp32 copies in the same layouts\n",
 	       amx ? "one bf16 GEMM (AMX) on dy gathered" : "oneDNN's bf16 deconvolution (no AMX here)");
-	printf("%-10s %5s %5s %5s %4s %-6s %9s %9s %10s\n", "shape", "N", "C", "O", "HW", "layout", "fp32", "bf16",
+	printf("%-10s %5s %5s %5s %4s %-7s %9s %9s %10s\n", "shape", "N", "C", "O", "HW", "layout", "fp32", "bf16",
 	       "bf16/fp32");
 	starnn_convt2d_route_set(STARNN_CONVT2D_DNNL);
 	unsigned seed = 1;
@@ -431,16 +431,27 @@ static int convt16_bench(int reps, int quick)
 	struct convt_dims d;
 	for (size_t s = 0; next_convt_shape(&s, quick, &sh, &d); s++) {
 		const size_t n = d.n, c = d.c, o = d.o, h = d.h, hw = d.hw, ldx = d.ldx, ldy = d.ldy, ldw = d.ldw;
-		const int nhwc = n > 1; /* amp-bf16 on AMX: NHWC where the batch comes in parts, else NCHW */
+		/* amp-bf16 on AMX: NHWC where the batch comes in parts, else the
+		 * fp32 block (nChw16c; codelets/conv2d.h, starnn_conv2d_act_cblock) */
+		const int nhwc = n > 1, fb = starnn_conv2d_dnnl_block(STARNN_FP32);
+		const size_t xb = nhwc ? c : fb > 1 && c % (size_t)fb == 0 ? (size_t)fb : 1,
+		             yb = nhwc ? o : fb > 1 && o % (size_t)fb == 0 ? (size_t)fb : 1;
+		char lname[16];
+		if (nhwc)
+			snprintf(lname, sizeof lname, "NHWC");
+		else if (xb > 1 && yb > 1)
+			snprintf(lname, sizeof lname, "nChw%zuc", xb);
+		else
+			snprintf(lname, sizeof lname, "NCHW");
 		float *x = random_f32(n * ldx, &seed), *dy = random_f32(n * ldy, &seed);
 		float *dw = random_f32(c * ldw, &seed), *db = random_f32(o, &seed);
 		uint16_t *hx = to_bf16(x, n * ldx), *hdy = to_bf16(dy, n * ldy);
 		double best[2];
-		struct convt16_ctx ctx = {n, c, o, h, nhwc ? c : 1, nhwc ? o : 1, ldx, ldy, ldw, x, dy, hx, hdy, dw, db};
+		struct convt16_ctx ctx = {n, c, o, h, xb, yb, ldx, ldy, ldw, x, dy, hx, hdy, dw, db};
 		if (best_times(reps, 2, convt16_run, &ctx, best))
 			return 1;
 		const double flops = 2.0 * n * c * o * 4 * hw;
-		printf("%-10s %5zu %5zu %5zu %4zu %-6s %9.1f %9.1f %10.2f\n", sh->name, n, c, o, h, nhwc ? "NHWC" : "NCHW",
+		printf("%-10s %5zu %5zu %5zu %4zu %-7s %9.1f %9.1f %10.2f\n", sh->name, n, c, o, h, lname,
 		       flops / best[0] * 1e-9, flops / best[1] * 1e-9, best[0] / best[1]);
 		fflush(stdout);
 		free(x), free(dy), free(dw), free(db), free(hx), free(hdy);

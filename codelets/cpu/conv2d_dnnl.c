@@ -371,9 +371,9 @@ static struct dnnl_thread *thread_state(void)
 	return t;
 }
 
-/* Reorder buffer i (0 a, 1 b, 2 out, 3 scratchpad, 4 a bias gradient; 5
- * and 6 convt_wgrad_gemm's D and Z; 7 wgrad_tiled's sum): the worker
- * thread's scratch (runtime/scratch.h). */
+/* Reorder buffer i (0 a, 1 b, 2 out, 3 scratchpad, 4 a bias gradient; 5,
+ * 6 and 8 convt_wgrad_gemm's D, Z and NHWC x; 7 wgrad_tiled's sum): the
+ * worker thread's scratch (runtime/scratch.h). */
 static void *thread_buf(int i, size_t bytes)
 {
 	return starnn_scratch(STARNN_SCRATCH_DNNL + i, bytes);
@@ -1635,15 +1635,15 @@ static double row_sum_bf16(const uint16_t *v, size_t n)
  * gradients as one bf16 GEMM (AMX): dw[c, o, a, b] = sum over n, i, j of
  * x[n, c, i, j] dy[n, o, 2i + a, 2j + b], so with D[(n, i, j), (a, b, o)]
  * the dy values gathered (bf16, exact), Z = X^T D [c, 4o] in fp32
- * (dnnl_gemm_bf16bf16f32: one call for NHWC x, one per image for NCHW,
- * one per image and channel block for blocked x), then dw = beta dw + Z
+ * (dnnl_gemm_bf16bf16f32: one call for NHWC x and for blocked x gathered
+ * into NHWC, one per image for NCHW), then dw = beta dw + Z
  * in PyTorch's [c, o, 2, 2] and db = beta db + the sums of dy per channel
  * (in double, pixel by pixel). oneDNN 2.6's own kernels for this pass are
  * slow at the UNet's shapes: its AMX deconvolution 1.1-3x slower than its
  * fp32 one (conv_create), which widens x and dy and ran at about 56
  * GFLOP/s on the 192 -> 384 up-sampling of a 384x384 UNet. NHWC is the
- * blocked layout of one block of all the channels: both take the same
- * paths here. */
+ * blocked layout of one block of all the channels: dy takes the same
+ * gather in both. */
 static int convt_wgrad_gemm(size_t n, size_t c, size_t o, size_t h, size_t w, size_t xb, size_t yb,
                             const uint16_t *x, size_t ldx, const uint16_t *dy, size_t lddy, float beta, float *dw,
                             size_t lddw, float *db)
@@ -1705,17 +1705,31 @@ static int convt_wgrad_gemm(size_t n, size_t c, size_t o, size_t h, size_t w, si
 					}
 		}
 	}
-	/* X^T: a block of blocked x (NHWC: the one block) is [pixels, xb], one
-	 * product over every image where the images are contiguous; NCHW x is
+	/* X^T: NHWC x is [pixels, c], one product over every image where the
+	 * images are contiguous; blocked x is gathered into NHWC first (a
+	 * product per block of xb rows would read D c / xb times); NCHW x is
 	 * [c, pixels] per image */
-	const size_t parts = blk_x && (n == 1 || (xb == c && ldx == hw * c)) ? 1 : n, kp = rows / parts;
-	const size_t bs = blk_x ? xb : c;
+	if (blk_x && xb < c) {
+		uint16_t *xn = thread_buf(8, rows * c * sizeof *xn);
+		if (!xn)
+			return starnn_error(STARNN_ENOMEM, "convt2d: cannot allocate the weight gradient's workspace (n %zu c %zu "
+			                                   "o %zu %zux%zu)",
+			                    n, c, o, h, w);
+		for (size_t nn = 0; nn < n; nn++)
+			for (size_t cb = 0; cb < c; cb += xb) {
+				const uint16_t *src = x + nn * ldx + cb * hw;
+				uint16_t *dst = xn + nn * hw * c + cb;
+				for (size_t p = 0; p < hw; p++)
+					memcpy(dst + p * c, src + p * xb, xb * sizeof *xn);
+			}
+		x = xn, ldx = hw * c, xb = c;
+	}
+	const size_t parts = blk_x && (n == 1 || ldx == hw * c) ? 1 : n, kp = rows / parts;
 	dnnl_status_t st = dnnl_success;
 	for (size_t p = 0; p < parts && st == dnnl_success; p++)
-		for (size_t cb = 0; cb < c && st == dnnl_success; cb += bs)
-			st = dnnl_gemm_bf16bf16f32(blk_x ? 'T' : 'N', 'N', (dnnl_dim_t)bs, (dnnl_dim_t)o4, (dnnl_dim_t)kp, 1.0f,
-			                           x + p * ldx + cb * hw, (dnnl_dim_t)(blk_x ? bs : hw), d + p * kp * o4,
-			                           (dnnl_dim_t)o4, p ? 1.0f : 0.0f, z + cb * o4, (dnnl_dim_t)o4);
+		st = dnnl_gemm_bf16bf16f32(blk_x ? 'T' : 'N', 'N', (dnnl_dim_t)c, (dnnl_dim_t)o4, (dnnl_dim_t)kp, 1.0f,
+		                           x + p * ldx, (dnnl_dim_t)(blk_x ? c : hw), d + p * kp * o4, (dnnl_dim_t)o4,
+		                           p ? 1.0f : 0.0f, z, (dnnl_dim_t)o4);
 	if (st != dnnl_success)
 		return starnn_error(STARNN_EINVAL, "convt2d: oneDNN's bf16 GEMM failed (status %d; n %zu c %zu o %zu %zux%zu)",
 		                    (int)st, n, c, o, h, w);

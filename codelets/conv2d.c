@@ -1235,6 +1235,7 @@ const char *starnn_conv2d_cpu_route(starnn_dtype dt)
 		 * layer at 8x8 and of a narrow one */
 		struct starnn_conv2d_geom wide = {1, STARNN_CONV2D_WGRAD_MIN_C, STARNN_CONV2D_WGRAD_MIN_O, 8, 8, 3, 1, 1};
 		struct starnn_conv2d_geom narrow = {1, 16, 16, 32, 32, 3, 1, 1};
+		struct starnn_conv2d_geom first = {1, 13, 16, 32, 32, 3, 1, 1}; /* from NCHW x */
 		if (starnn_conv2d_cpu_backend() != STARNN_CONV2D_DNNL)
 			return NULL;
 		const enum starnn_conv2d_wgrad rn = starnn_conv2d_wgrad_route(&narrow, dt),
@@ -1248,6 +1249,10 @@ const char *starnn_conv2d_cpu_route(starnn_dtype dt)
 			return "fp32 on oneDNN, the 3x3 weight gradients on starnn's direct AVX2 kernel, those of >= 64 -> "
 			       ">= 128 channels at <= 8x8 pixels on im2col + OpenBLAS sgemm (both faster here than oneDNN's "
 			       "AVX2 kernel; STARNN_CONV2D_WGRAD=dnnl: oneDNN)";
+		if (rw == STARNN_CONV2D_WGRAD_GEMM && starnn_conv2d_wgrad_route(&first, dt) == STARNN_CONV2D_WGRAD_DIRECT)
+			return "fp32 on oneDNN, the weight gradients of layers of >= 64 -> >= 128 channels at <= 8x8 pixels "
+			       "on im2col + OpenBLAS sgemm, those of 3x3 layers from NCHW x (the first) on starnn's direct "
+			       "kernel (both faster there than oneDNN's; STARNN_CONV2D_WGRAD=dnnl: oneDNN)";
 		if (rw == STARNN_CONV2D_WGRAD_GEMM)
 			return "fp32 on oneDNN, the weight gradients of layers of >= 64 -> >= 128 channels at <= 8x8 pixels "
 			       "on im2col + OpenBLAS sgemm (faster there than oneDNN's AVX2 kernel; "

@@ -243,15 +243,22 @@ uint64_t starnn_conv2d_pack_count(void);
  *     wide layers on small images (1.2-1.3x oneDNN for >= 128 -> 512
  *     channels at 8x8, where the direct kernel's sweeps are short).
  * Both write dw in OIHW: there is no reorder of the gradient back from
- * oneDNN's layout. STARNN_CONV2D_WGRAD=auto (the default) takes, when
- * oneDNN's fp32 layout here is nChw8c (its AVX2 kernels), gemm for fp32
- * k x k layers of at least STARNN_CONV2D_WGRAD_MIN_C input and
+ * oneDNN's layout. STARNN_CONV2D_WGRAD=auto (the default) takes gemm for
+ * fp32 k x k layers of at least STARNN_CONV2D_WGRAD_MIN_C input and
  * STARNN_CONV2D_WGRAD_MIN_O output channels at no more than
- * STARNN_CONV2D_WGRAD_GEMM_MAX_HW pixels, direct for the other fp32 layers
- * it takes (starnn_conv2d_wgrad_direct_ok: 3x3, output channels a multiple
- * of 4, an AVX2 processor), and oneDNN's pass elsewhere (bf16, 1x1; on
- * AVX-512, where oneDNN's kernels are its 16-lane ones, it keeps them: the
- * routes were not measured there). dnnl is oneDNN everywhere; gemm puts
+ * STARNN_CONV2D_WGRAD_GEMM_MAX_HW pixels where oneDNN's fp32 layout here
+ * is nChw8c or nChw16c (its AVX2 or AVX-512 kernels); then where it is
+ * nChw8c, direct for the other fp32 layers it takes
+ * (starnn_conv2d_wgrad_direct_ok: 3x3, output channels a multiple of 4, an
+ * AVX2 processor), and where it is nChw16c, direct only for those whose x
+ * is NCHW (input channels not a multiple of 16: a UNet's first layer),
+ * where oneDNN's 16-lane kernel is slower and copies x and dy into its
+ * 8-channel blocks (tools/bench-conv --wgrad, AVX-512 Xeon, one thread,
+ * against oneDNN with its reorder of dw: gemm 1.09-1.25x at 128 -> 512
+ * and 512 -> 512 channels at 8x8, 0.93-0.99x at 24x24; direct 1.30-1.37x
+ * at 13 -> 16 channels at 128x128, 1.01x at 13 -> 32 at 384x384, 0.55-0.81x
+ * on the other layers); oneDNN's pass elsewhere (bf16, 1x1). dnnl is
+ * oneDNN everywhere; gemm puts
  * every fp32 k x k (k > 1) weight gradient on the gemm route; direct every
  * one the direct kernel takes (oneDNN runs the others). The variable is
  * read once; starnn_conv2d_wgrad_set overrides it (tests, benchmarks);

@@ -1302,13 +1302,19 @@ enum starnn_conv2d_wgrad starnn_conv2d_wgrad_route(const struct starnn_conv2d_ge
 		return direct ? STARNN_CONV2D_WGRAD_DIRECT : STARNN_CONV2D_WGRAD_DNNL;
 	case STARNN_CONV2D_WGRAD_DNNL:
 		return STARNN_CONV2D_WGRAD_DNNL;
-	default:
-		if (starnn_conv2d_dnnl_block(STARNN_FP32) != 8)
+	default: {
+		const int blk = starnn_conv2d_dnnl_block(STARNN_FP32);
+		if (blk != 8 && blk != 16)
 			return STARNN_CONV2D_WGRAD_DNNL;
 		if (g->c >= STARNN_CONV2D_WGRAD_MIN_C && g->o >= STARNN_CONV2D_WGRAD_MIN_O &&
 		    g->h * g->w <= STARNN_CONV2D_WGRAD_GEMM_MAX_HW)
 			return STARNN_CONV2D_WGRAD_GEMM;
-		return direct ? STARNN_CONV2D_WGRAD_DIRECT : STARNN_CONV2D_WGRAD_DNNL;
+		if (blk == 8)
+			return direct ? STARNN_CONV2D_WGRAD_DIRECT : STARNN_CONV2D_WGRAD_DNNL;
+		/* AVX-512: oneDNN's 16-lane kernel, but where x is NCHW (input
+		 * channels not a multiple of 16: a UNet's first layer) */
+		return direct && g->xb <= 1 && g->c % 16 ? STARNN_CONV2D_WGRAD_DIRECT : STARNN_CONV2D_WGRAD_DNNL;
+	}
 	}
 }
 

@@ -333,26 +333,28 @@ static void wgrad_routes(void)
 				kernels_vs_naive(direct[i], 1);
 	}
 	TEST_OK(starnn_conv2d_wgrad_set(STARNN_CONV2D_WGRAD_AUTO));
-	const int avx2 = starnn_conv2d_dnnl_block(STARNN_FP32) == 8;
+	const int blk = starnn_conv2d_dnnl_block(STARNN_FP32), avx2 = blk == 8, avx512 = blk == 16;
 	struct starnn_conv2d_geom g = {2, 128, 128, 8, 8, 3, 8, 8};
 	const int dir = starnn_conv2d_wgrad_direct_ok(&g);
 	TEST_ASSERT(dir == (starnn_simd_level() >= STARNN_SIMD_AVX2), "direct kernel usable: %d, AVX2 level: %d", dir,
 	            starnn_simd_level() >= STARNN_SIMD_AVX2);
 	const enum starnn_conv2d_wgrad D = STARNN_CONV2D_WGRAD_DNNL, G = STARNN_CONV2D_WGRAD_GEMM,
-	                                 R = avx2 && dir ? STARNN_CONV2D_WGRAD_DIRECT : D;
+	                                 R = avx2 && dir ? STARNN_CONV2D_WGRAD_DIRECT : D,
+	                                 F = (avx2 || avx512) && dir ? STARNN_CONV2D_WGRAD_DIRECT : D;
 	const struct {
 		size_t c, o, hw, k;
 		starnn_dtype dt;
 		enum starnn_conv2d_wgrad want;
 		const char *what;
 	} cases[] = {
-	    {128, 128, 8, 3, STARNN_FP32, avx2 ? G : D, "128 -> 128 channels at 8x8"},
-	    {64, 128, 8, 3, STARNN_FP32, avx2 ? G : D, "64 -> 128 channels at 8x8"},
+	    {128, 128, 8, 3, STARNN_FP32, avx2 || avx512 ? G : D, "128 -> 128 channels at 8x8"},
+	    {64, 128, 8, 3, STARNN_FP32, avx2 || avx512 ? G : D, "64 -> 128 channels at 8x8"},
 	    {128, 128, 9, 3, STARNN_FP32, R, "128 -> 128 channels at 9x9"},
 	    {128, 64, 8, 3, STARNN_FP32, R, "128 -> 64 channels at 8x8"},
 	    {32, 128, 8, 3, STARNN_FP32, R, "32 -> 128 channels at 8x8"},
 	    {16, 16, 128, 3, STARNN_FP32, R, "16 -> 16 channels at 128x128"},
-	    {13, 16, 128, 3, STARNN_FP32, R, "13 -> 16 channels at 128x128"},
+	    {13, 16, 128, 3, STARNN_FP32, F, "13 -> 16 channels at 128x128 (x NCHW)"},
+	    {13, 32, 384, 3, STARNN_FP32, F, "13 -> 32 channels at 384x384 (x NCHW)"},
 	    {16, 13, 128, 3, STARNN_FP32, D, "16 -> 13 channels (not a multiple of 4)"},
 	    {128, 128, 8, 3, STARNN_BF16, D, "bf16"},
 	    {16, 16, 32, 3, STARNN_BF16, D, "bf16"},
@@ -360,7 +362,11 @@ static void wgrad_routes(void)
 	    {16, 16, 32, 5, STARNN_FP32, D, "a 5x5 layer"},
 	};
 	for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
-		struct starnn_conv2d_geom q = {2, cases[i].c, cases[i].o, cases[i].hw, cases[i].hw, cases[i].k, 8, 8};
+		/* x and dy in the layout of the UNet: blocks where they divide the
+		 * channels, else NCHW */
+		const size_t b = blk > 1 ? (size_t)blk : 1;
+		struct starnn_conv2d_geom q = {2, cases[i].c, cases[i].o, cases[i].hw, cases[i].hw, cases[i].k,
+		                               cases[i].c % b ? 1 : b, cases[i].o % b ? 1 : b};
 		const enum starnn_conv2d_wgrad got = starnn_conv2d_wgrad_route(&q, cases[i].dt);
 		TEST_ASSERT(got == cases[i].want, "auto: %s: route %d, expected %d (nChw8c here: %d, AVX2: %d)",
 		            cases[i].what, (int)got, (int)cases[i].want, avx2, dir);

@@ -187,8 +187,9 @@ if grep -q '^activations: NHWC' "$tmp/mb.out"; then
 fi
 expect 1 "STARNN_LAYOUT" env STARNN_LAYOUT=sideways "$unet" train $L
 # The fp32 weight gradient's three routes on the oneDNN backend
-# (codelets/conv2d.h: STARNN_CONV2D_WGRAD; auto takes the direct kernel and,
-# for wide layers at <= 8x8, im2col + sgemm, on AVX2 only): every 3x3 layer
+# (codelets/conv2d.h: STARNN_CONV2D_WGRAD; auto takes im2col + sgemm for
+# wide layers at <= 8x8, and the direct kernel on AVX2 for the other 3x3
+# layers, on AVX-512 for the first only): every 3x3 layer
 # forced onto each, the same losses but for rounding; an unknown value is an
 # error.
 STARNN_CONV2D_WGRAD=gemm "$unet" train $L --log-json "$tmp/wg.json" > "$tmp/wg.out" 2>&1 ||

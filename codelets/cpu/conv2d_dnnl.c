@@ -29,6 +29,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "codelets/axpy.h"
 #include "codelets/conv2d.h"
 #include "codelets/convt2d.h"
 #include "runtime/error.h"
@@ -1271,8 +1272,7 @@ static int conv_exec_acc(const struct dnnl_conv *key, const void *a, const void 
 		if (acc_first)
 			memcpy(acc, r, nf * sizeof *acc);
 		else
-			for (size_t i = 0; i < nf; i++)
-				acc[i] += r[i];
+			starnn_axpy_cpu(1, nf, 1.0f, r, nf, acc, nf);
 	} else if (e->re_out) {
 		dnnl_exec_arg_t ra[] = {{DNNL_ARG_FROM, e->iout}, {DNNL_ARG_TO, e->uout}, {DNNL_ARG_SCRATCHPAD, e->scratch[3]}};
 		DNNL_TRY(dnnl_primitive_execute(e->re_out, t->stream, e->scratch[3] ? 3 : 2, ra), "output reorder");

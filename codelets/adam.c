@@ -8,6 +8,7 @@
 
 #include "codelets/adam.h"
 #include "codelets/amp.h"
+#include "codelets/convert.h"
 #include "codelets/copy.h"
 #include "runtime/codelet.h"
 
@@ -235,4 +236,151 @@ int starnn_adam_amp(starnn_tensor *w, starnn_tensor *grad, starnn_tensor *m, sta
 		.tensors = {w, grad, m, v, state, flag}};
 	static struct starpu_codelet *const cl[STARNN_MAX_COPIES] = {&adam_amp_copies1_cl, &adam_amp_copies2_cl};
 	return starnn_submit_with_copies(&d, 6, w, &a.c, &a, sizeof a, cl);
+}
+
+/* -------------------------------------------- with the compute copy h */
+
+struct cast_args {
+	struct starnn_adam_step s;   /* adam_cast */
+	struct starnn_adam_params p; /* adam_amp_cast */
+	uint32_t hdt;                /* h's dtype */
+};
+
+static void adam_cast_cpu(void *buffers[], void *cl_arg)
+{
+	const struct cast_args *a = cl_arg;
+	struct starnn_mat w = starnn_buffer(buffers, 0), g = starnn_buffer(buffers, 1);
+	struct starnn_mat m = starnn_buffer(buffers, 2), v = starnn_buffer(buffers, 3), h = starnn_buffer(buffers, 4);
+	starnn_adam_cast_cpu(w.rows, w.cols, &a->s, w.ptr, w.ld, g.ptr, g.ld, m.ptr, m.ld, v.ptr, v.ld,
+	                     (starnn_dtype)a->hdt, h.ptr, h.ld);
+}
+
+static void adam_amp_cast_cpu(void *buffers[], void *cl_arg)
+{
+	const struct cast_args *a = cl_arg;
+	struct starnn_mat w = starnn_buffer(buffers, 0), g = starnn_buffer(buffers, 1);
+	struct starnn_mat m = starnn_buffer(buffers, 2), v = starnn_buffer(buffers, 3);
+	struct starnn_mat st = starnn_buffer(buffers, 4), f = starnn_buffer(buffers, 5), h = starnn_buffer(buffers, 6);
+	starnn_adam_amp_cast_cpu(w.rows, w.cols, &a->p, st.ptr, f.ptr, w.ptr, w.ld, g.ptr, g.ld, m.ptr, m.ld, v.ptr,
+	                         v.ld, (starnn_dtype)a->hdt, h.ptr, h.ld);
+}
+
+#ifdef STARNN_USE_CUDA
+static void narrow_cuda(const struct cast_args *a, struct starnn_mat w, struct starnn_mat h, void *stream)
+{
+	if (a->hdt == STARNN_BF16)
+		starnn_convert_fp32_to_bf16_cuda(w.rows, w.cols, w.ptr, w.ld, h.ptr, h.ld, stream);
+	else
+		starnn_convert_fp32_to_fp16_cuda(w.rows, w.cols, w.ptr, w.ld, h.ptr, h.ld, stream);
+}
+
+static void adam_cast_cuda(void *buffers[], void *cl_arg)
+{
+	const struct cast_args *a = cl_arg;
+	struct starnn_mat w = starnn_buffer(buffers, 0), g = starnn_buffer(buffers, 1);
+	struct starnn_mat m = starnn_buffer(buffers, 2), v = starnn_buffer(buffers, 3), h = starnn_buffer(buffers, 4);
+	void *stream = starnn_cuda_stream();
+	starnn_adam_cuda(w.rows, w.cols, &a->s, w.ptr, w.ld, g.ptr, g.ld, m.ptr, m.ld, v.ptr, v.ld, stream);
+	narrow_cuda(a, w, h, stream);
+	STARNN_CUDA_LAUNCHED("adam_cast");
+}
+
+static void adam_amp_cast_cuda(void *buffers[], void *cl_arg)
+{
+	const struct cast_args *a = cl_arg;
+	struct starnn_mat w = starnn_buffer(buffers, 0), g = starnn_buffer(buffers, 1);
+	struct starnn_mat m = starnn_buffer(buffers, 2), v = starnn_buffer(buffers, 3);
+	struct starnn_mat st = starnn_buffer(buffers, 4), f = starnn_buffer(buffers, 5), h = starnn_buffer(buffers, 6);
+	void *stream = starnn_cuda_stream();
+	starnn_adam_amp_cuda(w.rows, w.cols, &a->p, st.ptr, f.ptr, w.ptr, w.ld, g.ptr, g.ld, m.ptr, m.ld, v.ptr, v.ld,
+	                     stream);
+	narrow_cuda(a, w, h, stream); /* a skipped step left w, so h comes out as it was */
+	STARNN_CUDA_LAUNCHED("adam_amp_cast");
+}
+#define CAST_CUDA(fn) .cuda_funcs = {fn}, .cuda_flags = {STARPU_CUDA_ASYNC},
+#else
+#define CAST_CUDA(fn)
+#endif
+
+/* One codelet per dtype of h (its perfmodel starnn_<op>_<dtype>). */
+#define CAST_CL(op, dt, nb, ...)                                                                              \
+	static STARNN_PERFMODEL(op, dt);                                                                    \
+	static struct starpu_codelet op##_##dt##_cl = {                                                     \
+		.name = #op "_" #dt,                                                                        \
+		.cpu_funcs = {op##_cpu},                                                                    \
+		.cpu_funcs_name = {#op "_cpu"},                                                             \
+		CAST_CUDA(op##_cuda).nbuffers = nb,                                                         \
+		.modes = {__VA_ARGS__},                                                                     \
+		STARNN_MODELS(op, dt),                                                                      \
+	};
+CAST_CL(adam_cast, fp16, 5, STARPU_RW, STARPU_R, STARPU_RW, STARPU_RW, STARPU_W)
+CAST_CL(adam_cast, bf16, 5, STARPU_RW, STARPU_R, STARPU_RW, STARPU_RW, STARPU_W)
+CAST_CL(adam_amp_cast, fp16, 7, STARPU_RW, STARPU_R, STARPU_RW, STARPU_RW, STARPU_R, STARPU_R, STARPU_RW)
+CAST_CL(adam_amp_cast, bf16, 7, STARPU_RW, STARPU_R, STARPU_RW, STARPU_RW, STARPU_R, STARPU_R, STARPU_RW)
+
+/* Whether h can take the fused update: a 16-bit tensor of w's shape, and
+ * neither with copies that their writers keep current (the two-task path
+ * keeps them). 1: fused; 0: two tasks; < 0: an error. */
+static int cast_fused(const char *op, starnn_tensor *w, starnn_tensor *h)
+{
+	char d[128];
+	if (!h)
+		return starnn_error(STARNN_EINVAL, "%s: h is NULL", op);
+	if (h->dtype != STARNN_FP16 && h->dtype != STARNN_BF16)
+		return starnn_error(STARNN_EINVAL, "%s: h must be fp16 or bf16, got %s", op,
+		                    starnn_tensor_describe(h, d, sizeof d));
+	if (h->rows != w->rows || h->cols != w->cols)
+		return starnn_error(STARNN_EINVAL, "%s: h %s is not shaped like w", op,
+		                    starnn_tensor_describe(h, d, sizeof d));
+	struct starnn_derived *c[STARNN_MAX_COPIES];
+	return starnn_tensor_copies(w, c, STARNN_MAX_COPIES) == 0 && starnn_tensor_copies(h, c, STARNN_MAX_COPIES) == 0;
+}
+
+int starnn_adam_cast(starnn_tensor *w, starnn_tensor *grad, starnn_tensor *m, starnn_tensor *v,
+                     const struct starnn_adam_params *params, int64_t t, float grad_scale, starnn_tensor *h)
+{
+	STARNN_CHECK(check_args(w, grad, m, v, params));
+	int fused = cast_fused("adam_cast", w, h);
+	STARNN_CHECK(fused);
+	if (!fused) {
+		STARNN_CHECK(starnn_adam(w, grad, m, v, params, t, grad_scale));
+		return starnn_convert(w, h);
+	}
+	if (t < 1)
+		return starnn_error(STARNN_EINVAL, "adam: steps count from 1, got %lld", (long long)t);
+	if (!isfinite(grad_scale))
+		return starnn_error(STARNN_EINVAL, "adam: invalid grad_scale %g", (double)grad_scale);
+	struct cast_args a;
+	memset(&a, 0, sizeof a);
+	starnn_adam_step_init(&a.s, params, t, grad_scale);
+	a.hdt = (uint32_t)h->dtype;
+	struct starnn_task_desc d = {.cl = h->dtype == STARNN_BF16 ? &adam_cast_bf16_cl : &adam_cast_fp16_cl,
+	                             .args = &a, .args_size = sizeof a,
+	                             .flops = ADAM_FLOPS_PER_ELEMENT * (double)(w->rows * w->cols),
+	                             .tensors = {w, grad, m, v, h}};
+	return starnn_submit(&d);
+}
+
+int starnn_adam_amp_cast(starnn_tensor *w, starnn_tensor *grad, starnn_tensor *m, starnn_tensor *v,
+                         const struct starnn_adam_params *params, starnn_tensor *state, starnn_tensor *flag,
+                         starnn_tensor *h)
+{
+	STARNN_CHECK(check_args(w, grad, m, v, params));
+	STARNN_CHECK(starnn_amp_check("adam_amp", state, flag));
+	int fused = cast_fused("adam_amp_cast", w, h);
+	STARNN_CHECK(fused);
+	if (!fused) {
+		STARNN_CHECK(starnn_adam_amp(w, grad, m, v, params, state, flag));
+		return starnn_convert(w, h);
+	}
+	struct cast_args a;
+	memset(&a, 0, sizeof a);
+	a.p = *params;
+	a.p.decoupled = params->decoupled != 0;
+	a.hdt = (uint32_t)h->dtype;
+	struct starnn_task_desc d = {.cl = h->dtype == STARNN_BF16 ? &adam_amp_cast_bf16_cl : &adam_amp_cast_fp16_cl,
+	                             .args = &a, .args_size = sizeof a,
+	                             .flops = ADAM_FLOPS_PER_ELEMENT * (double)(w->rows * w->cols),
+	                             .tensors = {w, grad, m, v, state, flag, h}};
+	return starnn_submit(&d);
 }

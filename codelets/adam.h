@@ -70,6 +70,30 @@ void starnn_adam_amp_cuda(size_t rows, size_t cols, const struct starnn_adam_par
 int starnn_adam_amp(starnn_tensor *w, starnn_tensor *grad, starnn_tensor *m, starnn_tensor *v,
                     const struct starnn_adam_params *params, starnn_tensor *state, starnn_tensor *flag);
 
+/* Mixed precision's compute copy written by the update (runtime/params.h):
+ * the update of starnn_adam / starnn_adam_amp, then h = w narrowed to h's
+ * dtype (fp16 or bf16, rounded as codelets/convert.h does: the same bits as
+ * a convert task), chunk by chunk while the updated values are in cache,
+ * in place of a convert task that reads w again before the next forward.
+ * A step that adam_amp skips leaves w, and so h, as they were. The CPU
+ * kernels below; on CUDA the update's kernel and then convert's, on the
+ * task's stream. Where w or h has copies in a kernel's layout kept current
+ * by their writers (runtime/tensor.h: starnn_tensor_copies), the functions
+ * submit starnn_adam / starnn_adam_amp and starnn_convert as two tasks, which
+ * keep them. Perfmodels starnn_adam_cast_<h's dtype>,
+ * starnn_adam_amp_cast_<h's dtype>. */
+void starnn_adam_cast_cpu(size_t rows, size_t cols, const struct starnn_adam_step *s, float *w, size_t ldw,
+                          const float *grad, size_t ldg, float *m, size_t ldm, float *v, size_t ldv, starnn_dtype hdt,
+                          void *h, size_t ldh);
+void starnn_adam_amp_cast_cpu(size_t rows, size_t cols, const struct starnn_adam_params *p, const float *state,
+                              const float *flag, float *w, size_t ldw, const float *grad, size_t ldg, float *m,
+                              size_t ldm, float *v, size_t ldv, starnn_dtype hdt, void *h, size_t ldh);
+int starnn_adam_cast(starnn_tensor *w, starnn_tensor *grad, starnn_tensor *m, starnn_tensor *v,
+                     const struct starnn_adam_params *params, int64_t t, float grad_scale, starnn_tensor *h);
+int starnn_adam_amp_cast(starnn_tensor *w, starnn_tensor *grad, starnn_tensor *m, starnn_tensor *v,
+                         const struct starnn_adam_params *params, starnn_tensor *state, starnn_tensor *flag,
+                         starnn_tensor *h);
+
 #ifdef __cplusplus
 }
 #endif

@@ -198,6 +198,7 @@ int starnn_params_add(starnn_params *ps, const char *name, starnn_tensor *master
 	p->master = master;
 	p->nslices = nslices;
 	p->flags = flags;
+	p->compute_made = UINT64_MAX;
 	int rc = param_tensors(ps, p);
 	if (rc < 0) {
 		p->flags |= STARNN_PARAM_BORROWED; /* not taken */
@@ -233,9 +234,13 @@ const struct starnn_params_config *starnn_params_get_config(const starnn_params 
 
 int starnn_params_convert(starnn_params *ps)
 {
-	for (int i = 0; i < ps->nparams; i++)
-		if (ps->params[i]->compute != ps->params[i]->master)
-			STARNN_CHECK(starnn_convert(ps->params[i]->master, ps->params[i]->compute));
+	for (int i = 0; i < ps->nparams; i++) {
+		starnn_param *p = ps->params[i];
+		if (p->compute == p->master || p->compute_made == p->master->version)
+			continue;
+		STARNN_CHECK(starnn_convert(p->master, p->compute));
+		p->compute_made = p->master->version;
+	}
 	return 0;
 }
 
@@ -287,6 +292,22 @@ float starnn_params_lr(const starnn_params *ps, int64_t step)
 	return lr;
 }
 
+/* Whether the update of p (of w) writes p's compute copy too: w is the
+ * master the copy is made from, and the copy is current before the update
+ * (a skipped amp step then leaves both as they are). */
+static int casts(const starnn_param *p, const starnn_tensor *w)
+{
+	return p->compute != p->master && w == p->master && p->compute_made == p->master->version;
+}
+
+/* After such an update was submitted (rc): the copy is of the new master. */
+static int cast_done(starnn_param *p, int rc)
+{
+	if (rc >= 0)
+		p->compute_made = p->master->version;
+	return rc;
+}
+
 int starnn_params_update(starnn_params *ps, int64_t step)
 {
 	if (step < 1)
@@ -314,6 +335,9 @@ int starnn_params_update(starnn_params *ps, int64_t step)
 			starnn_tensor *w = p->exact ? p->exact : p->master;
 			if (p->remote)
 				;
+			else if (adam && casts(p, w))
+				STARNN_CHECK(cast_done(p, starnn_adam_amp_cast(w, p->grad[0], p->state[0], p->state[1], &ap,
+				                                               ps->state, ps->flag, p->compute)));
 			else if (adam)
 				STARNN_CHECK(starnn_adam_amp(w, p->grad[0], p->state[0], p->state[1], &ap, ps->state, ps->flag));
 			else
@@ -327,6 +351,9 @@ int starnn_params_update(starnn_params *ps, int64_t step)
 		starnn_tensor *w = p->exact ? p->exact : p->master;
 		if (p->remote)
 			;
+		else if (adam && casts(p, w))
+			STARNN_CHECK(cast_done(p, starnn_adam_cast(w, p->grad[0], p->state[0], p->state[1], &ap, step, 1.0f,
+			                                           p->compute)));
 		else if (adam)
 			STARNN_CHECK(starnn_adam(w, p->grad[0], p->state[0], p->state[1], &ap, step, 1.0f));
 		else

@@ -17,7 +17,8 @@
  * scaling, the loss-scale state and overflow flag (codelets/amp.h).
  *
  * One training step, all submitted without waiting:
- *   starnn_params_convert(ps)           master -> compute copies
+ *   starnn_params_convert(ps)           master -> compute copies (those
+ *                                       the last update did not write)
  *   forward; backward writing p->grad[slice], multiplying the loss
  *     gradient by starnn_params_loss_scale(ps) when it is not NULL
  *   starnn_params_reduce(ps)            micro-batch slices, then ranks
@@ -92,6 +93,12 @@ typedef struct starnn_param {
 	 * through a lossy wire format), NULL: master itself. */
 	int remote;
 	starnn_tensor *exact;
+	/* The version of master (runtime/tensor.h) that the compute copy was
+	 * last made from, UINT64_MAX: never. Adam's update writes the copy
+	 * when it is current before the update (codelets/adam.h:
+	 * starnn_adam_cast); starnn_params_convert submits a conversion only
+	 * where it is not. */
+	uint64_t compute_made;
 } starnn_param;
 
 typedef struct starnn_params starnn_params;
@@ -118,7 +125,8 @@ starnn_param *starnn_params_at(starnn_params *ps, int i);
 int64_t starnn_params_numel(const starnn_params *ps);
 const struct starnn_params_config *starnn_params_get_config(const starnn_params *ps);
 
-/* Submits the conversions master -> compute copy (nothing in fp32). */
+/* Submits the conversions master -> compute copy where the copy is not
+ * current (nothing in fp32; nothing after an Adam update that wrote it). */
 int starnn_params_convert(starnn_params *ps);
 
 /* Called by the reduction for each parameter as soon as its micro-batch

@@ -4,6 +4,7 @@
 #include <math.h>
 
 #include "codelets/adam.h"
+#include "codelets/convert.h"
 #include "codelets/cpu/simd.h"
 
 STARNN_SIMD_INLINE void adam_impl(size_t rows, size_t cols, const struct starnn_adam_step *s, float *w, size_t ldw,
@@ -47,4 +48,33 @@ void starnn_adam_amp_cpu(size_t rows, size_t cols, const struct starnn_adam_para
 	struct starnn_adam_step s;
 	starnn_adam_step_init(&s, p, (int64_t)state[3] + 1, 1.0f / state[0]);
 	starnn_adam_cpu(rows, cols, &s, w, ldw, grad, ldg, m, ldm, v, ldv);
+}
+
+/* Chunks of a row small enough that the updated w is still in L1 when it
+ * is narrowed (8 KiB of fp32). */
+#define CAST_CHUNK 2048
+
+void starnn_adam_cast_cpu(size_t rows, size_t cols, const struct starnn_adam_step *s, float *w, size_t ldw,
+                          const float *grad, size_t ldg, float *m, size_t ldm, float *v, size_t ldv, starnn_dtype hdt,
+                          void *h, size_t ldh)
+{
+	const size_t hs = starnn_dtype_size(hdt);
+	for (size_t r = 0; r < rows; r++)
+		for (size_t c0 = 0; c0 < cols; c0 += CAST_CHUNK) {
+			const size_t n = cols - c0 < CAST_CHUNK ? cols - c0 : CAST_CHUNK;
+			float *wr = w + r * ldw + c0;
+			starnn_adam_cpu(1, n, s, wr, n, grad + r * ldg + c0, n, m + r * ldm + c0, n, v + r * ldv + c0, n);
+			starnn_narrow_row_cpu(hdt, n, wr, (char *)h + (r * ldh + c0) * hs);
+		}
+}
+
+void starnn_adam_amp_cast_cpu(size_t rows, size_t cols, const struct starnn_adam_params *p, const float *state,
+                              const float *flag, float *w, size_t ldw, const float *grad, size_t ldg, float *m,
+                              size_t ldm, float *v, size_t ldv, starnn_dtype hdt, void *h, size_t ldh)
+{
+	if (flag[0] != 0.0f)
+		return; /* skipped: w unchanged, so h (made from it) is too */
+	struct starnn_adam_step s;
+	starnn_adam_step_init(&s, p, (int64_t)state[3] + 1, 1.0f / state[0]);
+	starnn_adam_cast_cpu(rows, cols, &s, w, ldw, grad, ldg, m, ldm, v, ldv, hdt, h, ldh);
 }

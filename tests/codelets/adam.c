@@ -4,7 +4,11 @@
  * the codelet (CPU, or CUDA in the _cuda build) on whole tensors and channel
  * parts against the same reference, the host bias corrections, adam_amp,
  * every instruction-set level bitwise equal, and bad arguments ->
- * STARNN_EINVAL.
+ * STARNN_EINVAL. adam_cast / adam_amp_cast (the update writing the fp16 /
+ * bf16 compute copy): the same bits as adam / adam_amp followed by a
+ * convert task, and the copy those of runtime/half.h's rounding of the
+ * updated weights (rows of 4500: whole chunks and a tail); skipped amp
+ * steps leave the copy as it was.
  *
  * Tolerances: the reference carries, next to the exact w, m, v in double,
  * a first-order bound of the kernels' error on each (ref_step): the fp32
@@ -23,7 +27,9 @@
  * amp steps, the instruction-set levels against each other. */
 #include "codelets/adam.h"
 #include "codelets/amp.h"
+#include "codelets/convert.h"
 #include "codelets/fill.h"
+#include "runtime/half.h"
 #include "tests/testlib.h"
 #include "tests/codelets/simdcheck.h"
 
@@ -335,6 +341,99 @@ static void levels_agree(const struct variant *vr)
 	free(w0), free(g), free(m0), free(v0);
 }
 
+/* The bits of n elements of a 16-bit tensor, and of fp32 values rounded
+ * to its dtype by runtime/half.h. */
+static uint16_t *bits16(starnn_tensor *t)
+{
+	uint16_t *b = malloc(starnn_tensor_numel(t) * sizeof *b);
+	TEST_ASSERT(b != NULL, "out of memory");
+	TEST_OK(starnn_tensor_read(t, b));
+	return b;
+}
+
+static uint16_t *narrowed(starnn_dtype dt, const float *x, size_t n)
+{
+	uint16_t *b = malloc(n * sizeof *b);
+	TEST_ASSERT(b != NULL, "out of memory");
+	for (size_t i = 0; i < n; i++)
+		b[i] = dt == STARNN_BF16 ? starnn_float_to_bf16(x[i]) : starnn_float_to_half(x[i]);
+	return b;
+}
+
+/* adam_cast against adam + convert, and adam_amp_cast against adam_amp +
+ * convert (steps 2 and 4 of 5 skipped), bit for bit: w, m, v, and h. */
+static void cast_variant(const struct variant *v, starnn_dtype hdt, int amp)
+{
+	int64_t shape[2] = {3, 4500}, four = 4, one = 1;
+	size_t n = 3 * 4500;
+	float *w0 = test_random(n, -1, 1);
+	starnn_tensor *w1 = test_tensor("w1", 2, shape, w0), *w2 = test_tensor("w2", 2, shape, w0);
+	starnn_tensor *g = test_tensor("g", 2, shape, NULL), *state = NULL, *flag = NULL, *h1, *h2;
+	starnn_tensor *m1 = test_tensor("m1", 2, shape, NULL), *m2 = test_tensor("m2", 2, shape, NULL);
+	starnn_tensor *v1 = test_tensor("v1", 2, shape, NULL), *v2 = test_tensor("v2", 2, shape, NULL);
+	TEST_OK(starnn_tensor_create(&h1, "h1", hdt, 2, shape));
+	TEST_OK(starnn_tensor_create(&h2, "h2", hdt, 2, shape));
+	TEST_OK(starnn_convert(w1, h1)); /* current before the first update */
+	TEST_OK(starnn_convert(w2, h2));
+	TEST_OK(starnn_tensor_create(&state, "state", STARNN_FP32, 1, &four));
+	TEST_OK(starnn_tensor_create(&flag, "flag", STARNN_FP32, 1, &one));
+	int64_t applied = 0;
+	for (int step = 1; step <= 5; step++) {
+		const int skip = amp && (step == 2 || step == 4);
+		float *gv = test_random(n, -1, 1);
+		TEST_OK(starnn_tensor_write(g, gv));
+		uint16_t *hprev = bits16(h1);
+		if (amp) {
+			float st[4] = {1.0f / v->grad_scale, 3.0f, 7.0f, (float)applied};
+			TEST_OK(starnn_tensor_write(state, st));
+			TEST_OK(starnn_fill(skip ? 1.0f : 0.0f, flag));
+			TEST_OK(starnn_adam_amp_cast(w1, g, m1, v1, &v->p, state, flag, h1));
+			TEST_OK(starnn_adam_amp(w2, g, m2, v2, &v->p, state, flag));
+		} else {
+			TEST_OK(starnn_adam_cast(w1, g, m1, v1, &v->p, step, v->grad_scale, h1));
+			TEST_OK(starnn_adam(w2, g, m2, v2, &v->p, step, v->grad_scale));
+		}
+		TEST_OK(starnn_convert(w2, h2));
+		applied += !skip;
+		starnn_tensor *got[4] = {w1, m1, v1, h1}, *want[4] = {w2, m2, v2, h2};
+		static const char *const names[4] = {"w", "m", "v", "h"};
+		char what[160];
+		for (int i = 0; i < 4; i++) {
+			float *a = test_read(got[i]), *b = test_read(want[i]);
+			snprintf(what, sizeof what, "adam%s_cast '%s' %s step %d%s: %s as two tasks'", amp ? "_amp" : "",
+			         v->name, starnn_dtype_name(hdt), step, skip ? " (skipped)" : "", names[i]);
+			sc_same(what, a, b, n, sizeof *a);
+			free(a), free(b);
+		}
+		float *wv = test_read(w1);
+		uint16_t *hb = bits16(h1), *ref = narrowed(hdt, wv, n);
+		snprintf(what, sizeof what, "adam%s_cast '%s' %s step %d: h is w rounded (runtime/half.h)",
+		         amp ? "_amp" : "", v->name, starnn_dtype_name(hdt), step);
+		sc_same(what, hb, ref, n, sizeof *hb);
+		if (skip) {
+			snprintf(what, sizeof what, "adam_amp_cast '%s' step %d (skipped): h unchanged", v->name, step);
+			sc_same(what, hb, hprev, n, sizeof *hb);
+		}
+		free(wv), free(hb), free(ref), free(hprev), free(gv);
+	}
+	starnn_tensor *t32;
+	int64_t other[2] = {4500, 3};
+	TEST_OK(starnn_tensor_create(&t32, "t32", hdt, 2, other));
+	TEST_ASSERT(starnn_adam_cast(w1, g, m1, v1, &v->p, 1, 1.0f, NULL) == STARNN_EINVAL, "adam_cast without h must fail");
+	TEST_ASSERT(starnn_adam_cast(w1, g, m1, v1, &v->p, 1, 1.0f, w2) == STARNN_EINVAL, "adam_cast with an fp32 h must fail");
+	TEST_ASSERT(starnn_adam_cast(w1, g, m1, v1, &v->p, 1, 1.0f, t32) == STARNN_EINVAL,
+	            "adam_cast with a 4500x3 h for 3x4500 w must fail");
+	TEST_ASSERT(starnn_adam_cast(w1, g, m1, v1, &v->p, 0, 1.0f, h1) == STARNN_EINVAL, "adam_cast at step 0 must fail");
+	TEST_ASSERT(starnn_adam_amp_cast(w1, g, m1, v1, &v->p, state, NULL, h1) == STARNN_EINVAL,
+	            "adam_amp_cast without a flag must fail");
+	TEST_ASSERT(starnn_adam_amp_cast(w1, g, m1, v1, &v->p, state, flag, t32) == STARNN_EINVAL,
+	            "adam_amp_cast with a 4500x3 h must fail");
+	starnn_tensor *all[] = {w1, w2, g, state, flag, h1, h2, m1, m2, v1, v2, t32};
+	for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
+		starnn_tensor_destroy(all[i]);
+	free(w0);
+}
+
 int main(void)
 {
 	test_init();
@@ -356,5 +455,10 @@ int main(void)
 	bad_arguments();
 	for (size_t i = 0; i < NVARIANTS; i++)
 		amp_variant(&variants[i]);
+	for (size_t i = 0; i < NVARIANTS; i += 2)
+		for (int amp = 0; amp < 2; amp++) {
+			cast_variant(&variants[i], STARNN_BF16, amp);
+			cast_variant(&variants[i + (i + 1 < NVARIANTS)], STARNN_FP16, amp);
+		}
 	return test_finish();
 }

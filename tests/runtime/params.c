@@ -1,7 +1,8 @@
 /* runtime/params: the micro-batch reduction in its fixed order, the
  * gradient hook, the update (Adam, SGD, warm-up, weight decay, loss
  * scaling with a skipped step) on a tiny set of parameters against a hand
- * computation in double, the compute copies, the checkpoint iteration and
+ * computation in double, the compute copies (kept current by Adam's update
+ * or by starnn_params_convert), the checkpoint iteration and
  * the error paths. */
 #include "codelets/amp.h"
 #include "codelets/axpy.h"
@@ -319,6 +320,64 @@ static void compute_copies(void)
 	starnn_params_destroy(ps);
 }
 
+/* The compute copy stays the masters' rounding without a conversion after
+ * the update, where Adam's update writes it (codelets/adam.h:
+ * starnn_adam_cast; with loss scaling, a skipped step too), and follows a
+ * master written otherwise (a checkpoint's load) at the next
+ * starnn_params_convert; SGD's update leaves it to starnn_params_convert. */
+static void check_copy(const char *what, starnn_param *p, int64_t step)
+{
+	float m[COLS];
+	uint16_t h[COLS];
+	TEST_OK(starnn_tensor_read(p->master, m));
+	TEST_OK(starnn_tensor_read(p->compute, h));
+	for (int i = 0; i < COLS; i++) {
+		uint16_t want = p->compute->dtype == STARNN_BF16 ? starnn_float_to_bf16(m[i]) : starnn_float_to_half(m[i]);
+		TEST_ASSERT(h[i] == want, "%s, step %lld: copy [%d] is %#06x, the master %g rounds to %#06x", what,
+		            (long long)step, i, h[i], (double)m[i], want);
+	}
+}
+
+static void copies_after_update(enum starnn_optim_kind kind, starnn_dtype dt, enum starnn_loss_scaling ls)
+{
+	char what[96];
+	snprintf(what, sizeof what, "%s, %s copy%s", kind == STARNN_OPTIM_ADAM ? "adam" : "sgd", starnn_dtype_name(dt),
+	         ls ? ", loss scaling" : "");
+	starnn_params *ps = new_set(kind, dt, ls);
+	if (ls)
+		starnn_params_set_inject_inf_step(ps, 2);
+	float init[COLS];
+	for (int i = 0; i < COLS; i++)
+		init[i] = test_uniform(-1, 1);
+	starnn_param *w = add(ps, "w", 1, STARNN_PARAM_COMPUTE_COPY, init);
+	float scale = 1.0f;
+	for (int64_t step = 1; step <= 4; step++) {
+		TEST_OK(starnn_params_convert(ps)); /* the forward's place */
+		check_copy(what, w, step);
+		if (ls) {
+			struct starnn_amp_state st;
+			TEST_OK(starnn_params_get_amp_state(ps, &st));
+			scale = st.scale;
+		}
+		float g[COLS];
+		for (int i = 0; i < COLS; i++)
+			g[i] = test_uniform(-1, 1) * scale;
+		write_slices(w, g);
+		TEST_OK(starnn_params_reduce(ps));
+		TEST_OK(starnn_params_update(ps, step));
+		if (kind == STARNN_OPTIM_ADAM)
+			check_copy(what, w, step); /* written by the update itself */
+		if (step == 3) {
+			for (int i = 0; i < COLS; i++)
+				init[i] = test_uniform(-2, 2);
+			TEST_OK(starnn_tensor_write(w->master, init)); /* as a checkpoint's load */
+		}
+	}
+	TEST_OK(starnn_params_convert(ps));
+	check_copy(what, w, 5);
+	starnn_params_destroy(ps);
+}
+
 static void errors(void)
 {
 	struct starnn_params_config c = {.compute = STARNN_FP32};
@@ -358,6 +417,10 @@ int main(void)
 	update(STARNN_OPTIM_SGD);
 	loss_scaling();
 	compute_copies();
+	copies_after_update(STARNN_OPTIM_ADAM, STARNN_BF16, STARNN_LOSS_SCALE_NONE);
+	copies_after_update(STARNN_OPTIM_ADAM, STARNN_FP16, STARNN_LOSS_SCALE_DYNAMIC);
+	copies_after_update(STARNN_OPTIM_ADAM, STARNN_BF16, STARNN_LOSS_SCALE_DYNAMIC);
+	copies_after_update(STARNN_OPTIM_SGD, STARNN_BF16, STARNN_LOSS_SCALE_NONE);
 	errors();
 	return test_finish();
 }

@@ -89,6 +89,16 @@ static int check_args(starnn_tensor *w, starnn_tensor *grad, starnn_tensor *m, s
 	return 0;
 }
 
+/* The step of starnn_adam / starnn_adam_cast and its gradient scale. */
+static int check_step(int64_t t, float grad_scale)
+{
+	if (t < 1)
+		return starnn_error(STARNN_EINVAL, "adam: steps count from 1, got %lld", (long long)t);
+	if (!isfinite(grad_scale))
+		return starnn_error(STARNN_EINVAL, "adam: invalid grad_scale %g", (double)grad_scale);
+	return 0;
+}
+
 /* Flops per element of the update as the kernels compute it (unscale and
  * L2 term 3, m 3, v 4, denominator 3, w 4), whatever the parameters: the
  * models' footprints are the shapes alone, and StarPU wants one count per
@@ -168,10 +178,7 @@ int starnn_adam(starnn_tensor *w, starnn_tensor *grad, starnn_tensor *m, starnn_
 {
 	STARNN_CHECK(check_args(w, grad, m, v, params));
 	const struct starnn_adam_params *p = params;
-	if (t < 1)
-		return starnn_error(STARNN_EINVAL, "adam: steps count from 1, got %lld", (long long)t);
-	if (!isfinite(grad_scale))
-		return starnn_error(STARNN_EINVAL, "adam: invalid grad_scale %g", (double)grad_scale);
+	STARNN_CHECK(check_step(t, grad_scale));
 
 	struct copies_args a;
 	memset(&a, 0, sizeof a);
@@ -346,10 +353,7 @@ int starnn_adam_cast(starnn_tensor *w, starnn_tensor *grad, starnn_tensor *m, st
 		STARNN_CHECK(starnn_adam(w, grad, m, v, params, t, grad_scale));
 		return starnn_convert(w, h);
 	}
-	if (t < 1)
-		return starnn_error(STARNN_EINVAL, "adam: steps count from 1, got %lld", (long long)t);
-	if (!isfinite(grad_scale))
-		return starnn_error(STARNN_EINVAL, "adam: invalid grad_scale %g", (double)grad_scale);
+	STARNN_CHECK(check_step(t, grad_scale));
 	struct cast_args a;
 	memset(&a, 0, sizeof a);
 	starnn_adam_step_init(&a.s, params, t, grad_scale);

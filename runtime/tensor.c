@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "codelets/convert.h"
 #include "runtime/half.h"
 #include "runtime/tensor.h"
 #include "runtime/submit.h"
@@ -629,20 +630,35 @@ int starnn_tensor_gather(starnn_tensor *t)
 
 /* --------------------------------------------------------------- host I/O */
 
-static int copy_rows(starnn_tensor *t, void *dense, int to_tensor)
+/* Copies between the tensor and dense host rows (NCHW order). With f32,
+ * the host side is fp32 and a 16-bit tensor is widened or narrowed on the
+ * way (codelets/convert.h's row kernels: the rounding of a convert task),
+ * straight into or out of the tensor's storage unless it is blocked. */
+static int copy_rows_as(starnn_tensor *t, void *dense, int to_tensor, int f32)
 {
+	const int convert = f32 && t->dtype != STARNN_FP32;
+	const size_t b = t->cblock > 1 ? (size_t)t->cblock : 0, inner = starnn_tensor_inner(t);
+	void *tmp = NULL;
+	if (convert && b) { /* blocked 16-bit: converted whole, then scattered as it is */
+		tmp = malloc(starnn_tensor_numel(t) * sizeof(uint16_t));
+		if (!tmp)
+			return starnn_error(STARNN_ENOMEM, "tensor '%s': out of memory", t->name);
+		if (to_tensor)
+			starnn_narrow_row_cpu(t->dtype, starnn_tensor_numel(t), dense, tmp);
+	}
 	starnn_tensor_prepare(t, to_tensor);
 	int rc = starpu_data_acquire(t->handle, to_tensor ? STARPU_W : STARPU_R);
-	if (rc)
+	if (rc) {
+		free(tmp);
 		return starnn_error(STARNN_ESTARPU, "tensor '%s': acquire failed (%d)", t->name, rc);
-	size_t es = starnn_dtype_size(t->dtype);
-	char *base = (char *)starpu_data_get_local_ptr(t->handle);
+	}
+	size_t es = starnn_dtype_size(t->dtype), hes = convert && !tmp ? sizeof(float) : es;
+	char *base = (char *)starpu_data_get_local_ptr(t->handle), *host = tmp ? tmp : dense;
 	size_t ld = starpu_matrix_get_local_ld(t->handle);
-	/* blocked: channel k, pixel p of a sample at (k / b) * inner * b + p * b + k % b */
-	const size_t b = t->cblock > 1 ? (size_t)t->cblock : 0, inner = starnn_tensor_inner(t);
 	for (size_t r = 0; r < t->rows; r++) {
 		char *row = base + r * ld * es;
-		char *d = (char *)dense + r * t->cols * es;
+		char *d = host + r * t->cols * hes;
+		/* blocked: channel k, pixel p of a sample at (k / b) * inner * b + p * b + k % b */
 		if (b) {
 			for (size_t k = 0; k < t->cols / inner; k++) {
 				size_t v0 = (k / b) * inner * b + k % b, u0 = k * inner;
@@ -656,58 +672,48 @@ static int copy_rows(starnn_tensor *t, void *dense, int to_tensor)
 						to_tensor ? (v[p * b] = u[p]) : (u[p] = v[p * b]);
 				}
 			}
-		} else if (to_tensor)
+		} else if (convert)
+			to_tensor ? starnn_narrow_row_cpu(t->dtype, t->cols, (const float *)(void *)d, row)
+			          : starnn_widen_row_cpu(t->dtype, t->cols, row, (float *)(void *)d);
+		else if (to_tensor)
 			memcpy(row, d, t->cols * es);
 		else
 			memcpy(d, row, t->cols * es);
 	}
 	starpu_data_release(t->handle);
 	t->node = -1;
+	if (tmp && !to_tensor)
+		starnn_widen_row_cpu(t->dtype, starnn_tensor_numel(t), tmp, dense);
+	free(tmp);
 	return starnn_take_deferred_error();
 }
 
 int starnn_tensor_write(starnn_tensor *t, const void *src)
 {
-	return copy_rows(t, (void *)src, 1);
+	return copy_rows_as(t, (void *)src, 1, 0);
 }
 
 int starnn_tensor_read(starnn_tensor *t, void *dst)
 {
-	return copy_rows(t, dst, 0);
+	return copy_rows_as(t, dst, 0, 0);
+}
+
+static int check_float(const starnn_tensor *t)
+{
+	if ((unsigned)t->dtype >= STARNN_NDTYPES)
+		return starnn_error(STARNN_EINVAL, "tensor '%s': %s is not a floating-point dtype", t->name,
+		                    starnn_dtype_name(t->dtype));
+	return 0;
 }
 
 int starnn_tensor_read_f32(starnn_tensor *t, float *dst)
 {
-	if ((unsigned)t->dtype >= STARNN_NDTYPES)
-		return starnn_error(STARNN_EINVAL, "tensor '%s': %s is not a floating-point dtype", t->name,
-		                    starnn_dtype_name(t->dtype));
-	if (t->dtype == STARNN_FP32)
-		return starnn_tensor_read(t, dst);
-	size_t n = starnn_tensor_numel(t);
-	uint16_t *tmp = malloc(n * sizeof *tmp);
-	if (!tmp)
-		return starnn_error(STARNN_ENOMEM, "tensor '%s': out of memory", t->name);
-	int rc = starnn_tensor_read(t, tmp);
-	for (size_t i = 0; rc == 0 && i < n; i++)
-		dst[i] = t->dtype == STARNN_FP16 ? starnn_half_to_float(tmp[i]) : starnn_bf16_to_float(tmp[i]);
-	free(tmp);
-	return rc;
+	STARNN_CHECK(check_float(t));
+	return copy_rows_as(t, dst, 0, 1);
 }
 
 int starnn_tensor_write_f32(starnn_tensor *t, const float *src)
 {
-	if ((unsigned)t->dtype >= STARNN_NDTYPES)
-		return starnn_error(STARNN_EINVAL, "tensor '%s': %s is not a floating-point dtype", t->name,
-		                    starnn_dtype_name(t->dtype));
-	if (t->dtype == STARNN_FP32)
-		return starnn_tensor_write(t, src);
-	size_t n = starnn_tensor_numel(t);
-	uint16_t *tmp = malloc(n * sizeof *tmp);
-	if (!tmp)
-		return starnn_error(STARNN_ENOMEM, "tensor '%s': out of memory", t->name);
-	for (size_t i = 0; i < n; i++)
-		tmp[i] = t->dtype == STARNN_FP16 ? starnn_float_to_half(src[i]) : starnn_float_to_bf16(src[i]);
-	int rc = starnn_tensor_write(t, tmp);
-	free(tmp);
-	return rc;
+	STARNN_CHECK(check_float(t));
+	return copy_rows_as(t, (void *)src, 1, 1);
 }

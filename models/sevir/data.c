@@ -53,10 +53,20 @@ static void describe_resize(const sevir_data *d, char *buf, size_t n)
 		                                    : "random crop");
 }
 
+static void read_bufs_free(struct sevir_read_bufs *b)
+{
+	if (b) {
+		free(b->region);
+		free(b->scratch);
+		free(b);
+	}
+}
+
 void sevir_close(sevir_data *d)
 {
 	if (!d)
 		return;
+	read_bufs_free(d->bufs);
 	H5E_BEGIN_TRY
 	{
 		if (d->vil > 0)
@@ -326,7 +336,7 @@ static void emit_frame(const float *restrict region, int r, int size, float *res
 {
 	if (r == size) {
 		for (size_t p = 0; p < (size_t)size * size; p++)
-			dst[p] = (region[p] - SEVIR_NORM_MEAN) / SEVIR_NORM_SCALE;
+			dst[p] = sevir_normalise(region[p]);
 		return;
 	}
 	int f = r / size;
@@ -382,8 +392,11 @@ static int read_one(sevir_data *d, int i, int slot, uint64_t crop_seed, float *x
 			}
 	} else if (d->kind == KIND_RAW) {
 		STARNN_CHECK(sevir_raw_read_region(d, event, oy, ox, r, t0, T, scratch, region));
+	} else if (r == d->size) { /* straight into x and y, normalised on the way */
+		return sevir_prepared_read_frames(d, event, oy, ox, r, scratch, 1, x, y);
 	} else {
-		STARNN_CHECK(sevir_prepared_read_region(d, event, oy, ox, r, scratch, region));
+		STARNN_CHECK(sevir_prepared_read_frames(d, event, oy, ox, r, scratch, 0, region,
+		                                        region + (size_t)d->in_frames * rr));
 	}
 	const size_t ss = (size_t)d->size * d->size;
 	for (int t = 0; t < T; t++) {
@@ -410,19 +423,26 @@ int sevir_read_slots(sevir_data *d, const int *idx, int n, int first_slot, uint6
 	const size_t nn = (size_t)d->native * d->native;
 	/* region: T x R x R floats; scratch: the synthetic frames (T x native^2 bytes) or the HDF5 block */
 	size_t scratch_bytes = d->kind == KIND_SYNTHETIC ? nn * T : d->kind == KIND_RAW ? nn * d->frames : nn * T * sizeof(float);
-	float *region = malloc(nn * T * sizeof *region);
-	void *scratch = malloc(scratch_bytes);
-	if (!region || !scratch) {
-		free(region);
-		free(scratch);
-		return starnn_error(STARNN_ENOMEM, "sevir_read: out of memory");
+	/* kept between calls (the loader reads a batch at a time: fresh pages
+	 * every batch cost page faults); a second reader at the same time
+	 * finds none kept and allocates its own */
+	struct sevir_read_bufs *b = __atomic_exchange_n(&d->bufs, NULL, __ATOMIC_ACQ_REL);
+	if (!b) {
+		b = calloc(1, sizeof *b);
+		if (b) {
+			b->region = malloc(nn * T * sizeof *b->region);
+			b->scratch = malloc(scratch_bytes);
+		}
+		if (!b || !b->region || !b->scratch) {
+			read_bufs_free(b);
+			return starnn_error(STARNN_ENOMEM, "sevir_read: out of memory");
+		}
 	}
 	const size_t ss = (size_t)d->size * d->size;
 	int rc = 0;
 	for (int j = 0; j < n && !rc; j++)
 		rc = read_one(d, idx[j], first_slot + j, crop_seed, x + (size_t)j * d->in_frames * ss, y + (size_t)j * d->out_frames * ss,
-		              region, scratch);
-	free(region);
-	free(scratch);
+		              b->region, b->scratch);
+	read_bufs_free(__atomic_exchange_n(&d->bufs, b, __ATOMIC_ACQ_REL));
 	return rc;
 }

@@ -68,6 +68,13 @@ static inline uint64_t rng_below(struct rng *r, uint64_t n)
 
 enum sevir_kind { KIND_SYNTHETIC, KIND_RAW, KIND_PREPARED };
 
+/* sevir_read_slots' work buffers: region T x R x R floats; scratch the
+ * synthetic frames, the raw block or the HDF5 block. */
+struct sevir_read_bufs {
+	float *region;
+	void *scratch;
+};
+
 struct sevir_data {
 	enum sevir_kind kind;
 	char *path, *catalog;
@@ -88,6 +95,7 @@ struct sevir_data {
 	const char *catalog_text;
 	size_t catalog_len;
 	char desc[768];
+	struct sevir_read_bufs *bufs; /* kept by sevir_read_slots between calls (NULL: none, or in use) */
 };
 
 static inline const char *sevir_split_name(enum sevir_split s)
@@ -132,8 +140,11 @@ int sevir_raw_read_region(const sevir_data *d, int64_t event, int oy, int ox, in
 
 /* Checks `IN` and `OUT` of d->file (whole, NaN and range, when small). */
 int sevir_open_prepared(sevir_data *d);
-/* The region of sample row `row` at (oy, ox), R x R: buf holds
- * R x R x max(in, out) floats, region gets (in + out) x R x R floats. */
-int sevir_prepared_read_region(const sevir_data *d, int64_t row, int oy, int ox, int r, float *buf, float *region);
+/* The frames of sample row `row` in the region at (oy, ox), R x R: buf
+ * holds R x R x max(in, out) floats; in gets the in x R x R floats of
+ * `IN`, out the out x R x R of `OUT`, raw, or normalised (sevir_normalise)
+ * when norm. */
+int sevir_prepared_read_frames(const sevir_data *d, int64_t row, int oy, int ox, int r, float *buf, int norm,
+                               float *in, float *out);
 
 #endif

@@ -95,6 +95,55 @@ static void half_io(void)
 	}
 }
 
+/* write_f32 / read_f32 of 16-bit tensors in NCHW and blocked layouts, long
+ * enough rows for the vector row kernels (and their tails): the bits are
+ * runtime/half.h's rounding, read back widened exactly, special values
+ * (NaN, Inf, subnormals, ties, overflow) included. */
+static void half_io_layouts(void)
+{
+	const int64_t N = 3, C = 16, H = 5, W = 7;
+	const size_t n = (size_t)(N * C * H * W);
+	float *src = malloc(n * sizeof *src), *got = malloc(n * sizeof *got);
+	uint16_t *raw = malloc(n * sizeof *raw);
+	TEST_ASSERT(src && got && raw, "out of memory");
+	const float special[] = {NAN, -NAN, INFINITY, -INFINITY, 0.0f, -0.0f, 1e-40f, -3e-39f, 6e-8f, 1e-45f, 65504.0f,
+	                         65520.0f, 1e30f, -1e30f, 1.0f + 0x1p-8f, 1.0f + 0x1p-11f, 1.0f + 3 * 0x1p-11f, 3.4e38f};
+	const size_t ns = sizeof special / sizeof special[0];
+	uint32_t state = 12345;
+	for (size_t i = 0; i < n; i++) {
+		state = state * 1664525u + 1013904223u;
+		src[i] = i % 37 < ns ? special[i % 37] : ((float)(state >> 8) / 16777216.0f - 0.5f) * 1000.0f;
+	}
+	const int blocks[] = {1, 8, 16};
+	for (int dt = STARNN_FP16; dt <= STARNN_BF16; dt++)
+		for (size_t bi = 0; bi < sizeof blocks / sizeof blocks[0]; bi++) {
+			int64_t shape[4] = {N, C, H, W};
+			starnn_tensor *t;
+			TEST_OK(starnn_tensor_create(&t, "hl", (starnn_dtype)dt, 4, shape));
+			if (blocks[bi] > 1)
+				TEST_OK(starnn_tensor_set_cblock(t, blocks[bi]));
+			TEST_OK(starnn_tensor_write_f32(t, src));
+			TEST_OK(starnn_tensor_read(t, raw));
+			TEST_OK(starnn_tensor_read_f32(t, got));
+			size_t bad = 0;
+			for (size_t i = 0; i < n; i++) {
+				uint16_t want = dt == STARNN_FP16 ? starnn_float_to_half(src[i]) : starnn_float_to_bf16(src[i]);
+				float wf = dt == STARNN_FP16 ? starnn_half_to_float(want) : starnn_bf16_to_float(want);
+				if (raw[i] != want || memcmp(&got[i], &wf, sizeof wf) != 0) {
+					if (bad++ == 0)
+						fprintf(stderr, "%s block %d [%zu]: %g -> %04x (want %04x), read %g (want %g)\n",
+						        starnn_dtype_name((starnn_dtype)dt), blocks[bi], i, src[i], raw[i], want, got[i], wf);
+				}
+			}
+			TEST_ASSERT(bad == 0, "%s block %d: %zu of %zu values differ from runtime/half.h",
+			            starnn_dtype_name((starnn_dtype)dt), blocks[bi], bad, n);
+			starnn_tensor_destroy(t);
+		}
+	free(src);
+	free(got);
+	free(raw);
+}
+
 /* Writes 0..n-1 into x; then tasks on batch parts, channel parts of a batch
  * part (nested), a second plan, and the whole, in one asynchronous chain. */
 static void partitions(void)
@@ -168,6 +217,7 @@ int main(void)
 	test_init();
 	creation_and_errors();
 	half_io();
+	half_io_layouts();
 	u8_io();
 	partitions();
 	return test_finish();

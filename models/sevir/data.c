@@ -67,6 +67,8 @@ void sevir_close(sevir_data *d)
 	if (!d)
 		return;
 	read_bufs_free(d->bufs);
+	free(d->mem_in);
+	free(d->mem_out);
 	H5E_BEGIN_TRY
 	{
 		if (d->vil > 0)
@@ -212,7 +214,8 @@ static int data_finish(sevir_data *d, const struct sevir_options *o)
 		         d->catalog, sevir_split_name(d->split), d->nevents, d->count, res);
 		break;
 	case KIND_PREPARED:
-		snprintf(d->desc, sizeof d->desc, "prepared nowcast file %s: %d samples, %s", d->path, d->count, res);
+		snprintf(d->desc, sizeof d->desc, "prepared nowcast file %s: %d samples%s, %s", d->path, d->count,
+		         d->mem_in ? " (in memory)" : "", res);
 		break;
 	}
 	return 0;

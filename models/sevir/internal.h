@@ -96,6 +96,7 @@ struct sevir_data {
 	size_t catalog_len;
 	char desc[768];
 	struct sevir_read_bufs *bufs; /* kept by sevir_read_slots between calls (NULL: none, or in use) */
+	float *mem_in, *mem_out;      /* prepared files up to SEVIR_MEMORY_MAX: `IN`, `OUT` as in the file (HWC) */
 };
 
 static inline const char *sevir_split_name(enum sevir_split s)
@@ -138,7 +139,12 @@ int sevir_raw_read_region(const sevir_data *d, int64_t event, int oy, int ox, in
 
 /* ---- prepared.c */
 
-/* Checks `IN` and `OUT` of d->file (whole, NaN and range, when small). */
+/* Prepared files of at most this many bytes of float32 values are read
+ * into memory when opened. */
+#define SEVIR_MEMORY_MAX (256.0 * 1024 * 1024)
+
+/* Checks `IN` and `OUT` of d->file (whole, NaN and range, when small;
+ * kept in memory up to SEVIR_MEMORY_MAX). */
 int sevir_open_prepared(sevir_data *d);
 /* The frames of sample row `row` in the region at (oy, ox), R x R: buf
  * holds R x R x max(in, out) floats; in gets the in x R x R floats of

@@ -87,9 +87,33 @@ int sevir_open_prepared(sevir_data *d)
 	d->count = (int)d->nrows;
 	d->windows = 1;
 	/* small files are checked whole now (NaN, range), so that a bad file fails before training;
-	 * every read checks what it reads anyway */
+	 * every read checks what it reads anyway. Files up to SEVIR_MEMORY_MAX
+	 * bytes of float32 are kept in memory by this pass: the reads are then
+	 * transposes out of memory (no HDF5 read, no check). */
 	size_t per = (size_t)d->native * d->native;
-	if ((double)d->nrows * per * (d->in_frames + d->out_frames) * 4 <= 1024.0 * 1024 * 1024) {
+	double bytes = (double)d->nrows * per * (d->in_frames + d->out_frames) * 4;
+	if (bytes <= SEVIR_MEMORY_MAX) {
+		size_t nin = (size_t)d->nrows * per * d->in_frames, nout = (size_t)d->nrows * per * d->out_frames;
+		float *mi = malloc(nin * sizeof *mi), *mo = malloc(nout * sizeof *mo);
+		const int no_memory = !mi || !mo;
+		int rc = 0;
+		for (int64_t i = 0; i < d->nrows && !rc && !no_memory; i++) {
+			rc = read_prepared_block(d, d->in, "IN", i, 0, 0, d->native, d->in_frames,
+			                         mi + (size_t)i * per * d->in_frames);
+			if (!rc)
+				rc = read_prepared_block(d, d->out, "OUT", i, 0, 0, d->native, d->out_frames,
+				                         mo + (size_t)i * per * d->out_frames);
+		}
+		if (!no_memory && rc == 0) {
+			d->mem_in = mi, d->mem_out = mo;
+			return 0;
+		}
+		free(mi);
+		free(mo);
+		if (rc) /* a bad file; without the memory, the file is checked below */
+			return rc;
+	}
+	if (bytes <= 1024.0 * 1024 * 1024) {
 		float *buf = malloc(per * (d->in_frames > d->out_frames ? d->in_frames : d->out_frames) * sizeof *buf);
 		if (!buf)
 			return starnn_error(STARNN_ENOMEM, "out of memory");
@@ -105,31 +129,48 @@ int sevir_open_prepared(sevir_data *d)
 	return 0;
 }
 
-/* Transposes a region read as R x R x T (HWC) into T x R x R floats, in
- * tiles of 64 pixels so that both sides stay in cache; normalised
+/* Transposes an R x R region of HWC pixels (frames floats each, rows
+ * `stride` floats apart) into T x R x R floats, in tiles of at most 64
+ * pixels of a row so that both sides stay in cache; normalised
  * (sevir_normalise) on the way when norm. */
 #define TRANSPOSE_TILE 64
-static void hwc_to_chw_f32(const float *restrict in, int rr, int frames, int norm, float *restrict out)
+static void hwc_to_chw_f32(const float *restrict in, int r, size_t stride, int frames, int norm,
+                           float *restrict out)
 {
-	for (int p0 = 0; p0 < rr; p0 += TRANSPOSE_TILE) {
-		int p1 = p0 + TRANSPOSE_TILE < rr ? p0 + TRANSPOSE_TILE : rr;
-		for (int t = 0; t < frames; t++)
-			if (norm)
-				for (int p = p0; p < p1; p++)
-					out[(size_t)t * rr + p] = sevir_normalise(in[(size_t)p * frames + t]);
-			else
-				for (int p = p0; p < p1; p++)
-					out[(size_t)t * rr + p] = in[(size_t)p * frames + t];
-	}
+	const size_t rr = (size_t)r * r;
+	for (int y = 0; y < r; y++)
+		for (int x0 = 0; x0 < r; x0 += TRANSPOSE_TILE) {
+			const int x1 = x0 + TRANSPOSE_TILE < r ? x0 + TRANSPOSE_TILE : r;
+			const float *src = in + (size_t)y * stride;
+			for (int t = 0; t < frames; t++) {
+				float *dst = out + (size_t)t * rr + (size_t)y * r;
+				if (norm)
+					for (int x = x0; x < x1; x++)
+						dst[x] = sevir_normalise(src[(size_t)x * frames + t]);
+				else
+					for (int x = x0; x < x1; x++)
+						dst[x] = src[(size_t)x * frames + t];
+			}
+		}
 }
 
 int sevir_prepared_read_frames(const sevir_data *d, int64_t row, int oy, int ox, int r, float *buf, int norm,
                                float *in, float *out)
 {
-	const int rr = r * r;
+	if (row < 0 || row >= d->nrows || oy < 0 || ox < 0 || r < 1 || oy + r > d->native || ox + r > d->native)
+		return starnn_error(STARNN_EINVAL, "%s: sample %lld, region %dx%d at (%d, %d) out of the %dx%d images",
+		                    d->path, (long long)row, r, r, oy, ox, d->native, d->native);
+	const size_t per = (size_t)d->native * d->native, at = (size_t)oy * d->native + (size_t)ox;
+	if (d->mem_in) { /* the file in memory, checked */
+		hwc_to_chw_f32(d->mem_in + ((size_t)row * per + at) * d->in_frames, r, (size_t)d->native * d->in_frames,
+		               d->in_frames, norm, in);
+		hwc_to_chw_f32(d->mem_out + ((size_t)row * per + at) * d->out_frames, r,
+		               (size_t)d->native * d->out_frames, d->out_frames, norm, out);
+		return 0;
+	}
 	STARNN_CHECK(read_prepared_block(d, d->in, "IN", row, oy, ox, r, d->in_frames, buf));
-	hwc_to_chw_f32(buf, rr, d->in_frames, norm, in);
+	hwc_to_chw_f32(buf, r, (size_t)r * d->in_frames, d->in_frames, norm, in);
 	STARNN_CHECK(read_prepared_block(d, d->out, "OUT", row, oy, ox, r, d->out_frames, buf));
-	hwc_to_chw_f32(buf, rr, d->out_frames, norm, out);
+	hwc_to_chw_f32(buf, r, (size_t)r * d->out_frames, d->out_frames, norm, out);
 	return 0;
 }

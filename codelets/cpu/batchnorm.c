@@ -19,6 +19,7 @@
  * kernel on the widened data (rounded, for y and dx). fp32 planes are used
  * in place, in one piece. */
 #include <math.h>
+#include <stdint.h>
 #include <string.h>
 
 #include "codelets/batchnorm.h"
@@ -504,6 +505,24 @@ void starnn_bn_bwd_apply_mp_cpu(starnn_dtype dt, size_t n, size_t c, size_t inne
 		}                                                                                              \
 	} while (0)
 
+/* bf16 blocks of a multiple of 16 channels in the AVX-512 clone: 16 lanes
+ * at a time straight from and to the bf16 data (widened and rounded in
+ * registers, as starnn_bf16_widen / starnn_bf16_narrow do), pixel by
+ * pixel: no buffers, one pass. The arithmetic per element is the chunked
+ * kernels' (same operations in the same order), so the bits are the same. */
+typedef float blk_vf16 __attribute__((vector_size(64)));
+typedef int32_t blk_vi16 __attribute__((vector_size(64)));
+typedef uint32_t blk_vu16 __attribute__((vector_size(64)));
+typedef uint16_t blk_vh16 __attribute__((vector_size(32)));
+#define BLK16_LOAD(p) __extension__({ blk_vh16 h_; memcpy(&h_, (p), sizeof h_);                                  \
+	(blk_vf16)(__builtin_convertvector(h_, blk_vu16) << 16); })
+#define BLK16_AT(p) __extension__({ blk_vf16 f_; memcpy(&f_, (p), sizeof f_); f_; })
+#define BLK16_STORE(p, v) __extension__({ blk_vu16 u_ = (blk_vu16)(v);                                          \
+	blk_vu16 r_ = (u_ + 0x7fffu + ((u_ >> 16) & 1u)) >> 16, q_ = (u_ >> 16) | 0x0040u;                         \
+	blk_vu16 n_ = (blk_vu16)((blk_vi16)(u_ & 0x7fffffffu) > 0x7f800000);                                       \
+	blk_vh16 h_ = __builtin_convertvector((q_ & n_) | (r_ & ~n_), blk_vh16); memcpy((p), &h_, sizeof h_); })
+#define BLK16_RELU(v) __extension__({ blk_vf16 r_ = (v); (blk_vf16)((blk_vi16)r_ & ~(r_ < 0)); })
+
 STARNN_SIMD_INLINE void bn_stats_blk_any(int level, starnn_dtype dt, size_t B, size_t n, size_t c, size_t inner,
                                          const void *x, size_t ldx, double *sums, int accumulate)
 {
@@ -584,6 +603,19 @@ STARNN_SIMD_INLINE void bn_apply_blk_any(int level, starnn_dtype dt, size_t B, s
 		for (size_t r = 0; r < n; r++) {
 			const char *xp = plane(dt, x, r, ldx, k0, inner);
 			char *yp = (char *)plane(dt, y, r, ldy, k0, inner);
+			if (level == STARNN_SIMD_AVX512 && dt == STARNN_BF16 && B % 16 == 0) {
+				const uint16_t *xh = (const uint16_t *)(const void *)xp;
+				uint16_t *yh = (uint16_t *)(void *)yp;
+				for (size_t i = 0; i < len_all; i += B)
+					for (size_t q = 0; q < B; q += 16) {
+						blk_vf16 v = (BLK16_LOAD(xh + i + q) - BLK16_AT(m + q)) * BLK16_AT(sc + q) +
+						             BLK16_AT(b + q);
+						if (relu)
+							v = BLK16_RELU(v);
+						BLK16_STORE(yh + i + q, v);
+					}
+				continue;
+			}
 			for (size_t i0 = 0; i0 < len_all; i0 += step) {
 				size_t len = min_sz(step, len_all - i0);
 				const float *xv = starnn_halfrow_load(dt, xp + i0 * es, len, xbuf);
@@ -747,6 +779,24 @@ STARNN_SIMD_INLINE void bn_bwd_apply_blk_any(int level, starnn_dtype dt, size_t 
 			const char *xp = plane(dt, x, r, ldx, k0, inner), *gp = plane(dt, dy, r, lddy, k0, inner);
 			const char *yp = y ? plane(dt, y, r, ldy, k0, inner) : NULL;
 			char *dp = (char *)plane(dt, dx, r, lddx, k0, inner);
+			if (level == STARNN_SIMD_AVX512 && dt == STARNN_BF16 && B % 16 == 0) {
+				const uint16_t *xh = (const uint16_t *)(const void *)xp, *gh = (const uint16_t *)(const void *)gp,
+				               *yh = (const uint16_t *)(const void *)yp;
+				uint16_t *dh = (uint16_t *)(void *)dp;
+				const blk_vf16 vbeta = (blk_vf16){0} + beta;
+				for (size_t i = 0; i < len_all; i += B)
+					for (size_t q = 0; q < B; q += 16) {
+						blk_vf16 g = BLK16_LOAD(gh + i + q);
+						if (yh)
+							g = MASK_POS(g, BLK16_LOAD(yh + i + q));
+						blk_vf16 v = BLK16_AT(a + q) * g + BLK16_AT(kk + q) -
+						             BLK16_AT(d + q) * (BLK16_LOAD(xh + i + q) - BLK16_AT(m + q));
+						if (beta != 0)
+							v = v + vbeta * BLK16_LOAD(dh + i + q);
+						BLK16_STORE(dh + i + q, v);
+					}
+				continue;
+			}
 			for (size_t i0 = 0; i0 < len_all; i0 += step) {
 				size_t len = min_sz(step, len_all - i0);
 				const float *xv = starnn_halfrow_load(dt, xp + i0 * es, len, xbuf);

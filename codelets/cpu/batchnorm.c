@@ -26,6 +26,10 @@
 #include "codelets/cpu/halfrow.h"
 #include "codelets/cpu/simd.h"
 
+#ifdef STARNN_SIMD_X86
+#include <immintrin.h>
+#endif
+
 #define LANES 16
 #define CHUNK STARNN_HALFROW_CHUNK
 _Static_assert(CHUNK % LANES == 0, "a chunk must hold whole groups of lanes");
@@ -523,6 +527,53 @@ typedef uint16_t blk_vh16 __attribute__((vector_size(32)));
 	blk_vh16 h_ = __builtin_convertvector((q_ & n_) | (r_ & ~n_), blk_vh16); memcpy((p), &h_, sizeof h_); })
 #define BLK16_RELU(v) __extension__({ blk_vf16 r_ = (v); (blk_vf16)((blk_vi16)r_ & ~(r_ < 0)); })
 
+#ifdef STARNN_SIMD_X86
+/* 16 bf16 values at p widened to fp32 (exact). */
+#define BF16X16_LOAD(p)                                                                                        \
+	_mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(_mm256_loadu_si256((const __m256i *)(const void *)(p))), 16))
+/* The NK (constant) groups of 16 lanes from lane q of a bf16 block plane of
+ * len elements: per lane a += v, b += v * v in double, pixel by pixel, as
+ * BLK_STATS_GROUP (the same sums), straight from the bf16 data. */
+#define BF16_STATS(NK)                                                                                         \
+	do {                                                                                                   \
+		__m512d a_[2 * NK], b_[2 * NK];                                                                \
+		for (int h = 0; h < 2 * NK; h++)                                                               \
+			a_[h] = _mm512_loadu_pd(sa + q + 8 * h), b_[h] = _mm512_loadu_pd(sb + q + 8 * h);       \
+		for (size_t i = q; i < len; i += B)                                                            \
+			for (int k = 0; k < NK; k++) {                                                         \
+				__m512 vf = BF16X16_LOAD(v + i + 16 * k);                                      \
+				__m512d v0 = _mm512_cvtps_pd(_mm512_castps512_ps256(vf));                     \
+				__m512d v1 = _mm512_cvtps_pd(_mm512_extractf32x8_ps(vf, 1));                 \
+				a_[2 * k] = _mm512_add_pd(a_[2 * k], v0);                                      \
+				b_[2 * k] = _mm512_add_pd(b_[2 * k], _mm512_mul_pd(v0, v0));                   \
+				a_[2 * k + 1] = _mm512_add_pd(a_[2 * k + 1], v1);                              \
+				b_[2 * k + 1] = _mm512_add_pd(b_[2 * k + 1], _mm512_mul_pd(v1, v1));           \
+			}                                                                                      \
+		for (int h = 0; h < 2 * NK; h++)                                                               \
+			_mm512_storeu_pd(sa + q + 8 * h, a_[h]), _mm512_storeu_pd(sb + q + 8 * h, b_[h]);       \
+	} while (0)
+/* Lanes in groups of up to 64 (their 16 sums in registers); blocks of
+ * more than 64 lanes walk the plane once per group. */
+STARNN_TARGET_AVX512 static void bf16_stats_avx512(size_t B, size_t len, const uint16_t *v, double *sa, double *sb)
+{
+	for (size_t q = 0; q < B; q += 64) {
+		switch ((B - q) >= 64 ? 4 : (B - q) / 16) {
+		case 4:
+			BF16_STATS(4);
+			break;
+		case 3:
+			BF16_STATS(3);
+			break;
+		case 2:
+			BF16_STATS(2);
+			break;
+		default:
+			BF16_STATS(1);
+		}
+	}
+}
+#endif
+
 STARNN_SIMD_INLINE void bn_stats_blk_any(int level, starnn_dtype dt, size_t B, size_t n, size_t c, size_t inner,
                                          const void *x, size_t ldx, double *sums, int accumulate)
 {
@@ -536,6 +587,12 @@ STARNN_SIMD_INLINE void bn_stats_blk_any(int level, starnn_dtype dt, size_t B, s
 			sa[j] = 0, sb[j] = 0;
 		for (size_t r = 0; r < n; r++) {
 			const char *p = plane(dt, x, r, ldx, k0, inner);
+#ifdef STARNN_SIMD_X86
+			if (level == STARNN_SIMD_AVX512 && dt == STARNN_BF16 && B % 16 == 0) {
+				bf16_stats_avx512(B, len_all, (const uint16_t *)(const void *)p, sa, sb);
+				continue;
+			}
+#endif
 			for (size_t i0 = 0; i0 < len_all; i0 += step) {
 				size_t len = min_sz(step, len_all - i0);
 				const float *v = starnn_halfrow_load(dt, p + i0 * es, len, buf);
@@ -681,6 +738,58 @@ void starnn_bn_apply_blk_cpu(starnn_dtype dt, size_t cb, size_t n, size_t c, siz
 		memcpy(sa + q, a_, sizeof a_), memcpy(sb + q, b_, sizeof b_);                                  \
 	} while (0)
 
+#ifdef STARNN_SIMD_X86
+/* The NK (constant) groups of 16 lanes from lane q of a bf16 block plane of
+ * len elements: per lane a += g, b += g * (x - m) in double, pixel by pixel,
+ * as BLK_BWD_GROUP (the same sums), straight from the bf16 data. */
+#define BF16_BWD_REDUCE(NK)                                                                                    \
+	do {                                                                                                   \
+		__m512d a_[2 * NK], b_[2 * NK], m_[2 * NK];                                                     \
+		for (int h = 0; h < 2 * NK; h++)                                                               \
+			a_[h] = _mm512_loadu_pd(sa + q + 8 * h), b_[h] = _mm512_loadu_pd(sb + q + 8 * h),       \
+			m_[h] = _mm512_loadu_pd(m + q + 8 * h);                                                  \
+		for (size_t i = q; i < len; i += B)                                                            \
+			for (int k = 0; k < NK; k++) {                                                         \
+				__m512 gf = BF16X16_LOAD(g + i + 16 * k), xf = BF16X16_LOAD(x + i + 16 * k);   \
+				if (y)                                                                         \
+					gf = _mm512_maskz_mov_ps(_mm512_cmp_ps_mask(BF16X16_LOAD(y + i + 16 * k), \
+					                                            _mm512_setzero_ps(), _CMP_GT_OQ), gf); \
+				__m512d g0 = _mm512_cvtps_pd(_mm512_castps512_ps256(gf));                     \
+				__m512d g1 = _mm512_cvtps_pd(_mm512_extractf32x8_ps(gf, 1));                 \
+				__m512d x0 = _mm512_cvtps_pd(_mm512_castps512_ps256(xf));                     \
+				__m512d x1 = _mm512_cvtps_pd(_mm512_extractf32x8_ps(xf, 1));                 \
+				a_[2 * k] = _mm512_add_pd(a_[2 * k], g0);                                      \
+				b_[2 * k] = _mm512_add_pd(b_[2 * k], _mm512_mul_pd(g0, _mm512_sub_pd(x0, m_[2 * k]))); \
+				a_[2 * k + 1] = _mm512_add_pd(a_[2 * k + 1], g1);                              \
+				b_[2 * k + 1] =                                                                \
+				    _mm512_add_pd(b_[2 * k + 1], _mm512_mul_pd(g1, _mm512_sub_pd(x1, m_[2 * k + 1]))); \
+			}                                                                                      \
+		for (int h = 0; h < 2 * NK; h++)                                                               \
+			_mm512_storeu_pd(sa + q + 8 * h, a_[h]), _mm512_storeu_pd(sb + q + 8 * h, b_[h]);       \
+	} while (0)
+/* Lanes in groups of up to 64 (their 16 sums and 8 means in registers);
+ * blocks of more than 64 lanes walk the plane once per group. */
+STARNN_TARGET_AVX512 static void bf16_bwd_reduce_avx512(size_t B, size_t len, const uint16_t *x, const uint16_t *g,
+                                                         const uint16_t *y, const double *m, double *sa, double *sb)
+{
+	for (size_t q = 0; q < B; q += 64) {
+		switch ((B - q) >= 64 ? 4 : (B - q) / 16) {
+		case 4:
+			BF16_BWD_REDUCE(4);
+			break;
+		case 3:
+			BF16_BWD_REDUCE(3);
+			break;
+		case 2:
+			BF16_BWD_REDUCE(2);
+			break;
+		default:
+			BF16_BWD_REDUCE(1);
+		}
+	}
+}
+#endif
+
 STARNN_SIMD_INLINE void bn_bwd_reduce_blk_any(int level, starnn_dtype dt, size_t B, size_t n, size_t c,
                                               size_t inner, const void *x, size_t ldx, const void *dy, size_t lddy,
                                               const void *y, size_t ldy, const float *mean, double *sums,
@@ -697,6 +806,14 @@ STARNN_SIMD_INLINE void bn_bwd_reduce_blk_any(int level, starnn_dtype dt, size_t
 		for (size_t r = 0; r < n; r++) {
 			const char *xp = plane(dt, x, r, ldx, k0, inner), *gp = plane(dt, dy, r, lddy, k0, inner);
 			const char *yp = y ? plane(dt, y, r, ldy, k0, inner) : NULL;
+#ifdef STARNN_SIMD_X86
+			if (level == STARNN_SIMD_AVX512 && dt == STARNN_BF16 && B % 16 == 0) {
+				bf16_bwd_reduce_avx512(B, len_all, (const uint16_t *)(const void *)xp,
+				                       (const uint16_t *)(const void *)gp, (const uint16_t *)(const void *)yp, m,
+				                       sa, sb);
+				continue;
+			}
+#endif
 			for (size_t i0 = 0; i0 < len_all; i0 += step) {
 				size_t len = min_sz(step, len_all - i0);
 				const float *xv = starnn_halfrow_load(dt, xp + i0 * es, len, xbuf);

@@ -105,6 +105,11 @@ static void bn_kernels(starnn_dtype dt, size_t cb, size_t n, size_t c, size_t in
 	 * plain sum of |x| is the sum itself for x^2, >= 0) */
 	starnn_bn_stats_mp_cpu(dt, n, c, inner, x, ld, s, 0);
 	starnn_bn_stats_blk_cpu(dt, cb, n, c, inner, xb, ld, sb, 0);
+	int lv = starnn_simd_level();
+	starnn_simd_set_level(STARNN_SIMD_GENERIC); /* every clone sums in the same order */
+	starnn_bn_stats_blk_cpu(dt, cb, n, c, inner, xb, ld, mag, 0);
+	starnn_simd_set_level(lv);
+	sc_same(what, sb, mag, 2 * c, sizeof *sb);
 	for (size_t k = 0; k < 2 * c; k++)
 		mag[k] = fabs(s[k]) + (double)(n * inner) * 3;
 	sums_close(what, sb, s, 2 * c, mag);
@@ -136,6 +141,11 @@ static void bn_kernels(starnn_dtype dt, size_t cb, size_t n, size_t c, size_t in
 		for (size_t k = 0; k < 2 * c; k++)
 			mag[k] = (double)(n * inner) * 4 + 1;
 		sums_close(what, sb, s, 2 * c, mag);
+		/* every clone sums in the same order: the generic clone's bits */
+		starnn_simd_set_level(STARNN_SIMD_GENERIC);
+		starnn_bn_bwd_reduce_blk_cpu(dt, cb, n, c, inner, xb, ld, dyb, ld, ymb, ld, mean, mag, 0);
+		starnn_simd_set_level(lv);
+		sc_same(what, sb, mag, 2 * c, sizeof *sb);
 		void *dx = rand_data(dt, tot, -1, 1), *dxb = xmalloc(tot * es), *dxr = xmalloc(tot * es);
 		relayout(n, c, inner, cb, es, dx, ld, dxb, ld, 1);
 		double count = (double)(n * inner);

@@ -436,7 +436,11 @@ void starnn_bn_bwd_apply_mp_cpu(starnn_dtype dt, size_t n, size_t c, size_t inne
  * keep B lanes, one per channel, in groups of 8: the loops over a group
  * vectorise without reordering any channel's sum. A channel's reduction runs sample by sample, pixel by pixel, in
  * double: a fixed order (deterministic, the same at every instruction
- * set), not the plain kernels' order (results agree to double rounding). */
+ * set), not the plain kernels' order (results agree to double rounding).
+ * bf16 blocks of a multiple of 16 channels skip the chunk buffers in the
+ * AVX-512 clone: the four kernels read (and write) the bf16 data straight
+ * from registers, 16 lanes at a time, with the same operations per
+ * element and the same per-lane chains, so the same bits. */
 
 #define BLK_MAX STARNN_CBLOCK_MAX
 /* a chunk: at most BLK_BUF elements (whole pixels) */
@@ -528,6 +532,24 @@ typedef uint16_t blk_vh16 __attribute__((vector_size(32)));
 #define BLK16_RELU(v) __extension__({ blk_vf16 r_ = (v); (blk_vf16)((blk_vi16)r_ & ~(r_ < 0)); })
 
 #ifdef STARNN_SIMD_X86
+/* BODY(NK) over the lanes of a block of B, in groups of NK = 4 (64 lanes)
+ * while they last, then the 16, 32 or 48 left (NK a constant in each). */
+#define BF16_LANE_GROUPS(BODY)                                                                                 \
+	for (size_t q = 0; q < B; q += 64) {                                                                   \
+		switch ((B - q) >= 64 ? 4 : (B - q) / 16) {                                                    \
+		case 4:                                                                                        \
+			BODY(4);                                                                               \
+			break;                                                                                 \
+		case 3:                                                                                        \
+			BODY(3);                                                                               \
+			break;                                                                                 \
+		case 2:                                                                                        \
+			BODY(2);                                                                               \
+			break;                                                                                 \
+		default:                                                                                       \
+			BODY(1);                                                                               \
+		}                                                                                              \
+	}
 /* 16 bf16 values at p widened to fp32 (exact). */
 #define BF16X16_LOAD(p)                                                                                        \
 	_mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(_mm256_loadu_si256((const __m256i *)(const void *)(p))), 16))
@@ -556,21 +578,7 @@ typedef uint16_t blk_vh16 __attribute__((vector_size(32)));
  * more than 64 lanes walk the plane once per group. */
 STARNN_TARGET_AVX512 static void bf16_stats_avx512(size_t B, size_t len, const uint16_t *v, double *sa, double *sb)
 {
-	for (size_t q = 0; q < B; q += 64) {
-		switch ((B - q) >= 64 ? 4 : (B - q) / 16) {
-		case 4:
-			BF16_STATS(4);
-			break;
-		case 3:
-			BF16_STATS(3);
-			break;
-		case 2:
-			BF16_STATS(2);
-			break;
-		default:
-			BF16_STATS(1);
-		}
-	}
+	BF16_LANE_GROUPS(BF16_STATS);
 }
 #endif
 
@@ -772,21 +780,7 @@ void starnn_bn_apply_blk_cpu(starnn_dtype dt, size_t cb, size_t n, size_t c, siz
 STARNN_TARGET_AVX512 static void bf16_bwd_reduce_avx512(size_t B, size_t len, const uint16_t *x, const uint16_t *g,
                                                          const uint16_t *y, const double *m, double *sa, double *sb)
 {
-	for (size_t q = 0; q < B; q += 64) {
-		switch ((B - q) >= 64 ? 4 : (B - q) / 16) {
-		case 4:
-			BF16_BWD_REDUCE(4);
-			break;
-		case 3:
-			BF16_BWD_REDUCE(3);
-			break;
-		case 2:
-			BF16_BWD_REDUCE(2);
-			break;
-		default:
-			BF16_BWD_REDUCE(1);
-		}
-	}
+	BF16_LANE_GROUPS(BF16_BWD_REDUCE);
 }
 #endif
 

@@ -140,8 +140,11 @@ int sevir_raw_read_region(const sevir_data *d, int64_t event, int oy, int ox, in
 /* ---- prepared.c */
 
 /* Prepared files of at most this many bytes of float32 values are read
- * into memory when opened. */
+ * into memory when opened (the default; sevir_memory_max). */
 #define SEVIR_MEMORY_MAX (256.0 * 1024 * 1024)
+/* The limit in use: STARNN_DATA_MEMORY_MB MiB when set, else
+ * SEVIR_MEMORY_MAX; -1 when the variable is not a number in [0, 1e9]. */
+double sevir_memory_max(void);
 
 /* Checks `IN` and `OUT` of d->file (whole, NaN and range, when small;
  * kept in memory up to SEVIR_MEMORY_MAX). */

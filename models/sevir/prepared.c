@@ -45,6 +45,16 @@ static int read_prepared_block(const sevir_data *d, hid_t ds, const char *name, 
 	return check_values(d, name, row, out, (size_t)r * r * frames);
 }
 
+double sevir_memory_max(void)
+{
+	const char *e = getenv("STARNN_DATA_MEMORY_MB");
+	if (!e || !*e)
+		return SEVIR_MEMORY_MAX;
+	char *end;
+	double mb = strtod(e, &end);
+	return *end || !(mb >= 0 && mb <= 1e9) ? -1 : mb * 1024 * 1024;
+}
+
 int sevir_open_prepared(sevir_data *d)
 {
 	STARNN_CHECK(sevir_open_dataset(d, "IN", &d->in));
@@ -91,8 +101,11 @@ int sevir_open_prepared(sevir_data *d)
 	 * bytes of float32 are kept in memory by this pass: the reads are then
 	 * transposes out of memory (no HDF5 read, no check). */
 	size_t per = (size_t)d->native * d->native;
-	double bytes = (double)d->nrows * per * (d->in_frames + d->out_frames) * 4;
-	if (bytes <= SEVIR_MEMORY_MAX) {
+	double bytes = (double)d->nrows * per * (d->in_frames + d->out_frames) * 4, keep = sevir_memory_max();
+	if (keep < 0)
+		return starnn_error(STARNN_EINVAL, "STARNN_DATA_MEMORY_MB must be a number of MiB in [0, 1e9], got '%s'",
+		                    getenv("STARNN_DATA_MEMORY_MB"));
+	if (bytes <= keep) {
 		size_t nin = (size_t)d->nrows * per * d->in_frames, nout = (size_t)d->nrows * per * d->out_frames;
 		float *mi = malloc(nin * sizeof *mi), *mo = malloc(nout * sizeof *mo);
 		const int no_memory = !mi || !mo;

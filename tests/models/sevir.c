@@ -561,6 +561,31 @@ static void test_prepared(void)
 	            "prepared file != the synthetic source of the same seed");
 	sevir_close(p);
 	sevir_close(s);
+	/* kept in memory (the default for a file this small) or read batch by
+	 * batch (STARNN_DATA_MEMORY_MB=0): the same batches, whole images and
+	 * crops (random for training, centred for the test split) */
+	static const int sizes[2] = {32, 24};
+	for (int k = 0; k < 2; k++)
+		for (int split = 0; split < 2; split++) {
+			sevir_data *m, *f;
+			enum sevir_split sp = split ? SEVIR_TEST : SEVIR_TRAIN;
+			TEST_OK(open_file(&m, h5, sp, sizes[k]));
+			setenv("STARNN_DATA_MEMORY_MB", "0", 1);
+			TEST_OK(open_file(&f, h5, sp, sizes[k]));
+			unsetenv("STARNN_DATA_MEMORY_MB");
+			TEST_ASSERT(strstr(sevir_describe(m), "(in memory)") && !strstr(sevir_describe(f), "(in memory)"),
+			            "in memory: '%s', from the file: '%s'", sevir_describe(m), sevir_describe(f));
+			size_t mx = (size_t)NS * 13 * sizes[k] * sizes[k], my = (size_t)NS * 12 * sizes[k] * sizes[k];
+			TEST_OK(sevir_read(m, idx, NS, 77, x1, y1));
+			TEST_OK(sevir_read(f, idx, NS, 77, x2, y2));
+			TEST_ASSERT(!memcmp(x1, x2, mx * 4) && !memcmp(y1, y2, my * 4),
+			            "size %d, split %d: batches from memory != batches from the file", sizes[k], split);
+			sevir_close(m);
+			sevir_close(f);
+		}
+	setenv("STARNN_DATA_MEMORY_MB", "lots", 1);
+	EXPECT_ERROR(open_file(&p, h5, SEVIR_TRAIN, 0), "STARNN_DATA_MEMORY_MB");
+	unsetenv("STARNN_DATA_MEMORY_MB");
 	free(x1);
 	free(y1);
 	free(x2);

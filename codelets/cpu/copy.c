@@ -78,6 +78,22 @@ __attribute__((target("avx2"))) static void put8_avx2(const float *w, size_t ldw
 }
 #endif
 
+/* One whole 16 x 16 block of every tap (oneDNN's AVX-512 layouts): 16
+ * gathers per tap. OIhw16o16i, blk[t][o][i] = w[o][i T + t]: row o's
+ * elements T apart; OIhw16i16o, blk[t][i][o]: the 16 rows' elements at
+ * column i T + t, ldw apart (ldw <= PUT16_MAX_LD: 32-bit offsets). */
+#define PUT16_MAX_LD ((size_t)1 << 24)
+__attribute__((target("avx512f"))) static void put16_avx512(const float *w, size_t ldw, size_t T, int i_inner,
+                                                             float *blk)
+{
+	const __m512i lane = _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
+	const __m512i idx = _mm512_mullo_epi32(lane, _mm512_set1_epi32((int)(i_inner ? T : ldw)));
+	for (size_t a = 0; a < 16; a++) /* o (i_inner) or i */
+		for (size_t t = 0; t < T; t++)
+			_mm512_storeu_ps(blk + t * 256 + a * 16,
+			                 _mm512_i32gather_ps(idx, i_inner ? w + a * ldw + t : w + a * T + t, 4));
+}
+
 /* Element (o, i, t) of the weights at w[(o - wo) * ldw + (i - wi) * T + t]:
  * the whole tensor (wo = wi = 0) or a tile of it starting at (wo, wi). */
 static void put_from(const struct starnn_blocked_weights *L, size_t o0, size_t o1, size_t i0, size_t i1,
@@ -87,6 +103,7 @@ static void put_from(const struct starnn_blocked_weights *L, size_t o0, size_t o
 	const size_t T = L->taps, ob = L->ob, ib = L->ib, bsz = ob * ib, ibs = (L->i + ib - 1) / ib;
 #ifdef PUT_X86
 	const int avx2 = ob == 8 && ib == 8 && T >= 8 && starnn_simd_level() >= STARNN_SIMD_AVX2;
+	const int avx512 = ob == 16 && ib == 16 && ldw <= PUT16_MAX_LD && starnn_simd_level() >= STARNN_SIMD_AVX512;
 #endif
 	/* one block at a time, written in its own order (the copy is written
 	 * front to back; w, just updated, is read from cache) */
@@ -98,6 +115,10 @@ static void put_from(const struct starnn_blocked_weights *L, size_t o0, size_t o
 #ifdef PUT_X86
 			if (avx2 && oz - oa == 8 && iz - ia == 8) { /* (a whole block: ob0 >= wo, ib0 >= wi) */
 				put8_avx2(w + (ob0 - wo) * ldw + (ib0 - wi) * T, ldw, T, (int)L->i_inner, blk);
+				continue;
+			}
+			if (avx512 && oz - oa == 16 && iz - ia == 16) {
+				put16_avx512(w + (ob0 - wo) * ldw + (ib0 - wi) * T, ldw, T, (int)L->i_inner, blk);
 				continue;
 			}
 #endif

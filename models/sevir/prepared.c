@@ -105,40 +105,37 @@ int sevir_open_prepared(sevir_data *d)
 	if (keep < 0)
 		return starnn_error(STARNN_EINVAL, "STARNN_DATA_MEMORY_MB must be a number of MiB in [0, 1e9], got '%s'",
 		                    getenv("STARNN_DATA_MEMORY_MB"));
+	if (bytes > 1024.0 * 1024 * 1024 && bytes > keep)
+		return 0;
+	/* one pass: into memory (up to keep bytes, when the allocation works),
+	 * else through one sample's buffer, checked either way */
+	const size_t nin = per * d->in_frames, nout = per * d->out_frames;
+	float *mi = NULL, *mo = NULL, *buf = NULL;
 	if (bytes <= keep) {
-		size_t nin = (size_t)d->nrows * per * d->in_frames, nout = (size_t)d->nrows * per * d->out_frames;
-		float *mi = malloc(nin * sizeof *mi), *mo = malloc(nout * sizeof *mo);
-		const int no_memory = !mi || !mo;
-		int rc = 0;
-		for (int64_t i = 0; i < d->nrows && !rc && !no_memory; i++) {
-			rc = read_prepared_block(d, d->in, "IN", i, 0, 0, d->native, d->in_frames,
-			                         mi + (size_t)i * per * d->in_frames);
-			if (!rc)
-				rc = read_prepared_block(d, d->out, "OUT", i, 0, 0, d->native, d->out_frames,
-				                         mo + (size_t)i * per * d->out_frames);
+		mi = malloc((size_t)d->nrows * nin * sizeof *mi);
+		mo = malloc((size_t)d->nrows * nout * sizeof *mo);
+		if (!mi || !mo) {
+			free(mi);
+			free(mo);
+			mi = mo = NULL;
 		}
-		if (!no_memory && rc == 0) {
-			d->mem_in = mi, d->mem_out = mo;
-			return 0;
-		}
+	}
+	if (!mi && !(buf = malloc((nin > nout ? nin : nout) * sizeof *buf)))
+		return starnn_error(STARNN_ENOMEM, "out of memory");
+	int rc = 0;
+	for (int64_t i = 0; i < d->nrows && !rc; i++) {
+		rc = read_prepared_block(d, d->in, "IN", i, 0, 0, d->native, d->in_frames, mi ? mi + (size_t)i * nin : buf);
+		if (!rc)
+			rc = read_prepared_block(d, d->out, "OUT", i, 0, 0, d->native, d->out_frames,
+			                         mo ? mo + (size_t)i * nout : buf);
+	}
+	free(buf);
+	if (rc) {
 		free(mi);
 		free(mo);
-		if (rc) /* a bad file; without the memory, the file is checked below */
-			return rc;
+		return rc;
 	}
-	if (bytes <= 1024.0 * 1024 * 1024) {
-		float *buf = malloc(per * (d->in_frames > d->out_frames ? d->in_frames : d->out_frames) * sizeof *buf);
-		if (!buf)
-			return starnn_error(STARNN_ENOMEM, "out of memory");
-		int rc = 0;
-		for (int64_t i = 0; i < d->nrows && !rc; i++) {
-			rc = read_prepared_block(d, d->in, "IN", i, 0, 0, d->native, d->in_frames, buf);
-			if (!rc)
-				rc = read_prepared_block(d, d->out, "OUT", i, 0, 0, d->native, d->out_frames, buf);
-		}
-		free(buf);
-		STARNN_CHECK(rc);
-	}
+	d->mem_in = mi, d->mem_out = mo;
 	return 0;
 }
 

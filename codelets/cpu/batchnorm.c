@@ -518,18 +518,12 @@ void starnn_bn_bwd_apply_mp_cpu(starnn_dtype dt, size_t n, size_t c, size_t inne
  * registers, as starnn_bf16_widen / starnn_bf16_narrow do), pixel by
  * pixel: no buffers, one pass. The arithmetic per element is the chunked
  * kernels' (same operations in the same order), so the bits are the same. */
-typedef float blk_vf16 __attribute__((vector_size(64)));
-typedef int32_t blk_vi16 __attribute__((vector_size(64)));
-typedef uint32_t blk_vu16 __attribute__((vector_size(64)));
-typedef uint16_t blk_vh16 __attribute__((vector_size(32)));
-#define BLK16_LOAD(p) __extension__({ blk_vh16 h_; memcpy(&h_, (p), sizeof h_);                                  \
-	(blk_vf16)(__builtin_convertvector(h_, blk_vu16) << 16); })
-#define BLK16_AT(p) __extension__({ blk_vf16 f_; memcpy(&f_, (p), sizeof f_); f_; })
-#define BLK16_STORE(p, v) __extension__({ blk_vu16 u_ = (blk_vu16)(v);                                          \
-	blk_vu16 r_ = (u_ + 0x7fffu + ((u_ >> 16) & 1u)) >> 16, q_ = (u_ >> 16) | 0x0040u;                         \
-	blk_vu16 n_ = (blk_vu16)((blk_vi16)(u_ & 0x7fffffffu) > 0x7f800000);                                       \
-	blk_vh16 h_ = __builtin_convertvector((q_ & n_) | (r_ & ~n_), blk_vh16); memcpy((p), &h_, sizeof h_); })
-#define BLK16_RELU(v) __extension__({ blk_vf16 r_ = (v); (blk_vf16)((blk_vi16)r_ & ~(r_ < 0)); })
+STARNN_SIMD_INLINE int bf16_in_registers(int level, starnn_dtype dt, size_t B)
+{
+	return level == STARNN_SIMD_AVX512 && dt == STARNN_BF16 && B % 16 == 0;
+}
+#define BLK16_AT(p) __extension__({ starnn_vf16 f_; memcpy(&f_, (p), sizeof f_); f_; })
+#define BLK16_RELU(v) __extension__({ starnn_vf16 r_ = (v); (starnn_vf16)((starnn_vi16)r_ & ~(r_ < 0)); })
 
 #ifdef STARNN_SIMD_X86
 /* BODY(NK) over the lanes of a block of B, in groups of NK = 4 (64 lanes)
@@ -550,9 +544,6 @@ typedef uint16_t blk_vh16 __attribute__((vector_size(32)));
 			BODY(1);                                                                               \
 		}                                                                                              \
 	}
-/* 16 bf16 values at p widened to fp32 (exact). */
-#define BF16X16_LOAD(p)                                                                                        \
-	_mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(_mm256_loadu_si256((const __m256i *)(const void *)(p))), 16))
 /* The NK (constant) groups of 16 lanes from lane q of a bf16 block plane of
  * len elements: per lane a += v, b += v * v in double, pixel by pixel, as
  * BLK_STATS_GROUP (the same sums), straight from the bf16 data. */
@@ -563,7 +554,7 @@ typedef uint16_t blk_vh16 __attribute__((vector_size(32)));
 			a_[h] = _mm512_loadu_pd(sa + q + 8 * h), b_[h] = _mm512_loadu_pd(sb + q + 8 * h);       \
 		for (size_t i = q; i < len; i += B)                                                            \
 			for (int k = 0; k < NK; k++) {                                                         \
-				__m512 vf = BF16X16_LOAD(v + i + 16 * k);                                      \
+				__m512 vf = STARNN_BF16X16_WIDEN_PS(v + i + 16 * k);                           \
 				__m512d v0 = _mm512_cvtps_pd(_mm512_castps512_ps256(vf));                     \
 				__m512d v1 = _mm512_cvtps_pd(_mm512_extractf32x8_ps(vf, 1));                 \
 				a_[2 * k] = _mm512_add_pd(a_[2 * k], v0);                                      \
@@ -596,7 +587,7 @@ STARNN_SIMD_INLINE void bn_stats_blk_any(int level, starnn_dtype dt, size_t B, s
 		for (size_t r = 0; r < n; r++) {
 			const char *p = plane(dt, x, r, ldx, k0, inner);
 #ifdef STARNN_SIMD_X86
-			if (level == STARNN_SIMD_AVX512 && dt == STARNN_BF16 && B % 16 == 0) {
+			if (bf16_in_registers(level, dt, B)) {
 				bf16_stats_avx512(B, len_all, (const uint16_t *)(const void *)p, sa, sb);
 				continue;
 			}
@@ -668,16 +659,16 @@ STARNN_SIMD_INLINE void bn_apply_blk_any(int level, starnn_dtype dt, size_t B, s
 		for (size_t r = 0; r < n; r++) {
 			const char *xp = plane(dt, x, r, ldx, k0, inner);
 			char *yp = (char *)plane(dt, y, r, ldy, k0, inner);
-			if (level == STARNN_SIMD_AVX512 && dt == STARNN_BF16 && B % 16 == 0) {
+			if (bf16_in_registers(level, dt, B)) {
 				const uint16_t *xh = (const uint16_t *)(const void *)xp;
 				uint16_t *yh = (uint16_t *)(void *)yp;
 				for (size_t i = 0; i < len_all; i += B)
 					for (size_t q = 0; q < B; q += 16) {
-						blk_vf16 v = (BLK16_LOAD(xh + i + q) - BLK16_AT(m + q)) * BLK16_AT(sc + q) +
-						             BLK16_AT(b + q);
+						starnn_vf16 v = STARNN_BF16X16_WIDEN(xh + i + q) - BLK16_AT(m + q);
+						v = v * BLK16_AT(sc + q) + BLK16_AT(b + q);
 						if (relu)
 							v = BLK16_RELU(v);
-						BLK16_STORE(yh + i + q, v);
+						STARNN_BF16X16_NARROW(yh + i + q, v);
 					}
 				continue;
 			}
@@ -758,10 +749,13 @@ void starnn_bn_apply_blk_cpu(starnn_dtype dt, size_t cb, size_t n, size_t c, siz
 			m_[h] = _mm512_loadu_pd(m + q + 8 * h);                                                  \
 		for (size_t i = q; i < len; i += B)                                                            \
 			for (int k = 0; k < NK; k++) {                                                         \
-				__m512 gf = BF16X16_LOAD(g + i + 16 * k), xf = BF16X16_LOAD(x + i + 16 * k);   \
-				if (y)                                                                         \
-					gf = _mm512_maskz_mov_ps(_mm512_cmp_ps_mask(BF16X16_LOAD(y + i + 16 * k), \
-					                                            _mm512_setzero_ps(), _CMP_GT_OQ), gf); \
+				__m512 gf = STARNN_BF16X16_WIDEN_PS(g + i + 16 * k);                           \
+				__m512 xf = STARNN_BF16X16_WIDEN_PS(x + i + 16 * k);                           \
+				if (y) {                                                                       \
+					__m512 yf = STARNN_BF16X16_WIDEN_PS(y + i + 16 * k);                   \
+					gf = _mm512_maskz_mov_ps(                                              \
+					    _mm512_cmp_ps_mask(yf, _mm512_setzero_ps(), _CMP_GT_OQ), gf);      \
+				}                                                                              \
 				__m512d g0 = _mm512_cvtps_pd(_mm512_castps512_ps256(gf));                     \
 				__m512d g1 = _mm512_cvtps_pd(_mm512_extractf32x8_ps(gf, 1));                 \
 				__m512d x0 = _mm512_cvtps_pd(_mm512_castps512_ps256(xf));                     \
@@ -801,7 +795,7 @@ STARNN_SIMD_INLINE void bn_bwd_reduce_blk_any(int level, starnn_dtype dt, size_t
 			const char *xp = plane(dt, x, r, ldx, k0, inner), *gp = plane(dt, dy, r, lddy, k0, inner);
 			const char *yp = y ? plane(dt, y, r, ldy, k0, inner) : NULL;
 #ifdef STARNN_SIMD_X86
-			if (level == STARNN_SIMD_AVX512 && dt == STARNN_BF16 && B % 16 == 0) {
+			if (bf16_in_registers(level, dt, B)) {
 				bf16_bwd_reduce_avx512(B, len_all, (const uint16_t *)(const void *)xp,
 				                       (const uint16_t *)(const void *)gp, (const uint16_t *)(const void *)yp, m,
 				                       sa, sb);
@@ -890,21 +884,21 @@ STARNN_SIMD_INLINE void bn_bwd_apply_blk_any(int level, starnn_dtype dt, size_t 
 			const char *xp = plane(dt, x, r, ldx, k0, inner), *gp = plane(dt, dy, r, lddy, k0, inner);
 			const char *yp = y ? plane(dt, y, r, ldy, k0, inner) : NULL;
 			char *dp = (char *)plane(dt, dx, r, lddx, k0, inner);
-			if (level == STARNN_SIMD_AVX512 && dt == STARNN_BF16 && B % 16 == 0) {
+			if (bf16_in_registers(level, dt, B)) {
 				const uint16_t *xh = (const uint16_t *)(const void *)xp, *gh = (const uint16_t *)(const void *)gp,
 				               *yh = (const uint16_t *)(const void *)yp;
 				uint16_t *dh = (uint16_t *)(void *)dp;
-				const blk_vf16 vbeta = (blk_vf16){0} + beta;
+				const starnn_vf16 vbeta = (starnn_vf16){0} + beta;
 				for (size_t i = 0; i < len_all; i += B)
 					for (size_t q = 0; q < B; q += 16) {
-						blk_vf16 g = BLK16_LOAD(gh + i + q);
+						starnn_vf16 g = STARNN_BF16X16_WIDEN(gh + i + q);
 						if (yh)
-							g = MASK_POS(g, BLK16_LOAD(yh + i + q));
-						blk_vf16 v = BLK16_AT(a + q) * g + BLK16_AT(kk + q) -
-						             BLK16_AT(d + q) * (BLK16_LOAD(xh + i + q) - BLK16_AT(m + q));
+							g = MASK_POS(g, STARNN_BF16X16_WIDEN(yh + i + q));
+						starnn_vf16 xc = STARNN_BF16X16_WIDEN(xh + i + q) - BLK16_AT(m + q);
+						starnn_vf16 v = BLK16_AT(a + q) * g + BLK16_AT(kk + q) - BLK16_AT(d + q) * xc;
 						if (beta != 0)
-							v = v + vbeta * BLK16_LOAD(dh + i + q);
-						BLK16_STORE(dh + i + q, v);
+							v = v + vbeta * STARNN_BF16X16_WIDEN(dh + i + q);
+						STARNN_BF16X16_NARROW(dh + i + q, v);
 					}
 				continue;
 			}

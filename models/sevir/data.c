@@ -362,13 +362,20 @@ static void emit_frame(const float *restrict region, int r, int size, float *res
 	}
 }
 
+/* The side of the region read for a sample: the output size for a crop,
+ * else the native size (downsampled afterwards, or as it is). */
+static int region_side(const sevir_data *d)
+{
+	return d->size < d->native && d->resize == SEVIR_CROP ? d->size : d->native;
+}
+
 static int read_one(sevir_data *d, int i, int slot, uint64_t crop_seed, float *x, float *y, float *region,
                     void *scratch)
 {
 	const int T = d->in_frames + d->out_frames;
-	int r = d->native, oy = 0, ox = 0;
-	if (d->size < d->native && d->resize == SEVIR_CROP) {
-		r = d->size;
+	const int r = region_side(d);
+	int oy = 0, ox = 0;
+	if (r < d->native) {
 		int room = d->native - d->size;
 		if (d->split == SEVIR_TEST) {
 			oy = ox = room / 2;
@@ -424,8 +431,16 @@ int sevir_read_slots(sevir_data *d, const int *idx, int n, int first_slot, uint6
 			                    d->count - 1);
 	const int T = d->in_frames + d->out_frames;
 	const size_t nn = (size_t)d->native * d->native;
-	/* region: T x R x R floats; scratch: the synthetic frames (T x native^2 bytes) or the HDF5 block */
-	size_t scratch_bytes = d->kind == KIND_SYNTHETIC ? nn * T : d->kind == KIND_RAW ? nn * d->frames : nn * T * sizeof(float);
+	/* region: T x R x R floats, unless prepared frames go straight into x
+	 * and y (read at the output size: native, or a crop); scratch: the
+	 * synthetic frames (T x native^2 bytes), the raw block or the HDF5
+	 * block, none for a prepared file in memory */
+	const int r = region_side(d);
+	const size_t region_bytes = d->kind == KIND_PREPARED && r == d->size ? 0 : nn * T * sizeof(float);
+	const size_t scratch_bytes = d->kind == KIND_SYNTHETIC ? nn * T
+	                             : d->kind == KIND_RAW     ? nn * d->frames
+	                             : d->mem_in               ? 0
+	                                                       : nn * T * sizeof(float);
 	/* kept between calls (the loader reads a batch at a time: fresh pages
 	 * every batch cost page faults); a second reader at the same time
 	 * finds none kept and allocates its own */
@@ -433,10 +448,10 @@ int sevir_read_slots(sevir_data *d, const int *idx, int n, int first_slot, uint6
 	if (!b) {
 		b = calloc(1, sizeof *b);
 		if (b) {
-			b->region = malloc(nn * T * sizeof *b->region);
-			b->scratch = malloc(scratch_bytes);
+			b->region = region_bytes ? malloc(region_bytes) : NULL;
+			b->scratch = scratch_bytes ? malloc(scratch_bytes) : NULL;
 		}
-		if (!b || !b->region || !b->scratch) {
+		if (!b || (region_bytes && !b->region) || (scratch_bytes && !b->scratch)) {
 			read_bufs_free(b);
 			return starnn_error(STARNN_ENOMEM, "sevir_read: out of memory");
 		}

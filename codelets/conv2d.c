@@ -1202,6 +1202,18 @@ int starnn_conv2d_act_cblock(int64_t channels, starnn_dtype dt, int nparts)
 	return b > 1 && channels % b == 0 ? b : 1;
 }
 
+int starnn_conv2d_wgrad_whole(int64_t c, int64_t o, int64_t k, int64_t batch, int64_t hw, int nparts)
+{
+	const char *e = getenv("STARNN_CONV2D_WGRAD_WHOLE");
+	if (e && strcmp(e, "auto") && strcmp(e, "on") && strcmp(e, "off"))
+		return starnn_error(STARNN_EINVAL, "STARNN_CONV2D_WGRAD_WHOLE is not auto, on or off ('%s')", e);
+	if (nparts < 2 || (e && !strcmp(e, "off")))
+		return 0;
+	if (e && !strcmp(e, "on"))
+		return 1;
+	return 2 * o * c * k * k >= batch * hw * (c + o);
+}
+
 const char *starnn_conv2d_layout_note(starnn_dtype dt, int nparts, char *buf, size_t size)
 {
 	const char *why = NULL;

@@ -325,6 +325,21 @@ int starnn_conv2d_dnnl_bf16(void);
 int starnn_conv2d_act_cblock(int64_t channels, starnn_dtype dt, int nparts);
 /* The start-up line's words for it ("nChw8c (...)" or "NCHW (why)"). */
 const char *starnn_conv2d_layout_note(starnn_dtype dt, int nparts, char *buf, size_t size);
+/* Whether the weight gradient of a k x k convolution of c -> o channels,
+ * on a batch of `batch` images of hw pixels submitted as nparts
+ * micro-batches, is better taken once on the whole batch (one task after
+ * every part's output gradient, into one gradient) than once per part
+ * (into slices that a reduction adds afterwards). Per part, each task
+ * writes a whole weight gradient (oneDNN's, then its reorder to OIHW) and
+ * the reduction reads them all again: where the weights outweigh the
+ * activations, that traffic costs more than the parallelism of the parts
+ * gives. auto: on where the weights hold at least half as many values as
+ * the batch's input and output activations together (2 o c k^2 >=
+ * batch hw (c + o): the UNet's two deepest levels; tools/bench-unet
+ * measures it), for nparts > 1. STARNN_CONV2D_WGRAD_WHOLE=auto|on|off
+ * overrides (on: every layer, with nparts > 1; off: none); STARNN_EINVAL
+ * with a message for another value. Returns 1 or 0. */
+int starnn_conv2d_wgrad_whole(int64_t c, int64_t o, int64_t k, int64_t batch, int64_t hw, int nparts);
 const char *starnn_conv2d_cpu_route(starnn_dtype dt);
 
 /* CUDA implementations (codelets/cuda/conv2d.cu) on cuDNN, given the

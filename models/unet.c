@@ -916,6 +916,13 @@ static int cmd_train(struct options *o)
 		const char *up = starnn_convt2d_cpu_route(o->compute, starnn_conv2d_act_cblock(o->filters, o->compute, o->micro));
 		if (up)
 			printf("transposed convolutions: %s\n", up);
+		int whole, nconv;
+		unet_wgrad_whole(r.m, &whole, &nconv);
+		const char *we = getenv("STARNN_CONV2D_WGRAD_WHOLE");
+		if (c->micro > 1)
+			printf("weight gradients: %d of %d convolutions on the whole batch (%s%s), the others per "
+			       "micro-batch\n",
+			       whole, nconv, we ? "STARNN_CONV2D_WGRAD_WHOLE=" : "the wide ones", we ? we : "");
 		char layout[320];
 		if (starpu_cpu_worker_get_count() > 0)
 			printf("activations: %s\n", starnn_conv2d_layout_note(o->compute, o->micro, layout, sizeof layout));

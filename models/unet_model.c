@@ -60,6 +60,8 @@ struct act {
  * norms), compute copy (convolution weights) and optimizer state. */
 struct conv {
 	int cin, cout, k;
+	int whole; /* the weight gradient once on the whole batch, into slice 0
+	            * (starnn_conv2d_wgrad_whole), the parameters' only slice */
 	starnn_param *w, *b;
 };
 
@@ -115,6 +117,7 @@ struct unet {
 	starnn_dtype dt;                 /* compute dtype of activations */
 	starnn_params *ps;               /* every trainable tensor, in layer order; loss scaling */
 	int bn_synced;                   /* batch statistics over the ranks (bn_sync) */
+	int wgrad_whole, nconv;          /* convolutions whose weight gradient is the whole batch's; all */
 
 	struct entry *entries;
 	struct unet_tensor_ref *refs;
@@ -360,11 +363,20 @@ static int init_uniform(unet *m, starnn_tensor *t, float bound)
  * PyTorch's reset_parameters: kaiming_uniform(a = sqrt(5)) is
  * U(-1/sqrt(fan_in), 1/sqrt(fan_in)), the bias the same bound, where fan_in
  * = weight.size(1) * k * k: C*k*k for Conv2d, O*k*k for ConvTranspose2d. */
-static int conv_create(unet *m, struct conv *c, const char *path, int cin, int cout, int k, int transposed)
+/* A convolution (transposed: 2x2, stride 2) of cin -> cout channels on
+ * s x s images (of its input) and its parameters. */
+static int conv_create(unet *m, struct conv *c, const char *path, int cin, int cout, int k, int transposed, int s)
 {
 	char name[STARNN_NAME_MAX], wpath[64], bpath[64];
 	starnn_tensor *w, *b;
 	c->cin = cin, c->cout = cout, c->k = k;
+	/* (transposed: their output gradients are halves of a concatenation's,
+	 * read per part) */
+	c->whole = transposed ? 0
+	                      : starnn_conv2d_wgrad_whole(cin, cout, k, m->cfg.batch, (int64_t)s * s, m->cfg.micro);
+	STARNN_CHECK(c->whole);
+	m->wgrad_whole += c->whole;
+	m->nconv++;
 	snprintf(wpath, sizeof wpath, "%s/weight", path);
 	snprintf(bpath, sizeof bpath, "%s/bias", path);
 	tensor_name(name, sizeof name, path, "weight");
@@ -381,14 +393,14 @@ static int conv_create(unet *m, struct conv *c, const char *path, int cin, int c
 		return rc;
 	}
 	/* the weight's compute copy is what the convolutions read */
-	STARNN_CHECK(add_param(m, &c->w, wpath, w, m->cfg.micro, STARNN_PARAM_COMPUTE_COPY));
+	STARNN_CHECK(add_param(m, &c->w, wpath, w, c->whole ? 1 : m->cfg.micro, STARNN_PARAM_COMPUTE_COPY));
 	tensor_name(name, sizeof name, path, "bias");
 	STARNN_CHECK(starnn_tensor_new(&b, name, STARNN_FP32, 1, (int64_t)cout));
 	if ((rc = init_uniform(m, b, bound)) < 0) {
 		starnn_tensor_destroy(b);
 		return rc;
 	}
-	return add_param(m, &c->b, bpath, b, m->cfg.micro, 0);
+	return add_param(m, &c->b, bpath, b, c->whole ? 1 : m->cfg.micro, 0);
 }
 
 static int bn_create(unet *m, struct bn *n, const char *path, int c)
@@ -449,11 +461,11 @@ static int block_create(unet *m, struct block *b, const char *prefix, int cin, i
 {
 	char path[48];
 	snprintf(path, sizeof path, "%s/conv1", prefix);
-	STARNN_CHECK(conv_create(m, &b->c1, path, cin, c, 3, 0));
+	STARNN_CHECK(conv_create(m, &b->c1, path, cin, c, 3, 0, s));
 	snprintf(path, sizeof path, "%s/bn1", prefix);
 	STARNN_CHECK(bn_create(m, &b->n1, path, c));
 	snprintf(path, sizeof path, "%s/conv2", prefix);
-	STARNN_CHECK(conv_create(m, &b->c2, path, c, c, 3, 0));
+	STARNN_CHECK(conv_create(m, &b->c2, path, c, c, 3, 0, s));
 	snprintf(path, sizeof path, "%s/bn2", prefix);
 	STARNN_CHECK(bn_create(m, &b->n2, path, c));
 	STARNN_CHECK(act_new(m, &b->z1, prefix, "z1", c, s));
@@ -567,7 +579,7 @@ static int create(unet *m)
 	for (int i = d - 1; i >= 0; i--) {
 		struct level *L = &m->lv[i];
 		snprintf(path, sizeof path, "dec%d/up", i);
-		STARNN_CHECK(conv_create(m, &L->upc, path, below, L->c, 2, 1));
+		STARNN_CHECK(conv_create(m, &L->upc, path, below, L->c, 2, 1, 0));
 		snprintf(path, sizeof path, "dec%d/bn0", i);
 		STARNN_CHECK(bn_create(m, &L->n0, path, 2 * L->c));
 		snprintf(path, sizeof path, "dec%d", i);
@@ -580,7 +592,7 @@ static int create(unet *m)
 		STARNN_CHECK(act_new(m, &L->dout, path, "dout", L->c, L->s));
 		below = L->c;
 	}
-	STARNN_CHECK(conv_create(m, &m->outc, "out", f, cfg->out_frames, 1, 0));
+	STARNN_CHECK(conv_create(m, &m->outc, "out", f, cfg->out_frames, 1, 0, cfg->size));
 	return ref_table(m);
 }
 
@@ -694,6 +706,11 @@ starnn_tensor *unet_target(unet *m) { return m->y.t; }
 starnn_tensor *unet_prediction(unet *m) { return m->pred.t; }
 const struct unet_config *unet_get_config(const unet *m) { return &m->cfg; }
 
+void unet_wgrad_whole(const unet *m, int *whole, int *nconv)
+{
+	*whole = m->wgrad_whole, *nconv = m->nconv;
+}
+
 const struct unet_tensor_ref *unet_tensors(unet *m, int *n)
 {
 	/* The optimizer state of a parameter another rank updates comes and
@@ -790,11 +807,17 @@ static int forward(unet *m, int training)
 
 /* ------------------------------------------------------------ backward */
 
-/* Weight gradients of micro-batch p into slice p (beta 0); din (may be
- * NULL: not needed) = dL/din, overwritten. The data gradient first: it is
- * on the critical path. */
+/* Weight gradients of micro-batch p into slice p (beta 0), or of the whole
+ * batch into slice 0 (c->whole); din (may be NULL: not needed) = dL/din,
+ * overwritten. The data gradient first: it is on the critical path. */
 static int conv_bwd(unet *m, struct conv *c, struct act *in, struct act *dout, struct act *din)
 {
+	if (c->whole) { /* the data gradients per part, then the whole batch's weight gradient */
+		if (din)
+			for (int p = 0; p < m->cfg.micro; p++)
+				STARNN_CHECK(starnn_conv2d_bwd_data_mp(dout->p[p], c->w->compute, 0.0f, din->p[p]));
+		return starnn_conv2d_bwd_weight_mp(in->t, dout->t, 0.0f, c->w->grad[0], c->b->grad[0]);
+	}
 	for (int p = 0; p < m->cfg.micro; p++)
 		STARNN_CHECK(starnn_conv2d_bwd_mp(in->p[p], dout->p[p], c->w->compute, 0.0f, din ? din->p[p] : NULL, 0.0f,
 		                                  c->w->grad[p], c->b->grad[p]));

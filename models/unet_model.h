@@ -110,6 +110,9 @@ struct unet_tensor_ref {
 };
 const struct unet_tensor_ref *unet_tensors(unet *m, int *n);
 const struct unet_config *unet_get_config(const unet *m);
+/* How many of the model's convolutions take their weight gradient once on
+ * the whole batch (codelets/conv2d.h: starnn_conv2d_wgrad_whole), of all. */
+void unet_wgrad_whole(const unet *m, int *whole, int *nconv);
 /* Training with --shard-optimizer (runtime/dist.h): once the weights are
  * loaded and broadcast, at `step` (0, or the resumed step); and around a
  * checkpoint (every rank calls them; rank 0 writes between them, its

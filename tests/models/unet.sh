@@ -212,6 +212,25 @@ if grep -q '^ *oneDNN.*: yes' "$B/config.summary" 2> /dev/null; then
 	fi
 fi
 expect 1 "STARNN_CONV2D_WGRAD" env STARNN_CONV2D_WGRAD=sideways "$unet" train $L
+# The weight gradients taken once on the whole batch rather than per
+# micro-batch (codelets/conv2d.h: STARNN_CONV2D_WGRAD_WHOLE; auto takes the
+# layers whose weights are at least half their activations, here the
+# centre's two): every layer and none against auto, the same losses but for
+# the order of the sums; the start-up lines; an unknown value refused.
+STARNN_CONV2D_WGRAD=dnnl STARNN_CONV2D_WGRAD_WHOLE=on "$unet" train $L --log-json "$tmp/won.json" > "$tmp/won.out" 2>&1 ||
+	{ fail "STARNN_CONV2D_WGRAD_WHOLE=on run exited $?"; cat "$tmp/won.out"; }
+STARNN_CONV2D_WGRAD=dnnl STARNN_CONV2D_WGRAD_WHOLE=off "$unet" train $L --log-json "$tmp/woff.json" > "$tmp/woff.out" 2>&1 ||
+	{ fail "STARNN_CONV2D_WGRAD_WHOLE=off run exited $?"; cat "$tmp/woff.out"; }
+same_losses "weight gradients on the whole batch vs per micro-batch, every layer" "$tmp/won.json" "$tmp/woff.json"
+same_losses "weight gradients on the whole batch vs per micro-batch, the wide layers" "$tmp/wd.json" "$tmp/woff.json"
+for w in "wd:2 of 13 convolutions on the whole batch (the wide ones)" \
+	"won:11 of 13 convolutions on the whole batch (STARNN_CONV2D_WGRAD_WHOLE=on)" \
+	"woff:0 of 13 convolutions on the whole batch (STARNN_CONV2D_WGRAD_WHOLE=off)"; do
+	grep -qF "weight gradients: ${w#*:}, the others per micro-batch" "$tmp/${w%%:*}.out" &&
+		ok "$(grep '^weight gradients:' "$tmp/${w%%:*}.out")" ||
+		fail "${w%%:*}: no 'weight gradients: ${w#*:}' line: $(grep '^weight gradients:' "$tmp/${w%%:*}.out")"
+done
+expect 1 "STARNN_CONV2D_WGRAD_WHOLE" env STARNN_CONV2D_WGRAD_WHOLE=sideways "$unet" train $L
 # The transposed convolutions on oneDNN against starnn's direct kernels
 # (codelets/convt2d.h: STARNN_CONVT2D; auto takes the direct kernels where
 # oneDNN runs its AVX2 kernels, as in the run above): the same losses but

@@ -362,9 +362,8 @@ static int init_uniform(unet *m, starnn_tensor *t, float bound)
  * (transposed = 1: weight [C, O, k, k]) with bias [O], initialised as
  * PyTorch's reset_parameters: kaiming_uniform(a = sqrt(5)) is
  * U(-1/sqrt(fan_in), 1/sqrt(fan_in)), the bias the same bound, where fan_in
- * = weight.size(1) * k * k: C*k*k for Conv2d, O*k*k for ConvTranspose2d. */
-/* A convolution (transposed: 2x2, stride 2) of cin -> cout channels on
- * s x s images (of its input) and its parameters. */
+ * = weight.size(1) * k * k: C*k*k for Conv2d, O*k*k for ConvTranspose2d.
+ * s: the side of the Conv2d's images (its weight-gradient route). */
 static int conv_create(unet *m, struct conv *c, const char *path, int cin, int cout, int k, int transposed, int s)
 {
 	char name[STARNN_NAME_MAX], wpath[64], bpath[64];

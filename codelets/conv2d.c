@@ -19,6 +19,7 @@
 #include "codelets/conv2d.h"
 #include "codelets/copy.h"
 #include "codelets/halfwrap.h"
+#include "runtime/choice.h"
 #include "runtime/codelet.h"
 #include "runtime/starnn.h"
 
@@ -1202,16 +1203,20 @@ int starnn_conv2d_act_cblock(int64_t channels, starnn_dtype dt, int nparts)
 	return b > 1 && channels % b == 0 ? b : 1;
 }
 
+/* STARNN_CONV2D_WGRAD_WHOLE (starnn_conv2d_wgrad_whole) */
+enum { WHOLE_AUTO = 0, WHOLE_ON = 1, WHOLE_OFF = 2 };
+static const char *const whole_names[] = {"auto", "on", "off"};
+static const int whole_values[] = {WHOLE_AUTO, WHOLE_ON, WHOLE_OFF};
+static struct starnn_choice whole_choice = {"STARNN_CONV2D_WGRAD_WHOLE", "auto, on or off", whole_names, whole_values,
+                                            3, -1, 0, 0, PTHREAD_MUTEX_INITIALIZER};
+
 int starnn_conv2d_wgrad_whole(int64_t c, int64_t o, int64_t k, int64_t batch, int64_t hw, int nparts)
 {
-	const char *e = getenv("STARNN_CONV2D_WGRAD_WHOLE");
-	if (e && strcmp(e, "auto") && strcmp(e, "on") && strcmp(e, "off"))
-		return starnn_error(STARNN_EINVAL, "STARNN_CONV2D_WGRAD_WHOLE is not auto, on or off ('%s')", e);
-	if (nparts < 2 || (e && !strcmp(e, "off")))
+	STARNN_CHECK(starnn_choice_check(&whole_choice));
+	const int mode = starnn_choice_mode(&whole_choice);
+	if (nparts < 2 || mode == WHOLE_OFF)
 		return 0;
-	if (e && !strcmp(e, "on"))
-		return 1;
-	return 2 * o * c * k * k >= batch * hw * (c + o);
+	return mode == WHOLE_ON || 2 * o * c * k * k >= batch * hw * (c + o);
 }
 
 const char *starnn_conv2d_layout_note(starnn_dtype dt, int nparts, char *buf, size_t size)

@@ -32,6 +32,7 @@
 #include "codelets/axpy.h"
 #include "codelets/conv2d.h"
 #include "codelets/convt2d.h"
+#include "runtime/choice.h"
 #include "runtime/error.h"
 #include "runtime/half.h"
 #include "runtime/scratch.h"
@@ -98,74 +99,26 @@ const char *starnn_conv2d_cpu_backend_name(enum starnn_conv2d_backend b)
 	return b == STARNN_CONV2D_DNNL ? "oneDNN convolution primitives" : "im2col + OpenBLAS sgemm";
 }
 
-/* A route chosen by an environment variable, read once (names[i] gives
- * values[i]; unset or empty: values[0], auto; another name: -2, an error
- * for choice_check), that a _set function may override (forced >= 0). */
-struct choice {
-	const char *var, *expect; /* expect: the names, for the error message */
-	const char *const *names;
-	const int *values;
-	int n, forced, env, read;
-	pthread_mutex_t lock;
-};
-
-static int choice_env(struct choice *c)
-{
-	pthread_mutex_lock(&c->lock);
-	if (!c->read) {
-		const char *e = getenv(c->var);
-		c->env = e && *e ? -2 : c->values[0];
-		for (int i = 0; e && *e && i < c->n; i++)
-			if (!strcmp(e, c->names[i]))
-				c->env = c->values[i];
-		c->read = 1;
-	}
-	int v = c->env;
-	pthread_mutex_unlock(&c->lock);
-	return v;
-}
-
-static int choice_check(struct choice *c)
-{
-	if (c->forced < 0 && choice_env(c) == -2)
-		return starnn_error(STARNN_EINVAL, "%s is '%s': expected %s", c->var, getenv(c->var), c->expect);
-	return 0;
-}
-
-static int choice_mode(struct choice *c)
-{
-	const int e = choice_env(c);
-	return c->forced >= 0 ? c->forced : e == -2 ? c->values[0] : e;
-}
-
-static int choice_set(struct choice *c, int mode, int last, const char *what)
-{
-	if (mode < 0 || mode > last)
-		return starnn_error(STARNN_EINVAL, "%s %d", what, mode);
-	c->forced = mode;
-	return 0;
-}
-
 /* The weight-gradient route (codelets/conv2d.h: STARNN_CONV2D_WGRAD). */
 static const char *const wgrad_names[] = {"auto", "dnnl", "onednn", "gemm", "direct"};
 static const int wgrad_values[] = {STARNN_CONV2D_WGRAD_AUTO, STARNN_CONV2D_WGRAD_DNNL, STARNN_CONV2D_WGRAD_DNNL,
                                    STARNN_CONV2D_WGRAD_GEMM, STARNN_CONV2D_WGRAD_DIRECT};
-static struct choice wgrad_choice = {"STARNN_CONV2D_WGRAD", "auto, dnnl, gemm or direct", wgrad_names, wgrad_values,
+static struct starnn_choice wgrad_choice = {"STARNN_CONV2D_WGRAD", "auto, dnnl, gemm or direct", wgrad_names, wgrad_values,
                                      5, -1, 0, 0, PTHREAD_MUTEX_INITIALIZER};
 
 int starnn_conv2d_wgrad_check(void)
 {
-	return choice_check(&wgrad_choice);
+	return starnn_choice_check(&wgrad_choice);
 }
 
 int starnn_conv2d_wgrad_set(enum starnn_conv2d_wgrad mode)
 {
-	return choice_set(&wgrad_choice, (int)mode, STARNN_CONV2D_WGRAD_DIRECT, "conv2d: unknown weight-gradient route");
+	return starnn_choice_set(&wgrad_choice, (int)mode, STARNN_CONV2D_WGRAD_DIRECT, "conv2d: unknown weight-gradient route");
 }
 
 static int wgrad_mode(void)
 {
-	return choice_mode(&wgrad_choice);
+	return starnn_choice_mode(&wgrad_choice);
 }
 
 /* The route of 1x1 convolutions into NCHW (codelets/conv2d.h:
@@ -173,23 +126,23 @@ static int wgrad_mode(void)
 static const char *const onebyone_names[] = {"auto", "dnnl", "onednn", "gemm"};
 static const int onebyone_values[] = {STARNN_CONV2D_1X1_AUTO, STARNN_CONV2D_1X1_DNNL, STARNN_CONV2D_1X1_DNNL,
                                       STARNN_CONV2D_1X1_GEMM};
-static struct choice onebyone_choice = {"STARNN_CONV2D_1X1", "auto, dnnl or gemm", onebyone_names, onebyone_values, 4,
+static struct starnn_choice onebyone_choice = {"STARNN_CONV2D_1X1", "auto, dnnl or gemm", onebyone_names, onebyone_values, 4,
                                         -1, 0, 0, PTHREAD_MUTEX_INITIALIZER};
 
 int starnn_conv2d_1x1_check(void)
 {
-	return choice_check(&onebyone_choice);
+	return starnn_choice_check(&onebyone_choice);
 }
 
 int starnn_conv2d_1x1_set(enum starnn_conv2d_1x1 mode)
 {
-	return choice_set(&onebyone_choice, (int)mode, STARNN_CONV2D_1X1_GEMM, "conv2d: unknown 1x1 route");
+	return starnn_choice_set(&onebyone_choice, (int)mode, STARNN_CONV2D_1X1_GEMM, "conv2d: unknown 1x1 route");
 }
 
 #ifdef STARNN_HAVE_DNNL /* (without oneDNN: the stubs at the end) */
 int starnn_conv2d_1x1_gemm(const struct starnn_conv2d_geom *g, starnn_dtype dt)
 {
-	const int mode = choice_mode(&onebyone_choice);
+	const int mode = starnn_choice_mode(&onebyone_choice);
 	if (dt != STARNN_FP32 || mode == STARNN_CONV2D_1X1_DNNL || !starnn_conv2d_1x1_nchw_ok(g))
 		return 0;
 	return mode == STARNN_CONV2D_1X1_GEMM || starnn_conv2d_dnnl_block(STARNN_FP32) == 8;
@@ -201,23 +154,23 @@ int starnn_conv2d_1x1_gemm(const struct starnn_conv2d_geom *g, starnn_dtype dt)
 static const char *const nchw_in_names[] = {"auto", "dnnl", "onednn", "direct"};
 static const int nchw_in_values[] = {STARNN_CONV2D_NCHW_IN_AUTO, STARNN_CONV2D_NCHW_IN_DNNL, STARNN_CONV2D_NCHW_IN_DNNL,
                                      STARNN_CONV2D_NCHW_IN_DIRECT};
-static struct choice nchw_in_choice = {"STARNN_CONV2D_NCHW_IN", "auto, dnnl or direct", nchw_in_names, nchw_in_values,
+static struct starnn_choice nchw_in_choice = {"STARNN_CONV2D_NCHW_IN", "auto, dnnl or direct", nchw_in_names, nchw_in_values,
                                        4, -1, 0, 0, PTHREAD_MUTEX_INITIALIZER};
 
 int starnn_conv2d_nchw_in_check(void)
 {
-	return choice_check(&nchw_in_choice);
+	return starnn_choice_check(&nchw_in_choice);
 }
 
 int starnn_conv2d_nchw_in_set(enum starnn_conv2d_nchw_in mode)
 {
-	return choice_set(&nchw_in_choice, (int)mode, STARNN_CONV2D_NCHW_IN_DIRECT, "conv2d: unknown NCHW-input route");
+	return starnn_choice_set(&nchw_in_choice, (int)mode, STARNN_CONV2D_NCHW_IN_DIRECT, "conv2d: unknown NCHW-input route");
 }
 
 #ifdef STARNN_HAVE_DNNL /* (without oneDNN: the stubs at the end) */
 int starnn_conv2d_nchw_in_direct(const struct starnn_conv2d_geom *g, starnn_dtype dt)
 {
-	const int mode = choice_mode(&nchw_in_choice);
+	const int mode = starnn_choice_mode(&nchw_in_choice);
 	if (dt != STARNN_FP32 || mode == STARNN_CONV2D_NCHW_IN_DNNL || !starnn_conv2d_fwd_nchw_direct_ok(g))
 		return 0;
 	return mode == STARNN_CONV2D_NCHW_IN_DIRECT || starnn_conv2d_dnnl_block(STARNN_FP32) == 8;
@@ -228,23 +181,23 @@ int starnn_conv2d_nchw_in_direct(const struct starnn_conv2d_geom *g, starnn_dtyp
 static const char *const convt_names[] = {"auto", "dnnl", "onednn", "direct"};
 static const int convt_values[] = {STARNN_CONVT2D_AUTO, STARNN_CONVT2D_DNNL, STARNN_CONVT2D_DNNL,
                                    STARNN_CONVT2D_DIRECT};
-static struct choice convt_choice = {"STARNN_CONVT2D", "auto, dnnl or direct", convt_names, convt_values, 4, -1, 0, 0,
+static struct starnn_choice convt_choice = {"STARNN_CONVT2D", "auto, dnnl or direct", convt_names, convt_values, 4, -1, 0, 0,
                                      PTHREAD_MUTEX_INITIALIZER};
 
 int starnn_convt2d_route_check(void)
 {
-	return choice_check(&convt_choice);
+	return starnn_choice_check(&convt_choice);
 }
 
 int starnn_convt2d_route_set(enum starnn_convt2d_route mode)
 {
-	return choice_set(&convt_choice, (int)mode, STARNN_CONVT2D_DIRECT, "convt2d: unknown route");
+	return starnn_choice_set(&convt_choice, (int)mode, STARNN_CONVT2D_DIRECT, "convt2d: unknown route");
 }
 
 #ifdef STARNN_HAVE_DNNL /* (without oneDNN: the stubs at the end) */
 int starnn_convt2d_direct(size_t ch, size_t b, starnn_dtype dt)
 {
-	const int mode = choice_mode(&convt_choice);
+	const int mode = starnn_choice_mode(&convt_choice);
 	if (dt != STARNN_FP32 || mode == STARNN_CONVT2D_DNNL || !starnn_convt2d_direct_ok(ch, b))
 		return 0;
 	return mode == STARNN_CONVT2D_DIRECT || starnn_conv2d_dnnl_block(STARNN_FP32) == 8;

@@ -20,6 +20,7 @@ struct bn_args {
 	int update_running;
 	int nslots;              /* workspace slots read */
 	int cb;                  /* the data's channel block (runtime/tensor.h): 1 NCHW, 8 / 16 blocked */
+	int cby;                 /* that of the output side, y and dy: cb or a multiple of it */
 };
 
 #ifdef STARNN_USE_CUDA
@@ -28,7 +29,7 @@ static int bn_can_execute(unsigned workerid, struct starpu_task *task, unsigned 
 {
 	(void)nimpl;
 	const struct bn_args *a = task->cl_arg;
-	return starnn_worker_takes(workerid, a && a->cb > 1);
+	return starnn_worker_takes(workerid, a && (a->cb > 1 || a->cby > 1));
 }
 #endif
 
@@ -114,7 +115,7 @@ static void bn_apply_run(void *buffers[], void *cl_arg, starnn_dtype dt, int cud
 	size_t c = m.cols;
 	if (!cuda) {
 		if (a->cb > 1)
-			starnn_bn_apply_blk_cpu(dt, (size_t)a->cb, x.rows, c, x.cols / c, x.ptr, x.ld, m.ptr, st.ptr,
+			starnn_bn_apply_blk_cpu(dt, (size_t)a->cb, (size_t)a->cby, x.rows, c, x.cols / c, x.ptr, x.ld, m.ptr, st.ptr,
 			                        a->var_given, a->eps, g.ptr, b.ptr, a->relu, y.ptr, y.ld);
 		else
 			starnn_bn_apply_mp_cpu(dt, x.rows, c, x.cols / c, x.ptr, x.ld, m.ptr, st.ptr, a->var_given, a->eps,
@@ -145,7 +146,7 @@ static void bn_bwd_reduce_run(void *buffers[], void *cl_arg, starnn_dtype dt, in
 	size_t c = m.cols;
 	if (!cuda) {
 		if (a->cb > 1)
-			starnn_bn_bwd_reduce_blk_cpu(dt, (size_t)a->cb, x.rows, c, x.cols / c, x.ptr, x.ld, dy.ptr, dy.ld,
+			starnn_bn_bwd_reduce_blk_cpu(dt, (size_t)a->cb, (size_t)a->cby, x.rows, c, x.cols / c, x.ptr, x.ld, dy.ptr, dy.ld,
 			                             y.ptr, y.ld, m.ptr, SLOTS(s), a->accumulate);
 		else
 			starnn_bn_bwd_reduce_mp_cpu(dt, x.rows, c, x.cols / c, x.ptr, x.ld, dy.ptr, dy.ld, y.ptr, y.ld, m.ptr,
@@ -177,7 +178,7 @@ static void bn_bwd_apply_run(void *buffers[], void *cl_arg, starnn_dtype dt, int
 	size_t c = m.cols;
 	if (!cuda) {
 		if (a->cb > 1)
-			starnn_bn_bwd_apply_blk_cpu(dt, (size_t)a->cb, x.rows, c, x.cols / c, x.ptr, x.ld, dy.ptr, dy.ld,
+			starnn_bn_bwd_apply_blk_cpu(dt, (size_t)a->cb, (size_t)a->cby, x.rows, c, x.cols / c, x.ptr, x.ld, dy.ptr, dy.ld,
 			                            y.ptr, y.ld, m.ptr, is.ptr, g.ptr, (size_t)a->nslots, SLOTS(w),
 			                            SLOT_LD(w), a->count, a->beta, dx.ptr, dx.ld);
 		else
@@ -353,18 +354,44 @@ static int check_data(const char *op, const char *what, const starnn_tensor *x, 
 	return 0;
 }
 
-/* b has the shape of a (same N, C, inner). */
+/* b has the dtype and shape of a (same N, C, inner). */
+static int same_shape(const starnn_tensor *a, const starnn_tensor *b)
+{
+	return b->dtype == a->dtype && b->ndim >= 2 && b->rows == a->rows && b->cols == a->cols &&
+	       b->shape[1] == a->shape[1];
+}
+
+/* b has the shape and layout of a. */
 static int check_like(const char *op, const char *what, const starnn_tensor *a, const starnn_tensor *b)
 {
-	starnn_dtype dt = a->dtype;
 	char da[128], db[128];
 	if (!b)
 		return starnn_error(STARNN_EINVAL, "%s: %s is NULL", op, what);
-	if (b->dtype != dt || b->ndim < 2 || b->rows != a->rows || b->cols != a->cols || b->shape[1] != a->shape[1] ||
-	    b->cblock != a->cblock)
+	if (!same_shape(a, b) || b->cblock != a->cblock)
 		return starnn_error(STARNN_EINVAL, "%s: %s must be %s of the shape and layout of %s, got %s", op, what,
-		                    starnn_dtype_name(dt),
-		                    starnn_tensor_describe(a, da, sizeof da), starnn_tensor_describe(b, db, sizeof db));
+		                    starnn_dtype_name(a->dtype), starnn_tensor_describe(a, da, sizeof da),
+		                    starnn_tensor_describe(b, db, sizeof db));
+	return 0;
+}
+
+int starnn_batchnorm_out_layout_ok(int64_t channels, int cb, int cby)
+{
+	return cby == cb || (cb > 1 && cby > cb && cby % cb == 0 && channels % cby == 0);
+}
+
+/* b, on the output side of a (y or dy of x): a's shape, in a's layout or
+ * one starnn_batchnorm_out_layout_ok allows. */
+static int check_out_like(const char *op, const char *what, const starnn_tensor *a, const starnn_tensor *b)
+{
+	char da[128], db[128];
+	if (!b)
+		return starnn_error(STARNN_EINVAL, "%s: %s is NULL", op, what);
+	if (!same_shape(a, b) || !starnn_batchnorm_out_layout_ok(a->shape[1], a->cblock, b->cblock))
+		return starnn_error(STARNN_EINVAL,
+		                    "%s: %s must be %s of the shape of %s, in its layout or in blocks of a multiple of its "
+		                    "block dividing the channels, got %s",
+		                    op, what, starnn_dtype_name(a->dtype), starnn_tensor_describe(a, da, sizeof da),
+		                    starnn_tensor_describe(b, db, sizeof db));
 	return 0;
 }
 
@@ -491,7 +518,7 @@ static int bn_apply_dt(starnn_tensor *x, starnn_tensor *mean, starnn_tensor *sta
 	const char *op = "bn_apply";
 	int64_t c = 0;
 	STARNN_CHECK(check_data(op, "x", x, &c, NULL, dt));
-	STARNN_CHECK(check_like(op, "y", x, y));
+	STARNN_CHECK(check_out_like(op, "y", x, y));
 	STARNN_CHECK(check_distinct(op, y, x));
 	STARNN_CHECK(check_vec(op, "mean", mean, c));
 	STARNN_CHECK(check_vec(op, var_given ? "var" : "invstd", stat, c));
@@ -499,7 +526,7 @@ static int bn_apply_dt(starnn_tensor *x, starnn_tensor *mean, starnn_tensor *sta
 	STARNN_CHECK(check_vec(op, "beta", beta, c));
 	if (var_given && !(eps > 0))
 		return starnn_error(STARNN_EINVAL, "%s: need eps > 0, got %g", op, eps);
-	struct bn_args a = {.eps = eps, .relu = relu != 0, .var_given = var_given != 0, .cb = x->cblock};
+	struct bn_args a = {.eps = eps, .relu = relu != 0, .var_given = var_given != 0, .cb = x->cblock, .cby = y->cblock};
 	struct starnn_task_desc d = {.cl = apply_cls[dt], .args = &a, .args_size = sizeof a, .flops = BN_FLOPS(3, x),
 	                             .tensors = {x, mean, stat, gamma, beta, y}};
 	return starnn_submit(&d);
@@ -511,14 +538,14 @@ static int bn_bwd_reduce_dt(starnn_tensor *x, starnn_tensor *dy, starnn_tensor *
 	const char *op = "bn_bwd_reduce";
 	int64_t c = 0;
 	STARNN_CHECK(check_data(op, "x", x, &c, NULL, dt));
-	STARNN_CHECK(check_like(op, "dy", x, dy));
+	STARNN_CHECK(check_out_like(op, "dy", x, dy));
 	if (y)
-		STARNN_CHECK(check_like(op, "y", x, y));
+		STARNN_CHECK(check_like(op, "y", dy, y));
 	STARNN_CHECK(check_vec(op, "mean", mean, c));
 	STARNN_CHECK(check_work(op, slot, c, 1));
 	if (slot->rows != 1)
 		return starnn_error(STARNN_EINVAL, "%s: the slot must be one workspace row, got %zu rows", op, slot->rows);
-	struct bn_args a = {.accumulate = accumulate != 0, .relu = y != NULL, .cb = x->cblock};
+	struct bn_args a = {.accumulate = accumulate != 0, .relu = y != NULL, .cb = x->cblock, .cby = dy->cblock};
 	struct starnn_task_desc d = {.args = &a, .args_size = sizeof a, .flops = BN_FLOPS(4, x)};
 	if (y) {
 		d.cl = reduce_cls[1][dt];
@@ -558,9 +585,9 @@ static int bn_bwd_apply_dt(starnn_tensor *x, starnn_tensor *dy, starnn_tensor *y
 	const char *op = "bn_bwd_apply";
 	int64_t c = 0;
 	STARNN_CHECK(check_data(op, "x", x, &c, NULL, dt));
-	STARNN_CHECK(check_like(op, "dy", x, dy));
+	STARNN_CHECK(check_out_like(op, "dy", x, dy));
 	if (y)
-		STARNN_CHECK(check_like(op, "y", x, y));
+		STARNN_CHECK(check_like(op, "y", dy, y));
 	STARNN_CHECK(check_like(op, "dx", x, dx));
 	STARNN_CHECK(check_distinct(op, dx, x));
 	STARNN_CHECK(check_distinct(op, dx, dy));
@@ -572,7 +599,8 @@ static int bn_bwd_apply_dt(starnn_tensor *x, starnn_tensor *dy, starnn_tensor *y
 	STARNN_CHECK(check_work(op, work, c, nslots));
 	if (!(count > 1))
 		return starnn_error(STARNN_EINVAL, "%s: expected more than 1 value per channel, got %g", op, count);
-	struct bn_args a = {.count = count, .beta = beta, .relu = y != NULL, .nslots = nslots, .cb = x->cblock};
+	struct bn_args a = {.count = count, .beta = beta, .relu = y != NULL, .nslots = nslots, .cb = x->cblock,
+	                    .cby = dy->cblock};
 	struct starnn_task_desc d = {.args = &a, .args_size = sizeof a, .flops = BN_FLOPS(5, x)};
 	if (y) {
 		d.cl = bwd_apply_cls[1][beta != 0][dt];
@@ -729,13 +757,15 @@ static int check_parts(const char *op, const starnn_batchnorm *bn, int nparts, s
 
 /* How many channel blocks a call uses: bn->nblocks when there are fewer
  * parts than workers and each block stays large enough (and, for blocked
- * data, holds whole blocks of channels), else 1. */
-static int call_blocks(const starnn_batchnorm *bn, int nparts, starnn_tensor *const *x)
+ * data, holds whole blocks of channels of x and of the output side out),
+ * else 1. */
+static int call_blocks(const starnn_batchnorm *bn, int nparts, starnn_tensor *const *x, starnn_tensor *const *out)
 {
 	if (bn->nblocks < 2 || nparts >= (int)starpu_worker_get_count())
 		return 1;
 	for (int b = 0; b < bn->nblocks; b++)
-		if (block_channels(bn->channels, bn->nblocks, b) % x[0]->cblock)
+		if (block_channels(bn->channels, bn->nblocks, b) % x[0]->cblock ||
+		    block_channels(bn->channels, bn->nblocks, b) % out[0]->cblock)
 			return 1;
 	return x[0]->rows * x[0]->cols / (size_t)bn->nblocks >= BN_MIN_BLOCK_ELEMS ? bn->nblocks : 1;
 }
@@ -865,11 +895,11 @@ static int batchnorm_fwd_dt(starnn_batchnorm *bn, int training, int nparts, star
 	if (!y)
 		return starnn_error(STARNN_EINVAL, "%s: y is NULL", op);
 	for (int p = 0; p < nparts; p++)
-		STARNN_CHECK(check_like(op, "y", x[p], y[p]));
+		STARNN_CHECK(check_out_like(op, "y", x[p], y[p]));
 	if (training && !(count > 1))
 		return starnn_error(STARNN_EINVAL, "%s: expected more than 1 value per channel when training, got %g", op,
 		                    count);
-	int nb = call_blocks(bn, nparts, x);
+	int nb = call_blocks(bn, nparts, x, y);
 	struct bn_block k[nb];
 	STARNN_CHECK(blocks_alloc(k, nb, nparts));
 	int rc = 0;
@@ -919,12 +949,12 @@ static int batchnorm_bwd_dt(starnn_batchnorm *bn, int nparts, starnn_tensor *con
 	if (!dgamma != !dbeta)
 		return starnn_error(STARNN_EINVAL, "%s: give both dgamma and dbeta, or neither", op);
 	for (int p = 0; p < nparts; p++) { /* before splitting them */
-		STARNN_CHECK(check_like(op, "dy", x[p], dy[p]));
+		STARNN_CHECK(check_out_like(op, "dy", x[p], dy[p]));
 		STARNN_CHECK(check_like(op, "dx", x[p], dx[p]));
 		if (bn->relu)
-			STARNN_CHECK(check_like(op, "y", x[p], y[p]));
+			STARNN_CHECK(check_like(op, "y", dy[p], y[p]));
 	}
-	int nb = call_blocks(bn, nparts, x);
+	int nb = call_blocks(bn, nparts, x, dy);
 	struct bn_block k[nb];
 	STARNN_CHECK(blocks_alloc(k, nb, nparts));
 	int rc = 0;

@@ -99,20 +99,24 @@ void starnn_bn_bwd_apply_mp_cpu(starnn_dtype dt, size_t n, size_t c, size_t inne
                                 const float *invstd, const float *gamma, size_t nslots, const double *slots,
                                 size_t lds, double count, float beta, void *dx, size_t lddx);
 
-/* The same on blocked data (runtime/tensor.h: nChw8c / nChw16c, cb = 8 or
- * 16 channels per block, c a multiple of cb; rows ld apart as above). A
- * channel's sums run in another order than the NCHW kernels' (agreeing to
- * double rounding); y and dx are computed element by element as there. */
+/* The same on blocked data (runtime/tensor.h: blocks of cb channels, a
+ * multiple of 8, c a multiple of cb; nChw8c / nChw16c, NHWC when cb = c;
+ * rows ld apart as above). The output side (y, dy) is in blocks of cby, a
+ * multiple of cb dividing c (cby = cb: the same layout; a concatenation in
+ * blocks of its halves normalised into one NHWC tensor: cb = c / 2, cby =
+ * c). A channel's sums run in another order than the NCHW kernels'
+ * (agreeing to double rounding); y and dx are computed element by element
+ * as there. */
 void starnn_bn_stats_blk_cpu(starnn_dtype dt, size_t cb, size_t n, size_t c, size_t inner, const void *x,
                              size_t ldx, double *sums, int accumulate);
-void starnn_bn_apply_blk_cpu(starnn_dtype dt, size_t cb, size_t n, size_t c, size_t inner, const void *x,
+void starnn_bn_apply_blk_cpu(starnn_dtype dt, size_t cb, size_t cby, size_t n, size_t c, size_t inner, const void *x,
                              size_t ldx, const float *mean, const float *stat, int var_given, float eps,
                              const float *gamma, const float *beta, int relu, void *y, size_t ldy);
-void starnn_bn_bwd_reduce_blk_cpu(starnn_dtype dt, size_t cb, size_t n, size_t c, size_t inner, const void *x,
-                                  size_t ldx, const void *dy, size_t lddy, const void *y, size_t ldy,
+void starnn_bn_bwd_reduce_blk_cpu(starnn_dtype dt, size_t cb, size_t cby, size_t n, size_t c, size_t inner,
+                                  const void *x, size_t ldx, const void *dy, size_t lddy, const void *y, size_t ldy,
                                   const float *mean, double *sums, int accumulate);
-void starnn_bn_bwd_apply_blk_cpu(starnn_dtype dt, size_t cb, size_t n, size_t c, size_t inner, const void *x,
-                                 size_t ldx, const void *dy, size_t lddy, const void *y, size_t ldy,
+void starnn_bn_bwd_apply_blk_cpu(starnn_dtype dt, size_t cb, size_t cby, size_t n, size_t c, size_t inner,
+                                 const void *x, size_t ldx, const void *dy, size_t lddy, const void *y, size_t ldy,
                                  const float *mean, const float *invstd, const float *gamma, size_t nslots,
                                  const double *slots, size_t lds, double count, float beta, void *dx, size_t lddx);
 
@@ -225,6 +229,13 @@ int starnn_batchnorm_fwd(starnn_batchnorm *bn, int training, int nparts, starnn_
 int starnn_batchnorm_bwd(starnn_batchnorm *bn, int nparts, starnn_tensor *const *x, starnn_tensor *const *y,
                          starnn_tensor *const *dy, starnn_tensor *const *dx, float dx_beta, starnn_tensor *dgamma,
                          starnn_tensor *dbeta, float param_beta);
+
+/* Layouts (runtime/tensor.h): x and dx in one layout; y and dy in one
+ * layout, x's or, where starnn_batchnorm_out_layout_ok, blocks of a
+ * multiple of x's. A decoder's concatenation, in blocks of its halves
+ * (the layout its writers keep), is normalised this way into the one NHWC
+ * tensor its convolution reads. Other combinations are refused. */
+int starnn_batchnorm_out_layout_ok(int64_t channels, int cb, int cby);
 
 /* Mixed precision: the data x, y, dy, dx of every part all fp16 or all
  * bf16; parameters, running and batch statistics, the workspace and the

@@ -1226,8 +1226,8 @@ const char *starnn_conv2d_layout_note(starnn_dtype dt, int nparts, char *buf, si
 	int b = wanted_block(dt, nparts, &why);
 	if (b == STARNN_CONV2D_NHWC)
 		snprintf(buf, size,
-		         "NHWC (%s) where the channels are a multiple of 8, a concatenation as its two NHWC halves: no "
-		         "reorder around the convolutions but those reading a concatenation; NCHW elsewhere",
+		         "NHWC (%s) where the channels are a multiple of 8, a concatenation as its two NHWC halves "
+		         "(its batch norm writes one NHWC tensor): no reorder between NHWC tensors; NCHW elsewhere",
 		         getenv("STARNN_LAYOUT") && !strcmp(getenv("STARNN_LAYOUT"), "nhwc") ? "STARNN_LAYOUT=nhwc"
 		                                                                       : "oneDNN's pick for bf16 on AMX");
 	else if (b > 1 && why)

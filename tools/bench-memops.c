@@ -98,13 +98,24 @@ typedef void (*adam_fn)(size_t, size_t, const struct starnn_adam_step *, float *
 typedef void (*sgd_fn)(size_t, size_t, const struct starnn_sgd_step *, float *, size_t, const float *, size_t, float *,
                        size_t);
 typedef void (*bn_stats_blk_fn)(starnn_dtype, size_t, size_t, size_t, size_t, const void *, size_t, double *, int);
-typedef void (*bn_apply_blk_fn)(starnn_dtype, size_t, size_t, size_t, size_t, const void *, size_t, const float *,
-                                const float *, int, float, const float *, const float *, int, void *, size_t);
-typedef void (*bn_reduce_blk_fn)(starnn_dtype, size_t, size_t, size_t, size_t, const void *, size_t, const void *,
-                                 size_t, const void *, size_t, const float *, double *, int);
-typedef void (*bn_bapply_blk_fn)(starnn_dtype, size_t, size_t, size_t, size_t, const void *, size_t, const void *,
-                                 size_t, const void *, size_t, const float *, const float *, const float *, size_t,
-                                 const double *, size_t, double, float, void *, size_t);
+/* the blocked batch-norm passes with the output side's block (cby) after
+ * cb; builds without starnn_batchnorm_out_layout_ok have no cby (the _v1
+ * types) */
+typedef void (*bn_apply_blk_fn)(starnn_dtype, size_t, size_t, size_t, size_t, size_t, const void *, size_t,
+                                const float *, const float *, int, float, const float *, const float *, int, void *,
+                                size_t);
+typedef void (*bn_reduce_blk_fn)(starnn_dtype, size_t, size_t, size_t, size_t, size_t, const void *, size_t,
+                                 const void *, size_t, const void *, size_t, const float *, double *, int);
+typedef void (*bn_bapply_blk_fn)(starnn_dtype, size_t, size_t, size_t, size_t, size_t, const void *, size_t,
+                                 const void *, size_t, const void *, size_t, const float *, const float *,
+                                 const float *, size_t, const double *, size_t, double, float, void *, size_t);
+typedef void (*bn_apply_blk_v1_fn)(starnn_dtype, size_t, size_t, size_t, size_t, const void *, size_t, const float *,
+                                   const float *, int, float, const float *, const float *, int, void *, size_t);
+typedef void (*bn_reduce_blk_v1_fn)(starnn_dtype, size_t, size_t, size_t, size_t, const void *, size_t, const void *,
+                                    size_t, const void *, size_t, const float *, double *, int);
+typedef void (*bn_bapply_blk_v1_fn)(starnn_dtype, size_t, size_t, size_t, size_t, const void *, size_t, const void *,
+                                    size_t, const void *, size_t, const float *, const float *, const float *, size_t,
+                                    const double *, size_t, double, float, void *, size_t);
 typedef void (*mp_fwd_blk_fn)(starnn_dtype, size_t, size_t, size_t, size_t, size_t, const void *, size_t, void *,
                               size_t);
 typedef void (*mp_bwd_blk_fn)(starnn_dtype, size_t, size_t, size_t, size_t, size_t, const void *, size_t,
@@ -153,6 +164,7 @@ struct lib {
 	bn_apply_blk_fn bn_apply_blk;
 	bn_reduce_blk_fn bn_reduce_blk;
 	bn_bapply_blk_fn bn_bapply_blk;
+	int bn_blk_v1; /* the blocked passes above have no cby (older builds) */
 	mp_fwd_blk_fn mp_fwd_blk;
 	mp_bwd_blk_fn mp_bwd_blk;
 };
@@ -244,6 +256,7 @@ static void open_lib(const char *arg)
 	l->wire_name = (wire_name_fn)sym(l, "starnn_wire_name", 0);
 	if (!l->compress || !l->decompress || !l->wire_bytes || !l->wire_name)
 		l->compress = NULL;
+	l->bn_blk_v1 = !sym(l, "starnn_batchnorm_out_layout_ok", 0);
 	l->bn_stats_blk = (bn_stats_blk_fn)sym(l, "starnn_bn_stats_blk_cpu", 0);
 	l->bn_apply_blk = (bn_apply_blk_fn)sym(l, "starnn_bn_apply_blk_cpu", 0);
 	l->bn_reduce_blk = (bn_reduce_blk_fn)sym(l, "starnn_bn_bwd_reduce_blk_cpu", 0);
@@ -609,15 +622,31 @@ static void run_kernel(struct lib *l, enum kernel k, struct bufs *b)
 		l->bn_stats_blk(dt, b->cb, n, c, inner, b->x, cols, b->slot, 0);
 		break;
 	case K_BN_APPLY_BLK:
-		l->bn_apply_blk(dt, b->cb, n, c, inner, b->x, cols, b->mean, b->invstd, 0, 1e-5f, b->gamma, b->beta, 1, b->y,
-		                cols);
+		if (l->bn_blk_v1)
+			((bn_apply_blk_v1_fn)(void (*)(void))l->bn_apply_blk)(dt, b->cb, n, c, inner, b->x, cols, b->mean,
+			                                                      b->invstd, 0, 1e-5f, b->gamma, b->beta, 1,
+			                                                      b->y, cols);
+		else
+			l->bn_apply_blk(dt, b->cb, b->cb, n, c, inner, b->x, cols, b->mean, b->invstd, 0, 1e-5f, b->gamma,
+			                b->beta, 1, b->y, cols);
 		break;
 	case K_BN_REDUCE_BLK:
-		l->bn_reduce_blk(dt, b->cb, n, c, inner, b->x, cols, b->dy, cols, b->y, cols, b->mean, b->slot, 0);
+		if (l->bn_blk_v1)
+			((bn_reduce_blk_v1_fn)(void (*)(void))l->bn_reduce_blk)(dt, b->cb, n, c, inner, b->x, cols, b->dy,
+			                                                        cols, b->y, cols, b->mean, b->slot, 0);
+		else
+			l->bn_reduce_blk(dt, b->cb, b->cb, n, c, inner, b->x, cols, b->dy, cols, b->y, cols, b->mean, b->slot,
+			                 0);
 		break;
 	case K_BN_BAPPLY_BLK:
-		l->bn_bapply_blk(dt, b->cb, n, c, inner, b->x, cols, b->dy, cols, b->y, cols, b->mean, b->invstd, b->gamma,
-		                 1, b->slot, 2 * c, (double)N, 0.0f, b->dx, cols);
+		if (l->bn_blk_v1)
+			((bn_bapply_blk_v1_fn)(void (*)(void))l->bn_bapply_blk)(dt, b->cb, n, c, inner, b->x, cols, b->dy,
+			                                                        cols, b->y, cols, b->mean, b->invstd,
+			                                                        b->gamma, 1, b->slot, 2 * c, (double)N,
+			                                                        0.0f, b->dx, cols);
+		else
+			l->bn_bapply_blk(dt, b->cb, b->cb, n, c, inner, b->x, cols, b->dy, cols, b->y, cols, b->mean,
+			                 b->invstd, b->gamma, 1, b->slot, 2 * c, (double)N, 0.0f, b->dx, cols);
 		break;
 	case K_MP_FWD_BLK:
 		l->mp_fwd_blk(dt, b->cb, n, c, h, w, b->x, cols, b->py, cols / 4);

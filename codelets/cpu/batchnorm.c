@@ -523,6 +523,54 @@ STARNN_SIMD_INLINE int bf16_in_registers(int level, starnn_dtype dt, size_t B)
 	return level == STARNN_SIMD_AVX512 && dt == STARNN_BF16 && B % 16 == 0;
 }
 #define BLK16_AT(p) __extension__({ starnn_vf16 f_; memcpy(&f_, (p), sizeof f_); f_; })
+
+/* The output side (y and dy) may be in blocks of P channels, a multiple of
+ * the input side's B (x and dx): a concatenation in blocks of its halves,
+ * normalised into one NHWC tensor for the convolution that reads it. The
+ * B lanes from channel k of sample r are then a row of B elements per
+ * pixel, the rows P apart (P = B: plane()). */
+STARNN_SIMD_INLINE const char *plane_of(starnn_dtype dt, const void *base, size_t r, size_t ld, size_t k,
+                                        size_t inner, size_t P)
+{
+	return (const char *)base + (r * ld + k / P * P * inner + k % P) * starnn_halfrow_es(dt);
+}
+
+/* The len / B pixels of such rows from p as one fp32 chunk (in buf unless
+ * P = B and fp32), as starnn_halfrow_load. */
+STARNN_SIMD_INLINE const float *rows_load(starnn_dtype dt, const char *p, size_t len, size_t B, size_t P, float *buf)
+{
+	if (P == B)
+		return starnn_halfrow_load(dt, p, len, buf);
+	const size_t es = starnn_halfrow_es(dt);
+	for (size_t i = 0; i < len; i += B) {
+		const float *v = starnn_halfrow_load(dt, p + i / B * P * es, B, buf + i);
+		if (v != buf + i)
+			memcpy(buf + i, v, B * sizeof *buf);
+	}
+	return buf;
+}
+
+/* Where a chunk's results for such rows go (starnn_halfrow_out), and
+ * their store. */
+STARNN_SIMD_INLINE float *rows_out(starnn_dtype dt, char *p, size_t B, size_t P, float *buf)
+{
+	return P == B ? starnn_halfrow_out(dt, p, buf) : buf;
+}
+
+STARNN_SIMD_INLINE void rows_store(starnn_dtype dt, const float *v, size_t len, char *p, size_t B, size_t P)
+{
+	if (P == B) {
+		starnn_halfrow_store(dt, v, len, p);
+		return;
+	}
+	const size_t es = starnn_halfrow_es(dt);
+	for (size_t i = 0; i < len; i += B) {
+		if (dt == STARNN_FP32)
+			memcpy(p + i / B * P * es, v + i, B * sizeof *v);
+		else
+			starnn_halfrow_store(dt, v + i, B, p + i / B * P * es);
+	}
+}
 #define BLK16_RELU(v) __extension__({ starnn_vf16 r_ = (v); (starnn_vf16)((starnn_vi16)r_ & ~(r_ < 0)); })
 
 #ifdef STARNN_SIMD_X86
@@ -643,10 +691,10 @@ void starnn_bn_stats_blk_cpu(starnn_dtype dt, size_t cb, size_t n, size_t c, siz
 
 /* Each chunk of whole pixels walked once per group of 8 lanes, that
  * group's parameters in registers. */
-STARNN_SIMD_INLINE void bn_apply_blk_any(int level, starnn_dtype dt, size_t B, size_t n, size_t c, size_t inner,
-                                         const void *x, size_t ldx, const float *mean, const float *stat,
-                                         int var_given, float eps, const float *gamma, const float *beta, int relu,
-                                         void *y, size_t ldy)
+STARNN_SIMD_INLINE void bn_apply_blk_any(int level, starnn_dtype dt, size_t B, size_t P, size_t n, size_t c,
+                                         size_t inner, const void *x, size_t ldx, const float *mean,
+                                         const float *stat, int var_given, float eps, const float *gamma,
+                                         const float *beta, int relu, void *y, size_t ldy)
 {
 	const size_t es = starnn_halfrow_es(dt), step = BLK_BUF / B * B, len_all = inner * B;
 	float xbuf[BLK_BUF], ybuf[BLK_BUF], m[BLK_MAX], sc[BLK_MAX], b[BLK_MAX];
@@ -658,62 +706,64 @@ STARNN_SIMD_INLINE void bn_apply_blk_any(int level, starnn_dtype dt, size_t B, s
 		}
 		for (size_t r = 0; r < n; r++) {
 			const char *xp = plane(dt, x, r, ldx, k0, inner);
-			char *yp = (char *)plane(dt, y, r, ldy, k0, inner);
+			char *yp = (char *)plane_of(dt, y, r, ldy, k0, inner, P);
 			if (bf16_in_registers(level, dt, B)) {
 				const uint16_t *xh = (const uint16_t *)(const void *)xp;
 				uint16_t *yh = (uint16_t *)(void *)yp;
-				for (size_t i = 0; i < len_all; i += B)
+				for (size_t i = 0, o = 0; i < len_all; i += B, o += P)
 					for (size_t q = 0; q < B; q += 16) {
 						starnn_vf16 v = STARNN_BF16X16_WIDEN(xh + i + q) - BLK16_AT(m + q);
 						v = v * BLK16_AT(sc + q) + BLK16_AT(b + q);
 						if (relu)
 							v = BLK16_RELU(v);
-						STARNN_BF16X16_NARROW(yh + i + q, v);
+						STARNN_BF16X16_NARROW(yh + o + q, v);
 					}
 				continue;
 			}
 			for (size_t i0 = 0; i0 < len_all; i0 += step) {
 				size_t len = min_sz(step, len_all - i0);
+				char *yc = yp + i0 / B * P * es;
 				const float *xv = starnn_halfrow_load(dt, xp + i0 * es, len, xbuf);
-				float *yv = starnn_halfrow_out(dt, yp + i0 * es, ybuf);
+				float *yv = rows_out(dt, yc, B, P, ybuf);
 				for (size_t q = 0; q < B; q += 8) {
 					if (level == STARNN_SIMD_GENERIC)
 						BLK_APPLY_GROUP(starnn_vf4, 4);
 					else
 						BLK_APPLY_GROUP(starnn_vf8, 8);
 				}
-				starnn_halfrow_store(dt, yv, len, yp + i0 * es);
+				rows_store(dt, yv, len, yc, B, P);
 			}
 		}
 	}
 }
 
-STARNN_SIMD_INLINE void bn_apply_blk_impl(int level, starnn_dtype dt, size_t cb, size_t n, size_t c, size_t inner,
-                                          const void *x, size_t ldx, const float *mean, const float *stat,
-                                          int var_given, float eps, const float *gamma, const float *beta, int relu,
-                                          void *y, size_t ldy)
+STARNN_SIMD_INLINE void bn_apply_blk_impl(int level, starnn_dtype dt, size_t cb, size_t cby, size_t n, size_t c,
+                                          size_t inner, const void *x, size_t ldx, const float *mean,
+                                          const float *stat, int var_given, float eps, const float *gamma,
+                                          const float *beta, int relu, void *y, size_t ldy)
 {
 	if (cb == 16)
-		bn_apply_blk_any(level, dt, 16, n, c, inner, x, ldx, mean, stat, var_given, eps, gamma, beta, relu, y,
+		bn_apply_blk_any(level, dt, 16, cby, n, c, inner, x, ldx, mean, stat, var_given, eps, gamma, beta, relu, y,
 		                 ldy);
 	else if (cb == 8)
-		bn_apply_blk_any(level, dt, 8, n, c, inner, x, ldx, mean, stat, var_given, eps, gamma, beta, relu, y, ldy);
+		bn_apply_blk_any(level, dt, 8, cby, n, c, inner, x, ldx, mean, stat, var_given, eps, gamma, beta, relu, y,
+		                 ldy);
 	else
-		bn_apply_blk_any(level, dt, cb, n, c, inner, x, ldx, mean, stat, var_given, eps, gamma, beta, relu, y,
+		bn_apply_blk_any(level, dt, cb, cby, n, c, inner, x, ldx, mean, stat, var_given, eps, gamma, beta, relu, y,
 		                 ldy);
 }
 STARNN_SIMD_CLONES_LEVEL(bn_apply_blk_impl,
-                         (starnn_dtype dt, size_t cb, size_t n, size_t c, size_t inner, const void *x, size_t ldx,
-                          const float *mean, const float *stat, int var_given, float eps, const float *gamma,
-                          const float *beta, int relu, void *y, size_t ldy),
-                         dt, cb, n, c, inner, x, ldx, mean, stat, var_given, eps, gamma, beta, relu, y, ldy)
+                         (starnn_dtype dt, size_t cb, size_t cby, size_t n, size_t c, size_t inner, const void *x,
+                          size_t ldx, const float *mean, const float *stat, int var_given, float eps,
+                          const float *gamma, const float *beta, int relu, void *y, size_t ldy),
+                         dt, cb, cby, n, c, inner, x, ldx, mean, stat, var_given, eps, gamma, beta, relu, y, ldy)
 
-void starnn_bn_apply_blk_cpu(starnn_dtype dt, size_t cb, size_t n, size_t c, size_t inner, const void *x,
+void starnn_bn_apply_blk_cpu(starnn_dtype dt, size_t cb, size_t cby, size_t n, size_t c, size_t inner, const void *x,
                              size_t ldx, const float *mean, const float *stat, int var_given, float eps,
                              const float *gamma, const float *beta, int relu, void *y, size_t ldy)
 {
 	STARNN_SIMD_CALL(bn_apply_blk_impl,
-	                 (dt, cb, n, c, inner, x, ldx, mean, stat, var_given, eps, gamma, beta, relu, y, ldy));
+	                 (dt, cb, cby, n, c, inner, x, ldx, mean, stat, var_given, eps, gamma, beta, relu, y, ldy));
 }
 
 /* As BLK_STATS_GROUP: sum g, sum g * (x - m) of groups q .. q + G - 1,
@@ -747,12 +797,12 @@ void starnn_bn_apply_blk_cpu(starnn_dtype dt, size_t cb, size_t n, size_t c, siz
 		for (int h = 0; h < 2 * NK; h++)                                                               \
 			a_[h] = _mm512_loadu_pd(sa + q + 8 * h), b_[h] = _mm512_loadu_pd(sb + q + 8 * h),       \
 			m_[h] = _mm512_loadu_pd(m + q + 8 * h);                                                  \
-		for (size_t i = q; i < len; i += B)                                                            \
+		for (size_t i = q, o = q; i < len; i += B, o += P)                                             \
 			for (int k = 0; k < NK; k++) {                                                         \
-				__m512 gf = STARNN_BF16X16_WIDEN_PS(g + i + 16 * k);                           \
+				__m512 gf = STARNN_BF16X16_WIDEN_PS(g + o + 16 * k);                           \
 				__m512 xf = STARNN_BF16X16_WIDEN_PS(x + i + 16 * k);                           \
 				if (y) {                                                                       \
-					__m512 yf = STARNN_BF16X16_WIDEN_PS(y + i + 16 * k);                   \
+					__m512 yf = STARNN_BF16X16_WIDEN_PS(y + o + 16 * k);                   \
 					gf = _mm512_maskz_mov_ps(                                              \
 					    _mm512_cmp_ps_mask(yf, _mm512_setzero_ps(), _CMP_GT_OQ), gf);      \
 				}                                                                              \
@@ -770,15 +820,17 @@ void starnn_bn_apply_blk_cpu(starnn_dtype dt, size_t cb, size_t n, size_t c, siz
 			_mm512_storeu_pd(sa + q + 8 * h, a_[h]), _mm512_storeu_pd(sb + q + 8 * h, b_[h]);       \
 	} while (0)
 /* Lanes in groups of up to 64 (their 16 sums and 8 means in registers);
- * blocks of more than 64 lanes walk the plane once per group. */
-STARNN_TARGET_AVX512 static void bf16_bwd_reduce_avx512(size_t B, size_t len, const uint16_t *x, const uint16_t *g,
-                                                         const uint16_t *y, const double *m, double *sa, double *sb)
+ * blocks of more than 64 lanes walk the plane once per group. g and y in
+ * rows P apart (plane_of). */
+STARNN_TARGET_AVX512 static void bf16_bwd_reduce_avx512(size_t B, size_t P, size_t len, const uint16_t *x,
+                                                         const uint16_t *g, const uint16_t *y, const double *m,
+                                                         double *sa, double *sb)
 {
 	BF16_LANE_GROUPS(BF16_BWD_REDUCE);
 }
 #endif
 
-STARNN_SIMD_INLINE void bn_bwd_reduce_blk_any(int level, starnn_dtype dt, size_t B, size_t n, size_t c,
+STARNN_SIMD_INLINE void bn_bwd_reduce_blk_any(int level, starnn_dtype dt, size_t B, size_t P, size_t n, size_t c,
                                               size_t inner, const void *x, size_t ldx, const void *dy, size_t lddy,
                                               const void *y, size_t ldy, const float *mean, double *sums,
                                               int accumulate)
@@ -792,11 +844,11 @@ STARNN_SIMD_INLINE void bn_bwd_reduce_blk_any(int level, starnn_dtype dt, size_t
 		for (size_t j = 0; j < B; j++)
 			m[j] = mean[k0 + j], sa[j] = 0, sb[j] = 0;
 		for (size_t r = 0; r < n; r++) {
-			const char *xp = plane(dt, x, r, ldx, k0, inner), *gp = plane(dt, dy, r, lddy, k0, inner);
-			const char *yp = y ? plane(dt, y, r, ldy, k0, inner) : NULL;
+			const char *xp = plane(dt, x, r, ldx, k0, inner), *gp = plane_of(dt, dy, r, lddy, k0, inner, P);
+			const char *yp = y ? plane_of(dt, y, r, ldy, k0, inner, P) : NULL;
 #ifdef STARNN_SIMD_X86
 			if (bf16_in_registers(level, dt, B)) {
-				bf16_bwd_reduce_avx512(B, len_all, (const uint16_t *)(const void *)xp,
+				bf16_bwd_reduce_avx512(B, P, len_all, (const uint16_t *)(const void *)xp,
 				                       (const uint16_t *)(const void *)gp, (const uint16_t *)(const void *)yp, m,
 				                       sa, sb);
 				continue;
@@ -804,9 +856,10 @@ STARNN_SIMD_INLINE void bn_bwd_reduce_blk_any(int level, starnn_dtype dt, size_t
 #endif
 			for (size_t i0 = 0; i0 < len_all; i0 += step) {
 				size_t len = min_sz(step, len_all - i0);
+				const size_t o0 = i0 / B * P * es;
 				const float *xv = starnn_halfrow_load(dt, xp + i0 * es, len, xbuf);
-				const float *gv = starnn_halfrow_load(dt, gp + i0 * es, len, gbuf);
-				const float *yv = yp ? starnn_halfrow_load(dt, yp + i0 * es, len, ybuf) : NULL;
+				const float *gv = rows_load(dt, gp + o0, len, B, P, gbuf);
+				const float *yv = yp ? rows_load(dt, yp + o0, len, B, P, ybuf) : NULL;
 				BLK_WALK(BLK_BWD_GROUP);
 			}
 		}
@@ -817,29 +870,30 @@ STARNN_SIMD_INLINE void bn_bwd_reduce_blk_any(int level, starnn_dtype dt, size_t
 	}
 }
 
-STARNN_SIMD_INLINE void bn_bwd_reduce_blk_impl(int level, starnn_dtype dt, size_t cb, size_t n, size_t c,
-                                               size_t inner, const void *x, size_t ldx, const void *dy, size_t lddy,
-                                               const void *y, size_t ldy, const float *mean, double *sums,
-                                               int accumulate)
+STARNN_SIMD_INLINE void bn_bwd_reduce_blk_impl(int level, starnn_dtype dt, size_t cb, size_t cby, size_t n,
+                                               size_t c, size_t inner, const void *x, size_t ldx, const void *dy,
+                                               size_t lddy, const void *y, size_t ldy, const float *mean,
+                                               double *sums, int accumulate)
 {
 	if (cb == 16)
-		bn_bwd_reduce_blk_any(level, dt, 16, n, c, inner, x, ldx, dy, lddy, y, ldy, mean, sums, accumulate);
+		bn_bwd_reduce_blk_any(level, dt, 16, cby, n, c, inner, x, ldx, dy, lddy, y, ldy, mean, sums, accumulate);
 	else if (cb == 8)
-		bn_bwd_reduce_blk_any(level, dt, 8, n, c, inner, x, ldx, dy, lddy, y, ldy, mean, sums, accumulate);
+		bn_bwd_reduce_blk_any(level, dt, 8, cby, n, c, inner, x, ldx, dy, lddy, y, ldy, mean, sums, accumulate);
 	else
-		bn_bwd_reduce_blk_any(level, dt, cb, n, c, inner, x, ldx, dy, lddy, y, ldy, mean, sums, accumulate);
+		bn_bwd_reduce_blk_any(level, dt, cb, cby, n, c, inner, x, ldx, dy, lddy, y, ldy, mean, sums, accumulate);
 }
 STARNN_SIMD_CLONES_LEVEL(bn_bwd_reduce_blk_impl,
-                         (starnn_dtype dt, size_t cb, size_t n, size_t c, size_t inner, const void *x, size_t ldx,
-                          const void *dy, size_t lddy, const void *y, size_t ldy, const float *mean, double *sums,
-                          int accumulate),
-                         dt, cb, n, c, inner, x, ldx, dy, lddy, y, ldy, mean, sums, accumulate)
+                         (starnn_dtype dt, size_t cb, size_t cby, size_t n, size_t c, size_t inner, const void *x,
+                          size_t ldx, const void *dy, size_t lddy, const void *y, size_t ldy, const float *mean,
+                          double *sums, int accumulate),
+                         dt, cb, cby, n, c, inner, x, ldx, dy, lddy, y, ldy, mean, sums, accumulate)
 
-void starnn_bn_bwd_reduce_blk_cpu(starnn_dtype dt, size_t cb, size_t n, size_t c, size_t inner, const void *x,
-                                  size_t ldx, const void *dy, size_t lddy, const void *y, size_t ldy,
+void starnn_bn_bwd_reduce_blk_cpu(starnn_dtype dt, size_t cb, size_t cby, size_t n, size_t c, size_t inner,
+                                  const void *x, size_t ldx, const void *dy, size_t lddy, const void *y, size_t ldy,
                                   const float *mean, double *sums, int accumulate)
 {
-	STARNN_SIMD_CALL(bn_bwd_reduce_blk_impl, (dt, cb, n, c, inner, x, ldx, dy, lddy, y, ldy, mean, sums, accumulate));
+	STARNN_SIMD_CALL(bn_bwd_reduce_blk_impl,
+	                 (dt, cb, cby, n, c, inner, x, ldx, dy, lddy, y, ldy, mean, sums, accumulate));
 }
 
 /* dx = a g + k - d (x - m) (+ beta dx), g = dy or dy masked by y > 0, for
@@ -862,8 +916,8 @@ void starnn_bn_bwd_reduce_blk_cpu(starnn_dtype dt, size_t cb, size_t n, size_t c
 	} while (0)
 
 /* As bn_apply_blk_any. */
-STARNN_SIMD_INLINE void bn_bwd_apply_blk_any(int level, starnn_dtype dt, size_t B, size_t n, size_t c, size_t inner,
-                                             const void *x, size_t ldx, const void *dy, size_t lddy, const void *y,
+STARNN_SIMD_INLINE void bn_bwd_apply_blk_any(int level, starnn_dtype dt, size_t B, size_t P, size_t n, size_t c,
+                                             size_t inner, const void *x, size_t ldx, const void *dy, size_t lddy, const void *y,
                                              size_t ldy, const float *mean, const float *invstd, const float *gamma,
                                              size_t nslots, const double *slots, size_t lds, double count,
                                              float beta, void *dx, size_t lddx)
@@ -881,19 +935,19 @@ STARNN_SIMD_INLINE void bn_bwd_apply_blk_any(int level, starnn_dtype dt, size_t 
 			m[j] = mean[k];
 		}
 		for (size_t r = 0; r < n; r++) {
-			const char *xp = plane(dt, x, r, ldx, k0, inner), *gp = plane(dt, dy, r, lddy, k0, inner);
-			const char *yp = y ? plane(dt, y, r, ldy, k0, inner) : NULL;
+			const char *xp = plane(dt, x, r, ldx, k0, inner), *gp = plane_of(dt, dy, r, lddy, k0, inner, P);
+			const char *yp = y ? plane_of(dt, y, r, ldy, k0, inner, P) : NULL;
 			char *dp = (char *)plane(dt, dx, r, lddx, k0, inner);
 			if (bf16_in_registers(level, dt, B)) {
 				const uint16_t *xh = (const uint16_t *)(const void *)xp, *gh = (const uint16_t *)(const void *)gp,
 				               *yh = (const uint16_t *)(const void *)yp;
 				uint16_t *dh = (uint16_t *)(void *)dp;
 				const starnn_vf16 vbeta = (starnn_vf16){0} + beta;
-				for (size_t i = 0; i < len_all; i += B)
+				for (size_t i = 0, o = 0; i < len_all; i += B, o += P)
 					for (size_t q = 0; q < B; q += 16) {
-						starnn_vf16 g = STARNN_BF16X16_WIDEN(gh + i + q);
+						starnn_vf16 g = STARNN_BF16X16_WIDEN(gh + o + q);
 						if (yh)
-							g = MASK_POS(g, STARNN_BF16X16_WIDEN(yh + i + q));
+							g = MASK_POS(g, STARNN_BF16X16_WIDEN(yh + o + q));
 						starnn_vf16 xc = STARNN_BF16X16_WIDEN(xh + i + q) - BLK16_AT(m + q);
 						starnn_vf16 v = BLK16_AT(a + q) * g + BLK16_AT(kk + q) - BLK16_AT(d + q) * xc;
 						if (beta != 0)
@@ -904,9 +958,10 @@ STARNN_SIMD_INLINE void bn_bwd_apply_blk_any(int level, starnn_dtype dt, size_t 
 			}
 			for (size_t i0 = 0; i0 < len_all; i0 += step) {
 				size_t len = min_sz(step, len_all - i0);
+				const size_t o0 = i0 / B * P * es;
 				const float *xv = starnn_halfrow_load(dt, xp + i0 * es, len, xbuf);
-				const float *gv = starnn_halfrow_load(dt, gp + i0 * es, len, gbuf);
-				const float *yv = yp ? starnn_halfrow_load(dt, yp + i0 * es, len, ybuf) : NULL;
+				const float *gv = rows_load(dt, gp + o0, len, B, P, gbuf);
+				const float *yv = yp ? rows_load(dt, yp + o0, len, B, P, ybuf) : NULL;
 				float *dv = starnn_halfrow_out(dt, dp + i0 * es, dbuf);
 				if (dt != STARNN_FP32 && beta != 0)
 					starnn_halfrow_load(dt, dp + i0 * es, len, dbuf); /* the old dx, widened in place */
@@ -922,35 +977,35 @@ STARNN_SIMD_INLINE void bn_bwd_apply_blk_any(int level, starnn_dtype dt, size_t 
 	}
 }
 
-STARNN_SIMD_INLINE void bn_bwd_apply_blk_impl(int level, starnn_dtype dt, size_t cb, size_t n, size_t c, size_t inner,
-                                              const void *x, size_t ldx, const void *dy, size_t lddy, const void *y,
-                                              size_t ldy, const float *mean, const float *invstd, const float *gamma,
-                                              size_t nslots, const double *slots, size_t lds, double count,
-                                              float beta, void *dx, size_t lddx)
+STARNN_SIMD_INLINE void bn_bwd_apply_blk_impl(int level, starnn_dtype dt, size_t cb, size_t cby, size_t n, size_t c,
+                                              size_t inner, const void *x, size_t ldx, const void *dy, size_t lddy,
+                                              const void *y, size_t ldy, const float *mean, const float *invstd,
+                                              const float *gamma, size_t nslots, const double *slots, size_t lds,
+                                              double count, float beta, void *dx, size_t lddx)
 {
 	if (cb == 16)
-		bn_bwd_apply_blk_any(level, dt, 16, n, c, inner, x, ldx, dy, lddy, y, ldy, mean, invstd, gamma, nslots, slots,
-		                      lds, count, beta, dx, lddx);
+		bn_bwd_apply_blk_any(level, dt, 16, cby, n, c, inner, x, ldx, dy, lddy, y, ldy, mean, invstd, gamma, nslots,
+		                     slots, lds, count, beta, dx, lddx);
 	else if (cb == 8)
-		bn_bwd_apply_blk_any(level, dt, 8, n, c, inner, x, ldx, dy, lddy, y, ldy, mean, invstd, gamma, nslots, slots,
-		                      lds, count, beta, dx, lddx);
+		bn_bwd_apply_blk_any(level, dt, 8, cby, n, c, inner, x, ldx, dy, lddy, y, ldy, mean, invstd, gamma, nslots,
+		                     slots, lds, count, beta, dx, lddx);
 	else
-		bn_bwd_apply_blk_any(level, dt, cb, n, c, inner, x, ldx, dy, lddy, y, ldy, mean, invstd, gamma, nslots, slots,
-		                      lds, count, beta, dx, lddx);
+		bn_bwd_apply_blk_any(level, dt, cb, cby, n, c, inner, x, ldx, dy, lddy, y, ldy, mean, invstd, gamma, nslots,
+		                     slots, lds, count, beta, dx, lddx);
 }
 STARNN_SIMD_CLONES_LEVEL(bn_bwd_apply_blk_impl,
-                         (starnn_dtype dt, size_t cb, size_t n, size_t c, size_t inner, const void *x, size_t ldx,
-                          const void *dy, size_t lddy, const void *y, size_t ldy, const float *mean,
+                         (starnn_dtype dt, size_t cb, size_t cby, size_t n, size_t c, size_t inner, const void *x,
+                          size_t ldx, const void *dy, size_t lddy, const void *y, size_t ldy, const float *mean,
                           const float *invstd, const float *gamma, size_t nslots, const double *slots, size_t lds,
                           double count, float beta, void *dx, size_t lddx),
-                         dt, cb, n, c, inner, x, ldx, dy, lddy, y, ldy, mean, invstd, gamma, nslots, slots, lds,
+                         dt, cb, cby, n, c, inner, x, ldx, dy, lddy, y, ldy, mean, invstd, gamma, nslots, slots, lds,
                          count, beta, dx, lddx)
 
-void starnn_bn_bwd_apply_blk_cpu(starnn_dtype dt, size_t cb, size_t n, size_t c, size_t inner, const void *x,
-                                 size_t ldx, const void *dy, size_t lddy, const void *y, size_t ldy,
+void starnn_bn_bwd_apply_blk_cpu(starnn_dtype dt, size_t cb, size_t cby, size_t n, size_t c, size_t inner,
+                                 const void *x, size_t ldx, const void *dy, size_t lddy, const void *y, size_t ldy,
                                  const float *mean, const float *invstd, const float *gamma, size_t nslots,
                                  const double *slots, size_t lds, double count, float beta, void *dx, size_t lddx)
 {
-	STARNN_SIMD_CALL(bn_bwd_apply_blk_impl, (dt, cb, n, c, inner, x, ldx, dy, lddy, y, ldy, mean, invstd, gamma,
+	STARNN_SIMD_CALL(bn_bwd_apply_blk_impl, (dt, cb, cby, n, c, inner, x, ldx, dy, lddy, y, ldy, mean, invstd, gamma,
 	                                         nslots, slots, lds, count, beta, dx, lddx));
 }

@@ -89,17 +89,21 @@ static int sums_close(const char *what, const double *a, const double *b, size_t
 
 /* ------------------------------------------------------------ batch norm */
 
-static void bn_kernels(starnn_dtype dt, size_t cb, size_t n, size_t c, size_t inner, size_t pad, float beta)
+/* x, dx in blocks of cb; y, dy in blocks of cby (cb, or the output side
+ * in blocks of a multiple of cb) */
+static void bn_kernels(starnn_dtype dt, size_t cb, size_t cby, size_t n, size_t c, size_t inner, size_t pad,
+                       float beta)
 {
 	const size_t es = dt == STARNN_FP32 ? 4 : 2, cols = c * inner, ld = cols + pad, tot = n * ld;
 	void *x = rand_data(dt, tot, -2, 3), *dy = rand_data(dt, tot, -1, 1), *y0 = rand_data(dt, tot, -1, 1);
 	void *xb = xmalloc(tot * es), *dyb = xmalloc(tot * es), *y0b = xmalloc(tot * es);
 	relayout(n, c, inner, cb, es, x, ld, xb, ld, 1);
-	relayout(n, c, inner, cb, es, dy, ld, dyb, ld, 1);
-	relayout(n, c, inner, cb, es, y0, ld, y0b, ld, 1);
+	relayout(n, c, inner, cby, es, dy, ld, dyb, ld, 1);
+	relayout(n, c, inner, cby, es, y0, ld, y0b, ld, 1);
 	double *s = xmalloc(2 * c * sizeof *s), *sb = xmalloc(2 * c * sizeof *sb), *mag = xmalloc(2 * c * sizeof *mag);
 	char what[96];
-	snprintf(what, sizeof what, "bn %s cb %zu n %zu c %zu inner %zu", starnn_dtype_name(dt), cb, n, c, inner);
+	snprintf(what, sizeof what, "bn %s cb %zu (y %zu) n %zu c %zu inner %zu", starnn_dtype_name(dt), cb, cby, n, c,
+	         inner);
 
 	/* statistics: a bound of 1e-12 relative to the sum of |terms| (the
 	 * plain sum of |x| is the sum itself for x^2, >= 0) */
@@ -124,9 +128,9 @@ static void bn_kernels(starnn_dtype dt, size_t cb, size_t n, size_t c, size_t in
 	for (int relu = 0; relu < 2; relu++)
 		for (int var = 0; var < 2; var++) {
 			starnn_bn_apply_mp_cpu(dt, n, c, inner, x, ld, mean, istd, var, STARNN_BN_EPS, gamma, bias, relu, y, ld);
-			starnn_bn_apply_blk_cpu(dt, cb, n, c, inner, xb, ld, mean, istd, var, STARNN_BN_EPS, gamma, bias, relu,
-			                        yb, ld);
-			relayout(n, c, inner, cb, es, yb, ld, yr, ld, 0);
+			starnn_bn_apply_blk_cpu(dt, cb, cby, n, c, inner, xb, ld, mean, istd, var, STARNN_BN_EPS, gamma, bias,
+			                        relu, yb, ld);
+			relayout(n, c, inner, cby, es, yb, ld, yr, ld, 0);
 			int same = 1;
 			for (size_t r = 0; r < n; r++)
 				same &= !memcmp((char *)y + r * ld * es, (char *)yr + r * ld * es, cols * es);
@@ -137,13 +141,13 @@ static void bn_kernels(starnn_dtype dt, size_t cb, size_t n, size_t c, size_t in
 	for (int relu = 0; relu < 2; relu++) {
 		const void *ym = relu ? y0 : NULL, *ymb = relu ? y0b : NULL;
 		starnn_bn_bwd_reduce_mp_cpu(dt, n, c, inner, x, ld, dy, ld, ym, ld, mean, s, 0);
-		starnn_bn_bwd_reduce_blk_cpu(dt, cb, n, c, inner, xb, ld, dyb, ld, ymb, ld, mean, sb, 0);
+		starnn_bn_bwd_reduce_blk_cpu(dt, cb, cby, n, c, inner, xb, ld, dyb, ld, ymb, ld, mean, sb, 0);
 		for (size_t k = 0; k < 2 * c; k++)
 			mag[k] = (double)(n * inner) * 4 + 1;
 		sums_close(what, sb, s, 2 * c, mag);
 		/* every clone sums in the same order: the generic clone's bits */
 		starnn_simd_set_level(STARNN_SIMD_GENERIC);
-		starnn_bn_bwd_reduce_blk_cpu(dt, cb, n, c, inner, xb, ld, dyb, ld, ymb, ld, mean, mag, 0);
+		starnn_bn_bwd_reduce_blk_cpu(dt, cb, cby, n, c, inner, xb, ld, dyb, ld, ymb, ld, mean, mag, 0);
 		starnn_simd_set_level(lv);
 		sc_same(what, sb, mag, 2 * c, sizeof *sb);
 		void *dx = rand_data(dt, tot, -1, 1), *dxb = xmalloc(tot * es), *dxr = xmalloc(tot * es);
@@ -151,8 +155,8 @@ static void bn_kernels(starnn_dtype dt, size_t cb, size_t n, size_t c, size_t in
 		double count = (double)(n * inner);
 		starnn_bn_bwd_apply_mp_cpu(dt, n, c, inner, x, ld, dy, ld, ym, ld, mean, istd, gamma, 1, s, 2 * c, count,
 		                           beta, dx, ld);
-		starnn_bn_bwd_apply_blk_cpu(dt, cb, n, c, inner, xb, ld, dyb, ld, ymb, ld, mean, istd, gamma, 1, s, 2 * c,
-		                            count, beta, dxb, ld);
+		starnn_bn_bwd_apply_blk_cpu(dt, cb, cby, n, c, inner, xb, ld, dyb, ld, ymb, ld, mean, istd, gamma, 1, s,
+		                            2 * c, count, beta, dxb, ld);
 		relayout(n, c, inner, cb, es, dxb, ld, dxr, ld, 0);
 		int same = 1;
 		for (size_t r = 0; r < n; r++)
@@ -194,7 +198,7 @@ static void bn_specials(size_t cb)
 	for (int relu = 0; relu < 2; relu++) {
 		starnn_bn_apply_mp_cpu(STARNN_BF16, n, c, inner, x, c * inner, mean, istd, 0, STARNN_BN_EPS, gamma, bias,
 		                       relu, out, c * inner);
-		starnn_bn_apply_blk_cpu(STARNN_BF16, cb, n, c, inner, xb, c * inner, mean, istd, 0, STARNN_BN_EPS, gamma,
+		starnn_bn_apply_blk_cpu(STARNN_BF16, cb, cb, n, c, inner, xb, c * inner, mean, istd, 0, STARNN_BN_EPS, gamma,
 		                        bias, relu, outb, c * inner);
 		relayout(n, c, inner, cb, 2, outb, c * inner, outr, c * inner, 0);
 		TEST_ASSERT(!memcmp(out, outr, tot * 2), "bn bf16 cb %zu specials: apply (relu %d) differs from NCHW", cb,
@@ -206,7 +210,7 @@ static void bn_specials(size_t cb)
 			starnn_bn_bwd_apply_mp_cpu(STARNN_BF16, n, c, inner, x, c * inner, dy, c * inner, relu ? ym : NULL,
 			                           c * inner, mean, istd, gamma, 1, slots, 2 * c, (double)(n * inner),
 			                           (float)beta, out, c * inner);
-			starnn_bn_bwd_apply_blk_cpu(STARNN_BF16, cb, n, c, inner, xb, c * inner, dyb, c * inner,
+			starnn_bn_bwd_apply_blk_cpu(STARNN_BF16, cb, cb, n, c, inner, xb, c * inner, dyb, c * inner,
 			                            relu ? ymb : NULL, c * inner, mean, istd, gamma, 1, slots, 2 * c,
 			                            (double)(n * inner), (float)beta, outb, c * inner);
 			relayout(n, c, inner, cb, 2, outb, c * inner, outr, c * inner, 0);
@@ -520,11 +524,12 @@ static void convt_codelets_bf16(int64_t n, int64_t c, int64_t o, int64_t s, int 
 }
 
 /* The batch-norm layer (+ReLU) over 2 micro-batch parts and max-pool. */
-static void bn_pool_codelets(int64_t n, int64_t c, int64_t s, int cb)
+/* x, dx in blocks of cb, y, dy (and the max-pool after) in blocks of cby */
+static void bn_pool_codelets(int64_t n, int64_t c, int64_t s, int cb, int cby)
 {
-	char what[96];
-	snprintf(what, sizeof what, "batchnorm + maxpool n %lld c %lld %lldx%lld %s", (long long)n, (long long)c,
-	         (long long)s, (long long)s, lname(0, cb, c));
+	char what[128];
+	snprintf(what, sizeof what, "batchnorm + maxpool n %lld c %lld %lldx%lld %s (y %s)", (long long)n, (long long)c,
+	         (long long)s, (long long)s, lname(0, cb, c), lname(1, cby, c));
 	size_t nx = (size_t)(n * c * s * s);
 	float *xv = test_random(nx, -2, 3), *dyv = test_random(nx, -1, 1);
 	starnn_tensor *t[2][4]; /* [layout][x, y, dy, dx] */
@@ -532,8 +537,8 @@ static void bn_pool_codelets(int64_t n, int64_t c, int64_t s, int cb)
 	for (int l = 0; l < 2; l++) {
 		int b = l ? cb : 1;
 		t[l][0] = tensor4("x", n, c, s, s, b, xv);
-		t[l][1] = tensor4("y", n, c, s, s, b, NULL);
-		t[l][2] = tensor4("dy", n, c, s, s, b, dyv);
+		t[l][1] = tensor4("y", n, c, s, s, l ? cby : 1, NULL);
+		t[l][2] = tensor4("dy", n, c, s, s, l ? cby : 1, dyv);
 		t[l][3] = tensor4("dx", n, c, s, s, b, NULL);
 		TEST_OK(starnn_batchnorm_init(&bn[l], "bn", c, 2, 1));
 		starnn_tensor **p[4];
@@ -548,8 +553,8 @@ static void bn_pool_codelets(int64_t n, int64_t c, int64_t s, int cb)
 	same_values(what, bn[1].gamma, bn[0].gamma, 1e-5f); /* dgamma, written over gamma */
 	starnn_tensor *py[2], *pdx[2];
 	for (int l = 0; l < 2; l++) {
-		py[l] = tensor4("pool", n, c, s / 2, s / 2, l ? cb : 1, NULL);
-		pdx[l] = tensor4("pdx", n, c, s, s, l ? cb : 1, dyv);
+		py[l] = tensor4("pool", n, c, s / 2, s / 2, l ? cby : 1, NULL);
+		pdx[l] = tensor4("pdx", n, c, s, s, l ? cby : 1, dyv);
 		TEST_OK(starnn_maxpool_fwd(t[l][1], py[l]));
 		TEST_OK(starnn_maxpool_bwd(t[l][1], py[l], 1.0f, pdx[l]));
 	}
@@ -559,6 +564,18 @@ static void bn_pool_codelets(int64_t n, int64_t c, int64_t s, int cb)
 	TEST_ASSERT(starnn_maxpool_fwd(t[1][1], py[0]) == STARNN_EINVAL, "maxpool: blocked x, NCHW y");
 	TEST_ASSERT(strstr(starnn_last_error(), "layout") != NULL, "the message names the layout: %s",
 	            starnn_last_error());
+	/* so are a batch norm's x and y in layouts it does not pair: blocked x
+	 * with NCHW y, or dy and y apart */
+	starnn_tensor *xw[1] = {t[1][0]}, *yn[1] = {t[0][1]}, *yw[1] = {t[1][1]}, *dxw[1] = {t[1][3]};
+	TEST_ASSERT(starnn_batchnorm_fwd(&bn[1], 1, 1, xw, yn) == STARNN_EINVAL, "batchnorm: blocked x, NCHW y");
+	TEST_ASSERT(strstr(starnn_last_error(), "layout") != NULL, "the message names the layout: %s",
+	            starnn_last_error());
+	starnn_tensor *dyo[1] = {tensor4("dy_other", n, c, s, s, cby == cb ? 1 : cb, dyv)};
+	TEST_ASSERT(starnn_batchnorm_bwd(&bn[1], 1, xw, yw, dyo, dxw, 0.0f, NULL, NULL, 0.0f) == STARNN_EINVAL,
+	            "batchnorm: dy in another layout than y");
+	TEST_ASSERT(strstr(starnn_last_error(), "layout") != NULL, "the message names the layout: %s",
+	            starnn_last_error());
+	starnn_tensor_destroy(dyo[0]);
 	for (int l = 0; l < 2; l++) {
 		for (int i = 0; i < 4; i++)
 			starnn_tensor_destroy(t[l][i]);
@@ -583,8 +600,15 @@ int main(void)
 			static const size_t cbs[] = {8, 16, 40, 64, 1024};
 			for (size_t i = 0; i < sizeof cbs / sizeof *cbs; i++) {
 				size_t cb = cbs[i], big = cb > 64;
-				bn_kernels(dt, cb, 3, 2 * cb, big ? 5 : 35, 0, 0.0f);
-				bn_kernels(dt, cb, 2, cb, big ? 9 : 129, 8 * cb, 1.0f); /* strided rows, 16-bit chunks across pixels */
+				bn_kernels(dt, cb, cb, 3, 2 * cb, big ? 5 : 35, 0, 0.0f);
+				bn_kernels(dt, cb, cb, 2, cb, big ? 9 : 129, 8 * cb, 1.0f); /* strided rows, 16-bit chunks across pixels */
+				/* the output side in blocks of twice (a concatenation of
+				 * two halves in, one NHWC tensor out) and four times cb */
+				if (!big) {
+					bn_kernels(dt, cb, 2 * cb, 2, 2 * cb, 35, 0, 0.0f);
+					bn_kernels(dt, cb, 2 * cb, 3, 4 * cb, 129, 8 * cb, 1.0f);
+					bn_kernels(dt, cb, 4 * cb, 2, 4 * cb, 9, 0, 1.0f);
+				}
 				maxpool_kernels(dt, cb, 2, 2 * cb, 6, 10, 0, 0.0f);
 				maxpool_kernels(dt, cb, 1, cb, 5, big ? 7 : 37, 3 * cb, 1.0f); /* odd sizes, strided */
 			}
@@ -596,10 +620,12 @@ int main(void)
 	}
 	sc_level_done();
 	tensors();
-	bn_pool_codelets(4, 16, 12, 8);
-	bn_pool_codelets(2, 32, 9, 16);
-	bn_pool_codelets(2, 32, 8, 32); /* NHWC */
-	bn_pool_codelets(2, 48, 6, 24); /* nChw24c: a concatenation of two NHWC halves */
+	bn_pool_codelets(4, 16, 12, 8, 8);
+	bn_pool_codelets(2, 32, 9, 16, 16);
+	bn_pool_codelets(2, 32, 8, 32, 32); /* NHWC */
+	bn_pool_codelets(2, 48, 6, 24, 24); /* nChw24c: a concatenation of two NHWC halves */
+	bn_pool_codelets(2, 48, 6, 24, 48); /* its halves in, one NHWC tensor out */
+	bn_pool_codelets(2, 32, 10, 8, 16); /* nChw8c in, nChw16c out */
 	if (starnn_conv2d_cpu_backend() != STARNN_CONV2D_DNNL) {
 		printf("note: the convolution checks need the oneDNN CPU backend (this build has im2col only)\n");
 		return test_finish();

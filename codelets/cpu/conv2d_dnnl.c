@@ -1101,6 +1101,9 @@ static int conv_exec(const struct dnnl_conv *key, const void *a, const void *b, 
                      const float *bias, float beta, void *out);
 static int conv_exec_acc(const struct dnnl_conv *key, const void *a, const void *b, const struct packed_ref *pk,
                          const float *bias, float beta, void *out, float *acc, int acc_first);
+static int conv_exec_n(const struct dnnl_conv *key, const void *a, const void *b, const struct packed_ref *pk,
+                       const float *bias, float beta, void *out, float *acc, int acc_first, size_t reps,
+                       size_t astep, size_t ostep);
 
 static int conv_run(int kind, int pass, starnn_dtype sdt, const struct starnn_conv2d_geom *g, const void *a,
                     size_t lda, const void *b, size_t ldb, const void *packed, const float *bias, float beta,
@@ -1137,6 +1140,21 @@ static int conv_run_packed(int kind, int pass, starnn_dtype sdt, const struct st
 		                    starnn_dtype_name(sdt));
 	if (g->n == 0 || g->c == 0 || g->o == 0 || g->h == 0 || g->w == 0)
 		return 0;
+	/* An activation whose samples lie further apart than one sample's
+	 * size (a channel view: a concatenation half of a micro-batch part)
+	 * is not the dense layout any primitive takes, so the primitive's
+	 * reorder would copy all of it. A forward or backward-data pass over
+	 * several samples then runs sample by sample instead, each sample
+	 * described as dense (one sample's stride is never used): no copy. */
+	const size_t es = sdt == STARNN_FP32 ? 4 : 2, up = kind ? 4 : 1;
+	const size_t xs = g->c * g->h * g->w, ys = g->o * g->h * g->w * up;
+	const size_t as = pass == STARNN_CONV2D_FWD ? xs : ys, os = pass == STARNN_CONV2D_FWD ? ys : xs;
+	if (pass != STARNN_CONV2D_BWD_WEIGHT && g->n > 1 && (lda > as || ldout > os)) {
+		struct starnn_conv2d_geom g1 = *g;
+		g1.n = 1;
+		struct dnnl_conv key = conv_key(kind, pass, sdt, &g1, as, ldb, bias != NULL, beta, os);
+		return conv_exec_n(&key, a, b, pk, bias, beta, out, NULL, 0, g->n, lda * es, ldout * es);
+	}
 	struct dnnl_conv key = conv_key(kind, pass, sdt, g, lda, ldb, bias != NULL, beta, ldout);
 	return conv_exec(&key, a, b, pk, bias, beta, out);
 }
@@ -1155,6 +1173,16 @@ static int conv_exec(const struct dnnl_conv *key, const void *a, const void *b, 
  * reordered once by conv_reorder_out). */
 static int conv_exec_acc(const struct dnnl_conv *key, const void *a, const void *b, const struct packed_ref *pk,
                          const float *bias, float beta, void *out, float *acc, int acc_first)
+{
+	return conv_exec_n(key, a, b, pk, bias, beta, out, acc, acc_first, 1, 0, 0);
+}
+
+/* As conv_exec_acc, reps times: a and out advanced by astep and ostep
+ * bytes each time (the samples of conv_run_packed), the weights reordered
+ * once (forward and backward-data passes only: no bias gradient). */
+static int conv_exec_n(const struct dnnl_conv *key, const void *a, const void *b, const struct packed_ref *pk,
+                       const float *bias, float beta, void *out, float *acc, int acc_first, size_t reps,
+                       size_t astep, size_t ostep)
 {
 	char shape[160];
 	const int pass = key->pass;
@@ -1176,10 +1204,7 @@ static int conv_exec_acc(const struct dnnl_conv *key, const void *a, const void 
 	for (int i = 0; i < 4; i++)
 		if (e->scratch[i])
 			DNNL_TRY(dnnl_memory_set_data_handle(e->scratch[i], bs), "set handle");
-	DNNL_TRY(dnnl_memory_set_data_handle(e->ua, (void *)a), "set handle");
 	DNNL_TRY(dnnl_memory_set_data_handle(e->ub, (void *)b), "set handle");
-	if (e->uout)
-		DNNL_TRY(dnnl_memory_set_data_handle(e->uout, out), "set handle");
 	if (e->ia)
 		DNNL_TRY(dnnl_memory_set_data_handle(e->ia, ba), "set handle");
 	if (e->ib)
@@ -1199,40 +1224,45 @@ static int conv_exec_acc(const struct dnnl_conv *key, const void *a, const void 
 		DNNL_TRY(dnnl_memory_set_data_handle(e->bias_mem, dbias ? dbias : (void *)bias), "set handle");
 	/* the primitives run one after the other on this thread (the CPU
 	 * stream executes synchronously), so they share one scratchpad buffer */
-	if (e->re_a) {
-		dnnl_exec_arg_t args[] = {{DNNL_ARG_FROM, e->ua}, {DNNL_ARG_TO, e->ia}, {DNNL_ARG_SCRATCHPAD, e->scratch[1]}};
-		DNNL_TRY(dnnl_primitive_execute(e->re_a, t->stream, e->scratch[1] ? 3 : 2, args), "input reorder");
-	}
 	if (e->re_b && !pw) {
 		dnnl_exec_arg_t args[] = {{DNNL_ARG_FROM, e->ub}, {DNNL_ARG_TO, e->ib}, {DNNL_ARG_SCRATCHPAD, e->scratch[2]}};
 		DNNL_TRY(dnnl_primitive_execute(e->re_b, t->stream, e->scratch[2] ? 3 : 2, args), "input reorder");
 	}
-	dnnl_exec_arg_t args[5];
-	int nargs = 0;
-	args[nargs++] = (dnnl_exec_arg_t){e->arg_a, e->ia ? e->ia : e->ua};
-	args[nargs++] = (dnnl_exec_arg_t){e->arg_b, e->ib ? e->ib : e->ub};
-	args[nargs++] = (dnnl_exec_arg_t){e->arg_out, e->iout ? e->iout : e->uout};
-	if (e->bias_mem)
-		args[nargs++] = (dnnl_exec_arg_t){pass == STARNN_CONV2D_BWD_WEIGHT ? DNNL_ARG_DIFF_BIAS : DNNL_ARG_BIAS,
-		                                  e->bias_mem};
-	if (e->scratch[0])
-		args[nargs++] = (dnnl_exec_arg_t){DNNL_ARG_SCRATCHPAD, e->scratch[0]};
-	DNNL_TRY(dnnl_primitive_execute(e->conv, t->stream, nargs, args), "convolution");
-	if (acc) {
+	for (size_t rep = 0; rep < reps; rep++) {
+		DNNL_TRY(dnnl_memory_set_data_handle(e->ua, (void *)((const char *)a + rep * astep)), "set handle");
+		if (e->uout)
+			DNNL_TRY(dnnl_memory_set_data_handle(e->uout, (char *)out + rep * ostep), "set handle");
+		if (e->re_a) {
+			dnnl_exec_arg_t args[] = {{DNNL_ARG_FROM, e->ua}, {DNNL_ARG_TO, e->ia}, {DNNL_ARG_SCRATCHPAD, e->scratch[1]}};
+			DNNL_TRY(dnnl_primitive_execute(e->re_a, t->stream, e->scratch[1] ? 3 : 2, args), "input reorder");
+		}
+		dnnl_exec_arg_t args[5];
+		int nargs = 0;
+		args[nargs++] = (dnnl_exec_arg_t){e->arg_a, e->ia ? e->ia : e->ua};
+		args[nargs++] = (dnnl_exec_arg_t){e->arg_b, e->ib ? e->ib : e->ub};
+		args[nargs++] = (dnnl_exec_arg_t){e->arg_out, e->iout ? e->iout : e->uout};
+		if (e->bias_mem)
+			args[nargs++] = (dnnl_exec_arg_t){pass == STARNN_CONV2D_BWD_WEIGHT ? DNNL_ARG_DIFF_BIAS : DNNL_ARG_BIAS,
+			                                  e->bias_mem};
+		if (e->scratch[0])
+			args[nargs++] = (dnnl_exec_arg_t){DNNL_ARG_SCRATCHPAD, e->scratch[0]};
+		DNNL_TRY(dnnl_primitive_execute(e->conv, t->stream, nargs, args), "convolution");
+		if (acc) {
+			DNNL_TRY(dnnl_stream_wait(t->stream), "stream wait");
+			const float *r = bo;
+			const size_t nf = e->bytes_out / sizeof *acc;
+			if (acc_first)
+				memcpy(acc, r, nf * sizeof *acc);
+			else
+				starnn_axpy_cpu(1, nf, 1.0f, r, nf, acc, nf);
+		} else if (e->re_out) {
+			dnnl_exec_arg_t ra[] = {{DNNL_ARG_FROM, e->iout}, {DNNL_ARG_TO, e->uout}, {DNNL_ARG_SCRATCHPAD, e->scratch[3]}};
+			DNNL_TRY(dnnl_primitive_execute(e->re_out, t->stream, e->scratch[3] ? 3 : 2, ra), "output reorder");
+		}
 		DNNL_TRY(dnnl_stream_wait(t->stream), "stream wait");
-		const float *r = bo;
-		const size_t nf = e->bytes_out / sizeof *acc;
-		if (acc_first)
-			memcpy(acc, r, nf * sizeof *acc);
-		else
-			starnn_axpy_cpu(1, nf, 1.0f, r, nf, acc, nf);
-	} else if (e->re_out) {
-		dnnl_exec_arg_t ra[] = {{DNNL_ARG_FROM, e->iout}, {DNNL_ARG_TO, e->uout}, {DNNL_ARG_SCRATCHPAD, e->scratch[3]}};
-		DNNL_TRY(dnnl_primitive_execute(e->re_out, t->stream, e->scratch[3] ? 3 : 2, ra), "output reorder");
+		if (e->zb)
+			up_spread(e, bo, bias, (float *)(void *)((char *)out + rep * ostep), e->ldout);
 	}
-	DNNL_TRY(dnnl_stream_wait(t->stream), "stream wait");
-	if (e->zb)
-		up_spread(e, bo, bias, out, e->ldout);
 	if (dbias) {
 		float *db = (float *)bias;
 		for (size_t i = 0; i < e->o; i++)

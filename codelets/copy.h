@@ -1,7 +1,8 @@
 /* copy: y = x, for two tensors of the same dtype (fp32, fp16 or bf16) and
  * the same shape. Each has its own leading dimension, so a dense tensor can
  * be copied into a channel part of another (a concatenation) and back.
- * The kernels move bytes: elem_size is 4 (fp32) or 2 (fp16 / bf16).
+ * The kernels move bytes: elem_size is 4 (fp32) or 2 (fp16 / bf16), and
+ * the two layouts (runtime/tensor.h: cblock) must be the same.
  * Perfmodels: starnn_copy_fp32, starnn_copy_fp16, starnn_copy_bf16. */
 #ifndef STARNN_COPY_H
 #define STARNN_COPY_H

@@ -2,7 +2,8 @@
  * 2- and 4-byte elements, padding untouched), the codelets (CPU, or CUDA in
  * the _cuda build) for fp32 / fp16 / bf16 on whole tensors and between
  * channel views and dense tensors, compared byte for byte with direct
- * kernel calls, and bad arguments -> STARNN_EINVAL.
+ * kernel calls, and bad arguments -> STARNN_EINVAL (layouts that differ
+ * included).
  * Blocked weight copies (CPU build): starnn_blocked_put_cpu against
  * oneDNN's OIhw8i8o / OIhw8o8i / 16-block formulas written out here (1x1,
  * 2x2, 3x3, 5x5 and 8 taps; whole blocks, on AVX2 by transposes and on
@@ -121,6 +122,18 @@ static void bad_arguments(void)
 	TEST_ASSERT(starnn_copy(a, hh) == STARNN_EINVAL, "copy fp32 -> fp16 must fail (convert does that)");
 	TEST_ASSERT(starnn_copy(NULL, a) == STARNN_EINVAL, "copy from NULL must fail");
 	starnn_tensor_destroy(a), starnn_tensor_destroy(b), starnn_tensor_destroy(hh);
+	if (!TEST_ON_CUDA) { /* blocked tensors (CPU builds): the bytes would not be the values */
+		starnn_tensor *p, *q;
+		TEST_OK(starnn_tensor_new(&p, "p", STARNN_FP32, 4, 2, 16, 4, 4));
+		TEST_OK(starnn_tensor_new(&q, "q", STARNN_FP32, 4, 2, 16, 4, 4));
+		TEST_OK(starnn_tensor_set_cblock(p, 16));
+		TEST_ASSERT(starnn_copy(p, q) == STARNN_EINVAL, "copy from nChw16c to NCHW must fail");
+		TEST_ASSERT(strstr(starnn_last_error(), "layouts differ") != NULL, "the message says why: %s",
+		            starnn_last_error());
+		TEST_OK(starnn_tensor_set_cblock(q, 16));
+		TEST_OK(starnn_copy(p, q));
+		starnn_tensor_destroy(p), starnn_tensor_destroy(q);
+	}
 }
 
 /* oneDNN's formulas for its blocked weight formats, spelt out: OIhw<b>i<b>o

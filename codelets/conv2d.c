@@ -72,47 +72,27 @@ static uint32_t conv_half_footprint(struct starpu_task *task)
 
 /* ------------------------------------------ 16-bit convolutions on CUDA */
 
-static int cuda_half_forced = -1; /* starnn_cuda_half_conv_set, else -1 */
-static int cuda_half_env = -1;    /* from STARNN_CUDA_HALF_CONV; -2: an unknown value */
-static pthread_once_t cuda_half_once = PTHREAD_ONCE_INIT;
-
-static void cuda_half_read_env(void)
-{
-	const char *e = getenv("STARNN_CUDA_HALF_CONV");
-	if (!e || !*e)
-		cuda_half_env = -1;
-	else if (!strcmp(e, "native"))
-		cuda_half_env = STARNN_CUDA_HALF_NATIVE;
-	else if (!strcmp(e, "widen"))
-		cuda_half_env = STARNN_CUDA_HALF_WIDEN;
-	else
-		cuda_half_env = -2;
-}
+/* STARNN_CUDA_HALF_CONV: widen (the default, until the native kernels
+ * have run on a GPU) or native. */
+static const char *const cuda_half_names[] = {"widen", "native"};
+static const int cuda_half_values[] = {STARNN_CUDA_HALF_WIDEN, STARNN_CUDA_HALF_NATIVE};
+static struct starnn_choice cuda_half_choice = {"STARNN_CUDA_HALF_CONV", "native or widen", cuda_half_names,
+                                                cuda_half_values, 2, -1, 0, 0, PTHREAD_MUTEX_INITIALIZER};
 
 int starnn_cuda_half_conv_check(void)
 {
-	pthread_once(&cuda_half_once, cuda_half_read_env);
-	if (cuda_half_forced < 0 && cuda_half_env == -2)
-		return starnn_error(STARNN_EINVAL, "STARNN_CUDA_HALF_CONV is '%s': expected native or widen",
-		                    getenv("STARNN_CUDA_HALF_CONV"));
-	return 0;
+	return starnn_choice_check(&cuda_half_choice);
 }
 
 enum starnn_cuda_half_conv starnn_cuda_half_conv(void)
 {
-	pthread_once(&cuda_half_once, cuda_half_read_env);
-	if (cuda_half_forced >= 0)
-		return (enum starnn_cuda_half_conv)cuda_half_forced;
-	/* default: widen, until the native kernels have run on a GPU */
-	return cuda_half_env == STARNN_CUDA_HALF_NATIVE ? STARNN_CUDA_HALF_NATIVE : STARNN_CUDA_HALF_WIDEN;
+	return (enum starnn_cuda_half_conv)starnn_choice_mode(&cuda_half_choice);
 }
 
 int starnn_cuda_half_conv_set(enum starnn_cuda_half_conv m)
 {
-	if (m != STARNN_CUDA_HALF_WIDEN && m != STARNN_CUDA_HALF_NATIVE)
-		return starnn_error(STARNN_EINVAL, "conv2d: unknown CUDA 16-bit mode %d (expected native or widen)", (int)m);
-	cuda_half_forced = (int)m;
-	return 0;
+	return starnn_choice_set(&cuda_half_choice, (int)m, STARNN_CUDA_HALF_NATIVE,
+	                         "conv2d: unknown CUDA 16-bit mode (expected native 1 or widen 0):");
 }
 
 const char *starnn_cuda_half_conv_name(enum starnn_cuda_half_conv m)
@@ -681,48 +661,31 @@ PACKED_CL(fwd_packed, "conv2d_fwd_packed_fp16", fwd_packed_cpu, fp16, STARNN_FP1
 PACKED_CL(bwd_data_packed, "conv2d_bwd_data_packed_fp16", bwd_data_packed_cpu, fp16, STARNN_FP16, conv_half_footprint, 4, STARPU_R, STARPU_R,
           STARPU_R, STARPU_RW)
 
-static int pack_forced = -1; /* starnn_conv2d_pack_set, else -1 */
-static int pack_env = -1;    /* from STARNN_CONV2D_PACK; -2: an unknown value */
-static pthread_once_t pack_once = PTHREAD_ONCE_INIT;
+/* STARNN_CONV2D_PACK: on (the default; also 1), tasks, off (also 0). */
+static const char *const pack_names[] = {"on", "1", "tasks", "off", "0"};
+static const int pack_values[] = {STARNN_CONV2D_PACK_ON, STARNN_CONV2D_PACK_ON, STARNN_CONV2D_PACK_TASKS,
+                                  STARNN_CONV2D_PACK_OFF, STARNN_CONV2D_PACK_OFF};
+static struct starnn_choice pack_choice = {"STARNN_CONV2D_PACK", "on, tasks or off", pack_names, pack_values, 5,
+                                           -1, 0, 0, PTHREAD_MUTEX_INITIALIZER};
 static uint64_t packs_submitted;
-
-static void pack_read_env(void)
-{
-	const char *e = getenv("STARNN_CONV2D_PACK");
-	if (!e || !*e)
-		pack_env = -1;
-	else if (!strcmp(e, "on") || !strcmp(e, "1"))
-		pack_env = STARNN_CONV2D_PACK_ON;
-	else if (!strcmp(e, "tasks"))
-		pack_env = STARNN_CONV2D_PACK_TASKS;
-	else if (!strcmp(e, "off") || !strcmp(e, "0"))
-		pack_env = STARNN_CONV2D_PACK_OFF;
-	else
-		pack_env = -2;
-}
 
 int starnn_conv2d_pack_check(void)
 {
-	pthread_once(&pack_once, pack_read_env);
-	if (pack_forced < 0 && pack_env == -2)
-		return starnn_error(STARNN_EINVAL, "STARNN_CONV2D_PACK is '%s': expected on, tasks or off",
-		                    getenv("STARNN_CONV2D_PACK"));
-	return 0;
+	return starnn_choice_check(&pack_choice);
 }
 
 int starnn_conv2d_pack(void)
 {
-	pthread_once(&pack_once, pack_read_env);
-	if (pack_forced >= 0)
-		return pack_forced;
-	return pack_env >= 0 ? pack_env : STARNN_CONV2D_PACK_ON;
+	return starnn_choice_mode(&pack_choice);
 }
 
 void starnn_conv2d_pack_set(int mode)
 {
-	pack_forced = mode == STARNN_CONV2D_PACK_TASKS ? STARNN_CONV2D_PACK_TASKS
-	              : mode                           ? STARNN_CONV2D_PACK_ON
-	                                               : STARNN_CONV2D_PACK_OFF;
+	starnn_choice_set(&pack_choice,
+	                  mode == STARNN_CONV2D_PACK_TASKS ? STARNN_CONV2D_PACK_TASKS
+	                  : mode                           ? STARNN_CONV2D_PACK_ON
+	                                                   : STARNN_CONV2D_PACK_OFF,
+	                  STARNN_CONV2D_PACK_TASKS, "conv2d: unknown packing mode");
 }
 
 uint64_t starnn_conv2d_pack_count(void)
@@ -1140,18 +1103,25 @@ int starnn_conv2d_bwd_weight(starnn_tensor *x, starnn_tensor *dy, float beta, st
 	return conv2d_bwd_weight_dt(x, dy, beta, dw, db, STARNN_FP32, 0);
 }
 
+/* STARNN_LAYOUT (starnn_conv2d_act_cblock) */
+enum { LAYOUT_AUTO = 0, LAYOUT_BLOCKED = 1, LAYOUT_NHWC = 2, LAYOUT_NCHW = 3 };
+static const char *const layout_names[] = {"auto", "blocked", "nhwc", "nchw"};
+static const int layout_values[] = {LAYOUT_AUTO, LAYOUT_BLOCKED, LAYOUT_NHWC, LAYOUT_NCHW};
+static struct starnn_choice layout_choice = {"STARNN_LAYOUT", "auto, blocked, nhwc or nchw", layout_names,
+                                             layout_values, 4, -1, 0, 0, PTHREAD_MUTEX_INITIALIZER};
+
 /* The layout for activations of dt submitted as nparts batch parts: the
  * one oneDNN wants here (a block, or STARNN_CONV2D_NHWC), or 0 with *why
- * set; -2 for a bad STARNN_LAYOUT. */
+ * set; -2 for a bad STARNN_LAYOUT (its message set). */
 static int wanted_block(starnn_dtype dt, int nparts, const char **why)
 {
 	static __thread char buf[240];
-	const char *e = getenv("STARNN_LAYOUT");
-	if (e && *e && strcmp(e, "auto") && strcmp(e, "blocked") && strcmp(e, "nhwc") && strcmp(e, "nchw")) {
-		*why = "STARNN_LAYOUT is not auto, blocked, nhwc or nchw";
+	if (starnn_choice_check(&layout_choice) < 0) {
+		*why = starnn_last_error();
 		return -2;
 	}
-	if (e && !strcmp(e, "nchw")) {
+	const int mode = starnn_choice_mode(&layout_choice);
+	if (mode == LAYOUT_NCHW) {
 		*why = "STARNN_LAYOUT=nchw";
 		return 0;
 	}
@@ -1163,10 +1133,10 @@ static int wanted_block(starnn_dtype dt, int nparts, const char **why)
 		*why = "CUDA workers take NCHW";
 		return 0;
 	}
-	if (e && !strcmp(e, "nhwc"))
+	if (mode == LAYOUT_NHWC)
 		return STARNN_CONV2D_NHWC;
 	int native = dt == STARNN_BF16 && starnn_conv2d_dnnl_bf16();
-	int b = starnn_conv2d_dnnl_block(native && !(e && !strcmp(e, "blocked")) ? STARNN_BF16 : STARNN_FP32);
+	int b = starnn_conv2d_dnnl_block(native && mode != LAYOUT_BLOCKED ? STARNN_BF16 : STARNN_FP32);
 	/* NHWC is one block: no channel-split tasks; with fewer batch parts
 	 * than CPU workers those are the parallelism (measured at 384x384,
 	 * batch 1: NCHW, reordered to NHWC around each AMX convolution, ran
@@ -1197,7 +1167,7 @@ int starnn_conv2d_act_cblock(int64_t channels, starnn_dtype dt, int nparts)
 	const char *why;
 	int b = wanted_block(dt, nparts, &why);
 	if (b == -2)
-		return starnn_error(STARNN_EINVAL, "%s ('%s')", why, getenv("STARNN_LAYOUT"));
+		return STARNN_EINVAL; /* starnn_choice_check's message */
 	if (b == STARNN_CONV2D_NHWC)
 		return channels % 8 == 0 && channels <= STARNN_CBLOCK_MAX ? (int)channels : 1;
 	return b > 1 && channels % b == 0 ? b : 1;
@@ -1209,6 +1179,11 @@ static const char *const whole_names[] = {"auto", "on", "off"};
 static const int whole_values[] = {WHOLE_AUTO, WHOLE_ON, WHOLE_OFF};
 static struct starnn_choice whole_choice = {"STARNN_CONV2D_WGRAD_WHOLE", "auto, on or off", whole_names, whole_values,
                                             3, -1, 0, 0, PTHREAD_MUTEX_INITIALIZER};
+
+const char *starnn_conv2d_wgrad_whole_given(void)
+{
+	return starnn_choice_given(&whole_choice);
+}
 
 int starnn_conv2d_wgrad_whole(int64_t c, int64_t o, int64_t k, int64_t batch, int64_t hw, int nparts)
 {
@@ -1228,8 +1203,8 @@ const char *starnn_conv2d_layout_note(starnn_dtype dt, int nparts, char *buf, si
 		snprintf(buf, size,
 		         "NHWC (%s) where the channels are a multiple of 8, a concatenation as its two NHWC halves "
 		         "(its batch norm writes one NHWC tensor): no reorder between NHWC tensors; NCHW elsewhere",
-		         getenv("STARNN_LAYOUT") && !strcmp(getenv("STARNN_LAYOUT"), "nhwc") ? "STARNN_LAYOUT=nhwc"
-		                                                                       : "oneDNN's pick for bf16 on AMX");
+		         starnn_choice_mode(&layout_choice) == LAYOUT_NHWC ? "STARNN_LAYOUT=nhwc"
+		                                                            : "oneDNN's pick for bf16 on AMX");
 	else if (b > 1 && why)
 		snprintf(buf, size, "%s where the channels are a multiple of %d (%s); NCHW elsewhere",
 		         starnn_layout_name(b, 0, l, sizeof l), b, why);

@@ -340,6 +340,9 @@ const char *starnn_conv2d_layout_note(starnn_dtype dt, int nparts, char *buf, si
  * overrides (on: every layer, with nparts > 1; off: none); STARNN_EINVAL
  * with a message for another value. Returns 1 or 0. */
 int starnn_conv2d_wgrad_whole(int64_t c, int64_t o, int64_t k, int64_t batch, int64_t hw, int nparts);
+/* The STARNN_CONV2D_WGRAD_WHOLE value in force where the variable sets
+ * one ("on" ...), NULL where the rule applies unasked (messages). */
+const char *starnn_conv2d_wgrad_whole_given(void);
 const char *starnn_conv2d_cpu_route(starnn_dtype dt);
 
 /* CUDA implementations (codelets/cuda/conv2d.cu) on cuDNN, given the

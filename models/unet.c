@@ -918,7 +918,7 @@ static int cmd_train(struct options *o)
 			printf("transposed convolutions: %s\n", up);
 		int whole, nconv;
 		unet_wgrad_whole(r.m, &whole, &nconv);
-		const char *we = getenv("STARNN_CONV2D_WGRAD_WHOLE");
+		const char *we = starnn_conv2d_wgrad_whole_given();
 		if (c->micro > 1)
 			printf("weight gradients: %d of %d convolutions on the whole batch (%s%s), the others per "
 			       "micro-batch\n",

@@ -44,3 +44,11 @@ int starnn_choice_set(struct starnn_choice *c, int mode, int last, const char *w
 	c->forced = mode;
 	return 0;
 }
+
+const char *starnn_choice_given(struct starnn_choice *c)
+{
+	if (c->forced >= 0 || choice_env(c) == -2)
+		return NULL;
+	const char *e = getenv(c->var);
+	return e && *e ? e : NULL;
+}

@@ -28,6 +28,9 @@ int starnn_choice_check(struct starnn_choice *c);
 int starnn_choice_mode(struct starnn_choice *c);
 /* Forces mode (0..last), or STARNN_EINVAL with "what mode". */
 int starnn_choice_set(struct starnn_choice *c, int mode, int last, const char *what);
+/* The variable's value where it is set to one of the names and not
+ * overridden (for messages that say where a setting came from), else NULL. */
+const char *starnn_choice_given(struct starnn_choice *c);
 
 #ifdef __cplusplus
 }

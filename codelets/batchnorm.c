@@ -115,8 +115,8 @@ static void bn_apply_run(void *buffers[], void *cl_arg, starnn_dtype dt, int cud
 	size_t c = m.cols;
 	if (!cuda) {
 		if (a->cb > 1)
-			starnn_bn_apply_blk_cpu(dt, (size_t)a->cb, (size_t)a->cby, x.rows, c, x.cols / c, x.ptr, x.ld, m.ptr, st.ptr,
-			                        a->var_given, a->eps, g.ptr, b.ptr, a->relu, y.ptr, y.ld);
+			starnn_bn_apply_blk_cpu(dt, (size_t)a->cb, (size_t)a->cby, x.rows, c, x.cols / c, x.ptr, x.ld,
+			                        m.ptr, st.ptr, a->var_given, a->eps, g.ptr, b.ptr, a->relu, y.ptr, y.ld);
 		else
 			starnn_bn_apply_mp_cpu(dt, x.rows, c, x.cols / c, x.ptr, x.ld, m.ptr, st.ptr, a->var_given, a->eps,
 			                       g.ptr, b.ptr, a->relu, y.ptr, y.ld);
@@ -146,8 +146,8 @@ static void bn_bwd_reduce_run(void *buffers[], void *cl_arg, starnn_dtype dt, in
 	size_t c = m.cols;
 	if (!cuda) {
 		if (a->cb > 1)
-			starnn_bn_bwd_reduce_blk_cpu(dt, (size_t)a->cb, (size_t)a->cby, x.rows, c, x.cols / c, x.ptr, x.ld, dy.ptr, dy.ld,
-			                             y.ptr, y.ld, m.ptr, SLOTS(s), a->accumulate);
+			starnn_bn_bwd_reduce_blk_cpu(dt, (size_t)a->cb, (size_t)a->cby, x.rows, c, x.cols / c, x.ptr,
+			                             x.ld, dy.ptr, dy.ld, y.ptr, y.ld, m.ptr, SLOTS(s), a->accumulate);
 		else
 			starnn_bn_bwd_reduce_mp_cpu(dt, x.rows, c, x.cols / c, x.ptr, x.ld, dy.ptr, dy.ld, y.ptr, y.ld, m.ptr,
 			                            SLOTS(s), a->accumulate);
@@ -178,9 +178,10 @@ static void bn_bwd_apply_run(void *buffers[], void *cl_arg, starnn_dtype dt, int
 	size_t c = m.cols;
 	if (!cuda) {
 		if (a->cb > 1)
-			starnn_bn_bwd_apply_blk_cpu(dt, (size_t)a->cb, (size_t)a->cby, x.rows, c, x.cols / c, x.ptr, x.ld, dy.ptr, dy.ld,
-			                            y.ptr, y.ld, m.ptr, is.ptr, g.ptr, (size_t)a->nslots, SLOTS(w),
-			                            SLOT_LD(w), a->count, a->beta, dx.ptr, dx.ld);
+			starnn_bn_bwd_apply_blk_cpu(dt, (size_t)a->cb, (size_t)a->cby, x.rows, c, x.cols / c, x.ptr,
+			                            x.ld, dy.ptr, dy.ld, y.ptr, y.ld, m.ptr, is.ptr, g.ptr,
+			                            (size_t)a->nslots, SLOTS(w), SLOT_LD(w), a->count, a->beta, dx.ptr,
+			                            dx.ld);
 		else
 			starnn_bn_bwd_apply_mp_cpu(dt, x.rows, c, x.cols / c, x.ptr, x.ld, dy.ptr, dy.ld, y.ptr, y.ld, m.ptr,
 			                           is.ptr, g.ptr, (size_t)a->nslots, SLOTS(w), SLOT_LD(w), a->count, a->beta,
@@ -526,7 +527,8 @@ static int bn_apply_dt(starnn_tensor *x, starnn_tensor *mean, starnn_tensor *sta
 	STARNN_CHECK(check_vec(op, "beta", beta, c));
 	if (var_given && !(eps > 0))
 		return starnn_error(STARNN_EINVAL, "%s: need eps > 0, got %g", op, eps);
-	struct bn_args a = {.eps = eps, .relu = relu != 0, .var_given = var_given != 0, .cb = x->cblock, .cby = y->cblock};
+	struct bn_args a = {.eps = eps, .relu = relu != 0, .var_given = var_given != 0, .cb = x->cblock,
+	                    .cby = y->cblock};
 	struct starnn_task_desc d = {.cl = apply_cls[dt], .args = &a, .args_size = sizeof a, .flops = BN_FLOPS(3, x),
 	                             .tensors = {x, mean, stat, gamma, beta, y}};
 	return starnn_submit(&d);

@@ -355,46 +355,33 @@ static int check_data(const char *op, const char *what, const starnn_tensor *x, 
 	return 0;
 }
 
-/* b has the dtype and shape of a (same N, C, inner). */
-static int same_shape(const starnn_tensor *a, const starnn_tensor *b)
-{
-	return b->dtype == a->dtype && b->ndim >= 2 && b->rows == a->rows && b->cols == a->cols &&
-	       b->shape[1] == a->shape[1];
-}
-
-/* b has the shape and layout of a. */
-static int check_like(const char *op, const char *what, const starnn_tensor *a, const starnn_tensor *b)
-{
-	char da[128], db[128];
-	if (!b)
-		return starnn_error(STARNN_EINVAL, "%s: %s is NULL", op, what);
-	if (!same_shape(a, b) || b->cblock != a->cblock)
-		return starnn_error(STARNN_EINVAL, "%s: %s must be %s of the shape and layout of %s, got %s", op, what,
-		                    starnn_dtype_name(a->dtype), starnn_tensor_describe(a, da, sizeof da),
-		                    starnn_tensor_describe(b, db, sizeof db));
-	return 0;
-}
-
 int starnn_batchnorm_out_layout_ok(int64_t channels, int cb, int cby)
 {
 	return cby == cb || (cb > 1 && cby > cb && cby % cb == 0 && channels % cby == 0);
 }
 
-/* b, on the output side of a (y or dy of x): a's shape, in a's layout or
- * one starnn_batchnorm_out_layout_ok allows. */
-static int check_out_like(const char *op, const char *what, const starnn_tensor *a, const starnn_tensor *b)
+/* b has the dtype and shape of a (same N, C, inner) and its layout, or
+ * (out: b on the output side of a, y or dy of x) one that
+ * starnn_batchnorm_out_layout_ok pairs with it. */
+static int check_side(const char *op, const char *what, const starnn_tensor *a, const starnn_tensor *b, int out)
 {
 	char da[128], db[128];
 	if (!b)
 		return starnn_error(STARNN_EINVAL, "%s: %s is NULL", op, what);
-	if (!same_shape(a, b) || !starnn_batchnorm_out_layout_ok(a->shape[1], a->cblock, b->cblock))
-		return starnn_error(STARNN_EINVAL,
-		                    "%s: %s must be %s of the shape of %s, in its layout or in blocks of a multiple of its "
-		                    "block dividing the channels, got %s",
-		                    op, what, starnn_dtype_name(a->dtype), starnn_tensor_describe(a, da, sizeof da),
+	const int shape = b->dtype == a->dtype && b->ndim >= 2 && b->rows == a->rows && b->cols == a->cols &&
+	                  b->shape[1] == a->shape[1];
+	const int layout =
+	    out ? starnn_batchnorm_out_layout_ok(a->shape[1], a->cblock, b->cblock) : b->cblock == a->cblock;
+	if (!shape || !layout)
+		return starnn_error(STARNN_EINVAL, "%s: %s must be %s of the shape of %s, %s, got %s", op, what,
+		                    starnn_dtype_name(a->dtype), starnn_tensor_describe(a, da, sizeof da),
+		                    out ? "in its layout or in blocks of a multiple of its block dividing the channels"
+		                        : "in its layout",
 		                    starnn_tensor_describe(b, db, sizeof db));
 	return 0;
 }
+#define check_like(op, what, a, b) check_side(op, what, a, b, 0)
+#define check_out_like(op, what, a, b) check_side(op, what, a, b, 1)
 
 /* A per-channel vector: fp32, C elements in one row. */
 static int check_vec(const char *op, const char *what, const starnn_tensor *v, int64_t c)

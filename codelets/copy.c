@@ -64,7 +64,7 @@ int starnn_copy(starnn_tensor *x, starnn_tensor *y)
 		                    starnn_tensor_describe(x, dx, sizeof dx), starnn_tensor_describe(y, dy, sizeof dy));
 	if (x == y)
 		return 0;
-	if ((x->cblock > 1 ? x->cblock : 1) != (y->cblock > 1 ? y->cblock : 1))
+	if (x->cblock != y->cblock)
 		return starnn_error(STARNN_EINVAL, "copy: the layouts differ (the kernels move bytes): %s and %s",
 		                    starnn_tensor_describe(x, dx, sizeof dx), starnn_tensor_describe(y, dy, sizeof dy));
 	struct starpu_codelet *cl;

@@ -456,7 +456,8 @@ static int act_new(unet *m, struct act *a, const char *path, const char *what, i
  * else c, the concatenation's own (the convolution then reorders it). */
 static int a0_unit(const unet *m, int c)
 {
-	int cb = starnn_conv2d_act_cblock(c, m->dt, m->cfg.micro), cb2 = starnn_conv2d_act_cblock(2 * c, m->dt, m->cfg.micro);
+	int cb = starnn_conv2d_act_cblock(c, m->dt, m->cfg.micro);
+	int cb2 = starnn_conv2d_act_cblock(2 * c, m->dt, m->cfg.micro);
 	return cb > 0 && cb2 > 0 && starnn_batchnorm_out_layout_ok(2 * c, cb, cb2) ? 2 * c : c;
 }
 
@@ -596,8 +597,9 @@ static int create(unet *m)
 		STARNN_CHECK(block_create(m, &L->dec, path, 2 * L->c, L->c, L->s));
 		STARNN_CHECK(cat_create(m, &L->cat, &L->catb, &L->up, &L->skip, path, "cat", L->c, L->s));
 		STARNN_CHECK(cat_create(m, &L->dcat, &L->dcatb, &L->dup, &L->dskip, path, "dcat", L->c, L->s));
-		STARNN_CHECK(act_make(m, &L->a0, path, "a0", 2 * L->c, L->s, a0_unit(m, L->c)));
-		STARNN_CHECK(act_make(m, &L->da0, path, "da0", 2 * L->c, L->s, a0_unit(m, L->c)));
+		const int unit = a0_unit(m, L->c);
+		STARNN_CHECK(act_make(m, &L->a0, path, "a0", 2 * L->c, L->s, unit));
+		STARNN_CHECK(act_make(m, &L->da0, path, "da0", 2 * L->c, L->s, unit));
 		STARNN_CHECK(act_new(m, &L->out, path, "out", L->c, L->s));
 		STARNN_CHECK(act_new(m, &L->dout, path, "dout", L->c, L->s));
 		below = L->c;

@@ -1100,10 +1100,8 @@ static int conv_run_packed(int kind, int pass, starnn_dtype sdt, const struct st
 static int conv_exec(const struct dnnl_conv *key, const void *a, const void *b, const struct packed_ref *pk,
                      const float *bias, float beta, void *out);
 static int conv_exec_acc(const struct dnnl_conv *key, const void *a, const void *b, const struct packed_ref *pk,
-                         const float *bias, float beta, void *out, float *acc, int acc_first);
-static int conv_exec_n(const struct dnnl_conv *key, const void *a, const void *b, const struct packed_ref *pk,
-                       const float *bias, float beta, void *out, float *acc, int acc_first, size_t reps,
-                       size_t astep, size_t ostep);
+                         const float *bias, float beta, void *out, float *acc, int acc_first, size_t reps,
+                         size_t astep, size_t ostep);
 
 static int conv_run(int kind, int pass, starnn_dtype sdt, const struct starnn_conv2d_geom *g, const void *a,
                     size_t lda, const void *b, size_t ldb, const void *packed, const float *bias, float beta,
@@ -1153,7 +1151,7 @@ static int conv_run_packed(int kind, int pass, starnn_dtype sdt, const struct st
 		struct starnn_conv2d_geom g1 = *g;
 		g1.n = 1;
 		struct dnnl_conv key = conv_key(kind, pass, sdt, &g1, as, ldb, bias != NULL, beta, os);
-		return conv_exec_n(&key, a, b, pk, bias, beta, out, NULL, 0, g->n, lda * es, ldout * es);
+		return conv_exec_acc(&key, a, b, pk, bias, beta, out, NULL, 0, g->n, lda * es, ldout * es);
 	}
 	struct dnnl_conv key = conv_key(kind, pass, sdt, g, lda, ldb, bias != NULL, beta, ldout);
 	return conv_exec(&key, a, b, pk, bias, beta, out);
@@ -1164,25 +1162,19 @@ static int conv_run_packed(int kind, int pass, starnn_dtype sdt, const struct st
 static int conv_exec(const struct dnnl_conv *key, const void *a, const void *b, const struct packed_ref *pk,
                      const float *bias, float beta, void *out)
 {
-	return conv_exec_acc(key, a, b, pk, bias, beta, out, NULL, 0);
+	return conv_exec_acc(key, a, b, pk, bias, beta, out, NULL, 0, 1, 0, 0);
 }
 
-/* As conv_exec; with acc, the primitive's output, in its own layout (the
- * entry's internal output, which it must have), is not reordered into out
- * but copied into acc (acc_first) or added to it (wgrad_tiled's sum, then
+/* As conv_exec, reps times: a and out advanced by astep and ostep bytes
+ * each time (the samples of conv_run_packed; forward and backward-data
+ * passes only, no bias gradient), the weights reordered once. With acc,
+ * the primitive's output, in its own layout (the entry's internal output,
+ * which it must have), is not reordered into out but copied into acc
+ * (acc_first, the first time) or added to it (wgrad_tiled's sum, then
  * reordered once by conv_reorder_out). */
 static int conv_exec_acc(const struct dnnl_conv *key, const void *a, const void *b, const struct packed_ref *pk,
-                         const float *bias, float beta, void *out, float *acc, int acc_first)
-{
-	return conv_exec_n(key, a, b, pk, bias, beta, out, acc, acc_first, 1, 0, 0);
-}
-
-/* As conv_exec_acc, reps times: a and out advanced by astep and ostep
- * bytes each time (the samples of conv_run_packed), the weights reordered
- * once (forward and backward-data passes only: no bias gradient). */
-static int conv_exec_n(const struct dnnl_conv *key, const void *a, const void *b, const struct packed_ref *pk,
-                       const float *bias, float beta, void *out, float *acc, int acc_first, size_t reps,
-                       size_t astep, size_t ostep)
+                         const float *bias, float beta, void *out, float *acc, int acc_first, size_t reps,
+                         size_t astep, size_t ostep)
 {
 	char shape[160];
 	const int pass = key->pass;
@@ -1251,7 +1243,7 @@ static int conv_exec_n(const struct dnnl_conv *key, const void *a, const void *b
 			DNNL_TRY(dnnl_stream_wait(t->stream), "stream wait");
 			const float *r = bo;
 			const size_t nf = e->bytes_out / sizeof *acc;
-			if (acc_first)
+			if (acc_first && rep == 0)
 				memcpy(acc, r, nf * sizeof *acc);
 			else
 				starnn_axpy_cpu(1, nf, 1.0f, r, nf, acc, nf);
@@ -1526,7 +1518,7 @@ static int wgrad_tiled(const struct starnn_conv2d_geom *g, starnn_dtype dt, size
 			const size_t xr = r0 ? r0 - r : 0, xc = c0 ? c0 - r : 0;
 			const char *xt = (const char *)x + (xr * g->w + xc) * xpix * es,
 			           *dyt = (const char *)dy + (r0 * g->w + c0) * ypix * es;
-			STARNN_CHECK(conv_exec_acc(&key, xt, dyt, NULL, db, tb, dw, acc, k == 0));
+			STARNN_CHECK(conv_exec_acc(&key, xt, dyt, NULL, db, tb, dw, acc, k == 0, 1, 0, 0));
 		}
 	return acc ? conv_reorder_out(&first, acc, dw) : 0;
 }

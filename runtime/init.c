@@ -61,6 +61,7 @@ int starnn_init(const struct starnn_config *user_cfg)
 			                    sw);
 		split_width_env = (int)v;
 	}
+	STARNN_CHECK(starnn_priorities_check());
 
 	/* StarPU counts a measurement more than STARPU_HISTORY_MAX_ERROR percent
 	 * (default 50) away from a history entry's mean as an error, and once
@@ -102,6 +103,7 @@ int starnn_init(const struct starnn_config *user_cfg)
 	}
 #endif
 	struct starpu_sched_policy *policy = starpu_sched_ctx_get_sched_policy(0);
+	starnn_priorities_policy(policy ? policy->policy_name : NULL);
 	/* StarPU 1.3.10's modular-heteroprio-heft never hands a task without an
 	 * estimate (a footprint its history-based model has fewer than
 	 * STARPU_CALIBRATE_MINIMUM measurements of) to a worker: the workers

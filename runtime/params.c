@@ -14,6 +14,7 @@
 #include "codelets/fill.h"
 #include "codelets/sgd.h"
 #include "runtime/params.h"
+#include "runtime/submit.h"
 
 struct starnn_params {
 	struct starnn_params_config cfg;
@@ -79,6 +80,7 @@ int starnn_params_new(starnn_params **out, const struct starnn_params_config *cf
 			starnn_params_destroy(ps);
 			return rc;
 		}
+		ps->state->priority = ps->flag->priority = STARNN_PRIO_PARAM; /* the step's update writes them */
 		starnn_amp_policy_default(&ps->policy);
 		ps->policy.dynamic = cfg->loss_scaling == STARNN_LOSS_SCALE_DYNAMIC;
 	}
@@ -122,12 +124,17 @@ static void tensor_name(char *buf, size_t size, const char *name, const char *su
 			*c = '.';
 }
 
+/* A tensor shaped like `like`; param_side: written by the parameters'
+ * tasks (gradients, optimizer state), which then run at STARNN_PRIO_PARAM
+ * (runtime/submit.h). */
 static int make_like(starnn_tensor **t, const starnn_tensor *like, starnn_dtype dt, const char *name,
-                     const char *suffix)
+                     const char *suffix, int param_side)
 {
 	char buf[STARNN_NAME_MAX];
 	tensor_name(buf, sizeof buf, name, suffix);
-	return starnn_tensor_create(t, buf, dt, like->ndim, like->shape);
+	STARNN_CHECK(starnn_tensor_create(t, buf, dt, like->ndim, like->shape));
+	(*t)->priority = param_side ? STARNN_PRIO_PARAM : 0;
+	return 0;
 }
 
 /* The tensors of p besides its master. */
@@ -138,12 +145,12 @@ static int param_tensors(starnn_params *ps, starnn_param *p)
 	if (!p->grad)
 		return starnn_error(STARNN_ENOMEM, "params: out of memory");
 	if ((p->flags & STARNN_PARAM_COMPUTE_COPY) && ps->cfg.compute != STARNN_FP32)
-		STARNN_CHECK(make_like(&p->compute, p->master, ps->cfg.compute, p->name, "h"));
+		STARNN_CHECK(make_like(&p->compute, p->master, ps->cfg.compute, p->name, "h", 0));
 	else
 		p->compute = p->master;
 	for (int i = 0; i < p->nslices; i++) {
 		snprintf(suffix, sizeof suffix, "grad%d", i);
-		STARNN_CHECK(make_like(&p->grad[i], p->master, STARNN_FP32, p->name, suffix));
+		STARNN_CHECK(make_like(&p->grad[i], p->master, STARNN_FP32, p->name, suffix, 1));
 	}
 	return starnn_params_make_state(ps, p);
 }
@@ -153,9 +160,9 @@ int starnn_params_make_state(starnn_params *ps, starnn_param *p)
 	if (p->state[0])
 		return 0;
 	int adam = ps->cfg.optim.kind == STARNN_OPTIM_ADAM;
-	STARNN_CHECK(make_like(&p->state[0], p->master, STARNN_FP32, p->name, adam ? "exp_avg" : "momentum"));
+	STARNN_CHECK(make_like(&p->state[0], p->master, STARNN_FP32, p->name, adam ? "exp_avg" : "momentum", 1));
 	if (adam)
-		STARNN_CHECK(make_like(&p->state[1], p->master, STARNN_FP32, p->name, "exp_avg_sq"));
+		STARNN_CHECK(make_like(&p->state[1], p->master, STARNN_FP32, p->name, "exp_avg_sq", 1));
 	return 0;
 }
 
@@ -206,6 +213,7 @@ int starnn_params_add(starnn_params *ps, const char *name, starnn_tensor *master
 		return rc;
 	}
 	ps->params[ps->nparams++] = p;
+	master->priority = STARNN_PRIO_PARAM; /* written by the optimizer only */
 	ps->numel += (int64_t)starnn_tensor_numel(master);
 	if (out)
 		*out = p;

@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "runtime/choice.h"
 #include "runtime/submit.h"
 
 static _Thread_local int placement = STARNN_ANYWHERE;
@@ -281,6 +282,33 @@ static int placement_mask(const struct starpu_codelet *cl, int node, uint32_t *m
 	return n;
 }
 
+static const char *const prio_names[] = {"on", "off"};
+static const int prio_values[] = {1, 0};
+static struct starnn_choice prio_choice = {"STARNN_PRIORITIES", "on or off", prio_names, prio_values, 2, -1, 0, 0,
+                                           PTHREAD_MUTEX_INITIALIZER};
+
+int starnn_priorities_check(void)
+{
+	return starnn_choice_check(&prio_choice);
+}
+
+static int prio_buckets; /* the policy reads priorities as buckets */
+
+void starnn_priorities_policy(const char *policy_name)
+{
+	prio_buckets = policy_name && !strcmp(policy_name, "heteroprio");
+}
+
+int starnn_priorities_on(void)
+{
+	return !prio_buckets && starnn_choice_mode(&prio_choice);
+}
+
+int starnn_priorities_set(int on)
+{
+	return starnn_choice_set(&prio_choice, on, 1, "priorities: expected 1 (on) or 0 (off), got");
+}
+
 static void free_workerids(void *arg)
 {
 	free(arg);
@@ -359,7 +387,7 @@ int starnn_submit(const struct starnn_task_desc *d)
 	const char *task_name = starnn_intern(name);
 	task->name = task_name;
 	task->flops = flops;
-	task->priority = d->priority;
+	task->priority = !starnn_priorities_on() ? 0 : d->priority ? d->priority : written ? written->priority : 0;
 	if (where_mask)
 		task->where = (int32_t)where_mask;
 	if (mask) {

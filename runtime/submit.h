@@ -50,6 +50,31 @@ struct starnn_task_desc {
 
 int starnn_submit(const struct starnn_task_desc *desc);
 
+/* Priorities. A training step's critical path is the chain of tasks on
+ * activations (forward, loss, backward data); the parameter side (weight
+ * and bias gradients, their sums over micro-batches, the optimizer) need
+ * only be done before the next step's forward reaches that layer. A task's
+ * priority is its descriptor's, else that of the first tensor it writes
+ * (starnn_tensor.priority): runtime/params.c gives STARNN_PRIO_PARAM to the
+ * parameters' masters, gradients and optimizer state (and to the loss
+ * scale), so every task that writes them, in any model, has it. Under a
+ * scheduler that orders its ready tasks by priority (lws, StarPU's default,
+ * and prio, dmdas), a free worker then takes the ready activation tasks
+ * first and fills the gaps with the parameter side. STARNN_PRIORITIES=off
+ * gives every task priority 0 (on, the default, keeps them). Priorities
+ * change the order tasks run in, never their results. */
+#define STARNN_PRIO_PARAM (-1)
+/* Whether priorities are on (STARNN_PRIORITIES); the check reports an
+ * unknown value (STARNN_EINVAL and the message). */
+int starnn_priorities_on(void);
+int starnn_priorities_check(void);
+/* Overrides STARNN_PRIORITIES: 1 on, 0 off (tests, benchmarks). */
+int starnn_priorities_set(int on);
+/* Told the scheduling policy by starnn_init: StarPU's heteroprio reads a
+ * task's priority as the index of its bucket (a negative one aborts), so
+ * under it priorities are off whatever STARNN_PRIORITIES says. */
+void starnn_priorities_policy(const char *policy_name);
+
 /* Sum of the flops of every task submitted since starnn_init() (all
  * threads), as given to StarPU. */
 double starnn_submitted_flops(void);

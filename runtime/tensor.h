@@ -92,6 +92,10 @@ struct starnn_tensor {
 	 * so a copy made from t knows at submission time whether t changed
 	 * since (not changed by writes to t's parent: ask the root). */
 	uint64_t version;
+	/* The priority of the tasks that write it (runtime/submit.h), 0 but
+	 * for the parameters' side (STARNN_PRIO_PARAM); parts take their
+	 * parent's. */
+	int priority;
 	/* Tensors derived from t (starnn_tensor_derived), destroyed with it. */
 	struct starnn_derived *derived;
 	int nderived;

@@ -2,7 +2,8 @@
 # models/unet trains under every scheduling policy this StarPU ships (the
 # list StarPU prints for STARPU_SCHED=help): a tiny UNet, 4 steps, 2 CPU
 # workers, 2 micro-batches; every policy must give the same losses as the
-# default one, bit for bit (same graph, same kernels, same summation order).
+# default one, bit for bit (same graph, same kernels, same summation order);
+# so must the default policy with priorities off (STARNN_PRIORITIES).
 # modular-heteroprio-heft runs where StarPU has the fix of
 # tools/starpu-patches/0002 (see below), on uncalibrated models too.
 set -u
@@ -127,5 +128,24 @@ for p in $policies; do
 		status=1
 	fi
 done
+# Priorities (runtime/submit.h: the parameter side after the activations)
+# change the order tasks run in, never the losses; off, every task has
+# priority 0. An unknown value is refused at start-up.
+got=$(unset STARPU_SCHED; STARNN_PRIORITIES=off run)
+if [ "$got" = "$ref" ] && [ "$(cat "$home/rc")" = 0 ]; then
+	echo "ok   STARNN_PRIORITIES=off: the default policy's losses"
+else
+	echo "FAIL STARNN_PRIORITIES=off: losses $(echo $got) differ from $(echo $ref) (exit $(cat "$home/rc"))"
+	status=1
+fi
+bad=$(STARNN_PRIORITIES=sideways STARPU_NCPU=2 STARPU_NCUDA=0 timeout -k 5 60 "$unet" train $args --steps 1 2>&1)
+rc=$?
+if [ $rc != 0 ] && echo "$bad" | grep -q "STARNN_PRIORITIES is 'sideways': expected on or off"; then
+	echo "ok   STARNN_PRIORITIES=sideways refused (exit $rc)"
+else
+	echo "FAIL STARNN_PRIORITIES=sideways: exit $rc, no message:"
+	echo "$bad" | tail -n 5
+	status=1
+fi
 echo "$n policies"
 exit $status

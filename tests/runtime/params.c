@@ -2,7 +2,8 @@
  * gradient hook, the update (Adam, SGD, warm-up, weight decay, loss
  * scaling with a skipped step) on a tiny set of parameters against a hand
  * computation in double, the compute copies (kept current by Adam's update
- * or by starnn_params_convert), the checkpoint iteration and
+ * or by starnn_params_convert), the tensors' priorities, the checkpoint
+ * iteration and
  * the error paths. */
 #include "codelets/amp.h"
 #include "codelets/axpy.h"
@@ -228,6 +229,8 @@ static void loss_scaling(void)
 	starnn_params *ps = new_set(STARNN_OPTIM_ADAM, STARNN_FP16, STARNN_LOSS_SCALE_DYNAMIC);
 	struct starnn_optim o = starnn_params_get_config(ps)->optim;
 	TEST_ASSERT(starnn_params_loss_scale(ps) != NULL, "a loss-scale state");
+	TEST_ASSERT(starnn_params_loss_scale(ps) && starnn_params_loss_scale(ps)->priority == STARNN_PRIO_PARAM,
+	            "the loss-scale state at STARNN_PRIO_PARAM (the update writes it)");
 	starnn_params_set_inject_inf_step(ps, 2);
 	double w[2][COLS], m[2][COLS] = {{0}}, v[2][COLS] = {{0}};
 	for (int k = 0; k < 2; k++) {
@@ -297,6 +300,13 @@ static void compute_copies(void)
 	TEST_ASSERT(strcmp(w->compute->name, "conv.weight.h") == 0 && strcmp(w->grad[0]->name, "conv.weight.grad0") == 0 &&
 	                    strcmp(w->state[1]->name, "conv.weight.exp_avg_sq") == 0,
 	            "tensor names %s %s %s", w->compute->name, w->grad[0]->name, w->state[1]->name);
+	/* the parameter side's tasks run after the activations' (runtime/submit.h) */
+	TEST_ASSERT(w->master->priority == STARNN_PRIO_PARAM && w->grad[0]->priority == STARNN_PRIO_PARAM &&
+	                    w->state[0]->priority == STARNN_PRIO_PARAM && w->state[1]->priority == STARNN_PRIO_PARAM &&
+	                    b->master->priority == STARNN_PRIO_PARAM,
+	            "masters, gradients and optimizer state at STARNN_PRIO_PARAM");
+	TEST_ASSERT(w->compute->priority == 0, "the compute copy (read by the forward) at priority 0, got %d",
+	            w->compute->priority);
 	TEST_OK(starnn_params_convert(ps));
 	float *got = test_read(w->compute);
 	for (int i = 0; i < COLS; i++) {

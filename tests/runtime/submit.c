@@ -11,6 +11,11 @@
  * into parts, relu, mse, gemm, axpy, adam, copy), against the counts of
  * their shapes.
  *
+ * Priorities: a task takes its descriptor's priority, else that of the
+ * first tensor it writes (parts take their parent's); the parameters'
+ * masters, gradients and optimizer state are STARNN_PRIO_PARAM; with
+ * priorities off every task is 0.
+ *
  * Capture (starnn_capture_begin / _end, what tools/energy-calibrate
  * replays): one record per (codelet, footprint) with its count, a copy of
  * the args, the buffers' views (a channel part: ld > cols), dtypes, modes
@@ -36,6 +41,7 @@
 
 static char probe_name[256];
 static double probe_flops = -1.0;
+static int probe_priority = -100;
 
 /* Records what StarPU holds for the running task. */
 static void probe_cpu(void *buffers[], void *cl_arg)
@@ -45,6 +51,7 @@ static void probe_cpu(void *buffers[], void *cl_arg)
 	struct starpu_task *task = starpu_task_get_current();
 	snprintf(probe_name, sizeof probe_name, "%s", task && task->name ? task->name : "(none)");
 	probe_flops = task ? task->flops : -1.0;
+	probe_priority = task ? task->priority : -100;
 }
 
 static struct starpu_codelet probe_cl = {
@@ -56,11 +63,19 @@ static struct starpu_codelet probe_cl = {
 
 /* Submits the probe on (x, y) with the given name and flops, waits, and
  * leaves what the task saw in probe_name / probe_flops. */
+static int run_probe_prio(starnn_tensor *x, starnn_tensor *y, const char *name, double flops, int prio);
 static int run_probe(starnn_tensor *x, starnn_tensor *y, const char *name, double flops)
+{
+	return run_probe_prio(x, y, name, flops, 0);
+}
+
+/* The same with the descriptor's priority prio. */
+static int run_probe_prio(starnn_tensor *x, starnn_tensor *y, const char *name, double flops, int prio)
 {
 	probe_name[0] = '\0';
 	probe_flops = -1.0;
-	struct starnn_task_desc d = {.cl = &probe_cl, .name = name, .flops = flops, .tensors = {x, y}};
+	probe_priority = -100;
+	struct starnn_task_desc d = {.cl = &probe_cl, .name = name, .flops = flops, .tensors = {x, y}, .priority = prio};
 	int rc = starnn_submit(&d);
 	if (rc < 0)
 		return rc;
@@ -351,10 +366,56 @@ static void capture(void)
 		starnn_tensor_destroy(all[i]);
 }
 
+/* The priorities tasks run with. */
+static void priorities(void)
+{
+	starnn_tensor *x = NULL, *y = NULL, **yp = NULL;
+	TEST_OK(starnn_tensor_new(&x, "prio_x", STARNN_FP32, 2, (int64_t)4, (int64_t)8));
+	TEST_OK(starnn_tensor_new(&y, "prio_y", STARNN_FP32, 2, (int64_t)4, (int64_t)8));
+	TEST_ASSERT(starnn_priorities_on() == 1, "priorities are on by default");
+	TEST_OK(run_probe(x, y, NULL, 0.0));
+	TEST_ASSERT(probe_priority == 0, "an activation's writer: priority 0, got %d", probe_priority);
+	y->priority = STARNN_PRIO_PARAM;
+	TEST_OK(run_probe(x, y, NULL, 0.0));
+	TEST_ASSERT(probe_priority == STARNN_PRIO_PARAM, "the writer of a parameter-side tensor: %d, got %d",
+	      STARNN_PRIO_PARAM, probe_priority);
+	TEST_OK(run_probe_prio(x, y, NULL, 0.0, 3));
+	TEST_ASSERT(probe_priority == 3, "the descriptor's priority first: 3, got %d", probe_priority);
+	/* a tensor read at a priority does not give it: only the written one */
+	x->priority = 5;
+	y->priority = 0;
+	TEST_OK(run_probe(x, y, NULL, 0.0));
+	TEST_ASSERT(probe_priority == 0, "a read tensor's priority is not the task's: 0, got %d", probe_priority);
+	/* parts (made after the priority is set) take their parent's */
+	y->priority = STARNN_PRIO_PARAM;
+	TEST_OK(starnn_tensor_split(y, 0, 2, NULL, &yp));
+	{
+		TEST_ASSERT(yp[0]->priority == STARNN_PRIO_PARAM && yp[1]->priority == STARNN_PRIO_PARAM,
+		      "parts take their parent's priority");
+		TEST_OK(run_probe(x, yp[1], NULL, 0.0));
+		TEST_ASSERT(probe_priority == STARNN_PRIO_PARAM, "the writer of a part: %d, got %d", STARNN_PRIO_PARAM,
+		      probe_priority);
+	}
+	/* off: every task 0, the descriptor's priority too */
+	TEST_OK(starnn_priorities_set(0));
+	TEST_ASSERT(starnn_priorities_on() == 0, "priorities off");
+	TEST_OK(run_probe(x, y, NULL, 0.0));
+	TEST_ASSERT(probe_priority == 0, "off: priority 0, got %d", probe_priority);
+	TEST_OK(run_probe_prio(x, y, NULL, 0.0, 3));
+	TEST_ASSERT(probe_priority == 0, "off: the descriptor's priority is dropped too, got %d", probe_priority);
+	TEST_ASSERT(starnn_priorities_set(2) == STARNN_EINVAL, "priorities_set(2) refused");
+	TEST_OK(starnn_priorities_set(1));
+	TEST_OK(run_probe(x, y, NULL, 0.0));
+	TEST_ASSERT(probe_priority == STARNN_PRIO_PARAM, "on again: %d, got %d", STARNN_PRIO_PARAM, probe_priority);
+	starnn_tensor_destroy(x);
+	starnn_tensor_destroy(y);
+}
+
 int main(void)
 {
 	test_init();
 	sanitising();
+	priorities();
 	task_names();
 	probe_flop_counts();
 	operation_flop_counts();

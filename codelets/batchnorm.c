@@ -33,6 +33,21 @@ static int bn_can_execute(unsigned workerid, struct starpu_task *task, unsigned 
 }
 #endif
 
+/* The data codelets' footprint: their buffers' sizes and, for blocked
+ * data, the layouts of the input and the output side (cb, cby): the same
+ * sizes cost differently in nChw16c, NHWC or a concatenation's halves in
+ * and one NHWC tensor out. NCHW keeps the footprint of the sizes alone. */
+static uint32_t bn_footprint(struct starpu_task *task)
+{
+	uint32_t fp = starpu_task_data_footprint(task);
+	const struct bn_args *a = task->cl_arg;
+	if (a && task->cl_arg_size >= sizeof *a && (a->cb > 1 || a->cby > 1)) {
+		const int32_t key[2] = {a->cb, a->cby};
+		fp = starpu_hash_crc32c_be_n(key, sizeof key, fp);
+	}
+	return fp;
+}
+
 /* The workspace's rows as slots of doubles. */
 #define SLOTS(m) ((double *)(m).ptr)
 #define SLOT_LD(m) ((m).ld / 2)
@@ -292,12 +307,12 @@ BN_CODELET(bn_bwd_params_w_cl, "bn_bwd_params", bn_bwd_params_run, starnn_bn_bwd
 	BN_DT_FNS(bn_apply, dt, DT)                                                                         \
 	BN_DT_FNS(bn_bwd_reduce, dt, DT)                                                                    \
 	BN_DT_FNS(bn_bwd_apply, dt, DT)                                                                     \
-	static STARNN_PERFMODEL(bn_stats, dt);                                                              \
-	static STARNN_PERFMODEL(bn_apply, dt);                                                              \
-	static STARNN_PERFMODEL(bn_bwd_reduce, dt);                                                         \
-	static STARNN_PERFMODEL(bn_bwd_reduce_relu, dt);                                                    \
-	static STARNN_PERFMODEL(bn_bwd_apply, dt);                                                          \
-	static STARNN_PERFMODEL(bn_bwd_apply_relu, dt);                                                     \
+	static STARNN_PERFMODEL_FP(bn_stats, dt, bn_footprint);                                             \
+	static STARNN_PERFMODEL_FP(bn_apply, dt, bn_footprint);                                             \
+	static STARNN_PERFMODEL_FP(bn_bwd_reduce, dt, bn_footprint);                                        \
+	static STARNN_PERFMODEL_FP(bn_bwd_reduce_relu, dt, bn_footprint);                                   \
+	static STARNN_PERFMODEL_FP(bn_bwd_apply, dt, bn_footprint);                                         \
+	static STARNN_PERFMODEL_FP(bn_bwd_apply_relu, dt, bn_footprint);                                    \
 	BN_CODELET(bn_stats##V##_cl, "bn_stats" N, bn_stats_##dt, starnn_bn_stats_##dt, 2, STARPU_R,         \
 	           STARPU_RW);                                                                              \
 	BN_CODELET(bn_apply##V##_cl, "bn_apply" N, bn_apply_##dt, starnn_bn_apply_##dt, 6, STARPU_R,         \

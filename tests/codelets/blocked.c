@@ -17,7 +17,8 @@
  *     batch-norm layer and max-pool on blocked tensors against NCHW ones,
  *     mixed layouts (NCHW in, blocked out: a UNet's first and last
  *     layers), and the checks that refuse mismatched layouts; conv2d
- *     again with the fp32 weight gradient forced onto its gemm route.
+ *     again with the fp32 weight gradient forced onto its gemm route;
+ *     the batch-norm codelets' footprints differ between layouts.
  * The conv2d / convt2d parts need oneDNN (the im2col kernels take NCHW
  * only); without it they are skipped with a note. */
 #include <string.h>
@@ -586,6 +587,50 @@ static void bn_pool_codelets(int64_t n, int64_t c, int64_t s, int cb, int cby)
 	free(xv), free(dyv);
 }
 
+/* The batch-norm data codelets' footprints tell the layouts apart (the
+ * same sizes in NCHW, nChw16c, NHWC, and blocks of half the channels in
+ * with one NHWC tensor out), so that their performance models keep the
+ * costs apart (the statistics, which read x alone, by x's layout). */
+static void bn_footprints(void)
+{
+	const int64_t n = 2, c = 32, s = 8;
+	const int lay[4][2] = {{1, 1}, {16, 16}, {32, 32}, {16, 32}};
+	uint32_t fp[4][2] = {{0}}; /* [layout][bn_stats, bn_apply] */
+	float *xv = test_random((size_t)(n * c * s * s), -1, 1);
+	for (int l = 0; l < 4; l++) {
+		starnn_tensor *x = tensor4("x", n, c, s, s, lay[l][0], xv), *y = tensor4("y", n, c, s, s, lay[l][1], NULL);
+		starnn_batchnorm bn;
+		TEST_OK(starnn_batchnorm_init(&bn, "bn", c, 1, 1));
+		struct starnn_captured_task *t = NULL;
+		int nt = 0, found = 0;
+		TEST_OK(starnn_capture_begin());
+		TEST_OK(starnn_batchnorm_fwd(&bn, 1, 1, &x, &y));
+		TEST_OK(starnn_wait());
+		TEST_OK(starnn_capture_end(&t, &nt));
+		for (int i = 0; i < nt; i++)
+			for (int k = 0; k < 2; k++)
+				if (!strncmp(t[i].cl->name, k ? "bn_apply" : "bn_stats", 8) && !fp[l][k]) {
+					fp[l][k] = t[i].footprint;
+					found++;
+				}
+		TEST_ASSERT(found == 2, "layout %d: bn_stats and bn_apply captured (%d of 2)", l, found);
+		starnn_capture_free(t, nt);
+		starnn_batchnorm_destroy(&bn);
+		starnn_tensor_destroy(x);
+		starnn_tensor_destroy(y);
+	}
+	/* (the statistics read x alone: x's layout decides theirs) */
+	for (int k = 0; k < 2; k++)
+		for (int a = 0; a < 4; a++)
+			for (int b = a + 1; b < 4; b++) {
+				int same = !k && lay[a][0] == lay[b][0];
+				TEST_ASSERT((fp[a][k] == fp[b][k]) == same, "%s: layouts x %d / y %d and x %d / y %d: footprints %08x %08x",
+				            k ? "bn_apply" : "bn_stats", lay[a][0], lay[a][1], lay[b][0], lay[b][1], fp[a][k],
+				            fp[b][k]);
+			}
+	free(xv);
+}
+
 int main(void)
 {
 	test_init();
@@ -626,6 +671,7 @@ int main(void)
 	bn_pool_codelets(2, 48, 6, 24, 24); /* nChw24c: a concatenation of two NHWC halves */
 	bn_pool_codelets(2, 48, 6, 24, 48); /* its halves in, one NHWC tensor out */
 	bn_pool_codelets(2, 32, 10, 8, 16); /* nChw8c in, nChw16c out */
+	bn_footprints();
 	if (starnn_conv2d_cpu_backend() != STARNN_CONV2D_DNNL) {
 		printf("note: the convolution checks need the oneDNN CPU backend (this build has im2col only)\n");
 		return test_finish();

@@ -309,6 +309,14 @@ int starnn_priorities_set(int on)
 	return starnn_choice_set(&prio_choice, on, 1, "priorities: expected 1 (on) or 0 (off), got");
 }
 
+/* The priority of a task that writes t: its root's (runtime/tensor.h). */
+static int written_priority(const starnn_tensor *t)
+{
+	while (t->parent)
+		t = t->parent;
+	return t->priority;
+}
+
 static void free_workerids(void *arg)
 {
 	free(arg);
@@ -387,7 +395,7 @@ int starnn_submit(const struct starnn_task_desc *d)
 	const char *task_name = starnn_intern(name);
 	task->name = task_name;
 	task->flops = flops;
-	task->priority = !starnn_priorities_on() ? 0 : d->priority ? d->priority : written ? written->priority : 0;
+	task->priority = !starnn_priorities_on() ? 0 : d->priority ? d->priority : written ? written_priority(written) : 0;
 	if (where_mask)
 		task->where = (int32_t)where_mask;
 	if (mask) {

@@ -55,7 +55,7 @@ int starnn_submit(const struct starnn_task_desc *desc);
  * and bias gradients, their sums over micro-batches, the optimizer) need
  * only be done before the next step's forward reaches that layer. A task's
  * priority is its descriptor's, else that of the first tensor it writes
- * (starnn_tensor.priority): runtime/params.c gives STARNN_PRIO_PARAM to the
+ * (starnn_tensor.priority, a part's taken from its root): runtime/params.c gives STARNN_PRIO_PARAM to the
  * parameters' masters, gradients and optimizer state (and to the loss
  * scale), so every task that writes them, in any model, has it. Under a
  * scheduler that orders its ready tasks by priority (lws, StarPU's default,

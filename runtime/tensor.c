@@ -447,7 +447,6 @@ int starnn_tensor_split(starnn_tensor *t, int axis, int nparts, const int64_t *s
 			         axis ? "c" : "n", i);
 		part->dtype = t->dtype;
 		part->cblock = t->cblock;
-		part->priority = t->priority;
 		part->ndim = t->ndim;
 		memcpy(part->shape, t->shape, sizeof part->shape);
 		part->shape[axis] = bounds[i + 1] - bounds[i];

@@ -93,8 +93,8 @@ struct starnn_tensor {
 	 * since (not changed by writes to t's parent: ask the root). */
 	uint64_t version;
 	/* The priority of the tasks that write it (runtime/submit.h), 0 but
-	 * for the parameters' side (STARNN_PRIO_PARAM); parts take their
-	 * parent's. */
+	 * for the parameters' side (STARNN_PRIO_PARAM); set on a whole tensor
+	 * (its parts' writers take their root's, whenever the parts were made). */
 	int priority;
 	/* Tensors derived from t (starnn_tensor_derived), destroyed with it. */
 	struct starnn_derived *derived;

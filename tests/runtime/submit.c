@@ -12,7 +12,7 @@
  * their shapes.
  *
  * Priorities: a task takes its descriptor's priority, else that of the
- * first tensor it writes (parts take their parent's); the parameters'
+ * first tensor it writes (its root's, for a part); the parameters'
  * masters, gradients and optimizer state are STARNN_PRIO_PARAM; with
  * priorities off every task is 0.
  *
@@ -378,7 +378,7 @@ static void priorities(void)
 	y->priority = STARNN_PRIO_PARAM;
 	TEST_OK(run_probe(x, y, NULL, 0.0));
 	TEST_ASSERT(probe_priority == STARNN_PRIO_PARAM, "the writer of a parameter-side tensor: %d, got %d",
-	      STARNN_PRIO_PARAM, probe_priority);
+	            STARNN_PRIO_PARAM, probe_priority);
 	TEST_OK(run_probe_prio(x, y, NULL, 0.0, 3));
 	TEST_ASSERT(probe_priority == 3, "the descriptor's priority first: 3, got %d", probe_priority);
 	/* a tensor read at a priority does not give it: only the written one */
@@ -386,16 +386,18 @@ static void priorities(void)
 	y->priority = 0;
 	TEST_OK(run_probe(x, y, NULL, 0.0));
 	TEST_ASSERT(probe_priority == 0, "a read tensor's priority is not the task's: 0, got %d", probe_priority);
-	/* parts (made after the priority is set) take their parent's */
-	y->priority = STARNN_PRIO_PARAM;
+	/* a part's writer takes its root's priority, set before or after the
+	 * parts were made, through nested plans too */
+	starnn_tensor **yq = NULL;
 	TEST_OK(starnn_tensor_split(y, 0, 2, NULL, &yp));
-	{
-		TEST_ASSERT(yp[0]->priority == STARNN_PRIO_PARAM && yp[1]->priority == STARNN_PRIO_PARAM,
-		      "parts take their parent's priority");
-		TEST_OK(run_probe(x, yp[1], NULL, 0.0));
-		TEST_ASSERT(probe_priority == STARNN_PRIO_PARAM, "the writer of a part: %d, got %d", STARNN_PRIO_PARAM,
-		      probe_priority);
-	}
+	TEST_OK(starnn_tensor_split(yp[1], 1, 2, NULL, &yq));
+	y->priority = STARNN_PRIO_PARAM;
+	TEST_OK(run_probe(x, yp[1], NULL, 0.0));
+	TEST_ASSERT(probe_priority == STARNN_PRIO_PARAM, "the writer of a part: %d, got %d", STARNN_PRIO_PARAM,
+	            probe_priority);
+	TEST_OK(run_probe(x, yq[0], NULL, 0.0));
+	TEST_ASSERT(probe_priority == STARNN_PRIO_PARAM, "the writer of a part of a part: %d, got %d",
+	            STARNN_PRIO_PARAM, probe_priority);
 	/* off: every task 0, the descriptor's priority too */
 	TEST_OK(starnn_priorities_set(0));
 	TEST_ASSERT(starnn_priorities_on() == 0, "priorities off");

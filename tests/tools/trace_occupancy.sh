@@ -2,7 +2,8 @@
 # tools/trace-occupancy, which tools/trace runs on every tasks.rec it
 # writes: on a small tasks.rec in StarPU's format whose answer is worked
 # out by hand, the share of the time with 2, 1 and 0 of the workers busy,
-# the codelets that ran alone, --last's window, back-to-back tasks counted
+# the codelets that ran alone, --last's window (ms, and a share of the
+# trace's span), back-to-back tasks counted
 # once, and the errors (no file, a bad --last, no tasks). (grep reads
 # here-strings, not pipes: under pipefail, grep -q closing a pipe early
 # would fail the echo feeding it.)
@@ -54,6 +55,13 @@ grep -Eq "^  0 busy +50\.0% +5\.000 ms" <<<"$out" || fail "--last 10: 0 busy 5: 
 [ "$(grep -c '^  starnn_' <<<"$out")" = 1 ] && grep -q "starnn_adam_fp32" <<<"$out" ||
 	fail "--last 10: adam alone only: $out"
 
+# The last half of the trace's span (15 ms): [15, 20) bn_stats alone,
+# [20, 25) none, [25, 30) adam alone.
+out=$("$OCC" --last 50% "$tmp/tasks.rec" 2>&1) || fail "--last 50%: status $?: $out"
+grep -q "over 15.000 ms (the last 50% of the trace)" <<<"$out" || fail "--last 50%: the window: $out"
+grep -Eq "^  1 busy +66\.7% +10\.000 ms" <<<"$out" || fail "--last 50%: 1 busy 10: $out"
+grep -Eq "^  0 busy +33\.3% +5\.000 ms" <<<"$out" || fail "--last 50%: 0 busy 5: $out"
+
 # A task without a model is grouped by its name; one worker: no "alone".
 { task "copy:x" "" 0 0 4; task "copy:y" "" 0 4 6; } > "$tmp/one.rec"
 out=$("$OCC" "$tmp/one.rec" 2>&1) || fail "one worker: status $?: $out"
@@ -67,6 +75,8 @@ out=$("$OCC" --last abc "$tmp/tasks.rec" 2>&1); rc=$?
 [ $rc = 2 ] && grep -q "expected a positive number" <<<"$out" || fail "--last abc: status $rc: $out"
 out=$("$OCC" --last 0 "$tmp/tasks.rec" 2>&1); rc=$?
 [ $rc = 2 ] || fail "--last 0: status $rc: $out"
+out=$("$OCC" --last 150% "$tmp/tasks.rec" 2>&1); rc=$?
+[ $rc = 2 ] || fail "--last 150%: status $rc: $out"
 printf 'Name: ghost\nJobId: 9\n\n' > "$tmp/empty.rec"
 out=$("$OCC" "$tmp/empty.rec" 2>&1); rc=$?
 [ $rc = 1 ] && grep -q "no task with a worker" <<<"$out" || fail "no tasks: status $rc: $out"

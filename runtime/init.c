@@ -103,7 +103,7 @@ int starnn_init(const struct starnn_config *user_cfg)
 	}
 #endif
 	struct starpu_sched_policy *policy = starpu_sched_ctx_get_sched_policy(0);
-	starnn_priorities_policy(policy ? policy->policy_name : NULL);
+	starnn_priorities_range(starpu_sched_get_min_priority(), starpu_sched_get_max_priority());
 	/* StarPU 1.3.10's modular-heteroprio-heft never hands a task without an
 	 * estimate (a footprint its history-based model has fewer than
 	 * STARPU_CALIBRATE_MINIMUM measurements of) to a worker: the workers

@@ -292,16 +292,20 @@ int starnn_priorities_check(void)
 	return starnn_choice_check(&prio_choice);
 }
 
-static int prio_buckets; /* the policy reads priorities as buckets */
+/* The scheduling policy's range of priorities (starnn_init); lo == hi: it
+ * has no order of priorities (eager, dmda; heteroprio reads a priority as
+ * its bucket, 0 by default, and aborts on another). */
+static int prio_lo, prio_hi;
 
-void starnn_priorities_policy(const char *policy_name)
+void starnn_priorities_range(int lo, int hi)
 {
-	prio_buckets = policy_name && !strcmp(policy_name, "heteroprio");
+	prio_lo = lo;
+	prio_hi = hi;
 }
 
 int starnn_priorities_on(void)
 {
-	return !prio_buckets && starnn_choice_mode(&prio_choice);
+	return prio_lo < prio_hi && starnn_choice_mode(&prio_choice);
 }
 
 int starnn_priorities_set(int on)
@@ -395,7 +399,10 @@ int starnn_submit(const struct starnn_task_desc *d)
 	const char *task_name = starnn_intern(name);
 	task->name = task_name;
 	task->flops = flops;
-	task->priority = !starnn_priorities_on() ? 0 : d->priority ? d->priority : written ? written_priority(written) : 0;
+	int prio = d->priority ? d->priority : written ? written_priority(written) : 0;
+	if (prio) /* (most tasks have none: no setting to read) */
+		prio = !starnn_priorities_on() ? 0 : prio < prio_lo ? prio_lo : prio > prio_hi ? prio_hi : prio;
+	task->priority = prio;
 	if (where_mask)
 		task->where = (int32_t)where_mask;
 	if (mask) {

@@ -70,10 +70,12 @@ int starnn_priorities_on(void);
 int starnn_priorities_check(void);
 /* Overrides STARNN_PRIORITIES: 1 on, 0 off (tests, benchmarks). */
 int starnn_priorities_set(int on);
-/* Told the scheduling policy by starnn_init: StarPU's heteroprio reads a
- * task's priority as the index of its bucket (a negative one aborts), so
- * under it priorities are off whatever STARNN_PRIORITIES says. */
-void starnn_priorities_policy(const char *policy_name);
+/* Told the scheduling policy's range of priorities by starnn_init
+ * (starpu_sched_get_min_priority / _max): priorities are clamped to it,
+ * and off where it holds one value (eager, dmda, and heteroprio, which
+ * reads a priority as the index of its bucket and aborts on a negative
+ * one) whatever STARNN_PRIORITIES says. */
+void starnn_priorities_range(int lo, int hi);
 
 /* Sum of the flops of every task submitted since starnn_init() (all
  * threads), as given to StarPU. */

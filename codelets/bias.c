@@ -93,6 +93,19 @@ struct starpu_codelet starnn_bias_grad_w_cl = {
 
 /* ------------------------------------------------------------ submission */
 
+/* The kernels index y as [N, C, inner] (NCHW): a 4-D y in a blocked layout
+ * is refused rather than read in the wrong order. */
+static int check_nchw(const char *op, const char *yname, const starnn_tensor *y)
+{
+	char dy[128], l[24];
+	if (y->ndim != 4 || y->cblock <= 1)
+		return 0;
+	return starnn_error(STARNN_EINVAL, "%s: %s = %s is %s; the bias kernels take NCHW (the convolutions add "
+	                    "their bias themselves, in any layout)",
+	                    op, yname, starnn_tensor_describe(y, dy, sizeof dy),
+	                    starnn_layout_name(y->cblock, y->shape[1], l, sizeof l));
+}
+
 /* y: [N, C, ...] fp32; b: one row of C fp32 values, not y itself. */
 static int check(const char *op, const char *yname, const starnn_tensor *y, const char *bname, const starnn_tensor *b)
 {
@@ -109,7 +122,7 @@ static int check(const char *op, const char *yname, const starnn_tensor *y, cons
 	if (b->rows != 1 || b->cols != (size_t)y->shape[1] || b == y)
 		return starnn_error(STARNN_EINVAL, "%s: %s must hold one value per channel of %s %s (%lld), got %s", op,
 		                    bname, yname, dy, (long long)y->shape[1], dbuf);
-	return 0;
+	return check_nchw(op, yname, y);
 }
 
 int starnn_bias_add(starnn_tensor *b, starnn_tensor *y)
@@ -223,7 +236,7 @@ static int check_half(const char *op, const char *yname, const starnn_tensor *y,
 	if (b->rows != 1 || b->cols != (size_t)y->shape[1])
 		return starnn_error(STARNN_EINVAL, "%s: %s must hold one value per channel of %s %s (%lld), got %s", op,
 		                    bname, yname, dy, (long long)y->shape[1], dbuf);
-	return 0;
+	return check_nchw(op, yname, y);
 }
 
 int starnn_bias_add_mp(starnn_tensor *b, starnn_tensor *y)

@@ -145,6 +145,7 @@ int starnn_convert(starnn_tensor *x, starnn_tensor *y)
 	if (x->rows != y->rows || x->cols != y->cols)
 		return starnn_error(STARNN_EINVAL, "convert: shapes differ: %s and %s",
 		                    starnn_tensor_describe(x, dx, sizeof dx), starnn_tensor_describe(y, dy, sizeof dy));
+	STARNN_CHECK(starnn_check_layouts("convert", "x", x, "y", y));
 	if (x->dtype == y->dtype)
 		return starnn_copy(x, y);
 	struct starnn_task_desc d = {.cl = convert_cl[x->dtype][y->dtype], .tensors = {x, y}};

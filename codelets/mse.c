@@ -227,7 +227,7 @@ static int check_pred(const char *op, const starnn_tensor *pred, const starnn_te
 		                    op, dp, dt);
 	if (pred->rows != target->rows || pred->cols != target->cols)
 		return starnn_error(STARNN_EINVAL, "%s: pred and target differ in shape: %s and %s", op, dp, dt);
-	return 0;
+	return starnn_check_layouts(op, "pred", pred, "target", target);
 }
 
 int starnn_mse_fwd_mp(starnn_tensor *pred, starnn_tensor *target, starnn_tensor *loss, float scale, float beta)
@@ -265,6 +265,7 @@ int starnn_mse_bwd_mp(starnn_tensor *pred, starnn_tensor *target, starnn_tensor 
 		return starnn_error(STARNN_EINVAL, "mse_bwd: dpred must have pred's dtype and shape (%s), got %s",
 		                    starnn_tensor_describe(pred, dp, sizeof dp),
 		                    dpred ? starnn_tensor_describe(dpred, d, sizeof d) : "NULL");
+	STARNN_CHECK(starnn_check_layouts("mse_bwd", "pred", pred, "dpred", dpred));
 	if (dpred == pred || dpred == target || (state && (state == pred || state == target || state == dpred)))
 		return starnn_error(STARNN_EINVAL, "mse_bwd: the gradient %s is also an input",
 		                    starnn_tensor_describe(dpred, d, sizeof d));

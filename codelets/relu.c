@@ -224,7 +224,7 @@ static int check_half(const char *op, const char *an, const starnn_tensor *a, co
 		                    op, an, bn, da, db);
 	if (a->rows != b->rows || a->cols != b->cols)
 		return starnn_error(STARNN_EINVAL, "%s: %s and %s differ in shape: %s and %s", op, an, bn, da, db);
-	return 0;
+	return starnn_check_layouts(op, an, a, bn, b);
 }
 
 int starnn_relu_fwd_mp(starnn_tensor *x, starnn_tensor *y)

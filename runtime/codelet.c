@@ -78,7 +78,34 @@ int starnn_check_like(const char *op, const char *an, const starnn_tensor *a, co
 	if (a->rows != b->rows || a->cols != b->cols)
 		return starnn_error(STARNN_EINVAL, "%s: shapes differ: %s = %s and %s = %s", op, an,
 		                    starnn_tensor_describe(a, da, sizeof da), bn, starnn_tensor_describe(b, db, sizeof db));
-	return 0;
+	return starnn_check_layouts(op, an, a, bn, b);
+}
+
+static int layout_of(const starnn_tensor *t)
+{
+	return t->ndim == 4 && t->cblock > 1 ? t->cblock : 1;
+}
+
+static const char *layout_label(const starnn_tensor *t, char *buf, size_t size)
+{
+	if (t->ndim != 4)
+		return snprintf(buf, size, "row-major"), buf;
+	return starnn_layout_name(layout_of(t), t->shape[1], buf, size);
+}
+
+int starnn_check_layouts(const char *op, const char *an, const starnn_tensor *a, const char *bn,
+                         const starnn_tensor *b)
+{
+	char da[128], db[128], la[24], lb[24];
+	if (!a || !b)
+		return starnn_error(STARNN_EINVAL, "%s: %s is NULL", op, !a ? an : bn);
+	if (layout_of(a) == layout_of(b))
+		return 0;
+	return starnn_error(STARNN_EINVAL,
+	                    "%s: %s = %s is %s and %s = %s is %s: an element-wise operation needs its tensors in one "
+	                    "layout (runtime/tensor.h: starnn_tensor_set_cblock)",
+	                    op, an, starnn_tensor_describe(a, da, sizeof da), layout_label(a, la, sizeof la), bn,
+	                    starnn_tensor_describe(b, db, sizeof db), layout_label(b, lb, sizeof lb));
 }
 
 uint32_t starnn_footprint_args(struct starpu_task *task, size_t key_bytes)

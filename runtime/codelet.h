@@ -99,9 +99,17 @@ void starnn_cudnn_init(void);
 void starnn_cudnn_shutdown(void);
 
 /* Argument check shared by the element-wise operations: a and b are non-NULL
- * fp32 tensors with the same matrix view (rows x cols); the message names
- * the operation, both arguments and their shapes. */
+ * fp32 tensors with the same matrix view (rows x cols) and the same layout
+ * (starnn_check_layouts); the message names the operation, both arguments
+ * and their shapes. */
 int starnn_check_like(const char *op, const char *an, const starnn_tensor *a, const char *bn, const starnn_tensor *b);
+/* a and b (non-NULL) hold their elements in the same order: the same
+ * layout (runtime/tensor.h: cblock; 1 for tensors that are not 4-D). Two
+ * tensors of one matrix view in different layouts hold the same values at
+ * different places, so an element-wise operation between them would pair
+ * unrelated values: refused, with both layouts named. */
+int starnn_check_layouts(const char *op, const char *an, const starnn_tensor *a, const char *bn,
+                         const starnn_tensor *b);
 
 /* For CUDA implementations: records a deferred error when a launch failed. */
 void starnn_cuda_check_launch(const char *op, const char *file, int line);

@@ -18,15 +18,24 @@
  *     mixed layouts (NCHW in, blocked out: a UNet's first and last
  *     layers), and the checks that refuse mismatched layouts; conv2d
  *     again with the fp32 weight gradient forced onto its gemm route;
- *     the batch-norm codelets' footprints differ between layouts.
+ *     the batch-norm codelets' footprints differ between layouts;
+ *   - the element-wise codelets (relu, mse, convert, axpy / add) on two
+ *     tensors in one blocked layout give NCHW's values, and refuse two
+ *     layouts (the same matrix view, elements in another order); the bias
+ *     codelets, which index channels as NCHW, refuse a blocked tensor.
  * The conv2d / convt2d parts need oneDNN (the im2col kernels take NCHW
  * only); without it they are skipped with a note. */
 #include <string.h>
 
+#include "codelets/axpy.h"
 #include "codelets/batchnorm.h"
+#include "codelets/bias.h"
 #include "codelets/conv2d.h"
+#include "codelets/convert.h"
 #include "codelets/convt2d.h"
 #include "codelets/maxpool.h"
+#include "codelets/mse.h"
+#include "codelets/relu.h"
 #include "runtime/half.h"
 #include "tests/testlib.h"
 #include "tests/codelets/simdcheck.h"
@@ -587,6 +596,99 @@ static void bn_pool_codelets(int64_t n, int64_t c, int64_t s, int cb, int cby)
 	free(xv), free(dyv);
 }
 
+/* Element-wise codelets and layouts (fp32 and bf16 where the codelet takes
+ * it): in one blocked layout they give the values of NCHW; two layouts of
+ * one matrix view are refused, and so is a blocked tensor for the bias
+ * codelets, each with a message naming the layouts. */
+static void expect_layout_error(const char *what, int rc, const char *word)
+{
+	TEST_ASSERT(rc == STARNN_EINVAL, "%s: mismatched layouts accepted (%d)", what, rc);
+	TEST_ASSERT(strstr(starnn_last_error(), word) != NULL, "%s: the message should name %s: %s", what, word,
+	            starnn_last_error());
+}
+
+static void elementwise_layouts(void)
+{
+	const int64_t n = 2, c = 16, h = 3, w = 5;
+	const size_t numel = (size_t)(n * c * h * w);
+	float *v = test_random(numel, -1, 1), *u = test_random(numel, -1, 1);
+	int64_t one[1] = {1}, cs[1] = {c};
+	for (int t = 0; t < 2; t++) {
+		const starnn_dtype dt = t ? STARNN_BF16 : STARNN_FP32;
+		const char *name = t ? "bf16" : "fp32";
+		char what[96];
+		/* NCHW, nChw8c and NHWC (one block of 16) */
+		starnn_tensor *x[3], *y[3], *dy[3], *dx[3], *tg[3], *dp[3], *loss[3];
+		static const int cbs[3] = {1, 8, 16};
+		for (int l = 0; l < 3; l++) {
+			x[l] = tensor4_dt("x", dt, n, c, h, w, cbs[l], v);
+			y[l] = tensor4_dt("y", dt, n, c, h, w, cbs[l], NULL);
+			dy[l] = tensor4_dt("dy", dt, n, c, h, w, cbs[l], u);
+			dx[l] = tensor4_dt("dx", dt, n, c, h, w, cbs[l], NULL);
+			tg[l] = tensor4("target", n, c, h, w, cbs[l], u);
+			dp[l] = tensor4_dt("dpred", dt, n, c, h, w, cbs[l], NULL);
+			loss[l] = test_tensor("loss", 1, one, NULL);
+			TEST_OK(starnn_relu_fwd_mp(x[l], y[l]));
+			TEST_OK(starnn_relu_bwd_mp(x[l], dy[l], dx[l]));
+			TEST_OK(starnn_mse_fwd_mp(x[l], tg[l], loss[l], 1.0f, 0.0f));
+			TEST_OK(starnn_mse_bwd_mp(x[l], tg[l], dp[l], 1.0f, NULL));
+		}
+		for (int l = 1; l < 3; l++) {
+			snprintf(what, sizeof what, "%s relu_fwd in %s", name, lname(0, cbs[l], c));
+			same_values(what, y[l], y[0], 0.0f);
+			snprintf(what, sizeof what, "%s relu_bwd in %s", name, lname(0, cbs[l], c));
+			same_values(what, dx[l], dx[0], 0.0f);
+			snprintf(what, sizeof what, "%s mse_bwd in %s", name, lname(0, cbs[l], c));
+			same_values(what, dp[l], dp[0], 0.0f);
+			/* the loss sums in another order */
+			snprintf(what, sizeof what, "%s mse_fwd in %s", name, lname(0, cbs[l], c));
+			close_values(what, loss[l], loss[0], 1e-5f, 0.0f);
+		}
+		/* NCHW against nChw8c, nChw8c against NHWC */
+		for (int a = 0; a < 2; a++) {
+			const int b = a + 1;
+			snprintf(what, sizeof what, "%s relu_fwd %s -> %s", name, lname(0, cbs[a], c), lname(1, cbs[b], c));
+			expect_layout_error(what, starnn_relu_fwd_mp(x[a], y[b]), "layout");
+			snprintf(what, sizeof what, "%s relu_bwd, dy in another layout", name);
+			expect_layout_error(what, starnn_relu_bwd_mp(x[a], dy[b], dx[a]), "layout");
+			snprintf(what, sizeof what, "%s relu_bwd, dx in another layout", name);
+			expect_layout_error(what, starnn_relu_bwd_mp(x[a], dy[a], dx[b]), "layout");
+			snprintf(what, sizeof what, "%s mse_fwd, target in another layout", name);
+			expect_layout_error(what, starnn_mse_fwd_mp(x[a], tg[b], loss[a], 1.0f, 0.0f), "layout");
+			snprintf(what, sizeof what, "%s mse_bwd, target in another layout", name);
+			expect_layout_error(what, starnn_mse_bwd_mp(x[a], tg[b], dp[a], 1.0f, NULL), "layout");
+			snprintf(what, sizeof what, "%s mse_bwd, dpred in another layout", name);
+			expect_layout_error(what, starnn_mse_bwd_mp(x[a], tg[a], dp[b], 1.0f, NULL), "layout");
+			snprintf(what, sizeof what, "convert fp32 %s -> %s %s", lname(0, cbs[a], c), name, lname(1, cbs[b], c));
+			expect_layout_error(what, starnn_convert(tg[a], x[b]), "layout");
+			if (dt == STARNN_FP32) {
+				expect_layout_error("axpy", starnn_axpy(1.0f, x[a], y[b]), "layout");
+				expect_layout_error("add", starnn_add(1.0f, x[a], 1.0f, y[a], dx[b]), "layout");
+			}
+		}
+		/* the message names both layouts */
+		TEST_ASSERT(starnn_relu_fwd_mp(x[0], y[1]) == STARNN_EINVAL && strstr(starnn_last_error(), "NCHW") &&
+		                strstr(starnn_last_error(), "nChw8c"),
+		            "%s: the message should name NCHW and nChw8c: %s", name, starnn_last_error());
+		/* the bias codelets index channels as NCHW */
+		starnn_tensor *bias = test_tensor("b", 1, cs, v);
+		for (int l = 1; l < 3; l++) {
+			snprintf(what, sizeof what, "%s bias_add on %s", name, lname(0, cbs[l], c));
+			expect_layout_error(what, starnn_bias_add_mp(bias, y[l]), "NCHW");
+			snprintf(what, sizeof what, "%s bias_grad of %s", name, lname(0, cbs[l], c));
+			expect_layout_error(what, starnn_bias_grad_mp(dy[l], 0.0f, bias), "NCHW");
+		}
+		TEST_OK(starnn_bias_add_mp(bias, y[0]));
+		starnn_tensor_destroy(bias);
+		for (int l = 0; l < 3; l++) {
+			starnn_tensor_destroy(x[l]), starnn_tensor_destroy(y[l]), starnn_tensor_destroy(dy[l]);
+			starnn_tensor_destroy(dx[l]), starnn_tensor_destroy(tg[l]), starnn_tensor_destroy(dp[l]);
+			starnn_tensor_destroy(loss[l]);
+		}
+	}
+	free(v), free(u);
+}
+
 /* The batch-norm data codelets' footprints tell the layouts apart (the
  * same sizes in NCHW, nChw16c, NHWC, and blocks of half the channels in
  * with one NHWC tensor out), so that their performance models keep the
@@ -672,6 +774,7 @@ int main(void)
 	bn_pool_codelets(2, 48, 6, 24, 48); /* its halves in, one NHWC tensor out */
 	bn_pool_codelets(2, 32, 10, 8, 16); /* nChw8c in, nChw16c out */
 	bn_footprints();
+	elementwise_layouts();
 	if (starnn_conv2d_cpu_backend() != STARNN_CONV2D_DNNL) {
 		printf("note: the convolution checks need the oneDNN CPU backend (this build has im2col only)\n");
 		return test_finish();

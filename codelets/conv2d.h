@@ -257,10 +257,18 @@ uint64_t starnn_conv2d_pack_count(void);
  * against oneDNN with its reorder of dw: gemm 1.09-1.25x at 128 -> 512
  * and 512 -> 512 channels at 8x8, 0.93-0.99x at 24x24; direct 1.30-1.37x
  * at 13 -> 16 channels at 128x128, 1.01x at 13 -> 32 at 384x384, 0.55-0.81x
- * on the other layers); oneDNN's pass elsewhere (bf16, 1x1). dnnl is
- * oneDNN everywhere; gemm puts
- * every fp32 k x k (k > 1) weight gradient on the gemm route; direct every
- * one the direct kernel takes (oneDNN runs the others). The variable is
+ * on the other layers); oneDNN's pass elsewhere (1x1). In bf16 (native:
+ * starnn_conv2d_dnnl_bf16) the gemm route is im2col of x in bf16 and one
+ * bf16 matmul of oneDNN (AMX where present) of dy by it, written into dw
+ * in OIHW (plus the sum of dy's rows for db): auto takes it for the same
+ * wide layers (>= MIN_C -> >= MIN_O channels at <= GEMM_MAX_HW pixels)
+ * where oneDNN picks NHWC for bf16 (AMX), oneDNN's pass elsewhere
+ * (tools/bench-conv --wgrad-bf16, AMX Xeon, one thread: gemm 1.56-1.72x
+ * oneDNN with its reorder of dw at 128 -> 512 and 512 -> 512 channels at
+ * 8x8, 0.47-0.59x at 16x16, 0.95-1.14x at 24x24). dnnl is oneDNN
+ * everywhere; gemm puts every fp32 k x k (k > 1) weight gradient, and
+ * every bf16 one of odd k, on the gemm route; direct every fp32 one the
+ * direct kernel takes (oneDNN runs the others). The variable is
  * read once; starnn_conv2d_wgrad_set overrides it (tests, benchmarks);
  * starnn_conv2d_wgrad_check returns STARNN_EINVAL with a message for
  * another value (the submit functions call it). The choice depends only

@@ -158,6 +158,12 @@ struct starnn_derived {
 };
 #define STARNN_DERIVED_MAX 8
 
+/* The alignment of tensor storage in main memory, in bytes (starnn_init
+ * sets it for starpu_malloc): a cache line. oneDNN's AMX matmul wrote a
+ * 512 x 4608 fp32 result 1.8x slower into glibc malloc's 16-byte
+ * alignment than into 64 (tools/bench-conv --wgrad). */
+#define STARNN_TENSOR_ALIGN 64
+
 /* Creates a tensor with zeroed host storage registered in main memory.
  * shape has ndim (1..4) positive entries. */
 int starnn_tensor_create(starnn_tensor **out, const char *name, starnn_dtype dtype,

@@ -32,6 +32,13 @@
  * kernel (x and dy read in place, dw in OIHW; "-" where it does not run:
  * no AVX2), the ratios, and which one STARNN_CONV2D_WGRAD=auto takes.
  *
+ * --wgrad-bf16: the bf16 weight gradient on oneDNN's convolution (with its
+ * reorder of dw) and on the gemm route (codelets/conv2d.h: im2col and one
+ * bf16 matmul of oneDNN into dw in OIHW), x and dy in oneDNN's bf16 pick
+ * here (NHWC on AMX; at batch 1 the UNet keeps nChw16c instead), at the
+ * same shapes and at the 128x128 centre's whole-batch ones; which one auto
+ * takes.
+ *
  * --convt: the fp32 passes of the transposed 2x2 / stride-2 convolutions
  * (codelets/convt2d.h) at the up-sampling shapes of the same two
  * configurations, x in oneDNN's blocked layout and y / dy a half of a
@@ -55,7 +62,7 @@
  * its copy of x into padded nChw8c) against the direct kernel
  * (STARNN_CONV2D_NCHW_IN=direct; "-" where it does not run), and the ratio.
  *
- * Usage: tools/bench-conv [--reps N] [--quick] [--wgrad | --convt | --convt-bf16 | --nchw-in]
+ * Usage: tools/bench-conv [--reps N] [--quick] [--wgrad | --wgrad-bf16 | --convt | --convt-bf16 | --nchw-in]
  *   --quick  the 128x128 shapes only */
 #include <config.h>
 
@@ -282,6 +289,84 @@ static int wgrad_bench(int reps, int quick)
 		       a == STARNN_CONV2D_WGRAD_GEMM ? "gemm" : a == STARNN_CONV2D_WGRAD_DIRECT ? "direct" : "dnnl");
 		fflush(stdout);
 		free(x), free(dy), free(dw), free(db);
+	}
+	return 0;
+}
+
+/* --wgrad-bf16 (see the top), every buffer on a 64-byte boundary as
+ * starnn's tensors are. */
+struct wgrad16_ctx {
+	const struct starnn_conv2d_geom *g;
+	const uint16_t *x, *dy;
+	float *dw, *db;
+};
+
+static int wgrad16_run(void *ctx, int k)
+{
+	const struct wgrad16_ctx *c = ctx;
+	const struct starnn_conv2d_geom *g = c->g;
+	starnn_conv2d_wgrad_set(k ? STARNN_CONV2D_WGRAD_GEMM : STARNN_CONV2D_WGRAD_DNNL);
+	return starnn_conv2d_bwd_weight_dnnl(g, STARNN_BF16, c->x, g->c * g->h * g->w, c->dy, g->o * g->h * g->w, 0.0f,
+	                                     c->dw, g->c * 9, c->db);
+}
+
+static void *aligned64(size_t bytes)
+{
+	void *p = aligned_alloc(64, (bytes + 63) / 64 * 64);
+	if (!p) {
+		fprintf(stderr, "bench-conv: out of memory\n");
+		exit(1);
+	}
+	return p;
+}
+
+static int wgrad16_bench(int reps, int quick)
+{
+	if (!starnn_conv2d_dnnl_bf16()) {
+		fprintf(stderr, "bench-conv: oneDNN has no bf16 convolutions on this processor: nothing to compare\n");
+		return 77;
+	}
+	const int blk = starnn_conv2d_dnnl_block(STARNN_BF16);
+	printf("# bench-conv --wgrad-bf16: one thread, bf16 3x3 weight gradient (and bias gradient, fp32), GFLOP/s = "
+	       "2*N*C*O*9*H*W / best of %d run(s)\n",
+	       reps);
+	printf("# activations: %s\n", blk == STARNN_CONV2D_NHWC ? "NHWC where the channels are a multiple of 8 (oneDNN's "
+	                                                         "bf16 pick here: AMX), else NCHW"
+	                                                       : "channels in oneDNN's bf16 block where they divide them");
+	printf("%-14s %5s %5s %5s %4s %9s %9s %10s %6s\n", "shape", "N", "C", "O", "HW", "dnnl", "gemm", "gemm/dnnl",
+	       "auto");
+	/* the 128x128 centre's whole-batch tasks (STARNN_CONV2D_WGRAD_WHOLE) too */
+	static const struct shape whole[] = {{"128 ctr1 whole", 4, 128, 512, 8},
+	                                     {"128 ctr2 whole", 4, 512, 512, 8},
+	                                     {"128 dec3a whole", 4, 256, 128, 16}};
+	const size_t nw = sizeof wgrad_shapes / sizeof *wgrad_shapes, nall = nw + sizeof whole / sizeof *whole;
+	unsigned seed = 1;
+	for (size_t s = 0; s < nall; s++) {
+		const struct shape *sh = s < nw ? &wgrad_shapes[s] : &whole[s - nw];
+		if (quick && sh->n == 1) /* the 128x128 configuration only */
+			continue;
+		const size_t b = blk == STARNN_CONV2D_NHWC ? 0 : blk > 1 ? (size_t)blk : 1;
+		size_t xb = b ? (sh->c % b ? 1 : b) : (sh->c % 8 ? 1 : sh->c);
+		size_t yb = b ? (sh->o % b ? 1 : b) : (sh->o % 8 ? 1 : sh->o);
+		struct starnn_conv2d_geom g = {sh->n, sh->c, sh->o, sh->hw, sh->hw, 3, xb, yb};
+		const size_t nx = g.n * g.c * g.h * g.w, ny = g.n * g.o * g.h * g.w, ndw = g.o * g.c * 9;
+		float *xf = random_f32(nx, &seed), *dyf = random_f32(ny, &seed);
+		uint16_t *x = aligned64(nx * sizeof *x), *dy = aligned64(ny * sizeof *dy);
+		starnn_narrow_row_cpu(STARNN_BF16, nx, xf, x);
+		starnn_narrow_row_cpu(STARNN_BF16, ny, dyf, dy);
+		float *dw = aligned64(ndw * sizeof *dw), *db = aligned64(g.o * sizeof *db);
+		double best[2];
+		struct wgrad16_ctx ctx = {&g, x, dy, dw, db};
+		if (best_times(reps, 2, wgrad16_run, &ctx, best))
+			return 1;
+		starnn_conv2d_wgrad_set(STARNN_CONV2D_WGRAD_AUTO);
+		const double flops = starnn_conv2d_flops(&g, STARNN_CONV2D_BWD_WEIGHT);
+		const enum starnn_conv2d_wgrad a = starnn_conv2d_wgrad_route(&g, STARNN_BF16);
+		printf("%-14s %5zu %5zu %5zu %4zu %9.1f %9.1f %10.2f %6s\n", sh->name, g.n, g.c, g.o, g.h,
+		       flops / best[0] * 1e-9, flops / best[1] * 1e-9, best[0] / best[1],
+		       a == STARNN_CONV2D_WGRAD_GEMM ? "gemm" : "dnnl");
+		fflush(stdout);
+		free(xf), free(dyf), free(x), free(dy), free(dw), free(db);
 	}
 	return 0;
 }
@@ -513,7 +598,7 @@ static int nchw_in_bench(int reps, int quick)
 
 int main(int argc, char **argv)
 {
-	int reps = 3, quick = 0, wgrad = 0, convt = 0, convt16 = 0, nchw_in = 0;
+	int reps = 3, quick = 0, wgrad = 0, wgrad16 = 0, convt = 0, convt16 = 0, nchw_in = 0;
 	for (int i = 1; i < argc; i++) {
 		if (!strcmp(argv[i], "--reps") && i + 1 < argc)
 			reps = atoi(argv[++i]);
@@ -521,6 +606,8 @@ int main(int argc, char **argv)
 			quick = 1;
 		else if (!strcmp(argv[i], "--wgrad"))
 			wgrad = 1;
+		else if (!strcmp(argv[i], "--wgrad-bf16"))
+			wgrad16 = 1;
 		else if (!strcmp(argv[i], "--convt"))
 			convt = 1;
 		else if (!strcmp(argv[i], "--convt-bf16"))
@@ -528,7 +615,7 @@ int main(int argc, char **argv)
 		else if (!strcmp(argv[i], "--nchw-in"))
 			nchw_in = 1;
 		else {
-			fprintf(stderr, "usage: %s [--reps N] [--quick] [--wgrad | --convt | --convt-bf16 | --nchw-in]\n",
+			fprintf(stderr, "usage: %s [--reps N] [--quick] [--wgrad | --wgrad-bf16 | --convt | --convt-bf16 | --nchw-in]\n",
 			        argv[0]);
 			return 2;
 		}
@@ -544,14 +631,16 @@ int main(int argc, char **argv)
 	}
 	starnn_blas_autoselect(argv);
 	openblas_set_num_threads(1);
-	if (wgrad + convt + convt16 + nchw_in > 1) {
-		fprintf(stderr, "bench-conv: one of --wgrad, --convt, --convt-bf16, --nchw-in\n");
+	if (wgrad + wgrad16 + convt + convt16 + nchw_in > 1) {
+		fprintf(stderr, "bench-conv: one of --wgrad, --wgrad-bf16, --convt, --convt-bf16, --nchw-in\n");
 		return 2;
 	}
 	if (nchw_in)
 		return nchw_in_bench(reps, quick);
 	if (wgrad)
 		return wgrad_bench(reps, quick);
+	if (wgrad16)
+		return wgrad16_bench(reps, quick);
 	if (convt)
 		return convt_bench(reps, quick);
 	if (convt16)

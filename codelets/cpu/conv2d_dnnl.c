@@ -247,11 +247,25 @@ struct dnnl_conv {
 };
 
 #define CACHE_SLOTS 512
+/* One cached matmul of the bf16 weight gradient's gemm route
+ * (wgrad_gemm_bf16): C (m x n, fp32, rows ldc apart; += with acc) = A (m x
+ * k, bf16, stored k-major: [k][m]) B (k x n, bf16, row-major). */
+struct dnnl_mm {
+	size_t m, n, k, ldc;
+	int acc;
+	dnnl_primitive_t prim;
+	dnnl_memory_t a, b, c, scratch;
+	size_t bytes_scratch;
+};
+#define MM_SLOTS 32
+
 struct dnnl_thread {
 	dnnl_stream_t stream;
 	struct dnnl_conv *slot[CACHE_SLOTS];
 	int next;              /* round-robin replacement */
 	struct dnnl_conv *last; /* the entry found last (a widened task's check, then its pass) */
+	struct dnnl_mm *mm[MM_SLOTS];
+	int mm_next;
 };
 
 static dnnl_engine_t engine;
@@ -277,11 +291,26 @@ static void conv_destroy(struct dnnl_conv *e)
 	free(e);
 }
 
+static void mm_destroy(struct dnnl_mm *e)
+{
+	if (!e)
+		return;
+	if (e->prim)
+		dnnl_primitive_destroy(e->prim);
+	dnnl_memory_t m[] = {e->a, e->b, e->c, e->scratch};
+	for (size_t i = 0; i < sizeof m / sizeof *m; i++)
+		if (m[i])
+			dnnl_memory_destroy(m[i]);
+	free(e);
+}
+
 static void thread_free(void *arg)
 {
 	struct dnnl_thread *t = arg;
 	for (int i = 0; i < CACHE_SLOTS; i++)
 		conv_destroy(t->slot[i]);
+	for (int i = 0; i < MM_SLOTS; i++)
+		mm_destroy(t->mm[i]);
 	if (t->stream)
 		dnnl_stream_destroy(t->stream);
 	free(t);
@@ -1267,6 +1296,16 @@ fail:
 
 enum starnn_conv2d_wgrad starnn_conv2d_wgrad_route(const struct starnn_conv2d_geom *g, starnn_dtype dt)
 {
+	if (dt == STARNN_BF16 && g->k >= 3 && g->k % 2 && starnn_conv2d_dnnl_bf16()) {
+		const int mode = wgrad_mode();
+		if (mode == STARNN_CONV2D_WGRAD_GEMM)
+			return STARNN_CONV2D_WGRAD_GEMM;
+		return mode == STARNN_CONV2D_WGRAD_AUTO && starnn_conv2d_dnnl_block(STARNN_BF16) == STARNN_CONV2D_NHWC &&
+		               g->c >= STARNN_CONV2D_WGRAD_MIN_C && g->o >= STARNN_CONV2D_WGRAD_MIN_O &&
+		               g->h * g->w <= STARNN_CONV2D_WGRAD_GEMM_MAX_HW
+		           ? STARNN_CONV2D_WGRAD_GEMM
+		           : STARNN_CONV2D_WGRAD_DNNL;
+	}
 	if (dt != STARNN_FP32 || g->k < 2)
 		return STARNN_CONV2D_WGRAD_DNNL;
 	const int direct = starnn_conv2d_wgrad_direct_ok(g);
@@ -1352,6 +1391,165 @@ static int wgrad_direct(const struct starnn_conv2d_geom *g, const float *x, size
 	if (!work)
 		return wgrad_nomem(g);
 	starnn_conv2d_bwd_weight_direct_cpu(g, x, ldx, dy, ldy, beta, dw, ldw, db, work);
+	return 0;
+}
+
+/* The matmul of the bf16 gemm route for (m, n, k, ldc, acc) into *out:
+ * the calling thread's cached one, else a new one; an error when oneDNN
+ * has no bf16 matmul here. */
+static int mm_entry(size_t m, size_t n, size_t k, size_t ldc, int acc, struct dnnl_mm **out)
+{
+	struct dnnl_thread *t = thread_state();
+	if (!t)
+		return STARNN_EINVAL; /* thread_state's message */
+	for (int i = 0; i < MM_SLOTS; i++) {
+		struct dnnl_mm *e = t->mm[i];
+		if (e && e->m == m && e->n == n && e->k == k && e->ldc == ldc && e->acc == acc)
+			return *out = e, 0;
+	}
+	struct dnnl_mm *e = calloc(1, sizeof *e);
+	if (!e)
+		return starnn_error(STARNN_ENOMEM, "conv2d (oneDNN): out of memory");
+	e->m = m, e->n = n, e->k = k, e->ldc = ldc, e->acc = acc;
+	dnnl_memory_desc_t ad, bd, cd;
+	dnnl_dims_t adims = {(dnnl_dim_t)m, (dnnl_dim_t)k}, bdims = {(dnnl_dim_t)k, (dnnl_dim_t)n},
+	            cdims = {(dnnl_dim_t)m, (dnnl_dim_t)n};
+	dnnl_dims_t as = {1, (dnnl_dim_t)m}, bs = {(dnnl_dim_t)n, 1}, cs = {(dnnl_dim_t)ldc, 1};
+	dnnl_matmul_desc_t md;
+	dnnl_primitive_attr_t attr = NULL;
+	dnnl_post_ops_t po = NULL;
+	dnnl_primitive_desc_t pd = NULL;
+	dnnl_status_t st;
+	if ((st = dnnl_memory_desc_init_by_strides(&ad, 2, adims, dnnl_bf16, as)) != dnnl_success ||
+	    (st = dnnl_memory_desc_init_by_strides(&bd, 2, bdims, dnnl_bf16, bs)) != dnnl_success ||
+	    (st = dnnl_memory_desc_init_by_strides(&cd, 2, cdims, dnnl_f32, cs)) != dnnl_success ||
+	    (st = dnnl_matmul_desc_init(&md, &ad, &bd, NULL, &cd)) != dnnl_success ||
+	    (st = user_scratchpad_attr(&attr)) != dnnl_success)
+		goto fail;
+	if (acc) {
+		if ((st = dnnl_post_ops_create(&po)) != dnnl_success || (st = dnnl_post_ops_append_sum(po, 1.0f)) != dnnl_success ||
+		    (st = dnnl_primitive_attr_set_post_ops(attr, po)) != dnnl_success)
+			goto fail;
+	}
+	if ((st = dnnl_primitive_desc_create(&pd, &md, attr, engine, NULL)) != dnnl_success ||
+	    (st = dnnl_primitive_create(&e->prim, pd)) != dnnl_success ||
+	    (st = scratchpad_of(pd, &e->scratch, &e->bytes_scratch)) != dnnl_success ||
+	    (st = dnnl_memory_create(&e->a, &ad, engine, DNNL_MEMORY_NONE)) != dnnl_success ||
+	    (st = dnnl_memory_create(&e->b, &bd, engine, DNNL_MEMORY_NONE)) != dnnl_success ||
+	    (st = dnnl_memory_create(&e->c, &cd, engine, DNNL_MEMORY_NONE)) != dnnl_success)
+		goto fail;
+	dnnl_primitive_desc_destroy(pd);
+	dnnl_primitive_attr_destroy(attr);
+	if (po)
+		dnnl_post_ops_destroy(po);
+	mm_destroy(t->mm[t->mm_next]);
+	t->mm[t->mm_next] = e;
+	t->mm_next = (t->mm_next + 1) % MM_SLOTS;
+	*out = e;
+	return 0;
+fail:
+	if (pd)
+		dnnl_primitive_desc_destroy(pd);
+	if (attr)
+		dnnl_primitive_attr_destroy(attr);
+	if (po)
+		dnnl_post_ops_destroy(po);
+	mm_destroy(e);
+	return starnn_error(STARNN_EINVAL, "conv2d (oneDNN): no bf16 matmul of %zu x %zu x %zu for the weight gradient: %s",
+	                    m, n, k, dnnl_status2str(st));
+}
+
+/* The gemm route of the bf16 weight gradient (codelets/conv2d.h): with
+ * P = h w pixels, K = n P and N = c k k,
+ *   dw (o x N, OIHW) = beta dw + A B,   A = dy as o x K,
+ *   B (K x N) = im2col of x: B[(r, p)][i k k + t] = x[r, i, p shifted by
+ *   tap t] (0 outside the image),
+ * one bf16 matmul of oneDNN (AMX where present) into dw in place: no
+ * reorder of the gradient out of oneDNN's blocked layout. A is dy itself
+ * where dy is NHWC (read k-major); dy in another layout is gathered first.
+ * The bias gradient sums dy's rows (fp32 runs of 64, then double). */
+static int wgrad_gemm_bf16(const struct starnn_conv2d_geom *g, const uint16_t *x, size_t ldx, const uint16_t *dy,
+                           size_t ldy, float beta, float *dw, size_t ldw, float *db)
+{
+	const size_t H = g->h, W = g->w, P = H * W, C = g->c, O = g->o, k = g->k, kk = k * k, r = k / 2;
+	const size_t K = g->n * P, N = C * kk;
+	const size_t xb = g->xb > 1 ? g->xb : 1, yb = g->yb > 1 ? g->yb : 1;
+	struct dnnl_mm *e;
+	STARNN_CHECK(mm_entry(O, N, K, ldw, beta != 0.0f, &e));
+	uint16_t *B = thread_buf(0, K * N * sizeof *B);
+	const int in_place = yb == O && ldy == P * O;
+	uint16_t *A = in_place ? (uint16_t *)dy : thread_buf(1, K * O * sizeof *A);
+	void *sp = e->bytes_scratch ? thread_buf(3, e->bytes_scratch) : NULL;
+	if (!B || !A || (e->bytes_scratch && !sp))
+		return wgrad_nomem(g);
+	/* B: one row per output pixel, its k x k window of every channel */
+	for (size_t s = 0; s < g->n; s++)
+		for (size_t h = 0; h < H; h++)
+			for (size_t w = 0; w < W; w++) {
+				uint16_t *row = B + ((s * H + h) * W + w) * N;
+				for (size_t t = 0; t < kk; t++) {
+					const size_t hh = h + t / k, ww = w + t % k; /* + r: the padded image */
+					if (hh < r || hh - r >= H || ww < r || ww - r >= W) {
+						for (size_t i = 0; i < C; i++)
+							row[i * kk + t] = 0;
+						continue;
+					}
+					const size_t pix = (hh - r) * W + (ww - r);
+					const uint16_t *xs = x + s * ldx;
+					if (xb == C) {
+						const uint16_t *px = xs + pix * C;
+						for (size_t i = 0; i < C; i++)
+							row[i * kk + t] = px[i];
+					} else {
+						for (size_t i = 0; i < C; i++)
+							row[i * kk + t] = xs[starnn_chan_offset(i, P, xb) + pix * xb];
+					}
+				}
+			}
+	/* A, k-major ([K][O]): dy's pixels with their O channels side by side */
+	if (!in_place)
+		for (size_t s = 0; s < g->n; s++)
+			for (size_t o = 0; o < O; o++) {
+				const uint16_t *src = dy + s * ldy + starnn_chan_offset(o, P, yb);
+				for (size_t p = 0; p < P; p++)
+					A[(s * P + p) * O + o] = src[p * yb];
+			}
+	if (beta != 0.0f && beta != 1.0f)
+		for (size_t o = 0; o < O; o++)
+			for (size_t j = 0; j < N; j++)
+				dw[o * ldw + j] *= beta;
+	struct dnnl_thread *t = thread_state();
+	dnnl_status_t st;
+	if ((st = dnnl_memory_set_data_handle(e->a, A)) != dnnl_success ||
+	    (st = dnnl_memory_set_data_handle(e->b, B)) != dnnl_success ||
+	    (st = dnnl_memory_set_data_handle(e->c, dw)) != dnnl_success ||
+	    (e->scratch && (st = dnnl_memory_set_data_handle(e->scratch, sp)) != dnnl_success))
+		return starnn_error(STARNN_EINVAL, "conv2d (oneDNN): the weight gradient's matmul: %s", dnnl_status2str(st));
+	dnnl_exec_arg_t args[4] = {{DNNL_ARG_SRC, e->a}, {DNNL_ARG_WEIGHTS, e->b}, {DNNL_ARG_DST, e->c},
+	                           {DNNL_ARG_SCRATCHPAD, e->scratch}};
+	if ((st = dnnl_primitive_execute(e->prim, t->stream, e->scratch ? 4 : 3, args)) != dnnl_success ||
+	    (st = dnnl_stream_wait(t->stream)) != dnnl_success)
+		return starnn_error(STARNN_EINVAL, "conv2d (oneDNN): the weight gradient's matmul failed: %s",
+		                    dnnl_status2str(st));
+	if (db) {
+		enum { RUN = 64 };
+		double *total = thread_buf(2, O * sizeof *total);
+		float *part = thread_buf(4, O * sizeof *part);
+		if (!total || !part)
+			return wgrad_nomem(g);
+		memset(total, 0, O * sizeof *total);
+		for (size_t q0 = 0; q0 < K; q0 += RUN) {
+			const size_t q1 = q0 + RUN < K ? q0 + RUN : K;
+			memset(part, 0, O * sizeof *part);
+			for (size_t q = q0; q < q1; q++)
+				for (size_t o = 0; o < O; o++)
+					part[o] += starnn_bf16_to_float(A[q * O + o]);
+			for (size_t o = 0; o < O; o++)
+				total[o] += part[o];
+		}
+		for (size_t o = 0; o < O; o++)
+			db[o] = (beta == 0.0f ? 0.0f : beta * db[o]) + (float)total[o];
+	}
 	return 0;
 }
 
@@ -1529,7 +1727,8 @@ int starnn_conv2d_bwd_weight_dnnl(const struct starnn_conv2d_geom *g, starnn_dty
 	if (g->n && g->c && g->o && g->h && g->w) {
 		switch (starnn_conv2d_wgrad_route(g, dt)) {
 		case STARNN_CONV2D_WGRAD_GEMM:
-			return wgrad_gemm(g, x, ldx, dy, ldy, beta, dw, ldw, db);
+			return dt == STARNN_BF16 ? wgrad_gemm_bf16(g, x, ldx, dy, ldy, beta, dw, ldw, db)
+			                         : wgrad_gemm(g, x, ldx, dy, ldy, beta, dw, ldw, db);
 		case STARNN_CONV2D_WGRAD_DIRECT:
 			return wgrad_direct(g, x, ldx, dy, ldy, beta, dw, ldw, db);
 		default:

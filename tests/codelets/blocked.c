@@ -17,7 +17,8 @@
  *     batch-norm layer and max-pool on blocked tensors against NCHW ones,
  *     mixed layouts (NCHW in, blocked out: a UNet's first and last
  *     layers), and the checks that refuse mismatched layouts; conv2d
- *     again with the fp32 weight gradient forced onto its gemm route;
+ *     again with the fp32 weight gradient forced onto its gemm route, the
+ *     bf16 one's gemm route against oneDNN's convolution;
  *     the batch-norm codelets' footprints differ between layouts;
  *   - the element-wise codelets (relu, mse, convert, axpy / add) on two
  *     tensors in one blocked layout give NCHW's values, and refuse two
@@ -689,6 +690,66 @@ static void elementwise_layouts(void)
 	free(v), free(u);
 }
 
+/* The bf16 weight gradient's gemm route (codelets/conv2d.h: im2col and one
+ * bf16 matmul of oneDNN, AMX where present, into dw in OIHW), forced,
+ * against oneDNN's convolution on the same bf16 values: NHWC (the UNet's
+ * centre), blocked and NCHW x and dy, one and two samples, dw and db
+ * overwritten (beta 0) and accumulated (beta 1, 0.5). Both sum exact
+ * products (bf16 x bf16) in fp32 in another order: the bound of the fp32
+ * routes. Without native bf16 kernels the route is oneDNN's either way
+ * (said in a note). Under auto, the route is the gemm one for wide layers
+ * at <= 8x8 pixels where oneDNN picks NHWC for bf16 (AMX), and oneDNN's
+ * elsewhere. */
+static void wgrad_bf16_case(int64_t n, int64_t c, int64_t o, int64_t s, int xb, int yb, float beta)
+{
+	char what[128];
+	snprintf(what, sizeof what, "bf16 wgrad gemm route n %lld c %lld o %lld %lldx%lld, x %s, dy %s, beta %g",
+	         (long long)n, (long long)c, (long long)o, (long long)s, (long long)s, lname(0, xb, c), lname(1, yb, o),
+	         (double)beta);
+	size_t nx = (size_t)(n * c * s * s), ny = (size_t)(n * o * s * s), nw = (size_t)(o * c * 9);
+	float *xv = test_random(nx, -1, 1), *dyv = test_random(ny, -1, 1), *dw0v = test_random(nw, -1, 1),
+	      *db0v = test_random((size_t)o, -1, 1);
+	int64_t ws[4] = {o, c, 3, 3}, bs[1] = {o};
+	starnn_tensor *x = tensor4_dt("x", STARNN_BF16, n, c, s, s, xb, xv), *dy = tensor4_dt("dy", STARNN_BF16, n, o, s, s, yb, dyv);
+	starnn_tensor *dw[2], *db[2];
+	const enum starnn_conv2d_wgrad routes[2] = {STARNN_CONV2D_WGRAD_DNNL, STARNN_CONV2D_WGRAD_GEMM};
+	for (int r = 0; r < 2; r++) {
+		dw[r] = test_tensor("dw", 4, ws, dw0v);
+		db[r] = test_tensor("db", 1, bs, db0v);
+		TEST_OK(starnn_conv2d_wgrad_set(routes[r]));
+		TEST_OK(starnn_conv2d_bwd_weight_mp(x, dy, beta, dw[r], db[r]));
+		TEST_ASSERT(starpu_task_wait_for_all() == 0, "wait");
+	}
+	TEST_OK(starnn_conv2d_wgrad_set(STARNN_CONV2D_WGRAD_AUTO));
+	close_values(what, dw[1], dw[0], 1e-6f, 1e-6f + (float)(n * s * s) * 2.0f * 0x1p-24f + (beta != 0.0f ? 1e-6f : 0.0f));
+	close_values(what, db[1], db[0], 1e-5f, 1e-4f);
+	starnn_tensor *all[] = {x, dy, dw[0], dw[1], db[0], db[1]};
+	for (size_t i = 0; i < sizeof all / sizeof *all; i++)
+		starnn_tensor_destroy(all[i]);
+	free(xv), free(dyv), free(dw0v), free(db0v);
+}
+
+static void wgrad_bf16_gemm(void)
+{
+	const struct starnn_conv2d_geom wide = {2, 128, 128, 8, 8, 3, 128, 128}, narrow = {2, 16, 16, 32, 32, 3, 16, 16};
+	TEST_OK(starnn_conv2d_wgrad_set(STARNN_CONV2D_WGRAD_GEMM));
+	const int forced = starnn_conv2d_wgrad_route(&wide, STARNN_BF16) == STARNN_CONV2D_WGRAD_GEMM;
+	TEST_OK(starnn_conv2d_wgrad_set(STARNN_CONV2D_WGRAD_AUTO));
+	if (!forced)
+		printf("note: no native bf16 convolutions here: the bf16 weight gradient's gemm route is not taken, "
+		       "the checks below compare oneDNN with itself\n");
+	const int amx = starnn_conv2d_dnnl_block(STARNN_BF16) == STARNN_CONV2D_NHWC;
+	TEST_ASSERT((starnn_conv2d_wgrad_route(&wide, STARNN_BF16) == STARNN_CONV2D_WGRAD_GEMM) == (forced && amx),
+	            "auto: the gemm route for 128 -> 128 channels at 8x8 in bf16 where oneDNN picks NHWC for bf16");
+	TEST_ASSERT(starnn_conv2d_wgrad_route(&narrow, STARNN_BF16) == STARNN_CONV2D_WGRAD_DNNL,
+	            "auto: oneDNN's route for 16 -> 16 channels at 32x32 in bf16");
+	wgrad_bf16_case(2, 128, 128, 8, 128, 128, 0.0f); /* NHWC: dy read in place */
+	wgrad_bf16_case(1, 64, 128, 8, 64, 128, 1.0f);
+	wgrad_bf16_case(2, 32, 48, 5, 16, 16, 0.0f); /* blocked: dy gathered */
+	wgrad_bf16_case(2, 13, 16, 6, 1, 1, 0.5f);   /* NCHW, beta neither 0 nor 1 */
+	wgrad_bf16_case(1, 24, 8, 7, 24, 8, 1.0f);
+}
+
 /* The batch-norm data codelets' footprints tell the layouts apart (the
  * same sizes in NCHW, nChw16c, NHWC, and blocks of half the channels in
  * with one NHWC tensor out), so that their performance models keep the
@@ -813,6 +874,7 @@ int main(void)
 	conv_codelets(1, 64, 48, 20, 64, 48);
 	conv_codelets(2, 24, 12, 12, 24, 1);
 	TEST_OK(starnn_conv2d_wgrad_set(STARNN_CONV2D_WGRAD_AUTO));
+	wgrad_bf16_gemm();
 	/* convt2d's backward passes on oneDNN and on the direct kernels
 	 * (codelets/convt2d.h), each forced, against NCHW (oneDNN): blocks of
 	 * 8 and 16, NHWC (24 channels: 3 vectors a pixel), channel tasks, the

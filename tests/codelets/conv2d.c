@@ -340,7 +340,12 @@ static void wgrad_routes(void)
 	            starnn_simd_level() >= STARNN_SIMD_AVX2);
 	const enum starnn_conv2d_wgrad D = STARNN_CONV2D_WGRAD_DNNL, G = STARNN_CONV2D_WGRAD_GEMM,
 	                                 R = avx2 && dir ? STARNN_CONV2D_WGRAD_DIRECT : D,
-	                                 F = (avx2 || avx512) && dir ? STARNN_CONV2D_WGRAD_DIRECT : D;
+	                                 F = (avx2 || avx512) && dir ? STARNN_CONV2D_WGRAD_DIRECT : D,
+	                                 /* bf16's gemm route: where oneDNN picks NHWC for bf16 (AMX) */
+	                                 A = starnn_conv2d_dnnl_bf16() &&
+	                                             starnn_conv2d_dnnl_block(STARNN_BF16) == STARNN_CONV2D_NHWC
+	                                         ? G
+	                                         : D;
 	const struct {
 		size_t c, o, hw, k;
 		starnn_dtype dt;
@@ -356,8 +361,12 @@ static void wgrad_routes(void)
 	    {13, 16, 128, 3, STARNN_FP32, F, "13 -> 16 channels at 128x128 (x NCHW)"},
 	    {13, 32, 384, 3, STARNN_FP32, F, "13 -> 32 channels at 384x384 (x NCHW)"},
 	    {16, 13, 128, 3, STARNN_FP32, D, "16 -> 13 channels (not a multiple of 4)"},
-	    {128, 128, 8, 3, STARNN_BF16, D, "bf16"},
-	    {16, 16, 32, 3, STARNN_BF16, D, "bf16"},
+	    {128, 128, 8, 3, STARNN_BF16, A, "bf16 128 -> 128 channels at 8x8"},
+	    {64, 128, 8, 3, STARNN_BF16, A, "bf16 64 -> 128 channels at 8x8"},
+	    {128, 128, 9, 3, STARNN_BF16, D, "bf16 128 -> 128 channels at 9x9"},
+	    {128, 64, 8, 3, STARNN_BF16, D, "bf16 128 -> 64 channels at 8x8"},
+	    {16, 16, 32, 3, STARNN_BF16, D, "bf16 16 -> 16 channels at 32x32"},
+	    {128, 128, 8, 1, STARNN_BF16, D, "bf16 1x1"},
 	    {128, 128, 8, 1, STARNN_FP32, D, "a 1x1 layer"},
 	    {16, 16, 32, 5, STARNN_FP32, D, "a 5x5 layer"},
 	};

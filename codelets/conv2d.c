@@ -1259,8 +1259,20 @@ const char *starnn_conv2d_cpu_route(starnn_dtype dt)
 	if (starnn_conv2d_cpu_backend() != STARNN_CONV2D_DNNL)
 		return "bf16 widened to fp32 on CPU workers (the im2col route, STARNN_CONV2D_CPU=im2col): no faster than "
 		       "fp32 (widening is one more pass), half the activation memory";
-	if (starnn_conv2d_dnnl_bf16())
+	if (starnn_conv2d_dnnl_bf16()) {
+		/* the weight-gradient route (codelets/conv2d.h), asked of a wide
+		 * layer at 8x8 and of a narrow one */
+		struct starnn_conv2d_geom wide = {1, STARNN_CONV2D_WGRAD_MIN_C, STARNN_CONV2D_WGRAD_MIN_O, 8, 8, 3, 1, 1};
+		struct starnn_conv2d_geom narrow = {1, 16, 16, 32, 32, 3, 1, 1};
+		if (starnn_conv2d_wgrad_route(&narrow, dt) == STARNN_CONV2D_WGRAD_GEMM)
+			return "bf16 native on CPU workers (oneDNN: AVX512-BF16 / AMX where the processor has them), every "
+			       "weight gradient on im2col + a bf16 matmul of oneDNN (STARNN_CONV2D_WGRAD=gemm)";
+		if (starnn_conv2d_wgrad_route(&wide, dt) == STARNN_CONV2D_WGRAD_GEMM)
+			return "bf16 native on CPU workers (oneDNN: AVX512-BF16 / AMX where the processor has them), the "
+			       "weight gradients of layers of >= 64 -> >= 128 channels at <= 8x8 pixels on im2col + a bf16 "
+			       "matmul of oneDNN (faster there than its convolution; STARNN_CONV2D_WGRAD=dnnl: oneDNN)";
 		return "bf16 native on CPU workers (oneDNN: AVX512-BF16 / AMX where the processor has them)";
+	}
 	return "bf16 widened to fp32 on CPU workers (oneDNN has no bf16 kernels for this processor: they need "
 	       "AVX-512): no faster than fp32 (widening is one more pass), half the activation memory";
 }

@@ -211,6 +211,21 @@ if grep -q '^ *oneDNN.*: yes' "$B/config.summary" 2> /dev/null; then
 			fail "STARNN_CONV2D_WGRAD=direct: no start-up line saying so: $(grep '^convolutions:' "$tmp/wk.out")"
 	fi
 fi
+# bf16's gemm route (im2col + a bf16 matmul of oneDNN, where oneDNN has
+# native bf16 kernels) forced against oneDNN's convolution in amp-bf16:
+# the same losses but for a bf16 rounding that flips (measured on an AMX
+# Xeon: bit for bit), and the start-up line.
+export STARNN_CONVT2D=dnnl STARNN_CONV2D_1X1=dnnl STARNN_CONV2D_NCHW_IN=dnnl
+STARNN_CONV2D_WGRAD=gemm "$unet" train $L --precision amp-bf16 --log-json "$tmp/bg.json" > "$tmp/bg.out" 2>&1 ||
+	{ fail "amp-bf16 STARNN_CONV2D_WGRAD=gemm run exited $?"; cat "$tmp/bg.out"; }
+STARNN_CONV2D_WGRAD=dnnl "$unet" train $L --precision amp-bf16 --log-json "$tmp/bd.json" > "$tmp/bd.out" 2>&1 ||
+	{ fail "amp-bf16 STARNN_CONV2D_WGRAD=dnnl run exited $?"; cat "$tmp/bd.out"; }
+unset STARNN_CONVT2D STARNN_CONV2D_1X1 STARNN_CONV2D_NCHW_IN
+same_losses "amp-bf16 weight gradients on im2col + a bf16 matmul vs oneDNN" "$tmp/bg.json" "$tmp/bd.json" 1e-4
+if grep -q '^convolutions: bf16 native' "$tmp/bd.out"; then
+	grep -q '^convolutions: bf16 native.*every weight gradient on im2col + a bf16 matmul' "$tmp/bg.out" &&
+		ok "amp-bf16, STARNN_CONV2D_WGRAD=gemm: said" || fail "amp-bf16 STARNN_CONV2D_WGRAD=gemm: $(grep '^convolutions:' "$tmp/bg.out")"
+fi
 expect 1 "STARNN_CONV2D_WGRAD" env STARNN_CONV2D_WGRAD=sideways "$unet" train $L
 # The weight gradients taken once on the whole batch rather than per
 # micro-batch (codelets/conv2d.h: STARNN_CONV2D_WGRAD_WHOLE; auto takes the

@@ -234,6 +234,18 @@ echo "$out" | grep -q "^convolutions: fp16 widened to fp32 on CPU workers (oneDN
 out=$("$unet" train $small2 --precision amp-bf16 2>&1)
 echo "$out" | grep -q "^convolutions: bf16 \(native\|widened to fp32\) on CPU workers" &&
 	ok "amp-bf16: $(echo "$out" | grep '^convolutions:' | cut -c1-60)..." || { echo "$out"; fail "amp-bf16: no 'convolutions:' line"; }
+# the bf16 weight gradients' gemm route is said where auto takes it (native
+# bf16 with oneDNN's NHWC pick: AMX), and the whole gemm route when forced
+if echo "$out" | grep -q "^convolutions: bf16 native"; then
+	gout=$(STARNN_CONV2D_WGRAD=gemm "$unet" train $small2 --precision amp-bf16 2>&1) || { echo "$gout"; fail "amp-bf16 with STARNN_CONV2D_WGRAD=gemm failed"; }
+	echo "$gout" | grep -q "^convolutions: bf16 native.*every weight gradient on im2col + a bf16 matmul" &&
+		ok "amp-bf16, STARNN_CONV2D_WGRAD=gemm: said" || { echo "$gout"; fail "amp-bf16: the forced gemm route is not said"; }
+	if echo "$out" | grep -q "^activations: NHWC"; then
+		echo "$out" | grep -q "^convolutions: bf16 native.*>= 64 -> >= 128 channels at <= 8x8 pixels on im2col + a bf16 matmul" &&
+			ok "amp-bf16 (NHWC): the wide layers' gemm route is said" ||
+			fail "amp-bf16 (NHWC): the gemm route is not said: $(echo "$out" | grep '^convolutions:')"
+	fi
+fi
 out=$(STARNN_CONV2D_CPU=im2col "$unet" train $small2 --precision amp-bf16 2>&1)
 echo "$out" | grep -q "^convolutions: bf16 widened to fp32 on CPU workers (the im2col route" &&
 	ok "amp-bf16 with STARNN_CONV2D_CPU=im2col: widened, said" || { echo "$out"; fail "im2col amp-bf16: no route line"; }

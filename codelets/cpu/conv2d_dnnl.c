@@ -1425,38 +1425,35 @@ static int mm_entry(size_t m, size_t n, size_t k, size_t ldc, int acc, struct dn
 	    (st = dnnl_memory_desc_init_by_strides(&cd, 2, cdims, dnnl_f32, cs)) != dnnl_success ||
 	    (st = dnnl_matmul_desc_init(&md, &ad, &bd, NULL, &cd)) != dnnl_success ||
 	    (st = user_scratchpad_attr(&attr)) != dnnl_success)
-		goto fail;
-	if (acc) {
-		if ((st = dnnl_post_ops_create(&po)) != dnnl_success || (st = dnnl_post_ops_append_sum(po, 1.0f)) != dnnl_success ||
-		    (st = dnnl_primitive_attr_set_post_ops(attr, po)) != dnnl_success)
-			goto fail;
-	}
-	if ((st = dnnl_primitive_desc_create(&pd, &md, attr, engine, NULL)) != dnnl_success ||
-	    (st = dnnl_primitive_create(&e->prim, pd)) != dnnl_success ||
-	    (st = scratchpad_of(pd, &e->scratch, &e->bytes_scratch)) != dnnl_success ||
-	    (st = dnnl_memory_create(&e->a, &ad, engine, DNNL_MEMORY_NONE)) != dnnl_success ||
-	    (st = dnnl_memory_create(&e->b, &bd, engine, DNNL_MEMORY_NONE)) != dnnl_success ||
-	    (st = dnnl_memory_create(&e->c, &cd, engine, DNNL_MEMORY_NONE)) != dnnl_success)
-		goto fail;
-	dnnl_primitive_desc_destroy(pd);
-	dnnl_primitive_attr_destroy(attr);
-	if (po)
-		dnnl_post_ops_destroy(po);
-	mm_destroy(t->mm[t->mm_next]);
-	t->mm[t->mm_next] = e;
-	t->mm_next = (t->mm_next + 1) % MM_SLOTS;
-	*out = e;
-	return 0;
-fail:
+		goto done;
+	if (acc && ((st = dnnl_post_ops_create(&po)) != dnnl_success ||
+	            (st = dnnl_post_ops_append_sum(po, 1.0f)) != dnnl_success ||
+	            (st = dnnl_primitive_attr_set_post_ops(attr, po)) != dnnl_success))
+		goto done;
+	if ((st = dnnl_primitive_desc_create(&pd, &md, attr, engine, NULL)) == dnnl_success &&
+	    (st = dnnl_primitive_create(&e->prim, pd)) == dnnl_success &&
+	    (st = scratchpad_of(pd, &e->scratch, &e->bytes_scratch)) == dnnl_success &&
+	    (st = dnnl_memory_create(&e->a, &ad, engine, DNNL_MEMORY_NONE)) == dnnl_success &&
+	    (st = dnnl_memory_create(&e->b, &bd, engine, DNNL_MEMORY_NONE)) == dnnl_success)
+		st = dnnl_memory_create(&e->c, &cd, engine, DNNL_MEMORY_NONE);
+done:
 	if (pd)
 		dnnl_primitive_desc_destroy(pd);
 	if (attr)
 		dnnl_primitive_attr_destroy(attr);
 	if (po)
 		dnnl_post_ops_destroy(po);
-	mm_destroy(e);
-	return starnn_error(STARNN_EINVAL, "conv2d (oneDNN): no bf16 matmul of %zu x %zu x %zu for the weight gradient: %s",
-	                    m, n, k, dnnl_status2str(st));
+	if (st != dnnl_success) {
+		mm_destroy(e);
+		return starnn_error(STARNN_EINVAL,
+		                    "conv2d (oneDNN): no bf16 matmul of %zu x %zu x %zu for the weight gradient: %s", m, n,
+		                    k, dnnl_status2str(st));
+	}
+	mm_destroy(t->mm[t->mm_next]);
+	t->mm[t->mm_next] = e;
+	t->mm_next = (t->mm_next + 1) % MM_SLOTS;
+	*out = e;
+	return 0;
 }
 
 /* The gemm route of the bf16 weight gradient (codelets/conv2d.h): with

@@ -462,9 +462,6 @@ static dnnl_status_t act_window_md(dnnl_memory_desc_t *md, const struct dnnl_con
 	return s;
 }
 
-/* A reorder from -> to (NULL when the layouts are equal), with dst +=
- * (a sum post-op) when accumulate; *ui / *ii the user and internal memory
- * objects (handles set later). */
 /* Attributes with a user-managed scratchpad. */
 static dnnl_status_t user_scratchpad_attr(dnnl_primitive_attr_t *attr)
 {
@@ -488,6 +485,32 @@ static dnnl_status_t scratchpad_of(const_dnnl_primitive_desc_t pd, dnnl_memory_t
 	return dnnl_memory_create(mem, md, engine, DNNL_MEMORY_NONE);
 }
 
+/* Attributes with a user-managed scratchpad and, where accumulate, a sum
+ * post-op (dst = beta dst + result); *attr and *po as far as they were made. */
+static dnnl_status_t sum_attr(dnnl_primitive_attr_t *attr, dnnl_post_ops_t *po, int accumulate, float beta)
+{
+	dnnl_status_t s = user_scratchpad_attr(attr);
+	if (s == dnnl_success && accumulate && (s = dnnl_post_ops_create(po)) == dnnl_success &&
+	    (s = dnnl_post_ops_append_sum(*po, beta)) == dnnl_success)
+		s = dnnl_primitive_attr_set_post_ops(*attr, *po);
+	return s;
+}
+
+/* Frees what building a primitive left (each may be NULL). */
+static void desc_free(dnnl_primitive_desc_t pd, dnnl_primitive_attr_t attr, dnnl_post_ops_t po)
+{
+	if (pd)
+		dnnl_primitive_desc_destroy(pd);
+	if (po)
+		dnnl_post_ops_destroy(po);
+	if (attr)
+		dnnl_primitive_attr_destroy(attr);
+}
+
+/* A reorder from -> to into *re (NULL when the layouts are equal), with
+ * dst = beta dst + src (a sum post-op) when accumulate; *scratch its
+ * scratchpad memory object (handle set later), its size raised into
+ * *scratch_bytes. */
 static dnnl_status_t make_reorder(const dnnl_memory_desc_t *from, const dnnl_memory_desc_t *to, int accumulate,
                                   float beta, dnnl_primitive_t *re, dnnl_memory_t *scratch, size_t *scratch_bytes)
 {
@@ -497,27 +520,11 @@ static dnnl_status_t make_reorder(const dnnl_memory_desc_t *from, const dnnl_mem
 	dnnl_primitive_attr_t attr = NULL;
 	dnnl_post_ops_t po = NULL;
 	dnnl_primitive_desc_t pd = NULL;
-	dnnl_status_t s = user_scratchpad_attr(&attr);
-	if (s != dnnl_success)
-		goto out;
-	if (accumulate) {
-		if ((s = dnnl_post_ops_create(&po)) != dnnl_success ||
-		    (s = dnnl_post_ops_append_sum(po, beta)) != dnnl_success ||
-		    (s = dnnl_primitive_attr_set_post_ops(attr, po)) != dnnl_success)
-			goto out;
-	}
-	if ((s = dnnl_reorder_primitive_desc_create(&pd, from, engine, to, engine, attr)) != dnnl_success)
-		goto out;
-	if ((s = dnnl_primitive_create(re, pd)) != dnnl_success)
-		goto out;
-	s = scratchpad_of(pd, scratch, scratch_bytes);
-out:
-	if (pd)
-		dnnl_primitive_desc_destroy(pd);
-	if (po)
-		dnnl_post_ops_destroy(po);
-	if (attr)
-		dnnl_primitive_attr_destroy(attr);
+	dnnl_status_t s = sum_attr(&attr, &po, accumulate, beta);
+	if (s == dnnl_success && (s = dnnl_reorder_primitive_desc_create(&pd, from, engine, to, engine, attr)) == dnnl_success &&
+	    (s = dnnl_primitive_create(re, pd)) == dnnl_success)
+		s = scratchpad_of(pd, scratch, scratch_bytes);
+	desc_free(pd, attr, po);
 	return s;
 }
 
@@ -1424,11 +1431,7 @@ static int mm_entry(size_t m, size_t n, size_t k, size_t ldc, int acc, struct dn
 	    (st = dnnl_memory_desc_init_by_strides(&bd, 2, bdims, dnnl_bf16, bs)) != dnnl_success ||
 	    (st = dnnl_memory_desc_init_by_strides(&cd, 2, cdims, dnnl_f32, cs)) != dnnl_success ||
 	    (st = dnnl_matmul_desc_init(&md, &ad, &bd, NULL, &cd)) != dnnl_success ||
-	    (st = user_scratchpad_attr(&attr)) != dnnl_success)
-		goto done;
-	if (acc && ((st = dnnl_post_ops_create(&po)) != dnnl_success ||
-	            (st = dnnl_post_ops_append_sum(po, 1.0f)) != dnnl_success ||
-	            (st = dnnl_primitive_attr_set_post_ops(attr, po)) != dnnl_success))
+	    (st = sum_attr(&attr, &po, acc, 1.0f)) != dnnl_success)
 		goto done;
 	if ((st = dnnl_primitive_desc_create(&pd, &md, attr, engine, NULL)) == dnnl_success &&
 	    (st = dnnl_primitive_create(&e->prim, pd)) == dnnl_success &&
@@ -1437,12 +1440,7 @@ static int mm_entry(size_t m, size_t n, size_t k, size_t ldc, int acc, struct dn
 	    (st = dnnl_memory_create(&e->b, &bd, engine, DNNL_MEMORY_NONE)) == dnnl_success)
 		st = dnnl_memory_create(&e->c, &cd, engine, DNNL_MEMORY_NONE);
 done:
-	if (pd)
-		dnnl_primitive_desc_destroy(pd);
-	if (attr)
-		dnnl_primitive_attr_destroy(attr);
-	if (po)
-		dnnl_post_ops_destroy(po);
+	desc_free(pd, attr, po);
 	if (st != dnnl_success) {
 		mm_destroy(e);
 		return starnn_error(STARNN_EINVAL,

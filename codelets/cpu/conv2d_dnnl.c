@@ -725,12 +725,8 @@ static int conv_build(struct dnnl_conv *e, dnnl_data_type_t pdt)
 	if (e->bias)
 		DNNL_TRY(dnnl_memory_create(&e->bias_mem, &ub, engine, DNNL_MEMORY_NONE), "memory");
 fail:
-	if (pd)
-		dnnl_primitive_desc_destroy(pd);
-	if (fpd)
-		dnnl_primitive_desc_destroy(fpd);
-	if (attr)
-		dnnl_primitive_attr_destroy(attr);
+	desc_free(pd, attr, NULL);
+	desc_free(fpd, NULL, NULL);
 	return rc;
 }
 

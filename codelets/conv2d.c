@@ -1222,11 +1222,11 @@ const char *starnn_conv2d_cpu_route(starnn_dtype dt)
 {
 	if (starpu_cpu_worker_get_count() == 0)
 		return NULL;
+	/* the weight-gradient route (codelets/conv2d.h), asked of a wide layer
+	 * at 8x8 and of a narrow one */
+	const struct starnn_conv2d_geom wide = {1, STARNN_CONV2D_WGRAD_MIN_C, STARNN_CONV2D_WGRAD_MIN_O, 8, 8, 3, 1, 1};
+	const struct starnn_conv2d_geom narrow = {1, 16, 16, 32, 32, 3, 1, 1};
 	if (dt == STARNN_FP32) {
-		/* the weight-gradient route (codelets/conv2d.h), asked of a wide
-		 * layer at 8x8 and of a narrow one */
-		struct starnn_conv2d_geom wide = {1, STARNN_CONV2D_WGRAD_MIN_C, STARNN_CONV2D_WGRAD_MIN_O, 8, 8, 3, 1, 1};
-		struct starnn_conv2d_geom narrow = {1, 16, 16, 32, 32, 3, 1, 1};
 		struct starnn_conv2d_geom first = {1, 13, 16, 32, 32, 3, 1, 1}; /* from NCHW x */
 		if (starnn_conv2d_cpu_backend() != STARNN_CONV2D_DNNL)
 			return NULL;
@@ -1260,10 +1260,6 @@ const char *starnn_conv2d_cpu_route(starnn_dtype dt)
 		return "bf16 widened to fp32 on CPU workers (the im2col route, STARNN_CONV2D_CPU=im2col): no faster than "
 		       "fp32 (widening is one more pass), half the activation memory";
 	if (starnn_conv2d_dnnl_bf16()) {
-		/* the weight-gradient route (codelets/conv2d.h), asked of a wide
-		 * layer at 8x8 and of a narrow one */
-		struct starnn_conv2d_geom wide = {1, STARNN_CONV2D_WGRAD_MIN_C, STARNN_CONV2D_WGRAD_MIN_O, 8, 8, 3, 1, 1};
-		struct starnn_conv2d_geom narrow = {1, 16, 16, 32, 32, 3, 1, 1};
 		if (starnn_conv2d_wgrad_route(&narrow, dt) == STARNN_CONV2D_WGRAD_GEMM)
 			return "bf16 native on CPU workers (oneDNN: AVX512-BF16 / AMX where the processor has them), every "
 			       "weight gradient on im2col + a bf16 matmul of oneDNN (STARNN_CONV2D_WGRAD=gemm)";

@@ -64,9 +64,7 @@ int starnn_copy(starnn_tensor *x, starnn_tensor *y)
 		                    starnn_tensor_describe(x, dx, sizeof dx), starnn_tensor_describe(y, dy, sizeof dy));
 	if (x == y)
 		return 0;
-	if (x->cblock != y->cblock)
-		return starnn_error(STARNN_EINVAL, "copy: the layouts differ (the kernels move bytes): %s and %s",
-		                    starnn_tensor_describe(x, dx, sizeof dx), starnn_tensor_describe(y, dy, sizeof dy));
+	STARNN_CHECK(starnn_check_layouts("copy", "x", x, "y", y));
 	struct starpu_codelet *cl;
 	switch (y->dtype) {
 	case STARNN_FP32:

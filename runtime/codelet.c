@@ -102,8 +102,8 @@ int starnn_check_layouts(const char *op, const char *an, const starnn_tensor *a,
 	if (layout_of(a) == layout_of(b))
 		return 0;
 	return starnn_error(STARNN_EINVAL,
-	                    "%s: %s = %s is %s and %s = %s is %s: an element-wise operation needs its tensors in one "
-	                    "layout (runtime/tensor.h: starnn_tensor_set_cblock)",
+	                    "%s: the layouts differ: %s = %s is %s and %s = %s is %s; an element-wise operation needs its "
+	                    "tensors in one layout (runtime/tensor.h: starnn_tensor_set_cblock)",
 	                    op, an, starnn_tensor_describe(a, da, sizeof da), layout_label(a, la, sizeof la), bn,
 	                    starnn_tensor_describe(b, db, sizeof db), layout_label(b, lb, sizeof lb));
 }

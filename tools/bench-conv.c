@@ -51,9 +51,8 @@
  * --convt-bf16: the bf16 weight gradient of the same transposed
  * convolutions in the layouts amp-bf16 keeps on AMX (128x128: x and the
  * half of a concatenation dy in NHWC; 384x384, batch 1: nChw16c): starnn's
- * route (on AMX one bf16 GEMM on dy gathered, codelets/cpu/conv2d_dnnl.c;
- * elsewhere oneDNN's bf16 deconvolution) against oneDNN's fp32
- * deconvolution on fp32 copies in the same layouts (the route the bf16
+ * route (one bf16 GEMM on dy gathered, codelets/cpu/conv2d_dnnl.c) against
+ * oneDNN's fp32 deconvolution on fp32 copies in the same layouts (the route the bf16
  * pass took before, less the widening reorders it also paid), and the
  * ratio.
  *
@@ -506,8 +505,9 @@ static int convt16_bench(int reps, int quick)
 	printf("# bench-conv --convt-bf16: one thread, transposed 2x2 / stride-2 weight gradients (with the bias), "
 	       "GFLOP/s = 2*N*C*O*4*H*W / best of %d run(s)\n",
 	       reps);
-	printf("# bf16: %s; fp32: oneDNN's deconvolution on fp32 copies in the same layouts\n",
-	       amx ? "one bf16 GEMM (AMX) on dy gathered" : "oneDNN's bf16 deconvolution (no AMX here)");
+	printf("# bf16: one bf16 GEMM (%s) on dy gathered; fp32: oneDNN's deconvolution on fp32 copies in the same "
+	       "layouts\n",
+	       amx ? "AMX" : "AVX512-BF16, no AMX here");
 	printf("%-10s %5s %5s %5s %4s %-7s %9s %9s %10s\n", "shape", "N", "C", "O", "HW", "layout", "fp32", "bf16",
 	       "bf16/fp32");
 	starnn_convt2d_route_set(STARNN_CONVT2D_DNNL);

@@ -741,16 +741,22 @@ fail:
  * y value, at channel oc * 4 + a * 2 + b of pixel (i, j). oneDNN 2.6 runs
  * its deconvolution (jit:avx2) at 8-39 GFLOP/s on the UNet's up-sampling
  * shapes and its 1x1 convolution (jit_1x1:avx2) at 85-99 GFLOP/s (one
- * thread, batch 2, an AVX2 EPYC). Built for fp32 where oneDNN picks a
- * blocked layout for z (nChw8c / nChw16c, 4o a multiple of the block);
- * returns 1 when it does not (the caller builds the deconvolution), else 0
- * or the error. */
+ * thread, batch 2, an AVX2 EPYC); in bf16 on AVX512-BF16 without AMX its
+ * deconvolution (jit_bf16:avx512_core_bf16) runs at 3.7-22 GFLOP/s (one
+ * thread, batch 1, a Zen 4 EPYC: DNNL_VERBOSE of 128x128 amp-bf16 steps).
+ * z is fp32 in both dtypes: a bf16 pass sums in fp32, adds the bias and
+ * rounds once in up_spread, as the deconvolution does. Built where oneDNN
+ * picks a blocked layout for z (nChw8c / nChw16c, 4o a multiple of the
+ * block: fp32 on AVX2 / AVX-512, bf16 on AVX512-BF16; on AMX its bf16 pick
+ * is NHWC and the deconvolution stays); returns 1 when it does not (the
+ * caller builds the deconvolution), else 0 or the error. */
 #define BUILD_NOT_UP 1
 static int conv_build_up(struct dnnl_conv *e)
 {
 	char shape[160];
 	int rc = 0;
 	const size_t n = e->n, c = e->c, o = e->o, h = e->h, w = e->w;
+	const dnnl_data_type_t dt = (dnnl_data_type_t)e->dt;
 	dnnl_dims_t xd = {(dnnl_dim_t)n, (dnnl_dim_t)c, (dnnl_dim_t)h, (dnnl_dim_t)w};
 	dnnl_dims_t wd = {(dnnl_dim_t)(4 * o), (dnnl_dim_t)c, 1, 1};
 	dnnl_dims_t zd = {(dnnl_dim_t)n, (dnnl_dim_t)(4 * o), (dnnl_dim_t)h, (dnnl_dim_t)w};
@@ -760,8 +766,8 @@ static int conv_build_up(struct dnnl_conv *e)
 	dnnl_primitive_desc_t pd = NULL;
 	dnnl_primitive_attr_t attr = NULL;
 	DNNL_TRY(user_scratchpad_attr(&attr), "attributes");
-	DNNL_TRY(dnnl_memory_desc_init_by_tag(&ax, 4, xd, dnnl_f32, dnnl_format_tag_any), "src descriptor");
-	DNNL_TRY(dnnl_memory_desc_init_by_tag(&aw, 4, wd, dnnl_f32, dnnl_format_tag_any), "weights descriptor");
+	DNNL_TRY(dnnl_memory_desc_init_by_tag(&ax, 4, xd, dt, dnnl_format_tag_any), "src descriptor");
+	DNNL_TRY(dnnl_memory_desc_init_by_tag(&aw, 4, wd, dt, dnnl_format_tag_any), "weights descriptor");
 	DNNL_TRY(dnnl_memory_desc_init_by_tag(&az, 4, zd, dnnl_f32, dnnl_format_tag_any), "dst descriptor");
 	DNNL_TRY(dnnl_memory_desc_init_by_tag(&z8, 4, zd, dnnl_f32, dnnl_nChw8c), "dst descriptor");
 	DNNL_TRY(dnnl_memory_desc_init_by_tag(&z16, 4, zd, dnnl_f32, dnnl_nChw16c), "dst descriptor");
@@ -785,8 +791,8 @@ static int conv_build_up(struct dnnl_conv *e)
 		rc = BUILD_NOT_UP;
 		goto fail;
 	}
-	DNNL_TRY(act_md(&ux, n, c, h, w, e->lda, dnnl_f32, e->xb), "x layout");
-	DNNL_TRY(dnnl_memory_desc_init_by_strides(&uw, 4, wd, dnnl_f32, wstrides), "w layout");
+	DNNL_TRY(act_md(&ux, n, c, h, w, e->lda, dt, e->xb), "x layout");
+	DNNL_TRY(dnnl_memory_desc_init_by_strides(&uw, 4, wd, dt, wstrides), "w layout");
 	DNNL_TRY(dnnl_primitive_create(&e->conv, pd), "convolution primitive");
 	DNNL_TRY(scratchpad_of(pd, &e->scratch[0], &e->bytes_scratch), "scratchpad");
 	DNNL_TRY(make_reorder(&ux, ia, 0, 0.0f, &e->re_a, &e->scratch[1], &e->bytes_scratch), "input reorder");
@@ -814,12 +820,13 @@ fail:
 /* y[n, oc, 2i + a, 2j + b] = z[n, oc * 4 + a * 2 + b, i, j] + bias[oc] (no
  * bias: NULL), z in nChw{e->zb}c, y in e->yb's layout (runtime/tensor.h:
  * channels in blocks of B, NCHW for B = 1; a block plane starts where its
- * first channel's NCHW plane would), samples ldy apart. y is written row
- * after row; each lane's z offset is worked out once per block and
- * (a, b). */
-static void up_spread(const struct dnnl_conv *e, const float *z, const float *bias, float *y, size_t ldy)
+ * first channel's NCHW plane would) and e's dtype (bf16: the fp32 sum
+ * rounded once), samples ldy apart. y is written row after row; each
+ * lane's z offset is worked out once per block and (a, b). */
+static void up_spread(const struct dnnl_conv *e, const float *z, const float *bias, void *y, size_t ldy)
 {
 	const size_t n = e->n, o = e->o, h = e->h, w = e->w, hw = h * w, Z = e->zb, B = e->yb;
+	const int bf16 = e->dt == (int)dnnl_bf16;
 	size_t zoff[4][STARNN_CBLOCK_MAX];
 	float bl[STARNN_CBLOCK_MAX];
 	for (size_t ob = 0; ob < o / B; ob++) {
@@ -832,15 +839,22 @@ static void up_spread(const struct dnnl_conv *e, const float *z, const float *bi
 		}
 		for (size_t r = 0; r < n; r++) {
 			const float *zn = z + r * 4 * o * hw;
-			float *yp = y + r * ldy + ob * B * 4 * hw;
+			size_t yo = r * ldy + ob * B * 4 * hw;
 			for (size_t i = 0; i < h; i++)
 				for (size_t a = 0; a < 2; a++)
 					for (size_t j = 0; j < w; j++) {
 						const float *zp = zn + (i * w + j) * Z;
-						for (size_t b = 0; b < 2; b++, yp += B) {
+						for (size_t b = 0; b < 2; b++, yo += B) {
 							const size_t *zo = zoff[a * 2 + b];
-							for (size_t l = 0; l < B; l++)
-								yp[l] = zp[zo[l]] + bl[l];
+							if (bf16) {
+								uint16_t *yp = (uint16_t *)y + yo;
+								for (size_t l = 0; l < B; l++)
+									yp[l] = starnn_float_to_bf16(zp[zo[l]] + bl[l]);
+							} else {
+								float *yp = (float *)y + yo;
+								for (size_t l = 0; l < B; l++)
+									yp[l] = zp[zo[l]] + bl[l];
+							}
 						}
 					}
 		}
@@ -855,12 +869,14 @@ static void up_spread(const struct dnnl_conv *e, const float *z, const float *bi
  * channels, 64x64 -> 128x128), so there the pass runs the fp32 kernel on
  * x and dy widened inside the reorders into its blocked layout (exact:
  * every bf16 value is an fp32 value; products and sums in fp32 as in the
- * bf16 kernel). */
+ * bf16 kernel). The codelets take convt_wgrad_gemm before it wherever
+ * bf16 is native; this stays for layouts that route declines. */
 static int conv_create(struct dnnl_conv *e)
 {
 	/* (up_spread's per-lane tables hold STARNN_CBLOCK_MAX lanes: a block
 	 * the tensor layer allows) */
-	if (e->kind == 1 && e->pass == STARNN_CONV2D_FWD && e->dt == (int)dnnl_f32 && !e->accumulate &&
+	if (e->kind == 1 && e->pass == STARNN_CONV2D_FWD && (e->dt == (int)dnnl_f32 || e->dt == (int)dnnl_bf16) &&
+	    !e->accumulate &&
 	    e->yb <= STARNN_CBLOCK_MAX) {
 		int up = conv_build_up(e);
 		if (up != BUILD_NOT_UP)
@@ -1288,7 +1304,7 @@ static int conv_exec_acc(const struct dnnl_conv *key, const void *a, const void 
 		}
 		DNNL_TRY(dnnl_stream_wait(t->stream), "stream wait");
 		if (e->zb)
-			up_spread(e, bo, bias, (float *)(void *)((char *)out + rep * ostep), e->ldout);
+			up_spread(e, bo, bias, (char *)out + rep * ostep, e->ldout);
 	}
 	if (dbias) {
 		float *db = (float *)bias;
@@ -1777,12 +1793,13 @@ extern dnnl_status_t dnnl_gemm_bf16bf16f32(char transa, char transb, dnnl_dim_t 
                                            dnnl_dim_t ldb, float beta, float *C, dnnl_dim_t ldc);
 
 /* Whether a transposed convolution's bf16 weight gradient runs as a GEMM
- * (convt_wgrad_gemm): on AMX (where oneDNN picks NHWC for bf16), x and dy
- * NCHW, NHWC or blocked (nChw16c, at batch 1). */
+ * (convt_wgrad_gemm): wherever oneDNN has native bf16 (AMX; AVX512-BF16,
+ * where oneDNN's bf16 deconvolution runs at 0.58-1.63x its fp32 one and
+ * the GEMM at 1.19-1.85x, one thread, a Zen 4: tools/bench-conv
+ * --convt-bf16), x and dy NCHW, NHWC or blocked (nChw16c). */
 static int convt_wgrad_gemm_ok(size_t c, size_t o, size_t xb, size_t yb, starnn_dtype dt)
 {
-	return dt == STARNN_BF16 && (xb <= 1 || c % xb == 0) && (yb <= 1 || o % yb == 0) &&
-	       starnn_conv2d_dnnl_block(STARNN_BF16) == STARNN_CONV2D_NHWC;
+	return dt == STARNN_BF16 && (xb <= 1 || c % xb == 0) && (yb <= 1 || o % yb == 0) && starnn_conv2d_dnnl_bf16();
 }
 
 /* The sum of n bf16 values in double: 8 lanes (value i in lane i % 8),

@@ -484,12 +484,15 @@ static void convt_codelets(int64_t n, int64_t c, int64_t o, int64_t s, int xb, i
 }
 
 /* convt2d on bf16 tensors in layouts xb / yb against the fp32 codelets on
- * NCHW tensors holding the same (bf16-exact) values. On AMX the bf16
- * weight gradient runs as one bf16 GEMM on the gathered values
- * (convt_wgrad_gemm in codelets/cpu/conv2d_dnnl.c; elsewhere oneDNN's
+ * NCHW tensors holding the same (bf16-exact) values. Where bf16 is native
+ * the weight gradient runs as one bf16 GEMM on the gathered values
+ * (convt_wgrad_gemm in codelets/cpu/conv2d_dnnl.c), and the forward, where
+ * oneDNN picks a blocked layout for it (AVX512-BF16 without AMX), as a 1x1
+ * convolution into fp32 z spread into y (conv_build_up; elsewhere oneDNN's
  * deconvolution): products exact and sums in fp32 either way, so dw and db
- * agree to the rounding of sums in another order; y and dx are rounded to bf16 once (half an ulp of
- * bf16: 2^-9 relative, plus the fp32 sums' reordering). */
+ * agree to the rounding of sums in another order; y and dx are rounded to
+ * bf16 once (half an ulp of bf16: 2^-9 relative, plus the fp32 sums'
+ * reordering). */
 static void convt_codelets_bf16(int64_t n, int64_t c, int64_t o, int64_t s, int xb, int yb)
 {
 	char what[112];

@@ -747,8 +747,8 @@ fail:
  * z is fp32 in both dtypes: a bf16 pass sums in fp32, adds the bias and
  * rounds once in up_spread, as the deconvolution does. Built where oneDNN
  * picks a blocked layout for z (nChw8c / nChw16c, 4o a multiple of the
- * block: fp32 on AVX2 / AVX-512, bf16 on AVX512-BF16; on AMX its bf16 pick
- * is NHWC and the deconvolution stays); returns 1 when it does not (the
+ * block: fp32 on AVX2 / AVX-512, bf16 on AVX512-BF16; bf16 on AMX is left
+ * to the deconvolution by conv_create); returns 1 when it does not (the
  * caller builds the deconvolution), else 0 or the error. */
 #define BUILD_NOT_UP 1
 static int conv_build_up(struct dnnl_conv *e)
@@ -874,10 +874,11 @@ static void up_spread(const struct dnnl_conv *e, const float *z, const float *bi
 static int conv_create(struct dnnl_conv *e)
 {
 	/* (up_spread's per-lane tables hold STARNN_CBLOCK_MAX lanes: a block
-	 * the tensor layer allows) */
-	if (e->kind == 1 && e->pass == STARNN_CONV2D_FWD && (e->dt == (int)dnnl_f32 || e->dt == (int)dnnl_bf16) &&
-	    !e->accumulate &&
-	    e->yb <= STARNN_CBLOCK_MAX) {
+	 * the tensor layer allows; bf16 on AMX keeps the deconvolution, whose
+	 * NHWC kernel the route was not measured against) */
+	const int up_dt = e->dt == (int)dnnl_f32 ||
+	                  (e->dt == (int)dnnl_bf16 && starnn_conv2d_dnnl_block(STARNN_BF16) != STARNN_CONV2D_NHWC);
+	if (e->kind == 1 && e->pass == STARNN_CONV2D_FWD && up_dt && !e->accumulate && e->yb <= STARNN_CBLOCK_MAX) {
 		int up = conv_build_up(e);
 		if (up != BUILD_NOT_UP)
 			return up;

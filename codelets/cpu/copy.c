@@ -78,21 +78,78 @@ __attribute__((target("avx2"))) static void put8_avx2(const float *w, size_t ldw
 }
 #endif
 
-/* One whole 16 x 16 block of every tap (oneDNN's AVX-512 layouts): 16
- * gathers per tap. OIhw16o16i, blk[t][o][i] = w[o][i T + t]: row o's
- * elements T apart; OIhw16i16o, blk[t][i][o]: the 16 rows' elements at
- * column i T + t, ldw apart (ldw <= PUT16_MAX_LD: 32-bit offsets). */
-#define PUT16_MAX_LD ((size_t)1 << 24)
+#ifdef PUT_X86
+/* r[k][l] <- r[l][k] for 16 x 16 floats: 4 x 4 transposes inside each
+ * 128-bit lane (as transpose8), then the lanes exchanged. */
+__attribute__((target("avx512f"))) static inline void transpose16(__m512 r[16])
+{
+	__m512 t[16];
+	for (int k = 0; k < 16; k += 2) {
+		t[k] = _mm512_unpacklo_ps(r[k], r[k + 1]);
+		t[k + 1] = _mm512_unpackhi_ps(r[k], r[k + 1]);
+	}
+	/* r[4a + b], lane L: column 4L + b of rows 4a .. 4a + 3 */
+	for (int k = 0; k < 16; k += 4) {
+		r[k] = _mm512_shuffle_ps(t[k], t[k + 2], _MM_SHUFFLE(1, 0, 1, 0));
+		r[k + 1] = _mm512_shuffle_ps(t[k], t[k + 2], _MM_SHUFFLE(3, 2, 3, 2));
+		r[k + 2] = _mm512_shuffle_ps(t[k + 1], t[k + 3], _MM_SHUFFLE(1, 0, 1, 0));
+		r[k + 3] = _mm512_shuffle_ps(t[k + 1], t[k + 3], _MM_SHUFFLE(3, 2, 3, 2));
+	}
+	/* column 4L + b: lane L of r[b], r[4 + b], r[8 + b], r[12 + b] */
+	for (int b = 0; b < 4; b++) {
+		__m512 u0 = _mm512_shuffle_f32x4(r[b], r[4 + b], 0x44), u1 = _mm512_shuffle_f32x4(r[8 + b], r[12 + b], 0x44);
+		__m512 v0 = _mm512_shuffle_f32x4(r[b], r[4 + b], 0xEE), v1 = _mm512_shuffle_f32x4(r[8 + b], r[12 + b], 0xEE);
+		t[b] = _mm512_shuffle_f32x4(u0, u1, _MM_SHUFFLE(2, 0, 2, 0));
+		t[4 + b] = _mm512_shuffle_f32x4(u0, u1, _MM_SHUFFLE(3, 1, 3, 1));
+		t[8 + b] = _mm512_shuffle_f32x4(v0, v1, _MM_SHUFFLE(2, 0, 2, 0));
+		t[12 + b] = _mm512_shuffle_f32x4(v0, v1, _MM_SHUFFLE(3, 1, 3, 1));
+	}
+	for (int k = 0; k < 16; k++)
+		r[k] = t[k];
+}
+
+/* One whole 16 x 16 block of every tap (oneDNN's AVX-512 layouts), w at
+ * its first output row and input channel, rows ldw apart; 16 x 16
+ * transposes as put8_avx2 does (gathers, which Zen 4 runs at about 5
+ * cycles an element, where T > 16).
+ * OIhw16i16o, blk[t][i][o] = w[o][i T + t]: the 16 rows' columns c = 16j ..
+ * 16j + 15 transposed are (o = 0 .. 15) vectors of columns c = i T + t.
+ * OIhw16o16i, blk[t][o][i]: per row o, the 16 x T matrix [i][t] (rows T
+ * apart, loaded masked) transposed. */
 __attribute__((target("avx512f"))) static void put16_avx512(const float *w, size_t ldw, size_t T, int i_inner,
                                                              float *blk)
 {
+	__m512 r[16];
+	if (!i_inner) {
+		for (size_t j = 0; j < T; j++) {
+			for (int o = 0; o < 16; o++)
+				r[o] = _mm512_loadu_ps(w + o * ldw + 16 * j);
+			transpose16(r);
+			for (size_t k = 0; k < 16; k++) {
+				const size_t c = 16 * j + k;
+				_mm512_storeu_ps(blk + (c % T) * 256 + (c / T) * 16, r[k]);
+			}
+		}
+		return;
+	}
+	if (T <= 16) {
+		const __mmask16 m = (__mmask16)((1u << T) - 1);
+		for (size_t o = 0; o < 16; o++) {
+			for (size_t i = 0; i < 16; i++)
+				r[i] = _mm512_maskz_loadu_ps(m, w + o * ldw + i * T);
+			transpose16(r);
+			for (size_t t = 0; t < T; t++)
+				_mm512_storeu_ps(blk + t * 256 + o * 16, r[t]);
+		}
+		return;
+	}
 	const __m512i lane = _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
-	const __m512i idx = _mm512_mullo_epi32(lane, _mm512_set1_epi32((int)(i_inner ? T : ldw)));
-	for (size_t a = 0; a < 16; a++) /* o (i_inner) or i */
+	const __m512i idx = _mm512_mullo_epi32(lane, _mm512_set1_epi32((int)T));
+	for (size_t o = 0; o < 16; o++)
 		for (size_t t = 0; t < T; t++)
-			_mm512_storeu_ps(blk + t * 256 + a * 16,
-			                 _mm512_i32gather_ps(idx, i_inner ? w + a * ldw + t : w + a * T + t, 4));
+			_mm512_storeu_ps(blk + t * 256 + o * 16, _mm512_i32gather_ps(idx, w + o * ldw + t, 4));
 }
+#endif
 
 /* Element (o, i, t) of the weights at w[(o - wo) * ldw + (i - wi) * T + t]:
  * the whole tensor (wo = wi = 0) or a tile of it starting at (wo, wi). */
@@ -103,7 +160,7 @@ static void put_from(const struct starnn_blocked_weights *L, size_t o0, size_t o
 	const size_t T = L->taps, ob = L->ob, ib = L->ib, bsz = ob * ib, ibs = (L->i + ib - 1) / ib;
 #ifdef PUT_X86
 	const int avx2 = ob == 8 && ib == 8 && T >= 8 && starnn_simd_level() >= STARNN_SIMD_AVX2;
-	const int avx512 = ob == 16 && ib == 16 && ldw <= PUT16_MAX_LD && starnn_simd_level() >= STARNN_SIMD_AVX512;
+	const int avx512 = ob == 16 && ib == 16 && starnn_simd_level() >= STARNN_SIMD_AVX512;
 #endif
 	/* one block at a time, written in its own order (the copy is written
 	 * front to back; w, just updated, is read from cache) */

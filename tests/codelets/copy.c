@@ -6,8 +6,9 @@
  * included).
  * Blocked weight copies (CPU build): starnn_blocked_put_cpu against
  * oneDNN's OIhw8i8o / OIhw8o8i / 16-block formulas written out here (1x1,
- * 2x2, 3x3, 5x5 and 8 taps; whole blocks, on AVX2 by transposes and on
- * AVX-512 by gathers, and
+ * 2x2, 3x3, 4x4, 5x5 and 8 taps; whole blocks, on AVX2 and AVX-512 by
+ * transposes, on AVX-512 by gathers beyond 16 taps with the input channel
+ * fastest, and
  * partial ones), the padding and header untouched; and the optimizers' updates that keep such
  * copies current (adam, adam_amp, sgd, sgd_amp with 1 and 2 copies): w, the
  * state and the copies bit for bit those of the plain update followed by
@@ -154,7 +155,8 @@ static void put_rows_kernel(void)
 	} cases[] = {{12, 13, 9, 8, 0}, {12, 13, 9, 8, 1}, {16, 8, 9, 8, 0}, {40, 24, 1, 8, 1}, {20, 35, 9, 16, 0},
 	             {32, 16, 4, 16, 1}, {16, 24, 25, 8, 0}, {16, 24, 25, 8, 1}, {24, 16, 8, 8, 1},
 	             {64, 72, 9, 8, 0}, {64, 72, 9, 8, 1}, {64, 48, 9, 16, 0}, {64, 48, 9, 16, 1},
-	             {48, 32, 1, 16, 0}, {48, 32, 4, 16, 1}};
+	             {48, 32, 1, 16, 0}, {48, 32, 4, 16, 1}, {32, 32, 16, 16, 1}, {32, 32, 16, 16, 0},
+	             {32, 16, 25, 16, 1}, {32, 16, 25, 16, 0}};
 	for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
 		const size_t O = cases[k].o, I = cases[k].i, T = cases[k].taps, b = cases[k].b;
 		const size_t OB = (O + b - 1) / b, IB = (I + b - 1) / b, data = OB * IB * b * b * T;

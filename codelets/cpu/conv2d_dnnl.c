@@ -32,6 +32,7 @@
 #include "codelets/axpy.h"
 #include "codelets/conv2d.h"
 #include "codelets/convt2d.h"
+#include "codelets/cpu/simd.h"
 #include "runtime/choice.h"
 #include "runtime/error.h"
 #include "runtime/half.h"
@@ -817,16 +818,78 @@ fail:
 	return rc;
 }
 
+#ifdef STARNN_SIMD_X86
+#include <immintrin.h>
+/* up_spread where z and y are both in blocks of 16 (AVX-512): lane l of y's
+ * block ob at output pixel (2i + a, 2j + b) is lane 4 (l % 4) + ab of z's
+ * block 4 ob + l / 4 at pixel (i, j) (ab = 2a + b), so each (a, b) is two
+ * two-source permutes of the pixel's four z vectors and a blend. The same
+ * fp32 addition as the scalar loop, and bf16's rounding on the bits as
+ * starnn_float_to_bf16 (nearest even; NaN kept, made quiet): bit for bit
+ * its results. */
+STARNN_TARGET_AVX512 static void up_spread16_avx512(size_t n, size_t o, size_t h, size_t w, int bf16,
+                                                     const float *z, const float *bias, void *y, size_t ldy)
+{
+	const size_t hw = h * w;
+	__m512i idx[4];
+	for (int ab = 0; ab < 4; ab++) {
+		int v[16];
+		for (int l = 0; l < 16; l++)
+			v[l] = (l % 8) / 4 * 16 + 4 * (l % 4) + ab;
+		idx[ab] = _mm512_loadu_si512(v);
+	}
+	const __m512i one = _mm512_set1_epi32(1), half = _mm512_set1_epi32(0x7fff), quiet = _mm512_set1_epi32(0x40);
+	const __m512i absm = _mm512_set1_epi32(0x7fffffff), inf = _mm512_set1_epi32(0x7f800000);
+	for (size_t ob = 0; ob < o / 16; ob++) {
+		const __m512 bv = bias ? _mm512_loadu_ps(bias + ob * 16) : _mm512_setzero_ps();
+		for (size_t r = 0; r < n; r++) {
+			const float *zb = z + r * 4 * o * hw + 4 * ob * hw * 16;
+			const size_t y0 = r * ldy + ob * 16 * 4 * hw;
+			for (size_t i = 0; i < h; i++)
+				for (size_t j = 0; j < w; j++) {
+					const float *zp = zb + (i * w + j) * 16;
+					const __m512 z0 = _mm512_loadu_ps(zp), z1 = _mm512_loadu_ps(zp + hw * 16);
+					const __m512 z2 = _mm512_loadu_ps(zp + 2 * hw * 16), z3 = _mm512_loadu_ps(zp + 3 * hw * 16);
+					for (int ab = 0; ab < 4; ab++) {
+						const __m512 lo = _mm512_permutex2var_ps(z0, idx[ab], z1);
+						const __m512 hi = _mm512_permutex2var_ps(z2, idx[ab], z3);
+						const __m512 v = _mm512_add_ps(_mm512_mask_blend_ps(0xFF00, lo, hi), bv);
+						const size_t at = y0 + ((2 * i + (size_t)(ab >> 1)) * 2 * w + 2 * j + (size_t)(ab & 1)) * 16;
+						if (!bf16) {
+							_mm512_storeu_ps((float *)y + at, v);
+							continue;
+						}
+						const __m512i u = _mm512_castps_si512(v);
+						const __mmask16 nan = _mm512_cmpgt_epu32_mask(_mm512_and_si512(u, absm), inf);
+						const __m512i hi16 = _mm512_srli_epi32(u, 16);
+						const __m512i rnd = _mm512_srli_epi32(
+						        _mm512_add_epi32(u, _mm512_add_epi32(half, _mm512_and_si512(hi16, one))), 16);
+						const __m512i b16 = _mm512_mask_blend_epi32(nan, rnd, _mm512_or_si512(hi16, quiet));
+						_mm256_storeu_si256((__m256i *)(void *)((uint16_t *)y + at), _mm512_cvtepi32_epi16(b16));
+					}
+				}
+		}
+	}
+}
+#endif
+
 /* y[n, oc, 2i + a, 2j + b] = z[n, oc * 4 + a * 2 + b, i, j] + bias[oc] (no
  * bias: NULL), z in nChw{e->zb}c, y in e->yb's layout (runtime/tensor.h:
  * channels in blocks of B, NCHW for B = 1; a block plane starts where its
  * first channel's NCHW plane would) and e's dtype (bf16: the fp32 sum
  * rounded once), samples ldy apart. y is written row after row; each
- * lane's z offset is worked out once per block and (a, b). */
+ * lane's z offset is worked out once per block and (a, b). Blocks of 16
+ * on both sides take up_spread16_avx512 where AVX-512 is in use. */
 static void up_spread(const struct dnnl_conv *e, const float *z, const float *bias, void *y, size_t ldy)
 {
 	const size_t n = e->n, o = e->o, h = e->h, w = e->w, hw = h * w, Z = e->zb, B = e->yb;
 	const int bf16 = e->dt == (int)dnnl_bf16;
+#ifdef STARNN_SIMD_X86
+	if (Z == 16 && B == 16 && starnn_simd_level() >= STARNN_SIMD_AVX512) {
+		up_spread16_avx512(n, o, h, w, bf16, z, bias, y, ldy);
+		return;
+	}
+#endif
 	size_t zoff[4][STARNN_CBLOCK_MAX];
 	float bl[STARNN_CBLOCK_MAX];
 	for (size_t ob = 0; ob < o / B; ob++) {

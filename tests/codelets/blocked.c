@@ -537,6 +537,53 @@ static void convt_codelets_bf16(int64_t n, int64_t c, int64_t o, int64_t s, int 
 	free(xv), free(dyv), free(wv), free(bv);
 }
 
+/* The transposed forward's spread of z into y (conv_build_up's route) at
+ * the AVX-512 level (up_spread16_avx512, where z and y are in blocks of 16)
+ * against the generic one, bit for bit, in dt: small integers in x and w,
+ * so that many sums are odd integers from 256 up (ties for bf16's
+ * rounding to nearest even), and a NaN in x (its pixel's outputs NaN). */
+static void convt_spread_levels(starnn_dtype dt, int64_t n, int64_t c, int64_t o, int64_t s)
+{
+	char what[112];
+	snprintf(what, sizeof what, "convt2d %s spread n %lld c %lld o %lld %lldx%lld, AVX-512 against generic",
+	         starnn_dtype_name(dt), (long long)n, (long long)c, (long long)o, (long long)s, (long long)s);
+	size_t nx = (size_t)(n * c * s * s), ny = (size_t)(n * o * 4 * s * s), nw = (size_t)(c * o * 4);
+	float *xv = test_random(nx, 0, 4.99f), *wv = test_random(nw, 0, 4.99f), *bv = test_random((size_t)o, -2, 2);
+	for (size_t i = 0; i < nx; i++)
+		xv[i] = floorf(xv[i]);
+	for (size_t i = 0; i < nw; i++)
+		wv[i] = floorf(wv[i]);
+	for (size_t i = 0; i < (size_t)o; i++)
+		bv[i] = (float)(i % 3); /* integers: the sums stay odd or even integers */
+	xv[nx / 2] = NAN;
+	int64_t bs[1] = {o};
+	starnn_tensor *w = tensor4_dt("w", dt, c, o, 2, 2, 1, wv), *b = test_tensor("b", 1, bs, bv);
+	starnn_tensor *x = tensor4_dt("x", dt, n, c, s, s, 16, xv);
+	starnn_tensor *y[2];
+	const int lv = starnn_simd_level();
+	for (int k = 0; k < 2; k++) {
+		y[k] = tensor4_dt(k ? "y_generic" : "y", dt, n, o, 2 * s, 2 * s, 16, NULL);
+		starnn_simd_set_level(k ? STARNN_SIMD_GENERIC : lv);
+		TEST_OK(dt == STARNN_FP32 ? starnn_convt2d_fwd(x, w, b, y[k]) : starnn_convt2d_fwd_mp(x, w, b, y[k]));
+		TEST_OK(starnn_wait());
+	}
+	starnn_simd_set_level(lv);
+	float *r0 = test_read(y[0]), *r1 = test_read(y[1]);
+	size_t ties = 0, nans = 0; /* outputs where odd sums are ties (bf16's spacing 2) */
+	for (size_t i = 0; i < ny; i++) {
+		ties += dt == STARNN_BF16 && r1[i] >= 256 && r1[i] < 512;
+		nans += isnan(r1[i]);
+	}
+	TEST_ASSERT(memcmp(r0, r1, ny * sizeof *r0) == 0, "%s: the outputs differ", what);
+	TEST_ASSERT(nans >= (size_t)(4 * o) && (dt != STARNN_BF16 || ties > ny / 20),
+	            "%s: the inputs do not reach what they test (%zu NaN, %zu outputs in [256, 512))", what, nans, ties);
+	free(r0), free(r1);
+	starnn_tensor *all[] = {w, b, x, y[0], y[1]};
+	for (size_t i = 0; i < sizeof all / sizeof *all; i++)
+		starnn_tensor_destroy(all[i]);
+	free(xv), free(wv), free(bv);
+}
+
 /* The batch-norm layer (+ReLU) over 2 micro-batch parts and max-pool. */
 /* x, dx in blocks of cb, y, dy (and the max-pool after) in blocks of cby */
 static void bn_pool_codelets(int64_t n, int64_t c, int64_t s, int cb, int cby)
@@ -851,6 +898,7 @@ int main(void)
 	conv_codelets(2, 16, 12, 12, 8, 1); /* and its last */
 	convt_codelets(2, 32, 16, 8, 8, 8);
 	convt_codelets(1, 64, 32, 32, 16, 8); /* split into channel tasks */
+	convt_spread_levels(STARNN_FP32, 2, 32, 16, 8);
 	/* NHWC (oneDNN's pick for bf16 on AMX), and a concatenation of two NHWC
 	 * halves (blocks of half the channels) read by a convolution */
 	conv_codelets(2, 32, 32, 9, 32, 32);
@@ -927,6 +975,8 @@ int main(void)
 		convt_codelets_bf16(1, 32, 16, 12, 16, 1);
 		convt_codelets_bf16(1, 32, 64, 10, 1, 16);
 		convt_codelets_bf16(2, 32, 16, 10, 32, 16);
+		convt_spread_levels(STARNN_BF16, 2, 64, 16, 8);
+		convt_spread_levels(STARNN_BF16, 1, 64, 32, 5);
 	} else {
 		printf("note: no native bf16 convolutions here (oneDNN needs AVX-512): the bf16 layout checks are skipped\n");
 	}

@@ -32,7 +32,7 @@
 #include "codelets/axpy.h"
 #include "codelets/conv2d.h"
 #include "codelets/convt2d.h"
-#include "codelets/cpu/simd.h"
+#include "codelets/cpu/halfrow.h"
 #include "runtime/choice.h"
 #include "runtime/error.h"
 #include "runtime/half.h"
@@ -824,9 +824,9 @@ fail:
  * block ob at output pixel (2i + a, 2j + b) is lane 4 (l % 4) + ab of z's
  * block 4 ob + l / 4 at pixel (i, j) (ab = 2a + b), so each (a, b) is two
  * two-source permutes of the pixel's four z vectors and a blend. The same
- * fp32 addition as the scalar loop, and bf16's rounding on the bits as
- * starnn_float_to_bf16 (nearest even; NaN kept, made quiet): bit for bit
- * its results. */
+ * fp32 addition as the scalar loop, and bf16 rounded by
+ * STARNN_BF16X16_NARROW (codelets/cpu/halfrow.h: starnn_float_to_bf16's
+ * bits): bit for bit its results. */
 STARNN_TARGET_AVX512 static void up_spread16_avx512(size_t n, size_t o, size_t h, size_t w, int bf16,
                                                      const float *z, const float *bias, void *y, size_t ldy)
 {
@@ -838,8 +838,6 @@ STARNN_TARGET_AVX512 static void up_spread16_avx512(size_t n, size_t o, size_t h
 			v[l] = (l % 8) / 4 * 16 + 4 * (l % 4) + ab;
 		idx[ab] = _mm512_loadu_si512(v);
 	}
-	const __m512i one = _mm512_set1_epi32(1), half = _mm512_set1_epi32(0x7fff), quiet = _mm512_set1_epi32(0x40);
-	const __m512i absm = _mm512_set1_epi32(0x7fffffff), inf = _mm512_set1_epi32(0x7f800000);
 	for (size_t ob = 0; ob < o / 16; ob++) {
 		const __m512 bv = bias ? _mm512_loadu_ps(bias + ob * 16) : _mm512_setzero_ps();
 		for (size_t r = 0; r < n; r++) {
@@ -855,17 +853,10 @@ STARNN_TARGET_AVX512 static void up_spread16_avx512(size_t n, size_t o, size_t h
 						const __m512 hi = _mm512_permutex2var_ps(z2, idx[ab], z3);
 						const __m512 v = _mm512_add_ps(_mm512_mask_blend_ps(0xFF00, lo, hi), bv);
 						const size_t at = y0 + ((2 * i + (size_t)(ab >> 1)) * 2 * w + 2 * j + (size_t)(ab & 1)) * 16;
-						if (!bf16) {
+						if (bf16)
+							STARNN_BF16X16_NARROW((uint16_t *)y + at, (starnn_vf16)v);
+						else
 							_mm512_storeu_ps((float *)y + at, v);
-							continue;
-						}
-						const __m512i u = _mm512_castps_si512(v);
-						const __mmask16 nan = _mm512_cmpgt_epu32_mask(_mm512_and_si512(u, absm), inf);
-						const __m512i hi16 = _mm512_srli_epi32(u, 16);
-						const __m512i rnd = _mm512_srli_epi32(
-						        _mm512_add_epi32(u, _mm512_add_epi32(half, _mm512_and_si512(hi16, one))), 16);
-						const __m512i b16 = _mm512_mask_blend_epi32(nan, rnd, _mm512_or_si512(hi16, quiet));
-						_mm256_storeu_si256((__m256i *)(void *)((uint16_t *)y + at), _mm512_cvtepi32_epi16(b16));
 					}
 				}
 		}

@@ -11,6 +11,7 @@
 #include "codelets/convert.h"
 #include "codelets/copy.h"
 #include "runtime/codelet.h"
+#include "runtime/scratch.h"
 
 static void adam_cpu(void *buffers[], void *cl_arg)
 {
@@ -251,6 +252,7 @@ struct cast_args {
 	struct starnn_adam_step s;   /* adam_cast */
 	struct starnn_adam_params p; /* adam_amp_cast */
 	uint32_t hdt;                /* h's dtype */
+	struct starnn_copies c;      /* adam_cast_copies */
 };
 
 static void adam_cast_cpu(void *buffers[], void *cl_arg)
@@ -325,10 +327,100 @@ CAST_CL(adam_cast, bf16, 5, STARPU_RW, STARPU_R, STARPU_RW, STARPU_RW, STARPU_W)
 CAST_CL(adam_amp_cast, fp16, 7, STARPU_RW, STARPU_R, STARPU_RW, STARPU_RW, STARPU_R, STARPU_R, STARPU_RW)
 CAST_CL(adam_amp_cast, bf16, 7, STARPU_RW, STARPU_R, STARPU_RW, STARPU_RW, STARPU_R, STARPU_R, STARPU_RW)
 
-/* Whether h can take the fused update: a 16-bit tensor of w's shape, and
- * neither with copies that their writers keep current (the two-task path
- * keeps them). 1: fused; 0: two tasks; < 0: an error. */
-static int cast_fused(const char *op, starnn_tensor *w, starnn_tensor *h)
+/* adam_cast where h is also kept in a kernel's blocked layouts (conv2d's
+ * packed weights: bf16 in pairs for AVX512-BF16 kernels, fp32 where the
+ * passes widen 16-bit weights; runtime/tensor.h): the task updates w and
+ * rounds it into h tile by tile, and writes each tile's values of h into
+ * the copies while they are in cache (codelets/copy.h), instead of a
+ * packing task reading h again before the next convolution. CPU only;
+ * perfmodels starnn_adam_cast_copies_<h's dtype>, shared by the codelets
+ * of 1 and 2 copies. */
+struct cast_ctx {
+	const struct cast_args *a;
+	struct starnn_mat w, g, m, v, h;
+};
+
+/* Updates a tile of w, rounds it into h, and returns h's tile widened (in
+ * this thread's scratch) for the copies. */
+static const float *cast_tile(void *ctx, size_t r0, size_t r1, size_t c0, size_t c1, size_t *ldt)
+{
+	const struct cast_ctx *c = ctx;
+	const starnn_dtype hdt = (starnn_dtype)c->a->hdt;
+	const size_t es = starnn_dtype_size(hdt), rows = r1 - r0, cols = c1 - c0;
+	float *r = starnn_scratch(STARNN_SCRATCH_HALF, (rows * cols > 0 ? rows * cols : 1) * sizeof(float));
+	if (!r) {
+		starnn_defer_error(STARNN_ENOMEM, "adam_cast_copies: cannot allocate %zu x %zu floats of scratch", rows, cols);
+		return NULL;
+	}
+	float *w = (float *)c->w.ptr + r0 * c->w.ld + c0, *m = (float *)c->m.ptr + r0 * c->m.ld + c0,
+	      *v = (float *)c->v.ptr + r0 * c->v.ld + c0;
+	const float *g = (const float *)c->g.ptr + r0 * c->g.ld + c0;
+	void *h = (char *)c->h.ptr + (r0 * c->h.ld + c0) * es;
+	starnn_adam_cast_cpu(rows, cols, &c->a->s, w, c->w.ld, g, c->g.ld, m, c->m.ld, v, c->v.ld, hdt, h, c->h.ld);
+	starnn_convert_cpu(hdt, STARNN_FP32, rows, cols, h, c->h.ld, r, cols);
+	*ldt = cols;
+	return r;
+}
+
+/* The same where every copy is bf16 (in pairs) and so is h: the copies
+ * round the updated w themselves, to h's bits (codelets/copy.h). */
+static void cast_update(void *ctx, size_t r0, size_t r1, size_t c0, size_t c1)
+{
+	const struct cast_ctx *c = ctx;
+	const starnn_dtype hdt = (starnn_dtype)c->a->hdt;
+	const size_t es = starnn_dtype_size(hdt);
+	starnn_adam_cast_cpu(r1 - r0, c1 - c0, &c->a->s, (float *)c->w.ptr + r0 * c->w.ld + c0, c->w.ld,
+	                     (const float *)c->g.ptr + r0 * c->g.ld + c0, c->g.ld, (float *)c->m.ptr + r0 * c->m.ld + c0,
+	                     c->m.ld, (float *)c->v.ptr + r0 * c->v.ld + c0, c->v.ld, hdt,
+	                     (char *)c->h.ptr + (r0 * c->h.ld + c0) * es, c->h.ld);
+}
+
+static void adam_cast_copies_cpu(void *buffers[], void *cl_arg)
+{
+	const struct cast_args *a = cl_arg;
+	struct cast_ctx c = {a, starnn_buffer(buffers, 0), starnn_buffer(buffers, 1), starnn_buffer(buffers, 2),
+	                     starnn_buffer(buffers, 3), starnn_buffer(buffers, 4)};
+	void *copies[STARNN_MAX_COPIES];
+	const int n = a->c.n < STARNN_MAX_COPIES ? a->c.n : STARNN_MAX_COPIES;
+	int rounded = a->hdt == STARNN_BF16;
+	for (int i = 0; i < n; i++) {
+		copies[i] = starnn_buffer(buffers, 5 + i).ptr;
+		rounded = rounded && a->c.L[i].pair;
+	}
+	if (rounded)
+		starnn_update_with_copies(c.w.rows, c.w.cols, cast_update, &c, c.w.ptr, c.w.ld, n, a->c.L, copies);
+	else
+		starnn_tiles_with_copies(c.w.rows, c.w.cols, cast_tile, &c, n, a->c.L, copies);
+}
+
+#define CAST_COPIES_CL(dt, n, ...)                                                                            \
+	static struct starpu_codelet adam_cast_copies##n##_##dt##_cl = {                                    \
+		.name = "adam_cast_copies_" #dt,                                                            \
+		.cpu_funcs = {adam_cast_copies_cpu},                                                        \
+		.cpu_funcs_name = {"adam_cast_copies_cpu"},                                                 \
+		.nbuffers = 5 + n,                                                                          \
+		.modes = {STARPU_RW, STARPU_R, STARPU_RW, STARPU_RW, STARPU_W, __VA_ARGS__},                \
+		STARNN_MODELS(adam_cast_copies, dt),                                                        \
+	};
+static STARNN_PERFMODEL(adam_cast_copies, fp16);
+static STARNN_PERFMODEL(adam_cast_copies, bf16);
+CAST_COPIES_CL(fp16, 1, STARPU_RW)
+CAST_COPIES_CL(fp16, 2, STARPU_RW, STARPU_RW)
+CAST_COPIES_CL(bf16, 1, STARPU_RW)
+CAST_COPIES_CL(bf16, 2, STARPU_RW, STARPU_RW)
+
+/* Whether t has copies that its writers keep current. */
+static int has_copies(starnn_tensor *t)
+{
+	struct starnn_derived *c[STARNN_MAX_COPIES];
+	return starnn_tensor_copies(t, c, STARNN_MAX_COPIES) > 0;
+}
+
+/* Whether h can take the fused update: a 16-bit tensor of w's shape, and w
+ * without copies that its writers keep current (the two-task path keeps
+ * them); with_h: h may have such copies (adam_cast writes them; the fused
+ * adam_amp_cast does not). 1: fused; 0: two tasks; < 0: an error. */
+static int cast_fused(const char *op, starnn_tensor *w, starnn_tensor *h, int with_h)
 {
 	char d[128];
 	if (!h)
@@ -339,15 +431,14 @@ static int cast_fused(const char *op, starnn_tensor *w, starnn_tensor *h)
 	if (h->rows != w->rows || h->cols != w->cols)
 		return starnn_error(STARNN_EINVAL, "%s: h %s is not shaped like w", op,
 		                    starnn_tensor_describe(h, d, sizeof d));
-	struct starnn_derived *c[STARNN_MAX_COPIES];
-	return starnn_tensor_copies(w, c, STARNN_MAX_COPIES) == 0 && starnn_tensor_copies(h, c, STARNN_MAX_COPIES) == 0;
+	return !has_copies(w) && (with_h || !has_copies(h));
 }
 
 int starnn_adam_cast(starnn_tensor *w, starnn_tensor *grad, starnn_tensor *m, starnn_tensor *v,
                      const struct starnn_adam_params *params, int64_t t, float grad_scale, starnn_tensor *h)
 {
 	STARNN_CHECK(check_args(w, grad, m, v, params));
-	int fused = cast_fused("adam_cast", w, h);
+	int fused = cast_fused("adam_cast", w, h, 1);
 	STARNN_CHECK(fused);
 	if (!fused) {
 		STARNN_CHECK(starnn_adam(w, grad, m, v, params, t, grad_scale));
@@ -358,11 +449,14 @@ int starnn_adam_cast(starnn_tensor *w, starnn_tensor *grad, starnn_tensor *m, st
 	memset(&a, 0, sizeof a);
 	starnn_adam_step_init(&a.s, params, t, grad_scale);
 	a.hdt = (uint32_t)h->dtype;
-	struct starnn_task_desc d = {.cl = h->dtype == STARNN_BF16 ? &adam_cast_bf16_cl : &adam_cast_fp16_cl,
+	const int bf16 = h->dtype == STARNN_BF16;
+	struct starnn_task_desc d = {.cl = bf16 ? &adam_cast_bf16_cl : &adam_cast_fp16_cl,
 	                             .args = &a, .args_size = sizeof a,
 	                             .flops = ADAM_FLOPS_PER_ELEMENT * (double)(w->rows * w->cols),
 	                             .tensors = {w, grad, m, v, h}};
-	return starnn_submit(&d);
+	static struct starpu_codelet *const cl[2][STARNN_MAX_COPIES] = {
+	    {&adam_cast_copies1_fp16_cl, &adam_cast_copies2_fp16_cl}, {&adam_cast_copies1_bf16_cl, &adam_cast_copies2_bf16_cl}};
+	return starnn_submit_with_copies(&d, 5, h, &a.c, &a, sizeof a, cl[bf16]);
 }
 
 int starnn_adam_amp_cast(starnn_tensor *w, starnn_tensor *grad, starnn_tensor *m, starnn_tensor *v,
@@ -371,7 +465,7 @@ int starnn_adam_amp_cast(starnn_tensor *w, starnn_tensor *grad, starnn_tensor *m
 {
 	STARNN_CHECK(check_args(w, grad, m, v, params));
 	STARNN_CHECK(starnn_amp_check("adam_amp", state, flag));
-	int fused = cast_fused("adam_amp_cast", w, h);
+	int fused = cast_fused("adam_amp_cast", w, h, 0);
 	STARNN_CHECK(fused);
 	if (!fused) {
 		STARNN_CHECK(starnn_adam_amp(w, grad, m, v, params, state, flag));

@@ -784,9 +784,9 @@ static starnn_tensor *packed_for(starnn_tensor *w, enum starnn_conv2d_pass pass,
 		if (!d)
 			return NULL;
 		/* the optimizers (and the convert from fp32 masters) keep fp32
-		 * copies in these layouts current as they write w
+		 * and bf16 copies in these layouts current as they write w
 		 * (codelets/copy.h); "tasks": packing tasks only */
-		if (d->d && pdt == STARNN_FP32 && starnn_conv2d_pack() == STARNN_CONV2D_PACK_ON)
+		if (d->d && (pdt == STARNN_FP32 || pdt == STARNN_BF16) && starnn_conv2d_pack() == STARNN_CONV2D_PACK_ON)
 			d->layout = layout;
 	}
 	if (!d->d)

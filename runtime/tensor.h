@@ -101,28 +101,39 @@ struct starnn_tensor {
 	int nderived;
 };
 
-/* A layout of fp32 weights [o][i][taps] (OIHW, taps = kh * kw) in blocks
- * of ob output x ib input channels, as oneDNN's OIhw8i8o (i_inner 0: o
- * varies fastest within a block) and OIhw8o8i (i_inner 1): block
- * (o / ob, i / ib) starts at ((o / ob) * ceil(i / ib) + i / ib) * taps *
- * ob * ib, then tap t at t * ob * ib. Channels are padded to whole blocks
- * (the padding holds zeros; writers leave it). The data begin at the first
- * `align`-byte boundary at or after `header` bytes into the copy (a
- * descriptor of the layout comes first). ob = 0: not such a layout. */
+/* A layout of weights [o][i][taps] (OIHW, taps = kh * kw) in blocks of ob
+ * output x ib input channels, as oneDNN's OIhw8i8o (i_inner 0: o varies
+ * fastest within a block) and OIhw8o8i (i_inner 1): block (o / ob, i / ib)
+ * starts at ((o / ob) * ceil(i / ib) + i / ib) * taps * ob * ib, then tap t
+ * at t * ob * ib. pair 0: fp32 elements. pair 2: bf16 elements, the
+ * channel that varies slower within a block taken in pairs, the two of a
+ * pair side by side (oneDNN's VNNI layouts for bf16 kernels: i_inner 0 is
+ * ABcd8b16a2b, [i / 2][o][i % 2]; i_inner 1 is ABcd8a16b2a, [o / 2][i][o %
+ * 2]). Channels are padded to whole blocks (the padding holds zeros;
+ * writers leave it). The data begin at the first `align`-byte boundary at
+ * or after `header` bytes into the copy (a descriptor of the layout comes
+ * first). ob = 0: not such a layout. */
 struct starnn_blocked_weights {
-	uint32_t o, i, taps, ob, ib, i_inner, header, align;
+	uint32_t o, i, taps, ob, ib, i_inner, header, align, pair;
 };
 
 /* Where element (o, i, t) lies in the data of L, in elements. */
 static inline size_t starnn_blocked_weights_index(const struct starnn_blocked_weights *L, size_t o, size_t i, size_t t)
 {
-	const size_t ibs = (L->i + L->ib - 1) / L->ib;
+	const size_t ibs = (L->i + L->ib - 1) / L->ib, p = L->pair ? L->pair : 1;
 	const size_t blk = ((o / L->ob) * ibs + i / L->ib) * L->taps + t;
-	const size_t in = L->i_inner ? (o % L->ob) * L->ib + i % L->ib : (i % L->ib) * L->ob + o % L->ob;
+	const size_t bo = o % L->ob, bi = i % L->ib;
+	const size_t in = L->i_inner ? (bo / p * L->ib + bi) * p + bo % p : (bi / p * L->ob + bo) * p + bi % p;
 	return blk * L->ob * L->ib + in;
 }
 
-/* The floats of L's data, padding included; the bytes a copy in L takes
+/* Bytes per element of L's data (fp32 or bf16). */
+static inline size_t starnn_blocked_weights_es(const struct starnn_blocked_weights *L)
+{
+	return L->pair ? 2 : 4;
+}
+
+/* The elements of L's data, padding included; the bytes a copy in L takes
  * at most (header, alignment, data). */
 static inline size_t starnn_blocked_weights_floats(const struct starnn_blocked_weights *L)
 {
@@ -130,10 +141,11 @@ static inline size_t starnn_blocked_weights_floats(const struct starnn_blocked_w
 }
 static inline size_t starnn_blocked_weights_bytes(const struct starnn_blocked_weights *L)
 {
-	return (size_t)L->header + L->align + starnn_blocked_weights_floats(L) * sizeof(float);
+	return (size_t)L->header + L->align + starnn_blocked_weights_floats(L) * starnn_blocked_weights_es(L);
 }
 
-/* The data of a copy in layout L whose storage begins at base. */
+/* The data of a copy in layout L whose storage begins at base (fp32; a
+ * bf16 layout's are uint16_t). */
 static inline float *starnn_blocked_weights_data(const struct starnn_blocked_weights *L, void *base)
 {
 	uintptr_t p = (uintptr_t)base + L->header, a = L->align ? L->align : 1;

@@ -1018,26 +1018,38 @@ static int pack_pass_ok(int pass)
 	return pass == STARNN_CONV2D_FWD || pass == STARNN_CONV2D_BWD_DATA;
 }
 
-/* Fills *L where md is one of the blocked fp32 weight layouts that
- * runtime/tensor.h describes (OIhw8i8o, OIhw8o8i, OIhw16i16o, OIhw16o16i:
- * what the AVX2 and AVX-512 fp32 kernels take); ob = 0 otherwise. */
+/* Fills *L where md is one of the blocked weight layouts that
+ * runtime/tensor.h describes (fp32 OIhw8i8o, OIhw8o8i, OIhw16i16o,
+ * OIhw16o16i: what the AVX2 and AVX-512 fp32 kernels take; bf16 in pairs,
+ * ABcd8b16a2b and ABcd8a16b2a: what the AVX512-BF16 kernels take); ob = 0
+ * otherwise. */
 static void pack_layout(const dnnl_memory_desc_t *md, struct starnn_blocked_weights *L)
 {
 	static const struct {
 		dnnl_format_tag_t tag;
-		uint32_t block, i_inner;
-	} known[] = {{dnnl_ABcd8b8a, 8, 0}, {dnnl_ABcd8a8b, 8, 1}, {dnnl_ABcd16b16a, 16, 0}, {dnnl_ABcd16a16b, 16, 1}};
+		dnnl_data_type_t type;
+		uint32_t block, i_inner, pair;
+	} known[] = {{dnnl_ABcd8b8a, dnnl_f32, 8, 0, 0},       {dnnl_ABcd8a8b, dnnl_f32, 8, 1, 0},
+	             {dnnl_ABcd16b16a, dnnl_f32, 16, 0, 0},    {dnnl_ABcd16a16b, dnnl_f32, 16, 1, 0},
+	             {dnnl_ABcd8b16a2b, dnnl_bf16, 16, 0, 2}, {dnnl_ABcd8a16b2a, dnnl_bf16, 16, 1, 2}};
 	memset(L, 0, sizeof *L);
-	if (md->ndims != 4 || md->data_type != dnnl_f32)
+	if (md->ndims != 4)
 		return;
 	for (size_t k = 0; k < sizeof known / sizeof known[0]; k++) {
 		dnnl_memory_desc_t ref;
-		if (dnnl_memory_desc_init_by_tag(&ref, 4, md->dims, dnnl_f32, known[k].tag) != dnnl_success ||
+		if (md->data_type != known[k].type ||
+		    dnnl_memory_desc_init_by_tag(&ref, 4, md->dims, known[k].type, known[k].tag) != dnnl_success ||
 		    !dnnl_memory_desc_equal(&ref, md))
 			continue;
-		*L = (struct starnn_blocked_weights){(uint32_t)md->dims[0], (uint32_t)md->dims[1],
-		                                     (uint32_t)(md->dims[2] * md->dims[3]), known[k].block, known[k].block,
-		                                     known[k].i_inner, (uint32_t)sizeof(dnnl_memory_desc_t), PACK_ALIGN};
+		*L = (struct starnn_blocked_weights){(uint32_t)md->dims[0],
+		                                     (uint32_t)md->dims[1],
+		                                     (uint32_t)(md->dims[2] * md->dims[3]),
+		                                     known[k].block,
+		                                     known[k].block,
+		                                     known[k].i_inner,
+		                                     (uint32_t)sizeof(dnnl_memory_desc_t),
+		                                     PACK_ALIGN,
+		                                     known[k].pair};
 		return;
 	}
 }
@@ -1155,7 +1167,7 @@ static void *sliced_weights(const struct dnnl_conv *e, const struct packed_ref *
 	if (!e->ib || dnnl_memory_get_memory_desc(e->ib, &md) != dnnl_success || !md)
 		return NULL;
 	pack_layout(md, &le);
-	if (!le.ob || le.ob != L->ob || le.ib != L->ib || le.i_inner != L->i_inner || le.i != L->i ||
+	if (!le.ob || le.ob != L->ob || le.ib != L->ib || le.i_inner != L->i_inner || le.pair != L->pair || le.i != L->i ||
 	    le.taps != L->taps || r->row0 % L->ob || r->row0 + le.o > L->o ||
 	    (le.o % L->ob && r->row0 + le.o != L->o))
 		return NULL;

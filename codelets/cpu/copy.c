@@ -4,7 +4,9 @@
 #include <string.h>
 
 #include "codelets/copy.h"
+#include "codelets/cpu/halfrow.h"
 #include "codelets/cpu/simd.h"
+#include "runtime/half.h"
 
 void starnn_copy_cpu(size_t rows, size_t cols, size_t elem_size, const void *x, size_t ldx, void *y, size_t ldy)
 {
@@ -151,11 +153,71 @@ __attribute__((target("avx512f"))) static void put16_avx512(const float *w, size
 }
 #endif
 
+#ifdef PUT_X86
+/* The bf16 pairs of 16 x 16 blocks: blk[t][r / 2][l][r % 2] =
+ * bf16(f[t][r][l]) for T taps of fp32 blocks f (rows r, lanes l: what
+ * put16_avx512 writes), rounded as starnn_float_to_bf16 (halfrow.h's
+ * branch-free form: the same bits). */
+__attribute__((target("avx512f"))) static void pairs16_avx512(const float *f, size_t T, uint16_t *blk)
+{
+	for (size_t t = 0; t < T; t++, f += 256, blk += 256)
+		for (size_t r = 0; r < 16; r += 2) {
+			starnn_vu16 b[2];
+			for (int k = 0; k < 2; k++) {
+				starnn_vu16 u;
+				memcpy(&u, f + (r + (size_t)k) * 16, sizeof u);
+				const starnn_vu16 n = (starnn_vu16)STARNN_BF16_NAN(u, starnn_vi16);
+				b[k] = (STARNN_BF16_QUIET(u) & n) | (STARNN_BF16_ROUNDED(u) & ~n);
+			}
+			const starnn_vu16 both = b[0] | (b[1] << 16);
+			memcpy(blk + r * 16, &both, sizeof both);
+		}
+}
+/* Taps of the whole blocks pairs16_avx512 takes (its fp32 blocks are on
+ * the stack). */
+#define PAIRS_MAX_TAPS 25
+#endif
+
+/* put_from for a bf16 pair layout (L->pair 2). */
+static void put_pairs(const struct starnn_blocked_weights *L, size_t o0, size_t o1, size_t i0, size_t i1,
+                      const float *w, size_t ldw, size_t wo, size_t wi, void *copy)
+{
+	uint16_t *d = (uint16_t *)(void *)starnn_blocked_weights_data(L, copy);
+	const size_t T = L->taps, ob = L->ob, ib = L->ib;
+#ifdef PUT_X86
+	const int avx512 = ob == 16 && ib == 16 && L->pair == 2 && T <= PAIRS_MAX_TAPS &&
+	                   starnn_simd_level() >= STARNN_SIMD_AVX512;
+#endif
+	for (size_t ob0 = o0 / ob * ob; ob0 < o1; ob0 += ob) {
+		const size_t oa = ob0 > o0 ? ob0 : o0, oz = ob0 + ob < o1 ? ob0 + ob : o1;
+		for (size_t ib0 = i0 / ib * ib; ib0 < i1; ib0 += ib) {
+			const size_t ia = ib0 > i0 ? ib0 : i0, iz = ib0 + ib < i1 ? ib0 + ib : i1;
+#ifdef PUT_X86
+			if (avx512 && oz - oa == 16 && iz - ia == 16) {
+				float f[PAIRS_MAX_TAPS * 256];
+				put16_avx512(w + (ob0 - wo) * ldw + (ib0 - wi) * T, ldw, T, (int)L->i_inner, f);
+				pairs16_avx512(f, T, d + starnn_blocked_weights_index(L, ob0, ib0, 0));
+				continue;
+			}
+#endif
+			for (size_t o = oa; o < oz; o++)
+				for (size_t i = ia; i < iz; i++)
+					for (size_t t = 0; t < T; t++)
+						d[starnn_blocked_weights_index(L, o, i, t)] =
+						    starnn_float_to_bf16(w[(o - wo) * ldw + (i - wi) * T + t]);
+		}
+	}
+}
+
 /* Element (o, i, t) of the weights at w[(o - wo) * ldw + (i - wi) * T + t]:
  * the whole tensor (wo = wi = 0) or a tile of it starting at (wo, wi). */
 static void put_from(const struct starnn_blocked_weights *L, size_t o0, size_t o1, size_t i0, size_t i1,
                      const float *w, size_t ldw, size_t wo, size_t wi, void *copy)
 {
+	if (L->pair) {
+		put_pairs(L, o0, o1, i0, i1, w, ldw, wo, wi, copy);
+		return;
+	}
 	float *d = starnn_blocked_weights_data(L, copy);
 	const size_t T = L->taps, ob = L->ob, ib = L->ib, bsz = ob * ib, ibs = (L->i + ib - 1) / ib;
 #ifdef PUT_X86
@@ -209,7 +271,7 @@ void starnn_blocked_put_rows_cpu(const struct starnn_blocked_weights *L, size_t 
 void starnn_blocked_make_cpu(const struct starnn_blocked_weights *L, const float *w, size_t ldw, void *copy)
 {
 	memcpy(copy, L, sizeof *L);
-	memset(starnn_blocked_weights_data(L, copy), 0, starnn_blocked_weights_floats(L) * sizeof(float));
+	memset(starnn_blocked_weights_data(L, copy), 0, starnn_blocked_weights_floats(L) * starnn_blocked_weights_es(L));
 	starnn_blocked_put_rows_cpu(L, 0, L->o, w, ldw, copy);
 }
 
@@ -221,8 +283,14 @@ static void tiles(size_t rows, size_t cols, void (*update)(void *ctx, size_t r0,
 {
 	/* tiles of whole blocks of every copy: rows a multiple of the largest
 	 * ob, columns of whole input channels, a multiple of the largest ib,
-	 * about TILE floats of w (and as much of each optimizer state) */
-	enum { TILE = 4096 };
+	 * up to TILE floats of w (a band of whole rows where they fit): the
+	 * update streams each row of w and its optimizer state, which come
+	 * from memory, and the copies read the band back from cache. Tiles of
+	 * 4096 floats (a few hundred bytes of each of 16 rows, 18 KB apart at
+	 * 512 x 512 x 3 x 3) were latency bound: Adam and its two fp32 copies
+	 * took 9.1 ms of a 128x128 fp32 step, 5.5 ms in bands (a Zen 4, the
+	 * trace's second half; 31.7 -> 32.1 samples/s, 3 alternated pairs). */
+	enum { TILE = 1 << 18 };
 	size_t ob = 1, ib = 1, T = 1, ldt;
 	for (int c = 0; c < n; c++) {
 		ob = L[c].ob > ob ? L[c].ob : ob;

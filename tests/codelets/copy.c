@@ -161,7 +161,7 @@ static void put_rows_kernel(void)
 		const size_t O = cases[k].o, I = cases[k].i, T = cases[k].taps, b = cases[k].b;
 		const size_t OB = (O + b - 1) / b, IB = (I + b - 1) / b, data = OB * IB * b * b * T;
 		struct starnn_blocked_weights L = {(uint32_t)O, (uint32_t)I, (uint32_t)T, (uint32_t)b, (uint32_t)b,
-		                                   cases[k].i_inner, 100, 64};
+		                                   cases[k].i_inner, 100, 64, 0};
 		const size_t ld = I * T + 3, bytes = 100 + 64 + data * sizeof(float) + 1;
 		float *w = test_random(O * ld, -1, 1);
 		unsigned char *buf = malloc(bytes);
@@ -193,6 +193,78 @@ static void put_rows_kernel(void)
 		            "blocked copy %zu (%zu x %zu x %zu, blocks of %zu, %s fastest): differs from oneDNN's layout, "
 		            "or wrote into the header or padding", k, O, I, T, b, cases[k].i_inner ? "i" : "o");
 		free(w), free(buf), free(want);
+	}
+}
+
+/* oneDNN's bf16 formats in pairs, spelt out: ABcd8b16a2b (i_inner 0:
+ * [i / 2][o][i % 2] in a 16 x 16 block) and ABcd8a16b2a (i_inner 1: [o /
+ * 2][i][o % 2]), inputs padded to blocks of 16. */
+static size_t onednn_pair_offset(size_t I, size_t T, int i_inner, size_t o, size_t i, size_t t)
+{
+	size_t IB = (I + 15) / 16, outer = (((o / 16) * IB + i / 16) * T + t) * 256, bo = o % 16, bi = i % 16;
+	return outer + (i_inner ? (bo / 2) * 32 + bi * 2 + bo % 2 : (bi / 2) * 32 + bo * 2 + bi % 2);
+}
+
+/* Values whose rounding to bf16 a careless kernel gets wrong: ties (to
+ * even, both ways), the largest finite value (rounds to Inf), a signalling
+ * NaN of either sign (quieted, sign kept), Inf, -0. */
+static const uint32_t tricky_bits[] = {0x3F808000u, 0x3F818000u, 0xBF808000u, 0x7F7FFFFFu, 0x7F800001u,
+                                       0xFF800001u, 0x7F800000u, 0x80000000u, 0x3F80FFFFu, 0x00008000u};
+
+static void put_tricky(float *w, size_t n, size_t stride)
+{
+	for (size_t k = 0; k < sizeof tricky_bits / sizeof *tricky_bits && k * stride < n; k++)
+		memcpy(w + k * stride, &tricky_bits[k], sizeof(float));
+}
+
+/* The bf16 pair layouts: the data of a copy by oneDNN's formulas, each
+ * value rounded as starnn_float_to_bf16, header and padding left alone;
+ * whole blocks (the AVX-512 kernel where there is one, up to 25 taps) and
+ * tiles split at odd channels (the scalar loop) alike. */
+static void put_pairs_kernel(void)
+{
+	static const struct {
+		uint32_t o, i, taps, i_inner;
+	} cases[] = {{20, 13, 9, 0}, {20, 13, 9, 1}, {32, 32, 9, 0}, {32, 32, 9, 1}, {16, 48, 1, 0},
+	             {48, 16, 4, 1}, {32, 16, 25, 0}, {32, 16, 25, 1}, {16, 16, 27, 0}, {16, 16, 27, 1},
+	             {64, 48, 9, 0}, {64, 48, 9, 1}};
+	for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
+		const size_t O = cases[k].o, I = cases[k].i, T = cases[k].taps;
+		const size_t data = (O + 15) / 16 * ((I + 15) / 16) * 256 * T;
+		struct starnn_blocked_weights L = {(uint32_t)O, (uint32_t)I, (uint32_t)T, 16, 16, cases[k].i_inner, 100, 64, 2};
+		const size_t ld = I * T + 3, bytes = 100 + 64 + data * 2 + 1;
+		TEST_ASSERT(starnn_blocked_weights_bytes(&L) == 100 + 64 + data * 2, "pair copy %zu: %zu bytes, expected %zu",
+		            k, starnn_blocked_weights_bytes(&L), 100 + 64 + data * 2);
+		float *w = test_random(O * ld, -1, 1);
+		put_tricky(w, O * ld, 7);
+		put_tricky(w + 16 * ld, (O - 16) * ld, 5); /* (the second block of rows) */
+		/* (the same alignment: the data begin at the same offset in each) */
+		const size_t abytes = (bytes + 63) / 64 * 64;
+		unsigned char *whole = aligned_alloc(64, abytes), *split = aligned_alloc(64, abytes),
+		              *want = aligned_alloc(64, abytes);
+		memset(whole, SENTINEL, bytes), memset(split, SENTINEL, bytes), memset(want, SENTINEL, bytes);
+		starnn_blocked_put_rows_cpu(&L, 0, O, w, ld, whole + 1);
+		starnn_blocked_put_rows_cpu(&L, 0, O / 3, w, ld, split + 1);
+		starnn_blocked_put_cpu(&L, O / 3, O / 2 + 1, 0, I / 2 + 1, w, ld, split + 1);
+		starnn_blocked_put_cpu(&L, O / 3, O / 2 + 1, I / 2 + 1, I, w, ld, split + 1);
+		starnn_blocked_put_cpu(&L, O / 2 + 1, O, 0, 3, w, ld, split + 1);
+		starnn_blocked_put_cpu(&L, O / 2 + 1, O, 3, I, w, ld, split + 1);
+		unsigned char *d = (unsigned char *)starnn_blocked_weights_data(&L, want + 1);
+		for (size_t o = 0; o < O; o++)
+			for (size_t i = 0; i < I; i++)
+				for (size_t t = 0; t < T; t++) {
+					size_t at = onednn_pair_offset(I, T, (int)cases[k].i_inner, o, i, t);
+					TEST_ASSERT(at == starnn_blocked_weights_index(&L, o, i, t),
+					            "pair copy %zu: index (%zu, %zu, %zu) is %zu, oneDNN's %zu", k, o, i, t,
+					            starnn_blocked_weights_index(&L, o, i, t), at);
+					uint16_t h = starnn_float_to_bf16(w[o * ld + i * T + t]);
+					memcpy(d + at * 2, &h, sizeof h);
+				}
+		TEST_ASSERT(memcmp(whole, want, bytes) == 0 && memcmp(split, want, bytes) == 0,
+		            "pair copy %zu (%zu x %zu x %zu, %s): %s differs from oneDNN's layout of the rounded values, or "
+		            "wrote into the header or padding", k, O, I, T, cases[k].i_inner ? "ABcd8a16b2a" : "ABcd8b16a2b",
+		            memcmp(whole, want, bytes) ? "the whole put" : "the put in tiles");
+		free(w), free(whole), free(split), free(want);
 	}
 }
 
@@ -271,7 +343,7 @@ struct test_copies {
  * their padding and headers SENTINEL, added to w under keys key0, key0 + 1. */
 static struct test_copies copies_new(starnn_tensor *w, const float *v, int64_t O, int64_t I, int n, uint64_t key0)
 {
-	struct test_copies tc = {{{(uint32_t)O, (uint32_t)I, 9, 8, 8, 0, 24, 64}, {(uint32_t)O, (uint32_t)I, 9, 8, 8, 1, 24, 64}},
+	struct test_copies tc = {{{(uint32_t)O, (uint32_t)I, 9, 8, 8, 0, 24, 64, 0}, {(uint32_t)O, (uint32_t)I, 9, 8, 8, 1, 24, 64, 0}},
 	                         {NULL, NULL}, 24 + 64 + (size_t)((O + 7) / 8 * ((I + 7) / 8)) * 64 * 9 * sizeof(float), n};
 	for (int c = 0; c < n; c++) {
 		starnn_tensor *t;
@@ -430,6 +502,96 @@ static void narrows_with_copies(starnn_dtype dt, int ncopies, int64_t O, int64_t
 	starnn_tensor_destroy(m), starnn_tensor_destroy(y), starnn_tensor_destroy(yr);
 }
 
+/* adam_cast where h, the 16-bit compute copy it rounds w into, has copies
+ * that their writer keeps current (conv2d's packed weights): w, m and h
+ * bit for bit those of adam then convert, each copy h's values in its
+ * layout: widened to fp32 (blocks of 8, as where the passes widen 16-bit
+ * weights) or bf16 in pairs (blocks of 16: AVX512-BF16 kernels). */
+static void casts_with_copies(starnn_dtype hdt, int pairs, int ncopies, int64_t O, int64_t I)
+{
+	const size_t n = (size_t)(O * I * 9);
+	int64_t shape[4] = {O, I, 3, 3};
+	const char *dn = starnn_dtype_name(hdt);
+	float *w0 = test_random(n, -1, 1);
+	starnn_tensor *g = test_tensor("g", 4, shape, NULL), *ha, *hr;
+	struct upd a = upd_new("a", O, I, 3, w0, g), r = upd_new("r", O, I, 3, w0, g);
+	TEST_OK(starnn_tensor_create(&ha, "ha", hdt, 4, shape));
+	TEST_OK(starnn_tensor_create(&hr, "hr", hdt, 4, shape));
+	struct starnn_blocked_weights L[2];
+	struct starnn_derived *e[2];
+	for (int c = 0; c < ncopies; c++) {
+		L[c] = pairs ? (struct starnn_blocked_weights){(uint32_t)O, (uint32_t)I, 9, 16, 16, (uint32_t)c, 24, 64, 2}
+		             : (struct starnn_blocked_weights){(uint32_t)O, (uint32_t)I, 9, 8, 8, (uint32_t)c, 24, 64, 0};
+		const size_t bytes = starnn_blocked_weights_bytes(&L[c]);
+		starnn_tensor *t;
+		TEST_OK(starnn_tensor_create(&t, "h.packed", STARNN_U8, 1, (int64_t[]){(int64_t)bytes}));
+		unsigned char *b = malloc(bytes); /* h is zero: so are the copies' data (all-zero bits) */
+		memset(b, SENTINEL, bytes);
+		unsigned char *d = (unsigned char *)starnn_blocked_weights_data(&L[c], t->host);
+		memset(b + (d - (unsigned char *)t->host), 0,
+		       starnn_blocked_weights_floats(&L[c]) * starnn_blocked_weights_es(&L[c]));
+		TEST_OK(starnn_tensor_write(t, b));
+		free(b);
+		e[c] = starnn_tensor_add_derived(ha, 300 + (uint64_t)c, t);
+		TEST_ASSERT(e[c] != NULL, "add_derived");
+		e[c]->layout = L[c];
+		e[c]->version = ha->version;
+	}
+	struct starnn_adam_params ap = {1e-2f, 0.9f, 0.999f, 1e-8f, 1e-3f, 0};
+	uint16_t *hv = malloc(n * sizeof *hv), *rv = malloc(n * sizeof *rv);
+	for (int step = 1; step <= 3; step++) {
+		float *gv = test_random(n, -1, 1);
+		TEST_OK(starnn_tensor_write(g, gv));
+		unsigned char *before[2];
+		for (int c = 0; c < ncopies; c++) {
+			before[c] = malloc(e[c]->d->cols);
+			TEST_OK(starnn_tensor_read(e[c]->d, before[c]));
+			starnn_tensor_use_derived(e[c]); /* a pass read them */
+		}
+		TEST_OK(starnn_adam_cast(a.w, g, a.s1, a.s2, &ap, step, 0.5f, ha));
+		TEST_OK(starnn_adam(r.w, g, r.s1, r.s2, &ap, step, 0.5f));
+		TEST_OK(starnn_convert(r.w, hr));
+		float *wa = test_read(a.w), *wr = test_read(r.w), *sa = test_read(a.s1), *sr = test_read(r.s1);
+		TEST_OK(starnn_tensor_read(ha, hv));
+		TEST_OK(starnn_tensor_read(hr, rv));
+		TEST_ASSERT(memcmp(wa, wr, n * sizeof *wa) == 0 && memcmp(sa, sr, n * sizeof *sa) == 0 &&
+		                memcmp(hv, rv, n * sizeof *hv) == 0,
+		            "adam_cast to %s with %d copies, step %d: w, m or h differ from adam then convert", dn, ncopies,
+		            step);
+		for (int c = 0; c < ncopies; c++) {
+			const size_t bytes = e[c]->d->cols;
+			unsigned char *after = malloc(bytes), *want = malloc(bytes);
+			TEST_OK(starnn_tensor_read(e[c]->d, after));
+			memcpy(want, before[c], bytes);
+			unsigned char *d = want + ((unsigned char *)starnn_blocked_weights_data(&L[c], e[c]->d->host) -
+			                           (unsigned char *)e[c]->d->host);
+			for (size_t o = 0; o < (size_t)O; o++)
+				for (size_t i = 0; i < (size_t)I; i++)
+					for (size_t t = 0; t < 9; t++) {
+						const uint16_t h = rv[(o * (size_t)I + i) * 9 + t];
+						if (pairs) {
+							memcpy(d + onednn_pair_offset((size_t)I, 9, c, o, i, t) * 2, &h, sizeof h);
+						} else {
+							float f = hdt == STARNN_BF16 ? starnn_bf16_to_float(h) : starnn_half_to_float(h);
+							memcpy(d + onednn_offset((size_t)I, 9, 8, c, o, i, t) * 4, &f, sizeof f);
+						}
+					}
+			TEST_ASSERT(memcmp(after, want, bytes) == 0,
+			            "adam_cast to %s with %d copies of %lld x %lld, step %d, copy %d (%s): not h's values, or the "
+			            "padding / header touched", dn, ncopies, (long long)O, (long long)I, step, c,
+			            pairs ? (c ? "ABcd8a16b2a" : "ABcd8b16a2b") : (c ? "OIhw8o8i" : "OIhw8i8o"));
+			TEST_ASSERT(e[c]->version == ha->version && !e[c]->used, "adam_cast step %d copy %d: version %llu (h %llu)",
+			            step, c, (unsigned long long)e[c]->version, (unsigned long long)ha->version);
+			free(after), free(want), free(before[c]);
+		}
+		free(gv), free(wa), free(wr), free(sa), free(sr);
+	}
+	free(hv), free(rv), free(w0);
+	starnn_tensor *all[] = {a.w, a.s1, a.s2, r.w, r.s1, r.s2, g, ha, hr};
+	for (size_t i = 0; i < sizeof all / sizeof *all; i++)
+		starnn_tensor_destroy(all[i]);
+}
+
 int main(void)
 {
 	test_init();
@@ -439,6 +601,7 @@ int main(void)
 	}
 	if (!TEST_ON_CUDA) {
 		put_rows_kernel();
+		put_pairs_kernel();
 		for (int op = OPT_ADAM; op <= OPT_SGD_AMP; op++)
 			for (int c = 1; c <= 2; c++) {
 				updates_with_copies((enum opt)op, c, 12, 13); /* partial blocks */
@@ -447,6 +610,10 @@ int main(void)
 		for (int c = 1; c <= 2; c++) {
 			narrows_with_copies(STARNN_BF16, c, 12, 13);
 			narrows_with_copies(STARNN_FP16, c, 24, 83);
+			casts_with_copies(STARNN_BF16, 1, c, 20, 13); /* partial blocks of 16 */
+			casts_with_copies(STARNN_BF16, 1, c, 48, 40);
+			casts_with_copies(STARNN_FP16, 0, c, 12, 13);
+			casts_with_copies(STARNN_BF16, 0, c, 24, 83);
 		}
 	}
 	codelets(STARNN_FP32);

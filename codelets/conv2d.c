@@ -859,6 +859,7 @@ static int check_shapes_dt(const char *op, const starnn_tensor *x, const starnn_
 	STARNN_CHECK(starnn_cuda_half_conv_check());
 	STARNN_CHECK(starnn_conv2d_pack_check());
 	STARNN_CHECK(starnn_conv2d_wgrad_check());
+	STARNN_CHECK(starnn_conv2d_algo_check());
 	STARNN_CHECK(starnn_conv2d_1x1_check());
 	STARNN_CHECK(starnn_conv2d_nchw_in_check());
 	for (int i = 0; i < 3; i++) {

@@ -289,6 +289,38 @@ int starnn_conv2d_wgrad_check(void);
  * (oneDNN's primitive), _GEMM or _DIRECT. */
 enum starnn_conv2d_wgrad starnn_conv2d_wgrad_route(const struct starnn_conv2d_geom *g, starnn_dtype dt);
 
+/* The algorithm of oneDNN's fp32 3 x 3 convolutions (every pass; CPU):
+ * environment variable STARNN_CONV2D_ALGO=auto|direct|winograd, read once.
+ * direct: oneDNN's direct kernels. winograd: its Winograd F(4x4, 3x3)
+ * kernel (jit_wino_4x3, AVX-512 only) wherever oneDNN has one for the
+ * shape, else direct; it rounds differently from the direct kernels
+ * (tests/codelets/conv2d: within the direct sum's rounding bound, at 0.03 -
+ * 0.10 of it against at most 0.02). auto (the default): Winograd where it
+ * was measured faster (a Zen 4 EPYC, AVX-512; DNNL_VERBOSE of 128x128 and
+ * 384x384 fp32 UNet steps, per pass and shape: 1.1 - 3.4x on the passes
+ * below, 0.3 - 1.0x on the others): where oneDNN's fp32 layout is nChw16c,
+ * on images of at least STARNN_CONV2D_WINO_MIN_HW pixels, with at least 32
+ * channels into the pass (the forward's input channels, the backward-data
+ * pass's output ones) and 16 out of it; weight gradients with at least 16
+ * channels on both sides and at most STARNN_CONV2D_WINO_MAX_WGRAD_CO
+ * input x output channels (1024 -> 1024 at 24x24: 0.35x), on the whole
+ * image (not in the direct kernel's tiles). starnn_conv2d_algo_set
+ * overrides the variable (tests, benchmarks); starnn_conv2d_algo_check
+ * returns STARNN_EINVAL with a message for another value. The choice
+ * depends only on the shape and the processor. */
+enum starnn_conv2d_algo {
+	STARNN_CONV2D_ALGO_AUTO = 0,
+	STARNN_CONV2D_ALGO_DIRECT = 1,
+	STARNN_CONV2D_ALGO_WINOGRAD = 2,
+};
+#define STARNN_CONV2D_WINO_MIN_HW 256
+#define STARNN_CONV2D_WINO_MAX_WGRAD_CO (512 * 512)
+int starnn_conv2d_algo_set(enum starnn_conv2d_algo mode);
+int starnn_conv2d_algo_check(void);
+/* Whether a pass of g in dt asks oneDNN for its Winograd kernel (it runs
+ * the direct one where it has none for the shape). */
+int starnn_conv2d_winograd(const struct starnn_conv2d_geom *g, enum starnn_conv2d_pass pass, starnn_dtype dt);
+
 /* Which CPU kernels the conv2d codelets run: oneDNN where starnn was built
  * with it (the default: 1.5-2.7x faster than im2col in fp32 on AVX-512, and
  * the only route that computes bf16 natively), else im2col. The environment

@@ -178,6 +178,40 @@ int starnn_conv2d_nchw_in_direct(const struct starnn_conv2d_geom *g, starnn_dtyp
 }
 #endif
 
+/* The algorithm of fp32 3 x 3 convolutions (codelets/conv2d.h:
+ * STARNN_CONV2D_ALGO). */
+static const char *const algo_names[] = {"auto", "direct", "winograd"};
+static const int algo_values[] = {STARNN_CONV2D_ALGO_AUTO, STARNN_CONV2D_ALGO_DIRECT, STARNN_CONV2D_ALGO_WINOGRAD};
+static struct starnn_choice algo_choice = {"STARNN_CONV2D_ALGO", "auto, direct or winograd", algo_names, algo_values,
+                                           3, -1, 0, 0, PTHREAD_MUTEX_INITIALIZER};
+
+int starnn_conv2d_algo_check(void)
+{
+	return starnn_choice_check(&algo_choice);
+}
+
+int starnn_conv2d_algo_set(enum starnn_conv2d_algo mode)
+{
+	return starnn_choice_set(&algo_choice, (int)mode, STARNN_CONV2D_ALGO_WINOGRAD, "conv2d: unknown algorithm");
+}
+
+#ifdef STARNN_HAVE_DNNL /* (without oneDNN: the stubs at the end) */
+int starnn_conv2d_winograd(const struct starnn_conv2d_geom *g, enum starnn_conv2d_pass pass, starnn_dtype dt)
+{
+	const int mode = starnn_choice_mode(&algo_choice);
+	if (dt != STARNN_FP32 || g->k != 3 || mode == STARNN_CONV2D_ALGO_DIRECT)
+		return 0;
+	if (mode == STARNN_CONV2D_ALGO_WINOGRAD)
+		return 1;
+	if (starnn_conv2d_dnnl_block(STARNN_FP32) != 16 || g->h * g->w < STARNN_CONV2D_WINO_MIN_HW)
+		return 0;
+	if (pass == STARNN_CONV2D_BWD_WEIGHT)
+		return g->c >= 16 && g->o >= 16 && g->c * g->o <= STARNN_CONV2D_WINO_MAX_WGRAD_CO;
+	const size_t in = pass == STARNN_CONV2D_BWD_DATA ? g->o : g->c, out = pass == STARNN_CONV2D_BWD_DATA ? g->c : g->o;
+	return in >= 32 && out >= 16;
+}
+#endif
+
 /* The transposed convolutions' route (codelets/convt2d.h: STARNN_CONVT2D). */
 static const char *const convt_names[] = {"auto", "dnnl", "onednn", "direct"};
 static const int convt_values[] = {STARNN_CONVT2D_AUTO, STARNN_CONVT2D_DNNL, STARNN_CONVT2D_DNNL,
@@ -220,6 +254,7 @@ struct dnnl_conv {
 	float beta;                           /* accumulate: out = new + beta * out */
 	size_t n, c, o, h, w, k, lda, ldb, ldout;
 	size_t xb, yb; /* activation layouts (struct starnn_conv2d_geom); 1: NCHW */
+	int wino;      /* ask for the Winograd kernel (starnn_conv2d_winograd) */
 	/* primitives: a and b are the inputs, out the output; re_* are NULL
 	 * when the user's layout is the primitive's */
 	dnnl_primitive_t conv, re_a, re_b, re_out;
@@ -627,7 +662,10 @@ static int conv_build(struct dnnl_conv *e, dnnl_data_type_t pdt)
 		stride[0] = stride[1] = 2, pad[0] = pad[1] = padr[0] = padr[1] = 0;
 	if (tile)
 		pad[0] = e->pad[0], padr[0] = e->pad[1], pad[1] = e->pad[2], padr[1] = e->pad[3];
-	const dnnl_alg_kind_t alg = kind ? dnnl_deconvolution_direct : dnnl_convolution_direct;
+	/* Winograd where asked (e->wino), until oneDNN declines it: then the
+	 * direct kernel (retry) */
+	dnnl_alg_kind_t alg = kind ? dnnl_deconvolution_direct
+	                           : e->wino && pdt == dnnl_f32 ? dnnl_convolution_winograd : dnnl_convolution_direct;
 	dnnl_primitive_desc_t fpd = NULL, pd = NULL;
 	dnnl_primitive_attr_t attr = NULL;
 	DNNL_TRY(user_scratchpad_attr(&attr), "attributes");
@@ -637,6 +675,20 @@ static int conv_build(struct dnnl_conv *e, dnnl_data_type_t pdt)
 	DNNL_TRY(dnnl_memory_desc_init_by_tag(&adx, 4, xd, dt_dx, dnnl_format_tag_any), "diff src descriptor");
 	DNNL_TRY(dnnl_memory_desc_init_by_tag(&adw, 4, wd, dnnl_f32, dnnl_format_tag_any), "diff weights descriptor");
 	DNNL_TRY(dnnl_memory_desc_init_by_tag(&ub, 1, bd, dnnl_f32, dnnl_x), "bias descriptor");
+	/* (a primitive descriptor oneDNN declines with the Winograd algorithm:
+	 * everything again with the direct one) */
+#define WINO_OR_TRY(call, what)                                                                                \
+	do {                                                                                                   \
+		dnnl_status_t w_ = (call);                                                                     \
+		if (w_ != dnnl_success && alg == dnnl_convolution_winograd) {                                  \
+			desc_free(pd, NULL, NULL), desc_free(fpd, NULL, NULL);                                 \
+			pd = fpd = NULL;                                                                       \
+			alg = dnnl_convolution_direct;                                                         \
+			goto retry;                                                                            \
+		}                                                                                              \
+		DNNL_TRY(w_, what);                                                                            \
+	} while (0)
+retry:;
 	/* the forward primitive (also the hint of the backward ones) */
 	dnnl_convolution_desc_t cd;
 	if (kind)
@@ -647,7 +699,7 @@ static int conv_build(struct dnnl_conv *e, dnnl_data_type_t pdt)
 		DNNL_TRY(dnnl_convolution_forward_desc_init(&cd, dnnl_forward_training, alg, &ax, &aw,
 		                                            e->bias ? &ub : NULL, &ay, stride, pad, padr),
 		         "forward descriptor");
-	DNNL_TRY(dnnl_primitive_desc_create(&fpd, &cd, attr, engine, NULL), "forward primitive descriptor");
+	WINO_OR_TRY(dnnl_primitive_desc_create(&fpd, &cd, attr, engine, NULL), "forward primitive descriptor");
 	dnnl_query_t qa, qb, qout;
 	const dnnl_memory_desc_t *ua = NULL, *ubm = NULL, *uo = NULL;
 	if (e->pass == STARNN_CONV2D_FWD) {
@@ -669,7 +721,7 @@ static int conv_build(struct dnnl_conv *e, dnnl_data_type_t pdt)
 		else
 			DNNL_TRY(dnnl_convolution_backward_data_desc_init(&bd_, alg, &adx, &aw, &ay, stride, pad, pad),
 			         "backward data descriptor");
-		DNNL_TRY(dnnl_primitive_desc_create(&pd, &bd_, attr, engine, fpd), "backward data primitive descriptor");
+		WINO_OR_TRY(dnnl_primitive_desc_create(&pd, &bd_, attr, engine, fpd), "backward data primitive descriptor");
 		qa = dnnl_query_diff_dst_md, qb = dnnl_query_weights_md, qout = dnnl_query_diff_src_md;
 		e->arg_a = DNNL_ARG_DIFF_DST, e->arg_b = DNNL_ARG_WEIGHTS, e->arg_out = DNNL_ARG_DIFF_SRC;
 		ua = &uy, ubm = &uw, uo = &ux;
@@ -686,9 +738,9 @@ static int conv_build(struct dnnl_conv *e, dnnl_data_type_t pdt)
 			DNNL_TRY(dnnl_convolution_backward_weights_desc_init(&wd_, alg, &ax, &adw, e->bias ? &ub : NULL, &ay,
 			                                                     stride, pad, padr),
 			         "backward weights descriptor");
-		DNNL_TRY(pd_create(&pd, &wd_, attr, fpd,
-		                   pdt == dnnl_bf16 && (xh > AMX_WGRAD_MAX_SIDE || xw > AMX_WGRAD_MAX_SIDE) ? "amx" : NULL),
-		         "backward weights primitive descriptor");
+		WINO_OR_TRY(pd_create(&pd, &wd_, attr, fpd,
+		                      pdt == dnnl_bf16 && (xh > AMX_WGRAD_MAX_SIDE || xw > AMX_WGRAD_MAX_SIDE) ? "amx" : NULL),
+		            "backward weights primitive descriptor");
 		const char *impl = NULL;
 		if (kind && pdt == dnnl_bf16 &&
 		    dnnl_primitive_desc_query(pd, dnnl_query_impl_info_str, 0, &impl) == dnnl_success && impl &&
@@ -946,7 +998,7 @@ static int key_equal(const struct dnnl_conv *a, const struct dnnl_conv *b)
 	return a->kind == b->kind && a->pass == b->pass && a->dt == b->dt && a->bias == b->bias && a->accumulate == b->accumulate && a->beta == b->beta &&
 	       a->n == b->n && a->c == b->c && a->o == b->o && a->h == b->h && a->w == b->w && a->k == b->k &&
 	       a->lda == b->lda && a->ldb == b->ldb && a->ldout == b->ldout && a->xb == b->xb && a->yb == b->yb &&
-	       a->fh == b->fh && a->fw == b->fw && !memcmp(a->pad, b->pad, sizeof a->pad);
+	       a->fh == b->fh && a->fw == b->fw && !memcmp(a->pad, b->pad, sizeof a->pad) && a->wino == b->wino;
 }
 
 static struct dnnl_conv conv_key(int kind, int pass, starnn_dtype sdt, const struct starnn_conv2d_geom *g, size_t lda,
@@ -955,7 +1007,8 @@ static struct dnnl_conv conv_key(int kind, int pass, starnn_dtype sdt, const str
 	struct dnnl_conv key = {.kind = kind, .pass = pass, .dt = (int)dnnl_dt(sdt), .bias = bias,
 	                        .accumulate = beta != 0.0f, .beta = beta, .n = g->n, .c = g->c, .o = g->o, .h = g->h,
 	                        .w = g->w, .k = g->k, .lda = lda, .ldb = ldb, .ldout = ldout,
-	                        .xb = g->xb > 1 ? g->xb : 1, .yb = g->yb > 1 ? g->yb : 1};
+	                        .xb = g->xb > 1 ? g->xb : 1, .yb = g->yb > 1 ? g->yb : 1,
+	                        .wino = !kind && starnn_conv2d_winograd(g, (enum starnn_conv2d_pass)pass, sdt)};
 	return key;
 }
 
@@ -1706,6 +1759,7 @@ static struct dnnl_conv tile_key(const struct starnn_conv2d_geom *g, starnn_dtyp
 	tg.w = tw < g->w - c0 ? tw : g->w - c0;
 	struct dnnl_conv key = conv_key(0, STARNN_CONV2D_BWD_WEIGHT, dt, &tg, ldx, ldy, bias, beta, ldw);
 	key.fh = g->h, key.fw = g->w;
+	key.wino = 0; /* (the tiles are for the direct kernel) */
 	key.pad[0] = r0 ? 0 : r;
 	key.pad[1] = r0 + tg.h < g->h ? 0 : r;
 	key.pad[2] = c0 ? 0 : r;
@@ -1808,7 +1862,9 @@ int starnn_conv2d_bwd_weight_dnnl(const struct starnn_conv2d_geom *g, starnn_dty
 		default:
 			break;
 		}
-		const size_t side = wgrad_tile_side(g, dt);
+		/* (the tiles are for the direct kernel: Winograd takes the whole
+		 * image, 1.11x a whole 384x384 fp32 step) */
+		const size_t side = starnn_conv2d_winograd(g, STARNN_CONV2D_BWD_WEIGHT, dt) ? 0 : wgrad_tile_side(g, dt);
 		if (side)
 			return wgrad_tiled(g, dt, side, x, ldx, dy, ldy, beta, dw, ldw, db);
 	}
@@ -2123,6 +2179,12 @@ int starnn_conv2d_nchw_in_direct(const struct starnn_conv2d_geom *g, starnn_dtyp
 int starnn_convt2d_direct(size_t ch, size_t b, starnn_dtype dt)
 {
 	(void)ch, (void)b, (void)dt;
+	return 0;
+}
+
+int starnn_conv2d_winograd(const struct starnn_conv2d_geom *g, enum starnn_conv2d_pass pass, starnn_dtype dt)
+{
+	(void)g, (void)pass, (void)dt;
 	return 0;
 }
 

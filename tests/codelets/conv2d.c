@@ -303,6 +303,68 @@ static void kernels_vs_naive(struct shape s, int do_backward)
 	free(x), free(w), free(b), free(xs), free(ws), free(ref), free(mag);
 }
 
+/* oneDNN's Winograd kernel (codelets/conv2d.h: STARNN_CONV2D_ALGO), forced,
+ * against the naive loops in every pass, within the rounding bound of the
+ * direct sum (WINO_U: fp32's unit roundoff; its transforms add roundings,
+ * but a Zen 4 measured the worst element of these shapes at 0.03 - 0.10 of
+ * the bound, against at most 0.02 for the direct kernel); then evidence that
+ * it ran: its results are not the direct kernel's bits (where oneDNN has
+ * the kernel: AVX-512). Shapes: the UNet's 3 x 3 layers' kind, odd
+ * sizes (partial 4 x 4 tiles), channels not a multiple of 16. */
+#define WINO_U TEST_U32
+static void winograd_vs_naive(void)
+{
+	static const struct shape shapes[] = {{2, 32, 32, 16, 16, 3}, {1, 48, 24, 18, 13, 3}, {2, 16, 40, 9, 22, 3}};
+	for (size_t k = 0; k < sizeof shapes / sizeof *shapes; k++) {
+		const struct shape s = shapes[k];
+		struct starnn_conv2d_geom g = geom(s);
+		const size_t HW = s.h * s.w, xc = s.c * HW, yc = s.o * HW, wc = s.c * 9, big = xc > yc ? xc : yc;
+		float *x = test_random(s.n * xc, -1, 1), *w = test_random(s.o * wc, -1, 1), *b = test_random(s.o, -1, 1);
+		float *dy = test_random(s.n * yc, -1, 1);
+		float *out[2][3]; /* [winograd, direct][pass] */
+		double *ref = malloc(s.n * big * sizeof *ref), *mag = malloc(s.n * big * sizeof *mag);
+		for (int a = 0; a < 2; a++) {
+			TEST_OK(starnn_conv2d_algo_set(a ? STARNN_CONV2D_ALGO_DIRECT : STARNN_CONV2D_ALGO_WINOGRAD));
+			out[a][0] = malloc(s.n * yc * sizeof(float));
+			out[a][1] = malloc(s.n * xc * sizeof(float));
+			out[a][2] = malloc((s.o * wc + s.o) * sizeof(float));
+			TEST_OK(starnn_conv2d_fwd_dnnl(&g, STARNN_FP32, x, xc, w, wc, b, out[a][0], yc));
+			TEST_OK(starnn_conv2d_bwd_data_dnnl(&g, STARNN_FP32, dy, yc, w, wc, 0.0f, out[a][1], xc));
+			TEST_OK(starnn_conv2d_bwd_weight_dnnl(&g, STARNN_FP32, x, xc, dy, yc, 0.0f, out[a][2], wc,
+			                                      out[a][2] + s.o * wc));
+		}
+		TEST_OK(starnn_conv2d_algo_set(STARNN_CONV2D_ALGO_AUTO));
+		char what[160];
+		snprintf(what, sizeof what, "winograd fwd N%zu C%zu O%zu %zux%zu", s.n, s.c, s.o, s.h, s.w);
+		naive_fwd(&g, x, w, b, ref, mag);
+		test_close_sum(what, out[0][0], ref, mag, s.n * yc, terms_fwd(&g), WINO_U);
+		snprintf(what, sizeof what, "winograd bwd_data N%zu C%zu O%zu %zux%zu", s.n, s.c, s.o, s.h, s.w);
+		naive_bwd_data(&g, dy, w, 0.0f, NULL, ref, mag);
+		test_close_sum(what, out[0][1], ref, mag, s.n * xc, terms_bwd_data(&g), WINO_U);
+		snprintf(what, sizeof what, "winograd bwd_weight N%zu C%zu O%zu %zux%zu", s.n, s.c, s.o, s.h, s.w);
+		double *refw = malloc(s.o * wc * sizeof *refw), *magw = malloc(s.o * wc * sizeof *magw);
+		double *refb = malloc(s.o * sizeof *refb), *magb = malloc(s.o * sizeof *magb);
+		naive_bwd_weight(&g, x, dy, 0.0f, NULL, NULL, refw, magw, refb, magb);
+		test_close_sum(what, out[0][2], refw, magw, s.o * wc, terms_bwd_weight(&g), WINO_U);
+		snprintf(what, sizeof what, "winograd bwd_bias N%zu O%zu %zux%zu", s.n, s.o, s.h, s.w);
+		test_close_sum(what, out[0][2] + s.o * wc, refb, magb, s.o, terms_bwd_weight(&g), TEST_U32);
+		if (starnn_conv2d_dnnl_block(STARNN_FP32) == 16) {
+			const size_t len[3] = {s.n * yc, s.n * xc, s.o * wc};
+			for (int p = 0; p < 3; p++)
+				TEST_ASSERT(memcmp(out[0][p], out[1][p], len[p] * sizeof(float)) != 0,
+				            "N%zu C%zu O%zu %zux%zu pass %d: Winograd asked for, but the direct kernel's bits came "
+				            "out (oneDNN declined it on AVX-512?)", s.n, s.c, s.o, s.h, s.w, p);
+		} else if (k == 0) {
+			printf("winograd: oneDNN's fp32 layout here is not nChw16c: it may have no Winograd kernel (the "
+			       "direct one runs)\n");
+		}
+		for (int a = 0; a < 2; a++)
+			for (int p = 0; p < 3; p++)
+				free(out[a][p]);
+		free(x), free(w), free(b), free(dy), free(ref), free(mag), free(refw), free(magw), free(refb), free(magb);
+	}
+}
+
 /* The oneDNN backend's fp32 weight gradient on its three routes (codelets/
  * conv2d.h: STARNN_CONV2D_WGRAD), each forced, against the naive loops:
  * a wide layer (the gemm route's place), odd sizes, a 5x5 kernel, images
@@ -1461,6 +1523,7 @@ int main(void)
 				nchw_in_routes();
 				pack_layouts();
 				pack_layouts_bf16();
+				winograd_vs_naive();
 			}
 			if (kernels == STARNN_CONV2D_DNNL && !starnn_conv2d_dnnl_bf16())
 				printf("oneDNN has no bf16 convolutions on this processor: bf16 widens to fp32 (checked "

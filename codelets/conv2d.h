@@ -317,6 +317,9 @@ enum starnn_conv2d_algo {
 #define STARNN_CONV2D_WINO_MAX_WGRAD_CO (512 * 512)
 int starnn_conv2d_algo_set(enum starnn_conv2d_algo mode);
 int starnn_conv2d_algo_check(void);
+/* The STARNN_CONV2D_ALGO value in force where the variable sets one
+ * ("direct" ...), NULL where auto applies unasked (messages). */
+const char *starnn_conv2d_algo_given(void);
 /* Whether a pass of g in dt asks oneDNN for its Winograd kernel (it runs
  * the direct one where it has none for the shape). */
 int starnn_conv2d_winograd(const struct starnn_conv2d_geom *g, enum starnn_conv2d_pass pass, starnn_dtype dt);

@@ -923,6 +923,12 @@ static int cmd_train(struct options *o)
 			printf("weight gradients: %d of %d convolutions on the whole batch (%s%s), the others per "
 			       "micro-batch\n",
 			       whole, nconv, we ? "STARNN_CONV2D_WGRAD_WHOLE=" : "the wide ones", we ? we : "");
+		int wino, npass3;
+		unet_winograd(r.m, &wino, &npass3);
+		if (o->compute == STARNN_FP32 && starpu_cpu_worker_get_count() > 0 && starnn_conv2d_cpu_backend() == STARNN_CONV2D_DNNL)
+			printf("3x3 convolutions: %d of %d fp32 passes on oneDNN's Winograd kernel, the others direct "
+			       "(STARNN_CONV2D_ALGO=%s)\n",
+			       wino, npass3, starnn_conv2d_algo_given() ? starnn_conv2d_algo_given() : "auto");
 		char layout[320];
 		if (starpu_cpu_worker_get_count() > 0)
 			printf("activations: %s\n", starnn_conv2d_layout_note(o->compute, o->micro, layout, sizeof layout));

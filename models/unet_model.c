@@ -118,6 +118,7 @@ struct unet {
 	starnn_params *ps;               /* every trainable tensor, in layer order; loss scaling */
 	int bn_synced;                   /* batch statistics over the ranks (bn_sync) */
 	int wgrad_whole, nconv;          /* convolutions whose weight gradient is the whole batch's; all */
+	int wino, npass3;                /* fp32 3x3 passes asking for Winograd; all (unet_winograd) */
 
 	struct entry *entries;
 	struct unet_tensor_ref *refs;
@@ -376,6 +377,20 @@ static int conv_create(unet *m, struct conv *c, const char *path, int cin, int c
 	STARNN_CHECK(c->whole);
 	m->wgrad_whole += c->whole;
 	m->nconv++;
+	/* the passes that run on oneDNN: the first layer has no backward-data
+	 * pass, and weight gradients may take another route */
+	const int first = m->nconv == 1;
+	if (!transposed && k == 3)
+		for (int pass = STARNN_CONV2D_FWD; pass <= STARNN_CONV2D_BWD_WEIGHT; pass++) {
+			const struct starnn_conv2d_geom g = {(size_t)(m->cfg.batch / m->cfg.micro), (size_t)cin, (size_t)cout,
+			                                     (size_t)s, (size_t)s, 3, first ? 0 : 16, 16};
+			if ((pass == STARNN_CONV2D_BWD_DATA && first) ||
+			    (pass == STARNN_CONV2D_BWD_WEIGHT &&
+			     starnn_conv2d_wgrad_route(&g, STARNN_FP32) != STARNN_CONV2D_WGRAD_DNNL))
+				continue;
+			m->wino += starnn_conv2d_winograd(&g, (enum starnn_conv2d_pass)pass, STARNN_FP32);
+			m->npass3++;
+		}
 	snprintf(wpath, sizeof wpath, "%s/weight", path);
 	snprintf(bpath, sizeof bpath, "%s/bias", path);
 	tensor_name(name, sizeof name, path, "weight");
@@ -721,6 +736,11 @@ const struct unet_config *unet_get_config(const unet *m) { return &m->cfg; }
 void unet_wgrad_whole(const unet *m, int *whole, int *nconv)
 {
 	*whole = m->wgrad_whole, *nconv = m->nconv;
+}
+
+void unet_winograd(const unet *m, int *wino, int *npasses)
+{
+	*wino = m->wino, *npasses = m->npass3;
 }
 
 const struct unet_tensor_ref *unet_tensors(unet *m, int *n)

@@ -113,6 +113,11 @@ const struct unet_config *unet_get_config(const unet *m);
 /* How many of the model's convolutions take their weight gradient once on
  * the whole batch (codelets/conv2d.h: starnn_conv2d_wgrad_whole), of all. */
 void unet_wgrad_whole(const unet *m, int *whole, int *nconv);
+/* The fp32 passes of its 3x3 convolutions that run on oneDNN (forward,
+ * backward data but the first layer's, weight gradients on oneDNN's route:
+ * codelets/conv2d.h) and ask for its Winograd kernel
+ * (starnn_conv2d_winograd), of all those. */
+void unet_winograd(const unet *m, int *wino, int *npasses);
 /* Training with --shard-optimizer (runtime/dist.h): once the weights are
  * loaded and broadcast, at `step` (0, or the resumed step); and around a
  * checkpoint (every rank calls them; rank 0 writes between them, its

@@ -195,6 +195,11 @@ int starnn_conv2d_algo_set(enum starnn_conv2d_algo mode)
 	return starnn_choice_set(&algo_choice, (int)mode, STARNN_CONV2D_ALGO_WINOGRAD, "conv2d: unknown algorithm");
 }
 
+const char *starnn_conv2d_algo_given(void)
+{
+	return starnn_choice_given(&algo_choice);
+}
+
 #ifdef STARNN_HAVE_DNNL /* (without oneDNN: the stubs at the end) */
 int starnn_conv2d_winograd(const struct starnn_conv2d_geom *g, enum starnn_conv2d_pass pass, starnn_dtype dt)
 {

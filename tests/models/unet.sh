@@ -281,6 +281,22 @@ STARNN_CONV2D_WGRAD=direct STARNN_CONV2D_NCHW_IN=dnnl "$unet" train $L --log-jso
 	{ fail "STARNN_CONV2D_NCHW_IN=dnnl run exited $?"; cat "$tmp/nd.out"; }
 same_losses "the first layer's forward on oneDNN vs the default" "$tmp/nd.json" "$tmp/wk.json" 1e-4
 expect 1 "STARNN_CONV2D_NCHW_IN" env STARNN_CONV2D_NCHW_IN=sideways "$unet" train $L
+# fp32 3x3 convolutions on oneDNN's Winograd kernel (codelets/conv2d.h:
+# STARNN_CONV2D_ALGO; auto takes it on AVX-512 for some passes of the 16x16
+# layers here), every 3x3 pass asked to, against the direct kernels only:
+# the same losses but for rounding (Zen 4: 4.6e-6 over the 5 steps), the
+# 3x3 convolutions: line, an unknown value refused.
+STARNN_CONV2D_ALGO=winograd "$unet" train $L --log-json "$tmp/ww.json" > "$tmp/ww.out" 2>&1 ||
+	{ fail "STARNN_CONV2D_ALGO=winograd run exited $?"; cat "$tmp/ww.out"; }
+STARNN_CONV2D_ALGO=direct "$unet" train $L --log-json "$tmp/wdi.json" > "$tmp/wdi.out" 2>&1 ||
+	{ fail "STARNN_CONV2D_ALGO=direct run exited $?"; cat "$tmp/wdi.out"; }
+same_losses "3x3 convolutions on Winograd vs direct" "$tmp/ww.json" "$tmp/wdi.json" 1e-4
+if grep -q '^ *oneDNN.*: yes' "$B/config.summary" 2> /dev/null; then
+	grep -q '^3x3 convolutions: 0 of [1-9][0-9]* fp32 passes.*(STARNN_CONV2D_ALGO=direct)' "$tmp/wdi.out" &&
+		grep -q '^3x3 convolutions: \([1-9][0-9]*\) of \1 fp32 passes.*(STARNN_CONV2D_ALGO=winograd)' "$tmp/ww.out" &&
+		ok "$(grep '^3x3' "$tmp/ww.out")" || fail "the 3x3 convolutions: lines: $(grep -h '^3x3' "$tmp/ww.out" "$tmp/wdi.out")"
+fi
+expect 1 "STARNN_CONV2D_ALGO" env STARNN_CONV2D_ALGO=sideways "$unet" train $L
 # Packed weights kept current by the optimizer (codelets/conv2d.h:
 # STARNN_CONV2D_PACK; codelets/copy.h): Adam and SGD write the fp32 copies
 # in oneDNN's blocked layouts as they update the weights. The losses are bit

@@ -789,6 +789,7 @@ fail:
 	desc_free(pd, attr, NULL);
 	desc_free(fpd, NULL, NULL);
 	return rc;
+#undef WINO_OR_TRY
 }
 
 /* A transposed 2x2 / stride-2 convolution's forward is a 1x1 convolution

@@ -394,14 +394,8 @@ static void adam_cast_copies_cpu(void *buffers[], void *cl_arg)
 }
 
 #define CAST_COPIES_CL(dt, n, ...)                                                                            \
-	static struct starpu_codelet adam_cast_copies##n##_##dt##_cl = {                                    \
-		.name = "adam_cast_copies_" #dt,                                                            \
-		.cpu_funcs = {adam_cast_copies_cpu},                                                        \
-		.cpu_funcs_name = {"adam_cast_copies_cpu"},                                                 \
-		.nbuffers = 5 + n,                                                                          \
-		.modes = {STARPU_RW, STARPU_R, STARPU_RW, STARPU_RW, STARPU_W, __VA_ARGS__},                \
-		STARNN_MODELS(adam_cast_copies, dt),                                                        \
-	};
+	STARNN_COPIES_CL_DT(adam_cast_copies##n##_##dt, "adam_cast_copies_" #dt, adam_cast_copies, dt,              \
+	                    adam_cast_copies_cpu, 5 + n, STARPU_RW, STARPU_R, STARPU_RW, STARPU_RW, STARPU_W, __VA_ARGS__)
 static STARNN_PERFMODEL(adam_cast_copies, fp16);
 static STARNN_PERFMODEL(adam_cast_copies, bf16);
 CAST_COPIES_CL(fp16, 1, STARPU_RW)

@@ -112,15 +112,9 @@ static void narrow_bf16_copies_cpu(void *buffers[], void *cl_arg)
 	narrow_copies(buffers, cl_arg, STARNN_BF16);
 }
 
-#define NARROW_COPIES_CL(dst, n, ...)                                                             \
-	static struct starpu_codelet narrow_##dst##_copies##n##_cl = {                            \
-		.name = "convert_copies_fp32_to_" #dst,                                           \
-		.cpu_funcs = {narrow_##dst##_copies_cpu},                                         \
-		.cpu_funcs_name = {"narrow_" #dst "_copies_cpu"},                                 \
-		.nbuffers = 2 + n,                                                                \
-		.modes = {STARPU_R, STARPU_W, __VA_ARGS__},                                       \
-		STARNN_MODELS(convert_copies, fp32_to_##dst),                                     \
-	};
+#define NARROW_COPIES_CL(dst, n, ...)                                                                         \
+	STARNN_COPIES_CL_DT(narrow_##dst##_copies##n, "convert_copies_fp32_to_" #dst, convert_copies, fp32_to_##dst, \
+	                    narrow_##dst##_copies_cpu, 2 + n, STARPU_R, STARPU_W, __VA_ARGS__)
 static STARNN_PERFMODEL(convert_copies, fp32_to_fp16);
 static STARNN_PERFMODEL(convert_copies, fp32_to_bf16);
 NARROW_COPIES_CL(fp16, 1, STARPU_RW)

@@ -81,14 +81,17 @@ int starnn_submit_with_copies(struct starnn_task_desc *d, int base, starnn_tenso
 /* One such codelet (CPU only, fp32) named #op, var##_cl, with the
  * perfmodel of op (STARNN_PERFMODEL(op, fp32): starnn_<op>_fp32, defined
  * once for its codelets of 1 and 2 copies, whose footprints differ). */
-#define STARNN_COPIES_CL(var, op, fn, nb, ...)                                                                \
+#define STARNN_COPIES_CL(var, op, fn, nb, ...) STARNN_COPIES_CL_DT(var, #op, op, fp32, fn, nb, __VA_ARGS__)
+/* The same named label, with the perfmodel starnn_<op>_<dt> (the 16-bit
+ * copies' writers: codelets/adam.c, codelets/convert.c). */
+#define STARNN_COPIES_CL_DT(var, label, op, dt, fn, nb, ...)                                                  \
 	static struct starpu_codelet var##_cl = {                                                             \
-		.name = #op,                                                                                  \
+		.name = label,                                                                                \
 		.cpu_funcs = {fn},                                                                            \
 		.cpu_funcs_name = {#fn},                                                                      \
 		.nbuffers = nb,                                                                               \
 		.modes = {__VA_ARGS__},                                                                       \
-		STARNN_MODELS(op, fp32),                                                                      \
+		STARNN_MODELS(op, dt),                                                                        \
 	};
 /* In such a task's CPU function: update(ctx, r0, r1, c0, c1) over tiles of
  * w (buffer 0), each then written into the copies (buffers first, first +

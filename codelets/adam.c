@@ -341,7 +341,8 @@ struct cast_ctx {
 };
 
 /* Updates a tile of w, rounds it into h, and returns h's tile widened (in
- * this thread's scratch) for the copies. */
+ * this thread's scratch) for the copies: fp32 copies take those values,
+ * bf16 ones round them back to h's bits. */
 static const float *cast_tile(void *ctx, size_t r0, size_t r1, size_t c0, size_t c1, size_t *ldt)
 {
 	const struct cast_ctx *c = ctx;
@@ -362,19 +363,6 @@ static const float *cast_tile(void *ctx, size_t r0, size_t r1, size_t c0, size_t
 	return r;
 }
 
-/* The same where every copy is bf16 (in pairs) and so is h: the copies
- * round the updated w themselves, to h's bits (codelets/copy.h). */
-static void cast_update(void *ctx, size_t r0, size_t r1, size_t c0, size_t c1)
-{
-	const struct cast_ctx *c = ctx;
-	const starnn_dtype hdt = (starnn_dtype)c->a->hdt;
-	const size_t es = starnn_dtype_size(hdt);
-	starnn_adam_cast_cpu(r1 - r0, c1 - c0, &c->a->s, (float *)c->w.ptr + r0 * c->w.ld + c0, c->w.ld,
-	                     (const float *)c->g.ptr + r0 * c->g.ld + c0, c->g.ld, (float *)c->m.ptr + r0 * c->m.ld + c0,
-	                     c->m.ld, (float *)c->v.ptr + r0 * c->v.ld + c0, c->v.ld, hdt,
-	                     (char *)c->h.ptr + (r0 * c->h.ld + c0) * es, c->h.ld);
-}
-
 static void adam_cast_copies_cpu(void *buffers[], void *cl_arg)
 {
 	const struct cast_args *a = cl_arg;
@@ -382,15 +370,9 @@ static void adam_cast_copies_cpu(void *buffers[], void *cl_arg)
 	                     starnn_buffer(buffers, 3), starnn_buffer(buffers, 4)};
 	void *copies[STARNN_MAX_COPIES];
 	const int n = a->c.n < STARNN_MAX_COPIES ? a->c.n : STARNN_MAX_COPIES;
-	int rounded = a->hdt == STARNN_BF16;
-	for (int i = 0; i < n; i++) {
+	for (int i = 0; i < n; i++)
 		copies[i] = starnn_buffer(buffers, 5 + i).ptr;
-		rounded = rounded && a->c.L[i].pair;
-	}
-	if (rounded)
-		starnn_update_with_copies(c.w.rows, c.w.cols, cast_update, &c, c.w.ptr, c.w.ld, n, a->c.L, copies);
-	else
-		starnn_tiles_with_copies(c.w.rows, c.w.cols, cast_tile, &c, n, a->c.L, copies);
+	starnn_tiles_with_copies(c.w.rows, c.w.cols, cast_tile, &c, n, a->c.L, copies);
 }
 
 #define CAST_COPIES_CL(dt, n, ...)                                                                            \

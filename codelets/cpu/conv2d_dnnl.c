@@ -1739,7 +1739,9 @@ int starnn_conv2d_bwd_data_dnnl_packed(const struct starnn_conv2d_geom *g, starn
  * (odd k) in both. */
 static size_t wgrad_tile_side(const struct starnn_conv2d_geom *g, starnn_dtype dt)
 {
-	if (g->k % 2 == 0)
+	/* (the tiles are for the direct kernels: Winograd takes the whole
+	 * image, 1.11x a whole 384x384 fp32 step) */
+	if (g->k % 2 == 0 || starnn_conv2d_winograd(g, STARNN_CONV2D_BWD_WEIGHT, dt))
 		return 0;
 	if (dt == STARNN_BF16)
 		return 2 * g->k < AMX_WGRAD_MAX_SIDE && (g->h > AMX_WGRAD_MAX_SIDE || g->w > AMX_WGRAD_MAX_SIDE) &&
@@ -1868,9 +1870,7 @@ int starnn_conv2d_bwd_weight_dnnl(const struct starnn_conv2d_geom *g, starnn_dty
 		default:
 			break;
 		}
-		/* (the tiles are for the direct kernel: Winograd takes the whole
-		 * image, 1.11x a whole 384x384 fp32 step) */
-		const size_t side = starnn_conv2d_winograd(g, STARNN_CONV2D_BWD_WEIGHT, dt) ? 0 : wgrad_tile_side(g, dt);
+		const size_t side = wgrad_tile_side(g, dt);
 		if (side)
 			return wgrad_tiled(g, dt, side, x, ldx, dy, ldy, beta, dw, ldw, db);
 	}

@@ -162,14 +162,10 @@ __attribute__((target("avx512f"))) static void pairs16_avx512(const float *f, si
 {
 	for (size_t t = 0; t < T; t++, f += 256, blk += 256)
 		for (size_t r = 0; r < 16; r += 2) {
-			starnn_vu16 b[2];
-			for (int k = 0; k < 2; k++) {
-				starnn_vu16 u;
-				memcpy(&u, f + (r + (size_t)k) * 16, sizeof u);
-				const starnn_vu16 n = (starnn_vu16)STARNN_BF16_NAN(u, starnn_vi16);
-				b[k] = (STARNN_BF16_QUIET(u) & n) | (STARNN_BF16_ROUNDED(u) & ~n);
-			}
-			const starnn_vu16 both = b[0] | (b[1] << 16);
+			starnn_vf16 lo, hi;
+			memcpy(&lo, f + r * 16, sizeof lo);
+			memcpy(&hi, f + (r + 1) * 16, sizeof hi);
+			const starnn_vu16 both = STARNN_BF16X16_BITS(lo) | (STARNN_BF16X16_BITS(hi) << 16);
 			memcpy(blk + r * 16, &both, sizeof both);
 		}
 }
@@ -178,51 +174,20 @@ __attribute__((target("avx512f"))) static void pairs16_avx512(const float *f, si
 #define PAIRS_MAX_TAPS 25
 #endif
 
-/* put_from for a bf16 pair layout (L->pair 2). */
-static void put_pairs(const struct starnn_blocked_weights *L, size_t o0, size_t o1, size_t i0, size_t i1,
-                      const float *w, size_t ldw, size_t wo, size_t wi, void *copy)
-{
-	uint16_t *d = (uint16_t *)(void *)starnn_blocked_weights_data(L, copy);
-	const size_t T = L->taps, ob = L->ob, ib = L->ib;
-#ifdef PUT_X86
-	const int avx512 = ob == 16 && ib == 16 && L->pair == 2 && T <= PAIRS_MAX_TAPS &&
-	                   starnn_simd_level() >= STARNN_SIMD_AVX512;
-#endif
-	for (size_t ob0 = o0 / ob * ob; ob0 < o1; ob0 += ob) {
-		const size_t oa = ob0 > o0 ? ob0 : o0, oz = ob0 + ob < o1 ? ob0 + ob : o1;
-		for (size_t ib0 = i0 / ib * ib; ib0 < i1; ib0 += ib) {
-			const size_t ia = ib0 > i0 ? ib0 : i0, iz = ib0 + ib < i1 ? ib0 + ib : i1;
-#ifdef PUT_X86
-			if (avx512 && oz - oa == 16 && iz - ia == 16) {
-				float f[PAIRS_MAX_TAPS * 256];
-				put16_avx512(w + (ob0 - wo) * ldw + (ib0 - wi) * T, ldw, T, (int)L->i_inner, f);
-				pairs16_avx512(f, T, d + starnn_blocked_weights_index(L, ob0, ib0, 0));
-				continue;
-			}
-#endif
-			for (size_t o = oa; o < oz; o++)
-				for (size_t i = ia; i < iz; i++)
-					for (size_t t = 0; t < T; t++)
-						d[starnn_blocked_weights_index(L, o, i, t)] =
-						    starnn_float_to_bf16(w[(o - wo) * ldw + (i - wi) * T + t]);
-		}
-	}
-}
-
 /* Element (o, i, t) of the weights at w[(o - wo) * ldw + (i - wi) * T + t]:
- * the whole tensor (wo = wi = 0) or a tile of it starting at (wo, wi). */
+ * the whole tensor (wo = wi = 0) or a tile of it starting at (wo, wi). An
+ * fp32 layout takes the values as they are, a bf16 one (L->pair) rounds
+ * them as starnn_float_to_bf16. */
 static void put_from(const struct starnn_blocked_weights *L, size_t o0, size_t o1, size_t i0, size_t i1,
                      const float *w, size_t ldw, size_t wo, size_t wi, void *copy)
 {
-	if (L->pair) {
-		put_pairs(L, o0, o1, i0, i1, w, ldw, wo, wi, copy);
-		return;
-	}
 	float *d = starnn_blocked_weights_data(L, copy);
-	const size_t T = L->taps, ob = L->ob, ib = L->ib, bsz = ob * ib, ibs = (L->i + ib - 1) / ib;
+	uint16_t *dh = (uint16_t *)(void *)d;
+	const size_t T = L->taps, ob = L->ob, ib = L->ib, bsz = ob * ib;
 #ifdef PUT_X86
-	const int avx2 = ob == 8 && ib == 8 && T >= 8 && starnn_simd_level() >= STARNN_SIMD_AVX2;
-	const int avx512 = ob == 16 && ib == 16 && starnn_simd_level() >= STARNN_SIMD_AVX512;
+	const int level = starnn_simd_level();
+	const int avx2 = !L->pair && ob == 8 && ib == 8 && T >= 8 && level >= STARNN_SIMD_AVX2;
+	const int avx512 = ob == 16 && ib == 16 && level >= STARNN_SIMD_AVX512 && (!L->pair || T <= PAIRS_MAX_TAPS);
 #endif
 	/* one block at a time, written in its own order (the copy is written
 	 * front to back; w, just updated, is read from cache) */
@@ -230,17 +195,34 @@ static void put_from(const struct starnn_blocked_weights *L, size_t o0, size_t o
 		const size_t oa = ob0 > o0 ? ob0 : o0, oz = ob0 + ob < o1 ? ob0 + ob : o1;
 		for (size_t ib0 = i0 / ib * ib; ib0 < i1; ib0 += ib) {
 			const size_t ia = ib0 > i0 ? ib0 : i0, iz = ib0 + ib < i1 ? ib0 + ib : i1;
-			float *blk = d + ((ob0 / ob) * ibs + ib0 / ib) * T * bsz;
+			const size_t at = starnn_blocked_weights_index(L, ob0, ib0, 0); /* the block's first element */
 #ifdef PUT_X86
-			if (avx2 && oz - oa == 8 && iz - ia == 8) { /* (a whole block: ob0 >= wo, ib0 >= wi) */
-				put8_avx2(w + (ob0 - wo) * ldw + (ib0 - wi) * T, ldw, T, (int)L->i_inner, blk);
+			/* (a whole block: ob0 >= wo, ib0 >= wi) */
+			const float *src = w + (ob0 - wo) * ldw + (ib0 - wi) * T;
+			if (avx2 && oz - oa == 8 && iz - ia == 8) {
+				put8_avx2(src, ldw, T, (int)L->i_inner, d + at);
 				continue;
 			}
 			if (avx512 && oz - oa == 16 && iz - ia == 16) {
-				put16_avx512(w + (ob0 - wo) * ldw + (ib0 - wi) * T, ldw, T, (int)L->i_inner, blk);
+				if (!L->pair) {
+					put16_avx512(src, ldw, T, (int)L->i_inner, d + at);
+				} else {
+					float f[PAIRS_MAX_TAPS * 256];
+					put16_avx512(src, ldw, T, (int)L->i_inner, f);
+					pairs16_avx512(f, T, dh + at);
+				}
 				continue;
 			}
 #endif
+			if (L->pair) {
+				for (size_t o = oa; o < oz; o++)
+					for (size_t i = ia; i < iz; i++)
+						for (size_t t = 0; t < T; t++)
+							dh[starnn_blocked_weights_index(L, o, i, t)] =
+							    starnn_float_to_bf16(w[(o - wo) * ldw + (i - wi) * T + t]);
+				continue;
+			}
+			float *blk = d + at;
 			for (size_t t = 0; t < T; t++, blk += bsz) {
 				if (L->i_inner) { /* OIhw8o8i: i fastest */
 					for (size_t o = oa; o < oz; o++)

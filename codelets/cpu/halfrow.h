@@ -85,13 +85,18 @@ typedef uint16_t starnn_vh32 __attribute__((vector_size(64)));
 	_mm512_castsi512_ps(                                                                                   \
 	    _mm512_slli_epi32(_mm512_cvtepu16_epi32(_mm256_loadu_si256((const __m256i *)(const void *)(p))), 16))
 #endif
-/* 16 fp32 values v rounded to bf16 at p, as starnn_bf16_narrow. */
-#define STARNN_BF16X16_NARROW(p, v)                                                                            \
+/* 16 fp32 values v rounded to bf16 as starnn_bf16_narrow: a starnn_vu16
+ * whose lanes hold the bf16 bits in their low halves. */
+#define STARNN_BF16X16_BITS(v)                                                                                 \
 	__extension__({                                                                                        \
 		starnn_vu16 u_ = (starnn_vu16)(v);                                                             \
 		starnn_vu16 n_ = (starnn_vu16)STARNN_BF16_NAN(u_, starnn_vi16);                                \
-		starnn_vu16 r_ = (STARNN_BF16_QUIET(u_) & n_) | (STARNN_BF16_ROUNDED(u_) & ~n_);               \
-		starnn_vh16 h_ = __builtin_convertvector(r_, starnn_vh16);                                     \
+		(STARNN_BF16_QUIET(u_) & n_) | (STARNN_BF16_ROUNDED(u_) & ~n_);                                \
+	})
+/* The same stored at p. */
+#define STARNN_BF16X16_NARROW(p, v)                                                                            \
+	__extension__({                                                                                        \
+		starnn_vh16 h_ = __builtin_convertvector(STARNN_BF16X16_BITS(v), starnn_vh16);                 \
 		memcpy((p), &h_, sizeof h_);                                                                   \
 	})
 

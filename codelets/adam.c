@@ -58,6 +58,15 @@ void starnn_adam_step_init(struct starnn_adam_step *s, const struct starnn_adam_
 	s->decay = p->decoupled ? (float)(1.0 - (double)p->lr * (double)p->weight_decay) : 1.0f;
 }
 
+static int check_distinct(const char *an, const starnn_tensor *a, const char *bn, const starnn_tensor *b)
+{
+	char d[128];
+	if (a == b)
+		return starnn_error(STARNN_EINVAL, "adam: %s and %s are the same tensor %s", an, bn,
+		                    starnn_tensor_describe(a, d, sizeof d));
+	return 0;
+}
+
 static int check_same(const char *an, const starnn_tensor *a, const char *bn, const starnn_tensor *b)
 {
 	char d[128];
@@ -75,9 +84,12 @@ static int check_args(starnn_tensor *w, starnn_tensor *grad, starnn_tensor *m, s
 		return starnn_error(STARNN_EINVAL, "adam: w, grad, m, v and params are required");
 	starnn_tensor *all[4] = {w, grad, m, v};
 	static const char *const names[4] = {"w", "grad", "m", "v"};
+	/* (grad may be in a blocked weight layout, read through it) */
+	STARNN_CHECK(starnn_check_grad("adam", w, grad));
 	for (int i = 0; i < 4; i++)
 		for (int j = i + 1; j < 4; j++)
-			STARNN_CHECK(check_same(names[i], all[i], names[j], all[j]));
+			STARNN_CHECK(all[i] == grad || all[j] == grad ? check_distinct(names[i], all[i], names[j], all[j])
+			                                              : check_same(names[i], all[i], names[j], all[j]));
 	if (!(p->lr >= 0.0f) || !isfinite(p->lr))
 		return starnn_error(STARNN_EINVAL, "adam: invalid learning rate %g", (double)p->lr);
 	if (!(p->eps >= 0.0f) || !isfinite(p->eps))
@@ -128,18 +140,22 @@ static void adam_tile(void *ctx, size_t r0, size_t r1, size_t c0, size_t c1)
 {
 	const struct rows_ctx *c = ctx;
 	float *w = c->w.ptr, *m = c->m.ptr, *v = c->v.ptr;
-	const float *g = c->g.ptr;
-	starnn_adam_cpu(r1 - r0, c1 - c0, &c->a->s, w + r0 * c->w.ld + c0, c->w.ld, g + r0 * c->g.ld + c0, c->g.ld,
-	                m + r0 * c->m.ld + c0, c->m.ld, v + r0 * c->v.ld + c0, c->v.ld);
+	size_t ldg;
+	const float *g = starnn_copies_grad(&c->a->c, c->g.ptr, c->g.ld, r0, r1, c0, c1, &ldg);
+	if (g)
+		starnn_adam_cpu(r1 - r0, c1 - c0, &c->a->s, w + r0 * c->w.ld + c0, c->w.ld, g, ldg, m + r0 * c->m.ld + c0,
+		                c->m.ld, v + r0 * c->v.ld + c0, c->v.ld);
 }
 
 static void adam_amp_tile(void *ctx, size_t r0, size_t r1, size_t c0, size_t c1)
 {
 	const struct rows_ctx *c = ctx;
 	float *w = c->w.ptr, *m = c->m.ptr, *v = c->v.ptr;
-	const float *g = c->g.ptr;
-	starnn_adam_amp_cpu(r1 - r0, c1 - c0, &c->a->p, c->st.ptr, c->f.ptr, w + r0 * c->w.ld + c0, c->w.ld,
-	                    g + r0 * c->g.ld + c0, c->g.ld, m + r0 * c->m.ld + c0, c->m.ld, v + r0 * c->v.ld + c0, c->v.ld);
+	size_t ldg;
+	const float *g = starnn_copies_grad(&c->a->c, c->g.ptr, c->g.ld, r0, r1, c0, c1, &ldg);
+	if (g)
+		starnn_adam_amp_cpu(r1 - r0, c1 - c0, &c->a->p, c->st.ptr, c->f.ptr, w + r0 * c->w.ld + c0, c->w.ld, g, ldg,
+		                    m + r0 * c->m.ld + c0, c->m.ld, v + r0 * c->v.ld + c0, c->v.ld);
 }
 
 static struct rows_ctx rows_ctx(void *buffers[], const struct copies_args *a)
@@ -166,9 +182,12 @@ static void adam_amp_copies_cpu(void *buffers[], void *cl_arg)
 
 static STARNN_PERFMODEL(adam_copies, fp32);
 static STARNN_PERFMODEL(adam_amp_copies, fp32);
+STARNN_COPIES_CL(adam_copies0, adam_copies, adam_copies_cpu, 4, STARPU_RW, STARPU_R, STARPU_RW, STARPU_RW)
 STARNN_COPIES_CL(adam_copies1, adam_copies, adam_copies_cpu, 5, STARPU_RW, STARPU_R, STARPU_RW, STARPU_RW, STARPU_RW)
 STARNN_COPIES_CL(adam_copies2, adam_copies, adam_copies_cpu, 6, STARPU_RW, STARPU_R, STARPU_RW, STARPU_RW, STARPU_RW,
           STARPU_RW)
+STARNN_COPIES_CL(adam_amp_copies0, adam_amp_copies, adam_amp_copies_cpu, 6, STARPU_RW, STARPU_R, STARPU_RW, STARPU_RW,
+          STARPU_R, STARPU_R)
 STARNN_COPIES_CL(adam_amp_copies1, adam_amp_copies, adam_amp_copies_cpu, 7, STARPU_RW, STARPU_R, STARPU_RW, STARPU_RW,
           STARPU_R, STARPU_R, STARPU_RW)
 STARNN_COPIES_CL(adam_amp_copies2, adam_amp_copies, adam_amp_copies_cpu, 8, STARPU_RW, STARPU_R, STARPU_RW, STARPU_RW,
@@ -187,8 +206,9 @@ int starnn_adam(starnn_tensor *w, starnn_tensor *grad, starnn_tensor *m, starnn_
 	struct starnn_task_desc d = {.cl = &starnn_adam_cl, .args = &a.s, .args_size = sizeof a.s,
 	                             .flops = ADAM_FLOPS_PER_ELEMENT * (double)(w->rows * w->cols),
 	                             .tensors = {w, grad, m, v}};
-	static struct starpu_codelet *const cl[STARNN_MAX_COPIES] = {&adam_copies1_cl, &adam_copies2_cl};
-	return starnn_submit_with_copies(&d, 4, w, &a.c, &a, sizeof a, cl);
+	static struct starpu_codelet *const cl[STARNN_MAX_COPIES + 1] = {&adam_copies0_cl, &adam_copies1_cl,
+	                                                                 &adam_copies2_cl};
+	return starnn_submit_with_copies(&d, 4, w, grad, &a.c, &a, sizeof a, cl);
 }
 
 /* ------------------------------------------------------------- adam_amp */
@@ -242,8 +262,9 @@ int starnn_adam_amp(starnn_tensor *w, starnn_tensor *grad, starnn_tensor *m, sta
 		.cl = &adam_amp_cl, .args = &a.p, .args_size = sizeof a.p,
 		.flops = ADAM_FLOPS_PER_ELEMENT * (double)(w->rows * w->cols),
 		.tensors = {w, grad, m, v, state, flag}};
-	static struct starpu_codelet *const cl[STARNN_MAX_COPIES] = {&adam_amp_copies1_cl, &adam_amp_copies2_cl};
-	return starnn_submit_with_copies(&d, 6, w, &a.c, &a, sizeof a, cl);
+	static struct starpu_codelet *const cl[STARNN_MAX_COPIES + 1] = {&adam_amp_copies0_cl, &adam_amp_copies1_cl,
+	                                                                 &adam_amp_copies2_cl};
+	return starnn_submit_with_copies(&d, 6, w, grad, &a.c, &a, sizeof a, cl);
 }
 
 /* -------------------------------------------- with the compute copy h */
@@ -355,9 +376,12 @@ static const float *cast_tile(void *ctx, size_t r0, size_t r1, size_t c0, size_t
 	}
 	float *w = (float *)c->w.ptr + r0 * c->w.ld + c0, *m = (float *)c->m.ptr + r0 * c->m.ld + c0,
 	      *v = (float *)c->v.ptr + r0 * c->v.ld + c0;
-	const float *g = (const float *)c->g.ptr + r0 * c->g.ld + c0;
+	size_t ldg;
+	const float *g = starnn_copies_grad(&c->a->c, c->g.ptr, c->g.ld, r0, r1, c0, c1, &ldg);
+	if (!g)
+		return NULL;
 	void *h = (char *)c->h.ptr + (r0 * c->h.ld + c0) * es;
-	starnn_adam_cast_cpu(rows, cols, &c->a->s, w, c->w.ld, g, c->g.ld, m, c->m.ld, v, c->v.ld, hdt, h, c->h.ld);
+	starnn_adam_cast_cpu(rows, cols, &c->a->s, w, c->w.ld, g, ldg, m, c->m.ld, v, c->v.ld, hdt, h, c->h.ld);
 	starnn_convert_cpu(hdt, STARNN_FP32, rows, cols, h, c->h.ld, r, cols);
 	*ldt = cols;
 	return r;
@@ -372,7 +396,7 @@ static void adam_cast_copies_cpu(void *buffers[], void *cl_arg)
 	const int n = a->c.n < STARNN_MAX_COPIES ? a->c.n : STARNN_MAX_COPIES;
 	for (int i = 0; i < n; i++)
 		copies[i] = starnn_buffer(buffers, 5 + i).ptr;
-	starnn_tiles_with_copies(c.w.rows, c.w.cols, cast_tile, &c, n, a->c.L, copies);
+	starnn_tiles_with_copies(c.w.rows, c.w.cols, cast_tile, &c, n, a->c.L, copies, &a->c.G);
 }
 
 #define CAST_COPIES_CL(dt, n, ...)                                                                            \
@@ -380,6 +404,11 @@ static void adam_cast_copies_cpu(void *buffers[], void *cl_arg)
 	                    adam_cast_copies_cpu, 5 + n, STARPU_RW, STARPU_R, STARPU_RW, STARPU_RW, STARPU_W, __VA_ARGS__)
 static STARNN_PERFMODEL(adam_cast_copies, fp16);
 static STARNN_PERFMODEL(adam_cast_copies, bf16);
+#define CAST_COPIES0_CL(dt)                                                                                   \
+	STARNN_COPIES_CL_DT(adam_cast_copies0_##dt, "adam_cast_copies_" #dt, adam_cast_copies, dt,                 \
+	                    adam_cast_copies_cpu, 5, STARPU_RW, STARPU_R, STARPU_RW, STARPU_RW, STARPU_W)
+CAST_COPIES0_CL(fp16)
+CAST_COPIES0_CL(bf16)
 CAST_COPIES_CL(fp16, 1, STARPU_RW)
 CAST_COPIES_CL(fp16, 2, STARPU_RW, STARPU_RW)
 CAST_COPIES_CL(bf16, 1, STARPU_RW)
@@ -430,9 +459,10 @@ int starnn_adam_cast(starnn_tensor *w, starnn_tensor *grad, starnn_tensor *m, st
 	                             .args = &a, .args_size = sizeof a,
 	                             .flops = ADAM_FLOPS_PER_ELEMENT * (double)(w->rows * w->cols),
 	                             .tensors = {w, grad, m, v, h}};
-	static struct starpu_codelet *const cl[2][STARNN_MAX_COPIES] = {
-	    {&adam_cast_copies1_fp16_cl, &adam_cast_copies2_fp16_cl}, {&adam_cast_copies1_bf16_cl, &adam_cast_copies2_bf16_cl}};
-	return starnn_submit_with_copies(&d, 5, h, &a.c, &a, sizeof a, cl[bf16]);
+	static struct starpu_codelet *const cl[2][STARNN_MAX_COPIES + 1] = {
+	    {&adam_cast_copies0_fp16_cl, &adam_cast_copies1_fp16_cl, &adam_cast_copies2_fp16_cl},
+	    {&adam_cast_copies0_bf16_cl, &adam_cast_copies1_bf16_cl, &adam_cast_copies2_bf16_cl}};
+	return starnn_submit_with_copies(&d, 5, h, grad, &a.c, &a, sizeof a, cl[bf16]);
 }
 
 int starnn_adam_amp_cast(starnn_tensor *w, starnn_tensor *grad, starnn_tensor *m, starnn_tensor *v,
@@ -443,7 +473,7 @@ int starnn_adam_amp_cast(starnn_tensor *w, starnn_tensor *grad, starnn_tensor *m
 	STARNN_CHECK(starnn_amp_check("adam_amp", state, flag));
 	int fused = cast_fused("adam_amp_cast", w, h, 0);
 	STARNN_CHECK(fused);
-	if (!fused) {
+	if (!fused || grad->wl.ob) { /* (a blocked gradient is read in adam_amp's tiles) */
 		STARNN_CHECK(starnn_adam_amp(w, grad, m, v, params, state, flag));
 		return starnn_convert(w, h);
 	}

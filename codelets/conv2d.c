@@ -37,6 +37,7 @@ struct conv_args {
 	uint32_t cuda_half; /* 16-bit codelets: enum starnn_cuda_half_conv (0 for fp32) */
 	uint32_t o0;  /* forward: first output channel of this part (bias offset) */
 	float beta;   /* backward passes: dx / dw / db = beta * old + new */
+	uint32_t dwb, dwi; /* weight gradient: dw's blocked layout (struct starnn_conv2d_geom), 0: OIHW */
 };
 /* The fp32 codelets' key leaves cuda_half out (their footprints stay as
  * they were); the 16-bit ones include it: native and widened are different
@@ -46,7 +47,7 @@ struct conv_args {
 
 static struct starnn_conv2d_geom geom_of(const struct conv_args *a)
 {
-	struct starnn_conv2d_geom g = {a->n, a->c, a->o, a->h, a->w, a->k, a->xb, a->yb};
+	struct starnn_conv2d_geom g = {a->n, a->c, a->o, a->h, a->w, a->k, a->xb, a->yb, a->dwb, a->dwi};
 	return g;
 }
 
@@ -510,7 +511,7 @@ struct pack_args {
 
 static struct starnn_conv2d_geom pack_geom(const struct pack_args *p)
 {
-	struct starnn_conv2d_geom g = {p->n, p->c, p->o, p->h, p->w, p->k, p->xb, p->yb};
+	struct starnn_conv2d_geom g = {p->n, p->c, p->o, p->h, p->w, p->k, p->xb, p->yb, 0, 0};
 	return g;
 }
 
@@ -901,7 +902,7 @@ static struct conv_args args_of(const struct starnn_conv2d_geom *g, float beta, 
 {
 	struct conv_args a = {(uint32_t)g->n, (uint32_t)g->c, (uint32_t)g->o, (uint32_t)g->h, (uint32_t)g->w,
 	                      (uint32_t)g->k, (uint32_t)starnn_conv2d_cpu_backend(), (uint32_t)g->xb, (uint32_t)g->yb,
-	                      dt == STARNN_FP32 ? 0u : (uint32_t)starnn_cuda_half_conv(), 0, beta};
+	                      dt == STARNN_FP32 ? 0u : (uint32_t)starnn_cuda_half_conv(), 0, beta, 0, 0};
 	return a;
 }
 
@@ -1053,6 +1054,38 @@ static int conv2d_bwd_data_dt(starnn_tensor *dy, starnn_tensor *w, float beta, s
 	return 0;
 }
 
+/* The layout the weight-gradient tasks write dw in (a->dwb, dwi), chosen
+ * by its first writer (runtime/tensor.h: wl): where one task writes all of
+ * dw, as yet unwritten, on oneDNN's primitive for the whole image (a CPU
+ * with no CUDA worker), whose dw layout is a blocked one that the
+ * optimizers read (STARNN_CONV2D_PACK=on: they keep the packed weights too),
+ * that layout: no reorder after the primitive, and the optimizer reads the
+ * gradient's tiles through it (codelets/copy.h: starnn_copies_grad); else
+ * OIHW. A tensor can take them only where runtime/tensor.h allows (one
+ * rank). */
+static int dw_layout(starnn_tensor *dw, const struct starnn_conv2d_geom *g, starnn_dtype dt, int parts,
+                     struct conv_args *a)
+{
+	if (!dw->wl_fixed) {
+		struct starnn_blocked_weights L;
+		memset(&L, 0, sizeof L);
+		if (parts == 1 && dw->version == 0 && !dw->parent && !dw->nplans && dw->ld == dw->cols &&
+		    starnn_tensor_wlayouts_allowed() && starnn_conv2d_pack() == STARNN_CONV2D_PACK_ON &&
+		    a->backend == STARNN_CONV2D_DNNL && starpu_cuda_worker_get_count() == 0)
+			starnn_conv2d_dnnl_dw_layout(g, dt == STARNN_FP32 || native_cpu(dt) ? dt : STARNN_FP32, &L);
+		STARNN_CHECK(starnn_tensor_set_wlayout(dw, &L));
+	}
+	if (dw->wl.ob) {
+		char d[128], l[24];
+		if (parts > 1 || a->backend != STARNN_CONV2D_DNNL)
+			return starnn_error(STARNN_EINVAL,
+			                    "conv2d_bwd_weight: dw %s is in layout %s, which only one oneDNN task writes",
+			                    starnn_tensor_describe(dw, d, sizeof d), starnn_wlayout_name(&dw->wl, l, sizeof l));
+		a->dwb = dw->wl.ob, a->dwi = dw->wl.i_inner;
+	}
+	return 0;
+}
+
 static int conv2d_bwd_weight_dt(starnn_tensor *x, starnn_tensor *dy, float beta, starnn_tensor *dw, starnn_tensor *db,
                                 starnn_dtype dt, int max_parts)
 {
@@ -1070,6 +1103,7 @@ static int conv2d_bwd_weight_dt(starnn_tensor *x, starnn_tensor *dy, float beta,
 	int parts = task_count(&g, STARNN_CONV2D_BWD_WEIGHT, max_parts);
 	int64_t sizes[parts];
 	parts = starnn_part_sizes((int64_t)g.c, parts, (int64_t)g.xb, sizes);
+	STARNN_CHECK(dw_layout(dw, &g, dt, parts, &a));
 	starnn_tensor **xp = NULL, **dwp = NULL;
 	if (parts > 1) {
 		STARNN_CHECK(starnn_tensor_split(x, 1, parts, sizes, &xp));
@@ -1225,10 +1259,10 @@ const char *starnn_conv2d_cpu_route(starnn_dtype dt)
 		return NULL;
 	/* the weight-gradient route (codelets/conv2d.h), asked of a wide layer
 	 * at 8x8 and of a narrow one */
-	const struct starnn_conv2d_geom wide = {1, STARNN_CONV2D_WGRAD_MIN_C, STARNN_CONV2D_WGRAD_MIN_O, 8, 8, 3, 1, 1};
-	const struct starnn_conv2d_geom narrow = {1, 16, 16, 32, 32, 3, 1, 1};
+	const struct starnn_conv2d_geom wide = {1, STARNN_CONV2D_WGRAD_MIN_C, STARNN_CONV2D_WGRAD_MIN_O, 8, 8, 3, 1, 1, 0, 0};
+	const struct starnn_conv2d_geom narrow = {1, 16, 16, 32, 32, 3, 1, 1, 0, 0};
 	if (dt == STARNN_FP32) {
-		struct starnn_conv2d_geom first = {1, 13, 16, 32, 32, 3, 1, 1}; /* from NCHW x */
+		struct starnn_conv2d_geom first = {1, 13, 16, 32, 32, 3, 1, 1, 0, 0}; /* from NCHW x */
 		if (starnn_conv2d_cpu_backend() != STARNN_CONV2D_DNNL)
 			return NULL;
 		const enum starnn_conv2d_wgrad rn = starnn_conv2d_wgrad_route(&narrow, dt),

@@ -31,6 +31,10 @@ struct starnn_conv2d_geom {
 	 * side (x, dx) and the output side (y, dy): 0 or 1 NCHW, 8 / 16
 	 * nChw8c / nChw16c (the oneDNN kernels only; the others take NCHW). */
 	size_t xb, yb;
+	/* The layout of dw in the weight-gradient pass (runtime/tensor.h:
+	 * wl): 0 OIHW; else blocks of dwb x dwb channels, dwi its i_inner
+	 * (OIhw16i16o: 16, 0), as starnn_conv2d_dnnl_dw_layout names it. */
+	size_t dwb, dwi;
 };
 
 enum starnn_conv2d_pass {
@@ -180,6 +184,14 @@ size_t starnn_conv2d_dnnl_pack_bytes(enum starnn_conv2d_pass pass, const struct 
 size_t starnn_conv2d_dnnl_pack_info(enum starnn_conv2d_pass pass, const struct starnn_conv2d_geom *g,
                                     starnn_dtype dt, size_t lda, size_t ldw, size_t ldout, float beta,
                                     struct starnn_blocked_weights *layout);
+/* Whether the weight-gradient pass of g (dt: the primitive's, x and dy
+ * dense) runs oneDNN's primitive on the whole image and writes dw in a
+ * blocked fp32 layout that runtime/tensor.h describes, with the channels
+ * in whole blocks: then 1 and that layout in *L (header and align 0), in
+ * which the pass writes dw without a reorder when g->dwb, dwi name it; 0
+ * otherwise (other routes: the 1x1 sgemm, the GEMM and direct weight
+ * gradients, tiles; other layouts; no oneDNN). */
+int starnn_conv2d_dnnl_dw_layout(const struct starnn_conv2d_geom *g, starnn_dtype dt, struct starnn_blocked_weights *L);
 int starnn_conv2d_dnnl_pack(enum starnn_conv2d_pass pass, const struct starnn_conv2d_geom *g, starnn_dtype dt,
                             size_t lda, const void *w, size_t ldw, size_t ldout, float beta, void *packed,
                             size_t bytes);

@@ -99,7 +99,7 @@ static void narrow_copies(void *buffers[], void *cl_arg, starnn_dtype dt)
 	const int n = cp->n < STARNN_MAX_COPIES ? cp->n : STARNN_MAX_COPIES;
 	for (int i = 0; i < n; i++)
 		copies[i] = starnn_buffer(buffers, 2 + i).ptr;
-	starnn_tiles_with_copies(c.y.rows, c.y.cols, narrow_tile, &c, n, cp->L, copies);
+	starnn_tiles_with_copies(c.y.rows, c.y.cols, narrow_tile, &c, n, cp->L, copies, NULL);
 }
 
 static void narrow_fp16_copies_cpu(void *buffers[], void *cl_arg)
@@ -123,9 +123,9 @@ NARROW_COPIES_CL(bf16, 1, STARPU_RW)
 NARROW_COPIES_CL(bf16, 2, STARPU_RW, STARPU_RW)
 
 /* by y's dtype (fp32: none; y has no copies then, runtime/tensor.h) */
-static struct starpu_codelet *const convert_copies_cls[STARNN_NDTYPES][STARNN_MAX_COPIES] = {
-	[STARNN_FP16] = {&narrow_fp16_copies1_cl, &narrow_fp16_copies2_cl},
-	[STARNN_BF16] = {&narrow_bf16_copies1_cl, &narrow_bf16_copies2_cl},
+static struct starpu_codelet *const convert_copies_cls[STARNN_NDTYPES][STARNN_MAX_COPIES + 1] = {
+	[STARNN_FP16] = {NULL, &narrow_fp16_copies1_cl, &narrow_fp16_copies2_cl},
+	[STARNN_BF16] = {NULL, &narrow_bf16_copies1_cl, &narrow_bf16_copies2_cl},
 };
 
 int starnn_convert(starnn_tensor *x, starnn_tensor *y)
@@ -147,5 +147,5 @@ int starnn_convert(starnn_tensor *x, starnn_tensor *y)
 		return starnn_submit(&d);
 	struct starnn_copies c;
 	memset(&c, 0, sizeof c);
-	return starnn_submit_with_copies(&d, 2, y, &c, &c, sizeof c, convert_copies_cls[y->dtype]);
+	return starnn_submit_with_copies(&d, 2, y, NULL, &c, &c, sizeof c, convert_copies_cls[y->dtype]);
 }

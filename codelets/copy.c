@@ -4,6 +4,7 @@
 
 #include "codelets/copy.h"
 #include "runtime/codelet.h"
+#include "runtime/scratch.h"
 
 #ifdef STARNN_USE_CUDA
 #include <cuda_runtime.h>
@@ -87,24 +88,49 @@ int starnn_copy(starnn_tensor *x, starnn_tensor *y)
 
 /* ------------------------------------------------- updates with copies */
 
-int starnn_submit_with_copies(struct starnn_task_desc *d, int base, starnn_tensor *w, struct starnn_copies *c,
-                              const void *args, size_t args_size, struct starpu_codelet *const cl[STARNN_MAX_COPIES])
+int starnn_submit_with_copies(struct starnn_task_desc *d, int base, starnn_tensor *w, starnn_tensor *grad,
+                              struct starnn_copies *c, const void *args, size_t args_size,
+                              struct starpu_codelet *const cl[STARNN_MAX_COPIES + 1])
 {
 	struct starnn_derived *e[STARNN_MAX_COPIES];
 	const int n = starnn_tensor_copies(w, e, STARNN_MAX_COPIES);
-	if (n == 0)
+	const int blocked = grad && grad->wl.ob;
+	if (n == 0 && !blocked)
 		return starnn_submit(d);
 	c->n = n;
 	for (int i = 0; i < n; i++) {
 		c->L[i] = e[i]->layout;
 		d->tensors[base + i] = e[i]->d;
 	}
-	d->cl = cl[n - 1];
+	if (blocked)
+		c->G = grad->wl;
+	d->cl = cl[n];
 	d->args = args;
 	d->args_size = args_size;
 	STARNN_CHECK(starnn_submit(d));
 	starnn_tensor_copies_written(w, e, n);
 	return 0;
+}
+
+const float *starnn_copies_grad(const struct starnn_copies *c, const float *g, size_t ldg, size_t r0, size_t r1,
+                                size_t c0, size_t c1, size_t *ld)
+{
+	const struct starnn_blocked_weights *G = &c->G;
+	if (!G->ob) {
+		*ld = ldg;
+		return g + r0 * ldg + c0;
+	}
+	const size_t cols = c1 - c0, T = G->taps;
+	float *t = starnn_scratch(STARNN_SCRATCH_GRAD, ((r1 - r0) * cols > 0 ? (r1 - r0) * cols : 1) * sizeof *t);
+	if (!t) {
+		starnn_defer_error(STARNN_ENOMEM, "optimizer: cannot allocate %zu x %zu floats of scratch for the gradient",
+		                   r1 - r0, cols);
+		return NULL;
+	}
+	/* (tiles are whole input channels: starnn_update_with_copies) */
+	starnn_blocked_get_cpu(G, r0, r1, c0 / T, c1 / T, g, t, cols);
+	*ld = cols;
+	return t;
 }
 
 void starnn_copies_run(void *buffers[], int first, const struct starnn_copies *c,
@@ -115,5 +141,5 @@ void starnn_copies_run(void *buffers[], int first, const struct starnn_copies *c
 	const int n = c->n < STARNN_MAX_COPIES ? c->n : STARNN_MAX_COPIES;
 	for (int i = 0; i < n; i++)
 		copies[i] = starnn_buffer(buffers, first + i).ptr;
-	starnn_update_with_copies(w.rows, w.cols, update, ctx, w.ptr, w.ld, n, c->L, copies);
+	starnn_update_with_copies(w.rows, w.cols, update, ctx, w.ptr, w.ld, n, c->L, copies, &c->G);
 }

@@ -32,26 +32,34 @@ void starnn_blocked_put_cpu(const struct starnn_blocked_weights *L, size_t o0, s
                             const float *w, size_t ldw, void *copy);
 void starnn_blocked_put_rows_cpu(const struct starnn_blocked_weights *L, size_t r0, size_t r1, const float *w,
                                  size_t ldw, void *copy);
+/* The inverse of starnn_blocked_put_cpu: output channels [o0, o1) x input
+ * channels [i0, i1) of the fp32 data of layout L whose storage begins at
+ * copy into rows of w, element (o, i, t) at w[(o - o0) * ldw + (i - i0) *
+ * taps + t]. */
+void starnn_blocked_get_cpu(const struct starnn_blocked_weights *L, size_t o0, size_t o1, size_t i0, size_t i1,
+                            const void *copy, float *w, size_t ldw);
 /* A whole copy of w in layout L into copy (L->header bytes or more): L
  * itself as the header (so that a reader knows the layout), zero padding,
  * the weights (starnn_blocked_put_rows_cpu). */
 void starnn_blocked_make_cpu(const struct starnn_blocked_weights *L, const float *w, size_t ldw, void *copy);
 /* For a task that updates rows x cols fp32 weights w element by element
  * and keeps n copies of them current: calls update(ctx, r0, r1, c0, c1)
- * over tiles of whole blocks of the copies (a few thousand weights: the
+ * over tiles of whole blocks of the copies and of G (the layout of a
+ * gradient it reads, NULL or ob 0: none; a band of rows up to 1 MB: the
  * tile's w and optimizer state stay in cache), and after each tile writes
  * it (as updated) into every copy (starnn_blocked_put_cpu). */
 void starnn_update_with_copies(size_t rows, size_t cols,
                                void (*update)(void *ctx, size_t r0, size_t r1, size_t c0, size_t c1), void *ctx,
                                const float *w, size_t ldw, int n, const struct starnn_blocked_weights *L,
-                               void *const *copies);
+                               void *const *copies, const struct starnn_blocked_weights *G);
 /* The same where the values the copies take are not w's (fp32 copies of
  * a 16-bit tensor: codelets/convert.c): tile(ctx, r0, r1, c0, c1, &ldt)
  * writes its part and returns the tile's values for the copies (fp32,
  * rows ldt apart, from (r0, c0)), or NULL to stop (an error it recorded). */
 void starnn_tiles_with_copies(size_t rows, size_t cols,
                               const float *(*tile)(void *ctx, size_t r0, size_t r1, size_t c0, size_t c1, size_t *ldt),
-                              void *ctx, int n, const struct starnn_blocked_weights *L, void *const *copies);
+                              void *ctx, int n, const struct starnn_blocked_weights *L, void *const *copies,
+                              const struct starnn_blocked_weights *G);
 
 /* Task submission. copy(x, x) does nothing. */
 int starnn_copy(starnn_tensor *x, starnn_tensor *y);
@@ -75,9 +83,25 @@ int starnn_copy(starnn_tensor *x, starnn_tensor *y);
 struct starnn_copies {
 	struct starnn_blocked_weights L[STARNN_MAX_COPIES];
 	int n;
+	/* the layout of the gradient the update reads (runtime/tensor.h: wl;
+	 * ob = 0: rows of w's shape): the tiles are whole blocks of it too */
+	struct starnn_blocked_weights G;
 };
-int starnn_submit_with_copies(struct starnn_task_desc *d, int base, starnn_tensor *w, struct starnn_copies *c,
-                              const void *args, size_t args_size, struct starpu_codelet *const cl[STARNN_MAX_COPIES]);
+/* grad: NULL, or the gradient the update reads (its buffer's matrix view
+ * is w's, whatever its layout). Where grad is in a blocked weight layout,
+ * the task goes to cl[n] with G set even without copies (n = 0), so that
+ * its tiles read grad through G (starnn_copies_grad). cl has
+ * STARNN_MAX_COPIES + 1 entries, by number of copies (cl[0] may be NULL
+ * where grad is). */
+int starnn_submit_with_copies(struct starnn_task_desc *d, int base, starnn_tensor *w, starnn_tensor *grad,
+                              struct starnn_copies *c, const void *args, size_t args_size,
+                              struct starpu_codelet *const cl[STARNN_MAX_COPIES + 1]);
+/* In an update's tile (rows [r0, r1), columns [c0, c1) of w): the tile of
+ * the gradient whose buffer begins at g (rows ldg apart) as rows, *ld
+ * apart: g itself where c->G is not blocked, else gathered into this
+ * thread's scratch (NULL with an error deferred when that cannot be had). */
+const float *starnn_copies_grad(const struct starnn_copies *c, const float *g, size_t ldg, size_t r0, size_t r1,
+                                size_t c0, size_t c1, size_t *ld);
 /* One such codelet (CPU only, fp32) named #op, var##_cl, with the
  * perfmodel of op (STARNN_PERFMODEL(op, fp32): starnn_<op>_fp32, defined
  * once for its codelets of 1 and 2 copies, whose footprints differ). */

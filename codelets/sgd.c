@@ -46,6 +46,15 @@ struct starpu_codelet starnn_sgd_cl = {
  * footprint. */
 #define SGD_FLOPS_PER_ELEMENT 8.0
 
+static int check_distinct(const char *an, const starnn_tensor *a, const char *bn, const starnn_tensor *b)
+{
+	char d[128];
+	if (a == b)
+		return starnn_error(STARNN_EINVAL, "sgd: %s and %s are the same tensor %s", an, bn,
+		                    starnn_tensor_describe(a, d, sizeof d));
+	return 0;
+}
+
 static int check_same(const char *an, const starnn_tensor *a, const char *bn, const starnn_tensor *b)
 {
 	char d[128];
@@ -60,9 +69,11 @@ static int check_args(starnn_tensor *w, starnn_tensor *grad, starnn_tensor *buf,
 {
 	if (!w || !grad || !buf || !p)
 		return starnn_error(STARNN_EINVAL, "sgd: w, grad, buf and params are required (buf even without momentum)");
-	STARNN_CHECK(check_same("w", w, "grad", grad));
+	/* (grad may be in a blocked weight layout, read through it) */
+	STARNN_CHECK(starnn_check_grad("sgd", w, grad));
+	STARNN_CHECK(check_distinct("w", w, "grad", grad));
 	STARNN_CHECK(check_same("w", w, "buf", buf));
-	STARNN_CHECK(check_same("grad", grad, "buf", buf));
+	STARNN_CHECK(check_distinct("grad", grad, "buf", buf));
 	if (!(p->lr >= 0.0f) || !isfinite(p->lr))
 		return starnn_error(STARNN_EINVAL, "sgd: invalid learning rate %g", (double)p->lr);
 	if (!(p->momentum >= 0.0f) || !isfinite(p->momentum))
@@ -95,18 +106,22 @@ static void sgd_tile(void *ctx, size_t r0, size_t r1, size_t c0, size_t c1)
 {
 	const struct rows_ctx *c = ctx;
 	float *w = c->w.ptr, *b = c->b.ptr;
-	const float *g = c->g.ptr;
-	starnn_sgd_cpu(r1 - r0, c1 - c0, &c->a->s, w + r0 * c->w.ld + c0, c->w.ld, g + r0 * c->g.ld + c0, c->g.ld,
-	               b + r0 * c->b.ld + c0, c->b.ld);
+	size_t ldg;
+	const float *g = starnn_copies_grad(&c->a->c, c->g.ptr, c->g.ld, r0, r1, c0, c1, &ldg);
+	if (g)
+		starnn_sgd_cpu(r1 - r0, c1 - c0, &c->a->s, w + r0 * c->w.ld + c0, c->w.ld, g, ldg, b + r0 * c->b.ld + c0,
+		               c->b.ld);
 }
 
 static void sgd_amp_tile(void *ctx, size_t r0, size_t r1, size_t c0, size_t c1)
 {
 	const struct rows_ctx *c = ctx;
 	float *w = c->w.ptr, *b = c->b.ptr;
-	const float *g = c->g.ptr;
-	starnn_sgd_amp_cpu(r1 - r0, c1 - c0, &c->a->p, c->st.ptr, c->f.ptr, w + r0 * c->w.ld + c0, c->w.ld,
-	                   g + r0 * c->g.ld + c0, c->g.ld, b + r0 * c->b.ld + c0, c->b.ld);
+	size_t ldg;
+	const float *g = starnn_copies_grad(&c->a->c, c->g.ptr, c->g.ld, r0, r1, c0, c1, &ldg);
+	if (g)
+		starnn_sgd_amp_cpu(r1 - r0, c1 - c0, &c->a->p, c->st.ptr, c->f.ptr, w + r0 * c->w.ld + c0, c->w.ld, g, ldg,
+		                   b + r0 * c->b.ld + c0, c->b.ld);
 }
 
 static struct rows_ctx rows_ctx(void *buffers[], const struct copies_args *a)
@@ -133,8 +148,11 @@ static void sgd_amp_copies_cpu(void *buffers[], void *cl_arg)
 
 static STARNN_PERFMODEL(sgd_copies, fp32);
 static STARNN_PERFMODEL(sgd_amp_copies, fp32);
+STARNN_COPIES_CL(sgd_copies0, sgd_copies, sgd_copies_cpu, 3, STARPU_RW, STARPU_R, STARPU_RW)
 STARNN_COPIES_CL(sgd_copies1, sgd_copies, sgd_copies_cpu, 4, STARPU_RW, STARPU_R, STARPU_RW, STARPU_RW)
 STARNN_COPIES_CL(sgd_copies2, sgd_copies, sgd_copies_cpu, 5, STARPU_RW, STARPU_R, STARPU_RW, STARPU_RW, STARPU_RW)
+STARNN_COPIES_CL(sgd_amp_copies0, sgd_amp_copies, sgd_amp_copies_cpu, 5, STARPU_RW, STARPU_R, STARPU_RW, STARPU_R,
+                 STARPU_R)
 STARNN_COPIES_CL(sgd_amp_copies1, sgd_amp_copies, sgd_amp_copies_cpu, 6, STARPU_RW, STARPU_R, STARPU_RW, STARPU_R,
                  STARPU_R, STARPU_RW)
 STARNN_COPIES_CL(sgd_amp_copies2, sgd_amp_copies, sgd_amp_copies_cpu, 7, STARPU_RW, STARPU_R, STARPU_RW, STARPU_R,
@@ -157,8 +175,9 @@ int starnn_sgd(starnn_tensor *w, starnn_tensor *grad, starnn_tensor *buf, const 
 	struct starnn_task_desc d = {.cl = &starnn_sgd_cl, .args = &a.s, .args_size = sizeof a.s,
 	                             .flops = SGD_FLOPS_PER_ELEMENT * (double)(w->rows * w->cols),
 	                             .tensors = {w, grad, buf}};
-	static struct starpu_codelet *const cl[STARNN_MAX_COPIES] = {&sgd_copies1_cl, &sgd_copies2_cl};
-	return starnn_submit_with_copies(&d, 3, w, &a.c, &a, sizeof a, cl);
+	static struct starpu_codelet *const cl[STARNN_MAX_COPIES + 1] = {&sgd_copies0_cl, &sgd_copies1_cl,
+	                                                                 &sgd_copies2_cl};
+	return starnn_submit_with_copies(&d, 3, w, grad, &a.c, &a, sizeof a, cl);
 }
 
 /* ------------------------------------------------------------- sgd_amp */
@@ -210,6 +229,7 @@ int starnn_sgd_amp(starnn_tensor *w, starnn_tensor *grad, starnn_tensor *buf, co
 		.cl = &sgd_amp_cl, .args = &a.p, .args_size = sizeof a.p,
 		.flops = SGD_FLOPS_PER_ELEMENT * (double)(w->rows * w->cols),
 		.tensors = {w, grad, buf, state, flag}};
-	static struct starpu_codelet *const cl[STARNN_MAX_COPIES] = {&sgd_amp_copies1_cl, &sgd_amp_copies2_cl};
-	return starnn_submit_with_copies(&d, 5, w, &a.c, &a, sizeof a, cl);
+	static struct starpu_codelet *const cl[STARNN_MAX_COPIES + 1] = {&sgd_amp_copies0_cl, &sgd_amp_copies1_cl,
+	                                                                 &sgd_amp_copies2_cl};
+	return starnn_submit_with_copies(&d, 5, w, grad, &a.c, &a, sizeof a, cl);
 }

@@ -86,8 +86,15 @@ static int layout_of(const starnn_tensor *t)
 	return t->ndim == 4 && t->cblock > 1 ? t->cblock : 1;
 }
 
+static int same_wlayout(const starnn_tensor *a, const starnn_tensor *b)
+{
+	return a->wl.ob == 0 ? b->wl.ob == 0 : !memcmp(&a->wl, &b->wl, sizeof a->wl);
+}
+
 static const char *layout_label(const starnn_tensor *t, char *buf, size_t size)
 {
+	if (t->wl.ob)
+		return starnn_wlayout_name(&t->wl, buf, size);
 	if (t->ndim != 4)
 		return snprintf(buf, size, "row-major"), buf;
 	return starnn_layout_name(layout_of(t), t->shape[1], buf, size);
@@ -99,11 +106,11 @@ int starnn_check_layouts(const char *op, const char *an, const starnn_tensor *a,
 	char da[128], db[128], la[24], lb[24];
 	if (!a || !b)
 		return starnn_error(STARNN_EINVAL, "%s: %s is NULL", op, !a ? an : bn);
-	if (layout_of(a) == layout_of(b))
+	if (layout_of(a) == layout_of(b) && same_wlayout(a, b))
 		return 0;
 	return starnn_error(STARNN_EINVAL,
 	                    "%s: the layouts differ: %s = %s is %s and %s = %s is %s; an element-wise operation needs its "
-	                    "tensors in one layout (runtime/tensor.h: starnn_tensor_set_cblock)",
+	                    "tensors in one layout (runtime/tensor.h: starnn_tensor_set_cblock, _set_wlayout)",
 	                    op, an, starnn_tensor_describe(a, da, sizeof da), layout_label(a, la, sizeof la), bn,
 	                    starnn_tensor_describe(b, db, sizeof db), layout_label(b, lb, sizeof lb));
 }
@@ -174,3 +181,20 @@ void starnn_cuda_check_launch(const char *op, const char *file, int line)
 	(void)line;
 }
 #endif
+
+int starnn_check_grad(const char *op, const starnn_tensor *w, const starnn_tensor *grad)
+{
+	char dw[128], dg[128], l[24];
+	STARNN_CHECK(starnn_check_like(op, "w", w, "w", w));
+	if (!grad)
+		return starnn_error(STARNN_EINVAL, "%s: grad is NULL", op);
+	if (w->wl.ob)
+		return starnn_error(STARNN_EINVAL, "%s: w = %s must be in OIHW (rows), not %s", op,
+		                    starnn_tensor_describe(w, dw, sizeof dw), starnn_wlayout_name(&w->wl, l, sizeof l));
+	if (!grad->wl.ob)
+		return starnn_check_like(op, "w", w, "grad", grad);
+	if (grad->dtype != STARNN_FP32 || grad->rows != w->rows || grad->cols != w->cols || w->cblock > 1)
+		return starnn_error(STARNN_EINVAL, "%s: grad = %s is not shaped like w = %s", op,
+		                    starnn_tensor_describe(grad, dg, sizeof dg), starnn_tensor_describe(w, dw, sizeof dw));
+	return 0;
+}

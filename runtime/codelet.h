@@ -111,6 +111,11 @@ int starnn_check_like(const char *op, const char *an, const starnn_tensor *a, co
 int starnn_check_layouts(const char *op, const char *an, const starnn_tensor *a, const char *bn,
                          const starnn_tensor *b);
 
+/* An optimizer's w and its gradient: starnn_check_like, but for a gradient
+ * in a blocked weight layout (runtime/tensor.h: wl), which the optimizers
+ * read through it, against w in OIHW. */
+int starnn_check_grad(const char *op, const starnn_tensor *w, const starnn_tensor *grad);
+
 /* For CUDA implementations: records a deferred error when a launch failed. */
 void starnn_cuda_check_launch(const char *op, const char *file, int line);
 #define STARNN_CUDA_LAUNCHED(op) starnn_cuda_check_launch((op), __FILE__, __LINE__)

@@ -160,6 +160,9 @@ int starnn_dist_setup(uint64_t config_hash, int *mpi)
 	*mpi = 0;
 	dist_rank = 0, dist_size = 1, local_rank = 0, local_size = 1, dist_on = 0;
 	dist_line[0] = '\0';
+	/* gradients in a kernel's blocked layout stay on one rank: they cross
+	 * the wire as rows, which its formats compress (runtime/tensor.h) */
+	starnn_tensor_allow_wlayouts(launcher_size() <= 1);
 	if (launcher_size() <= 1)
 		return 0;
 	int inited = 0, provided = 0;

@@ -24,7 +24,8 @@ enum {
 	                           * gradient's sum, the transposed weight gradient's NHWC x */
 	STARNN_SCRATCH_DNNL_SLOTS = 9,
 	STARNN_SCRATCH_GEMM = 16, /* codelets/cpu/gemm.c: widened 16-bit operands */
-	STARNN_SCRATCH_SLOTS = 17
+	STARNN_SCRATCH_GRAD = 17, /* codelets/copy.c: an optimizer's tile of a blocked gradient, as rows */
+	STARNN_SCRATCH_SLOTS = 18
 };
 
 /* Slot `slot` of the calling thread's scratch, at least `bytes` long (its

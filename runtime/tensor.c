@@ -129,7 +129,9 @@ const char *starnn_tensor_describe(const starnn_tensor *t, char *buf, size_t siz
 		n += (size_t)snprintf(buf + n, size - n, "] %s", starnn_dtype_name(t->dtype));
 	char l[24];
 	if (t->cblock > 1 && n < size)
-		snprintf(buf + n, size - n, " %s", starnn_layout_name(t->cblock, t->shape[1], l, sizeof l));
+		n += (size_t)snprintf(buf + n, size - n, " %s", starnn_layout_name(t->cblock, t->shape[1], l, sizeof l));
+	if (t->wl.ob && n < size)
+		snprintf(buf + n, size - n, " %s", starnn_wlayout_name(&t->wl, l, sizeof l));
 	return buf;
 }
 
@@ -143,6 +145,9 @@ const char *starnn_layout_name(int cblock, int64_t channels, char *buf, size_t s
 		snprintf(buf, size, "nChw%dc", cblock);
 	return buf;
 }
+
+static int relayout(starnn_tensor *t, void (*set)(starnn_tensor *, const void *), const void *arg);
+static void set_cblock(starnn_tensor *t, const void *arg);
 
 int starnn_tensor_set_cblock(starnn_tensor *t, int cblock)
 {
@@ -161,7 +166,19 @@ int starnn_tensor_set_cblock(starnn_tensor *t, int cblock)
 	if (t->parent || t->nplans || (unsigned)t->dtype >= STARNN_NDTYPES)
 		return starnn_error(STARNN_EINVAL, "tensor %s: the layout is set on a whole floating-point tensor before it is split",
 		                    starnn_tensor_describe(t, d, sizeof d));
-	/* a tensor of zeros (as created) is the same bytes in every layout */
+	return relayout(t, set_cblock, &cblock);
+}
+
+static void set_cblock(starnn_tensor *t, const void *arg)
+{
+	t->cblock = *(const int *)arg;
+}
+
+/* Changes t's layout (set(t, arg)) keeping its values: a tensor of zeros
+ * (as created) is the same bytes in every layout; any other is read out in
+ * the old layout and written back in the new one. */
+static int relayout(starnn_tensor *t, void (*set)(starnn_tensor *, const void *), const void *arg)
+{
 	starnn_tensor_prepare(t, 0);
 	if (starpu_data_acquire(t->handle, STARPU_R) != 0)
 		return starnn_error(STARNN_ESTARPU, "tensor '%s': acquire failed", t->name);
@@ -177,7 +194,7 @@ int starnn_tensor_set_cblock(starnn_tensor *t, int cblock)
 		nz++;
 	starpu_data_release(t->handle);
 	if (nz == bytes) {
-		t->cblock = cblock;
+		set(t, arg);
 		return starnn_take_deferred_error();
 	}
 	void *tmp = malloc(bytes ? bytes : 1);
@@ -185,11 +202,70 @@ int starnn_tensor_set_cblock(starnn_tensor *t, int cblock)
 		return starnn_error(STARNN_ENOMEM, "tensor '%s': out of memory", t->name);
 	int rc = starnn_tensor_read(t, tmp);
 	if (rc == 0) {
-		t->cblock = cblock;
+		set(t, arg);
 		rc = starnn_tensor_write(t, tmp);
 	}
 	free(tmp);
 	return rc;
+}
+
+static int wlayouts_off;
+
+void starnn_tensor_allow_wlayouts(int on)
+{
+	wlayouts_off = !on;
+}
+
+int starnn_tensor_wlayouts_allowed(void)
+{
+	return !wlayouts_off;
+}
+
+const char *starnn_wlayout_name(const struct starnn_blocked_weights *L, char *buf, size_t size)
+{
+	if (!L || !L->ob)
+		snprintf(buf, size, "OIHW");
+	else if (L->pair)
+		snprintf(buf, size, L->i_inner ? "OIhw%uo%ui%uo" : "OIhw%ui%uo%ui", L->ob / L->pair, L->i_inner ? L->ib : L->ob,
+		         L->pair);
+	else
+		snprintf(buf, size, L->i_inner ? "OIhw%uo%ui" : "OIhw%ui%uo", L->i_inner ? L->ob : L->ib,
+		         L->i_inner ? L->ib : L->ob);
+	return buf;
+}
+
+static void set_wl(starnn_tensor *t, const void *arg)
+{
+	const struct starnn_blocked_weights *L = arg;
+	if (L && L->ob)
+		t->wl = *L;
+	else
+		memset(&t->wl, 0, sizeof t->wl);
+	t->wl_fixed = 1;
+}
+
+int starnn_tensor_set_wlayout(starnn_tensor *t, const struct starnn_blocked_weights *L)
+{
+	char d[128], l[24];
+	if (!t)
+		return starnn_error(STARNN_EINVAL, "tensor layout: the tensor is NULL");
+	const int blocked = L && L->ob;
+	if (blocked && (!L->ib || L->pair || L->header || L->align || L->o != t->rows || L->o % L->ob || L->i % L->ib ||
+	                (size_t)L->i * L->taps != t->cols))
+		return starnn_error(STARNN_EINVAL,
+		                    "tensor %s: weight layout %s (%u x %u x %u in blocks of %u x %u) is not a layout of its "
+		                    "rows and columns in whole fp32 blocks",
+		                    starnn_tensor_describe(t, d, sizeof d), starnn_wlayout_name(L, l, sizeof l), L->o, L->i,
+		                    L->taps, L->ob, L->ib);
+	if (blocked && (t->dtype != STARNN_FP32 || t->parent || t->nplans || t->ld != t->cols || t->cblock > 1))
+		return starnn_error(STARNN_EINVAL,
+		                    "tensor %s: a weight layout is set on a whole, dense fp32 tensor before it is split",
+		                    starnn_tensor_describe(t, d, sizeof d));
+	if (blocked == (t->wl.ob != 0) && (!blocked || !memcmp(&t->wl, L, sizeof *L))) {
+		t->wl_fixed = 1;
+		return 0;
+	}
+	return relayout(t, set_wl, L);
 }
 
 static void set_geometry(starnn_tensor *t, int ndim, const int64_t *shape)
@@ -353,6 +429,10 @@ static void filter_func(void *father_interface, void *child_interface, struct st
 static int plan_bounds(const starnn_tensor *t, int axis, int nparts, const int64_t *sizes, uint32_t *bounds)
 {
 	int64_t extent = t->shape[axis];
+	char l[24];
+	if (t->wl.ob)
+		return starnn_error(STARNN_EINVAL, "tensor '%s': a tensor in weight layout %s is not split", t->name,
+		                    starnn_wlayout_name(&t->wl, l, sizeof l));
 	bounds[0] = 0;
 	for (int i = 0; i < nparts; i++) {
 		int64_t n = sizes ? sizes[i] : extent / nparts + (i < extent % nparts);
@@ -360,7 +440,6 @@ static int plan_bounds(const starnn_tensor *t, int axis, int nparts, const int64
 			return starnn_error(STARNN_EINVAL, "tensor '%s': part sizes along axis %d do not add up to %lld",
 			                    t->name, axis, (long long)extent);
 		bounds[i + 1] = bounds[i] + (uint32_t)n;
-		char l[24];
 		if (axis == 1 && t->cblock > 1 && n % t->cblock)
 			return starnn_error(STARNN_EINVAL,
 			                    "tensor '%s': a %s tensor splits along channels at multiples of %d (part %d has %lld)",
@@ -655,7 +734,17 @@ static int copy_rows_as(starnn_tensor *t, void *dense, int to_tensor, int f32)
 	size_t es = starnn_dtype_size(t->dtype), hes = convert && !tmp ? sizeof(float) : es;
 	char *base = (char *)starpu_data_get_local_ptr(t->handle), *host = tmp ? tmp : dense;
 	size_t ld = starpu_matrix_get_local_ld(t->handle);
-	for (size_t r = 0; r < t->rows; r++) {
+	if (t->wl.ob) { /* fp32 in a blocked weight layout: element (o, i, tap) at its index */
+		const struct starnn_blocked_weights *L = &t->wl;
+		float *v = (float *)(void *)base, *u = dense;
+		for (size_t o = 0; o < L->o; o++)
+			for (size_t i = 0; i < L->i; i++)
+				for (size_t k = 0; k < L->taps; k++) {
+					float *in = v + starnn_blocked_weights_index(L, o, i, k), *out = u + (o * L->i + i) * L->taps + k;
+					to_tensor ? (*in = *out) : (*out = *in);
+				}
+	}
+	for (size_t r = 0; r < t->rows && !t->wl.ob; r++) {
 		char *row = base + r * ld * es;
 		char *d = host + r * t->cols * hes;
 		/* blocked: channel k, pixel p of a sample at (k / b) * inner * b + p * b + k % b */

@@ -47,6 +47,22 @@ const char *starnn_dtype_name(starnn_dtype dtype); /* "fp32", "fp16", "bf16", "u
  * that no option a user types can make bytes a precision. */
 int starnn_dtype_parse(const char *name, starnn_dtype *dtype);
 
+/* A layout of weights [o][i][taps] (OIHW, taps = kh * kw) in blocks of ob
+ * output x ib input channels, as oneDNN's OIhw8i8o (i_inner 0: o varies
+ * fastest within a block) and OIhw8o8i (i_inner 1): block (o / ob, i / ib)
+ * starts at ((o / ob) * ceil(i / ib) + i / ib) * taps * ob * ib, then tap t
+ * at t * ob * ib. pair 0: fp32 elements. pair 2: bf16 elements, the
+ * channel that varies slower within a block taken in pairs, the two of a
+ * pair side by side (oneDNN's VNNI layouts for bf16 kernels: i_inner 0 is
+ * ABcd8b16a2b, [i / 2][o][i % 2]; i_inner 1 is ABcd8a16b2a, [o / 2][i][o %
+ * 2]). Channels are padded to whole blocks (the padding holds zeros;
+ * writers leave it). The data begin at the first `align`-byte boundary at
+ * or after `header` bytes into the copy (a descriptor of the layout comes
+ * first). ob = 0: not such a layout. */
+struct starnn_blocked_weights {
+	uint32_t o, i, taps, ob, ib, i_inner, header, align, pair;
+};
+
 typedef struct starnn_tensor starnn_tensor;
 struct starnn_tensor {
 	char name[STARNN_NAME_MAX];      /* shown in task names and traces */
@@ -83,6 +99,21 @@ struct starnn_tensor {
 	 * sample read it. starnn_tensor_read / _write always exchange NCHW. */
 	int cblock;
 
+	/* Layout of weights [o][i][taps] (a weight gradient written by the
+	 * kernel of its pass in the kernel's own layout: codelets/conv2d.h):
+	 * wl.ob = 0, rows of OIHW as the matrix view says; else the data are
+	 * those of layout wl (fp32, channels in whole blocks, no padding,
+	 * header and align 0: a band of whole blocks of rows holds the same
+	 * elements, and the same bytes of the matrix view, in either layout).
+	 * Set on a whole, dense, unpartitioned fp32 tensor before it holds
+	 * values (starnn_tensor_set_wlayout); element-wise operations need
+	 * their tensors in one layout (runtime/codelet.h), the optimizers read
+	 * a gradient through it (codelets/copy.h: starnn_copies_grad), and
+	 * starnn_tensor_read / _write exchange OIHW. wl_fixed: the layout was
+	 * chosen, by its first writer. */
+	struct starnn_blocked_weights wl;
+	int wl_fixed;
+
 	/* Memory node of the last placed task that wrote it, -1 if unknown;
 	 * see starnn_set_edge_hook(). */
 	int node;
@@ -101,21 +132,6 @@ struct starnn_tensor {
 	int nderived;
 };
 
-/* A layout of weights [o][i][taps] (OIHW, taps = kh * kw) in blocks of ob
- * output x ib input channels, as oneDNN's OIhw8i8o (i_inner 0: o varies
- * fastest within a block) and OIhw8o8i (i_inner 1): block (o / ob, i / ib)
- * starts at ((o / ob) * ceil(i / ib) + i / ib) * taps * ob * ib, then tap t
- * at t * ob * ib. pair 0: fp32 elements. pair 2: bf16 elements, the
- * channel that varies slower within a block taken in pairs, the two of a
- * pair side by side (oneDNN's VNNI layouts for bf16 kernels: i_inner 0 is
- * ABcd8b16a2b, [i / 2][o][i % 2]; i_inner 1 is ABcd8a16b2a, [o / 2][i][o %
- * 2]). Channels are padded to whole blocks (the padding holds zeros;
- * writers leave it). The data begin at the first `align`-byte boundary at
- * or after `header` bytes into the copy (a descriptor of the layout comes
- * first). ob = 0: not such a layout. */
-struct starnn_blocked_weights {
-	uint32_t o, i, taps, ob, ib, i_inner, header, align, pair;
-};
 
 /* Where element (o, i, t) lies in the data of L, in elements. */
 static inline size_t starnn_blocked_weights_index(const struct starnn_blocked_weights *L, size_t o, size_t i, size_t t)
@@ -226,6 +242,22 @@ static inline size_t starnn_chan_offset(size_t k, size_t hw, size_t b)
  * values). Parts inherit the layout; a channel split of a blocked tensor
  * must cut at multiples of cblock. */
 int starnn_tensor_set_cblock(starnn_tensor *t, int cblock);
+/* Sets the weight layout of t (see wl above; L NULL or L->ob 0: OIHW)
+ * and marks it chosen. t: fp32, whole, dense (ld = cols), no partition,
+ * rows = L->o and cols = L->i * L->taps, L->o and L->i whole blocks, L
+ * fp32 (pair 0) with header and align 0. Its data are not converted: set
+ * it before t holds values. */
+int starnn_tensor_set_wlayout(starnn_tensor *t, const struct starnn_blocked_weights *L);
+/* Whether kernels may choose blocked weight layouts for the tensors they
+ * write (above): on, unless turned off (runtime/dist.c turns it off with
+ * several ranks: a gradient crosses the wire, and wire formats read rows). */
+void starnn_tensor_allow_wlayouts(int on);
+int starnn_tensor_wlayouts_allowed(void);
+/* "OIHW", or the oneDNN name of a blocked weight layout ("OIhw16i16o",
+ * "OIhw16o16i", "OIhw8i8o", "OIhw8o8i"; bf16 pairs "OIhw8i16o2i",
+ * "OIhw8o16i2o") in buf. */
+const char *starnn_wlayout_name(const struct starnn_blocked_weights *L, char *buf, size_t size);
+
 /* The name of the layout of blocks of cblock among `channels` (0: not
  * known) in buf: "NCHW", "NHWC" (one block), "nChw8c", "nChw16c", ... */
 const char *starnn_layout_name(int cblock, int64_t channels, char *buf, size_t size);

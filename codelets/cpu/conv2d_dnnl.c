@@ -260,6 +260,7 @@ struct dnnl_conv {
 	size_t n, c, o, h, w, k, lda, ldb, ldout;
 	size_t xb, yb; /* activation layouts (struct starnn_conv2d_geom); 1: NCHW */
 	int wino;      /* ask for the Winograd kernel (starnn_conv2d_winograd) */
+	size_t dwb, dwi; /* weight gradient: dw's blocked layout (struct starnn_conv2d_geom); dwb 0: OIHW */
 	/* primitives: a and b are the inputs, out the output; re_* are NULL
 	 * when the user's layout is the primitive's */
 	dnnl_primitive_t conv, re_a, re_b, re_out;
@@ -487,6 +488,27 @@ static dnnl_status_t wei_md(dnnl_memory_desc_t *md, int kind, size_t o, size_t c
 	if (kind == 1)
 		strides[0] = (dnnl_dim_t)(k * k), strides[1] = (dnnl_dim_t)ld;
 	return dnnl_memory_desc_init_by_strides(md, 4, dims, dt, strides);
+}
+
+/* The blocked weight layouts that runtime/tensor.h describes (fp32
+ * OIhw8i8o, OIhw8o8i, OIhw16i16o, OIhw16o16i: what the AVX2 and AVX-512
+ * fp32 kernels take; bf16 in pairs, ABcd8b16a2b and ABcd8a16b2a: what the
+ * AVX512-BF16 kernels take) and their oneDNN tags. */
+static const struct {
+	dnnl_format_tag_t tag;
+	dnnl_data_type_t type;
+	uint32_t block, i_inner, pair;
+} known_layouts[] = {{dnnl_ABcd8b8a, dnnl_f32, 8, 0, 0},       {dnnl_ABcd8a8b, dnnl_f32, 8, 1, 0},
+                     {dnnl_ABcd16b16a, dnnl_f32, 16, 0, 0},    {dnnl_ABcd16a16b, dnnl_f32, 16, 1, 0},
+                     {dnnl_ABcd8b16a2b, dnnl_bf16, 16, 0, 2}, {dnnl_ABcd8a16b2a, dnnl_bf16, 16, 1, 2}};
+
+/* The tag of the fp32 layout of blocks of b x b, i_inner ii (0: none). */
+static dnnl_format_tag_t blocked_tag(size_t b, size_t ii)
+{
+	for (size_t k = 0; k < sizeof known_layouts / sizeof known_layouts[0]; k++)
+		if (known_layouts[k].type == dnnl_f32 && known_layouts[k].block == b && known_layouts[k].i_inner == ii)
+			return known_layouts[k].tag;
+	return dnnl_format_tag_undef;
 }
 
 /* The user layout of an activation of e's pass: act_md's, or for a tile
@@ -733,7 +755,10 @@ retry:;
 	} else {
 		DNNL_TRY(act_window_md(&ux, e, c, xh, xw, e->lda, dt, e->xb), "x layout");
 		DNNL_TRY(act_window_md(&uy, e, o, yh, yw, e->ldb, dt, e->yb), "dy layout");
-		DNNL_TRY(wei_md(&uw, kind, o, c, k, e->ldout, dnnl_f32), "dw layout");
+		if (e->dwb)
+			DNNL_TRY(dnnl_memory_desc_init_by_tag(&uw, 4, wd, dnnl_f32, blocked_tag(e->dwb, e->dwi)), "dw layout");
+		else
+			DNNL_TRY(wei_md(&uw, kind, o, c, k, e->ldout, dnnl_f32), "dw layout");
 		dnnl_convolution_desc_t wd_;
 		if (kind)
 			DNNL_TRY(dnnl_deconvolution_backward_weights_desc_init(&wd_, alg, &ax, &adw, e->bias ? &ub : NULL, &ay,
@@ -1004,7 +1029,8 @@ static int key_equal(const struct dnnl_conv *a, const struct dnnl_conv *b)
 	return a->kind == b->kind && a->pass == b->pass && a->dt == b->dt && a->bias == b->bias && a->accumulate == b->accumulate && a->beta == b->beta &&
 	       a->n == b->n && a->c == b->c && a->o == b->o && a->h == b->h && a->w == b->w && a->k == b->k &&
 	       a->lda == b->lda && a->ldb == b->ldb && a->ldout == b->ldout && a->xb == b->xb && a->yb == b->yb &&
-	       a->fh == b->fh && a->fw == b->fw && !memcmp(a->pad, b->pad, sizeof a->pad) && a->wino == b->wino;
+	       a->fh == b->fh && a->fw == b->fw && !memcmp(a->pad, b->pad, sizeof a->pad) && a->wino == b->wino &&
+	       a->dwb == b->dwb && a->dwi == b->dwi;
 }
 
 static struct dnnl_conv conv_key(int kind, int pass, starnn_dtype sdt, const struct starnn_conv2d_geom *g, size_t lda,
@@ -1015,6 +1041,8 @@ static struct dnnl_conv conv_key(int kind, int pass, starnn_dtype sdt, const str
 	                        .w = g->w, .k = g->k, .lda = lda, .ldb = ldb, .ldout = ldout,
 	                        .xb = g->xb > 1 ? g->xb : 1, .yb = g->yb > 1 ? g->yb : 1,
 	                        .wino = !kind && starnn_conv2d_winograd(g, (enum starnn_conv2d_pass)pass, sdt)};
+	if (!kind && pass == STARNN_CONV2D_BWD_WEIGHT)
+		key.dwb = g->dwb, key.dwi = g->dwi;
 	return key;
 }
 
@@ -1077,38 +1105,27 @@ static int pack_pass_ok(int pass)
 	return pass == STARNN_CONV2D_FWD || pass == STARNN_CONV2D_BWD_DATA;
 }
 
-/* Fills *L where md is one of the blocked weight layouts that
- * runtime/tensor.h describes (fp32 OIhw8i8o, OIhw8o8i, OIhw16i16o,
- * OIhw16o16i: what the AVX2 and AVX-512 fp32 kernels take; bf16 in pairs,
- * ABcd8b16a2b and ABcd8a16b2a: what the AVX512-BF16 kernels take); ob = 0
- * otherwise. */
+/* Fills *L where md is one of known_layouts; ob = 0 otherwise. */
 static void pack_layout(const dnnl_memory_desc_t *md, struct starnn_blocked_weights *L)
 {
-	static const struct {
-		dnnl_format_tag_t tag;
-		dnnl_data_type_t type;
-		uint32_t block, i_inner, pair;
-	} known[] = {{dnnl_ABcd8b8a, dnnl_f32, 8, 0, 0},       {dnnl_ABcd8a8b, dnnl_f32, 8, 1, 0},
-	             {dnnl_ABcd16b16a, dnnl_f32, 16, 0, 0},    {dnnl_ABcd16a16b, dnnl_f32, 16, 1, 0},
-	             {dnnl_ABcd8b16a2b, dnnl_bf16, 16, 0, 2}, {dnnl_ABcd8a16b2a, dnnl_bf16, 16, 1, 2}};
 	memset(L, 0, sizeof *L);
 	if (md->ndims != 4)
 		return;
-	for (size_t k = 0; k < sizeof known / sizeof known[0]; k++) {
+	for (size_t k = 0; k < sizeof known_layouts / sizeof known_layouts[0]; k++) {
 		dnnl_memory_desc_t ref;
-		if (md->data_type != known[k].type ||
-		    dnnl_memory_desc_init_by_tag(&ref, 4, md->dims, known[k].type, known[k].tag) != dnnl_success ||
+		if (md->data_type != known_layouts[k].type ||
+		    dnnl_memory_desc_init_by_tag(&ref, 4, md->dims, known_layouts[k].type, known_layouts[k].tag) != dnnl_success ||
 		    !dnnl_memory_desc_equal(&ref, md))
 			continue;
 		*L = (struct starnn_blocked_weights){(uint32_t)md->dims[0],
 		                                     (uint32_t)md->dims[1],
 		                                     (uint32_t)(md->dims[2] * md->dims[3]),
-		                                     known[k].block,
-		                                     known[k].block,
-		                                     known[k].i_inner,
+		                                     known_layouts[k].block,
+		                                     known_layouts[k].block,
+		                                     known_layouts[k].i_inner,
 		                                     (uint32_t)sizeof(dnnl_memory_desc_t),
 		                                     PACK_ALIGN,
-		                                     known[k].pair};
+		                                     known_layouts[k].pair};
 		return;
 	}
 }
@@ -1150,6 +1167,47 @@ size_t starnn_conv2d_dnnl_pack_info(enum starnn_conv2d_pass pass, const struct s
 	}
 	conv_destroy(e);
 	return bytes;
+}
+
+/* Whether the weight gradient of g runs on a route of its own that writes
+ * OIHW dw (the 1x1 sgemm, the GEMM and direct routes, tiles) rather than
+ * on oneDNN's primitive for the whole image. */
+static size_t wgrad_tile_side(const struct starnn_conv2d_geom *g, starnn_dtype dt);
+static int wgrad_writes_oihw(const struct starnn_conv2d_geom *g, starnn_dtype dt)
+{
+	if (starnn_conv2d_1x1_gemm(g, dt))
+		return 1;
+	const enum starnn_conv2d_wgrad route = starnn_conv2d_wgrad_route(g, dt);
+	return route == STARNN_CONV2D_WGRAD_GEMM || route == STARNN_CONV2D_WGRAD_DIRECT || wgrad_tile_side(g, dt);
+}
+
+int starnn_conv2d_dnnl_dw_layout(const struct starnn_conv2d_geom *g, starnn_dtype dt, struct starnn_blocked_weights *L)
+{
+	memset(L, 0, sizeof *L);
+	if ((dt != STARNN_FP32 && dt != STARNN_BF16) || !g->n || !g->c || !g->o || !g->h || !g->w ||
+	    wgrad_writes_oihw(g, dt))
+		return 0;
+	pthread_once(&engine_once, engine_init);
+	if (engine_status != dnnl_success)
+		return 0;
+	/* built here and not cached, as starnn_conv2d_dnnl_pack_info's */
+	struct dnnl_conv *e = malloc(sizeof *e);
+	if (!e)
+		return 0;
+	struct starnn_conv2d_geom plain = *g;
+	plain.dwb = plain.dwi = 0;
+	*e = conv_key(0, STARNN_CONV2D_BWD_WEIGHT, dt, &plain, g->c * g->h * g->w, g->o * g->h * g->w, 1, 0.0f,
+	              g->c * g->k * g->k);
+	const dnnl_memory_desc_t *md = NULL;
+	if (conv_create(e) == 0 && e->re_out && e->iout && dnnl_memory_get_memory_desc(e->iout, &md) == dnnl_success &&
+	    md) {
+		pack_layout(md, L);
+		if (L->pair || !L->ob || g->o % L->ob || g->c % L->ib)
+			memset(L, 0, sizeof *L);
+		L->header = L->align = 0;
+	}
+	conv_destroy(e);
+	return L->ob != 0;
 }
 
 /* Runs reorder re of cache entry e alone (its scratchpad memory sm, NULL
@@ -1860,6 +1918,13 @@ static int wgrad_tiled(const struct starnn_conv2d_geom *g, starnn_dtype dt, size
 int starnn_conv2d_bwd_weight_dnnl(const struct starnn_conv2d_geom *g, starnn_dtype dt, const void *x, size_t ldx,
                                   const void *dy, size_t ldy, float beta, float *dw, size_t ldw, float *db)
 {
+	/* dw in a blocked layout: the primitive writes it (in any other layout
+	 * through its output reorder); the other routes write OIHW only */
+	if (g->dwb && (blocked_tag(g->dwb, g->dwi) == dnnl_format_tag_undef || wgrad_writes_oihw(g, dt)))
+		return starnn_error(STARNN_EINVAL,
+		                    "conv2d_bwd_weight (oneDNN): dw in blocks of %zu x %zu (i_inner %zu), which this pass's "
+		                    "route does not write (n %zu c %zu o %zu %zux%zu k %zu)",
+		                    g->dwb, g->dwb, g->dwi, g->n, g->c, g->o, g->h, g->w, g->k);
 	if (g->n && g->c && g->o && g->h && g->w) {
 		switch (starnn_conv2d_wgrad_route(g, dt)) {
 		case STARNN_CONV2D_WGRAD_GEMM:
@@ -1889,7 +1954,7 @@ int starnn_convt2d_fwd_dnnl(size_t n, size_t c, size_t o, size_t h, size_t w, si
                             const void *x, size_t ldx, const void *wt, size_t ldw, const float *bias, void *y,
                             size_t ldy)
 {
-	struct starnn_conv2d_geom g = {n, c, o, h, w, 2, xb, yb};
+	struct starnn_conv2d_geom g = {n, c, o, h, w, 2, xb, yb, 0, 0};
 	if (n && h && w && c && starnn_convt2d_direct(o, yb, dt)) {
 		float *work = thread_buf(2, starnn_convt2d_direct_workspace(c, o) * sizeof *work);
 		if (!work)
@@ -1904,7 +1969,7 @@ int starnn_convt2d_bwd_data_dnnl(size_t n, size_t c, size_t o, size_t h, size_t 
                                  starnn_dtype dt, const void *wt, size_t ldw, const void *dy, size_t lddy, float beta,
                                  void *dx, size_t lddx)
 {
-	struct starnn_conv2d_geom g = {n, c, o, h, w, 2, xb, yb};
+	struct starnn_conv2d_geom g = {n, c, o, h, w, 2, xb, yb, 0, 0};
 	if (n && h && w && starnn_convt2d_direct(c, xb, dt)) {
 		float *work = thread_buf(2, starnn_convt2d_direct_workspace(c, o) * sizeof *work);
 		if (!work)
@@ -2065,7 +2130,7 @@ int starnn_convt2d_bwd_weight_dnnl(size_t n, size_t c, size_t o, size_t h, size_
                                    starnn_dtype dt, const void *x, size_t ldx, const void *dy, size_t lddy, float beta,
                                    float *dw, size_t lddw, float *db)
 {
-	struct starnn_conv2d_geom g = {n, c, o, h, w, 2, xb, yb};
+	struct starnn_conv2d_geom g = {n, c, o, h, w, 2, xb, yb, 0, 0};
 	if (n && c && o && h && w && convt_wgrad_gemm_ok(c, o, xb, yb, dt))
 		return convt_wgrad_gemm(n, c, o, h, w, xb, yb, x, ldx, dy, lddy, beta, dw, lddw, db);
 	if (n && h && w && starnn_convt2d_direct(o, yb, dt)) {
@@ -2093,7 +2158,7 @@ static void bf16_probe(void)
 	uint16_t x[N * C * H * W] = {0}, w[O * C * 9] = {0}, y[N * O * H * W], wt[C * O * 4] = {0};
 	uint16_t yt[N * O * 4 * H * W] = {0}, dx[N * C * H * W];
 	float b[O] = {0}, dw[O * C * 9], dwt[C * O * 4];
-	struct starnn_conv2d_geom g = {N, C, O, H, W, 3, 1, 1};
+	struct starnn_conv2d_geom g = {N, C, O, H, W, 3, 1, 1, 0, 0};
 	bf16_ok = conv_run(0, STARNN_CONV2D_FWD, STARNN_BF16, &g, x, C * H * W, w, C * 9, NULL, b, 0.0f, y, O * H * W) == 0 &&
 	          conv_run(0, STARNN_CONV2D_BWD_DATA, STARNN_BF16, &g, y, O * H * W, w, C * 9, NULL, NULL, 0.0f, dx,
 	                   C * H * W) == 0 &&
@@ -2203,6 +2268,13 @@ enum starnn_conv2d_wgrad starnn_conv2d_wgrad_route(const struct starnn_conv2d_ge
 int starnn_conv2d_dnnl_block(starnn_dtype dt)
 {
 	(void)dt;
+	return 0;
+}
+
+int starnn_conv2d_dnnl_dw_layout(const struct starnn_conv2d_geom *g, starnn_dtype dt, struct starnn_blocked_weights *L)
+{
+	(void)g, (void)dt;
+	memset(L, 0, sizeof *L);
 	return 0;
 }
 

@@ -238,6 +238,86 @@ static void put_from(const struct starnn_blocked_weights *L, size_t o0, size_t o
 	}
 }
 
+#ifdef PUT_X86
+/* The inverses of put8_avx2 and put16_avx512 (!i_inner): the block's
+ * vectors of columns c = 8j .. 8j + 7 (16j ..) transposed into rows. */
+__attribute__((target("avx2"))) static void get8_avx2(const float *blk, size_t T, float *w, size_t ldw)
+{
+	__m256 r[8];
+	for (size_t j = 0; j < T; j++) {
+		for (size_t k = 0; k < 8; k++) {
+			const size_t c = 8 * j + k;
+			r[k] = _mm256_loadu_ps(blk + (c % T) * 64 + (c / T) * 8);
+		}
+		transpose8(r);
+		for (int o = 0; o < 8; o++)
+			_mm256_storeu_ps(w + o * ldw + 8 * j, r[o]);
+	}
+}
+
+/* i_inner 0 as get8_avx2; i_inner 1 (T <= 16): per row o, the T x 16
+ * matrix [t][i] transposed into T taps of each input channel. */
+__attribute__((target("avx512f"))) static void get16_avx512(const float *blk, size_t T, int i_inner, float *w,
+                                                             size_t ldw)
+{
+	__m512 r[16];
+	if (!i_inner) {
+		for (size_t j = 0; j < T; j++) {
+			for (size_t k = 0; k < 16; k++) {
+				const size_t c = 16 * j + k;
+				r[k] = _mm512_loadu_ps(blk + (c % T) * 256 + (c / T) * 16);
+			}
+			transpose16(r);
+			for (int o = 0; o < 16; o++)
+				_mm512_storeu_ps(w + o * ldw + 16 * j, r[o]);
+		}
+		return;
+	}
+	const __mmask16 m = (__mmask16)((1u << T) - 1);
+	for (size_t o = 0; o < 16; o++) {
+		for (size_t t = 0; t < 16; t++)
+			r[t] = t < T ? _mm512_loadu_ps(blk + t * 256 + o * 16) : _mm512_setzero_ps();
+		transpose16(r);
+		for (size_t i = 0; i < 16; i++)
+			_mm512_mask_storeu_ps(w + o * ldw + i * T, m, r[i]);
+	}
+}
+#endif
+
+void starnn_blocked_get_cpu(const struct starnn_blocked_weights *L, size_t o0, size_t o1, size_t i0, size_t i1,
+                            const void *copy, float *w, size_t ldw)
+{
+	const float *d = starnn_blocked_weights_data(L, (void *)copy);
+	const size_t T = L->taps, ob = L->ob, ib = L->ib;
+#ifdef PUT_X86
+	const int level = starnn_simd_level();
+	const int avx2 = !L->pair && ob == 8 && ib == 8 && T >= 8 && !L->i_inner && level >= STARNN_SIMD_AVX2;
+	const int avx512 = !L->pair && ob == 16 && ib == 16 && (!L->i_inner || T <= 16) && level >= STARNN_SIMD_AVX512;
+#endif
+	for (size_t ob0 = o0 / ob * ob; ob0 < o1; ob0 += ob) {
+		const size_t oa = ob0 > o0 ? ob0 : o0, oz = ob0 + ob < o1 ? ob0 + ob : o1;
+		for (size_t ib0 = i0 / ib * ib; ib0 < i1; ib0 += ib) {
+			const size_t ia = ib0 > i0 ? ib0 : i0, iz = ib0 + ib < i1 ? ib0 + ib : i1;
+#ifdef PUT_X86
+			const float *blk = d + starnn_blocked_weights_index(L, ob0, ib0, 0);
+			float *dst = w + (ob0 - o0) * ldw + (ib0 - i0) * T; /* (a whole block: ob0 >= o0, ib0 >= i0) */
+			if (avx2 && oz - oa == 8 && iz - ia == 8) {
+				get8_avx2(blk, T, dst, ldw);
+				continue;
+			}
+			if (avx512 && oz - oa == 16 && iz - ia == 16) {
+				get16_avx512(blk, T, (int)L->i_inner, dst, ldw);
+				continue;
+			}
+#endif
+			for (size_t o = oa; o < oz; o++)
+				for (size_t i = ia; i < iz; i++)
+					for (size_t t = 0; t < T; t++)
+						w[(o - o0) * ldw + (i - i0) * T + t] = d[starnn_blocked_weights_index(L, o, i, t)];
+		}
+	}
+}
+
 void starnn_blocked_put_cpu(const struct starnn_blocked_weights *L, size_t o0, size_t o1, size_t i0, size_t i1,
                             const float *w, size_t ldw, void *copy)
 {
@@ -261,7 +341,8 @@ void starnn_blocked_make_cpu(const struct starnn_blocked_weights *L, const float
  * update (w as updated) or tile (the tile's values) for each. */
 static void tiles(size_t rows, size_t cols, void (*update)(void *ctx, size_t r0, size_t r1, size_t c0, size_t c1),
                   const float *(*tile)(void *ctx, size_t r0, size_t r1, size_t c0, size_t c1, size_t *ldt), void *ctx,
-                  const float *w, size_t ldw, int n, const struct starnn_blocked_weights *L, void *const *copies)
+                  const float *w, size_t ldw, int n, const struct starnn_blocked_weights *L, void *const *copies,
+                  const struct starnn_blocked_weights *G)
 {
 	/* tiles of whole blocks of every copy: rows a multiple of the largest
 	 * ob, columns of whole input channels, a multiple of the largest ib,
@@ -279,7 +360,12 @@ static void tiles(size_t rows, size_t cols, void (*update)(void *ctx, size_t r0,
 		ib = L[c].ib > ib ? L[c].ib : ib;
 		T = L[c].taps;
 	}
-	if (n == 0 || cols % T) { /* (no copies: one tile) */
+	if (G && G->ob) { /* and whole blocks of the gradient read */
+		ob = G->ob > ob ? G->ob : ob;
+		ib = G->ib > ib ? G->ib : ib;
+		T = G->taps;
+	}
+	if (ob == 1 || cols % T) { /* (no copies nor blocked gradient: one tile) */
 		if (update)
 			update(ctx, 0, rows, 0, cols);
 		else
@@ -311,14 +397,15 @@ static void tiles(size_t rows, size_t cols, void (*update)(void *ctx, size_t r0,
 
 void starnn_update_with_copies(size_t rows, size_t cols, void (*update)(void *ctx, size_t r0, size_t r1, size_t c0, size_t c1),
                                void *ctx, const float *w, size_t ldw, int n, const struct starnn_blocked_weights *L,
-                               void *const *copies)
+                               void *const *copies, const struct starnn_blocked_weights *G)
 {
-	tiles(rows, cols, update, NULL, ctx, w, ldw, n, L, copies);
+	tiles(rows, cols, update, NULL, ctx, w, ldw, n, L, copies, G);
 }
 
 void starnn_tiles_with_copies(size_t rows, size_t cols,
                               const float *(*tile)(void *ctx, size_t r0, size_t r1, size_t c0, size_t c1, size_t *ldt),
-                              void *ctx, int n, const struct starnn_blocked_weights *L, void *const *copies)
+                              void *ctx, int n, const struct starnn_blocked_weights *L, void *const *copies,
+                              const struct starnn_blocked_weights *G)
 {
-	tiles(rows, cols, NULL, tile, ctx, NULL, 0, n, L, copies);
+	tiles(rows, cols, NULL, tile, ctx, NULL, 0, n, L, copies, G);
 }

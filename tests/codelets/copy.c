@@ -16,6 +16,7 @@
  * the last update left alone, a part of a tensor given no copies. */
 #include "codelets/adam.h"
 #include "codelets/amp.h"
+#include "codelets/axpy.h"
 #include "codelets/convert.h"
 #include "codelets/copy.h"
 #include "codelets/fill.h"
@@ -196,6 +197,106 @@ static void put_rows_kernel(void)
 	}
 }
 
+/* starnn_blocked_get_cpu, the optimizers' read of a gradient in a blocked
+ * layout: the rows put into the layout (oneDNN's formulas: put_rows_kernel)
+ * come back, whole and in tiles split at odd channels and rows, into rows
+ * further apart than their length, nothing written beyond each tile. */
+static void get_rows_kernel(void)
+{
+	static const struct {
+		uint32_t o, i, taps, b, i_inner;
+	} cases[] = {{16, 8, 9, 8, 0},    {16, 8, 9, 8, 1},     {24, 16, 1, 8, 0},   {24, 16, 25, 8, 1},
+	             {64, 48, 9, 16, 0},  {64, 48, 9, 16, 1},   {32, 32, 1, 16, 0},  {32, 32, 1, 16, 1},
+	             {48, 32, 16, 16, 1}, {48, 32, 25, 16, 0}, {32, 16, 25, 16, 1}, {12, 13, 9, 8, 1},
+	             {20, 35, 9, 16, 0}};
+	for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
+		const size_t O = cases[k].o, I = cases[k].i, T = cases[k].taps, b = cases[k].b;
+		const struct starnn_blocked_weights L = {(uint32_t)O, (uint32_t)I, (uint32_t)T, (uint32_t)b, (uint32_t)b,
+		                                         cases[k].i_inner, 0, 0, 0};
+		const size_t ld = I * T + 5;
+		float *w = test_random(O * ld, -1, 1);
+		float *d = calloc(starnn_blocked_weights_floats(&L), sizeof *d);
+		starnn_blocked_put_rows_cpu(&L, 0, O, w, ld, d);
+		/* whole, then four tiles split at odd rows and channels */
+		const size_t cuts[][4] = {{0, O, 0, I},         {0, O / 2 + 1, 0, I / 2 + 1}, {0, O / 2 + 1, I / 2 + 1, I},
+		                          {O / 2 + 1, O, 0, 3}, {O / 2 + 1, O, 3, I}};
+		for (size_t c = 0; c < sizeof cuts / sizeof cuts[0]; c++) {
+			const size_t o0 = cuts[c][0], o1 = cuts[c][1], i0 = cuts[c][2], i1 = cuts[c][3];
+			const size_t ldt = (i1 - i0) * T + 7, n = (o1 - o0) * ldt;
+			float *t = malloc(n * sizeof *t);
+			for (size_t e = 0; e < n; e++)
+				t[e] = -1234.5f;
+			starnn_blocked_get_cpu(&L, o0, o1, i0, i1, d, t, ldt);
+			size_t bad = 0;
+			for (size_t o = o0; o < o1; o++)
+				for (size_t c2 = 0; c2 < ldt; c2++) {
+					const float want = c2 < (i1 - i0) * T ? w[o * ld + i0 * T + c2] : -1234.5f;
+					bad += memcmp(&t[(o - o0) * ldt + c2], &want, sizeof want) != 0;
+				}
+			TEST_ASSERT(bad == 0,
+			            "blocked get %zu (%zu x %zu x %zu, blocks of %zu, %s fastest), tile %zu: %zu elements not "
+			            "the rows put, or written beyond the tile",
+			            k, O, I, T, b, cases[k].i_inner ? "i" : "o", c, bad);
+			free(t);
+		}
+		free(w), free(d);
+	}
+}
+
+/* rc is STARNN_EINVAL and the message holds needle. */
+static void expect_einval(int rc, const char *what, const char *needle)
+{
+	TEST_ASSERT(rc == STARNN_EINVAL && strstr(starnn_last_error(), needle) != NULL,
+	            "%s: expected STARNN_EINVAL saying '%s', got %d: %s", what, needle, rc, starnn_last_error());
+}
+
+/* A tensor in a blocked weight layout: read and write exchange OIHW, its
+ * storage holds the layout, element-wise operations refuse to mix it with
+ * OIHW, and bad layouts are refused with a message. */
+static void blocked_grads(void)
+{
+	const int64_t O = 32, I = 16;
+	const size_t n = (size_t)(O * I * 9);
+	const struct starnn_blocked_weights L = {32, 16, 9, 16, 16, 0, 0, 0, 0};
+	float *v = test_random(n, -1, 1);
+	starnn_tensor *plain = test_tensor("plain", 4, (int64_t[]){O, I, 3, 3}, v);
+	starnn_tensor *g = test_tensor("gb", 4, (int64_t[]){O, I, 3, 3}, v);
+	TEST_OK(starnn_tensor_set_wlayout(g, &L)); /* values kept */
+	float *back = test_read(g);
+	TEST_ASSERT(memcmp(back, v, n * sizeof *v) == 0, "a blocked tensor's read is not the values it held");
+	TEST_ASSERT(g->wl_fixed && g->wl.ob == 16, "set_wlayout: layout not recorded");
+	TEST_ASSERT(starpu_data_acquire(g->handle, STARPU_R) == 0, "acquire");
+	const float *raw = starpu_data_get_local_ptr(g->handle);
+	size_t bad = 0;
+	for (size_t o = 0; o < (size_t)O; o++)
+		for (size_t i = 0; i < (size_t)I; i++)
+			for (size_t t = 0; t < 9; t++)
+				bad += memcmp(&raw[onednn_offset((size_t)I, 9, 16, 0, o, i, t)], &v[(o * (size_t)I + i) * 9 + t],
+				              sizeof(float)) != 0;
+	starpu_data_release(g->handle);
+	TEST_ASSERT(bad == 0, "a tensor in OIhw16i16o: %zu elements not at oneDNN's offsets", bad);
+	char d[128];
+	TEST_ASSERT(strstr(starnn_tensor_describe(g, d, sizeof d), "OIhw16i16o") != NULL, "describe: %s", d);
+	starnn_tensor **parts;
+	expect_einval(starnn_axpy(1.0f, plain, g), "axpy OIHW + OIhw16i16o", "layouts differ");
+	expect_einval(starnn_copy(g, plain), "copy OIhw16i16o -> OIHW", "layouts differ");
+	expect_einval(starnn_tensor_split(g, 0, 2, NULL, &parts), "split of OIhw16i16o", "is not split");
+	const struct starnn_blocked_weights odd = {32, 16, 9, 16, 16, 0, 0, 0, 0};
+	starnn_tensor *small = test_tensor("small", 4, (int64_t[]){O, 12, 3, 3}, NULL);
+	expect_einval(starnn_tensor_set_wlayout(small, &odd), "32 x 16 layout of 32 x 12", "not a layout of its rows");
+	const struct starnn_blocked_weights twelve = {32, 12, 9, 16, 16, 0, 0, 0, 0};
+	expect_einval(starnn_tensor_set_wlayout(small, &twelve), "12 channels in blocks of 16", "whole fp32 blocks");
+	starnn_tensor *h;
+	TEST_OK(starnn_tensor_create(&h, "h", STARNN_BF16, 4, (int64_t[]){O, I, 3, 3}));
+	expect_einval(starnn_tensor_set_wlayout(h, &L), "a bf16 tensor", "dense fp32");
+	/* back to OIHW, values kept */
+	TEST_OK(starnn_tensor_set_wlayout(g, NULL));
+	float *again = test_read(g);
+	TEST_ASSERT(g->wl.ob == 0 && memcmp(again, v, n * sizeof *v) == 0, "set_wlayout(NULL): not OIHW as it was");
+	starnn_tensor_destroy(plain), starnn_tensor_destroy(g), starnn_tensor_destroy(small), starnn_tensor_destroy(h);
+	free(v), free(back), free(again);
+}
+
 /* oneDNN's bf16 formats in pairs, spelt out: ABcd8b16a2b (i_inner 0:
  * [i / 2][o][i % 2] in a 16 x 16 block) and ABcd8a16b2a (i_inner 1: [o /
  * 2][i][o % 2]), inputs padded to blocks of 16. */
@@ -374,15 +475,39 @@ static void copies_before(const struct test_copies *tc, int unread, unsigned cha
 	}
 }
 
-static void updates_with_copies(enum opt op, int ncopies, int64_t O, int64_t I)
+/* A gradient shaped [O, I, 3, 3] in layout G (runtime/tensor.h: wl, as
+ * conv2d's weight-gradient tasks write it), or g itself where G is NULL. */
+static starnn_tensor *grad_in(starnn_tensor *g, const struct starnn_blocked_weights *G)
+{
+	if (!G)
+		return g;
+	starnn_tensor *b = test_tensor("gb", 4, g->shape, NULL);
+	TEST_OK(starnn_tensor_set_wlayout(b, G));
+	return b;
+}
+
+/* The same gradient values into g and, where it is another tensor, gb. */
+static void grad_write(starnn_tensor *g, starnn_tensor *gb, const float *v)
+{
+	TEST_OK(starnn_tensor_write(g, v));
+	if (gb != g)
+		TEST_OK(starnn_tensor_write(gb, v));
+}
+
+/* The updates keeping 0 to 2 copies current, against the plain update;
+ * with G, the update under test reads its gradient in that layout
+ * (starnn_copies_grad), the reference the same values in OIHW. */
+static void updates_with_copies(enum opt op, int ncopies, int64_t O, int64_t I, const struct starnn_blocked_weights *G)
 {
 	const int64_t k = 3;
 	const size_t n = (size_t)(O * I * k * k);
 	const char *on = opt_names[op];
 	int64_t four = 4, one = 1;
 	float *w0 = test_random(n, -1, 1);
-	starnn_tensor *g = test_tensor("g", 4, (int64_t[]){O, I, k, k}, NULL), *state, *flag;
-	struct upd a = upd_new("a", O, I, k, w0, g), r = upd_new("r", O, I, k, w0, g);
+	starnn_tensor *g = test_tensor("g", 4, (int64_t[]){O, I, k, k}, NULL), *state, *flag, *gb = grad_in(g, G);
+	char gl[24];
+	starnn_wlayout_name(G, gl, sizeof gl);
+	struct upd a = upd_new("a", O, I, k, w0, gb), r = upd_new("r", O, I, k, w0, g);
 	TEST_OK(starnn_tensor_create(&state, "state", STARNN_FP32, 1, &four));
 	TEST_OK(starnn_tensor_create(&flag, "flag", STARNN_FP32, 1, &one));
 	float st[4] = {2.0f, 3.0f, 7.0f, 0.0f};
@@ -397,7 +522,7 @@ static void updates_with_copies(enum opt op, int ncopies, int64_t O, int64_t I)
 		const int skipped = step == 2 && (op == OPT_ADAM_AMP || op == OPT_SGD_AMP);
 		const int unread = step == 3; /* no pass read the copies since the last update */
 		float *gv = test_random(n, -1, 1);
-		TEST_OK(starnn_tensor_write(g, gv));
+		grad_write(g, gb, gv);
 		TEST_OK(starnn_fill(skipped ? 1.0f : 0.0f, flag));
 		unsigned char *before[2];
 		float *bd[2];
@@ -406,7 +531,8 @@ static void updates_with_copies(enum opt op, int ncopies, int64_t O, int64_t I)
 		update(op, &r, state, flag, step);
 		float *wa = test_read(a.w), *wr = test_read(r.w), *sa = test_read(a.s1), *sr = test_read(r.s1);
 		TEST_ASSERT(memcmp(wa, wr, n * sizeof *wa) == 0 && memcmp(sa, sr, n * sizeof *sa) == 0,
-		            "%s with %d copies, step %d: w or its state differ from the plain update", on, ncopies, step);
+		            "%s with %d copies, gradient %s, step %d: w or its state differ from the plain update", on,
+		            ncopies, gl, step);
 		for (int c = 0; c < ncopies; c++) {
 			float *got;
 			unsigned char *after = copy_read(e[c]->d, &L[c], &got);
@@ -434,7 +560,7 @@ static void updates_with_copies(enum opt op, int ncopies, int64_t O, int64_t I)
 	starnn_tensor **parts;
 	TEST_OK(starnn_tensor_split(a.w, 0, 2, NULL, &parts));
 	TEST_ASSERT(starnn_tensor_copies(parts[0], none, 2) == 0, "a part of w must have no copies to write");
-	starnn_tensor *all[] = {a.w, a.s1, a.s2, r.w, r.s1, r.s2, g, state, flag};
+	starnn_tensor *all[] = {a.w, a.s1, a.s2, r.w, r.s1, r.s2, g, state, flag, gb != g ? gb : NULL};
 	for (size_t i = 0; i < sizeof all / sizeof *all; i++)
 		starnn_tensor_destroy(all[i]);
 	free(w0);
@@ -507,14 +633,17 @@ static void narrows_with_copies(starnn_dtype dt, int ncopies, int64_t O, int64_t
  * bit for bit those of adam then convert, each copy h's values in its
  * layout: widened to fp32 (blocks of 8, as where the passes widen 16-bit
  * weights) or bf16 in pairs (blocks of 16: AVX512-BF16 kernels). */
-static void casts_with_copies(starnn_dtype hdt, int pairs, int ncopies, int64_t O, int64_t I)
+static void casts_with_copies(starnn_dtype hdt, int pairs, int ncopies, int64_t O, int64_t I,
+                              const struct starnn_blocked_weights *G)
 {
 	const size_t n = (size_t)(O * I * 9);
 	int64_t shape[4] = {O, I, 3, 3};
 	const char *dn = starnn_dtype_name(hdt);
 	float *w0 = test_random(n, -1, 1);
-	starnn_tensor *g = test_tensor("g", 4, shape, NULL), *ha, *hr;
-	struct upd a = upd_new("a", O, I, 3, w0, g), r = upd_new("r", O, I, 3, w0, g);
+	starnn_tensor *g = test_tensor("g", 4, shape, NULL), *ha, *hr, *gb = grad_in(g, G);
+	char gl[24];
+	starnn_wlayout_name(G, gl, sizeof gl);
+	struct upd a = upd_new("a", O, I, 3, w0, gb), r = upd_new("r", O, I, 3, w0, g);
 	TEST_OK(starnn_tensor_create(&ha, "ha", hdt, 4, shape));
 	TEST_OK(starnn_tensor_create(&hr, "hr", hdt, 4, shape));
 	struct starnn_blocked_weights L[2];
@@ -541,14 +670,14 @@ static void casts_with_copies(starnn_dtype hdt, int pairs, int ncopies, int64_t 
 	uint16_t *hv = malloc(n * sizeof *hv), *rv = malloc(n * sizeof *rv);
 	for (int step = 1; step <= 3; step++) {
 		float *gv = test_random(n, -1, 1);
-		TEST_OK(starnn_tensor_write(g, gv));
+		grad_write(g, gb, gv);
 		unsigned char *before[2];
 		for (int c = 0; c < ncopies; c++) {
 			before[c] = malloc(e[c]->d->cols);
 			TEST_OK(starnn_tensor_read(e[c]->d, before[c]));
 			starnn_tensor_use_derived(e[c]); /* a pass read them */
 		}
-		TEST_OK(starnn_adam_cast(a.w, g, a.s1, a.s2, &ap, step, 0.5f, ha));
+		TEST_OK(starnn_adam_cast(a.w, gb, a.s1, a.s2, &ap, step, 0.5f, ha));
 		TEST_OK(starnn_adam(r.w, g, r.s1, r.s2, &ap, step, 0.5f));
 		TEST_OK(starnn_convert(r.w, hr));
 		float *wa = test_read(a.w), *wr = test_read(r.w), *sa = test_read(a.s1), *sr = test_read(r.s1);
@@ -556,8 +685,8 @@ static void casts_with_copies(starnn_dtype hdt, int pairs, int ncopies, int64_t 
 		TEST_OK(starnn_tensor_read(hr, rv));
 		TEST_ASSERT(memcmp(wa, wr, n * sizeof *wa) == 0 && memcmp(sa, sr, n * sizeof *sa) == 0 &&
 		                memcmp(hv, rv, n * sizeof *hv) == 0,
-		            "adam_cast to %s with %d copies, step %d: w, m or h differ from adam then convert", dn, ncopies,
-		            step);
+		            "adam_cast to %s with %d copies, gradient %s, step %d: w, m or h differ from adam then convert",
+		            dn, ncopies, gl, step);
 		for (int c = 0; c < ncopies; c++) {
 			const size_t bytes = e[c]->d->cols;
 			unsigned char *after = malloc(bytes), *want = malloc(bytes);
@@ -587,7 +716,7 @@ static void casts_with_copies(starnn_dtype hdt, int pairs, int ncopies, int64_t 
 		free(gv), free(wa), free(wr), free(sa), free(sr);
 	}
 	free(hv), free(rv), free(w0);
-	starnn_tensor *all[] = {a.w, a.s1, a.s2, r.w, r.s1, r.s2, g, ha, hr};
+	starnn_tensor *all[] = {a.w, a.s1, a.s2, r.w, r.s1, r.s2, g, ha, hr, gb != g ? gb : NULL};
 	for (size_t i = 0; i < sizeof all / sizeof *all; i++)
 		starnn_tensor_destroy(all[i]);
 }
@@ -602,19 +731,34 @@ int main(void)
 	if (!TEST_ON_CUDA) {
 		put_rows_kernel();
 		put_pairs_kernel();
+		get_rows_kernel();
 		for (int op = OPT_ADAM; op <= OPT_SGD_AMP; op++)
 			for (int c = 1; c <= 2; c++) {
-				updates_with_copies((enum opt)op, c, 12, 13); /* partial blocks */
-				updates_with_copies((enum opt)op, c, 24, 83); /* tiles of 56 input channels, then 27 */
+				updates_with_copies((enum opt)op, c, 12, 13, NULL); /* partial blocks */
+				updates_with_copies((enum opt)op, c, 24, 83, NULL); /* tiles of 56 input channels, then 27 */
 			}
 		for (int c = 1; c <= 2; c++) {
 			narrows_with_copies(STARNN_BF16, c, 12, 13);
 			narrows_with_copies(STARNN_FP16, c, 24, 83);
-			casts_with_copies(STARNN_BF16, 1, c, 20, 13); /* partial blocks of 16 */
-			casts_with_copies(STARNN_BF16, 1, c, 48, 40);
-			casts_with_copies(STARNN_FP16, 0, c, 12, 13);
-			casts_with_copies(STARNN_BF16, 0, c, 24, 83);
+			casts_with_copies(STARNN_BF16, 1, c, 20, 13, NULL); /* partial blocks of 16 */
+			casts_with_copies(STARNN_BF16, 1, c, 48, 40, NULL);
+			casts_with_copies(STARNN_FP16, 0, c, 12, 13, NULL);
+			casts_with_copies(STARNN_BF16, 0, c, 24, 83, NULL);
 		}
+		/* gradients in the weight-gradient kernels' layouts (blocks of 8
+		 * and 16, either channel fastest), with 0, 1 and 2 copies; 48 x
+		 * 112 x 9: tiles of 48 input channels with 16-blocks, then 16 */
+		for (uint32_t b = 8; b <= 16; b += 8)
+			for (uint32_t ii = 0; ii <= 1; ii++) {
+				const struct starnn_blocked_weights G = {48, 112, 9, b, b, ii, 0, 0, 0};
+				for (int c = 0; c <= 2; c++) {
+					for (int op = OPT_ADAM; op <= OPT_SGD_AMP; op++)
+						updates_with_copies((enum opt)op, c, 48, 112, &G);
+					casts_with_copies(STARNN_BF16, 1, c, 48, 112, &G);
+					casts_with_copies(STARNN_FP16, 0, c, 48, 112, &G);
+				}
+			}
+		blocked_grads();
 	}
 	codelets(STARNN_FP32);
 	codelets(STARNN_FP16);

@@ -321,19 +321,24 @@ static int native_cpu(starnn_dtype dt)
 	return dt == STARNN_BF16 && starnn_conv2d_dnnl_bf16();
 }
 
+/* 16-bit weights and activations that the CPU's passes of geometry g
+ * widen to fp32: their packed copies are fp32, of the widened values. All
+ * of dt's passes where oneDNN has no native kernels for it here; else the
+ * 1x1 convolutions from blocked activations into NCHW (the UNet's output
+ * layer), which starnn's fp32 sgemm kernels take on the widened data
+ * (starnn_conv2d_1x1_gemm): oneDNN's bf16 1x1 convolution would reorder
+ * the NCHW side, and the padded 12 output channels, at every call. */
+static int widened_cpu(const struct starnn_conv2d_geom *g, starnn_dtype dt)
+{
+	return dt != STARNN_FP32 && (!native_cpu(dt) || starnn_conv2d_1x1_gemm(g, STARNN_FP32));
+}
+
 /* A task of the oneDNN backend on a CPU, running native bf16 kernels (no
  * widening). */
 static int dnnl_native(const struct conv_args *a, starnn_dtype dt, int cuda)
 {
-	return !cuda && a->backend == STARNN_CONV2D_DNNL && native_cpu(dt);
-}
-
-/* 16-bit weights and activations that the CPU's passes widen to fp32 (no
- * native kernels for dt here): their packed copies are fp32, of the
- * widened values. */
-static int widened_cpu(starnn_dtype dt)
-{
-	return dt != STARNN_FP32 && !native_cpu(dt);
+	struct starnn_conv2d_geom g = geom_of(a);
+	return !cuda && a->backend == STARNN_CONV2D_DNNL && native_cpu(dt) && !widened_cpu(&g, dt);
 }
 
 /* A CUDA worker in native mode (starnn_cuda_half_conv, taken at submission):
@@ -526,7 +531,7 @@ static void pack_cpu(void *buffers[], void *cl_arg)
 	struct starnn_conv2d_geom g = pack_geom(p);
 	struct starnn_mat w = BUF(0), wp = BUF(1);
 	const starnn_dtype dt = (starnn_dtype)p->dt;
-	if (!widened_cpu(dt)) {
+	if (!widened_cpu(&g, dt)) {
 		done(starnn_conv2d_dnnl_pack((enum starnn_conv2d_pass)p->pass, &g, dt, p->lda, w.ptr, w.ld, p->ldout,
 		                             p->beta, wp.ptr, p->bytes));
 		return;
@@ -560,7 +565,7 @@ static void copy_pass_cpu(void *buffers[], const struct conv_args *a, starnn_dty
 	struct starnn_mat in = BUF(0), w = BUF(1), out = BUF(fwd ? 4 : 3);
 	const void *copy = BUF(2).ptr;
 	const float *b = fwd ? BUF(3).ptr : NULL;
-	const int widen = widened_cpu(dt);
+	const int widen = widened_cpu(&g, dt);
 	const starnn_dtype hdt = widen ? dt : STARNN_FP32; /* what starnn_hw_in widens (fp32: nothing) */
 	const starnn_dtype rdt = widen ? STARNN_FP32 : dt; /* what the kernel runs on */
 	struct starnn_hw h;
@@ -766,7 +771,7 @@ static starnn_tensor *packed_for(starnn_tensor *w, enum starnn_conv2d_pass pass,
 	/* 16-bit weights widened in the passes: an fp32 copy of the widened
 	 * values, for the fp32 primitive on the tasks' dense widened
 	 * activations (codelets/halfwrap.h) */
-	const int widen = widened_cpu(dt);
+	const int widen = widened_cpu(g, dt);
 	if (widen)
 		widened_lds(pass, g, &lda, &ldout);
 	const starnn_dtype pdt = widen ? STARNN_FP32 : dt;
@@ -818,7 +823,7 @@ static starnn_tensor *sliced_for(starnn_tensor *w, const struct starnn_conv2d_ge
 	starnn_tensor *root;
 	size_t row0;
 	if (starnn_conv2d_pack() != STARNN_CONV2D_PACK_ON || starnn_conv2d_cpu_backend() != STARNN_CONV2D_DNNL ||
-	    (unsigned)dt >= STARNN_NDTYPES || (dt != STARNN_FP32 && !widened_cpu(dt)) ||
+	    (unsigned)dt >= STARNN_NDTYPES || (dt != STARNN_FP32 && !widened_cpu(g, dt)) ||
 	    starpu_cuda_worker_get_count() > 0 || !w->parent || !starnn_tensor_row_part(w, &root, &row0) ||
 	    root->dtype != dt)
 		return NULL;
@@ -1072,7 +1077,7 @@ static int dw_layout(starnn_tensor *dw, const struct starnn_conv2d_geom *g, star
 		if (parts == 1 && dw->version == 0 && !dw->parent && !dw->nplans && dw->ld == dw->cols &&
 		    starnn_tensor_wlayouts_allowed() && starnn_conv2d_pack() == STARNN_CONV2D_PACK_ON &&
 		    a->backend == STARNN_CONV2D_DNNL && starpu_cuda_worker_get_count() == 0)
-			starnn_conv2d_dnnl_dw_layout(g, dt == STARNN_FP32 || native_cpu(dt) ? dt : STARNN_FP32, &L);
+			starnn_conv2d_dnnl_dw_layout(g, widened_cpu(g, dt) ? STARNN_FP32 : dt, &L);
 		STARNN_CHECK(starnn_tensor_set_wlayout(dw, &L));
 	}
 	if (dw->wl.ob) {
@@ -1295,14 +1300,21 @@ const char *starnn_conv2d_cpu_route(starnn_dtype dt)
 		return "bf16 widened to fp32 on CPU workers (the im2col route, STARNN_CONV2D_CPU=im2col): no faster than "
 		       "fp32 (widening is one more pass), half the activation memory";
 	if (starnn_conv2d_dnnl_bf16()) {
+		static char buf[512];
+		const char *base = "bf16 native on CPU workers (oneDNN: AVX512-BF16 / AMX where the processor has them)", *wg = "";
 		if (starnn_conv2d_wgrad_route(&narrow, dt) == STARNN_CONV2D_WGRAD_GEMM)
-			return "bf16 native on CPU workers (oneDNN: AVX512-BF16 / AMX where the processor has them), every "
-			       "weight gradient on im2col + a bf16 matmul of oneDNN (STARNN_CONV2D_WGRAD=gemm)";
-		if (starnn_conv2d_wgrad_route(&wide, dt) == STARNN_CONV2D_WGRAD_GEMM)
-			return "bf16 native on CPU workers (oneDNN: AVX512-BF16 / AMX where the processor has them), the "
-			       "weight gradients of layers of >= 64 -> >= 128 channels at <= 8x8 pixels on im2col + a bf16 "
-			       "matmul of oneDNN (faster there than its convolution; STARNN_CONV2D_WGRAD=dnnl: oneDNN)";
-		return "bf16 native on CPU workers (oneDNN: AVX512-BF16 / AMX where the processor has them)";
+			wg = ", every weight gradient on im2col + a bf16 matmul of oneDNN (STARNN_CONV2D_WGRAD=gemm)";
+		else if (starnn_conv2d_wgrad_route(&wide, dt) == STARNN_CONV2D_WGRAD_GEMM)
+			wg = ", the weight gradients of layers of >= 64 -> >= 128 channels at <= 8x8 pixels on im2col + a bf16 "
+			     "matmul of oneDNN (faster there than its convolution; STARNN_CONV2D_WGRAD=dnnl: oneDNN)";
+		/* the output layer: 16 channels in blocks into 12 in NCHW */
+		const struct starnn_conv2d_geom out = {1, 16, 12, 32, 32, 1, 16, 1, 0, 0};
+		snprintf(buf, sizeof buf, "%s%s%s", base, wg,
+		         starnn_conv2d_1x1_gemm(&out, STARNN_FP32)
+		                 ? "; 1x1 convolutions into NCHW (the output layer) widened to fp32 on OpenBLAS sgemm "
+		                   "(STARNN_CONV2D_1X1=dnnl: oneDNN's bf16)"
+		                 : "");
+		return buf;
 	}
 	return "bf16 widened to fp32 on CPU workers (oneDNN has no bf16 kernels for this processor: they need "
 	       "AVX-512): no faster than fp32 (widening is one more pass), half the activation memory";

@@ -73,10 +73,10 @@ void starnn_conv2d_1x1_nchw_bwd_weight_cpu(const struct starnn_conv2d_geom *g, c
 /* Where those convolutions run on the oneDNN backend (fp32): environment
  * variable STARNN_CONV2D_1X1=auto|dnnl|gemm, read once;
  * starnn_conv2d_1x1_set overrides it; starnn_conv2d_1x1_check:
- * STARNN_EINVAL with a message for another value. auto (the default): the
- * sgemm kernels above where oneDNN's fp32 layout is nChw8c (its AVX2
- * kernels; on AVX-512 oneDNN keeps them: not measured there); gemm:
- * wherever they apply; dnnl: oneDNN's 1x1 convolution.
+ * STARNN_EINVAL with a message for another value. auto (the default) and
+ * gemm: the sgemm kernels above wherever they apply (fp32, and 16-bit
+ * passes widened to fp32: native bf16 passes of such layers are widened
+ * for them, codelets/conv2d.c); dnnl: oneDNN's 1x1 convolution.
  * starnn_conv2d_1x1_gemm: whether g's passes in dt take the sgemm kernels
  * (then no weights are packed for them). */
 enum starnn_conv2d_1x1 {

@@ -146,7 +146,7 @@ int starnn_conv2d_1x1_gemm(const struct starnn_conv2d_geom *g, starnn_dtype dt)
 	const int mode = starnn_choice_mode(&onebyone_choice);
 	if (dt != STARNN_FP32 || mode == STARNN_CONV2D_1X1_DNNL || !starnn_conv2d_1x1_nchw_ok(g))
 		return 0;
-	return mode == STARNN_CONV2D_1X1_GEMM || starnn_conv2d_dnnl_block(STARNN_FP32) == 8;
+	return 1; /* (auto and gemm alike: see codelets/conv2d.h) */
 }
 #endif
 

@@ -37,7 +37,7 @@ struct conv_args {
 	uint32_t cuda_half; /* 16-bit codelets: enum starnn_cuda_half_conv (0 for fp32) */
 	uint32_t o0;  /* forward: first output channel of this part (bias offset) */
 	float beta;   /* backward passes: dx / dw / db = beta * old + new */
-	uint32_t dwb, dwi; /* weight gradient: dw's blocked layout (struct starnn_conv2d_geom), 0: OIHW */
+	uint32_t dwb, dwi, dwib; /* weight gradient: dw's blocked layout (struct starnn_conv2d_geom), 0: OIHW */
 };
 /* The fp32 codelets' key leaves cuda_half out (their footprints stay as
  * they were); the 16-bit ones include it: native and widened are different
@@ -47,7 +47,7 @@ struct conv_args {
 
 static struct starnn_conv2d_geom geom_of(const struct conv_args *a)
 {
-	struct starnn_conv2d_geom g = {a->n, a->c, a->o, a->h, a->w, a->k, a->xb, a->yb, a->dwb, a->dwi};
+	struct starnn_conv2d_geom g = {a->n, a->c, a->o, a->h, a->w, a->k, a->xb, a->yb, a->dwb, a->dwi, a->dwib};
 	return g;
 }
 
@@ -516,7 +516,7 @@ struct pack_args {
 
 static struct starnn_conv2d_geom pack_geom(const struct pack_args *p)
 {
-	struct starnn_conv2d_geom g = {p->n, p->c, p->o, p->h, p->w, p->k, p->xb, p->yb, 0, 0};
+	struct starnn_conv2d_geom g = {p->n, p->c, p->o, p->h, p->w, p->k, p->xb, p->yb, 0, 0, 0};
 	return g;
 }
 
@@ -907,7 +907,7 @@ static struct conv_args args_of(const struct starnn_conv2d_geom *g, float beta, 
 {
 	struct conv_args a = {(uint32_t)g->n, (uint32_t)g->c, (uint32_t)g->o, (uint32_t)g->h, (uint32_t)g->w,
 	                      (uint32_t)g->k, (uint32_t)starnn_conv2d_cpu_backend(), (uint32_t)g->xb, (uint32_t)g->yb,
-	                      dt == STARNN_FP32 ? 0u : (uint32_t)starnn_cuda_half_conv(), 0, beta, 0, 0};
+	                      dt == STARNN_FP32 ? 0u : (uint32_t)starnn_cuda_half_conv(), 0, beta, 0, 0, 0};
 	return a;
 }
 
@@ -1086,7 +1086,7 @@ static int dw_layout(starnn_tensor *dw, const struct starnn_conv2d_geom *g, star
 			return starnn_error(STARNN_EINVAL,
 			                    "conv2d_bwd_weight: dw %s is in layout %s, which only one oneDNN task writes",
 			                    starnn_tensor_describe(dw, d, sizeof d), starnn_wlayout_name(&dw->wl, l, sizeof l));
-		a->dwb = dw->wl.ob, a->dwi = dw->wl.i_inner;
+		a->dwb = dw->wl.ob, a->dwi = dw->wl.i_inner, a->dwib = dw->wl.ib;
 	}
 	return 0;
 }
@@ -1264,10 +1264,10 @@ const char *starnn_conv2d_cpu_route(starnn_dtype dt)
 		return NULL;
 	/* the weight-gradient route (codelets/conv2d.h), asked of a wide layer
 	 * at 8x8 and of a narrow one */
-	const struct starnn_conv2d_geom wide = {1, STARNN_CONV2D_WGRAD_MIN_C, STARNN_CONV2D_WGRAD_MIN_O, 8, 8, 3, 1, 1, 0, 0};
-	const struct starnn_conv2d_geom narrow = {1, 16, 16, 32, 32, 3, 1, 1, 0, 0};
+	const struct starnn_conv2d_geom wide = {1, STARNN_CONV2D_WGRAD_MIN_C, STARNN_CONV2D_WGRAD_MIN_O, 8, 8, 3, 1, 1, 0, 0, 0};
+	const struct starnn_conv2d_geom narrow = {1, 16, 16, 32, 32, 3, 1, 1, 0, 0, 0};
 	if (dt == STARNN_FP32) {
-		struct starnn_conv2d_geom first = {1, 13, 16, 32, 32, 3, 1, 1, 0, 0}; /* from NCHW x */
+		struct starnn_conv2d_geom first = {1, 13, 16, 32, 32, 3, 1, 1, 0, 0, 0}; /* from NCHW x */
 		if (starnn_conv2d_cpu_backend() != STARNN_CONV2D_DNNL)
 			return NULL;
 		const enum starnn_conv2d_wgrad rn = starnn_conv2d_wgrad_route(&narrow, dt),
@@ -1308,7 +1308,7 @@ const char *starnn_conv2d_cpu_route(starnn_dtype dt)
 			wg = ", the weight gradients of layers of >= 64 -> >= 128 channels at <= 8x8 pixels on im2col + a bf16 "
 			     "matmul of oneDNN (faster there than its convolution; STARNN_CONV2D_WGRAD=dnnl: oneDNN)";
 		/* the output layer: 16 channels in blocks into 12 in NCHW */
-		const struct starnn_conv2d_geom out = {1, 16, 12, 32, 32, 1, 16, 1, 0, 0};
+		const struct starnn_conv2d_geom out = {1, 16, 12, 32, 32, 1, 16, 1, 0, 0, 0};
 		snprintf(buf, sizeof buf, "%s%s%s", base, wg,
 		         starnn_conv2d_1x1_gemm(&out, STARNN_FP32)
 		                 ? "; 1x1 convolutions into NCHW (the output layer) widened to fp32 on OpenBLAS sgemm "

@@ -32,9 +32,10 @@ struct starnn_conv2d_geom {
 	 * nChw8c / nChw16c (the oneDNN kernels only; the others take NCHW). */
 	size_t xb, yb;
 	/* The layout of dw in the weight-gradient pass (runtime/tensor.h:
-	 * wl): 0 OIHW; else blocks of dwb x dwb channels, dwi its i_inner
-	 * (OIhw16i16o: 16, 0), as starnn_conv2d_dnnl_dw_layout names it. */
-	size_t dwb, dwi;
+	 * wl): dwb 0 OIHW; else blocks of dwb output x dwib input channels,
+	 * dwi its i_inner (OIhw16i16o: 16, 0, 16; Acdb16a: 16, 0, 1), as
+	 * starnn_conv2d_dnnl_dw_layout names it. */
+	size_t dwb, dwi, dwib;
 };
 
 enum starnn_conv2d_pass {

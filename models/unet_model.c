@@ -388,7 +388,7 @@ static int conv_create(unet *m, struct conv *c, const char *path, int cin, int c
 			          yb = starnn_conv2d_act_cblock(cout, STARNN_FP32, m->cfg.micro);
 			const struct starnn_conv2d_geom g = {(size_t)(m->cfg.batch / m->cfg.micro), (size_t)cin, (size_t)cout,
 			                                     (size_t)s, (size_t)s, 3, xb > 1 ? (size_t)xb : 1,
-			                                     yb > 1 ? (size_t)yb : 1, 0, 0};
+			                                     yb > 1 ? (size_t)yb : 1, 0, 0, 0};
 			if ((pass == STARNN_CONV2D_BWD_DATA && first) ||
 			    (pass == STARNN_CONV2D_BWD_WEIGHT &&
 			     starnn_conv2d_wgrad_route(&g, STARNN_FP32) != STARNN_CONV2D_WGRAD_DNNL))

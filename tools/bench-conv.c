@@ -266,7 +266,7 @@ static int wgrad_bench(int reps, int quick)
 			continue;
 		size_t xb = blk > 1 && sh->c % (size_t)blk == 0 ? (size_t)blk : 1;
 		size_t yb = blk > 1 && sh->o % (size_t)blk == 0 ? (size_t)blk : 1;
-		struct starnn_conv2d_geom g = {sh->n, sh->c, sh->o, sh->hw, sh->hw, 3, xb, yb, 0, 0};
+		struct starnn_conv2d_geom g = {sh->n, sh->c, sh->o, sh->hw, sh->hw, 3, xb, yb, 0, 0, 0};
 		const size_t ldx = g.c * g.h * g.w, ldy = g.o * g.h * g.w, ldw = g.c * 9;
 		float *x = random_f32(g.n * ldx, &seed), *dy = random_f32(g.n * ldy, &seed);
 		float *dw = random_f32(g.o * ldw, &seed), *db = random_f32(g.o, &seed);
@@ -347,7 +347,7 @@ static int wgrad16_bench(int reps, int quick)
 		const size_t b = blk == STARNN_CONV2D_NHWC ? 0 : blk > 1 ? (size_t)blk : 1;
 		size_t xb = b ? (sh->c % b ? 1 : b) : (sh->c % 8 ? 1 : sh->c);
 		size_t yb = b ? (sh->o % b ? 1 : b) : (sh->o % 8 ? 1 : sh->o);
-		struct starnn_conv2d_geom g = {sh->n, sh->c, sh->o, sh->hw, sh->hw, 3, xb, yb, 0, 0};
+		struct starnn_conv2d_geom g = {sh->n, sh->c, sh->o, sh->hw, sh->hw, 3, xb, yb, 0, 0, 0};
 		const size_t nx = g.n * g.c * g.h * g.w, ny = g.n * g.o * g.h * g.w, ndw = g.o * g.c * 9;
 		float *xf = random_f32(nx, &seed), *dyf = random_f32(ny, &seed);
 		uint16_t *x = aligned64(nx * sizeof *x), *dy = aligned64(ny * sizeof *dy);
@@ -577,7 +577,7 @@ static int nchw_in_bench(int reps, int quick)
 		if (quick && sh->n != 2)
 			continue;
 		const size_t n = sh->n, c = sh->c, o = sh->o, h = sh->hw, hw = h * h;
-		const struct starnn_conv2d_geom g = {n, c, o, h, h, 3, 1, b, 0, 0};
+		const struct starnn_conv2d_geom g = {n, c, o, h, h, 3, 1, b, 0, 0, 0};
 		float *x = random_f32(n * c * hw, &seed), *y = random_f32(n * o * hw, &seed);
 		float *w = random_f32(o * c * 9, &seed), *bias = random_f32(o, &seed);
 		const int direct = starnn_conv2d_fwd_nchw_direct_ok(&g);
@@ -659,7 +659,7 @@ int main(int argc, char **argv)
 		const struct shape *sh = &shapes[s];
 		if (quick && sh->hw != 128 && sh->n != 4)
 			continue;
-		struct starnn_conv2d_geom g = {sh->n, sh->c, sh->o, sh->hw, sh->hw, 3, 1, 1, 0, 0};
+		struct starnn_conv2d_geom g = {sh->n, sh->c, sh->o, sh->hw, sh->hw, 3, 1, 1, 0, 0, 0};
 		size_t nx = g.n * g.c * g.h * g.w, ny = g.n * g.o * g.h * g.w, nw = g.o * g.c * 9;
 		size_t work = 0;
 		for (int p = 0; p < 3; p++) {

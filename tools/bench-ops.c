@@ -287,7 +287,7 @@ int main(int argc, char **argv)
 		t.dw = make("dw", 4, O, C, K, K);
 		t.b = make("b", 1, O, 1, 1, 1);
 		t.db = make("db", 1, O, 1, 1, 1);
-		struct starnn_conv2d_geom g = {batch, s->c, s->o, s->res, s->res, s->k, 1, 1, 0, 0};
+		struct starnn_conv2d_geom g = {batch, s->c, s->o, s->res, s->res, s->k, 1, 1, 0, 0, 0};
 		double flops = starnn_conv2d_flops(&g, STARNN_CONV2D_FWD);
 		size_t pix = batch * s->res * s->res, kk = s->k * s->k;
 		for (int p = 0; p < 3; p++) {

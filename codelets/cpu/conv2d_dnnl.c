@@ -260,7 +260,7 @@ struct dnnl_conv {
 	size_t n, c, o, h, w, k, lda, ldb, ldout;
 	size_t xb, yb; /* activation layouts (struct starnn_conv2d_geom); 1: NCHW */
 	int wino;      /* ask for the Winograd kernel (starnn_conv2d_winograd) */
-	size_t dwb, dwi; /* weight gradient: dw's blocked layout (struct starnn_conv2d_geom); dwb 0: OIHW */
+	size_t dwb, dwi, dwib; /* weight gradient: dw's blocked layout (struct starnn_conv2d_geom); dwb 0: OIHW */
 	/* primitives: a and b are the inputs, out the output; re_* are NULL
 	 * when the user's layout is the primitive's */
 	dnnl_primitive_t conv, re_a, re_b, re_out;
@@ -497,16 +497,21 @@ static dnnl_status_t wei_md(dnnl_memory_desc_t *md, int kind, size_t o, size_t c
 static const struct {
 	dnnl_format_tag_t tag;
 	dnnl_data_type_t type;
-	uint32_t block, i_inner, pair;
-} known_layouts[] = {{dnnl_ABcd8b8a, dnnl_f32, 8, 0, 0},       {dnnl_ABcd8a8b, dnnl_f32, 8, 1, 0},
-                     {dnnl_ABcd16b16a, dnnl_f32, 16, 0, 0},    {dnnl_ABcd16a16b, dnnl_f32, 16, 1, 0},
-                     {dnnl_ABcd8b16a2b, dnnl_bf16, 16, 0, 2}, {dnnl_ABcd8a16b2a, dnnl_bf16, 16, 1, 2}};
+	uint32_t ob, ib, i_inner, pair;
+} known_layouts[] = {{dnnl_ABcd8b8a, dnnl_f32, 8, 8, 0, 0},       {dnnl_ABcd8a8b, dnnl_f32, 8, 8, 1, 0},
+                     {dnnl_ABcd16b16a, dnnl_f32, 16, 16, 0, 0},    {dnnl_ABcd16a16b, dnnl_f32, 16, 16, 1, 0},
+                     {dnnl_ABcd8b16a2b, dnnl_bf16, 16, 16, 0, 2}, {dnnl_ABcd8a16b2a, dnnl_bf16, 16, 16, 1, 2},
+                     /* output channels alone in blocks, [O / ob][taps][I][ob] (inputs of a few channels:
+                      * the first layer): one block of all the input channels (ib 0 here: I) */
+                     {dnnl_Acdb8a, dnnl_f32, 8, 0, 0, 0},          {dnnl_Acdb16a, dnnl_f32, 16, 0, 0, 0}};
 
-/* The tag of the fp32 layout of blocks of b x b, i_inner ii (0: none). */
-static dnnl_format_tag_t blocked_tag(size_t b, size_t ii)
+/* The tag of the fp32 layout of blocks of ob x ib, i_inner ii (0: none);
+ * ib other than ob: one block of all the input channels (Acdb<ob>a). */
+static dnnl_format_tag_t blocked_tag(size_t ob, size_t ib, size_t ii)
 {
 	for (size_t k = 0; k < sizeof known_layouts / sizeof known_layouts[0]; k++)
-		if (known_layouts[k].type == dnnl_f32 && known_layouts[k].block == b && known_layouts[k].i_inner == ii)
+		if (known_layouts[k].type == dnnl_f32 && known_layouts[k].ob == ob && known_layouts[k].i_inner == ii &&
+		    (known_layouts[k].ib == ib || (!known_layouts[k].ib && ib != ob)))
 			return known_layouts[k].tag;
 	return dnnl_format_tag_undef;
 }
@@ -756,7 +761,7 @@ retry:;
 		DNNL_TRY(act_window_md(&ux, e, c, xh, xw, e->lda, dt, e->xb), "x layout");
 		DNNL_TRY(act_window_md(&uy, e, o, yh, yw, e->ldb, dt, e->yb), "dy layout");
 		if (e->dwb)
-			DNNL_TRY(dnnl_memory_desc_init_by_tag(&uw, 4, wd, dnnl_f32, blocked_tag(e->dwb, e->dwi)), "dw layout");
+			DNNL_TRY(dnnl_memory_desc_init_by_tag(&uw, 4, wd, dnnl_f32, blocked_tag(e->dwb, e->dwib, e->dwi)), "dw layout");
 		else
 			DNNL_TRY(wei_md(&uw, kind, o, c, k, e->ldout, dnnl_f32), "dw layout");
 		dnnl_convolution_desc_t wd_;
@@ -1030,7 +1035,7 @@ static int key_equal(const struct dnnl_conv *a, const struct dnnl_conv *b)
 	       a->n == b->n && a->c == b->c && a->o == b->o && a->h == b->h && a->w == b->w && a->k == b->k &&
 	       a->lda == b->lda && a->ldb == b->ldb && a->ldout == b->ldout && a->xb == b->xb && a->yb == b->yb &&
 	       a->fh == b->fh && a->fw == b->fw && !memcmp(a->pad, b->pad, sizeof a->pad) && a->wino == b->wino &&
-	       a->dwb == b->dwb && a->dwi == b->dwi;
+	       a->dwb == b->dwb && a->dwi == b->dwi && a->dwib == b->dwib;
 }
 
 static struct dnnl_conv conv_key(int kind, int pass, starnn_dtype sdt, const struct starnn_conv2d_geom *g, size_t lda,
@@ -1042,7 +1047,7 @@ static struct dnnl_conv conv_key(int kind, int pass, starnn_dtype sdt, const str
 	                        .xb = g->xb > 1 ? g->xb : 1, .yb = g->yb > 1 ? g->yb : 1,
 	                        .wino = !kind && starnn_conv2d_winograd(g, (enum starnn_conv2d_pass)pass, sdt)};
 	if (!kind && pass == STARNN_CONV2D_BWD_WEIGHT)
-		key.dwb = g->dwb, key.dwi = g->dwi;
+		key.dwb = g->dwb, key.dwi = g->dwi, key.dwib = g->dwib;
 	return key;
 }
 
@@ -1120,8 +1125,8 @@ static void pack_layout(const dnnl_memory_desc_t *md, struct starnn_blocked_weig
 		*L = (struct starnn_blocked_weights){(uint32_t)md->dims[0],
 		                                     (uint32_t)md->dims[1],
 		                                     (uint32_t)(md->dims[2] * md->dims[3]),
-		                                     known_layouts[k].block,
-		                                     known_layouts[k].block,
+		                                     known_layouts[k].ob,
+		                                     known_layouts[k].ib ? known_layouts[k].ib : (uint32_t)md->dims[1],
 		                                     known_layouts[k].i_inner,
 		                                     (uint32_t)sizeof(dnnl_memory_desc_t),
 		                                     PACK_ALIGN,
@@ -1195,7 +1200,7 @@ int starnn_conv2d_dnnl_dw_layout(const struct starnn_conv2d_geom *g, starnn_dtyp
 	if (!e)
 		return 0;
 	struct starnn_conv2d_geom plain = *g;
-	plain.dwb = plain.dwi = 0;
+	plain.dwb = plain.dwi = plain.dwib = 0;
 	*e = conv_key(0, STARNN_CONV2D_BWD_WEIGHT, dt, &plain, g->c * g->h * g->w, g->o * g->h * g->w, 1, 0.0f,
 	              g->c * g->k * g->k);
 	const dnnl_memory_desc_t *md = NULL;
@@ -1920,11 +1925,11 @@ int starnn_conv2d_bwd_weight_dnnl(const struct starnn_conv2d_geom *g, starnn_dty
 {
 	/* dw in a blocked layout: the primitive writes it (in any other layout
 	 * through its output reorder); the other routes write OIHW only */
-	if (g->dwb && (blocked_tag(g->dwb, g->dwi) == dnnl_format_tag_undef || wgrad_writes_oihw(g, dt)))
+	if (g->dwb && (blocked_tag(g->dwb, g->dwib, g->dwi) == dnnl_format_tag_undef || wgrad_writes_oihw(g, dt)))
 		return starnn_error(STARNN_EINVAL,
 		                    "conv2d_bwd_weight (oneDNN): dw in blocks of %zu x %zu (i_inner %zu), which this pass's "
 		                    "route does not write (n %zu c %zu o %zu %zux%zu k %zu)",
-		                    g->dwb, g->dwb, g->dwi, g->n, g->c, g->o, g->h, g->w, g->k);
+		                    g->dwb, g->dwib, g->dwi, g->n, g->c, g->o, g->h, g->w, g->k);
 	if (g->n && g->c && g->o && g->h && g->w) {
 		switch (starnn_conv2d_wgrad_route(g, dt)) {
 		case STARNN_CONV2D_WGRAD_GEMM:
@@ -1954,7 +1959,7 @@ int starnn_convt2d_fwd_dnnl(size_t n, size_t c, size_t o, size_t h, size_t w, si
                             const void *x, size_t ldx, const void *wt, size_t ldw, const float *bias, void *y,
                             size_t ldy)
 {
-	struct starnn_conv2d_geom g = {n, c, o, h, w, 2, xb, yb, 0, 0};
+	struct starnn_conv2d_geom g = {n, c, o, h, w, 2, xb, yb, 0, 0, 0};
 	if (n && h && w && c && starnn_convt2d_direct(o, yb, dt)) {
 		float *work = thread_buf(2, starnn_convt2d_direct_workspace(c, o) * sizeof *work);
 		if (!work)
@@ -1969,7 +1974,7 @@ int starnn_convt2d_bwd_data_dnnl(size_t n, size_t c, size_t o, size_t h, size_t 
                                  starnn_dtype dt, const void *wt, size_t ldw, const void *dy, size_t lddy, float beta,
                                  void *dx, size_t lddx)
 {
-	struct starnn_conv2d_geom g = {n, c, o, h, w, 2, xb, yb, 0, 0};
+	struct starnn_conv2d_geom g = {n, c, o, h, w, 2, xb, yb, 0, 0, 0};
 	if (n && h && w && starnn_convt2d_direct(c, xb, dt)) {
 		float *work = thread_buf(2, starnn_convt2d_direct_workspace(c, o) * sizeof *work);
 		if (!work)
@@ -2130,7 +2135,7 @@ int starnn_convt2d_bwd_weight_dnnl(size_t n, size_t c, size_t o, size_t h, size_
                                    starnn_dtype dt, const void *x, size_t ldx, const void *dy, size_t lddy, float beta,
                                    float *dw, size_t lddw, float *db)
 {
-	struct starnn_conv2d_geom g = {n, c, o, h, w, 2, xb, yb, 0, 0};
+	struct starnn_conv2d_geom g = {n, c, o, h, w, 2, xb, yb, 0, 0, 0};
 	if (n && c && o && h && w && convt_wgrad_gemm_ok(c, o, xb, yb, dt))
 		return convt_wgrad_gemm(n, c, o, h, w, xb, yb, x, ldx, dy, lddy, beta, dw, lddw, db);
 	if (n && h && w && starnn_convt2d_direct(o, yb, dt)) {
@@ -2158,7 +2163,7 @@ static void bf16_probe(void)
 	uint16_t x[N * C * H * W] = {0}, w[O * C * 9] = {0}, y[N * O * H * W], wt[C * O * 4] = {0};
 	uint16_t yt[N * O * 4 * H * W] = {0}, dx[N * C * H * W];
 	float b[O] = {0}, dw[O * C * 9], dwt[C * O * 4];
-	struct starnn_conv2d_geom g = {N, C, O, H, W, 3, 1, 1, 0, 0};
+	struct starnn_conv2d_geom g = {N, C, O, H, W, 3, 1, 1, 0, 0, 0};
 	bf16_ok = conv_run(0, STARNN_CONV2D_FWD, STARNN_BF16, &g, x, C * H * W, w, C * 9, NULL, b, 0.0f, y, O * H * W) == 0 &&
 	          conv_run(0, STARNN_CONV2D_BWD_DATA, STARNN_BF16, &g, y, O * H * W, w, C * 9, NULL, NULL, 0.0f, dx,
 	                   C * H * W) == 0 &&

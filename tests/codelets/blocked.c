@@ -788,7 +788,7 @@ static void wgrad_bf16_case(int64_t n, int64_t c, int64_t o, int64_t s, int xb, 
 
 static void wgrad_bf16_gemm(void)
 {
-	const struct starnn_conv2d_geom wide = {2, 128, 128, 8, 8, 3, 128, 128, 0, 0}, narrow = {2, 16, 16, 32, 32, 3, 16, 16, 0, 0};
+	const struct starnn_conv2d_geom wide = {2, 128, 128, 8, 8, 3, 128, 128, 0, 0, 0}, narrow = {2, 16, 16, 32, 32, 3, 16, 16, 0, 0, 0};
 	TEST_OK(starnn_conv2d_wgrad_set(STARNN_CONV2D_WGRAD_GEMM));
 	const int forced = starnn_conv2d_wgrad_route(&wide, STARNN_BF16) == STARNN_CONV2D_WGRAD_GEMM;
 	TEST_OK(starnn_conv2d_wgrad_set(STARNN_CONV2D_WGRAD_AUTO));

@@ -41,7 +41,7 @@ struct shape {
 
 static struct starnn_conv2d_geom geom(struct shape s)
 {
-	struct starnn_conv2d_geom g = {s.n, s.c, s.o, s.h, s.w, s.k, 1, 1, 0, 0};
+	struct starnn_conv2d_geom g = {s.n, s.c, s.o, s.h, s.w, s.k, 1, 1, 0, 0, 0};
 	return g;
 }
 
@@ -397,7 +397,7 @@ static void wgrad_routes(void)
 	}
 	TEST_OK(starnn_conv2d_wgrad_set(STARNN_CONV2D_WGRAD_AUTO));
 	const int blk = starnn_conv2d_dnnl_block(STARNN_FP32), avx2 = blk == 8, avx512 = blk == 16;
-	struct starnn_conv2d_geom g = {2, 128, 128, 8, 8, 3, 8, 8, 0, 0};
+	struct starnn_conv2d_geom g = {2, 128, 128, 8, 8, 3, 8, 8, 0, 0, 0};
 	const int dir = starnn_conv2d_wgrad_direct_ok(&g);
 	TEST_ASSERT(dir == (starnn_simd_level() >= STARNN_SIMD_AVX2), "direct kernel usable: %d, AVX2 level: %d", dir,
 	            starnn_simd_level() >= STARNN_SIMD_AVX2);
@@ -438,7 +438,7 @@ static void wgrad_routes(void)
 		 * channels, else NCHW */
 		const size_t b = blk > 1 ? (size_t)blk : 1;
 		struct starnn_conv2d_geom q = {2, cases[i].c, cases[i].o, cases[i].hw, cases[i].hw, cases[i].k,
-		                               cases[i].c % b ? 1 : b, cases[i].o % b ? 1 : b, 0, 0};
+		                               cases[i].c % b ? 1 : b, cases[i].o % b ? 1 : b, 0, 0, 0};
 		const enum starnn_conv2d_wgrad got = starnn_conv2d_wgrad_route(&q, cases[i].dt);
 		TEST_ASSERT(got == cases[i].want, "auto: %s: route %d, expected %d (nChw8c here: %d, AVX2: %d)",
 		            cases[i].what, (int)got, (int)cases[i].want, avx2, dir);
@@ -453,7 +453,7 @@ static void wgrad_routes(void)
  * route: forced, declined, automatic. */
 static void onebyone_vs_naive(struct shape s, size_t xb)
 {
-	struct starnn_conv2d_geom g = {s.n, s.c, s.o, s.h, s.w, 1, xb, 1, 0, 0};
+	struct starnn_conv2d_geom g = {s.n, s.c, s.o, s.h, s.w, 1, xb, 1, 0, 0, 0};
 	char what[160], sh[96];
 	snprintf(sh, sizeof sh, "N%zu C%zu O%zu %zux%zu, x blocks of %zu", s.n, s.c, s.o, s.h, s.w, xb);
 	const size_t HW = s.h * s.w, xc = s.c * HW, yc = s.o * HW, ldx = xc + 5, ldy = yc + 3, ldw = s.c + 2;
@@ -512,8 +512,8 @@ static void onebyone_routes(void)
 	onebyone_vs_naive((struct shape){3, 32, 5, 4, 6, 1}, 16);
 	onebyone_vs_naive((struct shape){1, 24, 7, 5, 5, 1}, 24); /* NHWC */
 	onebyone_vs_naive((struct shape){2, 8, 1, 1, 1, 1}, 8);
-	struct starnn_conv2d_geom out = {2, 16, 12, 32, 32, 1, 8, 1, 0, 0}, in = {2, 16, 12, 32, 32, 1, 1, 8, 0, 0},
-	                          k3 = {2, 16, 12, 32, 32, 3, 8, 1, 0, 0}, both = {2, 16, 16, 32, 32, 1, 8, 8, 0, 0};
+	struct starnn_conv2d_geom out = {2, 16, 12, 32, 32, 1, 8, 1, 0, 0, 0}, in = {2, 16, 12, 32, 32, 1, 1, 8, 0, 0, 0},
+	                          k3 = {2, 16, 12, 32, 32, 3, 8, 1, 0, 0, 0}, both = {2, 16, 16, 32, 32, 1, 8, 8, 0, 0, 0};
 	TEST_ASSERT(starnn_conv2d_1x1_nchw_ok(&out) && !starnn_conv2d_1x1_nchw_ok(&in) && !starnn_conv2d_1x1_nchw_ok(&k3) &&
 	                    !starnn_conv2d_1x1_nchw_ok(&both),
 	            "1x1 into NCHW: blocked -> NCHW not taken, or NCHW -> blocked, 3x3 or blocked -> blocked taken");
@@ -535,7 +535,7 @@ static void onebyone_routes(void)
  * than 6 pixels and a last group of 8 channels. */
 static void nchw_in_vs_naive(struct shape s, size_t yb, int bias)
 {
-	struct starnn_conv2d_geom g = {s.n, s.c, s.o, s.h, s.w, 3, 1, yb, 0, 0};
+	struct starnn_conv2d_geom g = {s.n, s.c, s.o, s.h, s.w, 3, 1, yb, 0, 0, 0};
 	char what[160];
 	snprintf(what, sizeof what, "direct forward from NCHW N%zu C%zu O%zu %zux%zu, y blocks of %zu%s", s.n, s.c, s.o,
 	         s.h, s.w, yb, bias ? "" : ", no bias");
@@ -558,7 +558,7 @@ static void nchw_in_vs_naive(struct shape s, size_t yb, int bias)
 
 static void nchw_in_routes(void)
 {
-	if (!starnn_conv2d_fwd_nchw_direct_ok(&(struct starnn_conv2d_geom){1, 13, 16, 8, 8, 3, 1, 8, 0, 0})) {
+	if (!starnn_conv2d_fwd_nchw_direct_ok(&(struct starnn_conv2d_geom){1, 13, 16, 8, 8, 3, 1, 8, 0, 0, 0})) {
 		printf("direct forward from NCHW: not on this processor (no AVX2)\n");
 		return;
 	}
@@ -567,8 +567,8 @@ static void nchw_in_routes(void)
 	nchw_in_vs_naive((struct shape){2, 3, 24, 5, 8, 3}, 24, 0);    /* NHWC, a last group of 8 channels */
 	nchw_in_vs_naive((struct shape){1, 1, 8, 1, 2, 3}, 8, 1);      /* one row, two edge pixels */
 	nchw_in_vs_naive((struct shape){1, 20, 16, 2, 40, 3}, 8, 0);   /* 2 rows: both windows cut */
-	struct starnn_conv2d_geom first = {2, 13, 16, 32, 32, 3, 1, 8, 0, 0}, blocked = {2, 16, 16, 32, 32, 3, 8, 8, 0, 0},
-	                          out_nchw = {2, 13, 16, 32, 32, 3, 1, 1, 0, 0}, k1 = {2, 13, 16, 32, 32, 1, 1, 8, 0, 0};
+	struct starnn_conv2d_geom first = {2, 13, 16, 32, 32, 3, 1, 8, 0, 0, 0}, blocked = {2, 16, 16, 32, 32, 3, 8, 8, 0, 0, 0},
+	                          out_nchw = {2, 13, 16, 32, 32, 3, 1, 1, 0, 0, 0}, k1 = {2, 13, 16, 32, 32, 1, 1, 8, 0, 0, 0};
 	TEST_ASSERT(!starnn_conv2d_fwd_nchw_direct_ok(&blocked) && !starnn_conv2d_fwd_nchw_direct_ok(&out_nchw) &&
 	                    !starnn_conv2d_fwd_nchw_direct_ok(&k1),
 	            "direct forward from NCHW: blocked x, NCHW y or 1x1 taken");
@@ -1086,7 +1086,7 @@ static void cuda_half_switch(void)
  * another order). */
 static void dnnl_bf16_full_size(size_t c, size_t o, size_t side)
 {
-	struct starnn_conv2d_geom g = {1, c, o, side, side, 3, 1, 1, 0, 0};
+	struct starnn_conv2d_geom g = {1, c, o, side, side, 3, 1, 1, 0, 0, 0};
 	const size_t hw = side * side, nx = c * hw, ny = o * hw, nw = o * c * 9;
 	float *x = hc_random(STARNN_BF16, nx, -1, 1), *dy = hc_random(STARNN_BF16, ny, -1, 1);
 	float *w = hc_random(STARNN_BF16, nw, -0.3f, 0.3f), *b = test_random(o, -1, 1);
@@ -1158,8 +1158,8 @@ static uint16_t *bf16_nhwc(const float *v, size_t n, size_t c, size_t hw)
  * gradient. */
 static void dnnl_bf16_wgrad_large(size_t n, size_t c, size_t o, size_t h, size_t w, size_t k, int nhwc)
 {
-	struct starnn_conv2d_geom g = {n, c, o, h, w, k, nhwc ? c : 1, nhwc ? o : 1, 0, 0};
-	struct starnn_conv2d_geom g32 = {n, c, o, h, w, k, 1, 1, 0, 0};
+	struct starnn_conv2d_geom g = {n, c, o, h, w, k, nhwc ? c : 1, nhwc ? o : 1, 0, 0, 0};
+	struct starnn_conv2d_geom g32 = {n, c, o, h, w, k, 1, 1, 0, 0, 0};
 	const size_t hw = h * w, nx = n * c * hw, ny = n * o * hw, nw = o * c * k * k;
 	float *x = hc_random(STARNN_BF16, nx, -1, 1), *dy = hc_random(STARNN_BF16, ny, -1, 1);
 	uint16_t *hx, *hdy;
@@ -1400,7 +1400,7 @@ static void pack_layouts(void)
 			const size_t c = shapes[k].c, o = shapes[k].o, hw = 64;
 			if (pass == STARNN_CONV2D_BWD_DATA && shapes[k].xb == 1)
 				continue; /* the first layer: no data gradient */
-			struct starnn_conv2d_geom g = {2, c, o, 8, 8, 3, shapes[k].xb, shapes[k].yb, 0, 0};
+			struct starnn_conv2d_geom g = {2, c, o, 8, 8, 3, shapes[k].xb, shapes[k].yb, 0, 0, 0};
 			const size_t lda = pass == STARNN_CONV2D_FWD ? c * hw : o * hw, ldout = pass == STARNN_CONV2D_FWD ? o * hw : c * hw;
 			struct starnn_blocked_weights L;
 			size_t bytes = starnn_conv2d_dnnl_pack_info((enum starnn_conv2d_pass)pass, &g, STARNN_FP32, lda, c * 9,
@@ -1449,7 +1449,7 @@ static void pack_layouts_bf16(void)
 	for (size_t k = 0; k < sizeof shapes / sizeof *shapes; k++)
 		for (int pass = STARNN_CONV2D_FWD; pass <= STARNN_CONV2D_BWD_DATA; pass++) {
 			const size_t c = shapes[k].c, o = shapes[k].o, hw = 64, n = o * c * 9;
-			struct starnn_conv2d_geom g = {2, c, o, 8, 8, 3, (size_t)blk, (size_t)blk, 0, 0};
+			struct starnn_conv2d_geom g = {2, c, o, 8, 8, 3, (size_t)blk, (size_t)blk, 0, 0, 0};
 			const size_t lda = pass == STARNN_CONV2D_FWD ? c * hw : o * hw, ldout = pass == STARNN_CONV2D_FWD ? o * hw : c * hw;
 			struct starnn_blocked_weights L;
 			size_t bytes = starnn_conv2d_dnnl_pack_info((enum starnn_conv2d_pass)pass, &g, STARNN_BF16, lda, c * 9,
@@ -1492,7 +1492,8 @@ static void dw_layouts(starnn_dtype dt)
 	const int b = starnn_conv2d_dnnl_block(STARNN_FP32) >= 8 ? starnn_conv2d_dnnl_block(STARNN_FP32) : 1;
 	const struct {
 		int64_t n, c, o, hw, k;
-	} cases[] = {{2, 32, 32, 16, 3}, {1, 16, 48, 20, 3}, {2, 32, 16, 8, 1}, {2, 16, 32, 12, 1}};
+	} cases[] = {{2, 32, 32, 16, 3}, {1, 16, 48, 20, 3}, {2, 32, 16, 8, 1}, {2, 16, 32, 12, 1},
+	             {2, 13, 16, 24, 3} /* the first layer: NCHW x, oneDNN's dw in Acdb16a */};
 	for (size_t q = 0; q < sizeof cases / sizeof cases[0]; q++) {
 		const int64_t n = cases[q].n, c = cases[q].c, o = cases[q].o, hw = cases[q].hw, k = cases[q].k;
 		const size_t nw = (size_t)(o * c * k * k);
@@ -1500,7 +1501,8 @@ static void dw_layouts(starnn_dtype dt)
 		starnn_tensor *x, *dy, *dwa, *dwp, *dwo;
 		TEST_OK(starnn_tensor_create(&x, "x", dt, 4, (int64_t[]){n, c, hw, hw}));
 		TEST_OK(starnn_tensor_create(&dy, "dy", dt, 4, (int64_t[]){n, o, hw, hw}));
-		TEST_OK(starnn_tensor_set_cblock(x, b));
+		const int xb = c % b ? 1 : b;
+		TEST_OK(starnn_tensor_set_cblock(x, xb));
 		TEST_OK(starnn_tensor_set_cblock(dy, b));
 		TEST_OK(starnn_tensor_write_f32(x, xv));
 		TEST_OK(starnn_tensor_write_f32(dy, dyv));
@@ -1511,12 +1513,12 @@ static void dw_layouts(starnn_dtype dt)
 		TEST_OK(starnn_conv2d_bwd_weight_mp(x, dy, 0.0f, dwo, NULL));
 		starnn_conv2d_pack_set(STARNN_CONV2D_PACK_ON);
 		struct starnn_conv2d_geom g = {(size_t)n, (size_t)c, (size_t)o, (size_t)hw, (size_t)hw, (size_t)k,
-		                               (size_t)b, (size_t)b, 0, 0};
+		                               (size_t)xb, (size_t)b, 0, 0, 0};
 		struct starnn_blocked_weights L;
 		const int blocked = starnn_conv2d_dnnl_dw_layout(&g, starnn_conv2d_dnnl_bf16() ? dt : STARNN_FP32, &L);
 		char what[128], l[24];
-		snprintf(what, sizeof what, "%s dw of %lld -> %lld, %lldx%lld, k %lld (x, dy in blocks of %d)",
-		         starnn_dtype_name(dt), (long long)c, (long long)o, (long long)hw, (long long)hw, (long long)k, b);
+		snprintf(what, sizeof what, "%s dw of %lld -> %lld, %lldx%lld, k %lld (x in blocks of %d, dy %d)",
+		         starnn_dtype_name(dt), (long long)c, (long long)o, (long long)hw, (long long)hw, (long long)k, xb, b);
 		for (int pass = 0; pass < 2; pass++) {
 			const float beta = pass ? 1.0f : 0.0f;
 			TEST_OK(starnn_conv2d_bwd_weight_mp(x, dy, beta, dwa, NULL));
@@ -1532,7 +1534,7 @@ static void dw_layouts(starnn_dtype dt)
 		            "%s: dw in %s, starnn_conv2d_dnnl_dw_layout says %s", what,
 		            starnn_wlayout_name(&dwa->wl, l, sizeof l), blocked ? "a blocked layout" : "OIHW");
 		TEST_ASSERT(dwo->wl.ob == 0 && dwp->wl.ob == 0, "%s: with packing off, or fixed OIHW, dw is not OIHW", what);
-		if (k == 3 && b == 16 && dt == STARNN_FP32)
+		if (k == 3 && b == 16 && xb == 16 && dt == STARNN_FP32)
 			TEST_ASSERT(blocked && L.ob == 16, "%s: oneDNN's AVX-512 weight gradient names no blocked layout", what);
 		free(xv), free(dyv);
 		starnn_tensor *all[] = {x, dy, dwa, dwp, dwo};

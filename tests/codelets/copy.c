@@ -208,11 +208,16 @@ static void get_rows_kernel(void)
 	} cases[] = {{16, 8, 9, 8, 0},    {16, 8, 9, 8, 1},     {24, 16, 1, 8, 0},   {24, 16, 25, 8, 1},
 	             {64, 48, 9, 16, 0},  {64, 48, 9, 16, 1},   {32, 32, 1, 16, 0},  {32, 32, 1, 16, 1},
 	             {48, 32, 16, 16, 1}, {48, 32, 25, 16, 0}, {32, 16, 25, 16, 1}, {12, 13, 9, 8, 1},
-	             {20, 35, 9, 16, 0}};
+	             {20, 35, 9, 16, 0}, {32, 13, 9, 16, 0} /* Acdb16a: one block of the 13 inputs */};
 	for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
-		const size_t O = cases[k].o, I = cases[k].i, T = cases[k].taps, b = cases[k].b;
-		const struct starnn_blocked_weights L = {(uint32_t)O, (uint32_t)I, (uint32_t)T, (uint32_t)b, (uint32_t)b,
+		const size_t O = cases[k].o, I = cases[k].i, T = cases[k].taps, b = cases[k].b, ib = I == 13 && O == 32 ? I : b;
+		const struct starnn_blocked_weights L = {(uint32_t)O, (uint32_t)I, (uint32_t)T, (uint32_t)b, (uint32_t)ib,
 		                                         cases[k].i_inner, 0, 0, 0};
+		if (ib != b) /* Acdb16a: [O / 16][taps][I][16] */
+			for (size_t o = 0; o < O; o += 5)
+				for (size_t t = 0; t < T; t++)
+					TEST_ASSERT(starnn_blocked_weights_index(&L, o, 7, t) == ((o / 16 * T + t) * I + 7) * 16 + o % 16,
+					            "Acdb16a: index (%zu, 7, %zu) is %zu", o, t, starnn_blocked_weights_index(&L, o, 7, t));
 		const size_t ld = I * T + 5;
 		float *w = test_random(O * ld, -1, 1);
 		float *d = calloc(starnn_blocked_weights_floats(&L), sizeof *d);
@@ -748,9 +753,10 @@ int main(void)
 		/* gradients in the weight-gradient kernels' layouts (blocks of 8
 		 * and 16, either channel fastest), with 0, 1 and 2 copies; 48 x
 		 * 112 x 9: tiles of 48 input channels with 16-blocks, then 16 */
-		for (uint32_t b = 8; b <= 16; b += 8)
-			for (uint32_t ii = 0; ii <= 1; ii++) {
-				const struct starnn_blocked_weights G = {48, 112, 9, b, b, ii, 0, 0, 0};
+		for (uint32_t b = 8; b <= 24; b += 8)
+			for (uint32_t ii = 0; ii <= (b < 24); ii++) {
+				/* (b 24: Acdb16a, one block of all 112 input channels) */
+				const struct starnn_blocked_weights G = {48, 112, 9, b < 24 ? b : 16, b < 24 ? b : 112, ii, 0, 0, 0};
 				for (int c = 0; c <= 2; c++) {
 					for (int op = OPT_ADAM; op <= OPT_SGD_AMP; op++)
 						updates_with_copies((enum opt)op, c, 48, 112, &G);

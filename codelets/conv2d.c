@@ -1068,26 +1068,34 @@ static int conv2d_bwd_data_dt(starnn_tensor *dy, starnn_tensor *w, float beta, s
  * gradient's tiles through it (codelets/copy.h: starnn_copies_grad); else
  * OIHW. A tensor can take them only where runtime/tensor.h allows (one
  * rank). */
+int starnn_dw_layout_open(const starnn_tensor *dw, int one_task)
+{
+	return !dw->wl_fixed && one_task && dw->version == 0 && !dw->parent && !dw->nplans && dw->ld == dw->cols &&
+	       starnn_tensor_wlayouts_allowed() && starnn_conv2d_pack() == STARNN_CONV2D_PACK_ON &&
+	       starnn_conv2d_cpu_backend() == STARNN_CONV2D_DNNL && starpu_cuda_worker_get_count() == 0;
+}
+
+int starnn_dw_layout_check(const char *op, const starnn_tensor *dw, int one_task)
+{
+	char d[128], l[24];
+	if (dw->wl.ob && (!one_task || starnn_conv2d_cpu_backend() != STARNN_CONV2D_DNNL))
+		return starnn_error(STARNN_EINVAL, "%s: dw %s is in layout %s, which only one oneDNN task writes", op,
+		                    starnn_tensor_describe(dw, d, sizeof d), starnn_wlayout_name(&dw->wl, l, sizeof l));
+	return 0;
+}
+
 static int dw_layout(starnn_tensor *dw, const struct starnn_conv2d_geom *g, starnn_dtype dt, int parts,
                      struct conv_args *a)
 {
 	if (!dw->wl_fixed) {
 		struct starnn_blocked_weights L;
 		memset(&L, 0, sizeof L);
-		if (parts == 1 && dw->version == 0 && !dw->parent && !dw->nplans && dw->ld == dw->cols &&
-		    starnn_tensor_wlayouts_allowed() && starnn_conv2d_pack() == STARNN_CONV2D_PACK_ON &&
-		    a->backend == STARNN_CONV2D_DNNL && starpu_cuda_worker_get_count() == 0)
+		if (starnn_dw_layout_open(dw, parts == 1))
 			starnn_conv2d_dnnl_dw_layout(g, widened_cpu(g, dt) ? STARNN_FP32 : dt, &L);
 		STARNN_CHECK(starnn_tensor_set_wlayout(dw, &L));
 	}
-	if (dw->wl.ob) {
-		char d[128], l[24];
-		if (parts > 1 || a->backend != STARNN_CONV2D_DNNL)
-			return starnn_error(STARNN_EINVAL,
-			                    "conv2d_bwd_weight: dw %s is in layout %s, which only one oneDNN task writes",
-			                    starnn_tensor_describe(dw, d, sizeof d), starnn_wlayout_name(&dw->wl, l, sizeof l));
-		a->dwb = dw->wl.ob, a->dwi = dw->wl.i_inner, a->dwib = dw->wl.ib;
-	}
+	STARNN_CHECK(starnn_dw_layout_check("conv2d_bwd_weight", dw, parts == 1));
+	a->dwb = dw->wl.ob, a->dwi = dw->wl.i_inner, a->dwib = dw->wl.ib;
 	return 0;
 }
 

@@ -193,6 +193,19 @@ size_t starnn_conv2d_dnnl_pack_info(enum starnn_conv2d_pass pass, const struct s
  * otherwise (other routes: the 1x1 sgemm, the GEMM and direct weight
  * gradients, tiles; other layouts; no oneDNN). */
 int starnn_conv2d_dnnl_dw_layout(const struct starnn_conv2d_geom *g, starnn_dtype dt, struct starnn_blocked_weights *L);
+/* The weight gradients' layouts (runtime/tensor.h: wl), for the submit
+ * functions of conv2d and convt2d: a dw is written in a kernel's blocked
+ * layout where its first writer finds one. starnn_dw_layout_open: whether
+ * dw's layout is still to be chosen and may be blocked (one task writes all
+ * of it, as yet unwritten, whole and dense; the oneDNN backend, no CUDA
+ * worker, STARNN_CONV2D_PACK=on: the optimizers, which keep the packed
+ * weights, read it; runtime/tensor.h allows it: one rank): then the
+ * caller asks its kernel (starnn_conv2d_dnnl_dw_layout ...) and sets the
+ * answer, OIHW otherwise, with starnn_tensor_set_wlayout.
+ * starnn_dw_layout_check: STARNN_EINVAL with a message where dw is blocked
+ * and not one oneDNN task writes it. */
+int starnn_dw_layout_open(const starnn_tensor *dw, int one_task);
+int starnn_dw_layout_check(const char *op, const starnn_tensor *dw, int one_task);
 int starnn_conv2d_dnnl_pack(enum starnn_conv2d_pass pass, const struct starnn_conv2d_geom *g, starnn_dtype dt,
                             size_t lda, const void *w, size_t ldw, size_t ldout, float beta, void *packed,
                             size_t bytes);

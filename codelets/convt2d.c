@@ -21,6 +21,7 @@ struct convt2d_args {
 	int64_t xb, yb;    /* layouts of x (dx) and y (dy): runtime/tensor.h cblock */
 	int64_t cuda_half; /* 16-bit codelets: enum starnn_cuda_half_conv (0 for fp32) */
 	float beta;
+	struct starnn_blocked_weights dwl; /* weight gradient: dw's layout (runtime/tensor.h: wl) */
 };
 
 /* Blocked data runs on CPUs only (the CUDA kernels take NCHW). */
@@ -118,8 +119,8 @@ static void bwd_weight_run(const struct convt2d_args *a, starnn_dtype dt, int cu
 		return;
 	}
 	/* the bias gradient in the same primitive */
-	report(starnn_convt2d_bwd_weight_dnnl(n, c, o, h, wd, (size_t)a->xb, (size_t)a->yb, dt, x.ptr, x.ld, dy.ptr,
-	                                      dy.ld, a->beta, dw.ptr, dw.ld, db.ptr));
+	report(starnn_convt2d_bwd_weight_dnnl_in(n, c, o, h, wd, (size_t)a->xb, (size_t)a->yb, dt, x.ptr, x.ld, dy.ptr,
+	                                         dy.ld, a->beta, dw.ptr, dw.ld, db.ptr, &a->dwl));
 }
 
 #define BUF(i) starnn_buffer(buffers, i)
@@ -428,8 +429,10 @@ static int check_shapes_dt(const char *op, const starnn_tensor *x, const starnn_
 /* The task arguments; the CUDA 16-bit mode is taken now, at submission. */
 static struct convt2d_args args_of(const starnn_tensor *x, const starnn_tensor *y, float beta, starnn_dtype dt)
 {
-	struct convt2d_args a = {x->shape[2], x->shape[3], (int64_t)starnn_conv2d_cpu_backend(), x->cblock, y->cblock,
-	                         dt == STARNN_FP32 ? 0 : (int64_t)starnn_cuda_half_conv(), beta};
+	struct convt2d_args a;
+	memset(&a, 0, sizeof a);
+	a = (struct convt2d_args){x->shape[2], x->shape[3], (int64_t)starnn_conv2d_cpu_backend(), x->cblock, y->cblock,
+	                          dt == STARNN_FP32 ? 0 : (int64_t)starnn_cuda_half_conv(), beta, {0}};
 	return a;
 }
 
@@ -528,12 +531,27 @@ static int convt2d_bwd_weight_dt(starnn_tensor *x, starnn_tensor *dy, float beta
 	int parts = task_count(x, dw->shape[1]);
 	int64_t sizes[parts];
 	starnn_tensor **dyp = NULL, **dwp = NULL, **dbp = NULL;
-	if (parts > 1 && (parts = starnn_part_sizes(dw->shape[1], parts, dy->cblock, sizes)) > 1) {
+	if (parts > 1)
+		parts = starnn_part_sizes(dw->shape[1], parts, dy->cblock, sizes);
+	if (parts < 1)
+		parts = 1;
+	/* dw's layout, chosen by its first writer (codelets/conv2d.h) */
+	if (!dw->wl_fixed) {
+		struct starnn_blocked_weights L;
+		memset(&L, 0, sizeof L);
+		if (starnn_dw_layout_open(dw, parts == 1) && (dt == STARNN_FP32 || starnn_conv2d_dnnl_bf16()))
+			starnn_convt2d_dnnl_dw_layout((size_t)x->shape[0], (size_t)x->shape[1], (size_t)dw->shape[1],
+			                              (size_t)x->shape[2], (size_t)x->shape[3], (size_t)x->cblock,
+			                              (size_t)dy->cblock, dt, &L);
+		STARNN_CHECK(starnn_tensor_set_wlayout(dw, &L));
+	}
+	STARNN_CHECK(starnn_dw_layout_check("convt2d_bwd_weight", dw, parts == 1));
+	a.dwl = dw->wl;
+	if (parts > 1) {
 		STARNN_CHECK(starnn_tensor_split(dy, 1, parts, sizes, &dyp));
 		STARNN_CHECK(starnn_tensor_split(dw, 1, parts, sizes, &dwp));
 		STARNN_CHECK(starnn_tensor_split(db, 0, parts, sizes, &dbp));
-	} else
-		parts = 1;
+	}
 	for (int i = 0; i < parts; i++) {
 		starnn_tensor *dyi = dyp ? dyp[i] : dy, *dwi = dwp ? dwp[i] : dw;
 		/* the weight product, then the bias gradient's sum over dy */

@@ -101,6 +101,19 @@ int starnn_convt2d_bwd_data_dnnl(size_t n, size_t c, size_t o, size_t h, size_t 
 int starnn_convt2d_bwd_weight_dnnl(size_t n, size_t c, size_t o, size_t h, size_t w, size_t xb, size_t yb,
                                    starnn_dtype dt, const void *x, size_t ldx, const void *dy, size_t lddy, float beta,
                                    float *dw, size_t lddw, float *db);
+/* The weight gradient into dw in layout L (runtime/tensor.h: wl; ob 0:
+ * [c, o, 2, 2] rows lddw apart, as above; else dense in L, a layout of
+ * PyTorch's tensor: rows c, inner channels o), which the route of this
+ * pass must write (starnn_convt2d_dnnl_dw_layout); STARNN_EINVAL
+ * otherwise. starnn_convt2d_dnnl_dw_layout: whether that pass (dt: the
+ * primitive's, x and dy dense) runs oneDNN's deconvolution, whose dw
+ * layout, a blocked fp32 one of whole blocks, goes into *L (then 1); 0 on
+ * the routes of their own (the bf16 GEMM, the direct kernels). */
+int starnn_convt2d_bwd_weight_dnnl_in(size_t n, size_t c, size_t o, size_t h, size_t w, size_t xb, size_t yb,
+                                      starnn_dtype dt, const void *x, size_t ldx, const void *dy, size_t lddy,
+                                      float beta, float *dw, size_t lddw, float *db, const struct starnn_blocked_weights *L);
+int starnn_convt2d_dnnl_dw_layout(size_t n, size_t c, size_t o, size_t h, size_t w, size_t xb, size_t yb,
+                                  starnn_dtype dt, struct starnn_blocked_weights *L);
 /* Direct fp32 kernels (codelets/cpu/convt2d.c: AVX2 + FMA), for the
  * layouts oneDNN's AVX2 kernels keep: x / dx in blocks of xb channels and
  * y / dy in blocks of yb (runtime/tensor.h; 1: NCHW), samples ldx / ldy /

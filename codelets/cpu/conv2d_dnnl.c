@@ -505,10 +505,30 @@ static const struct {
                       * the first layer): one block of all the input channels (ib 0 here: I) */
                      {dnnl_Acdb8a, dnnl_f32, 8, 0, 0, 0},          {dnnl_Acdb16a, dnnl_f32, 16, 0, 0, 0}};
 
-/* The tag of the fp32 layout of blocks of ob x ib, i_inner ii (0: none);
- * ib other than ob: one block of all the input channels (Acdb<ob>a). */
-static dnnl_format_tag_t blocked_tag(size_t ob, size_t ib, size_t ii)
+/* A transposed convolution's weights as oneDNN sees them are [o, c, 2, 2]
+ * (wei_md), PyTorch's [c, o, 2, 2] transposed: its "BA" layouts, whose
+ * outer blocks run over c then o, are the layouts above of PyTorch's
+ * tensor (rows c, inner channels o), with the roles of a and b swapped. */
+static const struct {
+	dnnl_format_tag_t tag;
+	dnnl_data_type_t type;
+	uint32_t ob, ib, i_inner, pair;
+} deconv_layouts[] = {{dnnl_BAcd16a16b, dnnl_f32, 16, 16, 0, 0},
+                      {dnnl_BAcd16b16a, dnnl_f32, 16, 16, 1, 0},
+                      {dnnl_BAcd8a16b2a, dnnl_bf16, 16, 16, 0, 2}}; /* (oneDNN 2.6 has no 8-blocks of these) */
+
+/* The tag of the fp32 layout of blocks of ob x ib, i_inner ii (0: none) of
+ * a convolution's weights (kind 0; ib other than ob: one block of all the
+ * input channels, Acdb<ob>a) or a transposed convolution's (kind 1). */
+static dnnl_format_tag_t blocked_tag(int kind, size_t ob, size_t ib, size_t ii)
 {
+	if (kind) {
+		for (size_t k = 0; k < sizeof deconv_layouts / sizeof deconv_layouts[0]; k++)
+			if (deconv_layouts[k].type == dnnl_f32 && deconv_layouts[k].ob == ob && deconv_layouts[k].ib == ib &&
+			    deconv_layouts[k].i_inner == ii)
+				return deconv_layouts[k].tag;
+		return dnnl_format_tag_undef;
+	}
 	for (size_t k = 0; k < sizeof known_layouts / sizeof known_layouts[0]; k++)
 		if (known_layouts[k].type == dnnl_f32 && known_layouts[k].ob == ob && known_layouts[k].i_inner == ii &&
 		    (known_layouts[k].ib == ib || (!known_layouts[k].ib && ib != ob)))
@@ -761,7 +781,8 @@ retry:;
 		DNNL_TRY(act_window_md(&ux, e, c, xh, xw, e->lda, dt, e->xb), "x layout");
 		DNNL_TRY(act_window_md(&uy, e, o, yh, yw, e->ldb, dt, e->yb), "dy layout");
 		if (e->dwb)
-			DNNL_TRY(dnnl_memory_desc_init_by_tag(&uw, 4, wd, dnnl_f32, blocked_tag(e->dwb, e->dwib, e->dwi)), "dw layout");
+			DNNL_TRY(dnnl_memory_desc_init_by_tag(&uw, 4, wd, dnnl_f32, blocked_tag(kind, e->dwb, e->dwib, e->dwi)),
+			         "dw layout");
 		else
 			DNNL_TRY(wei_md(&uw, kind, o, c, k, e->ldout, dnnl_f32), "dw layout");
 		dnnl_convolution_desc_t wd_;
@@ -1046,7 +1067,7 @@ static struct dnnl_conv conv_key(int kind, int pass, starnn_dtype sdt, const str
 	                        .w = g->w, .k = g->k, .lda = lda, .ldb = ldb, .ldout = ldout,
 	                        .xb = g->xb > 1 ? g->xb : 1, .yb = g->yb > 1 ? g->yb : 1,
 	                        .wino = !kind && starnn_conv2d_winograd(g, (enum starnn_conv2d_pass)pass, sdt)};
-	if (!kind && pass == STARNN_CONV2D_BWD_WEIGHT)
+	if (pass == STARNN_CONV2D_BWD_WEIGHT)
 		key.dwb = g->dwb, key.dwi = g->dwi, key.dwib = g->dwib;
 	return key;
 }
@@ -1108,6 +1129,29 @@ static void *packed_weights(const struct dnnl_conv *e, const void *packed)
 static int pack_pass_ok(int pass)
 {
 	return pass == STARNN_CONV2D_FWD || pass == STARNN_CONV2D_BWD_DATA;
+}
+
+/* Fills *L where md (a transposed convolution's weights, [o, c, 2, 2])
+ * is one of deconv_layouts: a layout of PyTorch's [c, o, 2, 2]; ob = 0
+ * otherwise. */
+static void deconv_layout(const dnnl_memory_desc_t *md, struct starnn_blocked_weights *L)
+{
+	memset(L, 0, sizeof *L);
+	if (md->ndims != 4)
+		return;
+	for (size_t k = 0; k < sizeof deconv_layouts / sizeof deconv_layouts[0]; k++) {
+		dnnl_memory_desc_t ref;
+		if (md->data_type != deconv_layouts[k].type ||
+		    dnnl_memory_desc_init_by_tag(&ref, 4, md->dims, deconv_layouts[k].type, deconv_layouts[k].tag) !=
+		            dnnl_success ||
+		    !dnnl_memory_desc_equal(&ref, md))
+			continue;
+		*L = (struct starnn_blocked_weights){(uint32_t)md->dims[1], (uint32_t)md->dims[0],
+		                                     (uint32_t)(md->dims[2] * md->dims[3]), deconv_layouts[k].ob,
+		                                     deconv_layouts[k].ib, deconv_layouts[k].i_inner, 0, 0,
+		                                     deconv_layouts[k].pair};
+		return;
+	}
 }
 
 /* Fills *L where md is one of known_layouts; ob = 0 otherwise. */
@@ -1925,7 +1969,7 @@ int starnn_conv2d_bwd_weight_dnnl(const struct starnn_conv2d_geom *g, starnn_dty
 {
 	/* dw in a blocked layout: the primitive writes it (in any other layout
 	 * through its output reorder); the other routes write OIHW only */
-	if (g->dwb && (blocked_tag(g->dwb, g->dwib, g->dwi) == dnnl_format_tag_undef || wgrad_writes_oihw(g, dt)))
+	if (g->dwb && (blocked_tag(0, g->dwb, g->dwib, g->dwi) == dnnl_format_tag_undef || wgrad_writes_oihw(g, dt)))
 		return starnn_error(STARNN_EINVAL,
 		                    "conv2d_bwd_weight (oneDNN): dw in blocks of %zu x %zu (i_inner %zu), which this pass's "
 		                    "route does not write (n %zu c %zu o %zu %zux%zu k %zu)",
@@ -2135,7 +2179,52 @@ int starnn_convt2d_bwd_weight_dnnl(size_t n, size_t c, size_t o, size_t h, size_
                                    starnn_dtype dt, const void *x, size_t ldx, const void *dy, size_t lddy, float beta,
                                    float *dw, size_t lddw, float *db)
 {
-	struct starnn_conv2d_geom g = {n, c, o, h, w, 2, xb, yb, 0, 0, 0};
+	const struct starnn_blocked_weights plain = {0};
+	return starnn_convt2d_bwd_weight_dnnl_in(n, c, o, h, w, xb, yb, dt, x, ldx, dy, lddy, beta, dw, lddw, db, &plain);
+}
+
+/* Whether the transposed weight gradient runs on a route of its own
+ * (the bf16 GEMM, the direct kernels), which writes [c, o, 2, 2] rows. */
+static int convt_wgrad_own(size_t c, size_t o, size_t xb, size_t yb, starnn_dtype dt)
+{
+	return convt_wgrad_gemm_ok(c, o, xb, yb, dt) || starnn_convt2d_direct(o, yb, dt);
+}
+
+int starnn_convt2d_dnnl_dw_layout(size_t n, size_t c, size_t o, size_t h, size_t w, size_t xb, size_t yb,
+                                  starnn_dtype dt, struct starnn_blocked_weights *L)
+{
+	memset(L, 0, sizeof *L);
+	if ((dt != STARNN_FP32 && dt != STARNN_BF16) || !n || !c || !o || !h || !w || convt_wgrad_own(c, o, xb, yb, dt))
+		return 0;
+	pthread_once(&engine_once, engine_init);
+	if (engine_status != dnnl_success)
+		return 0;
+	struct dnnl_conv *e = malloc(sizeof *e); /* (not cached, as starnn_conv2d_dnnl_dw_layout's) */
+	if (!e)
+		return 0;
+	const struct starnn_conv2d_geom g = {n, c, o, h, w, 2, xb, yb, 0, 0, 0};
+	*e = conv_key(1, STARNN_CONV2D_BWD_WEIGHT, dt, &g, c * h * w, o * 4 * h * w, 1, 0.0f, o * 4);
+	const dnnl_memory_desc_t *md = NULL;
+	if (conv_create(e) == 0 && e->re_out && e->iout && dnnl_memory_get_memory_desc(e->iout, &md) == dnnl_success &&
+	    md) {
+		deconv_layout(md, L);
+		if (L->pair || !L->ob || c % L->ob || o % L->ib)
+			memset(L, 0, sizeof *L);
+	}
+	conv_destroy(e);
+	return L->ob != 0;
+}
+
+int starnn_convt2d_bwd_weight_dnnl_in(size_t n, size_t c, size_t o, size_t h, size_t w, size_t xb, size_t yb,
+                                      starnn_dtype dt, const void *x, size_t ldx, const void *dy, size_t lddy,
+                                      float beta, float *dw, size_t lddw, float *db, const struct starnn_blocked_weights *L)
+{
+	struct starnn_conv2d_geom g = {n, c, o, h, w, 2, xb, yb, L->ob, L->i_inner, L->ib};
+	if (L->ob && (blocked_tag(1, L->ob, L->ib, L->i_inner) == dnnl_format_tag_undef || convt_wgrad_own(c, o, xb, yb, dt)))
+		return starnn_error(STARNN_EINVAL,
+		                    "convt2d_bwd_weight (oneDNN): dw in blocks of %u x %u (i_inner %u), which this pass's "
+		                    "route does not write (n %zu c %zu o %zu %zux%zu)",
+		                    L->ob, L->ib, L->i_inner, n, c, o, h, w);
 	if (n && c && o && h && w && convt_wgrad_gemm_ok(c, o, xb, yb, dt))
 		return convt_wgrad_gemm(n, c, o, h, w, xb, yb, x, ldx, dy, lddy, beta, dw, lddw, db);
 	if (n && h && w && starnn_convt2d_direct(o, yb, dt)) {
@@ -2400,5 +2489,21 @@ int starnn_convt2d_bwd_weight_dnnl(size_t n, size_t c, size_t o, size_t h, size_
 	(void)xb, (void)yb, (void)n, (void)c, (void)o, (void)h, (void)w, (void)dt, (void)x, (void)ldx, (void)dy, (void)lddy, (void)beta;
 	(void)dw, (void)lddw, (void)db;
 	return no_dnnl();
+}
+
+int starnn_convt2d_bwd_weight_dnnl_in(size_t n, size_t c, size_t o, size_t h, size_t w, size_t xb, size_t yb,
+                                      starnn_dtype dt, const void *x, size_t ldx, const void *dy, size_t lddy,
+                                      float beta, float *dw, size_t lddw, float *db, const struct starnn_blocked_weights *L)
+{
+	(void)L;
+	return starnn_convt2d_bwd_weight_dnnl(n, c, o, h, w, xb, yb, dt, x, ldx, dy, lddy, beta, dw, lddw, db);
+}
+
+int starnn_convt2d_dnnl_dw_layout(size_t n, size_t c, size_t o, size_t h, size_t w, size_t xb, size_t yb,
+                                  starnn_dtype dt, struct starnn_blocked_weights *L)
+{
+	(void)n, (void)c, (void)o, (void)h, (void)w, (void)xb, (void)yb, (void)dt;
+	memset(L, 0, sizeof *L);
+	return 0;
 }
 #endif

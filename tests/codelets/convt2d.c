@@ -749,6 +749,61 @@ static void cuda_half_switch(void)
 	free(saved);
 }
 
+/* The weight gradient in oneDNN's deconvolution layout (runtime/tensor.h:
+ * wl; codelets/convt2d.h): a dw not yet written takes the layout
+ * starnn_convt2d_dnnl_dw_layout names (a layout of PyTorch's [c, o, 2, 2],
+ * IOhw16o16i on AVX-512) and holds, read back, the bits of the same pass
+ * into a dw kept in rows, written anew and accumulated; on the routes of
+ * their own (STARNN_CONVT2D=direct) it stays in rows. */
+static void dw_layouts(void)
+{
+	const int b = starnn_conv2d_dnnl_block(STARNN_FP32);
+	if (b < 8)
+		return;
+	const int64_t n = 2, c = 64, o = 32, h = 8, w = 8;
+	float *xv = test_random((size_t)(n * c * h * w), -1, 1), *dyv = test_random((size_t)(n * o * 4 * h * w), -1, 1);
+	for (int route = 0; route < 2; route++) {
+		TEST_OK(starnn_convt2d_route_set(route ? STARNN_CONVT2D_DIRECT : STARNN_CONVT2D_DNNL));
+		starnn_tensor *x = test_tensor("x", 4, (int64_t[]){n, c, h, w}, NULL);
+		starnn_tensor *dy = test_tensor("dy", 4, (int64_t[]){n, o, 2 * h, 2 * w}, NULL);
+		TEST_OK(starnn_tensor_set_cblock(x, b));
+		TEST_OK(starnn_tensor_set_cblock(dy, b));
+		TEST_OK(starnn_tensor_write(x, xv));
+		TEST_OK(starnn_tensor_write(dy, dyv));
+		const int64_t ws[4] = {c, o, 2, 2};
+		starnn_tensor *dwa = test_tensor("dwa", 4, ws, NULL), *dwp = test_tensor("dwp", 4, ws, NULL);
+		starnn_tensor *dba = test_tensor("dba", 1, &o, NULL), *dbp = test_tensor("dbp", 1, &o, NULL);
+		TEST_OK(starnn_tensor_set_wlayout(dwp, NULL));
+		struct starnn_blocked_weights L;
+		const int blocked = starnn_convt2d_dnnl_dw_layout((size_t)n, (size_t)c, (size_t)o, (size_t)h, (size_t)w,
+		                                                  (size_t)b, (size_t)b, STARNN_FP32, &L);
+		char l[24];
+		for (int pass = 0; pass < 2; pass++) {
+			TEST_OK(starnn_convt2d_bwd_weight(x, dy, pass ? 1.0f : 0.0f, dwa, dba));
+			TEST_OK(starnn_convt2d_bwd_weight(x, dy, pass ? 1.0f : 0.0f, dwp, dbp));
+			const size_t nw = (size_t)(c * o * 4);
+			float *a = test_read(dwa), *p = test_read(dwp);
+			TEST_ASSERT(memcmp(a, p, nw * sizeof *a) == 0, "convt2d dw (%s route), beta %d: in %s, not the bits of rows",
+			            route ? "direct" : "oneDNN", pass, starnn_wlayout_name(&dwa->wl, l, sizeof l));
+			free(a), free(p);
+		}
+		TEST_ASSERT(dwa->wl_fixed && dwa->wl.ob == (blocked ? L.ob : 0) && dwa->wl.o == (blocked ? (uint32_t)c : 0),
+		            "convt2d dw (%s route): in %s, starnn_convt2d_dnnl_dw_layout says %s", route ? "direct" : "oneDNN",
+		            starnn_wlayout_name(&dwa->wl, l, sizeof l), blocked ? "a blocked layout" : "rows");
+		if (route)
+			TEST_ASSERT(!blocked || !starnn_convt2d_direct_ok((size_t)o, (size_t)b),
+			            "the direct kernels write rows, yet a blocked layout is named");
+		else if (b == 16)
+			TEST_ASSERT(blocked && L.ob == 16 && L.ib == 16 && L.i_inner == 0,
+			            "oneDNN's AVX-512 deconvolution weight gradient: IOhw16o16i expected");
+		starnn_tensor *all[] = {x, dy, dwa, dwp, dba, dbp};
+		for (size_t i = 0; i < sizeof all / sizeof *all; i++)
+			starnn_tensor_destroy(all[i]);
+	}
+	TEST_OK(starnn_convt2d_route_set(STARNN_CONVT2D_AUTO));
+	free(xv), free(dyv);
+}
+
 int main(void)
 {
 	test_init();
@@ -775,6 +830,8 @@ int main(void)
 			finite_differences((struct shape){1, 5, 3, 2, 2});
 			if (set == 0)
 				direct_kernels();
+			else
+				dw_layouts();
 		}
 		codelets_vs_kernels((struct shape){1, 3, 5, 1, 1});
 		codelets_vs_kernels((struct shape){2, 5, 3, 3, 7});

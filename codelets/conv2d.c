@@ -833,6 +833,15 @@ static starnn_tensor *sliced_for(starnn_tensor *w, const struct starnn_conv2d_ge
 	if (!starnn_conv2d_dnnl_pack_info(STARNN_CONV2D_FWD, g, STARNN_FP32, lda, w->ld, ldout, 0.0f, &L) || !L.ob ||
 	    row0 % L.ob)
 		return NULL;
+	return starnn_conv2d_blocked_copy(root, &L, rc);
+}
+
+starnn_tensor *starnn_conv2d_blocked_copy(starnn_tensor *root, const struct starnn_blocked_weights *layout, int *rc)
+{
+	*rc = 0;
+	if ((unsigned)root->dtype >= STARNN_NDTYPES || root->parent || !layout->ob)
+		return NULL;
+	struct starnn_blocked_weights L = *layout;
 	L.o = (uint32_t)root->rows;
 	L.header = (uint32_t)sizeof L;
 	L.align = 64;
@@ -846,7 +855,7 @@ static starnn_tensor *sliced_for(starnn_tensor *w, const struct starnn_conv2d_ge
 	}
 	static struct starpu_codelet *const cls[STARNN_NDTYPES] = {&pack_blocked_fp32_cl, &pack_blocked_fp16_cl,
 	                                                            &pack_blocked_bf16_cl};
-	if ((*rc = derived_update(d, root, cls[dt], &L, sizeof L)) < 0)
+	if ((*rc = derived_update(d, root, cls[root->dtype], &L, sizeof L)) < 0)
 		return NULL;
 	starnn_tensor_use_derived(d);
 	return d->d;

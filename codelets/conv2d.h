@@ -205,6 +205,16 @@ int starnn_conv2d_dnnl_dw_layout(const struct starnn_conv2d_geom *g, starnn_dtyp
  * starnn_dw_layout_check: STARNN_EINVAL with a message where dw is blocked
  * and not one oneDNN task writes it. */
 int starnn_dw_layout_open(const starnn_tensor *dw, int one_task);
+/* A whole copy of root (a whole weight tensor) in the blocked layout L
+ * (runtime/tensor.h; L->o is taken from root, the header is L itself, the
+ * data 64-byte aligned), made by a conv2d_pack_blocked task where root was
+ * written since the copy was last made (16-bit root: its values widened,
+ * then put into L, which rounds them back where L is bf16 in pairs), and
+ * kept current by the optimizers as they write root (codelets/copy.h);
+ * NULL where root has no room for one more derived tensor, or where the
+ * copy cannot be made (*rc). The passes of root's row parts read slices of
+ * it (starnn_conv2d_fwd_dnnl_sliced, starnn_convt2d_bwd_data_dnnl_sliced). */
+starnn_tensor *starnn_conv2d_blocked_copy(starnn_tensor *root, const struct starnn_blocked_weights *L, int *rc);
 int starnn_dw_layout_check(const char *op, const starnn_tensor *dw, int one_task);
 int starnn_conv2d_dnnl_pack(enum starnn_conv2d_pass pass, const struct starnn_conv2d_geom *g, starnn_dtype dt,
                             size_t lda, const void *w, size_t ldw, size_t ldout, float beta, void *packed,

@@ -22,6 +22,7 @@ struct convt2d_args {
 	int64_t cuda_half; /* 16-bit codelets: enum starnn_cuda_half_conv (0 for fp32) */
 	float beta;
 	struct starnn_blocked_weights dwl; /* weight gradient: dw's layout (runtime/tensor.h: wl) */
+	int64_t row0; /* backward data from a whole blocked copy of w: this task's first row (input channel) */
 };
 
 /* Blocked data runs on CPUs only (the CUDA kernels take NCHW). */
@@ -375,6 +376,42 @@ static void convt2d_bwd_weight_half(void *buffers[], void *cl_arg, starnn_dtype 
 CT_HALF(fp16, STARNN_FP16)
 CT_HALF(bf16, STARNN_BF16)
 
+/* The backward-data pass reading its weights from a whole blocked copy of
+ * w (buffers w, dy, copy, dx): fp32, and bf16 where oneDNN runs it
+ * natively; CPU only (codelets/convt2d.h: starnn_convt2d_bwd_data_dnnl_sliced). */
+static void bwd_data_sliced(void *buffers[], void *cl_arg, starnn_dtype dt)
+{
+	const struct convt2d_args *a = cl_arg;
+	struct starnn_mat w = BUF(0), dy = BUF(1), dx = BUF(3);
+	report(starnn_convt2d_bwd_data_dnnl_sliced(dx.rows, w.rows, w.cols / 4, (size_t)a->h, (size_t)a->w, (size_t)a->xb,
+	                                           (size_t)a->yb, dt, w.ptr, w.ld, BUF(2).ptr, (size_t)a->row0, dy.ptr,
+	                                           dy.ld, a->beta, dx.ptr, dx.ld));
+}
+#define CT_SLICED_CL(dt, DT, fp)                                                                            \
+	static void bwd_data_sliced_##dt##_cpu(void *buffers[], void *cl_arg)                               \
+	{                                                                                                   \
+		bwd_data_sliced(buffers, cl_arg, DT);                                                       \
+	}                                                                                                   \
+	static STARNN_PERFMODEL_FP(convt2d_bwd_data_sliced, dt, fp);                                        \
+	static struct starpu_codelet bwd_data_sliced_##dt##_cl = {                                          \
+		.name = "convt2d_bwd_data_sliced_" #dt,                                                     \
+		.cpu_funcs = {bwd_data_sliced_##dt##_cpu},                                                  \
+		.cpu_funcs_name = {"bwd_data_sliced_" #dt "_cpu"},                                          \
+		.nbuffers = 4,                                                                              \
+		.modes = {STARPU_R, STARPU_R, STARPU_R, STARPU_RW},                                         \
+		STARNN_MODELS(convt2d_bwd_data_sliced, dt),                                                 \
+	};                                                                                                  \
+	static struct starpu_codelet bwd_data_sliced_w_##dt##_cl = {                                        \
+		.name = "convt2d_bwd_data_sliced_" #dt,                                                     \
+		.cpu_funcs = {bwd_data_sliced_##dt##_cpu},                                                  \
+		.cpu_funcs_name = {"bwd_data_sliced_" #dt "_cpu"},                                          \
+		.nbuffers = 4,                                                                              \
+		.modes = {STARPU_R, STARPU_R, STARPU_R, STARPU_W},                                          \
+		STARNN_MODELS(convt2d_bwd_data_sliced, dt),                                                 \
+	};
+CT_SLICED_CL(fp32, STARNN_FP32, convt2d_footprint)
+CT_SLICED_CL(bf16, STARNN_BF16, convt2d_half_footprint)
+
 /* By the activations' dtype (fp32 first). */
 static struct starpu_codelet *const fwd_cls[3] = {&starnn_convt2d_fwd_cl, &fwd_fp16_cl, &fwd_bf16_cl};
 static struct starpu_codelet *const bwd_data_cls[2][3] = {
@@ -432,7 +469,7 @@ static struct convt2d_args args_of(const starnn_tensor *x, const starnn_tensor *
 	struct convt2d_args a;
 	memset(&a, 0, sizeof a);
 	a = (struct convt2d_args){x->shape[2], x->shape[3], (int64_t)starnn_conv2d_cpu_backend(), x->cblock, y->cblock,
-	                          dt == STARNN_FP32 ? 0 : (int64_t)starnn_cuda_half_conv(), beta, {0}};
+	                          dt == STARNN_FP32 ? 0 : (int64_t)starnn_cuda_half_conv(), beta, {0}, 0};
 	return a;
 }
 
@@ -491,6 +528,30 @@ static int convt2d_fwd_dt(starnn_tensor *x, starnn_tensor *w, starnn_tensor *b, 
 	return 0;
 }
 
+/* The whole copy of w in the layout oneDNN's backward-data deconvolution
+ * reads (codelets/conv2d.h: starnn_conv2d_blocked_copy), which the
+ * optimizers keep current as they write w, so that no task reorders w; NULL
+ * where that does not apply: packing not on, not oneDNN, CUDA workers, w
+ * a part, 16-bit passes widened to fp32, the direct kernels, a layout
+ * runtime/tensor.h does not describe. dx0: the first task's dx (its
+ * geometry, with dy's layout, asks for the layout). */
+static int bwd_data_copy(starnn_tensor *w, const starnn_tensor *dy, const starnn_tensor *dx0, starnn_dtype dt,
+                         starnn_tensor **copy)
+{
+	*copy = NULL;
+	struct starnn_blocked_weights L;
+	if (starnn_conv2d_pack() != STARNN_CONV2D_PACK_ON || starnn_conv2d_cpu_backend() != STARNN_CONV2D_DNNL ||
+	    starpu_cuda_worker_get_count() > 0 || w->parent || w->dtype != dt ||
+	    (dt != STARNN_FP32 && !(dt == STARNN_BF16 && starnn_conv2d_dnnl_bf16())) ||
+	    !starnn_convt2d_dnnl_bwd_data_layout((size_t)dx0->shape[0], (size_t)dx0->shape[1], (size_t)w->shape[1],
+	                                         (size_t)dx0->shape[2], (size_t)dx0->shape[3], (size_t)dx0->cblock,
+	                                         (size_t)dy->cblock, dt, &L))
+		return 0;
+	int rc;
+	*copy = starnn_conv2d_blocked_copy(w, &L, &rc);
+	return rc;
+}
+
 static int convt2d_bwd_data_dt(starnn_tensor *w, starnn_tensor *dy, float beta, starnn_tensor *dx, starnn_dtype dt)
 {
 	if (!w || !dy || !dx)
@@ -510,12 +571,21 @@ static int convt2d_bwd_data_dt(starnn_tensor *w, starnn_tensor *dy, float beta, 
 		STARNN_CHECK(starnn_tensor_split(w, 0, parts, sizes, &wp));
 	} else
 		parts = 1;
+	starnn_tensor *copy = NULL;
+	STARNN_CHECK(bwd_data_copy(w, dy, dxp ? dxp[0] : dx, dt, &copy));
 	for (int i = 0; i < parts; i++) {
 		starnn_tensor *wi = wp ? wp[i] : w, *dxi = dxp ? dxp[i] : dx;
 		struct starnn_task_desc d = {.cl = cl, .args = &a, .args_size = sizeof a,
 		                             .flops = ct_flops(dxi, wi->shape[1]),
 		                             .tensors = {wi, dyp ? dyp[i] : dy, dxi}};
+		if (copy) {
+			static struct starpu_codelet *const sliced[2][2] = {{&bwd_data_sliced_w_fp32_cl, &bwd_data_sliced_fp32_cl},
+			                                                    {&bwd_data_sliced_w_bf16_cl, &bwd_data_sliced_bf16_cl}};
+			d.cl = sliced[dt == STARNN_BF16][beta != 0.0f];
+			d.tensors[2] = copy, d.tensors[3] = dxi;
+		}
 		STARNN_CHECK(starnn_submit(&d));
+		a.row0 += wp ? wi->shape[0] : 0;
 	}
 	return 0;
 }

@@ -98,6 +98,22 @@ int starnn_convt2d_fwd_dnnl(size_t n, size_t c, size_t o, size_t h, size_t w, si
 int starnn_convt2d_bwd_data_dnnl(size_t n, size_t c, size_t o, size_t h, size_t w, size_t xb, size_t yb,
                                  starnn_dtype dt, const void *wt, size_t ldw, const void *dy, size_t lddy, float beta,
                                  void *dx, size_t lddx);
+/* The same reading its weights from whole, a copy of all of PyTorch's [c,
+ * o, 2, 2] tensor (whose input channels row0 .. row0 + c these are) in a
+ * blocked layout made by starnn_blocked_make_cpu (codelets/copy.h: the
+ * layout's description as its header; codelets/conv2d.h:
+ * starnn_conv2d_blocked_copy): where it is the layout oneDNN's
+ * deconvolution reads and the part is whole blocks of it, the weights are
+ * a contiguous slice; else w is reordered as without it (whole NULL).
+ * starnn_convt2d_dnnl_bwd_data_layout: that layout of the backward-data
+ * pass of this geometry (dt the primitive's, dy and dx dense) where
+ * runtime/tensor.h describes it (then 1, *L with header and align 0), 0
+ * otherwise (the direct kernels, layouts not described, no oneDNN). */
+int starnn_convt2d_bwd_data_dnnl_sliced(size_t n, size_t c, size_t o, size_t h, size_t w, size_t xb, size_t yb,
+                                        starnn_dtype dt, const void *wt, size_t ldw, const void *whole, size_t row0,
+                                        const void *dy, size_t lddy, float beta, void *dx, size_t lddx);
+int starnn_convt2d_dnnl_bwd_data_layout(size_t n, size_t c, size_t o, size_t h, size_t w, size_t xb, size_t yb,
+                                        starnn_dtype dt, struct starnn_blocked_weights *L);
 int starnn_convt2d_bwd_weight_dnnl(size_t n, size_t c, size_t o, size_t h, size_t w, size_t xb, size_t yb,
                                    starnn_dtype dt, const void *x, size_t ldx, const void *dy, size_t lddy, float beta,
                                    float *dw, size_t lddw, float *db);

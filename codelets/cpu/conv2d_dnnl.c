@@ -1332,13 +1332,17 @@ static void *sliced_weights(const struct dnnl_conv *e, const struct packed_ref *
 	struct starnn_blocked_weights le;
 	if (!e->ib || dnnl_memory_get_memory_desc(e->ib, &md) != dnnl_success || !md)
 		return NULL;
-	pack_layout(md, &le);
+	if (e->kind) /* (a transposed convolution's [o, c, 2, 2]: a layout of the rows c) */
+		deconv_layout(md, &le);
+	else
+		pack_layout(md, &le);
 	if (!le.ob || le.ob != L->ob || le.ib != L->ib || le.i_inner != L->i_inner || le.pair != L->pair || le.i != L->i ||
 	    le.taps != L->taps || r->row0 % L->ob || r->row0 + le.o > L->o ||
 	    (le.o % L->ob && r->row0 + le.o != L->o))
 		return NULL;
-	const size_t ibs = (L->i + L->ib - 1) / L->ib;
-	return starnn_blocked_weights_data(L, (void *)r->buf) + r->row0 / L->ob * ibs * L->taps * L->ob * L->ib;
+	const size_t ibs = (L->i + L->ib - 1) / L->ib; /* (elements of L's size: bf16 in pairs too) */
+	return (char *)starnn_blocked_weights_data(L, (void *)r->buf) +
+	       r->row0 / L->ob * ibs * L->taps * L->ob * L->ib * starnn_blocked_weights_es(L);
 }
 
 /* Whether the fp32 primitive of a pass (this thread's, for these
@@ -2018,7 +2022,36 @@ int starnn_convt2d_bwd_data_dnnl(size_t n, size_t c, size_t o, size_t h, size_t 
                                  starnn_dtype dt, const void *wt, size_t ldw, const void *dy, size_t lddy, float beta,
                                  void *dx, size_t lddx)
 {
+	return starnn_convt2d_bwd_data_dnnl_sliced(n, c, o, h, w, xb, yb, dt, wt, ldw, NULL, 0, dy, lddy, beta, dx, lddx);
+}
+
+int starnn_convt2d_dnnl_bwd_data_layout(size_t n, size_t c, size_t o, size_t h, size_t w, size_t xb, size_t yb,
+                                        starnn_dtype dt, struct starnn_blocked_weights *L)
+{
+	memset(L, 0, sizeof *L);
+	if ((dt != STARNN_FP32 && dt != STARNN_BF16) || !n || !c || !o || !h || !w || starnn_convt2d_direct(c, xb, dt))
+		return 0;
+	pthread_once(&engine_once, engine_init);
+	if (engine_status != dnnl_success)
+		return 0;
+	struct dnnl_conv *e = malloc(sizeof *e); /* (not cached, as starnn_conv2d_dnnl_pack_info's) */
+	if (!e)
+		return 0;
+	const struct starnn_conv2d_geom g = {n, c, o, h, w, 2, xb, yb, 0, 0, 0};
+	*e = conv_key(1, STARNN_CONV2D_BWD_DATA, dt, &g, o * 4 * h * w, o * 4, 0, 0.0f, c * h * w);
+	const dnnl_memory_desc_t *md = NULL;
+	if (conv_create(e) == 0 && e->re_b && e->ib && dnnl_memory_get_memory_desc(e->ib, &md) == dnnl_success && md)
+		deconv_layout(md, L);
+	conv_destroy(e);
+	return L->ob != 0;
+}
+
+int starnn_convt2d_bwd_data_dnnl_sliced(size_t n, size_t c, size_t o, size_t h, size_t w, size_t xb, size_t yb,
+                                        starnn_dtype dt, const void *wt, size_t ldw, const void *whole, size_t row0,
+                                        const void *dy, size_t lddy, float beta, void *dx, size_t lddx)
+{
 	struct starnn_conv2d_geom g = {n, c, o, h, w, 2, xb, yb, 0, 0, 0};
+	const struct packed_ref r = {whole, row0, 1};
 	if (n && h && w && starnn_convt2d_direct(c, xb, dt)) {
 		float *work = thread_buf(2, starnn_convt2d_direct_workspace(c, o) * sizeof *work);
 		if (!work)
@@ -2026,7 +2059,8 @@ int starnn_convt2d_bwd_data_dnnl(size_t n, size_t c, size_t o, size_t h, size_t 
 		starnn_convt2d_bwd_data_direct_cpu(n, c, o, h, w, xb, yb, wt, ldw, dy, lddy, beta, dx, lddx, work);
 		return 0;
 	}
-	return conv_run(1, STARNN_CONV2D_BWD_DATA, dt, &g, dy, lddy, wt, ldw, NULL, NULL, beta, dx, lddx);
+	return conv_run_packed(1, STARNN_CONV2D_BWD_DATA, dt, &g, dy, lddy, wt, ldw, whole ? &r : NULL, NULL, beta, dx,
+	                       lddx);
 }
 
 /* oneDNN 2.6 exports this row-major GEMM without declaring it in dnnl.h
@@ -2328,6 +2362,22 @@ int starnn_conv2d_dnnl_block(starnn_dtype dt)
 }
 
 #else /* no oneDNN */
+
+int starnn_convt2d_bwd_data_dnnl_sliced(size_t n, size_t c, size_t o, size_t h, size_t w, size_t xb, size_t yb,
+                                        starnn_dtype dt, const void *wt, size_t ldw, const void *whole, size_t row0,
+                                        const void *dy, size_t lddy, float beta, void *dx, size_t lddx)
+{
+	(void)whole, (void)row0;
+	return starnn_convt2d_bwd_data_dnnl(n, c, o, h, w, xb, yb, dt, wt, ldw, dy, lddy, beta, dx, lddx);
+}
+
+int starnn_convt2d_dnnl_bwd_data_layout(size_t n, size_t c, size_t o, size_t h, size_t w, size_t xb, size_t yb,
+                                        starnn_dtype dt, struct starnn_blocked_weights *L)
+{
+	(void)n, (void)c, (void)o, (void)h, (void)w, (void)xb, (void)yb, (void)dt;
+	memset(L, 0, sizeof *L);
+	return 0;
+}
 
 int starnn_conv2d_1x1_gemm(const struct starnn_conv2d_geom *g, starnn_dtype dt)
 {

@@ -842,7 +842,10 @@ starnn_tensor *starnn_conv2d_blocked_copy(starnn_tensor *root, const struct star
 	if ((unsigned)root->dtype >= STARNN_NDTYPES || root->parent || !layout->ob)
 		return NULL;
 	struct starnn_blocked_weights L = *layout;
-	L.o = (uint32_t)root->rows;
+	if (L.trans) /* (the whole tensor: its rows are L's i, its columns L's o x taps) */
+		L.i = (uint32_t)root->rows, L.o = (uint32_t)(root->cols / L.taps);
+	else
+		L.o = (uint32_t)root->rows;
 	L.header = (uint32_t)sizeof L;
 	L.align = 64;
 	/* the key: the layout, apart from the packed copies' keys */

@@ -387,14 +387,14 @@ static void bwd_data_sliced(void *buffers[], void *cl_arg, starnn_dtype dt)
 	                                           (size_t)a->yb, dt, w.ptr, w.ld, BUF(2).ptr, (size_t)a->row0, dy.ptr,
 	                                           dy.ld, a->beta, dx.ptr, dx.ld));
 }
-#define CT_SLICED_CL(dt, DT, fp)                                                                            \
+#define CT_SLICED_CL(dt, DT, fp, nm)                                                                        \
 	static void bwd_data_sliced_##dt##_cpu(void *buffers[], void *cl_arg)                               \
 	{                                                                                                   \
 		bwd_data_sliced(buffers, cl_arg, DT);                                                       \
 	}                                                                                                   \
 	static STARNN_PERFMODEL_FP(convt2d_bwd_data_sliced, dt, fp);                                        \
 	static struct starpu_codelet bwd_data_sliced_##dt##_cl = {                                          \
-		.name = "convt2d_bwd_data_sliced_" #dt,                                                     \
+		.name = nm,                                                                                 \
 		.cpu_funcs = {bwd_data_sliced_##dt##_cpu},                                                  \
 		.cpu_funcs_name = {"bwd_data_sliced_" #dt "_cpu"},                                          \
 		.nbuffers = 4,                                                                              \
@@ -402,15 +402,44 @@ static void bwd_data_sliced(void *buffers[], void *cl_arg, starnn_dtype dt)
 		STARNN_MODELS(convt2d_bwd_data_sliced, dt),                                                 \
 	};                                                                                                  \
 	static struct starpu_codelet bwd_data_sliced_w_##dt##_cl = {                                        \
-		.name = "convt2d_bwd_data_sliced_" #dt,                                                     \
+		.name = nm,                                                                                 \
 		.cpu_funcs = {bwd_data_sliced_##dt##_cpu},                                                  \
 		.cpu_funcs_name = {"bwd_data_sliced_" #dt "_cpu"},                                          \
 		.nbuffers = 4,                                                                              \
 		.modes = {STARPU_R, STARPU_R, STARPU_R, STARPU_W},                                          \
 		STARNN_MODELS(convt2d_bwd_data_sliced, dt),                                                 \
 	};
-CT_SLICED_CL(fp32, STARNN_FP32, convt2d_footprint)
-CT_SLICED_CL(bf16, STARNN_BF16, convt2d_half_footprint)
+/* (the fp32 codelets' names without their dtype, as the others') */
+CT_SLICED_CL(fp32, STARNN_FP32, convt2d_footprint, "convt2d_bwd_data_sliced")
+CT_SLICED_CL(bf16, STARNN_BF16, convt2d_half_footprint, "convt2d_bwd_data_sliced_bf16")
+
+/* The forward reading its weights from a whole blocked copy of w
+ * (buffers x, w, b, copy, y; codelets/convt2d.h:
+ * starnn_convt2d_fwd_dnnl_sliced). */
+static void fwd_sliced(void *buffers[], void *cl_arg, starnn_dtype dt)
+{
+	const struct convt2d_args *a = cl_arg;
+	struct starnn_mat x = BUF(0), w = BUF(1), y = BUF(4);
+	report(starnn_convt2d_fwd_dnnl_sliced(x.rows, w.rows, w.cols / 4, (size_t)a->h, (size_t)a->w, (size_t)a->xb,
+	                                      (size_t)a->yb, dt, x.ptr, x.ld, w.ptr, w.ld, BUF(3).ptr, (size_t)a->row0,
+	                                      BUF(2).ptr, y.ptr, y.ld));
+}
+#define CT_FWD_SLICED_CL(dt, DT, fp, nm)                                                                    \
+	static void fwd_sliced_##dt##_cpu(void *buffers[], void *cl_arg)                                    \
+	{                                                                                                   \
+		fwd_sliced(buffers, cl_arg, DT);                                                            \
+	}                                                                                                   \
+	static STARNN_PERFMODEL_FP(convt2d_fwd_sliced, dt, fp);                                             \
+	static struct starpu_codelet fwd_sliced_##dt##_cl = {                                               \
+		.name = nm,                                                                                 \
+		.cpu_funcs = {fwd_sliced_##dt##_cpu},                                                       \
+		.cpu_funcs_name = {"fwd_sliced_" #dt "_cpu"},                                               \
+		.nbuffers = 5,                                                                              \
+		.modes = {STARPU_R, STARPU_R, STARPU_R, STARPU_R, STARPU_W},                                \
+		STARNN_MODELS(convt2d_fwd_sliced, dt),                                                      \
+	};
+CT_FWD_SLICED_CL(fp32, STARNN_FP32, convt2d_footprint, "convt2d_fwd_sliced")
+CT_FWD_SLICED_CL(bf16, STARNN_BF16, convt2d_half_footprint, "convt2d_fwd_sliced_bf16")
 
 /* By the activations' dtype (fp32 first). */
 static struct starpu_codelet *const fwd_cls[3] = {&starnn_convt2d_fwd_cl, &fwd_fp16_cl, &fwd_bf16_cl};
@@ -498,6 +527,33 @@ static int task_count(const starnn_tensor *x, int64_t o)
 	return parts < 1 ? 1 : parts < nw ? (int)parts : nw;
 }
 
+/* The whole copy of w in the layout oneDNN reads in the forward (fwd 1:
+ * its 1x1 convolution [4o, c]) or backward-data pass (its deconvolution)
+ * (codelets/conv2d.h: starnn_conv2d_blocked_copy), which the optimizers
+ * keep current as they write w, so that no task reorders w; NULL where
+ * that does not apply: packing not on, not oneDNN, CUDA workers, w a part,
+ * 16-bit passes widened to fp32, the direct kernels, a layout
+ * runtime/tensor.h does not describe. x0: the first task's x (forward) or
+ * dx (backward data), whose geometry with y's (dy's) layout asks for it. */
+static int w_copy(int fwd, starnn_tensor *w, const starnn_tensor *x0, const starnn_tensor *y, starnn_dtype dt,
+                  starnn_tensor **copy)
+{
+	*copy = NULL;
+	struct starnn_blocked_weights L;
+	if (starnn_conv2d_pack() != STARNN_CONV2D_PACK_ON || starnn_conv2d_cpu_backend() != STARNN_CONV2D_DNNL ||
+	    starpu_cuda_worker_get_count() > 0 || w->parent || w->dtype != dt ||
+	    (dt != STARNN_FP32 && !(dt == STARNN_BF16 && starnn_conv2d_dnnl_bf16())))
+		return 0;
+	const size_t n = (size_t)x0->shape[0], c = (size_t)x0->shape[1], o = (size_t)w->shape[1],
+	             h = (size_t)x0->shape[2], wd = (size_t)x0->shape[3];
+	if (!(fwd ? starnn_convt2d_dnnl_fwd_layout(n, c, o, h, wd, (size_t)x0->cblock, (size_t)y->cblock, dt, &L)
+	          : starnn_convt2d_dnnl_bwd_data_layout(n, c, o, h, wd, (size_t)x0->cblock, (size_t)y->cblock, dt, &L)))
+		return 0;
+	int rc;
+	*copy = starnn_conv2d_blocked_copy(w, &L, &rc);
+	return rc;
+}
+
 static int convt2d_fwd_dt(starnn_tensor *x, starnn_tensor *w, starnn_tensor *b, starnn_tensor *y, starnn_dtype dt)
 {
 	if (!x || !w || !b || !y)
@@ -517,39 +573,22 @@ static int convt2d_fwd_dt(starnn_tensor *x, starnn_tensor *w, starnn_tensor *b, 
 		STARNN_CHECK(starnn_tensor_split(b, 0, parts, sizes, &bp));
 	} else
 		parts = 1;
+	starnn_tensor *copy = NULL;
+	STARNN_CHECK(w_copy(1, w, xp ? xp[0] : x, y, dt, &copy));
 	for (int i = 0; i < parts; i++) {
 		starnn_tensor *xi = xp ? xp[i] : x, *wi = wp ? wp[i] : w, *yi = yp ? yp[i] : y;
 		/* the product, then the bias on every output element */
 		double flops = ct_flops(xi, wi->shape[1]) + (double)(yi->rows * yi->cols);
 		struct starnn_task_desc d = {.cl = fwd_cls[dt], .args = &a, .args_size = sizeof a, .flops = flops,
 		                             .tensors = {xi, wi, bp ? bp[i] : b, yi}};
+		if (copy) {
+			d.cl = dt == STARNN_BF16 ? &fwd_sliced_bf16_cl : &fwd_sliced_fp32_cl;
+			d.tensors[3] = copy, d.tensors[4] = yi;
+		}
 		STARNN_CHECK(starnn_submit(&d));
+		a.row0 += wp ? 4 * wi->shape[1] : 0; /* (rows of the 1x1 weights [4o, c]) */
 	}
 	return 0;
-}
-
-/* The whole copy of w in the layout oneDNN's backward-data deconvolution
- * reads (codelets/conv2d.h: starnn_conv2d_blocked_copy), which the
- * optimizers keep current as they write w, so that no task reorders w; NULL
- * where that does not apply: packing not on, not oneDNN, CUDA workers, w
- * a part, 16-bit passes widened to fp32, the direct kernels, a layout
- * runtime/tensor.h does not describe. dx0: the first task's dx (its
- * geometry, with dy's layout, asks for the layout). */
-static int bwd_data_copy(starnn_tensor *w, const starnn_tensor *dy, const starnn_tensor *dx0, starnn_dtype dt,
-                         starnn_tensor **copy)
-{
-	*copy = NULL;
-	struct starnn_blocked_weights L;
-	if (starnn_conv2d_pack() != STARNN_CONV2D_PACK_ON || starnn_conv2d_cpu_backend() != STARNN_CONV2D_DNNL ||
-	    starpu_cuda_worker_get_count() > 0 || w->parent || w->dtype != dt ||
-	    (dt != STARNN_FP32 && !(dt == STARNN_BF16 && starnn_conv2d_dnnl_bf16())) ||
-	    !starnn_convt2d_dnnl_bwd_data_layout((size_t)dx0->shape[0], (size_t)dx0->shape[1], (size_t)w->shape[1],
-	                                         (size_t)dx0->shape[2], (size_t)dx0->shape[3], (size_t)dx0->cblock,
-	                                         (size_t)dy->cblock, dt, &L))
-		return 0;
-	int rc;
-	*copy = starnn_conv2d_blocked_copy(w, &L, &rc);
-	return rc;
 }
 
 static int convt2d_bwd_data_dt(starnn_tensor *w, starnn_tensor *dy, float beta, starnn_tensor *dx, starnn_dtype dt)
@@ -572,7 +611,7 @@ static int convt2d_bwd_data_dt(starnn_tensor *w, starnn_tensor *dy, float beta, 
 	} else
 		parts = 1;
 	starnn_tensor *copy = NULL;
-	STARNN_CHECK(bwd_data_copy(w, dy, dxp ? dxp[0] : dx, dt, &copy));
+	STARNN_CHECK(w_copy(0, w, dxp ? dxp[0] : dx, dy, dt, &copy));
 	for (int i = 0; i < parts; i++) {
 		starnn_tensor *wi = wp ? wp[i] : w, *dxi = dxp ? dxp[i] : dx;
 		struct starnn_task_desc d = {.cl = cl, .args = &a, .args_size = sizeof a,

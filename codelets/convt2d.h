@@ -109,6 +109,17 @@ int starnn_convt2d_bwd_data_dnnl(size_t n, size_t c, size_t o, size_t h, size_t 
  * pass of this geometry (dt the primitive's, dy and dx dense) where
  * runtime/tensor.h describes it (then 1, *L with header and align 0), 0
  * otherwise (the direct kernels, layouts not described, no oneDNN). */
+/* The forward's as the backward data's below: whole is a copy of all of
+ * w in the layout of the 1x1 convolution [4o, c] the forward runs as where
+ * oneDNN picks a blocked output layout (a layout of w's transpose:
+ * runtime/tensor.h trans), of which the part's output channels (o0 .. o0
+ * + o: row0 = 4 o0) read their slice. starnn_convt2d_dnnl_fwd_layout:
+ * that layout (then 1), 0 where the forward runs otherwise. */
+int starnn_convt2d_fwd_dnnl_sliced(size_t n, size_t c, size_t o, size_t h, size_t w, size_t xb, size_t yb,
+                                   starnn_dtype dt, const void *x, size_t ldx, const void *wt, size_t ldw,
+                                   const void *whole, size_t row0, const float *bias, void *y, size_t ldy);
+int starnn_convt2d_dnnl_fwd_layout(size_t n, size_t c, size_t o, size_t h, size_t w, size_t xb, size_t yb,
+                                   starnn_dtype dt, struct starnn_blocked_weights *L);
 int starnn_convt2d_bwd_data_dnnl_sliced(size_t n, size_t c, size_t o, size_t h, size_t w, size_t xb, size_t yb,
                                         starnn_dtype dt, const void *wt, size_t ldw, const void *whole, size_t row0,
                                         const void *dy, size_t lddy, float beta, void *dx, size_t lddx);

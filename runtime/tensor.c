@@ -250,7 +250,7 @@ int starnn_tensor_set_wlayout(starnn_tensor *t, const struct starnn_blocked_weig
 	if (!t)
 		return starnn_error(STARNN_EINVAL, "tensor layout: the tensor is NULL");
 	const int blocked = L && L->ob;
-	if (blocked && (!L->ib || L->pair || L->header || L->align || L->o != t->rows || L->o % L->ob || L->i % L->ib ||
+	if (blocked && (!L->ib || L->pair || L->trans || L->header || L->align || L->o != t->rows || L->o % L->ob || L->i % L->ib ||
 	                (size_t)L->i * L->taps != t->cols))
 		return starnn_error(STARNN_EINVAL,
 		                    "tensor %s: weight layout %s (%u x %u x %u in blocks of %u x %u) is not a layout of its "
@@ -647,8 +647,9 @@ int starnn_tensor_copies(starnn_tensor *t, struct starnn_derived **out, int max)
 		const struct starnn_blocked_weights *L = &e->layout;
 		if (!e->d || !L->ob || !L->ib || !e->used || e->version == UINT64_MAX)
 			continue;
-		if (L->o != t->rows || (size_t)L->i * L->taps != t->cols || (int64_t)L->i != t->shape[1] ||
-		    starnn_blocked_weights_bytes(L) > e->d->cols)
+		const int shaped = L->trans ? L->i == t->rows && (size_t)L->o * L->taps == t->cols
+		                            : L->o == t->rows && (size_t)L->i * L->taps == t->cols && (int64_t)L->i == t->shape[1];
+		if (!shaped || starnn_blocked_weights_bytes(L) > e->d->cols)
 			continue;
 		out[n++] = e;
 	}

@@ -58,9 +58,12 @@ int starnn_dtype_parse(const char *name, starnn_dtype *dtype);
  * 2]). Channels are padded to whole blocks (the padding holds zeros;
  * writers leave it). The data begin at the first `align`-byte boundary at
  * or after `header` bytes into the copy (a descriptor of the layout comes
- * first). ob = 0: not such a layout. */
+ * first). ob = 0: not such a layout. trans 1: a layout of the transpose
+ * of the tensor it is a copy of, whose rows are then the layout's i and
+ * whose columns its o x taps (a transposed convolution's PyTorch [c, o,
+ * 2, 2] seen as the 1x1 convolution [4o, c] of its forward); 0 otherwise. */
 struct starnn_blocked_weights {
-	uint32_t o, i, taps, ob, ib, i_inner, header, align, pair;
+	uint32_t o, i, taps, ob, ib, i_inner, header, align, pair, trans;
 };
 
 typedef struct starnn_tensor starnn_tensor;

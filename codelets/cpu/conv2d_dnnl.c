@@ -1149,7 +1149,7 @@ static void deconv_layout(const dnnl_memory_desc_t *md, struct starnn_blocked_we
 		*L = (struct starnn_blocked_weights){(uint32_t)md->dims[1], (uint32_t)md->dims[0],
 		                                     (uint32_t)(md->dims[2] * md->dims[3]), deconv_layouts[k].ob,
 		                                     deconv_layouts[k].ib, deconv_layouts[k].i_inner, 0, 0,
-		                                     deconv_layouts[k].pair};
+		                                     deconv_layouts[k].pair, 0};
 		return;
 	}
 }
@@ -1174,7 +1174,7 @@ static void pack_layout(const dnnl_memory_desc_t *md, struct starnn_blocked_weig
 		                                     known_layouts[k].i_inner,
 		                                     (uint32_t)sizeof(dnnl_memory_desc_t),
 		                                     PACK_ALIGN,
-		                                     known_layouts[k].pair};
+		                                     known_layouts[k].pair, 0};
 		return;
 	}
 }
@@ -1332,11 +1332,13 @@ static void *sliced_weights(const struct dnnl_conv *e, const struct packed_ref *
 	struct starnn_blocked_weights le;
 	if (!e->ib || dnnl_memory_get_memory_desc(e->ib, &md) != dnnl_success || !md)
 		return NULL;
-	if (e->kind) /* (a transposed convolution's [o, c, 2, 2]: a layout of the rows c) */
+	if (e->kind && !e->zb) /* (a transposed convolution's [o, c, 2, 2]: a layout of the rows c) */
 		deconv_layout(md, &le);
 	else
 		pack_layout(md, &le);
-	if (!le.ob || le.ob != L->ob || le.ib != L->ib || le.i_inner != L->i_inner || le.pair != L->pair || le.i != L->i ||
+	le.trans = e->kind && e->zb; /* (its forward's 1x1 weights [4o, c]: of the transpose) */
+	if (!le.ob || le.ob != L->ob || le.ib != L->ib || le.i_inner != L->i_inner || le.pair != L->pair ||
+	    le.trans != L->trans || le.i != L->i ||
 	    le.taps != L->taps || r->row0 % L->ob || r->row0 + le.o > L->o ||
 	    (le.o % L->ob && r->row0 + le.o != L->o))
 		return NULL;
@@ -2007,7 +2009,15 @@ int starnn_convt2d_fwd_dnnl(size_t n, size_t c, size_t o, size_t h, size_t w, si
                             const void *x, size_t ldx, const void *wt, size_t ldw, const float *bias, void *y,
                             size_t ldy)
 {
+	return starnn_convt2d_fwd_dnnl_sliced(n, c, o, h, w, xb, yb, dt, x, ldx, wt, ldw, NULL, 0, bias, y, ldy);
+}
+
+int starnn_convt2d_fwd_dnnl_sliced(size_t n, size_t c, size_t o, size_t h, size_t w, size_t xb, size_t yb,
+                                   starnn_dtype dt, const void *x, size_t ldx, const void *wt, size_t ldw,
+                                   const void *whole, size_t row0, const float *bias, void *y, size_t ldy)
+{
 	struct starnn_conv2d_geom g = {n, c, o, h, w, 2, xb, yb, 0, 0, 0};
+	const struct packed_ref r = {whole, row0, 1};
 	if (n && h && w && c && starnn_convt2d_direct(o, yb, dt)) {
 		float *work = thread_buf(2, starnn_convt2d_direct_workspace(c, o) * sizeof *work);
 		if (!work)
@@ -2015,7 +2025,32 @@ int starnn_convt2d_fwd_dnnl(size_t n, size_t c, size_t o, size_t h, size_t w, si
 		starnn_convt2d_fwd_direct_cpu(n, c, o, h, w, xb, yb, x, ldx, wt, ldw, bias, y, ldy, work);
 		return 0;
 	}
-	return conv_run(1, STARNN_CONV2D_FWD, dt, &g, x, ldx, wt, ldw, NULL, bias, 0.0f, y, ldy);
+	return conv_run_packed(1, STARNN_CONV2D_FWD, dt, &g, x, ldx, wt, ldw, whole ? &r : NULL, bias, 0.0f, y, ldy);
+}
+
+int starnn_convt2d_dnnl_fwd_layout(size_t n, size_t c, size_t o, size_t h, size_t w, size_t xb, size_t yb,
+                                   starnn_dtype dt, struct starnn_blocked_weights *L)
+{
+	memset(L, 0, sizeof *L);
+	if ((dt != STARNN_FP32 && dt != STARNN_BF16) || !n || !c || !o || !h || !w || starnn_convt2d_direct(o, yb, dt))
+		return 0;
+	pthread_once(&engine_once, engine_init);
+	if (engine_status != dnnl_success)
+		return 0;
+	struct dnnl_conv *e = malloc(sizeof *e); /* (not cached, as starnn_conv2d_dnnl_pack_info's) */
+	if (!e)
+		return 0;
+	const struct starnn_conv2d_geom g = {n, c, o, h, w, 2, xb, yb, 0, 0, 0};
+	*e = conv_key(1, STARNN_CONV2D_FWD, dt, &g, c * h * w, o * 4, 1, 0.0f, o * 4 * h * w);
+	const dnnl_memory_desc_t *md = NULL;
+	if (conv_create(e) == 0 && e->zb && e->re_b && e->ib && dnnl_memory_get_memory_desc(e->ib, &md) == dnnl_success &&
+	    md) {
+		pack_layout(md, L); /* the 1x1 weights [4o, c]: a layout of the transpose of [c, o, 2, 2] */
+		L->trans = L->ob != 0;
+		L->header = L->align = 0;
+	}
+	conv_destroy(e);
+	return L->ob != 0;
 }
 
 int starnn_convt2d_bwd_data_dnnl(size_t n, size_t c, size_t o, size_t h, size_t w, size_t xb, size_t yb,
@@ -2362,6 +2397,22 @@ int starnn_conv2d_dnnl_block(starnn_dtype dt)
 }
 
 #else /* no oneDNN */
+
+int starnn_convt2d_fwd_dnnl_sliced(size_t n, size_t c, size_t o, size_t h, size_t w, size_t xb, size_t yb,
+                                   starnn_dtype dt, const void *x, size_t ldx, const void *wt, size_t ldw,
+                                   const void *whole, size_t row0, const float *bias, void *y, size_t ldy)
+{
+	(void)whole, (void)row0;
+	return starnn_convt2d_fwd_dnnl(n, c, o, h, w, xb, yb, dt, x, ldx, wt, ldw, bias, y, ldy);
+}
+
+int starnn_convt2d_dnnl_fwd_layout(size_t n, size_t c, size_t o, size_t h, size_t w, size_t xb, size_t yb,
+                                   starnn_dtype dt, struct starnn_blocked_weights *L)
+{
+	(void)n, (void)c, (void)o, (void)h, (void)w, (void)xb, (void)yb, (void)dt;
+	memset(L, 0, sizeof *L);
+	return 0;
+}
 
 int starnn_convt2d_bwd_data_dnnl_sliced(size_t n, size_t c, size_t o, size_t h, size_t w, size_t xb, size_t yb,
                                         starnn_dtype dt, const void *wt, size_t ldw, const void *whole, size_t row0,

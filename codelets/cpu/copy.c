@@ -174,6 +174,49 @@ __attribute__((target("avx512f"))) static void pairs16_avx512(const float *f, si
 #define PAIRS_MAX_TAPS 25
 #endif
 
+/* put_from for a layout of the transpose (L->trans): element (o, i, t) of
+ * the layout at w[(i - wi) * ldw + (o - wo) * T + t]. A whole 16 x 16
+ * block of one tap whose inner index is o (i_inner 0: fp32 [i][o], bf16
+ * pairs [i / 2][o][i % 2]) is 16 rows of w copied as they are (then
+ * paired); the rest element by element. */
+static void put_trans(const struct starnn_blocked_weights *L, size_t o0, size_t o1, size_t i0, size_t i1,
+                      const float *w, size_t ldw, size_t wo, size_t wi, float *d)
+{
+	uint16_t *dh = (uint16_t *)(void *)d;
+	const size_t T = L->taps, ob = L->ob, ib = L->ib;
+#ifdef PUT_X86
+	const int fast = T == 1 && ob == 16 && ib == 16 && !L->i_inner && starnn_simd_level() >= STARNN_SIMD_AVX512;
+#endif
+	for (size_t ob0 = o0 / ob * ob; ob0 < o1; ob0 += ob) {
+		const size_t oa = ob0 > o0 ? ob0 : o0, oz = ob0 + ob < o1 ? ob0 + ob : o1;
+		for (size_t ib0 = i0 / ib * ib; ib0 < i1; ib0 += ib) {
+			const size_t ia = ib0 > i0 ? ib0 : i0, iz = ib0 + ib < i1 ? ib0 + ib : i1;
+			const size_t at = starnn_blocked_weights_index(L, ob0, ib0, 0);
+#ifdef PUT_X86
+			if (fast && oz - oa == 16 && iz - ia == 16) {
+				float f[256];
+				for (size_t i = 0; i < 16; i++)
+					memcpy(L->pair ? f + i * 16 : d + at + i * 16, w + (ib0 + i - wi) * ldw + (ob0 - wo),
+					       16 * sizeof(float));
+				if (L->pair)
+					pairs16_avx512(f, 1, dh + at);
+				continue;
+			}
+#endif
+			for (size_t o = oa; o < oz; o++)
+				for (size_t i = ia; i < iz; i++)
+					for (size_t t = 0; t < T; t++) {
+						const float v = w[(i - wi) * ldw + (o - wo) * T + t];
+						const size_t k = starnn_blocked_weights_index(L, o, i, t);
+						if (L->pair)
+							dh[k] = starnn_float_to_bf16(v);
+						else
+							d[k] = v;
+					}
+		}
+	}
+}
+
 /* Element (o, i, t) of the weights at w[(o - wo) * ldw + (i - wi) * T + t]:
  * the whole tensor (wo = wi = 0) or a tile of it starting at (wo, wi). An
  * fp32 layout takes the values as they are, a bf16 one (L->pair) rounds
@@ -184,6 +227,10 @@ static void put_from(const struct starnn_blocked_weights *L, size_t o0, size_t o
 	float *d = starnn_blocked_weights_data(L, copy);
 	uint16_t *dh = (uint16_t *)(void *)d;
 	const size_t T = L->taps, ob = L->ob, ib = L->ib, bsz = ob * ib;
+	if (L->trans) {
+		put_trans(L, o0, o1, i0, i1, w, ldw, wo, wi, d);
+		return;
+	}
 #ifdef PUT_X86
 	const int level = starnn_simd_level();
 	const int avx2 = !L->pair && ob == 8 && ib == 8 && T >= 8 && level >= STARNN_SIMD_AVX2;
@@ -327,14 +374,44 @@ void starnn_blocked_put_cpu(const struct starnn_blocked_weights *L, size_t o0, s
 void starnn_blocked_put_rows_cpu(const struct starnn_blocked_weights *L, size_t r0, size_t r1, const float *w,
                                  size_t ldw, void *copy)
 {
-	starnn_blocked_put_cpu(L, r0, r1, 0, L->i, w, ldw, copy);
+	if (L->trans) /* (the rows of the tensor are the layout's i) */
+		starnn_blocked_put_cpu(L, 0, L->o, r0, r1, w, ldw, copy);
+	else
+		starnn_blocked_put_cpu(L, r0, r1, 0, L->i, w, ldw, copy);
 }
 
 void starnn_blocked_make_cpu(const struct starnn_blocked_weights *L, const float *w, size_t ldw, void *copy)
 {
 	memcpy(copy, L, sizeof *L);
 	memset(starnn_blocked_weights_data(L, copy), 0, starnn_blocked_weights_floats(L) * starnn_blocked_weights_es(L));
-	starnn_blocked_put_rows_cpu(L, 0, L->o, w, ldw, copy);
+	starnn_blocked_put_rows_cpu(L, 0, L->trans ? L->i : L->o, w, ldw, copy);
+}
+
+static size_t gcd(size_t a, size_t b)
+{
+	while (b) {
+		size_t t = a % b;
+		a = b, b = t;
+	}
+	return a;
+}
+
+static size_t lcm(size_t a, size_t b)
+{
+	return a / gcd(a, b) * b;
+}
+
+/* Writes the tile rows [r0, r1) x columns [c0, c1) of a tensor into its
+ * copy in layout L: src holds the tile's element (r, c) at src[(r - sr) *
+ * lds + c - sc] (the whole tensor: sr = sc = 0). */
+static void put_tile(const struct starnn_blocked_weights *L, size_t r0, size_t r1, size_t c0, size_t c1,
+                     const float *src, size_t lds, size_t sr, size_t sc, void *copy)
+{
+	const size_t T = L->taps;
+	if (L->trans)
+		put_from(L, c0 / T, c1 / T, r0, r1, src, lds, sc / T, sr, copy);
+	else
+		put_from(L, r0, r1, c0 / T, c1 / T, src, lds, sr, sc / T, copy);
 }
 
 /* The tiles of starnn_update_with_copies and starnn_tiles_with_copies:
@@ -344,53 +421,52 @@ static void tiles(size_t rows, size_t cols, void (*update)(void *ctx, size_t r0,
                   const float *w, size_t ldw, int n, const struct starnn_blocked_weights *L, void *const *copies,
                   const struct starnn_blocked_weights *G)
 {
-	/* tiles of whole blocks of every copy: rows a multiple of the largest
-	 * ob, columns of whole input channels, a multiple of the largest ib,
-	 * up to TILE floats of w (a band of whole rows where they fit): the
-	 * update streams each row of w and its optimizer state, which come
-	 * from memory, and the copies read the band back from cache. Tiles of
-	 * 4096 floats (a few hundred bytes of each of 16 rows, 18 KB apart at
-	 * 512 x 512 x 3 x 3) were latency bound: Adam and its two fp32 copies
-	 * took 9.1 ms of a 128x128 fp32 step, 5.5 ms in bands (a Zen 4, the
-	 * trace's second half; 31.7 -> 32.1 samples/s, 3 alternated pairs). */
+	/* tiles of whole blocks of every copy and of G: rows a multiple of
+	 * their row blocks (ob; ib of a transposed copy), columns of their
+	 * column blocks (ib x taps; ob x taps transposed), up to TILE floats
+	 * of w (a band of whole rows where they fit): the update streams each
+	 * row of w and its optimizer state, which come from memory, and the
+	 * copies read the band back from cache. Tiles of 4096 floats (a few
+	 * hundred bytes of each of 16 rows, 18 KB apart at 512 x 512 x 3 x 3)
+	 * were latency bound: Adam and its two fp32 copies took 9.1 ms of a
+	 * 128x128 fp32 step, 5.5 ms in bands (a Zen 4, the trace's second
+	 * half; 31.7 -> 32.1 samples/s, 3 alternated pairs). */
 	enum { TILE = 1 << 18 };
-	size_t ob = 1, ib = 1, T = 1, ldt;
+	size_t rb = 1, cb = 1, ldt;
 	for (int c = 0; c < n; c++) {
-		ob = L[c].ob > ob ? L[c].ob : ob;
-		ib = L[c].ib > ib ? L[c].ib : ib;
-		T = L[c].taps;
+		rb = lcm(rb, L[c].trans ? L[c].ib : L[c].ob);
+		cb = lcm(cb, (size_t)(L[c].trans ? L[c].ob : L[c].ib) * L[c].taps);
 	}
-	if (G && G->ob) { /* and whole blocks of the gradient read */
-		ob = G->ob > ob ? G->ob : ob;
-		ib = G->ib > ib ? G->ib : ib;
-		T = G->taps;
+	const int blocked_g = G && G->ob;
+	if (blocked_g) { /* and whole blocks of the gradient read */
+		rb = lcm(rb, G->ob);
+		cb = lcm(cb, (size_t)G->ib * G->taps);
 	}
-	if (ob == 1 || cols % T) { /* (no copies nor blocked gradient: one tile) */
+	if (n == 0 && !blocked_g) { /* (no copies nor blocked gradient: one tile) */
 		if (update)
 			update(ctx, 0, rows, 0, cols);
 		else
 			(void)tile(ctx, 0, rows, 0, cols, &ldt);
 		return;
 	}
-	const size_t I = cols / T;
-	size_t ic = ib * (TILE / (ob * ib * T) ? TILE / (ob * ib * T) : 1); /* input channels per tile */
-	if (ic > I)
-		ic = I;
-	for (size_t r0 = 0; r0 < rows; r0 += ob) {
-		const size_t r1 = r0 + ob < rows ? r0 + ob : rows;
-		for (size_t i0 = 0; i0 < I; i0 += ic) {
-			const size_t i1 = i0 + ic < I ? i0 + ic : I;
+	size_t cc = cb * (TILE / (rb * cb) ? TILE / (rb * cb) : 1); /* columns per tile */
+	if (cc > cols)
+		cc = cols;
+	for (size_t r0 = 0; r0 < rows; r0 += rb) {
+		const size_t r1 = r0 + rb < rows ? r0 + rb : rows;
+		for (size_t c0 = 0; c0 < cols; c0 += cc) {
+			const size_t c1 = c0 + cc < cols ? c0 + cc : cols;
 			if (update) {
-				update(ctx, r0, r1, i0 * T, i1 * T);
+				update(ctx, r0, r1, c0, c1);
 				for (int c = 0; c < n; c++)
-					starnn_blocked_put_cpu(&L[c], r0, r1, i0, i1, w, ldw, copies[c]);
+					put_tile(&L[c], r0, r1, c0, c1, w, ldw, 0, 0, copies[c]);
 				continue;
 			}
-			const float *t = tile(ctx, r0, r1, i0 * T, i1 * T, &ldt);
+			const float *t = tile(ctx, r0, r1, c0, c1, &ldt);
 			if (!t)
 				return;
 			for (int c = 0; c < n; c++)
-				put_from(&L[c], r0, r1, i0, i1, t, ldt, r0, i0, copies[c]);
+				put_tile(&L[c], r0, r1, c0, c1, t, ldt, r0, c0, copies[c]);
 		}
 	}
 }

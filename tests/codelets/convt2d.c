@@ -812,22 +812,39 @@ static void dw_layouts(void)
  * off, after w is written by a tensor write and by SGD (which keeps the
  * copy: no pack task); the pass does read the copy (garbage written into
  * it shows in dx). */
+static void pass_copies(int fwd, starnn_dtype dt, int64_t n);
 static void bwd_data_copies(starnn_dtype dt, int64_t n)
+{
+	pass_copies(0, dt, n);
+}
+
+/* The same for the forward, whose copy is in the layout of its 1x1
+ * convolution [4o, c] (a layout of w's transpose: runtime/tensor.h trans),
+ * its channel parts at batch 1 reading slices of output channels. */
+static void fwd_copies(starnn_dtype dt, int64_t n)
+{
+	pass_copies(1, dt, n);
+}
+
+static void pass_copies(int fwd, starnn_dtype dt, int64_t n)
 {
 	const int b = starnn_conv2d_dnnl_block(STARNN_FP32);
 	if (b < 16 || (dt == STARNN_BF16 && !starnn_conv2d_dnnl_bf16()))
 		return;
-	const int64_t c = 128, o = 64, h = 48, w = 48;
-	const size_t nx = (size_t)(n * c * h * w);
+	const int64_t c = 128, o = 64, h = 48;
 	char what[96];
-	snprintf(what, sizeof what, "convt2d bwd_data %s, batch %lld, from the blocked copy", starnn_dtype_name(dt),
-	         (long long)n);
-	float *wv = test_random((size_t)(c * o * 4), -1, 1), *dyv = test_random((size_t)(n * o * 4 * h * w), -1, 1);
-	starnn_tensor *tw, *dy, *dxa, *dxr;
+	snprintf(what, sizeof what, "convt2d %s %s, batch %lld, from the blocked copy", fwd ? "fwd" : "bwd_data",
+	         starnn_dtype_name(dt), (long long)n);
+	/* fwd: dy is x [n, c, h, w], dxa / dxr are y [n, o, 2h, 2w] */
+	const int64_t in_c = fwd ? c : o, in_h = fwd ? h : 2 * h, out_c = fwd ? o : c, out_h = fwd ? 2 * h : h;
+	const size_t nx = (size_t)(n * out_c * out_h * out_h);
+	float *wv = test_random((size_t)(c * o * 4), -1, 1), *dyv = test_random((size_t)(n * in_c * in_h * in_h), -1, 1);
+	float *bv = test_random((size_t)o, -1, 1);
+	starnn_tensor *tw, *dy, *dxa, *dxr, *tb = test_tensor("b", 1, &o, bv);
 	TEST_OK(starnn_tensor_create(&tw, "w", dt, 4, (int64_t[]){c, o, 2, 2}));
-	TEST_OK(starnn_tensor_create(&dy, "dy", dt, 4, (int64_t[]){n, o, 2 * h, 2 * w}));
-	TEST_OK(starnn_tensor_create(&dxa, "dxa", dt, 4, (int64_t[]){n, c, h, w}));
-	TEST_OK(starnn_tensor_create(&dxr, "dxr", dt, 4, (int64_t[]){n, c, h, w}));
+	TEST_OK(starnn_tensor_create(&dy, "dy", dt, 4, (int64_t[]){n, in_c, in_h, in_h}));
+	TEST_OK(starnn_tensor_create(&dxa, "dxa", dt, 4, (int64_t[]){n, out_c, out_h, out_h}));
+	TEST_OK(starnn_tensor_create(&dxr, "dxr", dt, 4, (int64_t[]){n, out_c, out_h, out_h}));
 	TEST_OK(starnn_tensor_set_cblock(dy, b));
 	TEST_OK(starnn_tensor_set_cblock(dxa, b));
 	TEST_OK(starnn_tensor_set_cblock(dxr, b));
@@ -837,10 +854,10 @@ static void bwd_data_copies(starnn_dtype dt, int64_t n)
 	starnn_tensor *g = NULL, *buf = NULL;
 	for (int round = 0; round < 4; round++) {
 		starnn_conv2d_pack_set(STARNN_CONV2D_PACK_OFF);
-		TEST_OK(starnn_convt2d_bwd_data_mp(tw, dy, 0.0f, dxr));
+		TEST_OK(fwd ? starnn_convt2d_fwd_mp(dy, tw, tb, dxr) : starnn_convt2d_bwd_data_mp(tw, dy, 0.0f, dxr));
 		starnn_conv2d_pack_set(STARNN_CONV2D_PACK_ON);
 		const uint64_t packs = starnn_conv2d_pack_count();
-		TEST_OK(starnn_convt2d_bwd_data_mp(tw, dy, 0.0f, dxa));
+		TEST_OK(fwd ? starnn_convt2d_fwd_mp(dy, tw, tb, dxa) : starnn_convt2d_bwd_data_mp(tw, dy, 0.0f, dxa));
 		TEST_OK(starnn_tensor_read_f32(dxa, a));
 		TEST_OK(starnn_tensor_read_f32(dxr, r));
 		if (round < 3) {
@@ -876,8 +893,8 @@ static void bwd_data_copies(starnn_dtype dt, int64_t n)
 			free(bytes);
 		}
 	}
-	free(a), free(r), free(wv), free(dyv);
-	starnn_tensor *all[] = {tw, dy, dxa, dxr, g, buf};
+	free(a), free(r), free(wv), free(dyv), free(bv);
+	starnn_tensor *all[] = {tw, dy, dxa, dxr, g, buf, tb};
 	for (size_t i = 0; i < sizeof all / sizeof *all; i++)
 		starnn_tensor_destroy(all[i]);
 }
@@ -913,6 +930,8 @@ int main(void)
 				for (int64_t nb = 1; nb <= 2; nb++) {
 					bwd_data_copies(STARNN_FP32, nb);
 					bwd_data_copies(STARNN_BF16, nb);
+					fwd_copies(STARNN_FP32, nb);
+					fwd_copies(STARNN_BF16, nb);
 				}
 			}
 		}

@@ -162,7 +162,7 @@ static void put_rows_kernel(void)
 		const size_t O = cases[k].o, I = cases[k].i, T = cases[k].taps, b = cases[k].b;
 		const size_t OB = (O + b - 1) / b, IB = (I + b - 1) / b, data = OB * IB * b * b * T;
 		struct starnn_blocked_weights L = {(uint32_t)O, (uint32_t)I, (uint32_t)T, (uint32_t)b, (uint32_t)b,
-		                                   cases[k].i_inner, 100, 64, 0};
+		                                   cases[k].i_inner, 100, 64, 0, 0};
 		const size_t ld = I * T + 3, bytes = 100 + 64 + data * sizeof(float) + 1;
 		float *w = test_random(O * ld, -1, 1);
 		unsigned char *buf = malloc(bytes);
@@ -212,7 +212,7 @@ static void get_rows_kernel(void)
 	for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
 		const size_t O = cases[k].o, I = cases[k].i, T = cases[k].taps, b = cases[k].b, ib = I == 13 && O == 32 ? I : b;
 		const struct starnn_blocked_weights L = {(uint32_t)O, (uint32_t)I, (uint32_t)T, (uint32_t)b, (uint32_t)ib,
-		                                         cases[k].i_inner, 0, 0, 0};
+		                                         cases[k].i_inner, 0, 0, 0, 0};
 		if (ib != b) /* Acdb16a: [O / 16][taps][I][16] */
 			for (size_t o = 0; o < O; o += 5)
 				for (size_t t = 0; t < T; t++)
@@ -255,6 +255,47 @@ static void expect_einval(int rc, const char *what, const char *needle)
 	            "%s: expected STARNN_EINVAL saying '%s', got %d: %s", what, needle, rc, starnn_last_error());
 }
 
+/* Layouts of the transpose (runtime/tensor.h trans: a transposed
+ * convolution's forward weights [4o, c] kept from PyTorch's [c, o, 2, 2]):
+ * element (q, c) of the layout is row c, column q of the tensor, rows put
+ * whole and in parts split at odd rows and columns, fp32 and bf16 pairs,
+ * whole and partial blocks, the padding left alone. */
+static void put_trans_kernel(void)
+{
+	static const struct {
+		uint32_t q, c, b, i_inner, pair;
+	} cases[] = {{64, 48, 16, 0, 0}, {64, 48, 16, 0, 2}, {40, 24, 16, 0, 0}, {40, 24, 16, 0, 2},
+	             {48, 16, 8, 1, 0},  {32, 32, 16, 1, 0}, {24, 20, 8, 0, 0}};
+	for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
+		const size_t Q = cases[k].q, C = cases[k].c, ld = Q + 3;
+		const struct starnn_blocked_weights L = {(uint32_t)Q, (uint32_t)C, 1, cases[k].b, cases[k].b,
+		                                         cases[k].i_inner, 0, 0, cases[k].pair, 1};
+		const size_t n = starnn_blocked_weights_floats(&L), es = starnn_blocked_weights_es(&L);
+		float *w = test_random(C * ld, -1, 1);
+		unsigned char *whole = malloc(n * es), *split = malloc(n * es), *want = malloc(n * es);
+		memset(whole, SENTINEL, n * es), memset(split, SENTINEL, n * es), memset(want, SENTINEL, n * es);
+		starnn_blocked_put_rows_cpu(&L, 0, C, w, ld, whole);
+		starnn_blocked_put_rows_cpu(&L, 0, C / 3, w, ld, split); /* rows of the tensor: the layout's i */
+		starnn_blocked_put_cpu(&L, 0, Q / 2 + 1, C / 3, C, w, ld, split);
+		starnn_blocked_put_cpu(&L, Q / 2 + 1, Q, C / 3, C, w, ld, split);
+		for (size_t q = 0; q < Q; q++)
+			for (size_t c = 0; c < C; c++) {
+				const size_t at = starnn_blocked_weights_index(&L, q, c, 0);
+				if (L.pair) {
+					const uint16_t h = starnn_float_to_bf16(w[c * ld + q]);
+					memcpy(want + at * 2, &h, 2);
+				} else
+					memcpy(want + at * 4, &w[c * ld + q], 4);
+			}
+		TEST_ASSERT(memcmp(whole, want, n * es) == 0 && memcmp(split, want, n * es) == 0,
+		            "transposed copy %zu (%zu x %zu, blocks of %u, i_inner %u, pair %u): %s differs from the "
+		            "transpose's layout, or wrote into the padding",
+		            k, Q, C, cases[k].b, cases[k].i_inner, cases[k].pair,
+		            memcmp(whole, want, n * es) ? "the whole put" : "the put in parts");
+		free(w), free(whole), free(split), free(want);
+	}
+}
+
 /* A tensor in a blocked weight layout: read and write exchange OIHW, its
  * storage holds the layout, element-wise operations refuse to mix it with
  * OIHW, and bad layouts are refused with a message. */
@@ -262,7 +303,7 @@ static void blocked_grads(void)
 {
 	const int64_t O = 32, I = 16;
 	const size_t n = (size_t)(O * I * 9);
-	const struct starnn_blocked_weights L = {32, 16, 9, 16, 16, 0, 0, 0, 0};
+	const struct starnn_blocked_weights L = {32, 16, 9, 16, 16, 0, 0, 0, 0, 0};
 	float *v = test_random(n, -1, 1);
 	starnn_tensor *plain = test_tensor("plain", 4, (int64_t[]){O, I, 3, 3}, v);
 	starnn_tensor *g = test_tensor("gb", 4, (int64_t[]){O, I, 3, 3}, v);
@@ -286,10 +327,10 @@ static void blocked_grads(void)
 	expect_einval(starnn_axpy(1.0f, plain, g), "axpy OIHW + OIhw16i16o", "layouts differ");
 	expect_einval(starnn_copy(g, plain), "copy OIhw16i16o -> OIHW", "layouts differ");
 	expect_einval(starnn_tensor_split(g, 0, 2, NULL, &parts), "split of OIhw16i16o", "is not split");
-	const struct starnn_blocked_weights odd = {32, 16, 9, 16, 16, 0, 0, 0, 0};
+	const struct starnn_blocked_weights odd = {32, 16, 9, 16, 16, 0, 0, 0, 0, 0};
 	starnn_tensor *small = test_tensor("small", 4, (int64_t[]){O, 12, 3, 3}, NULL);
 	expect_einval(starnn_tensor_set_wlayout(small, &odd), "32 x 16 layout of 32 x 12", "not a layout of its rows");
-	const struct starnn_blocked_weights twelve = {32, 12, 9, 16, 16, 0, 0, 0, 0};
+	const struct starnn_blocked_weights twelve = {32, 12, 9, 16, 16, 0, 0, 0, 0, 0};
 	expect_einval(starnn_tensor_set_wlayout(small, &twelve), "12 channels in blocks of 16", "whole fp32 blocks");
 	starnn_tensor *h;
 	TEST_OK(starnn_tensor_create(&h, "h", STARNN_BF16, 4, (int64_t[]){O, I, 3, 3}));
@@ -337,7 +378,7 @@ static void put_pairs_kernel(void)
 	for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
 		const size_t O = cases[k].o, I = cases[k].i, T = cases[k].taps;
 		const size_t data = (O + 15) / 16 * ((I + 15) / 16) * 256 * T;
-		struct starnn_blocked_weights L = {(uint32_t)O, (uint32_t)I, (uint32_t)T, 16, 16, cases[k].i_inner, 100, 64, 2};
+		struct starnn_blocked_weights L = {(uint32_t)O, (uint32_t)I, (uint32_t)T, 16, 16, cases[k].i_inner, 100, 64, 2, 0};
 		const size_t ld = I * T + 3, bytes = 100 + 64 + data * 2 + 1;
 		TEST_ASSERT(starnn_blocked_weights_bytes(&L) == 100 + 64 + data * 2, "pair copy %zu: %zu bytes, expected %zu",
 		            k, starnn_blocked_weights_bytes(&L), 100 + 64 + data * 2);
@@ -449,7 +490,7 @@ struct test_copies {
  * their padding and headers SENTINEL, added to w under keys key0, key0 + 1. */
 static struct test_copies copies_new(starnn_tensor *w, const float *v, int64_t O, int64_t I, int n, uint64_t key0)
 {
-	struct test_copies tc = {{{(uint32_t)O, (uint32_t)I, 9, 8, 8, 0, 24, 64, 0}, {(uint32_t)O, (uint32_t)I, 9, 8, 8, 1, 24, 64, 0}},
+	struct test_copies tc = {{{(uint32_t)O, (uint32_t)I, 9, 8, 8, 0, 24, 64, 0, 0}, {(uint32_t)O, (uint32_t)I, 9, 8, 8, 1, 24, 64, 0, 0}},
 	                         {NULL, NULL}, 24 + 64 + (size_t)((O + 7) / 8 * ((I + 7) / 8)) * 64 * 9 * sizeof(float), n};
 	for (int c = 0; c < n; c++) {
 		starnn_tensor *t;
@@ -654,8 +695,8 @@ static void casts_with_copies(starnn_dtype hdt, int pairs, int ncopies, int64_t 
 	struct starnn_blocked_weights L[2];
 	struct starnn_derived *e[2];
 	for (int c = 0; c < ncopies; c++) {
-		L[c] = pairs ? (struct starnn_blocked_weights){(uint32_t)O, (uint32_t)I, 9, 16, 16, (uint32_t)c, 24, 64, 2}
-		             : (struct starnn_blocked_weights){(uint32_t)O, (uint32_t)I, 9, 8, 8, (uint32_t)c, 24, 64, 0};
+		L[c] = pairs ? (struct starnn_blocked_weights){(uint32_t)O, (uint32_t)I, 9, 16, 16, (uint32_t)c, 24, 64, 2, 0}
+		             : (struct starnn_blocked_weights){(uint32_t)O, (uint32_t)I, 9, 8, 8, (uint32_t)c, 24, 64, 0, 0};
 		const size_t bytes = starnn_blocked_weights_bytes(&L[c]);
 		starnn_tensor *t;
 		TEST_OK(starnn_tensor_create(&t, "h.packed", STARNN_U8, 1, (int64_t[]){(int64_t)bytes}));
@@ -737,6 +778,7 @@ int main(void)
 		put_rows_kernel();
 		put_pairs_kernel();
 		get_rows_kernel();
+		put_trans_kernel();
 		for (int op = OPT_ADAM; op <= OPT_SGD_AMP; op++)
 			for (int c = 1; c <= 2; c++) {
 				updates_with_copies((enum opt)op, c, 12, 13, NULL); /* partial blocks */
@@ -756,7 +798,7 @@ int main(void)
 		for (uint32_t b = 8; b <= 24; b += 8)
 			for (uint32_t ii = 0; ii <= (b < 24); ii++) {
 				/* (b 24: Acdb16a, one block of all 112 input channels) */
-				const struct starnn_blocked_weights G = {48, 112, 9, b < 24 ? b : 16, b < 24 ? b : 112, ii, 0, 0, 0};
+				const struct starnn_blocked_weights G = {48, 112, 9, b < 24 ? b : 16, b < 24 ? b : 112, ii, 0, 0, 0, 0};
 				for (int c = 0; c <= 2; c++) {
 					for (int op = OPT_ADAM; op <= OPT_SGD_AMP; op++)
 						updates_with_copies((enum opt)op, c, 48, 112, &G);

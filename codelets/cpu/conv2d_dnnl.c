@@ -502,8 +502,10 @@ static const struct {
                      {dnnl_ABcd16b16a, dnnl_f32, 16, 16, 0, 0},    {dnnl_ABcd16a16b, dnnl_f32, 16, 16, 1, 0},
                      {dnnl_ABcd8b16a2b, dnnl_bf16, 16, 16, 0, 2}, {dnnl_ABcd8a16b2a, dnnl_bf16, 16, 16, 1, 2},
                      /* output channels alone in blocks, [O / ob][taps][I][ob] (inputs of a few channels:
-                      * the first layer): one block of all the input channels (ib 0 here: I) */
-                     {dnnl_Acdb8a, dnnl_f32, 8, 0, 0, 0},          {dnnl_Acdb16a, dnnl_f32, 16, 0, 0, 0}};
+                      * the first layer): one block of all the input channels (ib 0 here: I, rounded up to
+                      * pairs for bf16, AcdB16a2b: [O / 16][taps][I / 2][16][2]) */
+                     {dnnl_Acdb8a, dnnl_f32, 8, 0, 0, 0},          {dnnl_Acdb16a, dnnl_f32, 16, 0, 0, 0},
+                     {dnnl_AcdB16a2b, dnnl_bf16, 16, 0, 0, 2}};
 
 /* A transposed convolution's weights as oneDNN sees them are [o, c, 2, 2]
  * (wei_md), PyTorch's [c, o, 2, 2] transposed: its "BA" layouts, whose
@@ -1170,7 +1172,10 @@ static void pack_layout(const dnnl_memory_desc_t *md, struct starnn_blocked_weig
 		                                     (uint32_t)md->dims[1],
 		                                     (uint32_t)(md->dims[2] * md->dims[3]),
 		                                     known_layouts[k].ob,
-		                                     known_layouts[k].ib ? known_layouts[k].ib : (uint32_t)md->dims[1],
+		                                     known_layouts[k].ib ? known_layouts[k].ib
+		                                                          : (uint32_t)(md->dims[1] + (known_layouts[k].pair ? 1 : 0)) /
+		                                                                    (known_layouts[k].pair ? 2 : 1) *
+		                                                                    (known_layouts[k].pair ? 2 : 1),
 		                                     known_layouts[k].i_inner,
 		                                     (uint32_t)sizeof(dnnl_memory_desc_t),
 		                                     PACK_ALIGN,

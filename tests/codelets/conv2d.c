@@ -1439,7 +1439,7 @@ static void pack_layouts_bf16(void)
 {
 	static const struct {
 		size_t c, o;
-	} shapes[] = {{16, 32}, {64, 128}, {32, 16}, {48, 24}, {512, 128}};
+	} shapes[] = {{16, 32}, {64, 128}, {32, 16}, {48, 24}, {512, 128}, {13, 16} /* the first layer: from NCHW x */};
 	const int blk = starnn_conv2d_dnnl_block(STARNN_BF16);
 	if (!starnn_conv2d_dnnl_bf16() || (blk != 8 && blk != 16)) {
 		printf("packed bf16 weights: not checked here (oneDNN's bf16 activations are not in blocks of 8 or 16)\n");
@@ -1449,11 +1449,17 @@ static void pack_layouts_bf16(void)
 	for (size_t k = 0; k < sizeof shapes / sizeof *shapes; k++)
 		for (int pass = STARNN_CONV2D_FWD; pass <= STARNN_CONV2D_BWD_DATA; pass++) {
 			const size_t c = shapes[k].c, o = shapes[k].o, hw = 64, n = o * c * 9;
-			struct starnn_conv2d_geom g = {2, c, o, 8, 8, 3, (size_t)blk, (size_t)blk, 0, 0, 0};
+			if (c % (size_t)blk && pass == STARNN_CONV2D_BWD_DATA)
+				continue; /* (the first layer has no data gradient) */
+			struct starnn_conv2d_geom g = {2, c, o, 8, 8, 3, c % (size_t)blk ? 1 : (size_t)blk, (size_t)blk, 0, 0, 0};
 			const size_t lda = pass == STARNN_CONV2D_FWD ? c * hw : o * hw, ldout = pass == STARNN_CONV2D_FWD ? o * hw : c * hw;
 			struct starnn_blocked_weights L;
 			size_t bytes = starnn_conv2d_dnnl_pack_info((enum starnn_conv2d_pass)pass, &g, STARNN_BF16, lda, c * 9,
 			                                            ldout, 0.0f, &L);
+			if (c % (size_t)blk && blk == 16) /* AVX512-BF16's AcdB16a2b: one block of the inputs, in pairs */
+				TEST_ASSERT(bytes && L.ob == 16 && L.ib == 14 && L.pair == 2,
+				            "13 -> 16 forward from NCHW: no bf16 layout named (ob %u ib %u pair %u)", L.ob, L.ib,
+				            L.pair);
 			if (!bytes || !L.ob)
 				continue;
 			const char *pn = pass == STARNN_CONV2D_FWD ? "forward" : "backward data";

@@ -813,7 +813,7 @@ static starnn_tensor *packed_for(starnn_tensor *w, enum starnn_conv2d_pass pass,
  * when the root was written since, and kept current by the optimizers
  * (codelets/copy.h) like the packed copies above; the parts' tasks read
  * their slices (conv2d_fwd_sliced). NULL where that does not apply:
- * packing off or "tasks", not oneDNN fp32, CUDA workers, not a part of
+ * packing off or "tasks", not oneDNN, CUDA workers, not a part of
  * whole blocks of rows, or a layout that runtime/tensor.h does not
  * describe. */
 static starnn_tensor *sliced_for(starnn_tensor *w, const struct starnn_conv2d_geom *g, starnn_dtype dt, size_t lda,
@@ -823,15 +823,17 @@ static starnn_tensor *sliced_for(starnn_tensor *w, const struct starnn_conv2d_ge
 	starnn_tensor *root;
 	size_t row0;
 	if (starnn_conv2d_pack() != STARNN_CONV2D_PACK_ON || starnn_conv2d_cpu_backend() != STARNN_CONV2D_DNNL ||
-	    (unsigned)dt >= STARNN_NDTYPES || (dt != STARNN_FP32 && !widened_cpu(g, dt)) ||
-	    starpu_cuda_worker_get_count() > 0 || !w->parent || !starnn_tensor_row_part(w, &root, &row0) ||
-	    root->dtype != dt)
+	    (unsigned)dt >= STARNN_NDTYPES || starpu_cuda_worker_get_count() > 0 || !w->parent ||
+	    !starnn_tensor_row_part(w, &root, &row0) || root->dtype != dt)
 		return NULL;
-	if (dt != STARNN_FP32)
+	/* fp32, 16-bit widened (an fp32 copy of the widened values), or native
+	 * bf16 (a copy in the bf16 kernels' pairs) */
+	const int widen = widened_cpu(g, dt);
+	if (widen)
 		widened_lds(STARNN_CONV2D_FWD, g, &lda, &ldout);
 	struct starnn_blocked_weights L;
-	if (!starnn_conv2d_dnnl_pack_info(STARNN_CONV2D_FWD, g, STARNN_FP32, lda, w->ld, ldout, 0.0f, &L) || !L.ob ||
-	    row0 % L.ob)
+	if (!starnn_conv2d_dnnl_pack_info(STARNN_CONV2D_FWD, g, widen ? STARNN_FP32 : dt, lda, w->ld, ldout, 0.0f, &L) ||
+	    !L.ob || row0 % L.ob)
 		return NULL;
 	return starnn_conv2d_blocked_copy(root, &L, rc);
 }

@@ -1859,8 +1859,8 @@ static size_t wgrad_tile_side(const struct starnn_conv2d_geom *g, starnn_dtype d
 {
 	/* (the tiles are for the direct kernels: Winograd takes the whole
 	 * image, 1.11x a whole 384x384 fp32 step) */
-	if (g->k % 2 == 0 || starnn_conv2d_winograd(g, STARNN_CONV2D_BWD_WEIGHT, dt))
-		return 0;
+	if (g->k % 2 == 0 || starnn_conv2d_winograd(g, STARNN_CONV2D_BWD_WEIGHT, dt) || starnn_conv2d_1x1_gemm(g, dt))
+		return 0; /* (nor the 1x1 layers into NCHW, whole images on the sgemm kernels) */
 	if (dt == STARNN_BF16)
 		return 2 * g->k < AMX_WGRAD_MAX_SIDE && (g->h > AMX_WGRAD_MAX_SIDE || g->w > AMX_WGRAD_MAX_SIDE) &&
 		               starnn_conv2d_dnnl_block(STARNN_BF16) == STARNN_CONV2D_NHWC

@@ -1241,10 +1241,10 @@ static void same_bits(const char *what, starnn_tensor *a, starnn_tensor *b)
  * copy of w (conv2d_fwd_sliced) and give bitwise what they give with
  * packing off; after w is written by a task, and by an optimizer that
  * keeps the copy current (starnn_sgd), the next forward uses the new
- * values, still bitwise. x and y in blocks of b. 16-bit dt (widened on
- * this CPU: fp16, bf16 without native kernels): the copy holds the widened
- * weights, written by the host, then by the convert from fp32 masters,
- * which keeps it current. */
+ * values, still bitwise. x and y in blocks of b. 16-bit dt: the copy
+ * holds the widened weights (fp16, bf16 without native kernels) or the
+ * bf16 weights in the native kernels' pairs, written by the host, then by
+ * the convert from fp32 masters, which keeps it current. */
 static void sliced_weights(starnn_dtype dt, size_t c, size_t o, size_t s, int b)
 {
 	char what[160];
@@ -1656,8 +1656,11 @@ int main(void)
 			if (b > 1 && starnn_split_width() >= 2) {
 				sliced_weights(STARNN_FP32, 32, 48, 64, b);
 				sliced_weights(STARNN_FP16, 32, 48, 64, b);
+				const int bb = starnn_conv2d_dnnl_block(STARNN_BF16);
 				if (!starnn_conv2d_dnnl_bf16())
 					sliced_weights(STARNN_BF16, 32, 48, 64, b);
+				else if (bb == 8 || bb == 16) /* native bf16: the copy in the kernels' pairs */
+					sliced_weights(STARNN_BF16, 32, 48, 64, bb);
 			}
 			if (starnn_conv2d_dnnl_bf16()) {
 				packed_weights(STARNN_BF16, 4, 16, 32, 16, 1, 1);

@@ -1448,6 +1448,29 @@ static int conv_run_packed(int kind, int pass, starnn_dtype sdt, const struct st
 		struct dnnl_conv key = conv_key(kind, pass, sdt, &g1, as, ldb, bias != NULL, beta, os);
 		return conv_exec_acc(&key, a, b, pk, bias, beta, out, NULL, 0, g->n, lda * es, ldout * es);
 	}
+	/* The same for a weight gradient whose dw is in the primitive's own
+	 * layout (g->dwb: dense, no output reorder): the first sample into dw
+	 * and db (with beta), each other one into this thread's scratch, added
+	 * to them (starnn's sums, not oneDNN's accumulating reorders). */
+	if (pass == STARNN_CONV2D_BWD_WEIGHT && g->dwb && g->n > 1 && (lda > xs || ldb > ys)) {
+		struct starnn_conv2d_geom g1 = *g;
+		g1.n = 1;
+		const struct dnnl_conv key0 = conv_key(kind, pass, sdt, &g1, xs, ys, bias != NULL, beta, ldout),
+		                       key = conv_key(kind, pass, sdt, &g1, xs, ys, bias != NULL, 0.0f, ldout);
+		const size_t nw = g->o * g->c * g->k * g->k;
+		float *tmp = thread_buf(7, (nw + g->o) * sizeof *tmp), *dw = out, *db = (float *)bias;
+		if (!tmp)
+			return starnn_error(STARNN_ENOMEM, "conv2d (oneDNN): cannot allocate a weight gradient's sample sum");
+		STARNN_CHECK(conv_exec(&key0, a, b, NULL, bias, beta, out));
+		for (size_t k = 1; k < g->n; k++) {
+			STARNN_CHECK(conv_exec(&key, (const char *)a + k * lda * es, (const char *)b + k * ldb * es, NULL,
+			                       db ? tmp + nw : NULL, 0.0f, tmp));
+			starnn_axpy_cpu(1, nw, 1.0f, tmp, nw, dw, nw);
+			if (db)
+				starnn_axpy_cpu(1, g->o, 1.0f, tmp + nw, g->o, db, g->o);
+		}
+		return 0;
+	}
 	struct dnnl_conv key = conv_key(kind, pass, sdt, g, lda, ldb, bias != NULL, beta, ldout);
 	return conv_exec(&key, a, b, pk, bias, beta, out);
 }

@@ -1076,16 +1076,16 @@ static int conv2d_bwd_data_dt(starnn_tensor *dy, starnn_tensor *w, float beta, s
 /* The layout the weight-gradient tasks write dw in (a->dwb, dwi), chosen
  * by its first writer (runtime/tensor.h: wl): where one task writes all of
  * dw, as yet unwritten, on oneDNN's primitive for the whole image (a CPU
- * with no CUDA worker), whose dw layout is a blocked one that the
- * optimizers read (STARNN_CONV2D_PACK=on: they keep the packed weights too),
- * that layout: no reorder after the primitive, and the optimizer reads the
+ * with no CUDA worker; STARNN_CONV2D_PACK not off), whose dw layout is a
+ * blocked one that the optimizers read, that layout: no reorder after the
+ * primitive, and the optimizer reads the
  * gradient's tiles through it (codelets/copy.h: starnn_copies_grad); else
  * OIHW. A tensor can take them only where runtime/tensor.h allows (one
  * rank). */
 int starnn_dw_layout_open(const starnn_tensor *dw, int one_task)
 {
 	return !dw->wl_fixed && one_task && dw->version == 0 && !dw->parent && !dw->nplans && dw->ld == dw->cols &&
-	       starnn_tensor_wlayouts_allowed() && starnn_conv2d_pack() == STARNN_CONV2D_PACK_ON &&
+	       starnn_tensor_wlayouts_allowed() && starnn_conv2d_pack() != STARNN_CONV2D_PACK_OFF &&
 	       starnn_conv2d_cpu_backend() == STARNN_CONV2D_DNNL && starpu_cuda_worker_get_count() == 0;
 }
 

@@ -198,8 +198,8 @@ int starnn_conv2d_dnnl_dw_layout(const struct starnn_conv2d_geom *g, starnn_dtyp
  * layout where its first writer finds one. starnn_dw_layout_open: whether
  * dw's layout is still to be chosen and may be blocked (one task writes all
  * of it, as yet unwritten, whole and dense; the oneDNN backend, no CUDA
- * worker, STARNN_CONV2D_PACK=on: the optimizers, which keep the packed
- * weights, read it; runtime/tensor.h allows it: one rank): then the
+ * worker, STARNN_CONV2D_PACK not off (off: every layout conversion left to
+ * oneDNN's reorders); runtime/tensor.h allows it: one rank): then the
  * caller asks its kernel (starnn_conv2d_dnnl_dw_layout ...) and sets the
  * answer, OIHW otherwise, with starnn_tensor_set_wlayout.
  * starnn_dw_layout_check: STARNN_EINVAL with a message where dw is blocked

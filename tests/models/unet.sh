@@ -365,6 +365,27 @@ if grep -q '^ *oneDNN.*: yes' "$B/config.summary" 2> /dev/null; then
 		[ "$r_on" -le "$r_tasks" ] && ok "weight reorders in steps 3-4: $r_on (packing tasks: $r_tasks)" ||
 			fail "weight reorders in steps 3-4: $r_on, more than packing tasks' $r_tasks"
 	fi
+	# AVX-512 (nChw16c): no reorder at all either (the weight gradients
+	# in oneDNN's layouts, read by the optimizer; the transposed
+	# convolutions' weights from whole copies; the output layer on sgemm),
+	# at batch 4 and 1, in fp32 and, where bf16 is native in nChw16c
+	# (AVX512-BF16 without AMX), in amp-bf16; packing off has some
+	if grep -q '^activations: nChw16c' "$tmp/lb.out"; then
+		precs="fp32"
+		"$unet" train $L --precision amp-bf16 --steps 1 > "$tmp/nb.out" 2>&1
+		grep -q '^activations: nChw16c' "$tmp/nb.out" && grep -q '^convolutions: bf16 native' "$tmp/nb.out" &&
+			precs="fp32 amp-bf16"
+		for p in $precs; do
+			for a in "$L" "$L1"; do
+				r=$(ARGS="$a --precision $p" REORDERS=all weight_reorders STARNN_CONV2D_PACK=on)
+				ro=$(ARGS="$a --precision $p" REORDERS=all weight_reorders STARNN_CONV2D_PACK=off)
+				bs=$(echo "$a" | sed 's/.*--batch \([0-9]*\).*/\1/')
+				[ "$r" = 0 ] && [ "$ro" -gt 0 ] &&
+					ok "$p, batch $bs: no reorder in steps 3-4 (packing off: $ro)" ||
+					fail "$p, ${a}: reorders in steps 3-4: $r (packing off: $ro), expected none"
+			done
+		done
+	fi
 fi
 
 # ------------------------------------------------------------------ energy

@@ -58,23 +58,10 @@ void starnn_adam_step_init(struct starnn_adam_step *s, const struct starnn_adam_
 	s->decay = p->decoupled ? (float)(1.0 - (double)p->lr * (double)p->weight_decay) : 1.0f;
 }
 
-static int check_distinct(const char *an, const starnn_tensor *a, const char *bn, const starnn_tensor *b)
-{
-	char d[128];
-	if (a == b)
-		return starnn_error(STARNN_EINVAL, "adam: %s and %s are the same tensor %s", an, bn,
-		                    starnn_tensor_describe(a, d, sizeof d));
-	return 0;
-}
-
 static int check_same(const char *an, const starnn_tensor *a, const char *bn, const starnn_tensor *b)
 {
-	char d[128];
 	STARNN_CHECK(starnn_check_like("adam", an, a, bn, b));
-	if (a == b)
-		return starnn_error(STARNN_EINVAL, "adam: %s and %s are the same tensor %s", an, bn,
-		                    starnn_tensor_describe(a, d, sizeof d));
-	return 0;
+	return starnn_check_distinct("adam", an, a, bn, b);
 }
 
 static int check_args(starnn_tensor *w, starnn_tensor *grad, starnn_tensor *m, starnn_tensor *v,
@@ -88,7 +75,7 @@ static int check_args(starnn_tensor *w, starnn_tensor *grad, starnn_tensor *m, s
 	STARNN_CHECK(starnn_check_grad("adam", w, grad));
 	for (int i = 0; i < 4; i++)
 		for (int j = i + 1; j < 4; j++)
-			STARNN_CHECK(all[i] == grad || all[j] == grad ? check_distinct(names[i], all[i], names[j], all[j])
+			STARNN_CHECK(all[i] == grad || all[j] == grad ? starnn_check_distinct("adam", names[i], all[i], names[j], all[j])
 			                                              : check_same(names[i], all[i], names[j], all[j]));
 	if (!(p->lr >= 0.0f) || !isfinite(p->lr))
 		return starnn_error(STARNN_EINVAL, "adam: invalid learning rate %g", (double)p->lr);

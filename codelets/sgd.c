@@ -46,23 +46,10 @@ struct starpu_codelet starnn_sgd_cl = {
  * footprint. */
 #define SGD_FLOPS_PER_ELEMENT 8.0
 
-static int check_distinct(const char *an, const starnn_tensor *a, const char *bn, const starnn_tensor *b)
-{
-	char d[128];
-	if (a == b)
-		return starnn_error(STARNN_EINVAL, "sgd: %s and %s are the same tensor %s", an, bn,
-		                    starnn_tensor_describe(a, d, sizeof d));
-	return 0;
-}
-
 static int check_same(const char *an, const starnn_tensor *a, const char *bn, const starnn_tensor *b)
 {
-	char d[128];
 	STARNN_CHECK(starnn_check_like("sgd", an, a, bn, b));
-	if (a == b)
-		return starnn_error(STARNN_EINVAL, "sgd: %s and %s are the same tensor %s", an, bn,
-		                    starnn_tensor_describe(a, d, sizeof d));
-	return 0;
+	return starnn_check_distinct("sgd", an, a, bn, b);
 }
 
 static int check_args(starnn_tensor *w, starnn_tensor *grad, starnn_tensor *buf, const struct starnn_sgd_params *p)
@@ -71,9 +58,9 @@ static int check_args(starnn_tensor *w, starnn_tensor *grad, starnn_tensor *buf,
 		return starnn_error(STARNN_EINVAL, "sgd: w, grad, buf and params are required (buf even without momentum)");
 	/* (grad may be in a blocked weight layout, read through it) */
 	STARNN_CHECK(starnn_check_grad("sgd", w, grad));
-	STARNN_CHECK(check_distinct("w", w, "grad", grad));
+	STARNN_CHECK(starnn_check_distinct("sgd", "w", w, "grad", grad));
 	STARNN_CHECK(check_same("w", w, "buf", buf));
-	STARNN_CHECK(check_distinct("grad", grad, "buf", buf));
+	STARNN_CHECK(starnn_check_distinct("sgd", "grad", grad, "buf", buf));
 	if (!(p->lr >= 0.0f) || !isfinite(p->lr))
 		return starnn_error(STARNN_EINVAL, "sgd: invalid learning rate %g", (double)p->lr);
 	if (!(p->momentum >= 0.0f) || !isfinite(p->momentum))

@@ -198,3 +198,12 @@ int starnn_check_grad(const char *op, const starnn_tensor *w, const starnn_tenso
 		                    starnn_tensor_describe(grad, dg, sizeof dg), starnn_tensor_describe(w, dw, sizeof dw));
 	return 0;
 }
+
+int starnn_check_distinct(const char *op, const char *an, const starnn_tensor *a, const char *bn, const starnn_tensor *b)
+{
+	char d[128];
+	if (a == b)
+		return starnn_error(STARNN_EINVAL, "%s: %s and %s are the same tensor %s", op, an, bn,
+		                    starnn_tensor_describe(a, d, sizeof d));
+	return 0;
+}

@@ -115,6 +115,9 @@ int starnn_check_layouts(const char *op, const char *an, const starnn_tensor *a,
  * in a blocked weight layout (runtime/tensor.h: wl), which the optimizers
  * read through it, against w in OIHW. */
 int starnn_check_grad(const char *op, const starnn_tensor *w, const starnn_tensor *grad);
+/* STARNN_EINVAL with a message where a and b are the same tensor (an
+ * update that reads one and writes the other). */
+int starnn_check_distinct(const char *op, const char *an, const starnn_tensor *a, const char *bn, const starnn_tensor *b);
 
 /* For CUDA implementations: records a deferred error when a launch failed. */
 void starnn_cuda_check_launch(const char *op, const char *file, int line);

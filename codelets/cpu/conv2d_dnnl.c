@@ -1235,32 +1235,50 @@ static int wgrad_writes_oihw(const struct starnn_conv2d_geom *g, starnn_dtype dt
 	return route == STARNN_CONV2D_WGRAD_GEMM || route == STARNN_CONV2D_WGRAD_DIRECT || wgrad_tile_side(g, dt);
 }
 
+static void pack_layout(const dnnl_memory_desc_t *md, struct starnn_blocked_weights *L);
+static void deconv_layout(const dnnl_memory_desc_t *md, struct starnn_blocked_weights *L);
+
+/* The layout (runtime/tensor.h) of what the primitive of key reorders on
+ * the weights' side: its output (out 1: a weight gradient) or its weights
+ * input (0), recognised by take (pack_layout, deconv_layout); a 1x1
+ * forward of a transposed convolution (up 1: its conv_build_up route
+ * only) gives a layout of the transpose. Built here, on the submitting
+ * thread, and not cached (as starnn_conv2d_dnnl_pack_info's): the workers
+ * build the same primitive in their own caches. 1 where *L names one
+ * (header and align 0), 0 otherwise. */
+static int probe_layout(const struct dnnl_conv *key, int out, int up,
+                        void (*take)(const dnnl_memory_desc_t *, struct starnn_blocked_weights *),
+                        struct starnn_blocked_weights *L)
+{
+	memset(L, 0, sizeof *L);
+	pthread_once(&engine_once, engine_init);
+	struct dnnl_conv *e = engine_status == dnnl_success ? malloc(sizeof *e) : NULL;
+	if (!e)
+		return 0;
+	*e = *key;
+	const dnnl_memory_desc_t *md = NULL;
+	if (conv_create(e) == 0 && (out ? e->re_out && e->iout : e->re_b && e->ib) && (!up || e->zb) &&
+	    dnnl_memory_get_memory_desc(out ? e->iout : e->ib, &md) == dnnl_success && md) {
+		take(md, L);
+		L->trans = up && L->ob;
+		L->header = L->align = 0;
+	}
+	conv_destroy(e);
+	return L->ob != 0;
+}
+
 int starnn_conv2d_dnnl_dw_layout(const struct starnn_conv2d_geom *g, starnn_dtype dt, struct starnn_blocked_weights *L)
 {
 	memset(L, 0, sizeof *L);
 	if ((dt != STARNN_FP32 && dt != STARNN_BF16) || !g->n || !g->c || !g->o || !g->h || !g->w ||
 	    wgrad_writes_oihw(g, dt))
 		return 0;
-	pthread_once(&engine_once, engine_init);
-	if (engine_status != dnnl_success)
-		return 0;
-	/* built here and not cached, as starnn_conv2d_dnnl_pack_info's */
-	struct dnnl_conv *e = malloc(sizeof *e);
-	if (!e)
-		return 0;
 	struct starnn_conv2d_geom plain = *g;
 	plain.dwb = plain.dwi = plain.dwib = 0;
-	*e = conv_key(0, STARNN_CONV2D_BWD_WEIGHT, dt, &plain, g->c * g->h * g->w, g->o * g->h * g->w, 1, 0.0f,
-	              g->c * g->k * g->k);
-	const dnnl_memory_desc_t *md = NULL;
-	if (conv_create(e) == 0 && e->re_out && e->iout && dnnl_memory_get_memory_desc(e->iout, &md) == dnnl_success &&
-	    md) {
-		pack_layout(md, L);
-		if (L->pair || !L->ob || g->o % L->ob || g->c % L->ib)
-			memset(L, 0, sizeof *L);
-		L->header = L->align = 0;
-	}
-	conv_destroy(e);
+	const struct dnnl_conv key = conv_key(0, STARNN_CONV2D_BWD_WEIGHT, dt, &plain, g->c * g->h * g->w,
+	                                      g->o * g->h * g->w, 1, 0.0f, g->c * g->k * g->k);
+	if (probe_layout(&key, 1, 0, pack_layout, L) && (L->pair || g->o % L->ob || g->c % L->ib))
+		memset(L, 0, sizeof *L);
 	return L->ob != 0;
 }
 
@@ -2062,23 +2080,9 @@ int starnn_convt2d_dnnl_fwd_layout(size_t n, size_t c, size_t o, size_t h, size_
 	memset(L, 0, sizeof *L);
 	if ((dt != STARNN_FP32 && dt != STARNN_BF16) || !n || !c || !o || !h || !w || starnn_convt2d_direct(o, yb, dt))
 		return 0;
-	pthread_once(&engine_once, engine_init);
-	if (engine_status != dnnl_success)
-		return 0;
-	struct dnnl_conv *e = malloc(sizeof *e); /* (not cached, as starnn_conv2d_dnnl_pack_info's) */
-	if (!e)
-		return 0;
 	const struct starnn_conv2d_geom g = {n, c, o, h, w, 2, xb, yb, 0, 0, 0};
-	*e = conv_key(1, STARNN_CONV2D_FWD, dt, &g, c * h * w, o * 4, 1, 0.0f, o * 4 * h * w);
-	const dnnl_memory_desc_t *md = NULL;
-	if (conv_create(e) == 0 && e->zb && e->re_b && e->ib && dnnl_memory_get_memory_desc(e->ib, &md) == dnnl_success &&
-	    md) {
-		pack_layout(md, L); /* the 1x1 weights [4o, c]: a layout of the transpose of [c, o, 2, 2] */
-		L->trans = L->ob != 0;
-		L->header = L->align = 0;
-	}
-	conv_destroy(e);
-	return L->ob != 0;
+	const struct dnnl_conv key = conv_key(1, STARNN_CONV2D_FWD, dt, &g, c * h * w, o * 4, 1, 0.0f, o * 4 * h * w);
+	return probe_layout(&key, 0, 1, pack_layout, L); /* the 1x1 weights [4o, c]: of the transpose of [c, o, 2, 2] */
 }
 
 int starnn_convt2d_bwd_data_dnnl(size_t n, size_t c, size_t o, size_t h, size_t w, size_t xb, size_t yb,
@@ -2094,19 +2098,9 @@ int starnn_convt2d_dnnl_bwd_data_layout(size_t n, size_t c, size_t o, size_t h, 
 	memset(L, 0, sizeof *L);
 	if ((dt != STARNN_FP32 && dt != STARNN_BF16) || !n || !c || !o || !h || !w || starnn_convt2d_direct(c, xb, dt))
 		return 0;
-	pthread_once(&engine_once, engine_init);
-	if (engine_status != dnnl_success)
-		return 0;
-	struct dnnl_conv *e = malloc(sizeof *e); /* (not cached, as starnn_conv2d_dnnl_pack_info's) */
-	if (!e)
-		return 0;
 	const struct starnn_conv2d_geom g = {n, c, o, h, w, 2, xb, yb, 0, 0, 0};
-	*e = conv_key(1, STARNN_CONV2D_BWD_DATA, dt, &g, o * 4 * h * w, o * 4, 0, 0.0f, c * h * w);
-	const dnnl_memory_desc_t *md = NULL;
-	if (conv_create(e) == 0 && e->re_b && e->ib && dnnl_memory_get_memory_desc(e->ib, &md) == dnnl_success && md)
-		deconv_layout(md, L);
-	conv_destroy(e);
-	return L->ob != 0;
+	const struct dnnl_conv key = conv_key(1, STARNN_CONV2D_BWD_DATA, dt, &g, o * 4 * h * w, o * 4, 0, 0.0f, c * h * w);
+	return probe_layout(&key, 0, 0, deconv_layout, L);
 }
 
 int starnn_convt2d_bwd_data_dnnl_sliced(size_t n, size_t c, size_t o, size_t h, size_t w, size_t xb, size_t yb,
@@ -2293,22 +2287,10 @@ int starnn_convt2d_dnnl_dw_layout(size_t n, size_t c, size_t o, size_t h, size_t
 	memset(L, 0, sizeof *L);
 	if ((dt != STARNN_FP32 && dt != STARNN_BF16) || !n || !c || !o || !h || !w || convt_wgrad_own(c, o, xb, yb, dt))
 		return 0;
-	pthread_once(&engine_once, engine_init);
-	if (engine_status != dnnl_success)
-		return 0;
-	struct dnnl_conv *e = malloc(sizeof *e); /* (not cached, as starnn_conv2d_dnnl_dw_layout's) */
-	if (!e)
-		return 0;
 	const struct starnn_conv2d_geom g = {n, c, o, h, w, 2, xb, yb, 0, 0, 0};
-	*e = conv_key(1, STARNN_CONV2D_BWD_WEIGHT, dt, &g, c * h * w, o * 4 * h * w, 1, 0.0f, o * 4);
-	const dnnl_memory_desc_t *md = NULL;
-	if (conv_create(e) == 0 && e->re_out && e->iout && dnnl_memory_get_memory_desc(e->iout, &md) == dnnl_success &&
-	    md) {
-		deconv_layout(md, L);
-		if (L->pair || !L->ob || c % L->ob || o % L->ib)
-			memset(L, 0, sizeof *L);
-	}
-	conv_destroy(e);
+	const struct dnnl_conv key = conv_key(1, STARNN_CONV2D_BWD_WEIGHT, dt, &g, c * h * w, o * 4 * h * w, 1, 0.0f, o * 4);
+	if (probe_layout(&key, 1, 0, deconv_layout, L) && (L->pair || c % L->ob || o % L->ib))
+		memset(L, 0, sizeof *L);
 	return L->ob != 0;
 }
 

@@ -648,10 +648,13 @@ static int convt2d_bwd_weight_dt(starnn_tensor *x, starnn_tensor *dy, float beta
 	if (!dw->wl_fixed) {
 		struct starnn_blocked_weights L;
 		memset(&L, 0, sizeof L);
-		if (starnn_dw_layout_open(dw, parts == 1) && (dt == STARNN_FP32 || starnn_conv2d_dnnl_bf16()))
+		/* (the primitive's dtype: 16-bit passes that are not native bf16
+		 * run the fp32 one on widened copies of x and dy, in their layouts) */
+		const starnn_dtype pdt = dt == STARNN_BF16 && starnn_conv2d_dnnl_bf16() ? STARNN_BF16 : STARNN_FP32;
+		if (starnn_dw_layout_open(dw, parts == 1))
 			starnn_convt2d_dnnl_dw_layout((size_t)x->shape[0], (size_t)x->shape[1], (size_t)dw->shape[1],
 			                              (size_t)x->shape[2], (size_t)x->shape[3], (size_t)x->cblock,
-			                              (size_t)dy->cblock, dt, &L);
+			                              (size_t)dy->cblock, pdt, &L);
 		STARNN_CHECK(starnn_tensor_set_wlayout(dw, &L));
 	}
 	STARNN_CHECK(starnn_dw_layout_check("convt2d_bwd_weight", dw, parts == 1));

@@ -839,6 +839,29 @@ static void dw_layouts(void)
 		free(a), free(p), free(da), free(dp);
 	}
 	TEST_ASSERT(b != 16 || dwa->wl.ob == 16, "convt2d dw from a strided dy: not in oneDNN's layout (the path untested)");
+	/* fp16 x and dy, widened to fp32 in the task: dw in the fp32 primitive's layout */
+	{
+		starnn_tensor *xh, *dyh;
+		TEST_OK(starnn_tensor_create(&xh, "xh", STARNN_FP16, 4, (int64_t[]){n, c, h, w}));
+		TEST_OK(starnn_tensor_create(&dyh, "dyh", STARNN_FP16, 4, (int64_t[]){n, o, 2 * h, 2 * w}));
+		TEST_OK(starnn_tensor_set_cblock(xh, b));
+		TEST_OK(starnn_tensor_set_cblock(dyh, b));
+		TEST_OK(starnn_tensor_write_f32(xh, xv));
+		TEST_OK(starnn_tensor_write_f32(dyh, dyv));
+		starnn_tensor *ha = test_tensor("dwha", 4, ws, NULL), *hp = test_tensor("dwhp", 4, ws, NULL);
+		starnn_tensor *hba = test_tensor("dbha", 1, &o, NULL), *hbp = test_tensor("dbhp", 1, &o, NULL);
+		TEST_OK(starnn_tensor_set_wlayout(hp, NULL));
+		TEST_OK(starnn_convt2d_bwd_weight_mp(xh, dyh, 0.0f, ha, hba));
+		TEST_OK(starnn_convt2d_bwd_weight_mp(xh, dyh, 0.0f, hp, hbp));
+		float *a = test_read(ha), *p = test_read(hp);
+		TEST_ASSERT(memcmp(a, p, (size_t)(c * o * 4) * sizeof *a) == 0 && (b != 16 || ha->wl.ob == 16),
+		            "convt2d dw from fp16 x, dy (widened): in %s, not the bits of rows, or not in oneDNN's layout",
+		            starnn_wlayout_name(&ha->wl, (char[24]){0}, 24));
+		free(a), free(p);
+		starnn_tensor *hs[] = {xh, dyh, ha, hp, hba, hbp};
+		for (size_t i = 0; i < sizeof hs / sizeof *hs; i++)
+			starnn_tensor_destroy(hs[i]);
+	}
 	starnn_tensor *rest[] = {x, big, dyd, dwa, dwp, dba, dbp};
 	for (size_t i = 0; i < sizeof rest / sizeof *rest; i++)
 		starnn_tensor_destroy(rest[i]);

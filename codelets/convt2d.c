@@ -387,31 +387,32 @@ static void bwd_data_sliced(void *buffers[], void *cl_arg, starnn_dtype dt)
 	                                           (size_t)a->yb, dt, w.ptr, w.ld, BUF(2).ptr, (size_t)a->row0, dy.ptr,
 	                                           dy.ld, a->beta, dx.ptr, dx.ld));
 }
-#define CT_SLICED_CL(dt, DT, fp, nm)                                                                        \
-	static void bwd_data_sliced_##dt##_cpu(void *buffers[], void *cl_arg)                               \
+/* One CPU-only codelet var of a pass reading a whole blocked copy of w
+ * (fn(buffers, cl_arg, DT)): label nm (the fp32 codelets' names without
+ * their dtype, as the others'), perfmodel starnn_convt2d_<op>_<dt>. */
+#define CT_COPY_CL(var, op, fn, dt, DT, nm, nb, ...)                                                        \
+	static void var##_cpu(void *buffers[], void *cl_arg)                                                \
 	{                                                                                                   \
-		bwd_data_sliced(buffers, cl_arg, DT);                                                       \
+		fn(buffers, cl_arg, DT);                                                                    \
 	}                                                                                                   \
-	static STARNN_PERFMODEL_FP(convt2d_bwd_data_sliced, dt, fp);                                        \
-	static struct starpu_codelet bwd_data_sliced_##dt##_cl = {                                          \
+	static struct starpu_codelet var##_cl = {                                                           \
 		.name = nm,                                                                                 \
-		.cpu_funcs = {bwd_data_sliced_##dt##_cpu},                                                  \
-		.cpu_funcs_name = {"bwd_data_sliced_" #dt "_cpu"},                                          \
-		.nbuffers = 4,                                                                              \
-		.modes = {STARPU_R, STARPU_R, STARPU_R, STARPU_RW},                                         \
-		STARNN_MODELS(convt2d_bwd_data_sliced, dt),                                                 \
-	};                                                                                                  \
-	static struct starpu_codelet bwd_data_sliced_w_##dt##_cl = {                                        \
-		.name = nm,                                                                                 \
-		.cpu_funcs = {bwd_data_sliced_##dt##_cpu},                                                  \
-		.cpu_funcs_name = {"bwd_data_sliced_" #dt "_cpu"},                                          \
-		.nbuffers = 4,                                                                              \
-		.modes = {STARPU_R, STARPU_R, STARPU_R, STARPU_W},                                          \
-		STARNN_MODELS(convt2d_bwd_data_sliced, dt),                                                 \
+		.cpu_funcs = {var##_cpu},                                                                   \
+		.cpu_funcs_name = {#var "_cpu"},                                                            \
+		.nbuffers = nb,                                                                             \
+		.modes = {__VA_ARGS__},                                                                     \
+		STARNN_MODELS(op, dt),                                                                      \
 	};
-/* (the fp32 codelets' names without their dtype, as the others') */
-CT_SLICED_CL(fp32, STARNN_FP32, convt2d_footprint, "convt2d_bwd_data_sliced")
-CT_SLICED_CL(bf16, STARNN_BF16, convt2d_half_footprint, "convt2d_bwd_data_sliced_bf16")
+static STARNN_PERFMODEL_FP(convt2d_bwd_data_sliced, fp32, convt2d_footprint);
+static STARNN_PERFMODEL_FP(convt2d_bwd_data_sliced, bf16, convt2d_half_footprint);
+CT_COPY_CL(bwd_data_sliced_fp32, convt2d_bwd_data_sliced, bwd_data_sliced, fp32, STARNN_FP32,
+           "convt2d_bwd_data_sliced", 4, STARPU_R, STARPU_R, STARPU_R, STARPU_RW)
+CT_COPY_CL(bwd_data_sliced_w_fp32, convt2d_bwd_data_sliced, bwd_data_sliced, fp32, STARNN_FP32,
+           "convt2d_bwd_data_sliced", 4, STARPU_R, STARPU_R, STARPU_R, STARPU_W)
+CT_COPY_CL(bwd_data_sliced_bf16, convt2d_bwd_data_sliced, bwd_data_sliced, bf16, STARNN_BF16,
+           "convt2d_bwd_data_sliced_bf16", 4, STARPU_R, STARPU_R, STARPU_R, STARPU_RW)
+CT_COPY_CL(bwd_data_sliced_w_bf16, convt2d_bwd_data_sliced, bwd_data_sliced, bf16, STARNN_BF16,
+           "convt2d_bwd_data_sliced_bf16", 4, STARPU_R, STARPU_R, STARPU_R, STARPU_W)
 
 /* The forward reading its weights from a whole blocked copy of w
  * (buffers x, w, b, copy, y; codelets/convt2d.h:
@@ -424,22 +425,12 @@ static void fwd_sliced(void *buffers[], void *cl_arg, starnn_dtype dt)
 	                                      (size_t)a->yb, dt, x.ptr, x.ld, w.ptr, w.ld, BUF(3).ptr, (size_t)a->row0,
 	                                      BUF(2).ptr, y.ptr, y.ld));
 }
-#define CT_FWD_SLICED_CL(dt, DT, fp, nm)                                                                    \
-	static void fwd_sliced_##dt##_cpu(void *buffers[], void *cl_arg)                                    \
-	{                                                                                                   \
-		fwd_sliced(buffers, cl_arg, DT);                                                            \
-	}                                                                                                   \
-	static STARNN_PERFMODEL_FP(convt2d_fwd_sliced, dt, fp);                                             \
-	static struct starpu_codelet fwd_sliced_##dt##_cl = {                                               \
-		.name = nm,                                                                                 \
-		.cpu_funcs = {fwd_sliced_##dt##_cpu},                                                       \
-		.cpu_funcs_name = {"fwd_sliced_" #dt "_cpu"},                                               \
-		.nbuffers = 5,                                                                              \
-		.modes = {STARPU_R, STARPU_R, STARPU_R, STARPU_R, STARPU_W},                                \
-		STARNN_MODELS(convt2d_fwd_sliced, dt),                                                      \
-	};
-CT_FWD_SLICED_CL(fp32, STARNN_FP32, convt2d_footprint, "convt2d_fwd_sliced")
-CT_FWD_SLICED_CL(bf16, STARNN_BF16, convt2d_half_footprint, "convt2d_fwd_sliced_bf16")
+static STARNN_PERFMODEL_FP(convt2d_fwd_sliced, fp32, convt2d_footprint);
+static STARNN_PERFMODEL_FP(convt2d_fwd_sliced, bf16, convt2d_half_footprint);
+CT_COPY_CL(fwd_sliced_fp32, convt2d_fwd_sliced, fwd_sliced, fp32, STARNN_FP32, "convt2d_fwd_sliced",
+           5, STARPU_R, STARPU_R, STARPU_R, STARPU_R, STARPU_W)
+CT_COPY_CL(fwd_sliced_bf16, convt2d_fwd_sliced, fwd_sliced, bf16, STARNN_BF16,
+           "convt2d_fwd_sliced_bf16", 5, STARPU_R, STARPU_R, STARPU_R, STARPU_R, STARPU_W)
 
 /* By the activations' dtype (fp32 first). */
 static struct starpu_codelet *const fwd_cls[3] = {&starnn_convt2d_fwd_cl, &fwd_fp16_cl, &fwd_bf16_cl};
@@ -495,9 +486,7 @@ static int check_shapes_dt(const char *op, const starnn_tensor *x, const starnn_
 /* The task arguments; the CUDA 16-bit mode is taken now, at submission. */
 static struct convt2d_args args_of(const starnn_tensor *x, const starnn_tensor *y, float beta, starnn_dtype dt)
 {
-	struct convt2d_args a;
-	memset(&a, 0, sizeof a);
-	a = (struct convt2d_args){x->shape[2], x->shape[3], (int64_t)starnn_conv2d_cpu_backend(), x->cblock, y->cblock,
+	struct convt2d_args a = (struct convt2d_args){x->shape[2], x->shape[3], (int64_t)starnn_conv2d_cpu_backend(), x->cblock, y->cblock,
 	                          dt == STARNN_FP32 ? 0 : (int64_t)starnn_cuda_half_conv(), beta, {0}, 0};
 	return a;
 }

@@ -204,13 +204,14 @@ static void put_rows_kernel(void)
 static void get_rows_kernel(void)
 {
 	static const struct {
-		uint32_t o, i, taps, b, i_inner;
-	} cases[] = {{16, 8, 9, 8, 0},    {16, 8, 9, 8, 1},     {24, 16, 1, 8, 0},   {24, 16, 25, 8, 1},
-	             {64, 48, 9, 16, 0},  {64, 48, 9, 16, 1},   {32, 32, 1, 16, 0},  {32, 32, 1, 16, 1},
-	             {48, 32, 16, 16, 1}, {48, 32, 25, 16, 0}, {32, 16, 25, 16, 1}, {12, 13, 9, 8, 1},
-	             {20, 35, 9, 16, 0}, {32, 13, 9, 16, 0} /* Acdb16a: one block of the 13 inputs */};
+		uint32_t o, i, taps, b, i_inner, ib; /* ib 0: b */
+	} cases[] = {{16, 8, 9, 8, 0, 0},    {16, 8, 9, 8, 1, 0},     {24, 16, 1, 8, 0, 0},   {24, 16, 25, 8, 1, 0},
+	             {64, 48, 9, 16, 0, 0},  {64, 48, 9, 16, 1, 0},   {32, 32, 1, 16, 0, 0},  {32, 32, 1, 16, 1, 0},
+	             {48, 32, 16, 16, 1, 0}, {48, 32, 25, 16, 0, 0}, {32, 16, 25, 16, 1, 0}, {12, 13, 9, 8, 1, 0},
+	             {20, 35, 9, 16, 0, 0},  {32, 13, 9, 16, 0, 13} /* Acdb16a: one block of the 13 inputs */};
 	for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
-		const size_t O = cases[k].o, I = cases[k].i, T = cases[k].taps, b = cases[k].b, ib = I == 13 && O == 32 ? I : b;
+		const size_t O = cases[k].o, I = cases[k].i, T = cases[k].taps, b = cases[k].b,
+		             ib = cases[k].ib ? cases[k].ib : b;
 		const struct starnn_blocked_weights L = {(uint32_t)O, (uint32_t)I, (uint32_t)T, (uint32_t)b, (uint32_t)ib,
 		                                         cases[k].i_inner, 0, 0, 0, 0};
 		if (ib != b) /* Acdb16a: [O / 16][taps][I][16] */

@@ -376,16 +376,47 @@ static void convt2d_bwd_weight_half(void *buffers[], void *cl_arg, starnn_dtype 
 CT_HALF(fp16, STARNN_FP16)
 CT_HALF(bf16, STARNN_BF16)
 
-/* The backward-data pass reading its weights from a whole blocked copy of
- * w (buffers w, dy, copy, dx): fp32, and bf16 where oneDNN runs it
- * natively; CPU only (codelets/convt2d.h: starnn_convt2d_bwd_data_dnnl_sliced). */
+/* The passes reading their weights from a whole blocked copy of w, rows
+ * from a->row0 (codelets/convt2d.h: starnn_convt2d_*_dnnl_sliced); CPU
+ * only. fp32 and native bf16 hand the copy to the kernel, which reorders w
+ * itself where the copy's layout is not its primitive's. 16-bit passes
+ * that are widened (fp16; bf16 where oneDNN has no bf16 kernels) widen
+ * the activations as convt2d_*_half do, and w only where the fp32
+ * primitive does not read the copy as it is
+ * (starnn_convt2d_dnnl_sliced_ok): a copy kept current holds the widened
+ * weights already. in / out: x and y (forward) or dy and dx. */
+static void copy_pass_cpu(void *buffers[], const struct convt2d_args *a, starnn_dtype dt, int fwd)
+{
+	const struct starnn_mat w = BUF(fwd ? 1 : 0), in = BUF(fwd ? 0 : 1), out = BUF(fwd ? 4 : 3);
+	const void *copy = BUF(fwd ? 3 : 2).ptr;
+	const float *b = fwd ? BUF(2).ptr : NULL;
+	const float beta = fwd ? 0.0f : a->beta;
+	const size_t n = in.rows, c = w.rows, o = w.cols / 4, h = (size_t)a->h, wd = (size_t)a->w, xb = (size_t)a->xb,
+	             yb = (size_t)a->yb, row0 = (size_t)a->row0;
+	const int widen = dt != STARNN_FP32 && !use_dnnl(a, dt);
+	struct starnn_hw hw;
+	starnn_hw_begin(&hw, fwd ? "convt2d_fwd_sliced" : "convt2d_bwd_data_sliced", 0);
+	const starnn_dtype hdt = widen ? dt : STARNN_FP32; /* what starnn_hw_in widens (fp32: nothing) */
+	struct starnn_mat inw = starnn_hw_in(&hw, hdt, in, 1), outw = starnn_hw_in(&hw, hdt, out, beta != 0.0f);
+	const int as_is = !widen || (!hw.failed && starnn_convt2d_dnnl_sliced_ok(fwd, n, c, o, h, wd, xb, yb, inw.ld,
+	                                                                           w.ld, outw.ld, beta, copy, row0));
+	struct starnn_mat ww = as_is ? w : starnn_hw_in(&hw, hdt, w, 1);
+	const starnn_dtype rdt = widen ? STARNN_FP32 : dt; /* what the kernel runs on */
+	const void *pk = as_is ? copy : NULL;
+	if (!hw.failed) {
+		report(fwd ? starnn_convt2d_fwd_dnnl_sliced(n, c, o, h, wd, xb, yb, rdt, inw.ptr, inw.ld, ww.ptr, ww.ld, pk,
+		                                            row0, b, outw.ptr, outw.ld)
+		           : starnn_convt2d_bwd_data_dnnl_sliced(n, c, o, h, wd, xb, yb, rdt, ww.ptr, ww.ld, pk, row0,
+		                                                 inw.ptr, inw.ld, beta, outw.ptr, outw.ld));
+		starnn_hw_out(&hw, hdt, outw, out);
+	}
+	starnn_hw_end(&hw);
+}
+
+/* (buffers w, dy, copy, dx) */
 static void bwd_data_sliced(void *buffers[], void *cl_arg, starnn_dtype dt)
 {
-	const struct convt2d_args *a = cl_arg;
-	struct starnn_mat w = BUF(0), dy = BUF(1), dx = BUF(3);
-	report(starnn_convt2d_bwd_data_dnnl_sliced(dx.rows, w.rows, w.cols / 4, (size_t)a->h, (size_t)a->w, (size_t)a->xb,
-	                                           (size_t)a->yb, dt, w.ptr, w.ld, BUF(2).ptr, (size_t)a->row0, dy.ptr,
-	                                           dy.ld, a->beta, dx.ptr, dx.ld));
+	copy_pass_cpu(buffers, cl_arg, dt, 0);
 }
 /* One CPU-only codelet var of a pass reading a whole blocked copy of w
  * (fn(buffers, cl_arg, DT)): label nm (the fp32 codelets' names without
@@ -404,35 +435,43 @@ static void bwd_data_sliced(void *buffers[], void *cl_arg, starnn_dtype dt)
 		STARNN_MODELS(op, dt),                                                                      \
 	};
 static STARNN_PERFMODEL_FP(convt2d_bwd_data_sliced, fp32, convt2d_footprint);
+static STARNN_PERFMODEL_FP(convt2d_bwd_data_sliced, fp16, convt2d_half_footprint);
 static STARNN_PERFMODEL_FP(convt2d_bwd_data_sliced, bf16, convt2d_half_footprint);
 CT_COPY_CL(bwd_data_sliced_fp32, convt2d_bwd_data_sliced, bwd_data_sliced, fp32, STARNN_FP32,
            "convt2d_bwd_data_sliced", 4, STARPU_R, STARPU_R, STARPU_R, STARPU_RW)
 CT_COPY_CL(bwd_data_sliced_w_fp32, convt2d_bwd_data_sliced, bwd_data_sliced, fp32, STARNN_FP32,
            "convt2d_bwd_data_sliced", 4, STARPU_R, STARPU_R, STARPU_R, STARPU_W)
+CT_COPY_CL(bwd_data_sliced_fp16, convt2d_bwd_data_sliced, bwd_data_sliced, fp16, STARNN_FP16,
+           "convt2d_bwd_data_sliced_fp16", 4, STARPU_R, STARPU_R, STARPU_R, STARPU_RW)
+CT_COPY_CL(bwd_data_sliced_w_fp16, convt2d_bwd_data_sliced, bwd_data_sliced, fp16, STARNN_FP16,
+           "convt2d_bwd_data_sliced_fp16", 4, STARPU_R, STARPU_R, STARPU_R, STARPU_W)
 CT_COPY_CL(bwd_data_sliced_bf16, convt2d_bwd_data_sliced, bwd_data_sliced, bf16, STARNN_BF16,
            "convt2d_bwd_data_sliced_bf16", 4, STARPU_R, STARPU_R, STARPU_R, STARPU_RW)
 CT_COPY_CL(bwd_data_sliced_w_bf16, convt2d_bwd_data_sliced, bwd_data_sliced, bf16, STARNN_BF16,
            "convt2d_bwd_data_sliced_bf16", 4, STARPU_R, STARPU_R, STARPU_R, STARPU_W)
 
-/* The forward reading its weights from a whole blocked copy of w
- * (buffers x, w, b, copy, y; codelets/convt2d.h:
- * starnn_convt2d_fwd_dnnl_sliced). */
+/* The forward, whose copy is in the layout of its 1x1 convolution [4o, c]
+ * (buffers x, w, b, copy, y). */
 static void fwd_sliced(void *buffers[], void *cl_arg, starnn_dtype dt)
 {
-	const struct convt2d_args *a = cl_arg;
-	struct starnn_mat x = BUF(0), w = BUF(1), y = BUF(4);
-	report(starnn_convt2d_fwd_dnnl_sliced(x.rows, w.rows, w.cols / 4, (size_t)a->h, (size_t)a->w, (size_t)a->xb,
-	                                      (size_t)a->yb, dt, x.ptr, x.ld, w.ptr, w.ld, BUF(3).ptr, (size_t)a->row0,
-	                                      BUF(2).ptr, y.ptr, y.ld));
+	copy_pass_cpu(buffers, cl_arg, dt, 1);
 }
 static STARNN_PERFMODEL_FP(convt2d_fwd_sliced, fp32, convt2d_footprint);
+static STARNN_PERFMODEL_FP(convt2d_fwd_sliced, fp16, convt2d_half_footprint);
 static STARNN_PERFMODEL_FP(convt2d_fwd_sliced, bf16, convt2d_half_footprint);
 CT_COPY_CL(fwd_sliced_fp32, convt2d_fwd_sliced, fwd_sliced, fp32, STARNN_FP32, "convt2d_fwd_sliced",
            5, STARPU_R, STARPU_R, STARPU_R, STARPU_R, STARPU_W)
+CT_COPY_CL(fwd_sliced_fp16, convt2d_fwd_sliced, fwd_sliced, fp16, STARNN_FP16,
+           "convt2d_fwd_sliced_fp16", 5, STARPU_R, STARPU_R, STARPU_R, STARPU_R, STARPU_W)
 CT_COPY_CL(fwd_sliced_bf16, convt2d_fwd_sliced, fwd_sliced, bf16, STARNN_BF16,
            "convt2d_fwd_sliced_bf16", 5, STARPU_R, STARPU_R, STARPU_R, STARPU_R, STARPU_W)
 
 /* By the activations' dtype (fp32 first). */
+static struct starpu_codelet *const fwd_sliced_cls[3] = {&fwd_sliced_fp32_cl, &fwd_sliced_fp16_cl,
+                                                         &fwd_sliced_bf16_cl};
+static struct starpu_codelet *const bwd_data_sliced_cls[2][3] = {
+	{&bwd_data_sliced_w_fp32_cl, &bwd_data_sliced_w_fp16_cl, &bwd_data_sliced_w_bf16_cl},
+	{&bwd_data_sliced_fp32_cl, &bwd_data_sliced_fp16_cl, &bwd_data_sliced_bf16_cl}};
 static struct starpu_codelet *const fwd_cls[3] = {&starnn_convt2d_fwd_cl, &fwd_fp16_cl, &fwd_bf16_cl};
 static struct starpu_codelet *const bwd_data_cls[2][3] = {
 	{&starnn_convt2d_bwd_data_w_cl, &bwd_data_w_fp16_cl, &bwd_data_w_bf16_cl},
@@ -521,8 +560,7 @@ static int task_count(const starnn_tensor *x, int64_t o)
  * (codelets/conv2d.h: starnn_conv2d_blocked_copy), which the optimizers
  * keep current as they write w, so that no task reorders w; NULL where
  * that does not apply: packing not on, not oneDNN, CUDA workers, w a part,
- * 16-bit passes widened to fp32, the direct kernels, a layout
- * runtime/tensor.h does not describe. x0: the first task's x (forward) or
+ * the direct kernels, a layout runtime/tensor.h does not describe. x0: the first task's x (forward) or
  * dx (backward data), whose geometry with y's (dy's) layout asks for it. */
 static int w_copy(int fwd, starnn_tensor *w, const starnn_tensor *x0, const starnn_tensor *y, starnn_dtype dt,
                   starnn_tensor **copy)
@@ -530,13 +568,16 @@ static int w_copy(int fwd, starnn_tensor *w, const starnn_tensor *x0, const star
 	*copy = NULL;
 	struct starnn_blocked_weights L;
 	if (starnn_conv2d_pack() != STARNN_CONV2D_PACK_ON || starnn_conv2d_cpu_backend() != STARNN_CONV2D_DNNL ||
-	    starpu_cuda_worker_get_count() > 0 || w->parent || w->dtype != dt ||
-	    (dt != STARNN_FP32 && !(dt == STARNN_BF16 && starnn_conv2d_dnnl_bf16())))
+	    starpu_cuda_worker_get_count() > 0 || w->parent || w->dtype != dt || (unsigned)dt >= STARNN_NDTYPES)
 		return 0;
+	/* the primitive's dtype: 16-bit passes that are not native bf16 run
+	 * the fp32 one on widened activations, with an fp32 copy of the
+	 * widened weights (starnn_conv2d_blocked_copy of a 16-bit w) */
+	const starnn_dtype pdt = dt == STARNN_BF16 && starnn_conv2d_dnnl_bf16() ? dt : STARNN_FP32;
 	const size_t n = (size_t)x0->shape[0], c = (size_t)x0->shape[1], o = (size_t)w->shape[1],
 	             h = (size_t)x0->shape[2], wd = (size_t)x0->shape[3];
-	if (!(fwd ? starnn_convt2d_dnnl_fwd_layout(n, c, o, h, wd, (size_t)x0->cblock, (size_t)y->cblock, dt, &L)
-	          : starnn_convt2d_dnnl_bwd_data_layout(n, c, o, h, wd, (size_t)x0->cblock, (size_t)y->cblock, dt, &L)))
+	if (!(fwd ? starnn_convt2d_dnnl_fwd_layout(n, c, o, h, wd, (size_t)x0->cblock, (size_t)y->cblock, pdt, &L)
+	          : starnn_convt2d_dnnl_bwd_data_layout(n, c, o, h, wd, (size_t)x0->cblock, (size_t)y->cblock, pdt, &L)))
 		return 0;
 	int rc;
 	*copy = starnn_conv2d_blocked_copy(w, &L, &rc);
@@ -571,7 +612,7 @@ static int convt2d_fwd_dt(starnn_tensor *x, starnn_tensor *w, starnn_tensor *b, 
 		struct starnn_task_desc d = {.cl = fwd_cls[dt], .args = &a, .args_size = sizeof a, .flops = flops,
 		                             .tensors = {xi, wi, bp ? bp[i] : b, yi}};
 		if (copy) {
-			d.cl = dt == STARNN_BF16 ? &fwd_sliced_bf16_cl : &fwd_sliced_fp32_cl;
+			d.cl = fwd_sliced_cls[dt];
 			d.tensors[3] = copy, d.tensors[4] = yi;
 		}
 		STARNN_CHECK(starnn_submit(&d));
@@ -607,9 +648,7 @@ static int convt2d_bwd_data_dt(starnn_tensor *w, starnn_tensor *dy, float beta, 
 		                             .flops = ct_flops(dxi, wi->shape[1]),
 		                             .tensors = {wi, dyp ? dyp[i] : dy, dxi}};
 		if (copy) {
-			static struct starpu_codelet *const sliced[2][2] = {{&bwd_data_sliced_w_fp32_cl, &bwd_data_sliced_fp32_cl},
-			                                                    {&bwd_data_sliced_w_bf16_cl, &bwd_data_sliced_bf16_cl}};
-			d.cl = sliced[dt == STARNN_BF16][beta != 0.0f];
+			d.cl = bwd_data_sliced_cls[beta != 0.0f][dt];
 			d.tensors[2] = copy, d.tensors[3] = dxi;
 		}
 		STARNN_CHECK(starnn_submit(&d));

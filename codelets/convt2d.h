@@ -125,6 +125,13 @@ int starnn_convt2d_bwd_data_dnnl_sliced(size_t n, size_t c, size_t o, size_t h, 
                                         const void *dy, size_t lddy, float beta, void *dx, size_t lddx);
 int starnn_convt2d_dnnl_bwd_data_layout(size_t n, size_t c, size_t o, size_t h, size_t w, size_t xb, size_t yb,
                                         starnn_dtype dt, struct starnn_blocked_weights *L);
+/* Whether this thread's fp32 primitive of the forward (fwd 1) or the
+ * backward-data pass (beta its) of this geometry, its input rows ldin
+ * apart, w's ldw, its output's ldout, reads its weights from whole at row0
+ * as they are (the widened 16-bit passes widen w only where it does not);
+ * 0 too where the pass does not run on oneDNN's primitives. */
+int starnn_convt2d_dnnl_sliced_ok(int fwd, size_t n, size_t c, size_t o, size_t h, size_t w, size_t xb, size_t yb,
+                                  size_t ldin, size_t ldw, size_t ldout, float beta, const void *whole, size_t row0);
 int starnn_convt2d_bwd_weight_dnnl(size_t n, size_t c, size_t o, size_t h, size_t w, size_t xb, size_t yb,
                                    starnn_dtype dt, const void *x, size_t ldx, const void *dy, size_t lddy, float beta,
                                    float *dw, size_t lddw, float *db);

@@ -1190,6 +1190,59 @@ size_t starnn_conv2d_dnnl_pack_bytes(enum starnn_conv2d_pass pass, const struct 
 	return starnn_conv2d_dnnl_pack_info(pass, g, dt, lda, ldw, ldout, beta, NULL);
 }
 
+/* The answers of the layout probes below (starnn_conv2d_dnnl_pack_info,
+ * probe_layout), remembered per primitive key for the process: some are
+ * asked at each submission of a pass (a transposed convolution's copies,
+ * conv2d's sliced copies at batch 1), and each answer costs building a
+ * primitive on the submitting thread. A key's answer does not change
+ * within a process (the threads' caches rely on the same: key_equal).
+ * probe: which question (memo_probe); a full table answers from oneDNN
+ * again, replacing entries in turn. */
+#define MEMO_SLOTS 256
+#define MEMO_PACK 8 /* (probe_layout's: out | up << 1 | deconv << 2) */
+struct layout_memo {
+	struct dnnl_conv key;
+	int probe;
+	size_t bytes;
+	struct starnn_blocked_weights L;
+};
+static struct layout_memo memo[MEMO_SLOTS];
+static int memo_count, memo_next;
+static pthread_mutex_t memo_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static int memo_get(const struct dnnl_conv *key, int probe, size_t *bytes, struct starnn_blocked_weights *L)
+{
+	int found = 0;
+	pthread_mutex_lock(&memo_lock);
+	for (int i = 0; i < memo_count && !found; i++)
+		if (memo[i].probe == probe && key_equal(&memo[i].key, key)) {
+			*bytes = memo[i].bytes;
+			if (L)
+				*L = memo[i].L;
+			found = 1;
+		}
+	pthread_mutex_unlock(&memo_lock);
+	return found;
+}
+
+static void memo_put(const struct dnnl_conv *key, int probe, size_t bytes, const struct starnn_blocked_weights *L)
+{
+	pthread_mutex_lock(&memo_lock);
+	struct layout_memo *m;
+	if (memo_count < MEMO_SLOTS)
+		m = &memo[memo_count++];
+	else
+		m = &memo[memo_next], memo_next = (memo_next + 1) % MEMO_SLOTS;
+	m->key = *key;
+	m->probe = probe;
+	m->bytes = bytes;
+	if (L)
+		m->L = *L;
+	else
+		memset(&m->L, 0, sizeof m->L);
+	pthread_mutex_unlock(&memo_lock);
+}
+
 size_t starnn_conv2d_dnnl_pack_info(enum starnn_conv2d_pass pass, const struct starnn_conv2d_geom *g,
                                     starnn_dtype dt, size_t lda, size_t ldw, size_t ldout, float beta,
                                     struct starnn_blocked_weights *layout)
@@ -1203,23 +1256,33 @@ size_t starnn_conv2d_dnnl_pack_info(enum starnn_conv2d_pass pass, const struct s
 	pthread_once(&engine_once, engine_init);
 	if (engine_status != dnnl_success)
 		return 0;
+	const struct dnnl_conv key = conv_key(0, (int)pass, dt, g, lda, ldw, pass == STARNN_CONV2D_FWD, beta, ldout);
+	struct starnn_blocked_weights L;
+	size_t bytes = 0;
+	if (memo_get(&key, MEMO_PACK, &bytes, &L)) {
+		if (layout)
+			*layout = L;
+		return bytes;
+	}
 	/* built here, on the submitting thread, and not cached: the workers
 	 * build the same primitive (the same descriptors give the same
 	 * layouts) in their own caches */
 	struct dnnl_conv *e = malloc(sizeof *e);
 	if (!e)
 		return 0;
-	*e = conv_key(0, (int)pass, dt, g, lda, ldw, pass == STARNN_CONV2D_FWD, beta, ldout);
-	size_t bytes = 0;
+	*e = key;
+	memset(&L, 0, sizeof L);
 	if (conv_create(e) == 0 && e->re_b && e->ib) {
 		const dnnl_memory_desc_t *md = NULL;
 		if (dnnl_memory_get_memory_desc(e->ib, &md) == dnnl_success && md) {
 			bytes = sizeof(dnnl_memory_desc_t) + PACK_ALIGN + md_bytes(md);
-			if (layout)
-				pack_layout(md, layout);
+			pack_layout(md, &L);
 		}
 	}
 	conv_destroy(e);
+	memo_put(&key, MEMO_PACK, bytes, &L);
+	if (layout)
+		*layout = L;
 	return bytes;
 }
 
@@ -1243,14 +1306,18 @@ static void deconv_layout(const dnnl_memory_desc_t *md, struct starnn_blocked_we
  * input (0), recognised by take (pack_layout, deconv_layout); a 1x1
  * forward of a transposed convolution (up 1: its conv_build_up route
  * only) gives a layout of the transpose. Built here, on the submitting
- * thread, and not cached (as starnn_conv2d_dnnl_pack_info's): the workers
- * build the same primitive in their own caches. 1 where *L names one
- * (header and align 0), 0 otherwise. */
+ * thread, the first time a key is asked (then remembered: memo_get), and
+ * not kept: the workers build the same primitive in their own caches.
+ * 1 where *L names one (header and align 0), 0 otherwise. */
 static int probe_layout(const struct dnnl_conv *key, int out, int up,
                         void (*take)(const dnnl_memory_desc_t *, struct starnn_blocked_weights *),
                         struct starnn_blocked_weights *L)
 {
 	memset(L, 0, sizeof *L);
+	const int probe = out | up << 1 | (take == deconv_layout) << 2;
+	size_t found;
+	if (memo_get(key, probe, &found, L))
+		return L->ob != 0;
 	pthread_once(&engine_once, engine_init);
 	struct dnnl_conv *e = engine_status == dnnl_success ? malloc(sizeof *e) : NULL;
 	if (!e)
@@ -1264,6 +1331,7 @@ static int probe_layout(const struct dnnl_conv *key, int out, int up,
 		L->header = L->align = 0;
 	}
 	conv_destroy(e);
+	memo_put(key, probe, 1, L);
 	return L->ob != 0;
 }
 
@@ -2120,6 +2188,28 @@ int starnn_convt2d_bwd_data_dnnl_sliced(size_t n, size_t c, size_t o, size_t h, 
 	                       lddx);
 }
 
+int starnn_convt2d_dnnl_sliced_ok(int fwd, size_t n, size_t c, size_t o, size_t h, size_t w, size_t xb, size_t yb,
+                                  size_t ldin, size_t ldw, size_t ldout, float beta, const void *whole, size_t row0)
+{
+	if (!whole || !n || !c || !o || !h || !w ||
+	    (fwd ? starnn_convt2d_direct(o, yb, STARNN_FP32) : starnn_convt2d_direct(c, xb, STARNN_FP32)))
+		return 0;
+	struct starnn_conv2d_geom g = {n, c, o, h, w, 2, xb, yb, 0, 0, 0};
+	/* (the key conv_run_packed runs: sample by sample where the
+	 * activations are strided) */
+	const size_t xs = c * h * w, ys = o * 4 * h * w, as = fwd ? xs : ys, os = fwd ? ys : xs;
+	if (n > 1 && (ldin > as || ldout > os))
+		g.n = 1, ldin = as, ldout = os;
+	const struct dnnl_conv key = conv_key(1, fwd ? STARNN_CONV2D_FWD : STARNN_CONV2D_BWD_DATA, STARNN_FP32, &g, ldin,
+	                                      ldw, fwd, fwd ? 0.0f : beta, ldout);
+	struct dnnl_thread *t = thread_state();
+	struct dnnl_conv *e;
+	if (!t || conv_entry(t, &key, &e) < 0)
+		return 0; /* (the pass itself reports it) */
+	const struct packed_ref r = {whole, row0, 1};
+	return sliced_weights(e, &r) != NULL;
+}
+
 /* oneDNN 2.6 exports this row-major GEMM without declaring it in dnnl.h
  * (codelets/cpu/gemm.c calls it too). */
 extern dnnl_status_t dnnl_gemm_bf16bf16f32(char transa, char transb, dnnl_dim_t M, dnnl_dim_t N, dnnl_dim_t K,
@@ -2437,6 +2527,14 @@ int starnn_convt2d_dnnl_bwd_data_layout(size_t n, size_t c, size_t o, size_t h, 
 {
 	(void)n, (void)c, (void)o, (void)h, (void)w, (void)xb, (void)yb, (void)dt;
 	memset(L, 0, sizeof *L);
+	return 0;
+}
+
+int starnn_convt2d_dnnl_sliced_ok(int fwd, size_t n, size_t c, size_t o, size_t h, size_t w, size_t xb, size_t yb,
+                                  size_t ldin, size_t ldw, size_t ldout, float beta, const void *whole, size_t row0)
+{
+	(void)fwd, (void)n, (void)c, (void)o, (void)h, (void)w, (void)xb, (void)yb, (void)ldin, (void)ldw, (void)ldout;
+	(void)beta, (void)whole, (void)row0;
 	return 0;
 }
 

@@ -368,13 +368,17 @@ if grep -q '^ *oneDNN.*: yes' "$B/config.summary" 2> /dev/null; then
 	# AVX-512 (nChw16c): no reorder at all either (the weight gradients
 	# in oneDNN's layouts, read by the optimizer; the transposed
 	# convolutions' weights from whole copies; the output layer on sgemm),
-	# at batch 4 and 1, in fp32 and, where bf16 is native in nChw16c
-	# (AVX512-BF16 without AMX), in amp-bf16; packing off has some
+	# at batch 4 and 1, in fp32, in amp-fp16 (widened to fp32: the
+	# transposed convolutions' copies of the widened weights) and, where
+	# bf16 is native in nChw16c (AVX512-BF16 without AMX), in amp-bf16;
+	# packing off has some
 	if grep -q '^activations: nChw16c' "$tmp/lb.out"; then
 		precs="fp32"
+		"$unet" train $L --precision amp-fp16 --steps 1 > "$tmp/nh.out" 2>&1
+		grep -q '^activations: nChw16c' "$tmp/nh.out" && precs="$precs amp-fp16"
 		"$unet" train $L --precision amp-bf16 --steps 1 > "$tmp/nb.out" 2>&1
 		grep -q '^activations: nChw16c' "$tmp/nb.out" && grep -q '^convolutions: bf16 native' "$tmp/nb.out" &&
-			precs="fp32 amp-bf16"
+			precs="$precs amp-bf16"
 		for p in $precs; do
 			for a in "$L" "$L1"; do
 				r=$(ARGS="$a --precision $p" REORDERS=all weight_reorders STARNN_CONV2D_PACK=on)

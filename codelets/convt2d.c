@@ -535,7 +535,9 @@ static struct convt2d_args args_of(const starnn_tensor *x, const starnn_tensor *
  * it has a sample per task, else along channels (forward: output channels
  * of y, w and b; backward data: input channels of dx and w). The weight
  * gradient is split along output channels only (dy, dw and db; parts over
- * the batch would have to be summed). All parts are disjoint. */
+ * the batch would have to be summed). All parts are disjoint. max_parts
+ * (0: no limit) caps the parts: both backward passes submitted together
+ * (starnn_convt2d_bwd) take half the workers each. */
 #define MIN_TASK_FLOPS 2.5e7
 
 /* Multiply-adds of a 2x2 stride-2 transposed convolution from x [N,C,H,W]
@@ -547,10 +549,12 @@ static double ct_flops(const starnn_tensor *x, int64_t o)
 	return 8.0 * (double)x->shape[0] * (double)x->shape[1] * (double)o * (double)x->shape[2] * (double)x->shape[3];
 }
 
-static int task_count(const starnn_tensor *x, int64_t o)
+static int task_count(const starnn_tensor *x, int64_t o, int max_parts)
 {
 	double flops = ct_flops(x, o);
 	int nw = starnn_split_width();
+	if (max_parts > 0 && nw > max_parts)
+		nw = max_parts;
 	double parts = flops / MIN_TASK_FLOPS;
 	return parts < 1 ? 1 : parts < nw ? (int)parts : nw;
 }
@@ -590,7 +594,7 @@ static int convt2d_fwd_dt(starnn_tensor *x, starnn_tensor *w, starnn_tensor *b, 
 		return starnn_error(STARNN_EINVAL, "convt2d_fwd: x, w, b and y are required");
 	STARNN_CHECK(check_shapes_dt("convt2d_fwd", x, w, b, y, dt, dt));
 	struct convt2d_args a = args_of(x, y, 0.0f, dt);
-	int parts = task_count(x, w->shape[1]);
+	int parts = task_count(x, w->shape[1], 0);
 	int64_t sizes[parts];
 	starnn_tensor **xp = NULL, **yp = NULL, **wp = NULL, **bp = NULL;
 	if (parts > 1 && x->shape[0] >= parts) {
@@ -621,14 +625,15 @@ static int convt2d_fwd_dt(starnn_tensor *x, starnn_tensor *w, starnn_tensor *b, 
 	return 0;
 }
 
-static int convt2d_bwd_data_dt(starnn_tensor *w, starnn_tensor *dy, float beta, starnn_tensor *dx, starnn_dtype dt)
+static int convt2d_bwd_data_dt(starnn_tensor *w, starnn_tensor *dy, float beta, starnn_tensor *dx, starnn_dtype dt,
+                               int max_parts)
 {
 	if (!w || !dy || !dx)
 		return starnn_error(STARNN_EINVAL, "convt2d_bwd_data: w, dy and dx are required");
 	STARNN_CHECK(check_shapes_dt("convt2d_bwd_data", dx, w, NULL, dy, dt, dt));
 	struct convt2d_args a = args_of(dx, dy, beta, dt);
 	struct starpu_codelet *cl = bwd_data_cls[beta != 0.0f][dt];
-	int parts = task_count(dx, w->shape[1]);
+	int parts = task_count(dx, w->shape[1], max_parts);
 	int64_t sizes[parts];
 	starnn_tensor **dyp = NULL, **dxp = NULL, **wp = NULL;
 	if (parts > 1 && dx->shape[0] >= parts) {
@@ -658,14 +663,14 @@ static int convt2d_bwd_data_dt(starnn_tensor *w, starnn_tensor *dy, float beta, 
 }
 
 static int convt2d_bwd_weight_dt(starnn_tensor *x, starnn_tensor *dy, float beta, starnn_tensor *dw, starnn_tensor *db,
-                                 starnn_dtype dt)
+                                 starnn_dtype dt, int max_parts)
 {
 	if (!x || !dy || !dw || !db)
 		return starnn_error(STARNN_EINVAL, "convt2d_bwd_weight: x, dy, dw and db are required");
 	STARNN_CHECK(check_shapes_dt("convt2d_bwd_weight", x, dw, db, dy, dt, STARNN_FP32));
 	struct convt2d_args a = args_of(x, dy, beta, dt);
 	struct starpu_codelet *cl = bwd_weight_cls[beta != 0.0f][dt];
-	int parts = task_count(x, dw->shape[1]);
+	int parts = task_count(x, dw->shape[1], max_parts);
 	int64_t sizes[parts];
 	starnn_tensor **dyp = NULL, **dwp = NULL, **dbp = NULL;
 	if (parts > 1)
@@ -710,12 +715,34 @@ int starnn_convt2d_fwd(starnn_tensor *x, starnn_tensor *w, starnn_tensor *b, sta
 
 int starnn_convt2d_bwd_data(starnn_tensor *w, starnn_tensor *dy, float beta, starnn_tensor *dx)
 {
-	return convt2d_bwd_data_dt(w, dy, beta, dx, STARNN_FP32);
+	return convt2d_bwd_data_dt(w, dy, beta, dx, STARNN_FP32, 0);
 }
 
 int starnn_convt2d_bwd_weight(starnn_tensor *x, starnn_tensor *dy, float beta, starnn_tensor *dw, starnn_tensor *db)
 {
-	return convt2d_bwd_weight_dt(x, dy, beta, dw, db, STARNN_FP32);
+	return convt2d_bwd_weight_dt(x, dy, beta, dw, db, STARNN_FP32, 0);
+}
+
+/* Both backward passes: independent (one reads w, the other x), so
+ * together they are as many tasks as workers without splitting each as
+ * far (as conv2d's: starnn_conv2d_bwd). At batch 1 on 2 cores the two run
+ * side by side, each whole, instead of each being cut into channel parts;
+ * a whole weight gradient is written in oneDNN's own layout (a part over
+ * output channels is not: its columns are not a view of that layout). */
+static int convt2d_bwd_dt(starnn_tensor *x, starnn_tensor *dy, starnn_tensor *w, float beta_x, starnn_tensor *dx,
+                          float beta_w, starnn_tensor *dw, starnn_tensor *db, starnn_dtype dt)
+{
+	if (!x || !dy || !w || !dx || !dw || !db)
+		return starnn_error(STARNN_EINVAL, "convt2d_bwd: x, dy, w, dx, dw and db are required");
+	const int half = (starnn_split_width() + 1) / 2;
+	STARNN_CHECK(convt2d_bwd_data_dt(w, dy, beta_x, dx, dt, half));
+	return convt2d_bwd_weight_dt(x, dy, beta_w, dw, db, dt, half);
+}
+
+int starnn_convt2d_bwd(starnn_tensor *x, starnn_tensor *dy, starnn_tensor *w, float beta_x, starnn_tensor *dx,
+                       float beta_w, starnn_tensor *dw, starnn_tensor *db)
+{
+	return convt2d_bwd_dt(x, dy, w, beta_x, dx, beta_w, dw, db, STARNN_FP32);
 }
 
 static starnn_dtype act_dtype(const starnn_tensor *t)
@@ -734,7 +761,7 @@ int starnn_convt2d_bwd_data_mp(starnn_tensor *w, starnn_tensor *dy, float beta, 
 {
 	if (!w || !dy || !dx)
 		return starnn_error(STARNN_EINVAL, "convt2d_bwd_data: w, dy and dx are required");
-	return convt2d_bwd_data_dt(w, dy, beta, dx, act_dtype(dy));
+	return convt2d_bwd_data_dt(w, dy, beta, dx, act_dtype(dy), 0);
 }
 
 int starnn_convt2d_bwd_weight_mp(starnn_tensor *x, starnn_tensor *dy, float beta, starnn_tensor *dw,
@@ -742,7 +769,13 @@ int starnn_convt2d_bwd_weight_mp(starnn_tensor *x, starnn_tensor *dy, float beta
 {
 	if (!x || !dy || !dw || !db)
 		return starnn_error(STARNN_EINVAL, "convt2d_bwd_weight: x, dy, dw and db are required");
-	return convt2d_bwd_weight_dt(x, dy, beta, dw, db, act_dtype(x));
+	return convt2d_bwd_weight_dt(x, dy, beta, dw, db, act_dtype(x), 0);
+}
+
+int starnn_convt2d_bwd_mp(starnn_tensor *x, starnn_tensor *dy, starnn_tensor *w, float beta_x, starnn_tensor *dx,
+                          float beta_w, starnn_tensor *dw, starnn_tensor *db)
+{
+	return convt2d_bwd_dt(x, dy, w, beta_x, dx, beta_w, dw, db, act_dtype(x));
 }
 
 const char *starnn_convt2d_cpu_route(starnn_dtype dt, int cblock)

@@ -230,6 +230,17 @@ int starnn_convt2d_bwd_data_mp(starnn_tensor *w, starnn_tensor *dy, float beta, 
 int starnn_convt2d_bwd_weight_mp(starnn_tensor *x, starnn_tensor *dy, float beta, starnn_tensor *dw,
                                  starnn_tensor *db);
 
+/* Both backward passes of one transposed convolution, as
+ * starnn_convt2d_bwd_data + starnn_convt2d_bwd_weight, but the two
+ * independent passes share the workers: each is split into at most half as
+ * many tasks as there are workers (at batch 1 on 2 cores: one task each,
+ * side by side, and the whole weight gradient in oneDNN's layout, rather
+ * than two channel parts each). _mp: fp16 / bf16 activations as above. */
+int starnn_convt2d_bwd(starnn_tensor *x, starnn_tensor *dy, starnn_tensor *w, float beta_x, starnn_tensor *dx,
+                       float beta_w, starnn_tensor *dw, starnn_tensor *db);
+int starnn_convt2d_bwd_mp(starnn_tensor *x, starnn_tensor *dy, starnn_tensor *w, float beta_x, starnn_tensor *dx,
+                          float beta_w, starnn_tensor *dw, starnn_tensor *db);
+
 #ifdef __cplusplus
 }
 #endif

@@ -891,11 +891,9 @@ static int backward(unet *m, starnn_tensor *state)
 		/* dcat: both halves written here (beta 0); the skip half gets the
 		 * max-pool's gradient added later (beta 1). */
 		STARNN_CHECK(bn_bwd(m, &L->n0, &L->catb, &L->a0, &L->da0, &L->dcatb));
-		for (int p = 0; p < M; p++) {
-			STARNN_CHECK(starnn_convt2d_bwd_data_mp(L->upc.w->compute, L->dup.p[p], 0.0f, dbelow->p[p]));
-			STARNN_CHECK(starnn_convt2d_bwd_weight_mp(below->p[p], L->dup.p[p], 0.0f, L->upc.w->grad[p],
-			                                          L->upc.b->grad[p]));
-		}
+		for (int p = 0; p < M; p++)
+			STARNN_CHECK(starnn_convt2d_bwd_mp(below->p[p], L->dup.p[p], L->upc.w->compute, 0.0f, dbelow->p[p], 0.0f,
+			                                   L->upc.w->grad[p], L->upc.b->grad[p]));
 	}
 	struct act *din = d ? &m->lv[d - 1].dpool : NULL;
 	STARNN_CHECK(block_bwd(m, &m->centre, &m->lv[d - 1].pool, &m->centre_out, &m->dcentre_out, din));

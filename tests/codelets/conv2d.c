@@ -1499,7 +1499,9 @@ static void dw_layouts(starnn_dtype dt)
 	const struct {
 		int64_t n, c, o, hw, k;
 	} cases[] = {{2, 32, 32, 16, 3}, {1, 16, 48, 20, 3}, {2, 32, 16, 8, 1}, {2, 16, 32, 12, 1},
-	             {2, 13, 16, 24, 3} /* the first layer: NCHW x, oneDNN's dw in Acdb16a */};
+	             {2, 13, 16, 24, 3} /* the first layer: NCHW x, oneDNN's dw in Acdb16a */,
+	             {1, 13, 32, 96, 3} /* ... of a size the pass splits in two channel parts where dw stays OIHW
+	                                 * (dwp): one task where it takes oneDNN's layout */};
 	for (size_t q = 0; q < sizeof cases / sizeof cases[0]; q++) {
 		const int64_t n = cases[q].n, c = cases[q].c, o = cases[q].o, hw = cases[q].hw, k = cases[q].k;
 		const size_t nw = (size_t)(o * c * k * k);

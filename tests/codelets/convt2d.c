@@ -894,6 +894,101 @@ static void dw_layouts(void)
  * narrowing convert from fp32 masters (16-bit), which keep the copy: no
  * pack task; the pass does read the copy (garbage written into it shows
  * in dx). */
+/* Whether each of n values a is within the bound of two fp32 sums of
+ * K terms in different orders of its reference r: 2 K eps sum|term|
+ * (mag: the terms' absolute sums); the count of those that are not. */
+static size_t outside_bound(size_t n, const float *a, const float *r, const double *mag, size_t K)
+{
+	size_t bad = 0;
+	for (size_t i = 0; i < n; i++)
+		bad += fabs((double)a[i] - (double)r[i]) > 2.0 * (double)K * (FLT_EPSILON / 2) * mag[i];
+	return bad;
+}
+
+/* Both backward passes together (starnn_convt2d_bwd, _mp) at batch 1, a
+ * size the passes alone split in two (channel parts): dx, dw and db
+ * against the passes submitted apart, each value within the bound of two
+ * summation orders of its own terms (naive loops give the terms' absolute
+ * sums); on AVX-512 the whole weight gradient is in oneDNN's layout (one
+ * task wrote it), where the pass alone leaves it in rows. NULL tensors
+ * are refused. */
+static void bwd_both(void)
+{
+	const int b = starnn_conv2d_dnnl_block(STARNN_FP32);
+	const int64_t c = 128, o = 64, h = 48, w = 48;
+	const size_t nx = (size_t)(c * h * w), ny = (size_t)(o * 4 * h * w), nw = (size_t)(c * o * 4);
+	float *xv = test_random(nx, -1, 1), *dyv = test_random(ny, -1, 1), *wv = test_random(nw, -1, 1);
+	starnn_tensor *x = test_tensor("x", 4, (int64_t[]){1, c, h, w}, NULL);
+	starnn_tensor *dy = test_tensor("dy", 4, (int64_t[]){1, o, 2 * h, 2 * w}, NULL);
+	starnn_tensor *tw = test_tensor("w", 4, (int64_t[]){c, o, 2, 2}, wv);
+	starnn_tensor *dx[2], *dw[2], *db[2];
+	for (int k = 0; k < 2; k++) {
+		dx[k] = test_tensor(k ? "dx_both" : "dx", 4, (int64_t[]){1, c, h, w}, NULL);
+		dw[k] = test_tensor(k ? "dw_both" : "dw", 4, (int64_t[]){c, o, 2, 2}, NULL);
+		db[k] = test_tensor(k ? "db_both" : "db", 1, &o, NULL);
+		if (b > 1)
+			TEST_OK(starnn_tensor_set_cblock(dx[k], b));
+	}
+	if (b > 1) {
+		TEST_OK(starnn_tensor_set_cblock(x, b));
+		TEST_OK(starnn_tensor_set_cblock(dy, b));
+	}
+	TEST_OK(starnn_tensor_write_f32(x, xv));
+	TEST_OK(starnn_tensor_write_f32(dy, dyv));
+	TEST_OK(starnn_convt2d_bwd_data(tw, dy, 0.0f, dx[0]));
+	TEST_OK(starnn_convt2d_bwd_weight(x, dy, 0.0f, dw[0], db[0]));
+	TEST_OK(starnn_convt2d_bwd_mp(x, dy, tw, 0.0f, dx[1], 0.0f, dw[1], db[1]));
+	/* the terms' absolute sums: dx[c, i, j] = sum over o, ki, kj of
+	 * w[c, o, ki, kj] dy[o, 2i + ki, 2j + kj]; dw[c, o, ki, kj] = sum over
+	 * i, j of x[c, i, j] dy[o, 2i + ki, 2j + kj]; db[o] = sum of dy[o] */
+	double *mx = calloc(nx, sizeof *mx), *mw = calloc(nw, sizeof *mw), *mb = calloc((size_t)o, sizeof *mb);
+	for (int64_t ci = 0; ci < c; ci++)
+		for (int64_t oi = 0; oi < o; oi++)
+			for (int64_t t = 0; t < 4; t++) {
+				const int64_t ki = t / 2, kj = t % 2;
+				const double wa = fabs(wv[(ci * o + oi) * 4 + t]);
+				double sw = 0;
+				for (int64_t i = 0; i < h; i++)
+					for (int64_t j = 0; j < w; j++) {
+						const double d = fabs(dyv[(oi * 2 * h + 2 * i + ki) * 2 * w + 2 * j + kj]);
+						mx[(ci * h + i) * w + j] += wa * d;
+						sw += fabs(xv[(ci * h + i) * w + j]) * d;
+					}
+				mw[(ci * o + oi) * 4 + t] = sw;
+			}
+	for (size_t i = 0; i < ny; i++)
+		mb[i / (size_t)(4 * h * w)] += fabs(dyv[i]);
+	float *a = test_read(dx[1]), *r = test_read(dx[0]);
+	size_t bad = outside_bound(nx, a, r, mx, (size_t)(4 * o));
+	TEST_ASSERT(bad == 0, "convt2d_bwd: %zu of %zu dx values outside two summation orders of the passes apart", bad, nx);
+	free(a), free(r);
+	a = test_read(dw[1]), r = test_read(dw[0]);
+	bad = outside_bound(nw, a, r, mw, (size_t)(h * w));
+	TEST_ASSERT(bad == 0, "convt2d_bwd: %zu of %zu dw values outside two summation orders of the pass apart", bad, nw);
+	free(a), free(r);
+	a = test_read(db[1]), r = test_read(db[0]);
+	bad = outside_bound((size_t)o, a, r, mb, (size_t)(4 * h * w));
+	TEST_ASSERT(bad == 0, "convt2d_bwd: %zu of %lld db values outside two summation orders of the pass apart", bad,
+	            (long long)o);
+	free(a), free(r);
+	struct starnn_blocked_weights L;
+	char l[24], l0[24];
+	if (b == 16 && starnn_split_width() > 1 &&
+	    starnn_convt2d_dnnl_dw_layout(1, (size_t)c, (size_t)o, (size_t)h, (size_t)w, 16, 16, STARNN_FP32, &L))
+		TEST_ASSERT(dw[1]->wl.ob == L.ob && dw[0]->wl.ob == 0,
+		            "convt2d_bwd at batch 1: dw in %s (oneDNN's layout expected: one task writes it), the pass "
+		            "alone in %s (rows expected: two channel parts)",
+		            starnn_wlayout_name(&dw[1]->wl, l, sizeof l), starnn_wlayout_name(&dw[0]->wl, l0, sizeof l0));
+	TEST_ASSERT(starnn_convt2d_bwd_mp(x, dy, tw, 0.0f, NULL, 0.0f, dw[1], db[1]) == STARNN_EINVAL,
+	            "convt2d_bwd: no dx accepted");
+	TEST_ASSERT(starnn_convt2d_bwd(x, dy, tw, 0.0f, dx[1], 0.0f, dw[1], NULL) == STARNN_EINVAL,
+	            "convt2d_bwd: no db accepted");
+	free(xv), free(dyv), free(wv), free(mx), free(mw), free(mb);
+	starnn_tensor *all[] = {x, dy, tw, dx[0], dx[1], dw[0], dw[1], db[0], db[1]};
+	for (size_t i = 0; i < sizeof all / sizeof *all; i++)
+		starnn_tensor_destroy(all[i]);
+}
+
 static void pass_copies(int fwd, starnn_dtype dt, int64_t n);
 static void bwd_data_copies(starnn_dtype dt, int64_t n)
 {
@@ -1013,6 +1108,7 @@ int main(void)
 				direct_kernels();
 			else {
 				dw_layouts();
+				bwd_both();
 				for (int64_t nb = 1; nb <= 2; nb++) {
 					for (int t = 0; t < 3; t++) {
 						bwd_data_copies((starnn_dtype)t, nb);

@@ -564,8 +564,10 @@ static int task_count(const starnn_tensor *x, int64_t o, int max_parts)
  * (codelets/conv2d.h: starnn_conv2d_blocked_copy), which the optimizers
  * keep current as they write w, so that no task reorders w; NULL where
  * that does not apply: packing not on, not oneDNN, CUDA workers, w a part,
- * the direct kernels, a layout runtime/tensor.h does not describe. x0: the first task's x (forward) or
- * dx (backward data), whose geometry with y's (dy's) layout asks for it. */
+ * the direct kernels, a layout runtime/tensor.h does not describe. 16-bit
+ * passes widened to fp32 get an fp32 copy of the widened weights. x0: the
+ * first task's x (forward) or dx (backward data), whose geometry with y's
+ * (dy's) layout asks for it. */
 static int w_copy(int fwd, starnn_tensor *w, const starnn_tensor *x0, const starnn_tensor *y, starnn_dtype dt,
                   starnn_tensor **copy)
 {

@@ -1196,8 +1196,9 @@ size_t starnn_conv2d_dnnl_pack_bytes(enum starnn_conv2d_pass pass, const struct 
  * conv2d's sliced copies at batch 1), and each answer costs building a
  * primitive on the submitting thread. A key's answer does not change
  * within a process (the threads' caches rely on the same: key_equal).
- * probe: which question (memo_probe); a full table answers from oneDNN
- * again, replacing entries in turn. */
+ * probe: which question (MEMO_PACK, or probe_layout's); a full table
+ * replaces its entries in turn. Only answers from a primitive that was
+ * built are kept (a failure, such as memory, is asked again). */
 #define MEMO_SLOTS 256
 #define MEMO_PACK 8 /* (probe_layout's: out | up << 1 | deconv << 2) */
 struct layout_memo {
@@ -1264,15 +1265,16 @@ size_t starnn_conv2d_dnnl_pack_info(enum starnn_conv2d_pass pass, const struct s
 			*layout = L;
 		return bytes;
 	}
-	/* built here, on the submitting thread, and not cached: the workers
-	 * build the same primitive (the same descriptors give the same
-	 * layouts) in their own caches */
+	/* built here, on the submitting thread, once per key, and not kept:
+	 * the workers build the same primitive (the same descriptors give the
+	 * same layouts) in their own caches */
 	struct dnnl_conv *e = malloc(sizeof *e);
 	if (!e)
 		return 0;
 	*e = key;
 	memset(&L, 0, sizeof L);
-	if (conv_create(e) == 0 && e->re_b && e->ib) {
+	const int built = conv_create(e) == 0;
+	if (built && e->re_b && e->ib) {
 		const dnnl_memory_desc_t *md = NULL;
 		if (dnnl_memory_get_memory_desc(e->ib, &md) == dnnl_success && md) {
 			bytes = sizeof(dnnl_memory_desc_t) + PACK_ALIGN + md_bytes(md);
@@ -1280,7 +1282,8 @@ size_t starnn_conv2d_dnnl_pack_info(enum starnn_conv2d_pass pass, const struct s
 		}
 	}
 	conv_destroy(e);
-	memo_put(&key, MEMO_PACK, bytes, &L);
+	if (built)
+		memo_put(&key, MEMO_PACK, bytes, &L);
 	if (layout)
 		*layout = L;
 	return bytes;
@@ -1324,14 +1327,16 @@ static int probe_layout(const struct dnnl_conv *key, int out, int up,
 		return 0;
 	*e = *key;
 	const dnnl_memory_desc_t *md = NULL;
-	if (conv_create(e) == 0 && (out ? e->re_out && e->iout : e->re_b && e->ib) && (!up || e->zb) &&
+	const int built = conv_create(e) == 0;
+	if (built && (out ? e->re_out && e->iout : e->re_b && e->ib) && (!up || e->zb) &&
 	    dnnl_memory_get_memory_desc(out ? e->iout : e->ib, &md) == dnnl_success && md) {
 		take(md, L);
 		L->trans = up && L->ob;
 		L->header = L->align = 0;
 	}
 	conv_destroy(e);
-	memo_put(key, probe, 1, L);
+	if (built)
+		memo_put(key, probe, 1, L);
 	return L->ob != 0;
 }
 

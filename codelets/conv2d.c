@@ -1125,16 +1125,25 @@ static int dw_layout(starnn_tensor *dw, const struct starnn_conv2d_geom *g, star
 	return 0;
 }
 
+/* The weight gradient's checks (x, dy, dw and db, which may be NULL), g
+ * filled. */
+static int bwd_weight_check(starnn_tensor *x, starnn_tensor *dy, starnn_tensor *dw, starnn_tensor *db,
+                            starnn_dtype dt, struct starnn_conv2d_geom *g)
+{
+	const starnn_dtype dts[3] = {dt, STARNN_FP32, dt};
+	STARNN_CHECK(check_shapes_dt("conv2d_bwd_weight", x, dw, dy, g, dts));
+	char d1[128];
+	if (db && (db->dtype != STARNN_FP32 || db->ndim != 1 || db->shape[0] != (int64_t)g->o))
+		return starnn_error(STARNN_EINVAL, "conv2d_bwd_weight: bias gradient must be fp32 [%zu], got %s", g->o,
+		                    starnn_tensor_describe(db, d1, sizeof d1));
+	return 0;
+}
+
 static int conv2d_bwd_weight_dt(starnn_tensor *x, starnn_tensor *dy, float beta, starnn_tensor *dw, starnn_tensor *db,
                                 starnn_dtype dt, int max_parts)
 {
 	struct starnn_conv2d_geom g;
-	const starnn_dtype dts[3] = {dt, STARNN_FP32, dt};
-	STARNN_CHECK(check_shapes_dt("conv2d_bwd_weight", x, dw, dy, &g, dts));
-	char d1[128];
-	if (db && (db->dtype != STARNN_FP32 || db->ndim != 1 || db->shape[0] != (int64_t)g.o))
-		return starnn_error(STARNN_EINVAL, "conv2d_bwd_weight: bias gradient must be fp32 [%zu], got %s", g.o,
-		                    starnn_tensor_describe(db, d1, sizeof d1));
+	STARNN_CHECK(bwd_weight_check(x, dy, dw, db, dt, &g));
 	struct conv_args a = args_of(&g, beta, dt);
 	/* Input channels: dw[:, c-block] needs x[:, c-block] and all of dy;
 	 * the parts of dw are disjoint, so no reduction is needed. The first
@@ -1390,6 +1399,12 @@ int starnn_conv2d_bwd_weight_mp(starnn_tensor *x, starnn_tensor *dy, float beta,
 static int conv2d_bwd_dt(starnn_tensor *x, starnn_tensor *dy, starnn_tensor *w, float beta_x, starnn_tensor *dx,
                          float beta_w, starnn_tensor *dw, starnn_tensor *db, starnn_dtype dt)
 {
+	/* both passes' checks first: a refused call submits nothing */
+	struct starnn_conv2d_geom g;
+	const starnn_dtype dts[3] = {dt, dt, dt};
+	if (dx)
+		STARNN_CHECK(check_shapes_dt("conv2d_bwd_data", dx, w, dy, &g, dts));
+	STARNN_CHECK(bwd_weight_check(x, dy, dw, db, dt, &g));
 	int nw = starnn_split_width(), half = dx ? (nw + 1) / 2 : 0;
 	if (dx)
 		STARNN_CHECK(conv2d_bwd_data_dt(dy, w, beta_x, dx, dt, half));

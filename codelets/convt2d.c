@@ -736,6 +736,9 @@ static int convt2d_bwd_dt(starnn_tensor *x, starnn_tensor *dy, starnn_tensor *w,
 {
 	if (!x || !dy || !w || !dx || !dw || !db)
 		return starnn_error(STARNN_EINVAL, "convt2d_bwd: x, dy, w, dx, dw and db are required");
+	/* both passes' checks first: a refused call submits nothing */
+	STARNN_CHECK(check_shapes_dt("convt2d_bwd_data", dx, w, NULL, dy, dt, dt));
+	STARNN_CHECK(check_shapes_dt("convt2d_bwd_weight", x, dw, db, dy, dt, STARNN_FP32));
 	const int half = (starnn_split_width() + 1) / 2;
 	STARNN_CHECK(convt2d_bwd_data_dt(w, dy, beta_x, dx, dt, half));
 	return convt2d_bwd_weight_dt(x, dy, beta_w, dw, db, dt, half);

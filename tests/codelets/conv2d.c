@@ -807,6 +807,19 @@ static void bad_shapes(void)
 	TEST_ASSERT(starnn_conv2d_bwd_weight(x, y_hw, 0.0f, w, b) == STARNN_EINVAL, "bwd_weight: wrong dy accepted");
 	TEST_ASSERT(starnn_conv2d_bwd_weight(x, y, 0.0f, w_even, b) == STARNN_EINVAL, "bwd_weight: even dw accepted");
 	TEST_ASSERT(starnn_conv2d_bwd_weight(x, y, 0.0f, w, b5) == STARNN_EINVAL, "bwd_weight: wrong db accepted");
+	/* both backward passes: a bad weight-gradient side refuses the call
+	 * before the data gradient is submitted (dx += ... would change dx) */
+	float *xv = test_random(2 * 3 * 8 * 8, -1, 1), *yv = test_random(2 * 4 * 8 * 8, -1, 1);
+	float *wv = test_random(4 * 3 * 3 * 3, -1, 1);
+	TEST_OK(starnn_tensor_write(x, xv));
+	TEST_OK(starnn_tensor_write(y, yv));
+	TEST_OK(starnn_tensor_write(w, wv));
+	TEST_ASSERT(starnn_conv2d_bwd(x, y, w, 1.0f, x, 0.0f, w, b5) == STARNN_EINVAL, "bwd: wrong db accepted");
+	TEST_ASSERT(starnn_conv2d_bwd(x, y, w, 1.0f, x, 0.0f, w_even, b) == STARNN_EINVAL, "bwd: even dw accepted");
+	TEST_ASSERT(starnn_conv2d_bwd(x, y_o, w, 1.0f, x, 0.0f, w, b) == STARNN_EINVAL, "bwd: wrong dy accepted");
+	float *after = test_read(x);
+	TEST_ASSERT(memcmp(after, xv, sizeof(float) * 2 * 3 * 8 * 8) == 0, "bwd: a refused call changed dx");
+	free(after), free(xv), free(yv), free(wv);
 	TEST_OK(starnn_wait());
 	starnn_tensor *all[] = {x, w, b, y, w_even, w_rect, w_c, y_hw, y_n, y_o, b5, x16, x2d};
 	for (size_t i = 0; i < sizeof all / sizeof *all; i++)

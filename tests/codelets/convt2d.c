@@ -981,6 +981,17 @@ static void bwd_both(void)
 		            starnn_wlayout_name(&dw[1]->wl, l, sizeof l), starnn_wlayout_name(&dw[0]->wl, l0, sizeof l0));
 	TEST_ASSERT(starnn_convt2d_bwd_mp(x, dy, tw, 0.0f, NULL, 0.0f, dw[1], db[1]) == STARNN_EINVAL,
 	            "convt2d_bwd: no dx accepted");
+	/* a bad weight-gradient side refuses the call before the data
+	 * gradient is submitted (dx += ... would change dx) */
+	int64_t o1 = o + 1;
+	starnn_tensor *dbad = test_tensor("db_bad", 1, &o1, NULL);
+	float *before = test_read(dx[1]);
+	TEST_ASSERT(starnn_convt2d_bwd(x, dy, tw, 1.0f, dx[1], 0.0f, dw[1], dbad) == STARNN_EINVAL,
+	            "convt2d_bwd: a bias gradient of the wrong size accepted");
+	float *after = test_read(dx[1]);
+	TEST_ASSERT(memcmp(before, after, nx * sizeof *after) == 0, "convt2d_bwd: a refused call changed dx");
+	free(before), free(after);
+	starnn_tensor_destroy(dbad);
 	TEST_ASSERT(starnn_convt2d_bwd(x, dy, tw, 0.0f, dx[1], 0.0f, dw[1], NULL) == STARNN_EINVAL,
 	            "convt2d_bwd: no db accepted");
 	free(xv), free(dyv), free(wv), free(mx), free(mw), free(mb);

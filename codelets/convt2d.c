@@ -437,18 +437,15 @@ static void bwd_data_sliced(void *buffers[], void *cl_arg, starnn_dtype dt)
 static STARNN_PERFMODEL_FP(convt2d_bwd_data_sliced, fp32, convt2d_footprint);
 static STARNN_PERFMODEL_FP(convt2d_bwd_data_sliced, fp16, convt2d_half_footprint);
 static STARNN_PERFMODEL_FP(convt2d_bwd_data_sliced, bf16, convt2d_half_footprint);
-CT_COPY_CL(bwd_data_sliced_fp32, convt2d_bwd_data_sliced, bwd_data_sliced, fp32, STARNN_FP32,
-           "convt2d_bwd_data_sliced", 4, STARPU_R, STARPU_R, STARPU_R, STARPU_RW)
-CT_COPY_CL(bwd_data_sliced_w_fp32, convt2d_bwd_data_sliced, bwd_data_sliced, fp32, STARNN_FP32,
-           "convt2d_bwd_data_sliced", 4, STARPU_R, STARPU_R, STARPU_R, STARPU_W)
-CT_COPY_CL(bwd_data_sliced_fp16, convt2d_bwd_data_sliced, bwd_data_sliced, fp16, STARNN_FP16,
-           "convt2d_bwd_data_sliced_fp16", 4, STARPU_R, STARPU_R, STARPU_R, STARPU_RW)
-CT_COPY_CL(bwd_data_sliced_w_fp16, convt2d_bwd_data_sliced, bwd_data_sliced, fp16, STARNN_FP16,
-           "convt2d_bwd_data_sliced_fp16", 4, STARPU_R, STARPU_R, STARPU_R, STARPU_W)
-CT_COPY_CL(bwd_data_sliced_bf16, convt2d_bwd_data_sliced, bwd_data_sliced, bf16, STARNN_BF16,
-           "convt2d_bwd_data_sliced_bf16", 4, STARPU_R, STARPU_R, STARPU_R, STARPU_RW)
-CT_COPY_CL(bwd_data_sliced_w_bf16, convt2d_bwd_data_sliced, bwd_data_sliced, bf16, STARNN_BF16,
-           "convt2d_bwd_data_sliced_bf16", 4, STARPU_R, STARPU_R, STARPU_R, STARPU_W)
+/* The backward-data pair of dtype dt: dx RW (beta != 0) and W (_w_). */
+#define CT_BWD_DATA_SLICED(dt, DT, nm)                                                                      \
+	CT_COPY_CL(bwd_data_sliced_##dt, convt2d_bwd_data_sliced, bwd_data_sliced, dt, DT, nm, 4, STARPU_R,  \
+	           STARPU_R, STARPU_R, STARPU_RW)                                                           \
+	CT_COPY_CL(bwd_data_sliced_w_##dt, convt2d_bwd_data_sliced, bwd_data_sliced, dt, DT, nm, 4, STARPU_R,\
+	           STARPU_R, STARPU_R, STARPU_W)
+CT_BWD_DATA_SLICED(fp32, STARNN_FP32, "convt2d_bwd_data_sliced")
+CT_BWD_DATA_SLICED(fp16, STARNN_FP16, "convt2d_bwd_data_sliced_fp16")
+CT_BWD_DATA_SLICED(bf16, STARNN_BF16, "convt2d_bwd_data_sliced_bf16")
 
 /* The forward, whose copy is in the layout of its 1x1 convolution [4o, c]
  * (buffers x, w, b, copy, y). */

@@ -1196,11 +1196,11 @@ size_t starnn_conv2d_dnnl_pack_bytes(enum starnn_conv2d_pass pass, const struct 
  * conv2d's sliced copies at batch 1), and each answer costs building a
  * primitive on the submitting thread. A key's answer does not change
  * within a process (the threads' caches rely on the same: key_equal).
- * probe: which question (MEMO_PACK, or probe_layout's); a full table
- * replaces its entries in turn. Only answers from a primitive that was
- * built are kept (a failure, such as memory, is asked again). */
+ * probe: which question (probe_layout's out | up << 1 | deconv << 2);
+ * bytes: the size of the layout's data; a full table replaces its entries
+ * in turn. Only answers from a primitive that was built are kept (a
+ * failure, such as memory, is asked again). */
 #define MEMO_SLOTS 256
-#define MEMO_PACK 8 /* (probe_layout's: out | up << 1 | deconv << 2) */
 struct layout_memo {
 	struct dnnl_conv key;
 	int probe;
@@ -1218,8 +1218,7 @@ static int memo_get(const struct dnnl_conv *key, int probe, size_t *bytes, struc
 	for (int i = 0; i < memo_count && !found; i++)
 		if (memo[i].probe == probe && key_equal(&memo[i].key, key)) {
 			*bytes = memo[i].bytes;
-			if (L)
-				*L = memo[i].L;
+			*L = memo[i].L;
 			found = 1;
 		}
 	pthread_mutex_unlock(&memo_lock);
@@ -1237,12 +1236,14 @@ static void memo_put(const struct dnnl_conv *key, int probe, size_t bytes, const
 	m->key = *key;
 	m->probe = probe;
 	m->bytes = bytes;
-	if (L)
-		m->L = *L;
-	else
-		memset(&m->L, 0, sizeof m->L);
+	m->L = *L;
 	pthread_mutex_unlock(&memo_lock);
 }
+
+static void pack_layout(const dnnl_memory_desc_t *md, struct starnn_blocked_weights *L);
+static int probe_layout(const struct dnnl_conv *key, int out, int up,
+                        void (*take)(const dnnl_memory_desc_t *, struct starnn_blocked_weights *),
+                        struct starnn_blocked_weights *L, size_t *data);
 
 size_t starnn_conv2d_dnnl_pack_info(enum starnn_conv2d_pass pass, const struct starnn_conv2d_geom *g,
                                     starnn_dtype dt, size_t lda, size_t ldw, size_t ldout, float beta,
@@ -1254,39 +1255,14 @@ size_t starnn_conv2d_dnnl_pack_info(enum starnn_conv2d_pass pass, const struct s
 	    !g->w || starnn_conv2d_1x1_gemm(g, dt) ||
 	    (pass == STARNN_CONV2D_FWD && starnn_conv2d_nchw_in_direct(g, dt))) /* (not on oneDNN: nothing to pack) */
 		return 0;
-	pthread_once(&engine_once, engine_init);
-	if (engine_status != dnnl_success)
-		return 0;
 	const struct dnnl_conv key = conv_key(0, (int)pass, dt, g, lda, ldw, pass == STARNN_CONV2D_FWD, beta, ldout);
 	struct starnn_blocked_weights L;
-	size_t bytes = 0;
-	if (memo_get(&key, MEMO_PACK, &bytes, &L)) {
-		if (layout)
-			*layout = L;
-		return bytes;
-	}
-	/* built here, on the submitting thread, once per key, and not kept:
-	 * the workers build the same primitive (the same descriptors give the
-	 * same layouts) in their own caches */
-	struct dnnl_conv *e = malloc(sizeof *e);
-	if (!e)
-		return 0;
-	*e = key;
-	memset(&L, 0, sizeof L);
-	const int built = conv_create(e) == 0;
-	if (built && e->re_b && e->ib) {
-		const dnnl_memory_desc_t *md = NULL;
-		if (dnnl_memory_get_memory_desc(e->ib, &md) == dnnl_success && md) {
-			bytes = sizeof(dnnl_memory_desc_t) + PACK_ALIGN + md_bytes(md);
-			pack_layout(md, &L);
-		}
-	}
-	conv_destroy(e);
-	if (built)
-		memo_put(&key, MEMO_PACK, bytes, &L);
+	size_t data = 0;
+	if (probe_layout(&key, 0, 0, pack_layout, &L, &data))
+		L.header = (uint32_t)sizeof(dnnl_memory_desc_t), L.align = PACK_ALIGN; /* (a packed buffer's framing) */
 	if (layout)
 		*layout = L;
-	return bytes;
+	return data ? sizeof(dnnl_memory_desc_t) + PACK_ALIGN + data : 0;
 }
 
 /* Whether the weight gradient of g runs on a route of its own that writes
@@ -1301,7 +1277,6 @@ static int wgrad_writes_oihw(const struct starnn_conv2d_geom *g, starnn_dtype dt
 	return route == STARNN_CONV2D_WGRAD_GEMM || route == STARNN_CONV2D_WGRAD_DIRECT || wgrad_tile_side(g, dt);
 }
 
-static void pack_layout(const dnnl_memory_desc_t *md, struct starnn_blocked_weights *L);
 static void deconv_layout(const dnnl_memory_desc_t *md, struct starnn_blocked_weights *L);
 
 /* The layout (runtime/tensor.h) of what the primitive of key reorders on
@@ -1311,16 +1286,23 @@ static void deconv_layout(const dnnl_memory_desc_t *md, struct starnn_blocked_we
  * only) gives a layout of the transpose. Built here, on the submitting
  * thread, the first time a key is asked (then remembered: memo_get), and
  * not kept: the workers build the same primitive in their own caches.
- * 1 where *L names one (header and align 0), 0 otherwise. */
+ * 1 where *L names one (header and align 0), 0 otherwise; *data (may be
+ * NULL): the bytes of that side in the primitive's layout, described or
+ * not (0: the primitive does not reorder it). */
 static int probe_layout(const struct dnnl_conv *key, int out, int up,
                         void (*take)(const dnnl_memory_desc_t *, struct starnn_blocked_weights *),
-                        struct starnn_blocked_weights *L)
+                        struct starnn_blocked_weights *L, size_t *data)
 {
 	memset(L, 0, sizeof *L);
 	const int probe = out | up << 1 | (take == deconv_layout) << 2;
-	size_t found;
-	if (memo_get(key, probe, &found, L))
+	size_t bytes = 0;
+	if (data)
+		*data = 0;
+	if (memo_get(key, probe, &bytes, L)) {
+		if (data)
+			*data = bytes;
 		return L->ob != 0;
+	}
 	pthread_once(&engine_once, engine_init);
 	struct dnnl_conv *e = engine_status == dnnl_success ? malloc(sizeof *e) : NULL;
 	if (!e)
@@ -1333,10 +1315,13 @@ static int probe_layout(const struct dnnl_conv *key, int out, int up,
 		take(md, L);
 		L->trans = up && L->ob;
 		L->header = L->align = 0;
+		bytes = md_bytes(md);
 	}
 	conv_destroy(e);
 	if (built)
-		memo_put(key, probe, 1, L);
+		memo_put(key, probe, bytes, L);
+	if (data)
+		*data = bytes;
 	return L->ob != 0;
 }
 
@@ -1350,7 +1335,7 @@ int starnn_conv2d_dnnl_dw_layout(const struct starnn_conv2d_geom *g, starnn_dtyp
 	plain.dwb = plain.dwi = plain.dwib = 0;
 	const struct dnnl_conv key = conv_key(0, STARNN_CONV2D_BWD_WEIGHT, dt, &plain, g->c * g->h * g->w,
 	                                      g->o * g->h * g->w, 1, 0.0f, g->c * g->k * g->k);
-	if (probe_layout(&key, 1, 0, pack_layout, L) && (L->pair || g->o % L->ob || g->c % L->ib))
+	if (probe_layout(&key, 1, 0, pack_layout, L, NULL) && (L->pair || g->o % L->ob || g->c % L->ib))
 		memset(L, 0, sizeof *L);
 	return L->ob != 0;
 }
@@ -1497,6 +1482,23 @@ static int conv_run(int kind, int pass, starnn_dtype sdt, const struct starnn_co
 	return conv_run_packed(kind, pass, sdt, g, a, lda, b, ldb, packed ? &r : NULL, bias, beta, out, ldout);
 }
 
+/* The key a forward or backward-data pass runs on (conv_run_packed): its
+ * own, or, where its activations are strided (samples further apart than
+ * a sample's size) over several samples, one sample's with dense strides
+ * (*per_sample 1: run once per sample). */
+static struct dnnl_conv data_pass_key(int kind, int pass, starnn_dtype sdt, const struct starnn_conv2d_geom *g,
+                                      size_t lda, size_t ldb, int bias, float beta, size_t ldout, int *per_sample)
+{
+	const size_t xs = g->c * g->h * g->w, ys = g->o * g->h * g->w * (kind ? 4 : 1);
+	const size_t as = pass == STARNN_CONV2D_FWD ? xs : ys, os = pass == STARNN_CONV2D_FWD ? ys : xs;
+	*per_sample = g->n > 1 && (lda > as || ldout > os);
+	if (!*per_sample)
+		return conv_key(kind, pass, sdt, g, lda, ldb, bias, beta, ldout);
+	struct starnn_conv2d_geom g1 = *g;
+	g1.n = 1;
+	return conv_key(kind, pass, sdt, &g1, as, ldb, bias, beta, os);
+}
+
 static int conv_run_packed(int kind, int pass, starnn_dtype sdt, const struct starnn_conv2d_geom *g, const void *a,
                            size_t lda, const void *b, size_t ldb, const struct packed_ref *pk, const float *bias,
                            float beta, void *out, size_t ldout)
@@ -1530,20 +1532,19 @@ static int conv_run_packed(int kind, int pass, starnn_dtype sdt, const struct st
 	 * reorder would copy all of it. A forward or backward-data pass over
 	 * several samples then runs sample by sample instead, each sample
 	 * described as dense (one sample's stride is never used): no copy. */
-	const size_t es = sdt == STARNN_FP32 ? 4 : 2, up = kind ? 4 : 1;
-	const size_t xs = g->c * g->h * g->w, ys = g->o * g->h * g->w * up;
-	const size_t as = pass == STARNN_CONV2D_FWD ? xs : ys, os = pass == STARNN_CONV2D_FWD ? ys : xs;
-	if (pass != STARNN_CONV2D_BWD_WEIGHT && g->n > 1 && (lda > as || ldout > os)) {
-		struct starnn_conv2d_geom g1 = *g;
-		g1.n = 1;
-		struct dnnl_conv key = conv_key(kind, pass, sdt, &g1, as, ldb, bias != NULL, beta, os);
-		return conv_exec_acc(&key, a, b, pk, bias, beta, out, NULL, 0, g->n, lda * es, ldout * es);
+	const size_t es = sdt == STARNN_FP32 ? 4 : 2;
+	if (pass != STARNN_CONV2D_BWD_WEIGHT) {
+		int per_sample;
+		const struct dnnl_conv key = data_pass_key(kind, pass, sdt, g, lda, ldb, bias != NULL, beta, ldout, &per_sample);
+		return per_sample ? conv_exec_acc(&key, a, b, pk, bias, beta, out, NULL, 0, g->n, lda * es, ldout * es)
+		                  : conv_exec(&key, a, b, pk, bias, beta, out);
 	}
+	const size_t xs = g->c * g->h * g->w, ys = g->o * g->h * g->w * (kind ? 4 : 1);
 	/* The same for a weight gradient whose dw is in the primitive's own
 	 * layout (g->dwb: dense, no output reorder): the first sample into dw
 	 * and db (with beta), each other one into this thread's scratch, added
 	 * to them (starnn's sums, not oneDNN's accumulating reorders). */
-	if (pass == STARNN_CONV2D_BWD_WEIGHT && g->dwb && g->n > 1 && (lda > xs || ldb > ys)) {
+	if (g->dwb && g->n > 1 && (lda > xs || ldb > ys)) {
 		struct starnn_conv2d_geom g1 = *g;
 		g1.n = 1;
 		const struct dnnl_conv key0 = conv_key(kind, pass, sdt, &g1, xs, ys, bias != NULL, beta, ldout),
@@ -2155,7 +2156,7 @@ int starnn_convt2d_dnnl_fwd_layout(size_t n, size_t c, size_t o, size_t h, size_
 		return 0;
 	const struct starnn_conv2d_geom g = {n, c, o, h, w, 2, xb, yb, 0, 0, 0};
 	const struct dnnl_conv key = conv_key(1, STARNN_CONV2D_FWD, dt, &g, c * h * w, o * 4, 1, 0.0f, o * 4 * h * w);
-	return probe_layout(&key, 0, 1, pack_layout, L); /* the 1x1 weights [4o, c]: of the transpose of [c, o, 2, 2] */
+	return probe_layout(&key, 0, 1, pack_layout, L, NULL); /* the 1x1 weights [4o, c]: of the transpose of [c, o, 2, 2] */
 }
 
 int starnn_convt2d_bwd_data_dnnl(size_t n, size_t c, size_t o, size_t h, size_t w, size_t xb, size_t yb,
@@ -2173,7 +2174,7 @@ int starnn_convt2d_dnnl_bwd_data_layout(size_t n, size_t c, size_t o, size_t h, 
 		return 0;
 	const struct starnn_conv2d_geom g = {n, c, o, h, w, 2, xb, yb, 0, 0, 0};
 	const struct dnnl_conv key = conv_key(1, STARNN_CONV2D_BWD_DATA, dt, &g, o * 4 * h * w, o * 4, 0, 0.0f, c * h * w);
-	return probe_layout(&key, 0, 0, deconv_layout, L);
+	return probe_layout(&key, 0, 0, deconv_layout, L, NULL);
 }
 
 int starnn_convt2d_bwd_data_dnnl_sliced(size_t n, size_t c, size_t o, size_t h, size_t w, size_t xb, size_t yb,
@@ -2199,14 +2200,10 @@ int starnn_convt2d_dnnl_sliced_ok(int fwd, size_t n, size_t c, size_t o, size_t 
 	if (!whole || !n || !c || !o || !h || !w ||
 	    (fwd ? starnn_convt2d_direct(o, yb, STARNN_FP32) : starnn_convt2d_direct(c, xb, STARNN_FP32)))
 		return 0;
-	struct starnn_conv2d_geom g = {n, c, o, h, w, 2, xb, yb, 0, 0, 0};
-	/* (the key conv_run_packed runs: sample by sample where the
-	 * activations are strided) */
-	const size_t xs = c * h * w, ys = o * 4 * h * w, as = fwd ? xs : ys, os = fwd ? ys : xs;
-	if (n > 1 && (ldin > as || ldout > os))
-		g.n = 1, ldin = as, ldout = os;
-	const struct dnnl_conv key = conv_key(1, fwd ? STARNN_CONV2D_FWD : STARNN_CONV2D_BWD_DATA, STARNN_FP32, &g, ldin,
-	                                      ldw, fwd, fwd ? 0.0f : beta, ldout);
+	const struct starnn_conv2d_geom g = {n, c, o, h, w, 2, xb, yb, 0, 0, 0};
+	int per_sample;
+	const struct dnnl_conv key = data_pass_key(1, fwd ? STARNN_CONV2D_FWD : STARNN_CONV2D_BWD_DATA, STARNN_FP32, &g,
+	                                           ldin, ldw, fwd, fwd ? 0.0f : beta, ldout, &per_sample);
 	struct dnnl_thread *t = thread_state();
 	struct dnnl_conv *e;
 	if (!t || conv_entry(t, &key, &e) < 0)
@@ -2384,7 +2381,7 @@ int starnn_convt2d_dnnl_dw_layout(size_t n, size_t c, size_t o, size_t h, size_t
 		return 0;
 	const struct starnn_conv2d_geom g = {n, c, o, h, w, 2, xb, yb, 0, 0, 0};
 	const struct dnnl_conv key = conv_key(1, STARNN_CONV2D_BWD_WEIGHT, dt, &g, c * h * w, o * 4 * h * w, 1, 0.0f, o * 4);
-	if (probe_layout(&key, 1, 0, deconv_layout, L) && (L->pair || c % L->ob || o % L->ib))
+	if (probe_layout(&key, 1, 0, deconv_layout, L, NULL) && (L->pair || c % L->ob || o % L->ib))
 		memset(L, 0, sizeof *L);
 	return L->ob != 0;
 }

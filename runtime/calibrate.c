@@ -11,6 +11,10 @@
 #include "runtime/error.h"
 #include "runtime/half.h"
 
+/* The most rounds of windows per task: the first, and three more while
+ * StarPU's entry would still have too few samples (windows not recorded) */
+#define CALIB_ROUNDS 4
+
 void starnn_calib_opts_init(struct starnn_calib_opts *o)
 {
 	memset(o, 0, sizeof *o);
@@ -22,6 +26,10 @@ void starnn_calib_opts_init(struct starnn_calib_opts *o)
 		o->windows = 2;
 	o->seed = 1;
 }
+
+/* The most rounds of windows per task: the first, and three more while
+ * StarPU's entry would still have too few samples (windows not recorded) */
+#define CALIB_ROUNDS 4
 
 static int is_cpu_domain(const char *name)
 {
@@ -321,29 +329,42 @@ int starnn_calibrate_task(const struct starnn_captured_task *t, int w, starnn_en
 		n = done > 0 ? done : 1;
 	}
 
-	/* A round of o->windows windows, and a second one if StarPU's entry
-	 * then has fewer samples than it needs to use it (it drops an entry's
-	 * first sample, and those more than STARPU_HISTORY_MAX_ERROR from its
-	 * mean). A round's windows are measured, then recorded, but for those
-	 * longer than 3 times the round's median: there the process or the
-	 * worker was interrupted and the meter counted what else ran (StarPU
-	 * would otherwise take them, or drop later samples as strays of their
-	 * mean and flush the entry), and those at or below the idle power,
-	 * which measured nothing of the task (StarPU takes no negative figure,
-	 * and a zero would be made up). */
+	/* Rounds of o->windows windows, until StarPU's entry will have the
+	 * samples it needs to use it (it drops a new entry's first sample), at
+	 * most CALIB_ROUNDS. Windows are pooled over the rounds and recorded
+	 * at the end, but for
+	 * - those longer than 3 times their round's median: there the process
+	 *   or the worker was interrupted and the meter counted what else ran;
+	 * - those at or below the idle power, which measured nothing of the
+	 *   task (StarPU takes no negative figure, and a zero would be made
+	 *   up), or where the meter did not move;
+	 * - strays: joules per task more than `stray` times above or below the
+	 *   pool's median. The meter's domains counted a burst of something
+	 *   else, or the meter lagged and then caught up (its energy lands in
+	 *   one later window). StarPU counts a sample that far from its
+	 *   entry's mean as an error, and once errors outnumber samples it
+	 *   empties the entry; taken, a stray would also skew the mean. The
+	 *   median is the pool's, not a round's: a round the meter lagged
+	 *   through may hold nothing but the window of its catching up. */
 	struct starpu_perfmodel_arch *arch = starpu_worker_get_perf_archtype(w, STARPU_NMAX_SCHED_CTXS);
 	unsigned devid = (unsigned)starpu_worker_get_devid(w);
 	unsigned need = (unsigned)starpu_get_env_number_default("STARPU_CALIBRATE_MINIMUM", 10);
+	/* StarPU's bound on a sample's distance from the mean, capped at 2x */
+	double stray = 1 + (double)starpu_get_env_number_default("STARPU_HISTORY_MAX_ERROR", 50) / 100;
+	stray = stray > 2 || !(stray > 1) ? 2 : stray;
 	uint32_t fp = starpu_task_footprint(cl->energy_model, &probe, arch, 0);
+	const struct starpu_perfmodel_history_entry *prior = history_entry(cl->energy_model, arch, fp);
+	unsigned had = prior ? prior->nsample : 0, dropped = prior ? 0 : 1; /* StarPU drops a new entry's first sample */
+	size_t cap = (size_t)o->windows * CALIB_ROUNDS;
 	double *jt = malloc((size_t)o->windows * sizeof *jt), *secs = malloc((size_t)o->windows * sizeof *secs);
-	double *sorted = malloc((size_t)o->windows * sizeof *sorted);
-	if (rc == 0 && (!jt || !secs || !sorted))
+	double *sorted = malloc(cap * sizeof *sorted), *pool_j = malloc(cap * sizeof *pool_j);
+	double *pool_s = malloc(cap * sizeof *pool_s);
+	int64_t *pool_n = malloc(cap * sizeof *pool_n);
+	if (rc == 0 && (!jt || !secs || !sorted || !pool_j || !pool_s || !pool_n))
 		rc = starnn_error(STARNN_ENOMEM, "calibrate %s: out of memory", t->name);
-	double sum = 0;
-	for (int round = 0, retries = 0; rc == 0 && round < 2; round++) {
-		const struct starpu_perfmodel_history_entry *e = history_entry(cl->energy_model, arch, fp);
-		if (round > 0 && e && e->nsample >= need)
-			break;
+	size_t np = 0;   /* windows pooled */
+	double jmed = 0; /* their median joules per task */
+	for (int round = 0, retries = 0; rc == 0 && round < CALIB_ROUNDS; round++) {
 		for (int win = 0; rc == 0 && win < o->windows; win++) {
 			double j1 = 0, e1 = 0, j2 = 0, e2 = 0;
 			if ((rc = read_worker(m, w, &j1, &e1)) < 0 || (rc = run_tasks(t, &s, w, n, 0, inflight, &done)) < 0 ||
@@ -376,16 +397,35 @@ int starnn_calibrate_task(const struct starnn_captured_task *t, int w, starnn_en
 			if (secs[win] > 3 * median) {
 				res->stretched++;
 			} else if (jt[win] > 0 && isfinite(jt[win])) {
-				starpu_perfmodel_update_history(cl->energy_model, &probe, arch, devid, 0, jt[win]);
-				sum += jt[win];
-				res->recorded++;
-				res->rec_tasks += n;
-				res->rec_seconds += secs[win];
-				res->rec_joules += jt[win] * (double)n + o->idle_watts * secs[win];
-				res->rec_idle_joules += o->idle_watts * secs[win];
+				pool_j[np] = jt[win];
+				pool_s[np] = secs[win];
+				pool_n[np++] = n;
 			}
 		}
+		memcpy(sorted, pool_j, np * sizeof *sorted);
+		qsort(sorted, np, sizeof *sorted, by_value);
+		jmed = np ? sorted[np / 2] : 0;
+		unsigned good = 0;
+		for (size_t i = 0; i < np; i++)
+			good += !(pool_j[i] > stray * jmed || pool_j[i] * stray < jmed);
+		if (had + good >= need + dropped)
+			break;
 	}
+	double sum = 0;
+	for (size_t i = 0; rc == 0 && i < np; i++) {
+		if (pool_j[i] > stray * jmed || pool_j[i] * stray < jmed) {
+			res->strays++;
+			continue;
+		}
+		starpu_perfmodel_update_history(cl->energy_model, &probe, arch, devid, 0, pool_j[i]);
+		sum += pool_j[i];
+		res->recorded++;
+		res->rec_tasks += pool_n[i];
+		res->rec_seconds += pool_s[i];
+		res->rec_joules += pool_j[i] * (double)pool_n[i] + o->idle_watts * pool_s[i];
+		res->rec_idle_joules += o->idle_watts * pool_s[i];
+	}
+	free(pool_j), free(pool_s), free(pool_n);
 	free(jt), free(secs), free(sorted);
 	const struct starpu_perfmodel_history_entry *e = history_entry(cl->energy_model, arch, fp);
 	res->samples = e ? e->nsample : 0;

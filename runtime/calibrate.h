@@ -45,14 +45,19 @@ struct starnn_calib_opts {
 	 * millisecond), 200 ms on a GPU (NVML every 20 to 100 ms). */
 	double min_window;
 	int64_t repeat;   /* > 0: this many tasks per window instead (seconds unused) */
-	/* Windows, each recorded as one measurement; as many again if StarPU's
-	 * entry then has fewer samples than it needs to use it
-	 * (STARPU_CALIBRATE_MINIMUM: it drops an entry's first sample, and
-	 * those more than STARPU_HISTORY_MAX_ERROR from the mean). A window
-	 * over 3 times the median length of its round is not recorded: the
-	 * process or the worker was interrupted, the meter counted what else
-	 * ran. A round whose median window is under half the length asked is
-	 * measured again with more tasks per window (at most 4 times). */
+	/* Windows per round, each recorded as one measurement; up to 3 more
+	 * rounds while StarPU's entry would have fewer samples than it needs
+	 * to use it (STARPU_CALIBRATE_MINIMUM: it drops a new entry's first
+	 * sample). A window over 3 times the median length of its round is not
+	 * recorded: the process or the worker was interrupted, the meter
+	 * counted what else ran. Nor is one whose joules per task are more than
+	 * 2 times (or 1 + STARPU_HISTORY_MAX_ERROR / 100, if less) above or
+	 * below the median of all the rounds' windows: the meter's domains
+	 * counted a burst of something else, or the meter lagged and caught up
+	 * (StarPU would count it as an error against its mean, and empty the
+	 * entry once errors outnumber samples). A round whose median window is
+	 * under half the length asked is measured again with more tasks per
+	 * window (at most 4 times). */
 	int windows;
 	double idle_watts; /* the worker's domains' idle power, subtracted (0: none) */
 	/* 1: fill the scratch buffers with the values of the captured tensors
@@ -80,6 +85,8 @@ struct starnn_calib_result {
 	double rec_seconds, rec_joules, rec_idle_joules;
 	int recorded;           /* windows recorded (those above the idle power) */
 	int stretched;          /* windows not recorded: over 3 times their round's median length */
+	int strays;             /* windows not recorded: joules per task over 2 times (or StarPU's
+	                           STARPU_HISTORY_MAX_ERROR, if less) above or below the median */
 	unsigned samples;       /* samples of StarPU's entry now (it uses one from STARPU_CALIBRATE_MINIMUM on) */
 	double joules_per_task; /* the mean of StarPU's entry (NAN if nothing recorded) */
 };

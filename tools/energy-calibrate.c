@@ -92,9 +92,11 @@ static void usage(FILE *f)
 	        "\n"
 	        "Output: one line per (worker, codelet, footprint): tasks per step; tasks,\n"
 	        "seconds and average watts of the windows recorded (not those over 3 times the\n"
-	        "median length: interrupted); joules per task (the mean of StarPU's entry, after\n"
-	        "the idle subtraction) and its samples n; shapes. Then the energy of one step per\n"
-	        "worker. Runs add to the models; STARPU_CALIBRATE=2 starts them afresh.\n"
+	        "median length: interrupted; nor those whose joules per task are over 2 times\n"
+	        "above or below the median: something else's power); joules per task (the mean\n"
+	        "of StarPU's entry, after the idle subtraction) and its samples n; shapes. Then\n"
+	        "the energy of one step per worker. Runs add to the models; STARPU_CALIBRATE=2\n"
+	        "starts them afresh.\n"
 	        "Exit: 0, 1 (no meter, or an error: nothing or only what was measured is\n"
 	        "recorded), 2 (bad usage).\n");
 }
@@ -361,6 +363,8 @@ static int calibrate_all(const struct calib_options *c, starnn_energy_meter *met
 	o.repeat = c->repeat;
 	o.windows = c->windows;
 	o.from_tensors = !c->random_data;
+	/* StarPU uses an entry from this many samples on */
+	unsigned need = (unsigned)starpu_get_env_number_default("STARPU_CALIBRATE_MINIMUM", 10);
 	print_header();
 	for (int i = 0; i < nt; i++) {
 		o.idle_watts = t[i].idle_w;
@@ -368,7 +372,7 @@ static int calibrate_all(const struct calib_options *c, starnn_energy_meter *met
 			const struct starnn_captured_task *tk = &tasks[k];
 			char shape[512];
 			starnn_captured_shape(tk, shape, sizeof shape);
-			char note[64] = "";
+			char note[160] = "";
 			if (!can_run(tk->cl, t[i].worker)) {
 				printf("%-6s %-22s %08x %8lld %10s %8s %8s %11s %4s  %s\n", t[i].label, tk->cl->name, tk->footprint,
 				       (long long)tk->count, "-", "-", "-", "no impl.", "-", shape);
@@ -380,8 +384,12 @@ static int calibrate_all(const struct calib_options *c, starnn_energy_meter *met
 			int64_t ran = r.recorded ? r.rec_tasks : r.tasks;
 			double secs = r.recorded ? r.rec_seconds : r.seconds, joules = r.recorded ? r.rec_joules : r.joules;
 			double watts = secs > 0 ? joules / secs : NAN;
-			if (r.stretched)
-				snprintf(note, sizeof note, " [%d interrupted windows not recorded]", r.stretched);
+			if (r.stretched || r.strays)
+				snprintf(note, sizeof note, " [not recorded: %d interrupted, %d off the median power]",
+				         r.stretched, r.strays);
+			if (r.recorded && r.samples < need)
+				snprintf(note + strlen(note), sizeof note - strlen(note),
+				         " [StarPU uses an entry from %u samples on: calibrate again]", need);
 			if (r.recorded) {
 				printf("%-6s %-22s %08x %8lld %10lld %8.3f %8.2f %11.4e %4u  %s%s\n", t[i].label, tk->cl->name,
 				       tk->footprint, (long long)tk->count, (long long)ran, secs, watts, r.joules_per_task,

@@ -7,13 +7,17 @@
 # depth 1, 4 filters, batch 2), one CPU worker (STARPU_NCPU=1: the same
 # task shapes in the calibration and in the training, and a core left to
 # the writer, which runs at real-time priority where it may):
-#   - P = 50 W, no idle subtraction: every (codelet, footprint) of the step
-#     gets a row; its watts are P and its joules per task P x its seconds
-#     per task, within a factor 2 for each row and 1.25 for the median of
-#     the rows (measured here, 2 cores shared with other jobs: 48.7 to
-#     50.7 W; under the sanitizers at a load of 6, one row at 92 W: when
-#     the whole machine stalls, the writer catches up in the window that
-#     follows); the energy model files
+#   - P = 50 W, no idle subtraction, a writer that lags: every second it
+#     stops for 0.3 s, then catches up at once (STALL="1 0.3"; a CI run saw
+#     it fall 0.4 s behind under load, which left one entry empty: the
+#     windows of the lag read nothing, the window of the catch-up 5 to 10
+#     times P, and StarPU emptied the entry on those errors); every
+#     (codelet, footprint) of the step gets a row; its watts are P and its
+#     joules per task P x its seconds per task, within a factor 2 for each
+#     row and 1.25 for the median of the rows (measured here with the lag:
+#     48.1 to 52.3 W; before the calibration set the catch-up windows
+#     aside, rows of 100 to 480 W and 10 to 17 entries under 10 samples);
+#     the energy model files
 #     starnn_<op>_fp32_energy.<host> exist for the step's codelets, with one
 #     entry per footprint of the table, at least 10 samples (what StarPU
 #     needs to use an entry) and the table's mean; starpu_perfmodel_display
@@ -92,9 +96,16 @@ put("max_energy_range_uj", top)
 e = top - 5e6  # the first wrap comes soon
 put("energy_uj", int(e))
 open(os.path.join(root, "ready"), "w").close()
+# STALL="PERIOD LENGTH": every PERIOD seconds the writer stops for LENGTH
+# seconds, then catches up at once (as when the machine deschedules it)
+stall = [float(x) for x in os.environ.get("STALL", "").split()] or None
 t0 = time.monotonic()
+next_stall = t0 + stall[0] if stall else None
 while True:
     time.sleep(0.002)
+    if stall and time.monotonic() >= next_stall:
+        time.sleep(stall[1])
+        next_stall = time.monotonic() + stall[0]
     if marker and watts != busy:
         try:
             if "idle:" in open(marker).read():
@@ -128,7 +139,7 @@ rows() { awk '$1 == "cpu" && NF >= 10 {print $2, $3, $4, $5, $6, $7, $8, $9}' "$
 # ------------------------------------------------- calibration at 50 W
 H=$tmp/home
 new_home "$H"
-start_writer "$tmp/pc" "$P"
+STALL=${STALL-1 0.3} start_writer "$tmp/pc" "$P"
 STARPU_HOME=$H STARNN_POWERCAP_ROOT=$tmp/pc STARPU_CALIBRATE=1 \
 	"$CAL" --seconds 0.3 --idle-seconds 0 -- "${MODEL[@]}" > "$tmp/a.out" 2> "$tmp/a.err"
 rc=$?
@@ -221,10 +232,11 @@ EOF
 [ "$check" = ok ] && ok "energy model files: an entry per row, >= 10 samples, the table's joules" ||
 	fail "energy model files: $check"
 if command -v starpu_perfmodel_display > /dev/null; then
-	fp=$(awk '$1 == "conv2d_fwd" {print $2; exit}' "$tmp/a.rows")
-	STARPU_HOME=$H starpu_perfmodel_display -s starnn_conv2d_fwd_fp32_energy > "$tmp/display" 2>&1
-	grep -q "^$fp" "$tmp/display" && ok "starpu_perfmodel_display -s starnn_conv2d_fwd_fp32_energy shows footprint $fp" ||
-		fail "starpu_perfmodel_display does not show $fp: $(head -5 "$tmp/display")"
+	fp=$(awk '$1 == "conv2d_fwd_packed" {print $2; exit}' "$tmp/a.rows")
+	STARPU_HOME=$H starpu_perfmodel_display -s starnn_conv2d_fwd_packed_fp32_energy > "$tmp/display" 2>&1
+	[ -n "$fp" ] && grep -q "^$fp" "$tmp/display" &&
+		ok "starpu_perfmodel_display -s starnn_conv2d_fwd_packed_fp32_energy shows footprint $fp" ||
+		fail "no conv2d_fwd_packed row, or starpu_perfmodel_display does not show its footprint '$fp': $(head -5 "$tmp/display")"
 fi
 
 # StarPU reads them: dmda with a large gamma, and no model uncalibrated.

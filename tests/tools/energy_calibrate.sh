@@ -41,12 +41,16 @@
 #     exit 1, nothing written;
 #   - bad usage: exit 2 with a message.
 set -uo pipefail
-SRC=$(cd "$(dirname "$0")/../.." && pwd)
 top=$(cd "${top_builddir:-.}" && pwd)
 CAL=$top/tools/energy-calibrate
 UNET=$top/models/unet
 command -v python3 > /dev/null || { echo "SKIP: no python3 (the fixture's writer)"; exit 77; }
 tmp=$(mktemp -d)
+# The fixture trees on a tmpfs where there is one: the writer replaces a
+# file every 2 ms, and on a disk file system under the suite's I/O (builds,
+# checkpoints) a rename can wait on the journal for a second or more (a CI
+# rehearsal, 6 Dec 2026: one task's 44 windows over 1.3 s read nothing)
+pc=$(mktemp -d -p /dev/shm 2> /dev/null || mktemp -d)
 writer=
 stop_writer() {
 	if [ -n "$writer" ]; then
@@ -55,7 +59,7 @@ stop_writer() {
 		writer=
 	fi
 }
-trap 'stop_writer; rm -rf "$tmp"' EXIT
+trap 'stop_writer; rm -rf "$tmp" "$pc"' EXIT
 failures=0
 fail() { echo "FAIL: $*"; failures=$((failures + 1)); }
 ok() { echo "ok: $*"; }
@@ -139,8 +143,8 @@ rows() { awk '$1 == "cpu" && NF >= 10 {print $2, $3, $4, $5, $6, $7, $8, $9}' "$
 # ------------------------------------------------- calibration at 50 W
 H=$tmp/home
 new_home "$H"
-STALL=${STALL-1 0.3} start_writer "$tmp/pc" "$P"
-STARPU_HOME=$H STARNN_POWERCAP_ROOT=$tmp/pc STARPU_CALIBRATE=1 \
+STALL=${STALL-1 0.3} start_writer "$pc/a" "$P"
+STARPU_HOME=$H STARNN_POWERCAP_ROOT=$pc/a STARPU_CALIBRATE=1 \
 	"$CAL" --seconds 0.3 --idle-seconds 0 -- "${MODEL[@]}" > "$tmp/a.out" 2> "$tmp/a.err"
 rc=$?
 stop_writer
@@ -186,13 +190,14 @@ bad=$(check_rows "$tmp/a.out" $P 0)
 [ -z "$bad" ] && ok "every row: $P W, joules per task = $P W x seconds per task" ||
 	fail "rows off $P W or P x time per task: $bad"
 grep -q '^energy per step on cpu: [0-9.e+-]* J' "$tmp/a.out" || fail "no 'energy per step' line"
-grep -q "^energy models: $nrows entries recorded into $(models_dir "$H")" "$tmp/a.out" ||
+nrec=$(rows "$tmp/a.out" | awk '$7 != "<="' | wc -l)
+grep -q "^energy models: $nrec entries recorded into $(models_dir "$H")" "$tmp/a.out" ||
 	fail "no 'energy models:' line naming $(models_dir "$H"): $(tail -2 "$tmp/a.out")"
 
 # The model files: every codelet's file, each row's footprint in it with
 # >= 10 samples and the table's mean.
 rows "$tmp/a.out" > "$tmp/a.rows"
-check=$(python3 - "$(models_dir "$H")" "$tmp/a.rows" << 'EOF'
+check=$(python3 - "$(models_dir "$H")" "$tmp/a.rows" "$P" << 'EOF'
 import os, sys
 d, rows = sys.argv[1], [l.split() for l in open(sys.argv[2])]
 bad = []
@@ -211,18 +216,25 @@ for codelet in sorted({r[0] for r in rows}):
                     break
                 entries[(codelet, f[0])] = (float(f[3]), int(f[7]))
 short = []
+P = float(sys.argv[3])
 for r in rows:
     e = entries.get((r[0], r[1]))
-    if not e:
+    # a row check_rows let pass as off (its windows read off P, or none
+    # rose above idle): its entry may be short, missing, or off the table
+    off = r[6] == "<=" or not (P / 2 <= float(r[5]) <= 2 * P)
+    if off and (r[6] == "<=" or not e or e[1] < 10 or not (float(r[6]) / 1.5 <= e[0] <= float(r[6]) * 1.5)):
+        short.append("%s %s (off: %s W, %s)" % (r[0], r[1], r[5], "%d samples" % e[1] if e else "no entry"))
+    elif not e:
         bad.append("%s %s: no entry" % (r[0], r[1]))
     elif not (float(r[6]) / 1.5 <= e[0] <= float(r[6]) * 1.5):
         bad.append("%s %s: mean %g J over %d samples, table %s" % (r[0], r[1], e[0], e[1], r[6]))
     elif e[1] < 10:
         short.append("%s %s (%d samples)" % (r[0], r[1], e[1]))
-# Windows stretched by a descheduled process are not recorded (see
-# check_rows): up to a tenth of the entries may end under 10 samples.
+# Windows of a writer that lagged longer than the calibration's rounds can
+# make up for are not recorded (see check_rows): up to a tenth of the
+# entries may end under 10 samples, or off with their rows.
 if len(short) > len(rows) / 10:
-    bad.append("%d entries under 10 samples: %s" % (len(short), ", ".join(short[:8])))
+    bad.append("%d entries under 10 samples or off: %s" % (len(short), ", ".join(short[:8])))
 with open(sys.argv[2] + ".short", "w") as f:
     for x in short:
         f.write(x.split()[0] + "\n")
@@ -239,16 +251,28 @@ if command -v starpu_perfmodel_display > /dev/null; then
 		fail "no conv2d_fwd_packed row, or starpu_perfmodel_display does not show its footprint '$fp': $(head -5 "$tmp/display")"
 fi
 
+# Entries left short (tolerated above): calibrate again, as the tool's
+# rows say, which adds samples to them; then none may be short. (StarPU
+# forces its calibration mode at the first model it finds uncalibrated,
+# and then warns about no other: the check of the removed model below
+# needs every other entry usable.)
+if [ -s "$tmp/a.rows.short" ]; then
+	echo "note: calibrating again for $(wc -l < "$tmp/a.rows.short") entries short or off"
+	STALL= start_writer "$pc/a" "$P"
+	STARPU_HOME=$H STARNN_POWERCAP_ROOT=$pc/a STARPU_CALIBRATE=1 \
+		"$CAL" --seconds 0.3 --idle-seconds 0 -- "${MODEL[@]}" > "$tmp/a2.out" 2> "$tmp/a2.err"
+	rc=$?
+	stop_writer
+	short=$(rows "$tmp/a2.out" | awk '$7 == "<=" || $8 + 0 < 10')
+	[ $rc = 0 ] && [ -z "$short" ] || fail "calibrating again: exit $rc, still short: $short $(tail -3 "$tmp/a2.err")"
+fi
+
 # StarPU reads them: dmda with a large gamma, and no model uncalibrated.
 out=$(env -u STARPU_SILENT STARPU_HOME="$H" STARPU_SCHED=dmda STARPU_SCHED_GAMMA=1000 "$UNET" "${TRAIN[@]}" 2>&1)
 rc=$?
 [ $rc = 0 ] || fail "dmda training with the energy models exited $rc: $(tail -3 <<< "$out")"
 grep -q 'scheduler dmda' <<< "$out" || fail "not under dmda: $(head -5 <<< "$out")"
-# (the entries left under 10 samples, if any, are allowed to be warned about)
 warned=$(grep 'is not calibrated' <<< "$out")
-if [ -s "$tmp/a.rows.short" ]; then
-	while read -r c; do warned=$(grep -v "model starnn_${c}_fp32_energy is not calibrated" <<< "$warned"); done < "$tmp/a.rows.short"
-fi
 if [ -n "$warned" ]; then
 	fail "dmda warned of a model not calibrated: $(cut -c1-200 <<< "$warned" | head -3)"
 else
@@ -264,8 +288,8 @@ grep -q 'model starnn_adam_fp32_energy is not calibrated' <<< "$out" &&
 IDLE=20
 H2=$tmp/home2
 new_home "$H2"
-start_writer "$tmp/pc2" "$IDLE" "$tmp/b.out" "$P"
-STARPU_HOME=$H2 STARNN_POWERCAP_ROOT=$tmp/pc2 \
+start_writer "$pc/b" "$IDLE" "$tmp/b.out" "$P"
+STARPU_HOME=$H2 STARNN_POWERCAP_ROOT=$pc/b \
 	"$CAL" --seconds 0.25 --idle-seconds 1.5 -- --size 16 --depth 1 --filters 4 --batch 2 > "$tmp/b.out" 2> "$tmp/b.err"
 rc=$?
 stop_writer
@@ -291,8 +315,8 @@ if grep -q '^energy: not available (no RAPL: .*no-powercap is absent' <<< "$out"
 else
 	echo "note: this machine has another meter (perf's power PMU): the no-meter check is skipped ($rc: $(head -2 <<< "$out"))"
 fi
-start_writer "$tmp/pc3" "$P"
-out=$(STARPU_HOME=$H3 STARNN_POWERCAP_ROOT=$tmp/pc3 "$CAL" --workers cuda --seconds 0.1 -- "${MODEL[@]}" 2>&1)
+start_writer "$pc/c" "$P"
+out=$(STARPU_HOME=$H3 STARNN_POWERCAP_ROOT=$pc/c "$CAL" --workers cuda --seconds 0.1 -- "${MODEL[@]}" 2>&1)
 rc=$?
 stop_writer
 [ $rc = 1 ] && grep -q 'nothing calibrated, no energy model written' <<< "$out" &&

@@ -21,7 +21,12 @@
 #     starnn_<op>_fp32_energy.<host> exist for the step's codelets, with one
 #     entry per footprint of the table, at least 10 samples (what StarPU
 #     needs to use an entry) and the table's mean; starpu_perfmodel_display
-#     shows them;
+#     shows them. A tenth of the rows may be off (their windows read far
+#     from P or nothing: the writer lagged longer than the calibration's
+#     rounds make up for), their entries short; then the test calibrates
+#     again and no entry may be short. Each writer's longest gap between
+#     updates is printed (a failure's log tells a lagging fixture from a
+#     bug); the fixture trees are on a tmpfs where there is one;
 #   - StarPU reads them: models/unet train under STARPU_SCHED=dmda
 #     STARPU_SCHED_GAMMA=1000 (2 steps) prints no "not calibrated" warning
 #     (the calibration ran with STARPU_CALIBRATE=1, so the time models of
@@ -52,11 +57,14 @@ tmp=$(mktemp -d)
 # rehearsal, 6 Dec 2026: one task's 44 windows over 1.3 s read nothing)
 pc=$(mktemp -d -p /dev/shm 2> /dev/null || mktemp -d)
 writer=
+writer_root=
 stop_writer() {
 	if [ -n "$writer" ]; then
 		kill "$writer" 2> /dev/null
 		wait "$writer" 2> /dev/null
 		writer=
+		# what a failure's log needs to tell a lagging fixture from a bug
+		echo "note: the fixture's writer ($(basename "$writer_root")): longest gap between updates $(cat "$writer_root/lag" 2> /dev/null || echo '?') ms${writer_stall:+ (its deliberate stalls, STALL=\"$writer_stall\", aside)}"
 	fi
 }
 trap 'stop_writer; rm -rf "$tmp" "$pc"' EXIT
@@ -103,12 +111,16 @@ open(os.path.join(root, "ready"), "w").close()
 # STALL="PERIOD LENGTH": every PERIOD seconds the writer stops for LENGTH
 # seconds, then catches up at once (as when the machine deschedules it)
 stall = [float(x) for x in os.environ.get("STALL", "").split()] or None
-t0 = time.monotonic()
+t0 = last = time.monotonic()
 next_stall = t0 + stall[0] if stall else None
+worst = 0.0  # the longest gap between two updates, deliberate stalls aside
 while True:
     time.sleep(0.002)
+    stalled = 0.0
     if stall and time.monotonic() >= next_stall:
+        s0 = time.monotonic()
         time.sleep(stall[1])
+        stalled = time.monotonic() - s0
         next_stall = time.monotonic() + stall[0]
     if marker and watts != busy:
         try:
@@ -120,9 +132,17 @@ while True:
     e += watts * (t - t0) * 1e6
     t0 = t
     put("energy_uj", int(e) % (top + 1))
+    now = time.monotonic()
+    if now - last - stalled > worst + 0.001:
+        worst = now - last - stalled
+        with open(os.path.join(root, "lag.tmp"), "w") as f:
+            f.write("%.0f\n" % (worst * 1e3))
+        os.replace(os.path.join(root, "lag.tmp"), os.path.join(root, "lag"))
+    last = now
 EOF
 	mkdir -p "$1"
-	rm -f "$1/ready"
+	rm -f "$1/ready" "$1/lag"
+	writer_root=$1 writer_stall=${STALL:-}
 	# real-time priority where allowed (root), so that the counter keeps
 	# advancing on a loaded machine; else a higher priority; else plain
 	if chrt -f 10 true 2> /dev/null; then
@@ -226,10 +246,10 @@ for r in rows:
         short.append("%s %s (off: %s W, %s)" % (r[0], r[1], r[5], "%d samples" % e[1] if e else "no entry"))
     elif not e:
         bad.append("%s %s: no entry" % (r[0], r[1]))
+    elif e[1] < 10:  # StarPU does not use it: its mean may be anything
+        short.append("%s %s (%d samples)" % (r[0], r[1], e[1]))
     elif not (float(r[6]) / 1.5 <= e[0] <= float(r[6]) * 1.5):
         bad.append("%s %s: mean %g J over %d samples, table %s" % (r[0], r[1], e[0], e[1], r[6]))
-    elif e[1] < 10:
-        short.append("%s %s (%d samples)" % (r[0], r[1], e[1]))
 # Windows of a writer that lagged longer than the calibration's rounds can
 # make up for are not recorded (see check_rows): up to a tenth of the
 # entries may end under 10 samples, or off with their rows.
@@ -258,7 +278,7 @@ fi
 # needs every other entry usable.)
 if [ -s "$tmp/a.rows.short" ]; then
 	echo "note: calibrating again for $(wc -l < "$tmp/a.rows.short") entries short or off"
-	STALL= start_writer "$pc/a" "$P"
+	STALL='' start_writer "$pc/a" "$P"
 	STARPU_HOME=$H STARNN_POWERCAP_ROOT=$pc/a STARPU_CALIBRATE=1 \
 		"$CAL" --seconds 0.3 --idle-seconds 0 -- "${MODEL[@]}" > "$tmp/a2.out" 2> "$tmp/a2.err"
 	rc=$?

@@ -1038,12 +1038,19 @@ static int conv2d_fwd_dt(starnn_tensor *x, starnn_tensor *w, starnn_tensor *b, s
 	return 0;
 }
 
+/* The data gradient's checks (dx, w, dy), g filled. */
+static int bwd_data_check(starnn_tensor *dx, starnn_tensor *w, starnn_tensor *dy, starnn_dtype dt,
+                          struct starnn_conv2d_geom *g)
+{
+	const starnn_dtype dts[3] = {dt, dt, dt};
+	return check_shapes_dt("conv2d_bwd_data", dx, w, dy, g, dts);
+}
+
 static int conv2d_bwd_data_dt(starnn_tensor *dy, starnn_tensor *w, float beta, starnn_tensor *dx, starnn_dtype dt,
                               int max_parts)
 {
 	struct starnn_conv2d_geom g;
-	const starnn_dtype dts[3] = {dt, dt, dt};
-	STARNN_CHECK(check_shapes_dt("conv2d_bwd_data", dx, w, dy, &g, dts));
+	STARNN_CHECK(bwd_data_check(dx, w, dy, dt, &g));
 	int parts = task_count(&g, STARNN_CONV2D_BWD_DATA, max_parts);
 	struct conv_args a = args_of(&g, beta, dt);
 	if (parts == 1)
@@ -1401,9 +1408,8 @@ static int conv2d_bwd_dt(starnn_tensor *x, starnn_tensor *dy, starnn_tensor *w, 
 {
 	/* both passes' checks first: a refused call submits nothing */
 	struct starnn_conv2d_geom g;
-	const starnn_dtype dts[3] = {dt, dt, dt};
 	if (dx)
-		STARNN_CHECK(check_shapes_dt("conv2d_bwd_data", dx, w, dy, &g, dts));
+		STARNN_CHECK(bwd_data_check(dx, w, dy, dt, &g));
 	STARNN_CHECK(bwd_weight_check(x, dy, dw, db, dt, &g));
 	int nw = starnn_split_width(), half = dx ? (nw + 1) / 2 : 0;
 	if (dx)

@@ -27,10 +27,6 @@ void starnn_calib_opts_init(struct starnn_calib_opts *o)
 	o->seed = 1;
 }
 
-/* The most rounds of windows per task: the first, and three more while
- * StarPU's entry would still have too few samples (windows not recorded) */
-#define CALIB_ROUNDS 4
-
 static int is_cpu_domain(const char *name)
 {
 	return strncmp(name, "package-", 8) == 0 || strncmp(name, "dram-", 5) == 0;
@@ -245,6 +241,13 @@ static int read_worker(starnn_energy_meter *m, int w, double *joules, double *el
 	return 0;
 }
 
+/* Whether joules per task j are more than `stray` times above or below
+ * the median med (see starnn_calibrate_task) */
+static int is_stray(double j, double med, double stray)
+{
+	return j > stray * med || j * stray < med;
+}
+
 static int by_value(const void *a, const void *b)
 {
 	double x = *(const double *)a, y = *(const double *)b;
@@ -407,13 +410,13 @@ int starnn_calibrate_task(const struct starnn_captured_task *t, int w, starnn_en
 		jmed = np ? sorted[np / 2] : 0;
 		unsigned good = 0;
 		for (size_t i = 0; i < np; i++)
-			good += !(pool_j[i] > stray * jmed || pool_j[i] * stray < jmed);
+			good += !is_stray(pool_j[i], jmed, stray);
 		if (had + good >= need + dropped)
 			break;
 	}
 	double sum = 0;
 	for (size_t i = 0; rc == 0 && i < np; i++) {
-		if (pool_j[i] > stray * jmed || pool_j[i] * stray < jmed) {
+		if (is_stray(pool_j[i], jmed, stray)) {
 			res->strays++;
 			continue;
 		}
@@ -429,6 +432,7 @@ int starnn_calibrate_task(const struct starnn_captured_task *t, int w, starnn_en
 	free(jt), free(secs), free(sorted);
 	const struct starpu_perfmodel_history_entry *e = history_entry(cl->energy_model, arch, fp);
 	res->samples = e ? e->nsample : 0;
+	res->needed = need;
 	if (e && e->nsample)
 		res->joules_per_task = e->mean;
 	else if (res->recorded)

@@ -87,7 +87,8 @@ struct starnn_calib_result {
 	int stretched;          /* windows not recorded: over 3 times their round's median length */
 	int strays;             /* windows not recorded: joules per task over 2 times (or StarPU's
 	                           STARPU_HISTORY_MAX_ERROR, if less) above or below the median */
-	unsigned samples;       /* samples of StarPU's entry now (it uses one from STARPU_CALIBRATE_MINIMUM on) */
+	unsigned samples;       /* samples of StarPU's entry now */
+	unsigned needed;        /* the samples from which StarPU uses it (STARPU_CALIBRATE_MINIMUM) */
 	double joules_per_task; /* the mean of StarPU's entry (NAN if nothing recorded) */
 };
 

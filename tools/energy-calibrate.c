@@ -364,8 +364,6 @@ static int calibrate_all(const struct calib_options *c, starnn_energy_meter *met
 	o.repeat = c->repeat;
 	o.windows = c->windows;
 	o.from_tensors = !c->random_data;
-	/* StarPU uses an entry from this many samples on */
-	unsigned need = (unsigned)starpu_get_env_number_default("STARPU_CALIBRATE_MINIMUM", 10);
 	print_header();
 	for (int i = 0; i < nt; i++) {
 		o.idle_watts = t[i].idle_w;
@@ -388,9 +386,9 @@ static int calibrate_all(const struct calib_options *c, starnn_energy_meter *met
 			if (r.stretched || r.strays)
 				snprintf(note, sizeof note, " [not recorded: %d interrupted, %d off the median power]",
 				         r.stretched, r.strays);
-			if (r.recorded && r.samples < need)
+			if (r.recorded && r.samples < r.needed)
 				snprintf(note + strlen(note), sizeof note - strlen(note),
-				         " [StarPU uses an entry from %u samples on: calibrate again]", need);
+				         " [StarPU uses an entry from %u samples on: calibrate again]", r.needed);
 			if (r.recorded) {
 				printf("%-6s %-22s %08x %8lld %10lld %8.3f %8.2f %11.4e %4u  %s%s\n", t[i].label, tk->cl->name,
 				       tk->footprint, (long long)tk->count, (long long)ran, secs, watts, r.joules_per_task,

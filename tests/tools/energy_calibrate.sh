@@ -163,9 +163,13 @@ rows() { awk '$1 == "cpu" && NF >= 10 {print $2, $3, $4, $5, $6, $7, $8, $9}' "$
 # ------------------------------------------------- calibration at 50 W
 H=$tmp/home
 new_home "$H"
+# calibrate_50w OUT: the calibration at P, no idle subtraction, into $H
+calibrate_50w() {
+	STARPU_HOME=$H STARNN_POWERCAP_ROOT=$pc/a STARPU_CALIBRATE=1 \
+		"$CAL" --seconds 0.3 --idle-seconds 0 -- "${MODEL[@]}" > "$1" 2> "${1%.out}.err"
+}
 STALL=${STALL-1 0.3} start_writer "$pc/a" "$P"
-STARPU_HOME=$H STARNN_POWERCAP_ROOT=$pc/a STARPU_CALIBRATE=1 \
-	"$CAL" --seconds 0.3 --idle-seconds 0 -- "${MODEL[@]}" > "$tmp/a.out" 2> "$tmp/a.err"
+calibrate_50w "$tmp/a.out"
 rc=$?
 stop_writer
 [ $rc = 0 ] || fail "calibration exited $rc: $(tail -5 "$tmp/a.err")"
@@ -237,18 +241,20 @@ for codelet in sorted({r[0] for r in rows}):
                 entries[(codelet, f[0])] = (float(f[3]), int(f[7]))
 short = []
 P = float(sys.argv[3])
+def near(e, r):  # the entry's mean is the table's joules per task
+    return r[6] != "<=" and float(r[6]) / 1.5 <= e[0] <= float(r[6]) * 1.5
 for r in rows:
     e = entries.get((r[0], r[1]))
     # a row check_rows let pass as off (its windows read off P, or none
     # rose above idle): its entry may be short, missing, or off the table
     off = r[6] == "<=" or not (P / 2 <= float(r[5]) <= 2 * P)
-    if off and (r[6] == "<=" or not e or e[1] < 10 or not (float(r[6]) / 1.5 <= e[0] <= float(r[6]) * 1.5)):
+    if off and not (e and e[1] >= 10 and near(e, r)):
         short.append("%s %s (off: %s W, %s)" % (r[0], r[1], r[5], "%d samples" % e[1] if e else "no entry"))
     elif not e:
         bad.append("%s %s: no entry" % (r[0], r[1]))
     elif e[1] < 10:  # StarPU does not use it: its mean may be anything
         short.append("%s %s (%d samples)" % (r[0], r[1], e[1]))
-    elif not (float(r[6]) / 1.5 <= e[0] <= float(r[6]) * 1.5):
+    elif not near(e, r):
         bad.append("%s %s: mean %g J over %d samples, table %s" % (r[0], r[1], e[0], e[1], r[6]))
 # Windows of a writer that lagged longer than the calibration's rounds can
 # make up for are not recorded (see check_rows): up to a tenth of the
@@ -279,8 +285,7 @@ fi
 if [ -s "$tmp/a.rows.short" ]; then
 	echo "note: calibrating again for $(wc -l < "$tmp/a.rows.short") entries short or off"
 	STALL='' start_writer "$pc/a" "$P"
-	STARPU_HOME=$H STARNN_POWERCAP_ROOT=$pc/a STARPU_CALIBRATE=1 \
-		"$CAL" --seconds 0.3 --idle-seconds 0 -- "${MODEL[@]}" > "$tmp/a2.out" 2> "$tmp/a2.err"
+	calibrate_50w "$tmp/a2.out"
 	rc=$?
 	stop_writer
 	short=$(rows "$tmp/a2.out" | awk '$7 == "<=" || $8 + 0 < 10')

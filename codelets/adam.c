@@ -10,8 +10,8 @@
 #include "codelets/amp.h"
 #include "codelets/convert.h"
 #include "codelets/copy.h"
-#include "runtime/codelet.h"
-#include "runtime/scratch.h"
+#include "runtime/core/codelet.h"
+#include "runtime/core/scratch.h"
 
 static void adam_cpu(void *buffers[], void *cl_arg)
 {
@@ -337,7 +337,7 @@ CAST_CL(adam_amp_cast, bf16, 7, STARPU_RW, STARPU_R, STARPU_RW, STARPU_RW, STARP
 
 /* adam_cast where h is also kept in a kernel's blocked layouts (conv2d's
  * packed weights: bf16 in pairs for AVX512-BF16 kernels, fp32 where the
- * passes widen 16-bit weights; runtime/tensor.h): the task updates w and
+ * passes widen 16-bit weights; runtime/core/tensor.h): the task updates w and
  * rounds it into h tile by tile, and writes each tile's values of h into
  * the copies while they are in cache (codelets/copy.h), instead of a
  * packing task reading h again before the next convolution. CPU only;

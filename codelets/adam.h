@@ -17,7 +17,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "runtime/tensor.h"
+#include "runtime/core/tensor.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -70,7 +70,7 @@ void starnn_adam_amp_cuda(size_t rows, size_t cols, const struct starnn_adam_par
 int starnn_adam_amp(starnn_tensor *w, starnn_tensor *grad, starnn_tensor *m, starnn_tensor *v,
                     const struct starnn_adam_params *params, starnn_tensor *state, starnn_tensor *flag);
 
-/* Mixed precision's compute copy written by the update (runtime/params.h):
+/* Mixed precision's compute copy written by the update (runtime/train/params.h):
  * the update of starnn_adam / starnn_adam_amp, then h = w narrowed to h's
  * dtype (fp16 or bf16, rounded as codelets/convert.h does: the same bits as
  * a convert task), chunk by chunk while the updated values are in cache,
@@ -78,7 +78,7 @@ int starnn_adam_amp(starnn_tensor *w, starnn_tensor *grad, starnn_tensor *m, sta
  * A step that adam_amp skips leaves w, and so h, as they were. The CPU
  * kernels below; on CUDA the update's kernel and then convert's, on the
  * task's stream. Where w or h has copies in a kernel's layout kept current
- * by their writers (runtime/tensor.h: starnn_tensor_copies), the functions
+ * by their writers (runtime/core/tensor.h: starnn_tensor_copies), the functions
  * submit starnn_adam / starnn_adam_amp and starnn_convert as two tasks, which
  * keep them. Perfmodels starnn_adam_cast_<h's dtype>,
  * starnn_adam_amp_cast_<h's dtype>. */

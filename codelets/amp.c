@@ -5,7 +5,7 @@
 #include <math.h>
 
 #include "codelets/amp.h"
-#include "runtime/codelet.h"
+#include "runtime/core/codelet.h"
 
 void starnn_amp_policy_default(struct starnn_amp_policy *p)
 {

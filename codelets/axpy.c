@@ -2,7 +2,7 @@
 #include <config.h>
 
 #include "codelets/axpy.h"
-#include "runtime/codelet.h"
+#include "runtime/core/codelet.h"
 
 struct alpha_beta {
 	float alpha, beta;

@@ -8,7 +8,7 @@
 
 #include "codelets/batchnorm.h"
 #include "codelets/halfwrap.h"
-#include "runtime/codelet.h"
+#include "runtime/core/codelet.h"
 
 struct bn_args {
 	double count;            /* values per channel over the whole batch */
@@ -19,7 +19,7 @@ struct bn_args {
 	int var_given;           /* bn_apply in evaluation mode */
 	int update_running;
 	int nslots;              /* workspace slots read */
-	int cb;                  /* the data's channel block (runtime/tensor.h): 1 NCHW, 8 / 16 blocked */
+	int cb;                  /* the data's channel block (runtime/core/tensor.h): 1 NCHW, 8 / 16 blocked */
 	int cby;                 /* that of the output side, y and dy: cb or a multiple of it */
 };
 

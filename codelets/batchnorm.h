@@ -40,7 +40,7 @@
 
 #include <stddef.h>
 
-#include "runtime/tensor.h"
+#include "runtime/core/tensor.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -99,7 +99,7 @@ void starnn_bn_bwd_apply_mp_cpu(starnn_dtype dt, size_t n, size_t c, size_t inne
                                 const float *invstd, const float *gamma, size_t nslots, const double *slots,
                                 size_t lds, double count, float beta, void *dx, size_t lddx);
 
-/* The same on blocked data (runtime/tensor.h: blocks of cb channels, a
+/* The same on blocked data (runtime/core/tensor.h: blocks of cb channels, a
  * multiple of 8, c a multiple of cb; nChw8c / nChw16c, NHWC when cb = c;
  * rows ld apart as above). The output side (y, dy) is in blocks of cby, a
  * multiple of cb dividing c (cby = cb: the same layout; a concatenation in
@@ -175,7 +175,7 @@ int starnn_bn_bwd_apply(starnn_tensor *x, starnn_tensor *dy, starnn_tensor *y, s
                         float beta, starnn_tensor *dx);
 
 /* Batch statistics over several ranks (data-distributed training,
- * runtime/dist.h): when set, every training forward and backward calls
+ * runtime/train/dist.h): when set, every training forward and backward calls
  * fn with each combined slot (forward: sums of x and x^2; backward: of g
  * and g * (x - mean)) before it is used; fn submits the slot's sum over
  * the ranks and sets *count (values per channel on this rank) to that over
@@ -230,7 +230,7 @@ int starnn_batchnorm_bwd(starnn_batchnorm *bn, int nparts, starnn_tensor *const 
                          starnn_tensor *const *dy, starnn_tensor *const *dx, float dx_beta, starnn_tensor *dgamma,
                          starnn_tensor *dbeta, float param_beta);
 
-/* Layouts (runtime/tensor.h): x and dx in one layout; y and dy in one
+/* Layouts (runtime/core/tensor.h): x and dx in one layout; y and dy in one
  * layout, x's or, where starnn_batchnorm_out_layout_ok, blocks of a
  * multiple of x's. A decoder's concatenation, in blocks of its halves
  * (the layout its writers keep), is normalised this way into the one NHWC

@@ -7,7 +7,7 @@
 #include <config.h>
 
 #include "codelets/bias.h"
-#include "runtime/codelet.h"
+#include "runtime/core/codelet.h"
 
 struct bias_grad_args {
 	float beta;

@@ -16,7 +16,7 @@
 #include <stddef.h>
 #include <starpu.h>
 
-#include "runtime/tensor.h"
+#include "runtime/core/tensor.h"
 
 #ifdef __cplusplus
 extern "C" {

@@ -3,7 +3,7 @@
 
 #include "codelets/concat.h"
 #include "codelets/halfwrap.h"
-#include "runtime/codelet.h"
+#include "runtime/core/codelet.h"
 
 struct concat_args {
 	float beta_a, beta_b;

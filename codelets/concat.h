@@ -14,7 +14,7 @@
  * (beta = 1 lets a skip connection's gradient accumulate into the gradient
  * it already has; beta == 0 overwrites without reading, in STARPU_W mode).
  *
- * In the tensors' matrix view (runtime/tensor.h: one row per sample) a
+ * In the tensors' matrix view (runtime/core/tensor.h: one row per sample) a
  * channel concatenation is a column concatenation, so the kernels need no
  * H, W: a has ca = C1*H*W columns, b has cb = C2*H*W, cat has ca + cb; each
  * its own leading dimension (views of other tensors are accepted). */
@@ -25,7 +25,7 @@
 #include <stdint.h>
 #include <starpu.h>
 
-#include "runtime/tensor.h"
+#include "runtime/core/tensor.h"
 
 #ifdef __cplusplus
 extern "C" {

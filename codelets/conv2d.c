@@ -19,8 +19,8 @@
 #include "codelets/conv2d.h"
 #include "codelets/copy.h"
 #include "codelets/halfwrap.h"
-#include "runtime/choice.h"
-#include "runtime/codelet.h"
+#include "runtime/core/choice.h"
+#include "runtime/core/codelet.h"
 #include "runtime/starnn.h"
 
 /* Smallest task worth splitting off: about 0.2 ms of one core with AVX-512
@@ -33,7 +33,7 @@ struct conv_args {
 	/* footprint key: the geometry of this task's parts */
 	uint32_t n, c, o, h, w, k;
 	uint32_t backend; /* CPU kernels (enum starnn_conv2d_backend): another cost */
-	uint32_t xb, yb;  /* layouts of x (dx) and y (dy): runtime/tensor.h cblock */
+	uint32_t xb, yb;  /* layouts of x (dx) and y (dy): runtime/core/tensor.h cblock */
 	uint32_t cuda_half; /* 16-bit codelets: enum starnn_cuda_half_conv (0 for fp32) */
 	uint32_t o0;  /* forward: first output channel of this part (bias offset) */
 	float beta;   /* backward passes: dx / dw / db = beta * old + new */
@@ -104,7 +104,7 @@ const char *starnn_cuda_half_conv_name(enum starnn_cuda_half_conv m)
 /* ------------------------------------------------- per-worker workspace */
 
 /* The im2col workspace: the worker thread's scratch slot for it
- * (runtime/scratch.h; kept at its largest size). */
+ * (runtime/core/scratch.h; kept at its largest size). */
 static float *workspace_get(size_t n, const char *op)
 {
 	if (n == 0)
@@ -501,7 +501,7 @@ static struct starpu_codelet *const bwd_weight_bias_cls[STARNN_NDTYPES] = {
  * blocked weight layouts; a layer's passes of one step (one task per batch
  * part) all read the same w, so it is packed once into that layout by a
  * conv2d_pack_weight task, which runs again only when w has been written
- * since (its version, runtime/tensor.h), and the _packed codelets read the
+ * since (its version, runtime/core/tensor.h), and the _packed codelets read the
  * packed copy (they also take w: their kernel reorders w itself if the
  * packed layout is not its primitive's). CPU only: packing is used where
  * the activations are in oneDNN's layouts (no CUDA worker). */
@@ -814,7 +814,7 @@ static starnn_tensor *packed_for(starnn_tensor *w, enum starnn_conv2d_pass pass,
  * (codelets/copy.h) like the packed copies above; the parts' tasks read
  * their slices (conv2d_fwd_sliced). NULL where that does not apply:
  * packing off or "tasks", not oneDNN, CUDA workers, not a part of
- * whole blocks of rows, or a layout that runtime/tensor.h does not
+ * whole blocks of rows, or a layout that runtime/core/tensor.h does not
  * describe. */
 static starnn_tensor *sliced_for(starnn_tensor *w, const struct starnn_conv2d_geom *g, starnn_dtype dt, size_t lda,
                                  size_t ldout, int *rc)
@@ -1081,13 +1081,13 @@ static int conv2d_bwd_data_dt(starnn_tensor *dy, starnn_tensor *w, float beta, s
 }
 
 /* The layout the weight-gradient tasks write dw in (a->dwb, dwi), chosen
- * by its first writer (runtime/tensor.h: wl): where one task writes all of
+ * by its first writer (runtime/core/tensor.h: wl): where one task writes all of
  * dw, as yet unwritten, on oneDNN's primitive for the whole image (a CPU
  * with no CUDA worker; STARNN_CONV2D_PACK not off), whose dw layout is a
  * blocked one that the optimizers read, that layout: no reorder after the
  * primitive, and the optimizer reads the
  * gradient's tiles through it (codelets/copy.h: starnn_copies_grad); else
- * OIHW. A tensor can take them only where runtime/tensor.h allows (one
+ * OIHW. A tensor can take them only where runtime/core/tensor.h allows (one
  * rank). */
 int starnn_dw_layout_open(const starnn_tensor *dw, int one_task)
 {

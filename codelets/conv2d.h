@@ -8,7 +8,7 @@
  * (beta = 1 accumulates: skip gradients in a UNet, micro-batch gradients).
  *
  * Shapes as tensors: x [N,C,H,W], y / dy [N,O,H,W], w [O,C,k,k], b [O].
- * As matrices (runtime/tensor.h) x is N x C*H*W with leading dimension ldx,
+ * As matrices (runtime/core/tensor.h) x is N x C*H*W with leading dimension ldx,
  * w is O x C*k*k with ldw; a channel part of x (axis 1) or of w (axis 1)
  * is the same with fewer columns, so every kernel takes its C and O from
  * the geometry and its leading dimensions separately. */
@@ -17,7 +17,7 @@
 
 #include <stddef.h>
 
-#include "runtime/tensor.h"
+#include "runtime/core/tensor.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -27,11 +27,11 @@ extern "C" {
 struct starnn_conv2d_geom {
 	size_t n, c, o;  /* batch, input channels, output channels */
 	size_t h, w, k;  /* image height and width, kernel size (odd) */
-	/* Layouts of the activations (runtime/tensor.h: cblock) on the input
+	/* Layouts of the activations (runtime/core/tensor.h: cblock) on the input
 	 * side (x, dx) and the output side (y, dy): 0 or 1 NCHW, 8 / 16
 	 * nChw8c / nChw16c (the oneDNN kernels only; the others take NCHW). */
 	size_t xb, yb;
-	/* The layout of dw in the weight-gradient pass (runtime/tensor.h:
+	/* The layout of dw in the weight-gradient pass (runtime/core/tensor.h:
 	 * wl): dwb 0 OIHW; else blocks of dwb output x dwib input channels,
 	 * dwi its i_inner (OIhw16i16o: 16, 0, 16; Acdb16a: 16, 0, 1), as
 	 * starnn_conv2d_dnnl_dw_layout names it. */
@@ -55,7 +55,7 @@ void starnn_conv2d_bwd_data_cpu(const struct starnn_conv2d_geom *g, const float 
                                 size_t ldw, float beta, float *dx, size_t ldx, float *work);
 void starnn_conv2d_bwd_weight_cpu(const struct starnn_conv2d_geom *g, const float *x, size_t ldx, const float *dy,
                                   size_t ldy, float beta, float *dw, size_t ldw, float *work);
-/* 1x1 convolutions from x in blocks of xb > 1 channels (runtime/tensor.h;
+/* 1x1 convolutions from x in blocks of xb > 1 channels (runtime/core/tensor.h;
  * c a multiple of xb) to y in NCHW, as a UNet's output layer (16 channels
  * in nChw8c -> 12 in NCHW): one OpenBLAS sgemm per channel block and
  * sample, reading x / dx where they are (codelets/cpu/conv2d.c). The
@@ -118,7 +118,7 @@ void starnn_conv2d_bias_blocked_cpu(size_t n, size_t o, size_t hw, size_t yb, co
  * multiple of 8 channels) and no reorder. An AVX2 + FMA kernel with the
  * accumulators in registers (codelets/cpu/conv2d.c says how): on an AVX2
  * processor it runs the narrow and middle UNet layers 1.2-1.5x faster
- * than oneDNN 2.6's jit:avx2 pass (tools/bench-conv --wgrad). It needs
+ * than oneDNN 2.6's jit:avx2 pass (tools/bench/conv --wgrad). It needs
  * k == 3, o a multiple of 4 and an AVX2 processor (with STARNN_CPU_SIMD
  * not below avx2): starnn_conv2d_wgrad_direct_ok; any c. work holds
  * starnn_conv2d_wgrad_direct_workspace(g) floats. Accumulation is in
@@ -177,7 +177,7 @@ int starnn_conv2d_bwd_weight_dnnl(const struct starnn_conv2d_geom *g, starnn_dty
 size_t starnn_conv2d_dnnl_pack_bytes(enum starnn_conv2d_pass pass, const struct starnn_conv2d_geom *g,
                                      starnn_dtype dt, size_t lda, size_t ldw, size_t ldout, float beta);
 /* The same, and *layout: where the packed weights are in a blocked fp32
- * layout that runtime/tensor.h describes (OIhw8i8o, OIhw8o8i and their
+ * layout that runtime/core/tensor.h describes (OIhw8i8o, OIhw8o8i and their
  * 16-blocks: what AVX2 and AVX-512 take), that layout with the packed
  * buffer's descriptor as its header, so that other code (the optimizers)
  * can write the weights into a buffer made by starnn_conv2d_dnnl_pack;
@@ -187,26 +187,26 @@ size_t starnn_conv2d_dnnl_pack_info(enum starnn_conv2d_pass pass, const struct s
                                     struct starnn_blocked_weights *layout);
 /* Whether the weight-gradient pass of g (dt: the primitive's, x and dy
  * dense) runs oneDNN's primitive on the whole image and writes dw in a
- * blocked fp32 layout that runtime/tensor.h describes, with the channels
+ * blocked fp32 layout that runtime/core/tensor.h describes, with the channels
  * in whole blocks: then 1 and that layout in *L (header and align 0), in
  * which the pass writes dw without a reorder when g->dwb, dwi name it; 0
  * otherwise (other routes: the 1x1 sgemm, the GEMM and direct weight
  * gradients, tiles; other layouts; no oneDNN). */
 int starnn_conv2d_dnnl_dw_layout(const struct starnn_conv2d_geom *g, starnn_dtype dt, struct starnn_blocked_weights *L);
-/* The weight gradients' layouts (runtime/tensor.h: wl), for the submit
+/* The weight gradients' layouts (runtime/core/tensor.h: wl), for the submit
  * functions of conv2d and convt2d: a dw is written in a kernel's blocked
  * layout where its first writer finds one. starnn_dw_layout_open: whether
  * dw's layout is still to be chosen and may be blocked (one task writes all
  * of it, as yet unwritten, whole and dense; the oneDNN backend, no CUDA
  * worker, STARNN_CONV2D_PACK not off (off: every layout conversion left to
- * oneDNN's reorders); runtime/tensor.h allows it: one rank): then the
+ * oneDNN's reorders); runtime/core/tensor.h allows it: one rank): then the
  * caller asks its kernel (starnn_conv2d_dnnl_dw_layout ...) and sets the
  * answer, OIHW otherwise, with starnn_tensor_set_wlayout.
  * starnn_dw_layout_check: STARNN_EINVAL with a message where dw is blocked
  * and not one oneDNN task writes it. */
 int starnn_dw_layout_open(const starnn_tensor *dw, int one_task);
 /* A whole copy of root (a whole weight tensor) in the blocked layout L
- * (runtime/tensor.h; L->o is taken from root, the header is L itself, the
+ * (runtime/core/tensor.h; L->o is taken from root, the header is L itself, the
  * data 64-byte aligned), made by a conv2d_pack_blocked task where root was
  * written since the copy was last made (16-bit root: its values widened,
  * then put into L, which rounds them back where L is bf16 in pairs), and
@@ -248,10 +248,10 @@ int starnn_conv2d_bwd_data_dnnl_packed(const struct starnn_conv2d_geom *g, starn
  * where the forward and backward-data passes run on oneDNN's CPU kernels
  * and w is a whole tensor, a conv2d_pack_weight task packs w for the pass
  * (per geometry: the batch parts' sizes, layouts, strides) when w has been
- * written since it was last packed (runtime/tensor.h: version), and the
+ * written since it was last packed (runtime/core/tensor.h: version), and the
  * passes' tasks (conv2d_fwd_packed_*, conv2d_bwd_data_packed_*: CPU only)
  * read the packed copy, kept with w. With ON, an fp32 copy in a blocked
- * layout that runtime/tensor.h describes (starnn_conv2d_dnnl_pack_info) is
+ * layout that runtime/core/tensor.h describes (starnn_conv2d_dnnl_pack_info) is
  * also offered to the tasks that update w: the optimizers (starnn_adam,
  * starnn_sgd and their _amp forms) write the copies read since their last
  * update as they update w, so that in a steady training step no packing
@@ -269,7 +269,7 @@ uint64_t starnn_conv2d_pack_count(void);
 /* The fp32 weight gradient of the oneDNN backend. On an AVX2 processor
  * oneDNN 2.6's weight-gradient kernel (jit:avx2) runs the UNet's 3x3 layers
  * at 40-70 GFLOP/s on one core, where its forward passes run at 50-95. Two
- * other routes are faster there (tools/bench-conv --wgrad):
+ * other routes are faster there (tools/bench/conv --wgrad):
  *   "direct": starnn_conv2d_bwd_weight_direct_cpu above, x and dy read in
  *     their layouts, dw written in OIHW: 1.14-1.52x oneDNN on the 28 3x3
  *     layers of the two bench-unet configurations;
@@ -289,7 +289,7 @@ uint64_t starnn_conv2d_pack_count(void);
  * AVX2 processor), and where it is nChw16c, direct only for those whose x
  * is NCHW (input channels not a multiple of 16: a UNet's first layer),
  * where oneDNN's 16-lane kernel is slower and copies x and dy into its
- * 8-channel blocks (tools/bench-conv --wgrad, AVX-512 Xeon, one thread,
+ * 8-channel blocks (tools/bench/conv --wgrad, AVX-512 Xeon, one thread,
  * against oneDNN with its reorder of dw: gemm 1.09-1.25x at 128 -> 512
  * and 512 -> 512 channels at 8x8, 0.93-0.99x at 24x24; direct 1.30-1.37x
  * at 13 -> 16 channels at 128x128, 1.01x at 13 -> 32 at 384x384, 0.55-0.81x
@@ -299,7 +299,7 @@ uint64_t starnn_conv2d_pack_count(void);
  * in OIHW (plus the sum of dy's rows for db): auto takes it for the same
  * wide layers (>= MIN_C -> >= MIN_O channels at <= GEMM_MAX_HW pixels)
  * where oneDNN picks NHWC for bf16 (AMX), oneDNN's pass elsewhere
- * (tools/bench-conv --wgrad-bf16, AMX Xeon, one thread: gemm 1.56-1.72x
+ * (tools/bench/conv --wgrad-bf16, AMX Xeon, one thread: gemm 1.56-1.72x
  * oneDNN with its reorder of dw at 128 -> 512 and 512 -> 512 channels at
  * 8x8, 0.47-0.59x at 16x16, 0.95-1.14x at 24x24). dnnl is oneDNN
  * everywhere; gemm puts every fp32 k x k (k > 1) weight gradient, and
@@ -394,7 +394,7 @@ int starnn_conv2d_dnnl_bf16(void);
  * widened to fp32 (...why, and what it costs...)", for fp32 the weight
  * gradients on im2col + sgemm where they are); NULL for plain fp32 or when
  * there is no CPU worker. After starnn_init. */
-/* The layout (runtime/tensor.h cblock) for activations of `channels`
+/* The layout (runtime/core/tensor.h cblock) for activations of `channels`
  * channels in dt between the convolutions: the layout oneDNN picks
  * (starnn_conv2d_dnnl_block; cblock = channels for NHWC) when the CPU
  * backend is oneDNN, no CUDA worker runs (they take NCHW) and channels is a
@@ -418,7 +418,7 @@ const char *starnn_conv2d_layout_note(starnn_dtype dt, int nparts, char *buf, si
  * activations, that traffic costs more than the parallelism of the parts
  * gives. auto: on where the weights hold at least half as many values as
  * the batch's input and output activations together (2 o c k^2 >=
- * batch hw (c + o): the UNet's two deepest levels; tools/bench-unet
+ * batch hw (c + o): the UNet's two deepest levels; tools/bench/unet
  * measures it), for nparts > 1. STARNN_CONV2D_WGRAD_WHOLE=auto|on|off
  * overrides (on: every layer, with nparts > 1; off: none); STARNN_EINVAL
  * with a message for another value. Returns 1 or 0. */

@@ -5,8 +5,8 @@
 
 #include "codelets/convert.h"
 #include "codelets/copy.h"
-#include "runtime/codelet.h"
-#include "runtime/scratch.h"
+#include "runtime/core/codelet.h"
+#include "runtime/core/scratch.h"
 
 #ifdef STARNN_USE_CUDA
 #define CONVERT_CUDA_FUNC(src, dst)                                                             \
@@ -59,7 +59,7 @@ static struct starpu_codelet *const convert_cl[STARNN_NDTYPES][STARNN_NDTYPES] =
 
 /* ------------------------------------------------- narrowing with copies
  * fp32 -> 16-bit y where y (the 16-bit copy of master weights that
- * mixed-precision convolutions read, runtime/params.h) is also kept as fp32
+ * mixed-precision convolutions read, runtime/train/params.h) is also kept as fp32
  * copies of its values in a kernel's blocked layout (conv2d's packed
  * weights on CPUs that widen 16-bit weights: codelets/conv2d.c): the task
  * rounds x into y tile by tile and writes each tile's rounded values,
@@ -122,7 +122,7 @@ NARROW_COPIES_CL(fp16, 2, STARPU_RW, STARPU_RW)
 NARROW_COPIES_CL(bf16, 1, STARPU_RW)
 NARROW_COPIES_CL(bf16, 2, STARPU_RW, STARPU_RW)
 
-/* by y's dtype (fp32: none; y has no copies then, runtime/tensor.h) */
+/* by y's dtype (fp32: none; y has no copies then, runtime/core/tensor.h) */
 static struct starpu_codelet *const convert_copies_cls[STARNN_NDTYPES][STARNN_MAX_COPIES + 1] = {
 	[STARNN_FP16] = {NULL, &narrow_fp16_copies1_cl, &narrow_fp16_copies2_cl},
 	[STARNN_BF16] = {NULL, &narrow_bf16_copies1_cl, &narrow_bf16_copies2_cl},

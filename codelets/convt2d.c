@@ -8,7 +8,7 @@
 #include "codelets/conv2d.h"
 #include "codelets/convt2d.h"
 #include "codelets/halfwrap.h"
-#include "runtime/codelet.h"
+#include "runtime/core/codelet.h"
 #include "runtime/starnn.h"
 
 /* Leading fields (input H, W) are the footprint key: the buffers' matrix
@@ -18,10 +18,10 @@
 struct convt2d_args {
 	int64_t h, w;
 	int64_t backend;   /* CPU kernels (enum starnn_conv2d_backend): another cost */
-	int64_t xb, yb;    /* layouts of x (dx) and y (dy): runtime/tensor.h cblock */
+	int64_t xb, yb;    /* layouts of x (dx) and y (dy): runtime/core/tensor.h cblock */
 	int64_t cuda_half; /* 16-bit codelets: enum starnn_cuda_half_conv (0 for fp32) */
 	float beta;
-	struct starnn_blocked_weights dwl; /* weight gradient: dw's layout (runtime/tensor.h: wl) */
+	struct starnn_blocked_weights dwl; /* weight gradient: dw's layout (runtime/core/tensor.h: wl) */
 	int64_t row0; /* backward data from a whole blocked copy of w: this task's first row (input channel) */
 };
 
@@ -561,7 +561,7 @@ static int task_count(const starnn_tensor *x, int64_t o, int max_parts)
  * (codelets/conv2d.h: starnn_conv2d_blocked_copy), which the optimizers
  * keep current as they write w, so that no task reorders w; NULL where
  * that does not apply: packing not on, not oneDNN, CUDA workers, w a part,
- * the direct kernels, a layout runtime/tensor.h does not describe. 16-bit
+ * the direct kernels, a layout runtime/core/tensor.h does not describe. 16-bit
  * passes widened to fp32 get an fp32 copy of the widened weights. x0: the
  * first task's x (forward) or dx (backward data), whose geometry with y's
  * (dy's) layout asks for it. */

@@ -17,7 +17,7 @@
  * strided-batched cuBLAS sgemm over samples, own scatter / gather / bias
  * kernels, the Z / G workspace from cudaMallocAsync on the worker's stream.
  *
- * Kernels see the tensors as matrices (runtime/tensor.h): x, dx: n rows of
+ * Kernels see the tensors as matrices (runtime/core/tensor.h): x, dx: n rows of
  * c*h*w with ld; y, dy: n rows of o*4*h*w with ld; w, dw: c rows of 4*o with
  * ld; b, db: o contiguous floats. Each row of x / y is dense inside (the
  * channels of one sample), so channel and batch partitions work. Kernels
@@ -29,7 +29,7 @@
 #include <stddef.h>
 #include <starpu.h>
 
-#include "runtime/tensor.h"
+#include "runtime/core/tensor.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -107,12 +107,12 @@ int starnn_convt2d_bwd_data_dnnl(size_t n, size_t c, size_t o, size_t h, size_t 
  * a contiguous slice; else w is reordered as without it (whole NULL).
  * starnn_convt2d_dnnl_bwd_data_layout: that layout of the backward-data
  * pass of this geometry (dt the primitive's, dy and dx dense) where
- * runtime/tensor.h describes it (then 1, *L with header and align 0), 0
+ * runtime/core/tensor.h describes it (then 1, *L with header and align 0), 0
  * otherwise (the direct kernels, layouts not described, no oneDNN). */
 /* The forward's as the backward data's below: whole is a copy of all of
  * w in the layout of the 1x1 convolution [4o, c] the forward runs as where
  * oneDNN picks a blocked output layout (a layout of w's transpose:
- * runtime/tensor.h trans), of which the part's output channels (o0 .. o0
+ * runtime/core/tensor.h trans), of which the part's output channels (o0 .. o0
  * + o: row0 = 4 o0) read their slice. starnn_convt2d_dnnl_fwd_layout:
  * that layout (then 1), 0 where the forward runs otherwise. */
 int starnn_convt2d_fwd_dnnl_sliced(size_t n, size_t c, size_t o, size_t h, size_t w, size_t xb, size_t yb,
@@ -135,7 +135,7 @@ int starnn_convt2d_dnnl_sliced_ok(int fwd, size_t n, size_t c, size_t o, size_t 
 int starnn_convt2d_bwd_weight_dnnl(size_t n, size_t c, size_t o, size_t h, size_t w, size_t xb, size_t yb,
                                    starnn_dtype dt, const void *x, size_t ldx, const void *dy, size_t lddy, float beta,
                                    float *dw, size_t lddw, float *db);
-/* The weight gradient into dw in layout L (runtime/tensor.h: wl; ob 0:
+/* The weight gradient into dw in layout L (runtime/core/tensor.h: wl; ob 0:
  * [c, o, 2, 2] rows lddw apart, as above; else dense in L, a layout of
  * PyTorch's tensor: rows c, inner channels o), which the route of this
  * pass must write (starnn_convt2d_dnnl_dw_layout); STARNN_EINVAL
@@ -150,7 +150,7 @@ int starnn_convt2d_dnnl_dw_layout(size_t n, size_t c, size_t o, size_t h, size_t
                                   starnn_dtype dt, struct starnn_blocked_weights *L);
 /* Direct fp32 kernels (codelets/cpu/convt2d.c: AVX2 + FMA), for the
  * layouts oneDNN's AVX2 kernels keep: x / dx in blocks of xb channels and
- * y / dy in blocks of yb (runtime/tensor.h; 1: NCHW), samples ldx / ldy /
+ * y / dy in blocks of yb (runtime/core/tensor.h; 1: NCHW), samples ldx / ldy /
  * lddy apart, w / dw PyTorch's [c, o, 2, 2] (rows ldw apart); beta as
  * above. The pass's vector side must be in blocks (a multiple of 8) with a
  * multiple of 8 channels, the other side may be in any layout:
@@ -159,7 +159,7 @@ int starnn_convt2d_dnnl_dw_layout(size_t n, size_t c, size_t o, size_t h, size_t
  * (also: x86 with AVX2 in use). bias may be NULL (none). work holds
  * starnn_convt2d_direct_workspace(c, o) floats (8-byte aligned). Sums in
  * fp32 (db: partial sums added in double). Against oneDNN's passes
- * (tools/bench-conv --convt) they read the strided dy halves of the
+ * (tools/bench/conv --convt) they read the strided dy halves of the
  * UNet's concatenations in place and write y / dx / dw where they go: no
  * reorder of w, dw or activations, no z buffer spread into y. */
 int starnn_convt2d_direct_ok(size_t ch, size_t b);

@@ -3,8 +3,8 @@
 #include <config.h>
 
 #include "codelets/copy.h"
-#include "runtime/codelet.h"
-#include "runtime/scratch.h"
+#include "runtime/core/codelet.h"
+#include "runtime/core/scratch.h"
 
 #ifdef STARNN_USE_CUDA
 #include <cuda_runtime.h>

@@ -2,15 +2,15 @@
  * the same shape. Each has its own leading dimension, so a dense tensor can
  * be copied into a channel part of another (a concatenation) and back.
  * The kernels move bytes: elem_size is 4 (fp32) or 2 (fp16 / bf16), and
- * the two layouts (runtime/tensor.h: cblock) must be the same.
+ * the two layouts (runtime/core/tensor.h: cblock) must be the same.
  * Perfmodels: starnn_copy_fp32, starnn_copy_fp16, starnn_copy_bf16. */
 #ifndef STARNN_COPY_H
 #define STARNN_COPY_H
 
 #include <stddef.h>
 
-#include "runtime/submit.h"
-#include "runtime/tensor.h"
+#include "runtime/core/submit.h"
+#include "runtime/core/tensor.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -25,7 +25,7 @@ int starnn_copy_cuda(size_t rows, size_t cols, size_t elem_size, const void *x, 
 
 /* Output channels [o0, o1) x input channels [i0, i1) of fp32 weights w
  * (o rows of i * taps, rows ldw apart) into a copy in the blocked layout L
- * (runtime/tensor.h) whose storage begins at copy, block by block in the
+ * (runtime/core/tensor.h) whose storage begins at copy, block by block in the
  * copy's order; the copy's other elements and padding are left as they
  * are. put_rows: rows [r0, r1), every input channel. */
 void starnn_blocked_put_cpu(const struct starnn_blocked_weights *L, size_t o0, size_t o1, size_t i0, size_t i1,
@@ -66,7 +66,7 @@ int starnn_copy(starnn_tensor *x, starnn_tensor *y);
 
 /* Updates that keep copies current (the optimizers: codelets/adam.c,
  * codelets/sgd.c). Where weights w are also kept in a kernel's blocked
- * layout (conv2d's packed weights: runtime/tensor.h, starnn_tensor_copies),
+ * layout (conv2d's packed weights: runtime/core/tensor.h, starnn_tensor_copies),
  * the task that updates w writes each chunk of updated rows into those
  * copies while it is in cache, instead of a packing task reading w again
  * before the next pass that reads them. CPU only: the copies exist only
@@ -83,7 +83,7 @@ int starnn_copy(starnn_tensor *x, starnn_tensor *y);
 struct starnn_copies {
 	struct starnn_blocked_weights L[STARNN_MAX_COPIES];
 	int n;
-	/* the layout of the gradient the update reads (runtime/tensor.h: wl;
+	/* the layout of the gradient the update reads (runtime/core/tensor.h: wl;
 	 * ob = 0: rows of w's shape): the tiles are whole blocks of it too */
 	struct starnn_blocked_weights G;
 };

@@ -6,8 +6,8 @@
 #include <string.h>
 
 #include "codelets/fill.h"
-#include "runtime/codelet.h"
-#include "runtime/half.h"
+#include "runtime/core/codelet.h"
+#include "runtime/core/half.h"
 
 struct fill_args {
 	float f32;     /* the value, for fp32 */

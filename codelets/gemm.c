@@ -12,7 +12,7 @@
 #include <stddef.h>
 
 #include "codelets/gemm.h"
-#include "runtime/codelet.h"
+#include "runtime/core/codelet.h"
 
 /* Copied into the task. The transposes lead: they change the cost for the
  * same buffer shapes, so the footprint covers them (alpha, beta do not). */

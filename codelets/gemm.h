@@ -1,6 +1,6 @@
 /* General matrix product on fp32 tensors, row-major:
  *   C = alpha * op(A) * op(B) + beta * C,   op(X) = X or X^T
- * Shapes (as the tensors' rows x cols matrix views, see runtime/tensor.h;
+ * Shapes (as the tensors' rows x cols matrix views, see runtime/core/tensor.h;
  * a 4-D tensor [N, C, H, W] is the N x C*H*W matrix):
  *   op(A): M x K  (A stored M x K, or K x M when transA)
  *   op(B): K x N  (B stored K x N, or N x K when transB)
@@ -16,7 +16,7 @@
 #include <stddef.h>
 #include <starpu.h>
 
-#include "runtime/tensor.h"
+#include "runtime/core/tensor.h"
 
 #ifdef __cplusplus
 extern "C" {

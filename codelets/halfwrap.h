@@ -8,7 +8,7 @@
  * are rounded once to nearest even (codelets/convert.h).
  *
  *   CPU:  the copies live in the worker thread's scratch buffers
- *         (runtime/scratch.h: kept at their largest size, freed when the
+ *         (runtime/core/scratch.h: kept at their largest size, freed when the
  *         worker exits); they are not in starnn's tensor memory count.
  *   CUDA: stream-ordered cudaMallocAsync / cudaFreeAsync on the worker's
  *         stream, conversions with the kernels of codelets/cuda/convert.cu.
@@ -29,8 +29,8 @@
 #include <string.h>
 
 #include "codelets/convert.h"
-#include "runtime/codelet.h"
-#include "runtime/scratch.h"
+#include "runtime/core/codelet.h"
+#include "runtime/core/scratch.h"
 
 #ifdef STARNN_USE_CUDA
 #include <cuda_runtime.h>
@@ -38,7 +38,7 @@
 
 #define STARNN_HW_SLOTS STARNN_SCRATCH_HALF_SLOTS
 
-/* Slot `slot` of this thread's scratch (runtime/scratch.h), at least n
+/* Slot `slot` of this thread's scratch (runtime/core/scratch.h), at least n
  * floats; NULL (deferred error recorded) on failure. */
 static inline float *starnn_hw_scratch(int slot, size_t n, const char *op)
 {

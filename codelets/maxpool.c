@@ -5,13 +5,13 @@
 
 #include "codelets/maxpool.h"
 #include "codelets/halfwrap.h"
-#include "runtime/codelet.h"
+#include "runtime/core/codelet.h"
 
 /* Leading fields (input H, W) are the footprint key: the buffers' matrix
  * shapes give C*H*W but not H and W. */
 struct maxpool_args {
 	int64_t h, w;
-	int64_t cb; /* channel block of the data (runtime/tensor.h): 1 NCHW, 8 / 16 blocked */
+	int64_t cb; /* channel block of the data (runtime/core/tensor.h): 1 NCHW, 8 / 16 blocked */
 	float beta;
 };
 

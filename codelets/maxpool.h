@@ -15,7 +15,7 @@
  * needed. beta == 0 overwrites dx without reading it (the codelet then
  * accesses dx in STARPU_W mode).
  *
- * Kernels see the tensors as matrices (runtime/tensor.h): n rows (samples)
+ * Kernels see the tensors as matrices (runtime/core/tensor.h): n rows (samples)
  * of c*h*w (x, dx) or c*(h/2)*(w/2) (y, dy) elements, each with its own
  * leading dimension, so channel and batch partitions are accepted. h and w
  * are the input's spatial sizes. */
@@ -25,7 +25,7 @@
 #include <stddef.h>
 #include <starpu.h>
 
-#include "runtime/tensor.h"
+#include "runtime/core/tensor.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -44,7 +44,7 @@ void starnn_maxpool_fwd_mp_cpu(starnn_dtype dt, size_t n, size_t c, size_t h, si
                                void *y, size_t ldy);
 void starnn_maxpool_bwd_mp_cpu(starnn_dtype dt, size_t n, size_t c, size_t h, size_t w, const void *x, size_t ldx,
                                const void *dy, size_t lddy, float beta, void *dx, size_t lddx);
-/* The same on data in either layout (runtime/tensor.h: cb = 8 or 16,
+/* The same on data in either layout (runtime/core/tensor.h: cb = 8 or 16,
  * nChw8c / nChw16c with c a multiple of cb; 1: NCHW), any dtype as above. */
 void starnn_maxpool_fwd_blk_cpu(starnn_dtype dt, size_t cb, size_t n, size_t c, size_t h, size_t w, const void *x,
                                 size_t ldx, void *y, size_t ldy);

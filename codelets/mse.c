@@ -5,7 +5,7 @@
 
 #include "codelets/amp.h"
 #include "codelets/mse.h"
-#include "runtime/codelet.h"
+#include "runtime/core/codelet.h"
 
 #ifdef STARNN_USE_CUDA
 #include <cuda_runtime.h>

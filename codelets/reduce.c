@@ -4,7 +4,7 @@
 #include <math.h>
 
 #include "codelets/reduce.h"
-#include "runtime/codelet.h"
+#include "runtime/core/codelet.h"
 
 #ifdef STARNN_USE_CUDA
 #include <cuda_runtime.h>

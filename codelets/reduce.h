@@ -11,7 +11,7 @@
 
 #include <stddef.h>
 
-#include "runtime/tensor.h"
+#include "runtime/core/tensor.h"
 
 #ifdef __cplusplus
 extern "C" {

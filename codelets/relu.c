@@ -4,7 +4,7 @@
 #include <config.h>
 
 #include "codelets/relu.h"
-#include "runtime/codelet.h"
+#include "runtime/core/codelet.h"
 
 /* -------------------------------------------------------------- forward */
 

@@ -7,7 +7,7 @@
 #include "codelets/amp.h"
 #include "codelets/copy.h"
 #include "codelets/sgd.h"
-#include "runtime/codelet.h"
+#include "runtime/core/codelet.h"
 
 static void sgd_cpu(void *buffers[], void *cl_arg)
 {

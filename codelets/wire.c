@@ -7,7 +7,7 @@
 #include <config.h>
 
 #include "codelets/wire.h"
-#include "runtime/codelet.h"
+#include "runtime/core/codelet.h"
 
 #ifdef STARNN_USE_CUDA
 #define WIRE_CUDA_FUNCS(fmt, F)                                                                             \

@@ -16,7 +16,7 @@
  *   trunc16  2 bytes/value: bits 16..31 (bf16 by truncation): < 2^-7.
  *   rne16    the same, rounded to nearest even: <= 2^-8.
  *   bf16     rne16 under its usual name: the same bytes, bit for bit those
- *            of starnn_float_to_bf16 (runtime/half.h).
+ *            of starnn_float_to_bf16 (runtime/core/half.h).
  *   fp16     2 bytes/value, IEEE binary16 rounded to nearest even
  *            (starnn_float_to_half): subnormals kept, |x| >= 65520 -> Inf.
  *   int8     blocks of 256 values (the last one shorter), one fp32 scale
@@ -78,14 +78,14 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "runtime/tensor.h"
-#include "runtime/wire.h"
+#include "runtime/core/tensor.h"
+#include "runtime/train/wire.h"
 
 #ifdef __cplusplus
 extern "C" {
 #endif
 
-/* The formats, their names, sizes and the ladder: runtime/wire.h. */
+/* The formats, their names, sizes and the ladder: runtime/train/wire.h. */
 
 /* CPU kernels (codelets/cpu/wire.c): x rows x cols (leading dimension ldx)
  * -> wire of starnn_wire_bytes(f, rows * cols) bytes, and back into y.

@@ -6,7 +6,7 @@
  * One training step is one asynchronous task graph: the batch is split
  * into micro-batches; each runs forward, loss and backward as its own chain
  * of tasks, writing its weight gradients into its own gradient slice; the
- * parameter layer (runtime/params.h) sums the slices with a tree of axpy
+ * parameter layer (runtime/train/params.h) sums the slices with a tree of axpy
  * tasks and updates each parameter. Nothing waits inside the step; the loss
  * is read only when it is logged. Layer l: z = a W^T + b (gemm, bias_add),
  * a = relu(z) but for the last layer; loss = mean((z_L - y)^2).
@@ -18,10 +18,10 @@
  * the weight gradients are fp32; the loss is fp32. With loss scaling the
  * loss gradient is multiplied by the scale held in the parameter set's
  * state tensor, which checks every reduced gradient for Inf/NaN and skips
- * the update on overflow (runtime/params.h, codelets/amp.h). The host never
+ * the update on overflow (runtime/train/params.h, codelets/amp.h). The host never
  * waits for the flag.
  *
- * Under mpirun (runtime/dist.h): --batch is the global batch; rank r
+ * Under mpirun (runtime/train/dist.h): --batch is the global batch; rank r
  * takes its share of every step's samples (consecutive, in rank order)
  * and splits it into its own micro-batches; rank 0's initial weights are
  * broadcast; each parameter's gradient is all-reduced over the ranks as
@@ -45,7 +45,7 @@
 #include "codelets/gemm.h"
 #include "codelets/mse.h"
 #include "codelets/relu.h"
-#include "runtime/params.h"
+#include "runtime/train/params.h"
 #include "codelets/wire.h"
 #include "runtime/starnn.h"
 
@@ -63,7 +63,7 @@ struct options {
 	float static_scale;
 	int inject_inf_step;      /* STARNN_MLP_INJECT_INF_STEP (0: none) */
 	const char *log_json;     /* --log-json: the summary record */
-	float cpu_watts, gpu_watts, idle_watts; /* power model (runtime/energy.h) */
+	float cpu_watts, gpu_watts, idle_watts; /* power model (runtime/train/energy.h) */
 	int wire_grads;           /* --wire-grads: a starnn_wire_format, -1 none */
 	struct starnn_dist_weights weights; /* --shard-optimizer, --wire-weights, --awp-* */
 	int awp_given;

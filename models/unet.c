@@ -787,7 +787,7 @@ static int run_eval_during_training(struct run *r, int64_t step, int64_t epoch, 
 	return 0;
 }
 
-/* The energy meter of a run (runtime/energy.h), with the options' power model. */
+/* The energy meter of a run (runtime/train/energy.h), with the options' power model. */
 static int energy_start(const struct options *o, starnn_energy_meter **m)
 {
 	struct starnn_energy_opts eo;

@@ -20,7 +20,7 @@
  * gradients written per micro-batch into slices (beta 0) and summed by a
  * tree of axpy tasks (log2 M levels), then the optimizer: the parameter
  * bookkeeping (gradient slices, their reduction, compute copies, optimizer
- * state and update, loss scaling) is runtime/params.h's; this file keeps
+ * state and update, loss scaling) is runtime/train/params.h's; this file keeps
  * the layers' forward and backward graphs. Batch-norm parameter gradients
  * come out of the batch-norm backward already summed over the parts (one
  * slice). Nothing waits inside a step. */
@@ -41,7 +41,7 @@
 #include "codelets/maxpool.h"
 #include "codelets/mse.h"
 #include "models/unet_model.h"
-#include "runtime/params.h"
+#include "runtime/train/params.h"
 
 #define UNET_MAX_DEPTH 5
 #define CENTRE_MULT 32 /* centre: conv_block(32 * f), as the reference */
@@ -55,7 +55,7 @@ struct act {
 	starnn_tensor **p;
 };
 
-/* Trainable tensors are parameters of the set (runtime/params.h): master,
+/* Trainable tensors are parameters of the set (runtime/train/params.h): master,
  * gradient slices (one per micro-batch for convolutions, one for batch
  * norms), compute copy (convolution weights) and optimizer state. */
 struct conv {

@@ -44,7 +44,7 @@ struct unet_config {
 	int compute;        /* starnn_dtype */
 	int loss_scale;
 	float static_scale;
-	/* Data-distributed training (runtime/dist.h): batch is this rank's
+	/* Data-distributed training (runtime/train/dist.h): batch is this rank's
 	 * share of global_batch samples per step (0: batch, one rank); the
 	 * loss is a mean over the global batch, the gradients are summed over
 	 * the ranks (the parameter set's gradient hook) and every rank reads
@@ -118,7 +118,7 @@ void unet_wgrad_whole(const unet *m, int *whole, int *nconv);
  * codelets/conv2d.h) and ask for its Winograd kernel
  * (starnn_conv2d_winograd), of all those. */
 void unet_winograd(const unet *m, int *wino, int *npasses);
-/* Training with --shard-optimizer (runtime/dist.h): once the weights are
+/* Training with --shard-optimizer (runtime/train/dist.h): once the weights are
  * loaded and broadcast, at `step` (0, or the resumed step); and around a
  * checkpoint (every rank calls them; rank 0 writes between them, its
  * unet_tensors() then hold the exact masters and the whole optimizer

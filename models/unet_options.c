@@ -9,7 +9,7 @@
 #include <string.h>
 
 #include "models/unet_options.h"
-#include "runtime/wire.h"
+#include "runtime/train/wire.h"
 
 /* models/unet.c has the same: messages of the program, "unet: ..." */
 static void fail(const char *fmt, ...) __attribute__((format(printf, 1, 2)));

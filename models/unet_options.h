@@ -8,8 +8,8 @@
 
 #include "models/sevir/sevir.h"
 #include "models/unet_model.h"
-#include "runtime/awp.h"
-#include "runtime/tensor.h"
+#include "runtime/train/awp.h"
+#include "runtime/core/tensor.h"
 
 enum command { CMD_TRAIN, CMD_EVAL, CMD_PREDICT, CMD_INFO };
 
@@ -51,7 +51,7 @@ struct options {
 	struct starnn_awp_config awp; /* --awp-* */
 	const char *awp_state; /* a resumed run's adaptive state (checkpoint attribute awp_state) */
 	/* power model of the energy report (--cpu-watts, --gpu-watts,
-	 * --idle-watts; 0: none): runtime/energy.h */
+	 * --idle-watts; 0: none): runtime/train/energy.h */
 	float cpu_watts, gpu_watts, idle_watts;
 	char given[O_END];
 	/* strings taken from a checkpoint live here */

@@ -4,11 +4,11 @@
 
 #include <stdint.h>
 
-#include "runtime/error.h"
-#include "runtime/dist.h"
-#include "runtime/energy.h"
-#include "runtime/tensor.h"
-#include "runtime/submit.h"
+#include "runtime/core/error.h"
+#include "runtime/train/dist.h"
+#include "runtime/train/energy.h"
+#include "runtime/core/tensor.h"
+#include "runtime/core/submit.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -32,7 +32,7 @@ void starnn_config_init(struct starnn_config *cfg);
  * is one core), and creates no OpenCL worker unless STARPU_NOPENCL asks
  * (starnn has no OpenCL codelets; an OpenCL worker would idle a core).
  * Under mpirun with more than one rank, also MPI and StarPU-MPI, with
- * disjoint cores per rank of a node (runtime/dist.h). cfg may be NULL.
+ * disjoint cores per rank of a node (runtime/train/dist.h). cfg may be NULL.
  * Returns STARNN_ENODEV when no worker could be started. */
 int starnn_init(const struct starnn_config *cfg);
 /* Waits for all tasks and shuts StarPU down. Returns the first deferred

@@ -346,7 +346,7 @@ static inline float *test_read(starnn_tensor *t)
 	return p;
 }
 
-/* Activation layouts (runtime/tensor.h): n sample rows, ch channels of
+/* Activation layouts (runtime/core/tensor.h): n sample rows, ch channels of
  * hw pixels in blocks of b (1: NCHW), element (k, p) of a row at
  * starnn_chan_offset(k, hw, b) + p * b. test_to_blocked copies NCHW rows (ld
  * lds) into that layout (rows ld apart), test_from_blocked back; padding

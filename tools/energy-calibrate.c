@@ -9,7 +9,7 @@
  * energy calibration does: every distinct (codelet, footprint) of one
  * training step (and of the evaluation forward that training ends with),
  * at the model options models/unet train would get, is run many times on
- * one worker between two meter readings (runtime/calibrate.h), and the
+ * one worker between two meter readings (runtime/train/calibrate.h), and the
  * joules per task go into starnn_<op>_<dtype>_energy with
  * starpu_perfmodel_update_history. StarPU writes the models at shutdown
  * into its sampling directory, where models/unet train under dmda reads
@@ -41,7 +41,7 @@
 
 #include "models/unet_model.h"
 #include "models/unet_options.h"
-#include "runtime/calibrate.h"
+#include "runtime/train/calibrate.h"
 #include "runtime/starnn.h"
 
 static const char *prog = "energy-calibrate";

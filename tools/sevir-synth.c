@@ -15,7 +15,7 @@
 #include <time.h>
 
 #include "models/sevir/sevir.h"
-#include "runtime/error.h"
+#include "runtime/core/error.h"
 
 static void usage(FILE *f)
 {

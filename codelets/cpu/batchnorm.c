@@ -428,7 +428,7 @@ void starnn_bn_bwd_apply_mp_cpu(starnn_dtype dt, size_t n, size_t c, size_t inne
 
 /* ------------------------------------------------------- blocked layouts
  * Data in blocks of B channels, B a multiple of 8 up to STARNN_CBLOCK_MAX
- * (runtime/tensor.h: nChw8c / nChw16c, NHWC when B = c): channels k0 .. k0 + B - 1 of
+ * (runtime/core/tensor.h: nChw8c / nChw16c, NHWC when B = c): channels k0 .. k0 + B - 1 of
  * a sample are one block plane of inner * B elements, pixel-major, channel
  * k0 + j at j mod B; such a plane starts where channel k0's plane would in
  * NCHW (plane(..., k0, inner)). The kernels walk a block plane in chunks of

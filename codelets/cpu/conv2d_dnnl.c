@@ -17,10 +17,10 @@
  * Primitives are created once per shape and cached per thread (creation
  * costs up to milliseconds: code generation); the cache is freed when the
  * thread exits. Reordered operands and scratchpads live in the thread's
- * scratch buffers (runtime/scratch.h).
+ * scratch buffers (runtime/core/scratch.h).
  *
  * Kernels know nothing of StarPU: errors are returned as STARNN_E* codes
- * with the message recorded (runtime/error.h). */
+ * with the message recorded (runtime/core/error.h). */
 #include <config.h>
 
 #include <limits.h>
@@ -33,10 +33,10 @@
 #include "codelets/conv2d.h"
 #include "codelets/convt2d.h"
 #include "codelets/cpu/halfrow.h"
-#include "runtime/choice.h"
-#include "runtime/error.h"
-#include "runtime/half.h"
-#include "runtime/scratch.h"
+#include "runtime/core/choice.h"
+#include "runtime/core/error.h"
+#include "runtime/core/half.h"
+#include "runtime/core/scratch.h"
 
 /* The backend choice (both builds). */
 static int backend_forced = -1; /* starnn_conv2d_cpu_backend_set, else -1 */
@@ -401,7 +401,7 @@ static struct dnnl_thread *thread_state(void)
 
 /* Reorder buffer i (0 a, 1 b, 2 out, 3 scratchpad, 4 a bias gradient; 5,
  * 6 and 8 convt_wgrad_gemm's D, Z and NHWC x; 7 wgrad_tiled's sum): the
- * worker thread's scratch (runtime/scratch.h). */
+ * worker thread's scratch (runtime/core/scratch.h). */
 static void *thread_buf(int i, size_t bytes)
 {
 	return starnn_scratch(STARNN_SCRATCH_DNNL + i, bytes);
@@ -436,7 +436,7 @@ static dnnl_data_type_t dnnl_dt(starnn_dtype dt)
 
 /* An activation [n, c, h, w] with samples ld elements apart: NCHW (cb 1),
  * NHWC (cb = c), or channels in blocks of cb (c a multiple of cb; oneDNN's
- * nChw8c / nChw16c for 8 / 16): runtime/tensor.h, oneDNN's blocked layouts
+ * nChw8c / nChw16c for 8 / 16): runtime/core/tensor.h, oneDNN's blocked layouts
  * with the samples' stride replaced (channel slices of a larger tensor). */
 static dnnl_status_t act_md(dnnl_memory_desc_t *md, size_t n, size_t c, size_t h, size_t w, size_t ld,
                             dnnl_data_type_t dt, size_t cb)
@@ -490,7 +490,7 @@ static dnnl_status_t wei_md(dnnl_memory_desc_t *md, int kind, size_t o, size_t c
 	return dnnl_memory_desc_init_by_strides(md, 4, dims, dt, strides);
 }
 
-/* The blocked weight layouts that runtime/tensor.h describes (fp32
+/* The blocked weight layouts that runtime/core/tensor.h describes (fp32
  * OIhw8i8o, OIhw8o8i, OIhw16i16o, OIhw16o16i: what the AVX2 and AVX-512
  * fp32 kernels take; bf16 in pairs, ABcd8b16a2b and ABcd8a16b2a: what the
  * AVX512-BF16 kernels take) and their oneDNN tags. */
@@ -639,7 +639,7 @@ static size_t md_bytes(const dnnl_memory_desc_t *md)
  * (NULL: the first), else the first one. oneDNN 2.6's AMX bf16 backward
  * weights convolution (jit:avx512_core_amx_bf16) computes wrong gradients
  * on 384x384 images and writes 3 KiB before its diff_weights buffer
- * (tools/bench-conv and tests/codelets/conv2d reproduce it), so bf16
+ * (tools/bench/conv and tests/codelets/conv2d reproduce it), so bf16
  * weight gradients of large images avoid it. */
 static dnnl_status_t pd_create(dnnl_primitive_desc_t *pd, const_dnnl_op_desc_t op_desc,
                                const_dnnl_primitive_attr_t attr, const_dnnl_primitive_desc_t hint, const char *avoid)
@@ -976,7 +976,7 @@ STARNN_TARGET_AVX512 static void up_spread16_avx512(size_t n, size_t o, size_t h
 #endif
 
 /* y[n, oc, 2i + a, 2j + b] = z[n, oc * 4 + a * 2 + b, i, j] + bias[oc] (no
- * bias: NULL), z in nChw{e->zb}c, y in e->yb's layout (runtime/tensor.h:
+ * bias: NULL), z in nChw{e->zb}c, y in e->yb's layout (runtime/core/tensor.h:
  * channels in blocks of B, NCHW for B = 1; a block plane starts where its
  * first channel's NCHW plane would) and e's dtype (bf16: the fp32 sum
  * rounded once), samples ldy apart. y is written row after row; each
@@ -1279,7 +1279,7 @@ static int wgrad_writes_oihw(const struct starnn_conv2d_geom *g, starnn_dtype dt
 
 static void deconv_layout(const dnnl_memory_desc_t *md, struct starnn_blocked_weights *L);
 
-/* The layout (runtime/tensor.h) of what the primitive of key reorders on
+/* The layout (runtime/core/tensor.h) of what the primitive of key reorders on
  * the weights' side: its output (out 1: a weight gradient) or its weights
  * input (0), recognised by take (pack_layout, deconv_layout); a 1x1
  * forward of a transposed convolution (up 1: its conv_build_up route
@@ -1402,7 +1402,7 @@ struct packed_ref {
 
 /* The weights of e's primitive in the whole blocked copy r->buf, from its
  * row r->row0: where the primitive's layout is the copy's (a blocked fp32
- * layout that runtime/tensor.h describes, its output-channel blocks
+ * layout that runtime/core/tensor.h describes, its output-channel blocks
  * outermost, so rows row0 .. row0 + o are contiguous blocks), row0 is on a
  * block boundary and the part ends on one or at the copy's last row; NULL
  * otherwise (then e reorders w itself). */
@@ -1721,7 +1721,7 @@ static int wgrad_nomem(const struct starnn_conv2d_geom *g)
 	                    g->n, g->c, g->o, g->h, g->w);
 }
 
-/* An activation [n, c, hw] in blocks of cb channels (runtime/tensor.h;
+/* An activation [n, c, hw] in blocks of cb channels (runtime/core/tensor.h;
  * cb <= 1: NCHW), samples ld apart, copied to dense NCHW. */
 static void to_nchw(const float *s, size_t n, size_t c, size_t hw, size_t ld, size_t cb, float *d)
 {
@@ -1955,7 +1955,7 @@ int starnn_conv2d_bwd_data_dnnl_packed(const struct starnn_conv2d_geom *g, starn
 /* fp32 weight gradients of oneDNN's kernel on images higher or wider than
  * FP32_WGRAD_TILE_MIN run in tiles of at most FP32_WGRAD_TILE output
  * pixels a side (wgrad_tiled): the tiles' rows stay in cache across the
- * kernel's passes over them. tools/bench-conv --wgrad (one thread, AVX-512
+ * kernel's passes over them. tools/bench/conv --wgrad (one thread, AVX-512
  * Xeon, 4 Dec 2026, against untiled): on the 384x384 UNet's 384x384 layers
  * 1.12-1.19x (1.52x on its first, 13 -> 32 channels), on its 192x192 ones
  * 0.97-1.11x; tiles of 64 or 96 pixels of the 128x128 UNet's 128x128
@@ -2045,7 +2045,7 @@ static int wgrad_tiled(const struct starnn_conv2d_geom *g, starnn_dtype dt, size
 	const size_t r = g->k / 2;
 	const size_t nr = (g->h + side - 1) / side, nc = (g->w + side - 1) / side;
 	const size_t th = (g->h + nr - 1) / nr, tw = (g->w + nc - 1) / nc;
-	/* a pixel's offset in a layout: NCHW one element, blocked cb (runtime/tensor.h) */
+	/* a pixel's offset in a layout: NCHW one element, blocked cb (runtime/core/tensor.h) */
 	const size_t xpix = g->xb > 1 ? g->xb : 1, ypix = g->yb > 1 ? g->yb : 1, es = dt == STARNN_FP32 ? 4 : 2;
 	/* the tiles' dw summed in the primitives' own layout where they all
 	 * have the same one (not the user's), then reordered into dw once:
@@ -2221,7 +2221,7 @@ extern dnnl_status_t dnnl_gemm_bf16bf16f32(char transa, char transb, dnnl_dim_t 
 /* Whether a transposed convolution's bf16 weight gradient runs as a GEMM
  * (convt_wgrad_gemm): wherever oneDNN has native bf16 (AMX; AVX512-BF16,
  * where oneDNN's bf16 deconvolution runs at 0.58-1.63x its fp32 one and
- * the GEMM at 1.19-1.85x, one thread, a Zen 4: tools/bench-conv
+ * the GEMM at 1.19-1.85x, one thread, a Zen 4: tools/bench/conv
  * --convt-bf16), x and dy NCHW, NHWC or blocked (nChw16c). */
 static int convt_wgrad_gemm_ok(size_t c, size_t o, size_t xb, size_t yb, starnn_dtype dt)
 {

@@ -17,7 +17,7 @@
 
 #include "codelets/convert.h"
 #include "codelets/cpu/simd.h"
-#include "runtime/tensor.h"
+#include "runtime/core/tensor.h"
 
 /* Elements widened at a time: 256 floats = 1 KiB per buffer. */
 #define STARNN_HALFROW_CHUNK 256
@@ -61,7 +61,7 @@ typedef uint16_t starnn_vh16 __attribute__((vector_size(32)));
 /* 16 bf16 values at p widened to fp32 (exact): each value becomes the high
  * half of its lane, by one shuffle with zeros. GCC 12 splits a 16-lane
  * __builtin_convertvector into two halves and a merge: the batch-norm apply
- * passes ran 1.09-1.17x faster with the shuffle (tools/bench-memops
+ * passes ran 1.09-1.17x faster with the shuffle (tools/bench/memops
  * --cblock 16). Code with intrinsics uses STARNN_BF16X16_WIDEN_PS. */
 typedef uint16_t starnn_vh32 __attribute__((vector_size(64)));
 #define STARNN_BF16X16_LANE(i) 16, i

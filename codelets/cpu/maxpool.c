@@ -13,7 +13,7 @@
 #include "codelets/cpu/halfrow.h"
 #include "codelets/cpu/simd.h"
 #include "codelets/maxpool.h"
-#include "runtime/half.h"
+#include "runtime/core/half.h"
 
 /* Windows per block of a 16-bit row: 2 * BLOCK input elements per row. */
 #define BLOCK (STARNN_HALFROW_CHUNK / 2)
@@ -39,7 +39,7 @@ STARNN_SIMD_INLINE float pick(float a, float b, float c, float d)
 
 /* ------------------------------------------------------------- the loops
  * One loop nest for both layouts: B lanes per pixel. Blocked data
- * (runtime/tensor.h: B = 8 or 16 for nChw8c / nChw16c, B = c for NHWC): the channels k0 .. k0 + B - 1 of a
+ * (runtime/core/tensor.h: B = 8 or 16 for nChw8c / nChw16c, B = c for NHWC): the channels k0 .. k0 + B - 1 of a
  * sample are one block plane [h][w][B] (output [h/2][w/2][B]) that starts
  * where channel k0's NCHW plane would; element (row, col, lane) at
  * (row * w + col) * B + lane; the loops over lanes vectorise. NCHW data is

@@ -12,7 +12,7 @@
 #include <string.h>
 
 #include "models/sevir/internal.h"
-#include "runtime/error.h"
+#include "runtime/core/error.h"
 
 /* Parses one CSV record at *pos in place (fields NUL-terminated, quotes
  * removed, "" unescaped). Returns the number of fields (0 at the end);

@@ -15,7 +15,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "runtime/tensor.h"
+#include "runtime/core/tensor.h"
 
 struct ckpt_entry {
 	const char *path;        /* dataset path, '/'-separated */

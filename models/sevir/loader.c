@@ -9,7 +9,7 @@
 #include <string.h>
 
 #include "models/sevir/internal.h"
-#include "runtime/error.h"
+#include "runtime/core/error.h"
 
 static uint64_t epoch_seed(uint64_t seed, int64_t epoch)
 {

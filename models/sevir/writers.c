@@ -16,7 +16,7 @@
 #include <hdf5.h>
 
 #include "models/sevir/internal.h"
-#include "runtime/error.h"
+#include "runtime/core/error.h"
 
 struct tmpfile {
 	char *path, *tmp;

@@ -1,4 +1,4 @@
-/* Blocked activation layouts (runtime/tensor.h: nChw8c / nChw16c, other
+/* Blocked activation layouts (runtime/core/tensor.h: nChw8c / nChw16c, other
  * blocks of a multiple of 8 channels, NHWC as one block of all), the
  * operations that take them checked against the same operations on NCHW
  * data (themselves checked against naive loops, finite differences and
@@ -37,7 +37,7 @@
 #include "codelets/maxpool.h"
 #include "codelets/mse.h"
 #include "codelets/relu.h"
-#include "runtime/half.h"
+#include "runtime/core/half.h"
 #include "tests/testlib.h"
 #include "tests/codelets/simdcheck.h"
 

@@ -31,7 +31,7 @@
 #include "codelets/copy.h"
 #include "codelets/sgd.h"
 #include "codelets/cpu/simd.h"
-#include "runtime/half.h"
+#include "runtime/core/half.h"
 #include "tests/testlib.h"
 #include "tests/codelets/halfcheck.h"
 
@@ -1213,7 +1213,7 @@ static void dnnl_bf16_wgrad_large(size_t n, size_t c, size_t o, size_t h, size_t
 	free(x), free(dy), free(hx), free(hdy), free(dw), free(dw16), free(db), free(db16);
 }
 
-/* A 4-D tensor of dt in layout cb (runtime/tensor.h) holding v (rounded
+/* A 4-D tensor of dt in layout cb (runtime/core/tensor.h) holding v (rounded
  * to dt; NULL: zeros). */
 static starnn_tensor *tensor4_layout(const char *name, starnn_dtype dt, size_t a, size_t b, size_t c, size_t d, int cb,
                                      const float *v)
@@ -1249,7 +1249,7 @@ static void same_bits(const char *what, starnn_tensor *a, starnn_tensor *b)
  * in layouts xb, yb. Where the CPU widens 16-bit passes to fp32 (fp16;
  * bf16 without native kernels) the packed copies hold the widened weights,
  * and the convert from the masters writes those in a layout that
- * runtime/tensor.h describes (up to two: codelets/copy.h) as it rounds:
+ * runtime/core/tensor.h describes (up to two: codelets/copy.h) as it rounds:
  * their passes need no pack task in round 2. */
 /* Sliced weights: a forward at batch 1 splits over output channels (row
  * parts of w); with packing on, the parts read slices of one whole blocked
@@ -1502,7 +1502,7 @@ static void pack_layouts_bf16(void)
 	printf("packed bf16 weights: %d of the passes in a layout the optimizers write\n", named);
 }
 
-/* The weight gradient in its kernel's own layout (runtime/tensor.h: wl):
+/* The weight gradient in its kernel's own layout (runtime/core/tensor.h: wl):
  * a dw not yet written takes, at its first weight-gradient pass, the layout
  * starnn_conv2d_dnnl_dw_layout names (none: OIHW) and holds, read back,
  * the same bits as the pass into a dw kept OIHW, written anew and

@@ -754,7 +754,7 @@ static void cuda_half_switch(void)
 	free(saved);
 }
 
-/* The weight gradient in oneDNN's deconvolution layout (runtime/tensor.h:
+/* The weight gradient in oneDNN's deconvolution layout (runtime/core/tensor.h:
  * wl; codelets/convt2d.h): a dw not yet written takes the layout
  * starnn_convt2d_dnnl_dw_layout names (a layout of PyTorch's [c, o, 2, 2],
  * IOhw16o16i on AVX-512) and holds, read back, the bits of the same pass
@@ -1007,7 +1007,7 @@ static void bwd_data_copies(starnn_dtype dt, int64_t n)
 }
 
 /* The same for the forward, whose copy is in the layout of its 1x1
- * convolution [4o, c] (a layout of w's transpose: runtime/tensor.h trans),
+ * convolution [4o, c] (a layout of w's transpose: runtime/core/tensor.h trans),
  * its channel parts at batch 1 reading slices of output channels. */
 static void fwd_copies(starnn_dtype dt, int64_t n)
 {

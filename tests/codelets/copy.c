@@ -21,7 +21,7 @@
 #include "codelets/copy.h"
 #include "codelets/fill.h"
 #include "codelets/sgd.h"
-#include "runtime/half.h"
+#include "runtime/core/half.h"
 #include "tests/testlib.h"
 
 static uint64_t bits_state = 0x243f6a8885a308d3ull;
@@ -256,7 +256,7 @@ static void expect_einval(int rc, const char *what, const char *needle)
 	            "%s: expected STARNN_EINVAL saying '%s', got %d: %s", what, needle, rc, starnn_last_error());
 }
 
-/* Layouts of the transpose (runtime/tensor.h trans: a transposed
+/* Layouts of the transpose (runtime/core/tensor.h trans: a transposed
  * convolution's forward weights [4o, c] kept from PyTorch's [c, o, 2, 2]):
  * element (q, c) of the layout is row c, column q of the tensor, rows put
  * whole and in parts split at odd rows and columns, fp32 and bf16 pairs,
@@ -522,7 +522,7 @@ static void copies_before(const struct test_copies *tc, int unread, unsigned cha
 	}
 }
 
-/* A gradient shaped [O, I, 3, 3] in layout G (runtime/tensor.h: wl, as
+/* A gradient shaped [O, I, 3, 3] in layout G (runtime/core/tensor.h: wl, as
  * conv2d's weight-gradient tasks write it), or g itself where G is NULL. */
 static starnn_tensor *grad_in(starnn_tensor *g, const struct starnn_blocked_weights *G)
 {
@@ -616,7 +616,7 @@ static void updates_with_copies(enum opt op, int ncopies, int64_t O, int64_t I, 
 /* The 16-bit copy of master weights (fp32 -> fp16 / bf16 convert) keeping
  * fp32 copies of its values current (conv2d's packed weights where 16-bit
  * passes are widened): y bit for bit the plain convert's, each copy the
- * rounded values widened (runtime/half.h) in its layout, a copy not read
+ * rounded values widened (runtime/core/half.h) in its layout, a copy not read
  * since the last write left alone. */
 static void narrows_with_copies(starnn_dtype dt, int ncopies, int64_t O, int64_t I)
 {

@@ -1,7 +1,7 @@
 /* blocks: one UNet encoder block and one decoder block, forward and backward
  * in training mode, built from starnn's operations as task graphs, against
  * PyTorch on the same weights and inputs (tests/data/blocks/{encoder,decoder}.bin, made by
- * tools/ref-blocks.py with torch 1.13; this test needs no torch).
+ * tools/ref/blocks.py with torch 1.13; this test needs no torch).
  *
  *   encoder: x [3,5,11,14] -> conv3x3(5->7) -> BN+ReLU -> conv3x3(7->7)
  *            -> BN+ReLU = skip -> maxpool 2x2 = pool [3,7,5,7]
@@ -33,7 +33,7 @@
  *   BN running statistics:                 <= 1.2e-7
  *   conv / convt weight gradients:         <= 2.7e-5
  *   biases (zero-gradient noise):          <= 3.9e-5
- * tools/ref-blocks.py --fp64 shows that this is float32 rounding shared by
+ * tools/ref/blocks.py --fp64 shows that this is float32 rounding shared by
  * both sides: against float64 results, starnn's weight gradients are off by
  * <= 1.9e-5 and torch's float32 ones by <= 2.0e-5. So TOL leaves a margin
  * of ~4x on the weight gradients and >= 15x elsewhere, while a formula or
@@ -84,7 +84,7 @@ static void ref_fail(const struct ref *r, const char *what)
 	exit(1);
 }
 
-/* The format of tools/ref-blocks.py: "starnn-ref 1", "# comment", one line
+/* The format of tools/ref/blocks.py: "starnn-ref 1", "# comment", one line
  * "name ndim d0 .. dk" per tensor, "end", then the float32 data (little-
  * endian, as this host: checked by the first magnitudes being sane). */
 static void ref_load(struct ref *r, const char *dir, const char *file)

@@ -2,7 +2,7 @@
  * squares (float64, in storage order) of every float32 dataset of an HDF5
  * file, visited recursively, or of the named datasets only:
  *   h5sum FILE [DATASET...]    prints "<count> <sum> <sum of squares>" (%.17g)
- * tools/ref-unet-train.py records the same figures for the files it was run
+ * tools/ref/unet-train.py records the same figures for the files it was run
  * on, so that the test can tell generated inputs that changed (a new
  * generator or initialisation) from numerics that changed.
  * Exit status 0 on success, 1 otherwise (with a message). */

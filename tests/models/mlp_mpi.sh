@@ -1,10 +1,10 @@
 #!/bin/bash
-# models/mlp under mpirun (data-distributed, runtime/dist.h), one CPU
+# models/mlp under mpirun (data-distributed, runtime/train/dist.h), one CPU
 # worker per rank: the losses of 20 steps (all their digits,
 # STARNN_MLP_EXACT=1) and the validation MSE equal, bit for bit, those of
 # one rank with the same global batch and the same total number of
 # micro-batches (the all-reduce sums in the order of the micro-batch
-# tree, runtime/dist.h), also with the gradients cut into chunks. Then the faults: a global batch smaller than the
+# tree, runtime/train/dist.h), also with the gradients cut into chunks. Then the faults: a global batch smaller than the
 # ranks, ranks started with other options, a rank killed. Skips (77)
 # without StarPU-MPI or without mpirun.
 set -u

@@ -17,7 +17,7 @@
 # and 134 / 169, ratios from 0.57 to 2.04; their mean losses over steps
 # 301-400 gave ratios of 1.064, 1.012, 1.005 and 1.003 (0.0939 / 0.0883,
 # 0.0915 / 0.0904, 0.0872 / 0.0868, 0.0894 / 0.0891). The full 1200-step
-# recipe on 2 ranks compares them closer (tools/bench-wire --quality).
+# recipe on 2 ranks compares them closer (tools/bench/wire --quality).
 # Skips in the sanitizer build (two trainings of a minute each would take
 # a quarter of an hour there; the code is checked there by
 # tests/models/unet_mpi_shard.sh), and with STARNN_TEST_QUALITY=off (CI's

@@ -1,5 +1,5 @@
 #!/bin/bash
-# models/unet train under mpirun -np 2 (data-distributed, runtime/dist.h),
+# models/unet train under mpirun -np 2 (data-distributed, runtime/train/dist.h),
 # one CPU worker per rank, against one rank with the same global batch and
 # the same total number of micro-batches (2 x 1 against 1 x 2):
 #   - BatchNorm statistics over all ranks (the default): every step's loss

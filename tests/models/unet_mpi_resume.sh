@@ -1,5 +1,5 @@
 #!/bin/bash
-# models/unet train --resume across rank counts (runtime/dist.h): with the
+# models/unet train --resume across rank counts (runtime/train/dist.h): with the
 # same global batch and the same total number of micro-batches (1 rank x 2
 # against 2 ranks x 1),
 #   - 6 steps on 1 rank, then resumed on 2 ranks up to step 12, and

@@ -1,5 +1,5 @@
 #!/bin/bash
-# models/unet train --shard-optimizer (runtime/dist.h, the parameter-owner
+# models/unet train --shard-optimizer (runtime/train/dist.h, the parameter-owner
 # mode) and --wire-weights (Study 2's weight compression on the rank edge):
 #   - sharded, fp32 weights: 2 ranks give the same 12 losses as the plain
 #     all-reduce (gradients reduced to each owner in the same order: a sum

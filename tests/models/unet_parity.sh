@@ -10,7 +10,7 @@
 # (tools/sevir-synth prepared --seed 7) and the init checkpoint
 # (models/unet train --steps 0 --checkpoint) are generated here, twice each to
 # check that they are deterministic; only the reference losses are committed:
-# tests/data/unet/sgd20.txt, written by tools/ref-unet-train.py (PyTorch in
+# tests/data/unet/sgd20.txt, written by tools/ref/unet-train.py (PyTorch in
 # float64 from the same checkpoint and file; batch norm in training mode over
 # the whole batch, MSE mean, torch.optim.SGD). It also records count, sum
 # and sum of squares of the init weights and of the data, which are compared
@@ -63,7 +63,7 @@ i1=$("$h5sum" "$tmp/init1.h5") && i2=$("$h5sum" "$tmp/init2.h5") || fail "h5sum 
 prep=$tmp/prep1.h5 init=$tmp/init1.h5
 
 if [ "${UNET_PARITY_WRITE:-}" = 1 ]; then
-	/usr/bin/python3 "$src/tools/ref-unet-train.py" --init "$init" --data "$prep" --steps $STEPS --batch $BATCH \
+	/usr/bin/python3 "$src/tools/ref/unet-train.py" --init "$init" --data "$prep" --steps $STEPS --batch $BATCH \
 		--lr $LR --momentum $MOMENTUM --write "$ref" \
 		--command "models/unet train --data PREP.h5 $C --micro-batches 2 --init INIT.h5 --steps $STEPS" ||
 		exit 1

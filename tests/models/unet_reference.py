@@ -5,7 +5,7 @@ The test, run with UNET_DUMP=DIR, writes the parameters of its tiny UNets
 (depth 1: f 2, 8x8; depth 2: f 2, 16x16; 3 -> 2 frames; batch 2), their
 gradients from starnn, x, y and the prediction as raw fp32 files
 DIR/d<depth>.<path>.bin. This script builds the same network with
-torch.nn.functional in float64 (tools/unet_ref.py) (training-mode batch norm, eps 1e-5), and
+torch.nn.functional in float64 (tools/ref/unet_ref.py) (training-mode batch norm, eps 1e-5), and
   - prints the largest gradient differences (checking starnn directly), and
   - with --write FILE, writes the reference the test compares against:
     per depth the loss, then for every parameter tensor a few elements
@@ -22,8 +22,8 @@ from array import array
 import torch
 import torch.nn.functional as F
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "tools"))
-from unet_ref import forward, param_shapes  # noqa: E402  (tools/unet_ref.py: the network)
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "tools", "ref"))
+from unet_ref import forward, param_shapes  # noqa: E402  (tools/ref/unet_ref.py: the network)
 
 CONFIGS = {1: dict(f=2, size=8), 2: dict(f=2, size=16)}
 IN, OUT, B = 3, 2, 2

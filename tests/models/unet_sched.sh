@@ -5,7 +5,7 @@
 # default one, bit for bit (same graph, same kernels, same summation order);
 # so must the default policy with priorities off (STARNN_PRIORITIES).
 # modular-heteroprio-heft runs where StarPU has the fix of
-# tools/starpu-patches/0002 (see below), on uncalibrated models too.
+# tools/dev/starpu-patches/0002 (see below), on uncalibrated models too.
 set -u
 B=${top_builddir:-.}
 unet=$B/models/unet
@@ -78,7 +78,7 @@ ref=$(unset STARPU_SCHED; run)
 # measurements as errors, not samples (beside three busy loops it kept 8 of
 # a packing task's 12, and 6 of 6 runs stalled; CI's sanitizer stage and a
 # plain build beside a busy fuzzer stalled 3 of 3 tries). The StarPU of
-# tools/build-starpu is patched (tools/starpu-patches/0002: such a task goes
+# tools/build-starpu is patched (tools/dev/starpu-patches/0002: such a task goes
 # to the worker free first, where it is measured) and says so in the
 # policy's description: there the policy runs, and also from no models at
 # all; without the fix it is skipped, and starnn must warn at start-up.
@@ -89,7 +89,7 @@ cp -r "$home/calibrated" "$home/none" && rm -rf "$home/none/sampling/codelets"
 status=0
 for p in $policies; do
 	if [ "$p" = modular-heteroprio-heft ] && [ $heteroprio_fixed = 0 ]; then
-		echo "skip $p: this StarPU lacks the fix of tools/starpu-patches/0002 (runs stall on uncalibrated tasks)"
+		echo "skip $p: this StarPU lacks the fix of tools/dev/starpu-patches/0002 (runs stall on uncalibrated tasks)"
 		warn=$(STARPU_SCHED=$p STARPU_NCPU=2 STARPU_NCUDA=0 timeout -k 5 60 "$unet" train $args --steps 0 \
 			--checkpoint "$home/init.h5" 2>&1)
 		if echo "$warn" | grep -q "starnn: warning: this StarPU's modular-heteroprio-heft never schedules"; then
@@ -128,7 +128,7 @@ for p in $policies; do
 		status=1
 	fi
 done
-# Priorities (runtime/submit.h: the parameter side after the activations)
+# Priorities (runtime/core/submit.h: the parameter side after the activations)
 # change the order tasks run in, never the losses; off, every task has
 # priority 0. An unknown value is refused at start-up.
 got=$(unset STARPU_SCHED; STARNN_PRIORITIES=off run)

@@ -15,7 +15,7 @@
 #include <config.h>
 
 #include "codelets/wire.h"
-#include "runtime/dist.h"
+#include "runtime/train/dist.h"
 #include "tests/testlib.h"
 
 static float value(int rank, size_t i, int round)

@@ -2,7 +2,7 @@
 # tests/runtime/allreduce under mpirun with 2, 3 and 4 ranks (one CPU
 # worker each, oversubscribed on this 2-core machine), then alone (one
 # rank). Skips (77) without StarPU-MPI or without mpirun. --bind-to none:
-# starnn gives the ranks their cores itself (runtime/dist.c).
+# starnn gives the ranks their cores itself (runtime/train/dist.c).
 set -u
 bin=${top_builddir:-.}/tests/runtime/allreduce
 "$bin" --has-mpi || { echo "SKIP: starnn was built without StarPU-MPI"; exit 77; }

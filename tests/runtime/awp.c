@@ -4,7 +4,7 @@
  * Host logic only (no tasks). */
 #include <math.h>
 
-#include "runtime/awp.h"
+#include "runtime/train/awp.h"
 #include "tests/testlib.h"
 
 /* Feeds norms[0..n) and returns, for each observation, the width after it. */
@@ -150,7 +150,7 @@ static void options(void)
 	 * location that starnn_last_error() starts with. */
 	starnn_awp_option("--awp-interval", "0", &c);
 	const char *full = starnn_last_error(), *msg = starnn_error_message();
-	const char *where = strstr(full, "awp.c:"); /* runtime/awp.c, ../../runtime/awp.c in a VPATH build */
+	const char *where = strstr(full, "awp.c:"); /* runtime/train/awp.c, ../../runtime/awp.c in a VPATH build */
 	TEST_ASSERT(where && where < msg && strncmp(msg, "--awp-interval", 14) == 0 &&
 	                strcmp(strstr(full, ": ") + 2, msg) == 0,
 	            "starnn_error_message() is '%s' without its location: '%s'", full, msg);

@@ -1,4 +1,4 @@
-/* Energy meters (runtime/energy.c):
+/* Energy meters (runtime/train/energy.c):
  *  - RAPL on powercap fixture trees in the sysfs layout (STARNN_POWERCAP_ROOT):
  *    two packages, core and dram subzones, a psys zone, the top-level
  *    links to subzones; counters rewritten (temp + rename) with known

@@ -7,8 +7,8 @@
  * the error paths. */
 #include "codelets/amp.h"
 #include "codelets/axpy.h"
-#include "runtime/half.h"
-#include "runtime/params.h"
+#include "runtime/core/half.h"
+#include "runtime/train/params.h"
 #include "tests/testlib.h"
 
 #define COLS 6
@@ -300,7 +300,7 @@ static void compute_copies(void)
 	TEST_ASSERT(strcmp(w->compute->name, "conv.weight.h") == 0 && strcmp(w->grad[0]->name, "conv.weight.grad0") == 0 &&
 	                    strcmp(w->state[1]->name, "conv.weight.exp_avg_sq") == 0,
 	            "tensor names %s %s %s", w->compute->name, w->grad[0]->name, w->state[1]->name);
-	/* the parameter side's tasks run after the activations' (runtime/submit.h) */
+	/* the parameter side's tasks run after the activations' (runtime/core/submit.h) */
 	TEST_ASSERT(w->master->priority == STARNN_PRIO_PARAM && w->grad[0]->priority == STARNN_PRIO_PARAM &&
 	                    w->state[0]->priority == STARNN_PRIO_PARAM && w->state[1]->priority == STARNN_PRIO_PARAM &&
 	                    b->master->priority == STARNN_PRIO_PARAM,

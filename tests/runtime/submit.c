@@ -33,8 +33,8 @@
 #include "codelets/gemm.h"
 #include "codelets/mse.h"
 #include "codelets/relu.h"
-#include "runtime/calibrate.h"
-#include "runtime/codelet.h"
+#include "runtime/train/calibrate.h"
+#include "runtime/core/codelet.h"
 #include "tests/testlib.h"
 
 /* ------------------------------------------------------------ the probe */

@@ -1,0 +1,172 @@
+#include <config.h>
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <starpu.h>
+
+#include "runtime/core/codelet.h"
+#include "runtime/starnn.h"
+
+#ifdef HAVE_OPENBLAS_SET_NUM_THREADS
+void openblas_set_num_threads(int);
+#endif
+
+static char summary[256];
+
+static int split_streams = 1;
+static int split_width_env; /* STARNN_SPLIT_WIDTH, 0: not set */
+
+void starnn_set_streams(int streams)
+{
+	split_streams = streams < 1 ? 1 : streams;
+}
+
+int starnn_split_width(void)
+{
+	if (split_width_env)
+		return split_width_env;
+	int nw = (int)starpu_worker_get_count();
+	int w = (nw + split_streams - 1) / split_streams;
+	return w < 1 ? 1 : w;
+}
+
+void starnn_config_init(struct starnn_config *cfg)
+{
+	memset(cfg, 0, sizeof *cfg);
+	cfg->ncpus = -1;
+	cfg->ncuda = -1;
+}
+
+int starnn_init(const struct starnn_config *user_cfg)
+{
+	struct starnn_config cfg;
+	struct starpu_conf conf;
+
+	if (starpu_is_initialized())
+		return starnn_error(STARNN_ESTATE, "starnn_init: already initialised");
+	if (user_cfg)
+		cfg = *user_cfg;
+	else
+		starnn_config_init(&cfg);
+	const char *sw = getenv("STARNN_SPLIT_WIDTH");
+	split_width_env = 0;
+	split_streams = 1;
+	if (sw && *sw) {
+		char *end;
+		long v = strtol(sw, &end, 10);
+		if (*end != '\0' || v < 1 || v > 4096)
+			return starnn_error(STARNN_EINVAL, "STARNN_SPLIT_WIDTH='%s': expected a task count per operation in 1..4096",
+			                    sw);
+		split_width_env = (int)v;
+	}
+	STARNN_CHECK(starnn_priorities_check());
+
+	/* StarPU counts a measurement more than STARPU_HISTORY_MAX_ERROR percent
+	 * (default 50) away from a history entry's mean as an error, and once
+	 * errors outnumber samples it empties the entry: the model is
+	 * uncalibrated again. Tasks of a few microseconds vary that much on a
+	 * busy machine, and StarPU 1.3.10's modular-heteroprio-heft then stops
+	 * scheduling altogether (a task without an estimate is never handed to
+	 * a worker). A wider default keeps the entries; the user's setting wins. */
+	setenv("STARPU_HISTORY_MAX_ERROR", "1000", 0);
+	/* Under mpirun: MPI, local ranks and core binding before StarPU reads
+	 * its variables. */
+	int mpi = 0;
+	STARNN_CHECK(starnn_dist_setup(cfg.config_hash, &mpi));
+	starpu_conf_init(&conf);
+	/* Environment variables keep precedence over these (StarPU's rule). */
+	conf.ncpus = cfg.ncpus;
+	conf.ncuda = cfg.ncuda;
+	conf.nopencl = 0;
+	conf.nmic = 0;
+	conf.nmpi_ms = 0;
+	if (cfg.sched)
+		conf.sched_policy_name = cfg.sched;
+
+#ifdef HAVE_OPENBLAS_SET_NUM_THREADS
+	/* StarPU runs one task per core: a BLAS call must not spawn threads. */
+	openblas_set_num_threads(1);
+#endif
+	/* Tensor storage (starpu_malloc) on 64-byte boundaries, a cache line:
+	 * the kernels' 64-byte vector loads and stores then never straddle two
+	 * lines (glibc's malloc gives 16). */
+	starpu_malloc_set_align(STARNN_TENSOR_ALIGN);
+	int rc = mpi ? starnn_dist_start(&conf) : starpu_init(&conf);
+	if (rc)
+		starnn_dist_finish();
+	if (rc == -ENODEV)
+		return starnn_error(STARNN_ENODEV, "starpu_init: no worker available (check STARPU_NCPU / STARPU_NCUDA)");
+	if (rc)
+		return starnn_error(STARNN_ESTARPU, "%s failed (%d)", mpi ? "starpu_mpi_init_conf" : "starpu_init", rc);
+#ifdef STARNN_USE_CUDA
+	if (starpu_cuda_worker_get_count() > 0) {
+		starpu_cublas_init();
+		starnn_cudnn_init();
+	}
+#endif
+	struct starpu_sched_policy *policy = starpu_sched_ctx_get_sched_policy(0);
+	starnn_priorities_range(starpu_sched_get_min_priority(), starpu_sched_get_max_priority());
+	/* StarPU 1.3.10's modular-heteroprio-heft never hands a task without an
+	 * estimate (a footprint its history-based model has fewer than
+	 * STARPU_CALIBRATE_MINIMUM measurements of) to a worker: the workers
+	 * spin and the run stalls at the first such task. The StarPU that
+	 * tools/build-starpu makes is patched (tools/dev/starpu-patches/0002) and
+	 * says so in the policy's description. */
+	if (policy && policy->policy_name && !strcmp(policy->policy_name, "modular-heteroprio-heft") &&
+	    !(policy->policy_description && strstr(policy->policy_description, "schedules uncalibrated tasks")))
+		fprintf(stderr, "starnn: warning: this StarPU's modular-heteroprio-heft never schedules a task whose "
+		                "performance model is not calibrated for its size, and the run stalls there: calibrate "
+		                "the models under dmda first (README: Calibrating the performance models), or use a "
+		                "StarPU built by tools/build-starpu, which has the fix\n");
+	const char *core = starnn_blas_core();
+	snprintf(summary, sizeof summary, "StarPU %d.%d.%d, scheduler %s, %d CPU worker(s), %d CUDA worker(s)%s%s",
+	         STARPU_MAJOR_VERSION, STARPU_MINOR_VERSION, STARPU_RELEASE_VERSION, policy ? policy->policy_name : "?",
+	         starpu_cpu_worker_get_count(), starpu_cuda_worker_get_count(), core ? ", OpenBLAS " : "",
+	         core ? core : "");
+	if (!cfg.quiet && !getenv("STARNN_QUIET")) {
+		if (starnn_dist_active())
+			fprintf(stderr, "starnn: %s: %s\n", starnn_dist_summary(), summary);
+		else
+			fprintf(stderr, "starnn: %s\n", summary);
+	}
+	return 0;
+}
+
+int starnn_shutdown(void)
+{
+	if (!starpu_is_initialized())
+		return starnn_error(STARNN_ESTATE, "starnn_shutdown: not initialised");
+	starpu_task_wait_for_all();
+	/* StarPU-MPI 1.3 stops StarPU itself when it started it. */
+	int mpi = starnn_dist_active();
+#ifdef STARNN_USE_CUDA
+	if (starpu_cuda_worker_get_count() > 0) {
+		starnn_cudnn_shutdown();
+		starpu_cublas_shutdown();
+	}
+#endif
+	if (mpi)
+		starnn_dist_stop();
+	else
+		starpu_shutdown();
+	starnn_submit_shutdown();
+	starnn_dist_finish();
+	return starnn_take_deferred_error();
+}
+
+int starnn_ncpu_workers(void)
+{
+	return (int)starpu_cpu_worker_get_count();
+}
+
+int starnn_ncuda_workers(void)
+{
+	return (int)starpu_cuda_worker_get_count();
+}
+
+const char *starnn_runtime_summary(void)
+{
+	return summary;
+}

@@ -1,0 +1,450 @@
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "runtime/core/choice.h"
+#include "runtime/core/submit.h"
+
+static _Thread_local int placement = STARNN_ANYWHERE;
+static _Thread_local uint32_t where_mask;
+static starnn_edge_fn edge_hook;
+static void *edge_ctx;
+/* Models submit from their main thread and loader threads alike (a
+ * mutex: _Atomic double would need libatomic for its compound add). */
+static double submitted_flops;
+static pthread_mutex_t flops_lock = PTHREAD_MUTEX_INITIALIZER;
+
+/* Capture (starnn_capture_begin): the records, under capture_lock;
+ * capture_on is read at every submission, hence atomic. */
+static atomic_int capture_on;
+static pthread_mutex_t capture_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct starnn_captured_task *captured;
+static int ncaptured, captured_cap, capture_failed;
+
+/* ------------------------------------------------------------ interning */
+
+char *starnn_trace_name(const char *name, char *out, size_t size)
+{
+	size_t n = 0;
+	for (const unsigned char *c = (const unsigned char *)name; *c && n + 1 < size; c++) {
+		/* Quotes would open a Paje string field; a backslash is an escape
+		 * in some readers. Dropping them keeps the name one token. */
+		if (*c == '"' || *c == '\'' || *c == '\\')
+			continue;
+		out[n++] = *c <= ' ' || *c >= 0x7f ? '_' : (char)*c;
+	}
+	out[n] = '\0';
+	if (n == 0) /* an empty field would shift the others */
+		snprintf(out, size, "task");
+	return out;
+}
+
+/* A chained hash set: task names are looked up at every submission. */
+#define INTERN_BUCKETS 1024
+struct interned {
+	struct interned *next;
+	char s[];
+};
+static struct interned *interned[INTERN_BUCKETS];
+static pthread_mutex_t intern_lock = PTHREAD_MUTEX_INITIALIZER;
+
+const char *starnn_intern(const char *name)
+{
+	/* Sanitised before hashing, so names that differ only in characters a
+	 * trace cannot hold share one copy. */
+	char s[STARNN_NAME_MAX + 64];
+	starnn_trace_name(name, s, sizeof s);
+	uint32_t h = 2166136261u; /* FNV-1a */
+	for (const char *c = s; *c; c++)
+		h = (h ^ (unsigned char)*c) * 16777619u;
+	struct interned **bucket = &interned[h % INTERN_BUCKETS];
+	const char *found = NULL;
+	pthread_mutex_lock(&intern_lock);
+	for (struct interned *i = *bucket; i; i = i->next)
+		if (strcmp(i->s, s) == 0) {
+			found = i->s;
+			break;
+		}
+	if (!found) {
+		size_t n = strlen(s) + 1;
+		struct interned *i = malloc(sizeof *i + n);
+		if (i) {
+			memcpy(i->s, s, n);
+			i->next = *bucket;
+			*bucket = i;
+			found = i->s;
+		}
+	}
+	pthread_mutex_unlock(&intern_lock);
+	return found;
+}
+
+void starnn_submit_shutdown(void)
+{
+	pthread_mutex_lock(&intern_lock);
+	for (int b = 0; b < INTERN_BUCKETS; b++)
+		while (interned[b]) {
+			struct interned *next = interned[b]->next;
+			free(interned[b]);
+			interned[b] = next;
+		}
+	pthread_mutex_unlock(&intern_lock);
+	edge_hook = NULL;
+	edge_ctx = NULL;
+	pthread_mutex_lock(&capture_lock);
+	atomic_store(&capture_on, 0);
+	starnn_capture_free(captured, ncaptured);
+	captured = NULL;
+	ncaptured = captured_cap = capture_failed = 0;
+	pthread_mutex_unlock(&capture_lock);
+	pthread_mutex_lock(&flops_lock);
+	submitted_flops = 0.0;
+	pthread_mutex_unlock(&flops_lock);
+}
+
+double starnn_submitted_flops(void)
+{
+	pthread_mutex_lock(&flops_lock);
+	double f = submitted_flops;
+	pthread_mutex_unlock(&flops_lock);
+	return f;
+}
+
+/* The default count of a task (see struct starnn_task_desc): one operation
+ * per element of its largest buffer. The buffers' shapes are part of every
+ * starnn footprint, so tasks of one footprint get one count. */
+static double default_flops(starnn_tensor *const *tensors, int nbuffers)
+{
+	size_t most = 0;
+	for (int i = 0; i < nbuffers; i++) {
+		size_t n = tensors[i]->rows * tensors[i]->cols;
+		if (n > most)
+			most = n;
+	}
+	return (double)most;
+}
+
+/* ---------------------------------------------------------------- capture */
+
+int starnn_capture_begin(void)
+{
+	pthread_mutex_lock(&capture_lock);
+	int was = atomic_exchange(&capture_on, 1);
+	pthread_mutex_unlock(&capture_lock);
+	if (was)
+		return starnn_error(STARNN_ESTATE, "starnn_capture_begin: a capture is already on");
+	return 0;
+}
+
+int starnn_capture_end(struct starnn_captured_task **tasks, int *n)
+{
+	*tasks = NULL;
+	*n = 0;
+	pthread_mutex_lock(&capture_lock);
+	int was = atomic_exchange(&capture_on, 0);
+	struct starnn_captured_task *t = captured;
+	int count = ncaptured, failed = capture_failed;
+	captured = NULL;
+	ncaptured = captured_cap = capture_failed = 0;
+	pthread_mutex_unlock(&capture_lock);
+	if (!was)
+		return starnn_error(STARNN_ESTATE, "starnn_capture_end: no capture is on");
+	if (failed) {
+		starnn_capture_free(t, count);
+		return starnn_error(STARNN_ENOMEM, "starnn_capture_end: out of memory while recording the tasks");
+	}
+	*tasks = t;
+	*n = count;
+	return 0;
+}
+
+void starnn_capture_free(struct starnn_captured_task *tasks, int n)
+{
+	for (int i = 0; tasks && i < n; i++)
+		free(tasks[i].args);
+	free(tasks);
+}
+
+/* Records a task just submitted (footprint computed before submission:
+ * the task may be gone now). A (codelet, footprint) seen before only
+ * counts; a few hundred records per training step, so a linear search. */
+static void capture_record(const struct starnn_task_desc *d, starnn_tensor *const *tensors, uint32_t footprint,
+                           double flops, const char *name)
+{
+	const struct starpu_codelet *cl = d->cl;
+	pthread_mutex_lock(&capture_lock);
+	if (!atomic_load(&capture_on) || capture_failed)
+		goto out;
+	for (int i = 0; i < ncaptured; i++)
+		if (captured[i].cl == cl && captured[i].footprint == footprint) {
+			captured[i].count++;
+			goto out;
+		}
+	if (ncaptured == captured_cap) {
+		int cap = captured_cap ? 2 * captured_cap : 64;
+		struct starnn_captured_task *t = realloc(captured, (size_t)cap * sizeof *t);
+		if (!t) {
+			capture_failed = 1;
+			goto out;
+		}
+		captured = t;
+		captured_cap = cap;
+	}
+	struct starnn_captured_task *r = &captured[ncaptured];
+	memset(r, 0, sizeof *r);
+	if (d->args_size) {
+		r->args = malloc(d->args_size);
+		if (!r->args) {
+			capture_failed = 1;
+			goto out;
+		}
+		memcpy(r->args, d->args, d->args_size);
+	}
+	r->cl = (struct starpu_codelet *)cl;
+	r->args_size = d->args_size;
+	r->nbuffers = cl->nbuffers;
+	for (int i = 0; i < cl->nbuffers; i++) {
+		struct starnn_captured_buffer *b = &r->buf[i];
+		b->rows = tensors[i]->rows, b->cols = tensors[i]->cols, b->ld = tensors[i]->ld;
+		b->dtype = tensors[i]->dtype;
+		b->mode = cl->modes[i];
+		b->tensor = tensors[i];
+	}
+	r->flops = flops;
+	r->footprint = footprint;
+	r->count = 1;
+	snprintf(r->name, sizeof r->name, "%s", name ? name : cl->name);
+	ncaptured++;
+out:
+	pthread_mutex_unlock(&capture_lock);
+}
+
+/* ------------------------------------------------------------ placement */
+
+void starnn_set_placement(int memory_node)
+{
+	placement = memory_node;
+}
+
+int starnn_get_placement(void)
+{
+	return placement;
+}
+
+int starnn_memory_nodes(int *nodes, int max)
+{
+	int n = 0;
+	unsigned nworkers = starpu_worker_get_count();
+	for (unsigned w = 0; w < nworkers; w++) {
+		int node = (int)starpu_worker_get_memory_node(w);
+		int seen = 0;
+		for (int i = 0; i < n && i < max; i++)
+			seen |= nodes[i] == node;
+		if (!seen) {
+			if (n < max)
+				nodes[n] = node;
+			n++;
+		}
+	}
+	return n;
+}
+
+void starnn_set_where(uint32_t where)
+{
+	where_mask = where;
+}
+
+void starnn_set_edge_hook(starnn_edge_fn fn, void *ctx)
+{
+	edge_hook = fn;
+	edge_ctx = ctx;
+}
+
+/* Workers of memory node `node` that can run an implementation of cl, as a
+ * StarPU worker bitmap. Returns the number of such workers. */
+static int placement_mask(const struct starpu_codelet *cl, int node, uint32_t *mask, unsigned words)
+{
+	int n = 0;
+	unsigned nworkers = starpu_worker_get_count();
+	memset(mask, 0, words * sizeof *mask);
+	for (unsigned w = 0; w < nworkers && w / 32 < words; w++) {
+		if ((int)starpu_worker_get_memory_node(w) != node)
+			continue;
+		enum starpu_worker_archtype type = starpu_worker_get_type((int)w);
+		if ((type == STARPU_CPU_WORKER && cl->cpu_funcs[0]) ||
+		    (type == STARPU_CUDA_WORKER && cl->cuda_funcs[0])) {
+			mask[w / 32] |= 1u << (w % 32);
+			n++;
+		}
+	}
+	return n;
+}
+
+static const char *const prio_names[] = {"on", "off"};
+static const int prio_values[] = {1, 0};
+static struct starnn_choice prio_choice = {"STARNN_PRIORITIES", "on or off", prio_names, prio_values, 2, -1, 0, 0,
+                                           PTHREAD_MUTEX_INITIALIZER};
+
+int starnn_priorities_check(void)
+{
+	return starnn_choice_check(&prio_choice);
+}
+
+/* The scheduling policy's range of priorities (starnn_init); lo == hi: it
+ * has no order of priorities (eager, dmda; heteroprio reads a priority as
+ * its bucket, 0 by default, and aborts on another). */
+static int prio_lo, prio_hi;
+
+void starnn_priorities_range(int lo, int hi)
+{
+	prio_lo = lo;
+	prio_hi = hi;
+}
+
+int starnn_priorities_on(void)
+{
+	return prio_lo < prio_hi && starnn_choice_mode(&prio_choice);
+}
+
+int starnn_priorities_set(int on)
+{
+	return starnn_choice_set(&prio_choice, on, 1, "priorities: expected 1 (on) or 0 (off), got");
+}
+
+/* The priority of a task that writes t: its root's (runtime/core/tensor.h). */
+static int written_priority(const starnn_tensor *t)
+{
+	while (t->parent)
+		t = t->parent;
+	return t->priority;
+}
+
+static void free_workerids(void *arg)
+{
+	free(arg);
+}
+
+int starnn_submit(const struct starnn_task_desc *d)
+{
+	const struct starpu_codelet *cl = d->cl;
+	if (!cl || cl->nbuffers < 0 || cl->nbuffers > STARNN_MAX_BUFFERS)
+		return starnn_error(STARNN_EINVAL, "starnn_submit: bad codelet");
+	/* Checked before anything is submitted (the edge hook, partitions). */
+	if (!(d->flops >= 0.0 || d->flops == STARNN_NO_FLOPS))
+		return starnn_error(STARNN_EINVAL, "%s: flops must be >= 0 or STARNN_NO_FLOPS, got %g", cl->name, d->flops);
+	int nbuffers = cl->nbuffers;
+	starnn_tensor *tensors[STARNN_MAX_BUFFERS];
+	const starnn_tensor *written = NULL;
+
+	for (int i = 0; i < nbuffers; i++) {
+		starnn_tensor *t = d->tensors[i];
+		if (!t)
+			return starnn_error(STARNN_EINVAL, "%s: buffer %d is NULL", cl->name, i);
+		enum starpu_data_access_mode mode = cl->modes[i];
+		/* A placed consumer of data produced on another node: the edge. */
+		if (edge_hook && placement != STARNN_ANYWHERE && (mode & STARPU_R) && t->node >= 0 &&
+		    t->node != placement) {
+			starnn_tensor *repl = t;
+			int rc = edge_hook(edge_ctx, t, t->node, placement, &repl);
+			if (rc < 0)
+				return rc;
+			if (!repl || !starnn_tensor_same_shape(repl, t) || repl->dtype != t->dtype)
+				return starnn_error(STARNN_EINVAL, "%s: edge hook returned a tensor unlike '%s'", cl->name, t->name);
+			t = repl;
+		}
+		starnn_tensor_prepare(t, (mode & STARPU_W) != 0);
+		tensors[i] = t;
+		if (!written && (mode & STARPU_W))
+			written = t;
+	}
+
+	uint32_t *mask = NULL;
+	unsigned words = 0;
+	if (placement != STARNN_ANYWHERE) {
+		words = (starpu_worker_get_count() + 31) / 32;
+		mask = calloc(words ? words : 1, sizeof *mask);
+		if (!mask)
+			return starnn_error(STARNN_ENOMEM, "%s: out of memory", cl->name);
+		if (placement_mask(cl, placement, mask, words) == 0) {
+			free(mask);
+			return starnn_error(STARNN_ENODEV, "%s: no worker of memory node %d can run it", cl->name, placement);
+		}
+	}
+	void *args = NULL;
+	if (d->args_size) {
+		args = malloc(d->args_size);
+		if (!args) {
+			free(mask);
+			return starnn_error(STARNN_ENOMEM, "%s: out of memory", cl->name);
+		}
+		memcpy(args, d->args, d->args_size);
+	}
+	/* "<op>:<tensor>" reads as one word in ViTE's legend and in
+	 * paje.trace's whitespace-separated fields. */
+	char buf[STARNN_NAME_MAX + 64];
+	if (!d->name)
+		snprintf(buf, sizeof buf, "%s%s%s", cl->name, written ? ":" : "", written ? written->name : "");
+	const char *name = d->name ? d->name : buf;
+	double flops = d->flops == STARNN_NO_FLOPS ? 0.0 : d->flops > 0.0 ? d->flops : default_flops(tensors, nbuffers);
+
+	struct starpu_task *task = starpu_task_create();
+	task->cl = (struct starpu_codelet *)cl;
+	for (int i = 0; i < nbuffers; i++)
+		task->handles[i] = tensors[i]->handle;
+	task->cl_arg = args;
+	task->cl_arg_size = d->args_size;
+	task->cl_arg_free = 1;
+	const char *task_name = starnn_intern(name);
+	task->name = task_name;
+	task->flops = flops;
+	int prio = d->priority ? d->priority : written ? written_priority(written) : 0;
+	if (prio) /* (most tasks have none: no setting to read) */
+		prio = !starnn_priorities_on() ? 0 : prio < prio_lo ? prio_lo : prio > prio_hi ? prio_hi : prio;
+	task->priority = prio;
+	if (where_mask)
+		task->where = (int32_t)where_mask;
+	if (mask) {
+		task->workerids = mask;
+		task->workerids_len = words;
+		/* StarPU does not own workerids: free it when the task is done. */
+		task->callback_func = free_workerids;
+		task->callback_arg = mask;
+	}
+
+	/* The footprint of the time model (the energy model shares its
+	 * function): computed now, since the task may be gone once submitted. */
+	int capturing = atomic_load(&capture_on);
+	uint32_t footprint = 0;
+	if (capturing)
+		footprint = cl->model && cl->model->footprint ? cl->model->footprint(task) : starpu_task_data_footprint(task);
+
+	int rc = starpu_task_submit(task);
+	if (rc) {
+		free(mask);
+		task->callback_func = NULL;
+		task->destroy = 0; /* never submitted: destroy it here (frees args) */
+		starpu_task_destroy(task);
+		if (rc == -ENODEV)
+			return starnn_error(STARNN_ENODEV, "%s: no worker can run this task (check STARPU_NCPU / STARPU_NCUDA)", cl->name);
+		return starnn_error(STARNN_ESTARPU, "%s: starpu_task_submit failed (%d)", cl->name, rc);
+	}
+	for (int i = 0; i < nbuffers; i++)
+		if (cl->modes[i] & STARPU_W)
+			tensors[i]->node = placement;
+	pthread_mutex_lock(&flops_lock);
+	submitted_flops += flops;
+	pthread_mutex_unlock(&flops_lock);
+	if (capturing)
+		capture_record(d, tensors, footprint, flops, task_name);
+	return 0;
+}
+
+int starnn_wait(void)
+{
+	int rc = starpu_task_wait_for_all();
+	if (rc)
+		return starnn_error(STARNN_ESTARPU, "starpu_task_wait_for_all failed (%d)", rc);
+	return starnn_take_deferred_error();
+}

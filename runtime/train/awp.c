@@ -1,0 +1,161 @@
+/* The adaptive weight precision rule (see awp.h). */
+#include <config.h>
+
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "runtime/train/awp.h"
+#include "runtime/core/error.h"
+
+void starnn_awp_defaults(struct starnn_awp_config *c)
+{
+	*c = (struct starnn_awp_config){.rel_res = 8e-5, .interval = 10, .start_bits = 8, .stride = 8,
+	                                .family = STARNN_WIRE_LADDER_TRUNC};
+}
+
+int starnn_awp_check(const struct starnn_awp_config *c)
+{
+	if (!(c->rel_res >= 0) || !isfinite(c->rel_res))
+		return starnn_error(STARNN_EINVAL, "--awp-rel-res %g: expected a finite value >= 0", c->rel_res);
+	if (c->interval < 1)
+		return starnn_error(STARNN_EINVAL, "--awp-interval %d: expected at least 1 step", c->interval);
+	if (c->start_bits != 8 && c->start_bits != 16 && c->start_bits != 24 && c->start_bits != 32)
+		return starnn_error(STARNN_EINVAL, "--awp-start-bits %d: expected 8, 16, 24 or 32 (whole bytes per value)",
+		                    c->start_bits);
+	if (c->stride != 8 && c->stride != 16 && c->stride != 24)
+		return starnn_error(STARNN_EINVAL, "--awp-stride %d: expected 8, 16 or 24 (whole bytes per value)",
+		                    c->stride);
+	if (c->family != STARNN_WIRE_LADDER_TRUNC && c->family != STARNN_WIRE_LADDER_RNE)
+		return starnn_error(STARNN_EINVAL, "awp: unknown rounding family %d", (int)c->family);
+	return 0;
+}
+
+void starnn_awp_layer_init(const struct starnn_awp_config *c, struct starnn_awp_layer *l)
+{
+	*l = (struct starnn_awp_layer){.bits = c->start_bits, .counter = 0, .seen = 0, .n_ref = 0.0};
+}
+
+int starnn_awp_observe(const struct starnn_awp_config *c, struct starnn_awp_layer *l, double n)
+{
+	if (!isfinite(n) || n < 0)
+		return 0;
+	if (!l->seen) {
+		l->seen = 1;
+		l->n_ref = n;
+		l->counter = 0;
+		return 0;
+	}
+	int large;
+	if (l->n_ref > 0)
+		large = (n - l->n_ref) / l->n_ref > c->rel_res;
+	else
+		large = n > 0;
+	l->counter = large ? 0 : l->counter + 1;
+	l->n_ref = n;
+	if (l->counter >= c->interval && l->bits < 32) {
+		l->bits = l->bits + c->stride > 32 ? 32 : l->bits + c->stride;
+		l->counter = 0;
+		return 1;
+	}
+	if (l->counter >= c->interval)
+		l->counter = 0;
+	return 0;
+}
+
+starnn_wire_format starnn_awp_format(const struct starnn_awp_config *c, const struct starnn_awp_layer *l)
+{
+	starnn_wire_format f = STARNN_WIRE_FP32; /* bits and family are valid (starnn_awp_check) */
+	(void)starnn_wire_ladder(c->family, l->bits, &f);
+	return f;
+}
+
+int starnn_awp_layer_format(const struct starnn_awp_layer *l, char *buf, size_t size)
+{
+	int w = snprintf(buf, size, "%d %d %d %.17g", l->bits, l->counter, l->seen, l->n_ref);
+	if (w < 0 || (size_t)w >= size)
+		return starnn_error(STARNN_EINVAL, "awp: state text too long");
+	return 0;
+}
+
+int starnn_awp_layer_parse(const char *text, struct starnn_awp_layer *l)
+{
+	struct starnn_awp_layer v;
+	int used = 0;
+	if (sscanf(text, "%d %d %d %lg%n", &v.bits, &v.counter, &v.seen, &v.n_ref, &used) != 4 || text[used] != '\0' ||
+	    (v.bits != 8 && v.bits != 16 && v.bits != 24 && v.bits != 32) || v.counter < 0 || (v.seen != 0 && v.seen != 1) ||
+	    !(v.n_ref >= 0) || !isfinite(v.n_ref))
+		return starnn_error(STARNN_EINVAL, "awp: malformed layer state '%s' (expected 'bits counter seen n_ref')",
+		                    text);
+	*l = v;
+	return 0;
+}
+
+const char *const starnn_awp_options[STARNN_AWP_NOPTIONS] = {"--awp-rel-res", "--awp-interval", "--awp-start-bits",
+                                                              "--awp-stride", "--awp-rounding"};
+
+static int parse_long(const char *option, const char *arg, long lo, long hi, long *out)
+{
+	char *end;
+	errno = 0;
+	long v = strtol(arg, &end, 10);
+	if (errno || end == arg || *end || v < lo || v > hi)
+		return starnn_error(STARNN_EINVAL, "%s '%s': expected an integer in [%ld, %ld]", option, arg, lo, hi);
+	*out = v;
+	return 0;
+}
+
+int starnn_awp_option(const char *option, const char *arg, struct starnn_awp_config *c)
+{
+	long v = 0;
+	if (strcmp(option, "--awp-rel-res") == 0) {
+		char *end;
+		errno = 0;
+		double d = strtod(arg, &end);
+		if (errno || end == arg || *end || !(d >= 0) || !isfinite(d))
+			return starnn_error(STARNN_EINVAL, "%s '%s': expected a finite number >= 0 (e.g. 8e-5)", option, arg);
+		c->rel_res = d;
+	} else if (strcmp(option, "--awp-interval") == 0) {
+		STARNN_CHECK(parse_long(option, arg, 1, 1000000000L, &v));
+		c->interval = (int)v;
+	} else if (strcmp(option, "--awp-start-bits") == 0 || strcmp(option, "--awp-stride") == 0) {
+		int start = strcmp(option, "--awp-start-bits") == 0;
+		STARNN_CHECK(parse_long(option, arg, 1, 32, &v));
+		if (start ? v % 8 != 0 : v % 8 != 0 || v > 24)
+			return starnn_error(STARNN_EINVAL, "%s %s: expected %s (whole bytes per value)", option, arg,
+			                    start ? "8, 16, 24 or 32" : "8, 16 or 24");
+		if (start)
+			c->start_bits = (int)v;
+		else
+			c->stride = (int)v;
+	} else if (strcmp(option, "--awp-rounding") == 0) {
+		if (strcmp(arg, "trunc") == 0)
+			c->family = STARNN_WIRE_LADDER_TRUNC;
+		else if (strcmp(arg, "rne") == 0)
+			c->family = STARNN_WIRE_LADDER_RNE;
+		else
+			return starnn_error(STARNN_EINVAL,
+			                    "%s '%s': expected trunc (drop the low bytes, the paper's) or rne (round to "
+			                    "nearest even)",
+			                    option, arg);
+	} else {
+		return starnn_error(STARNN_EINVAL, "awp: unknown option %s", option);
+	}
+	return 0;
+}
+
+int starnn_awp_wire_option(const char *option, const char *arg, int *wire)
+{
+	if (strcmp(arg, "awp") == 0) {
+		*wire = STARNN_WIRE_ADAPTIVE;
+		return 0;
+	}
+	if (starnn_wire_option(option, arg, wire) < 0)
+		return starnn_error(STARNN_EINVAL,
+		                    "%s is none, awp (adaptive), bf16, fp16, trunc16, rne16, trunc24, rne24, int8 or fp8, "
+		                    "not '%s'",
+		                    option, arg);
+	return 0;
+}

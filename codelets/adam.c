@@ -11,7 +11,7 @@
 #include "codelets/convert.h"
 #include "codelets/copy.h"
 #include "runtime/core/codelet.h"
-#include "runtime/core/scratch.h"
+#include "runtime/base/scratch.h"
 
 static void adam_cpu(void *buffers[], void *cl_arg)
 {

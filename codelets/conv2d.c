@@ -104,7 +104,7 @@ const char *starnn_cuda_half_conv_name(enum starnn_cuda_half_conv m)
 /* ------------------------------------------------- per-worker workspace */
 
 /* The im2col workspace: the worker thread's scratch slot for it
- * (runtime/core/scratch.h; kept at its largest size). */
+ * (runtime/base/scratch.h; kept at its largest size). */
 static float *workspace_get(size_t n, const char *op)
 {
 	if (n == 0)

@@ -6,7 +6,7 @@
 #include "codelets/convert.h"
 #include "codelets/copy.h"
 #include "runtime/core/codelet.h"
-#include "runtime/core/scratch.h"
+#include "runtime/base/scratch.h"
 
 #ifdef STARNN_USE_CUDA
 #define CONVERT_CUDA_FUNC(src, dst)                                                             \

@@ -2,10 +2,10 @@
  * pairs; equal dtypes fall back to copy). Rounding is to nearest, ties to
  * even; Inf is kept and NaN stays NaN with its sign (narrowing makes it a
  * quiet NaN; widening fp16 -> fp32 with F16C or on CUDA may set the quiet
- * bit of a signalling NaN, which runtime/core/half.h keeps); fp16 subnormals are
+ * bit of a signalling NaN, which runtime/base/half.h keeps); fp16 subnormals are
  * produced and read exactly; too large values become Inf.
  * fp16 <-> bf16 goes through fp32, which holds both exactly, so there is a
- * single rounding. The reference for every result is runtime/core/half.h.
+ * single rounding. The reference for every result is runtime/base/half.h.
  *
  * Shapes: x and y are rows x cols, each with its own leading dimension
  * (views are fine). 16-bit data is passed as uint16_t bit patterns.
@@ -28,7 +28,7 @@ extern "C" {
 #endif
 
 /* CPU kernels (codelets/cpu/convert.c). fp32 <-> fp16 use F16C when the CPU
- * has it (checked at run time) and runtime/core/half.h otherwise; the bf16 ones
+ * has it (checked at run time) and runtime/base/half.h otherwise; the bf16 ones
  * are integer loops with the arithmetic of starnn_float_to_bf16. */
 void starnn_convert_fp32_to_fp16_cpu(size_t rows, size_t cols, const float *x, size_t ldx, uint16_t *y, size_t ldy);
 void starnn_convert_fp32_to_bf16_cpu(size_t rows, size_t cols, const float *x, size_t ldx, uint16_t *y, size_t ldy);

@@ -4,7 +4,7 @@
 
 #include "codelets/copy.h"
 #include "runtime/core/codelet.h"
-#include "runtime/core/scratch.h"
+#include "runtime/base/scratch.h"
 
 #ifdef STARNN_USE_CUDA
 #include <cuda_runtime.h>

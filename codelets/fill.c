@@ -7,7 +7,7 @@
 
 #include "codelets/fill.h"
 #include "runtime/core/codelet.h"
-#include "runtime/core/half.h"
+#include "runtime/base/half.h"
 
 struct fill_args {
 	float f32;     /* the value, for fp32 */

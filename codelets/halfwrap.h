@@ -8,7 +8,7 @@
  * are rounded once to nearest even (codelets/convert.h).
  *
  *   CPU:  the copies live in the worker thread's scratch buffers
- *         (runtime/core/scratch.h: kept at their largest size, freed when the
+ *         (runtime/base/scratch.h: kept at their largest size, freed when the
  *         worker exits); they are not in starnn's tensor memory count.
  *   CUDA: stream-ordered cudaMallocAsync / cudaFreeAsync on the worker's
  *         stream, conversions with the kernels of codelets/cuda/convert.cu.
@@ -30,7 +30,7 @@
 
 #include "codelets/convert.h"
 #include "runtime/core/codelet.h"
-#include "runtime/core/scratch.h"
+#include "runtime/base/scratch.h"
 
 #ifdef STARNN_USE_CUDA
 #include <cuda_runtime.h>
@@ -38,7 +38,7 @@
 
 #define STARNN_HW_SLOTS STARNN_SCRATCH_HALF_SLOTS
 
-/* Slot `slot` of this thread's scratch (runtime/core/scratch.h), at least n
+/* Slot `slot` of this thread's scratch (runtime/base/scratch.h), at least n
  * floats; NULL (deferred error recorded) on failure. */
 static inline float *starnn_hw_scratch(int slot, size_t n, const char *op)
 {

@@ -16,7 +16,7 @@
  *   trunc16  2 bytes/value: bits 16..31 (bf16 by truncation): < 2^-7.
  *   rne16    the same, rounded to nearest even: <= 2^-8.
  *   bf16     rne16 under its usual name: the same bytes, bit for bit those
- *            of starnn_float_to_bf16 (runtime/core/half.h).
+ *            of starnn_float_to_bf16 (runtime/base/half.h).
  *   fp16     2 bytes/value, IEEE binary16 rounded to nearest even
  *            (starnn_float_to_half): subnormals kept, |x| >= 65520 -> Inf.
  *   int8     blocks of 256 values (the last one shorter), one fp32 scale

@@ -4,7 +4,7 @@
 
 #include <stdint.h>
 
-#include "runtime/core/error.h"
+#include "runtime/base/error.h"
 #include "runtime/train/dist.h"
 #include "runtime/train/energy.h"
 #include "runtime/core/tensor.h"

@@ -15,7 +15,7 @@
 #include <time.h>
 
 #include "models/sevir/sevir.h"
-#include "runtime/core/error.h"
+#include "runtime/base/error.h"
 
 static void usage(FILE *f)
 {

@@ -17,10 +17,10 @@
  * Primitives are created once per shape and cached per thread (creation
  * costs up to milliseconds: code generation); the cache is freed when the
  * thread exits. Reordered operands and scratchpads live in the thread's
- * scratch buffers (runtime/core/scratch.h).
+ * scratch buffers (runtime/base/scratch.h).
  *
  * Kernels know nothing of StarPU: errors are returned as STARNN_E* codes
- * with the message recorded (runtime/core/error.h). */
+ * with the message recorded (runtime/base/error.h). */
 #include <config.h>
 
 #include <limits.h>
@@ -34,9 +34,9 @@
 #include "codelets/convt2d.h"
 #include "codelets/cpu/halfrow.h"
 #include "runtime/core/choice.h"
-#include "runtime/core/error.h"
-#include "runtime/core/half.h"
-#include "runtime/core/scratch.h"
+#include "runtime/base/error.h"
+#include "runtime/base/half.h"
+#include "runtime/base/scratch.h"
 
 /* The backend choice (both builds). */
 static int backend_forced = -1; /* starnn_conv2d_cpu_backend_set, else -1 */
@@ -401,7 +401,7 @@ static struct dnnl_thread *thread_state(void)
 
 /* Reorder buffer i (0 a, 1 b, 2 out, 3 scratchpad, 4 a bias gradient; 5,
  * 6 and 8 convt_wgrad_gemm's D, Z and NHWC x; 7 wgrad_tiled's sum): the
- * worker thread's scratch (runtime/core/scratch.h). */
+ * worker thread's scratch (runtime/base/scratch.h). */
 static void *thread_buf(int i, size_t bytes)
 {
 	return starnn_scratch(STARNN_SCRATCH_DNNL + i, bytes);

@@ -5,10 +5,10 @@
  *                  tail with masked loads and stores; AVX2 level, and
  *                  generic level on a CPU with F16C: the same instructions
  *                  on 8 lanes, the tail through a padded block; otherwise
- *                  runtime/core/half.h. Rounding to nearest even comes from the
+ *                  runtime/base/half.h. Rounding to nearest even comes from the
  *                  immediate (MXCSR's rounding mode does not matter), and
  *                  these instructions neither flush subnormals nor honour
- *                  DAZ/FTZ, so every path gives runtime/core/half.h's results.
+ *                  DAZ/FTZ, so every path gives runtime/base/half.h's results.
  *   fp32 <-> bf16: branch-free integer loops, the arithmetic of
  *                  starnn_float_to_bf16 / starnn_bf16_to_float; they
  *                  vectorise at every level (zmm with AVX-512). AVX512-BF16's
@@ -19,8 +19,8 @@
 #include "codelets/convert.h"
 #include "codelets/cpu/halfrow.h"
 #include "codelets/cpu/simd.h"
-#include "runtime/core/error.h"
-#include "runtime/core/half.h"
+#include "runtime/base/error.h"
+#include "runtime/base/half.h"
 
 #ifdef STARNN_SIMD_X86
 #include <immintrin.h>

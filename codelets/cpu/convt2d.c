@@ -8,7 +8,7 @@
 
 #include "codelets/convert.h"
 #include "codelets/convt2d.h"
-#include "runtime/core/error.h"
+#include "runtime/base/error.h"
 
 /* Input rows per tile. */
 static size_t tile_rows(size_t o, size_t h, size_t w)

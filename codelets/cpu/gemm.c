@@ -11,7 +11,7 @@
 
 #include "codelets/convert.h"
 #include "codelets/gemm.h"
-#include "runtime/core/scratch.h"
+#include "runtime/base/scratch.h"
 
 void starnn_gemm_cpu(int transA, int transB, size_t m, size_t n, size_t k, float alpha, const float *a, size_t lda,
                      const float *b, size_t ldb, float beta, float *c, size_t ldc)
@@ -25,7 +25,7 @@ void starnn_gemm_cpu(int transA, int transB, size_t m, size_t n, size_t k, float
 /* ------------------------------------------------------- mixed precision */
 
 /* Scratch for the widened operands: the thread's slot for it
- * (runtime/core/scratch.h: grown on demand, kept between tasks). */
+ * (runtime/base/scratch.h: grown on demand, kept between tasks). */
 static float *scratch_get(size_t floats)
 {
 	return starnn_scratch(STARNN_SCRATCH_GEMM, floats * sizeof(float));

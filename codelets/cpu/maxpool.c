@@ -13,7 +13,7 @@
 #include "codelets/cpu/halfrow.h"
 #include "codelets/cpu/simd.h"
 #include "codelets/maxpool.h"
-#include "runtime/core/half.h"
+#include "runtime/base/half.h"
 
 /* Windows per block of a 16-bit row: 2 * BLOCK input elements per row. */
 #define BLOCK (STARNN_HALFROW_CHUNK / 2)

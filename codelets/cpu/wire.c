@@ -17,8 +17,8 @@
 #include "codelets/convert.h"
 #include "codelets/cpu/simd.h"
 #include "codelets/wire.h"
-#include "runtime/core/error.h"
-#include "runtime/core/half.h"
+#include "runtime/base/error.h"
+#include "runtime/base/half.h"
 
 /* ------------------------------------------------ top bytes (trunc / rne) */
 

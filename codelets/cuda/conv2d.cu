@@ -18,7 +18,7 @@
 
 #include "codelets/conv2d.h"
 #include "codelets/convert.h"
-#include "runtime/core/error.h"
+#include "runtime/base/error.h"
 
 #ifdef STARNN_USE_CUDNN
 #include <cudnn.h>

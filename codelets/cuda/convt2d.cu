@@ -22,7 +22,7 @@
 #include "codelets/convt2d.h"
 #include "codelets/cuda/common.cuh"
 #include "codelets/cuda/half.cuh"
-#include "runtime/core/error.h"
+#include "runtime/base/error.h"
 
 /* Element e of one sample of y / dy (o*4*h*w of them) <-> its place in the
  * sample's Z / G (4o x h*w): row o*4 + a*2 + b, column i*w + j. */

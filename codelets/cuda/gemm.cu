@@ -7,7 +7,7 @@
 #include <cuda_runtime.h>
 
 #include "codelets/gemm.h"
-#include "runtime/core/error.h"
+#include "runtime/base/error.h"
 
 extern "C" void starnn_gemm_cuda(int transA, int transB, size_t m, size_t n, size_t k, float alpha, const float *a,
                                  size_t lda, const float *b, size_t ldb, float beta, float *c, size_t ldc,

@@ -29,7 +29,7 @@ __device__ static inline uint32_t top_bits(uint32_t u, int drop, int rne)
 	return (u & 0x7fffffffu) > 0x7f800000u ? quiet : kept;
 }
 
-/* runtime/core/half.h's starnn_float_to_half / starnn_half_to_float (the F16C
+/* runtime/base/half.h's starnn_float_to_half / starnn_half_to_float (the F16C
  * results of the CPU kernels, NaN payloads included). */
 __device__ static inline uint16_t to_half(uint32_t u)
 {

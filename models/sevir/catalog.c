@@ -12,7 +12,7 @@
 #include <string.h>
 
 #include "models/sevir/internal.h"
-#include "runtime/core/error.h"
+#include "runtime/base/error.h"
 
 /* Parses one CSV record at *pos in place (fields NUL-terminated, quotes
  * removed, "" unescaped). Returns the number of fields (0 at the end);

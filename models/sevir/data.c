@@ -15,7 +15,7 @@
 #include <hdf5.h>
 
 #include "models/sevir/internal.h"
-#include "runtime/core/error.h"
+#include "runtime/base/error.h"
 
 void sevir_options_init(struct sevir_options *o)
 {

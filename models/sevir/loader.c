@@ -9,7 +9,7 @@
 #include <string.h>
 
 #include "models/sevir/internal.h"
-#include "runtime/core/error.h"
+#include "runtime/base/error.h"
 
 static uint64_t epoch_seed(uint64_t seed, int64_t epoch)
 {

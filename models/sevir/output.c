@@ -18,7 +18,7 @@
 #include "models/sevir/checkpoint.h"
 #include "models/sevir/output.h"
 #include "models/sevir/sevir.h"
-#include "runtime/core/error.h"
+#include "runtime/base/error.h"
 
 /* ------------------------------------------------------ HDF5 forecasts */
 

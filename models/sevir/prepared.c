@@ -7,7 +7,7 @@
 #include <hdf5.h>
 
 #include "models/sevir/internal.h"
-#include "runtime/core/error.h"
+#include "runtime/base/error.h"
 
 static int check_values(const sevir_data *d, const char *name, int64_t sample, const float *v, size_t n)
 {

@@ -8,7 +8,7 @@
 #include <hdf5.h>
 
 #include "models/sevir/internal.h"
-#include "runtime/core/error.h"
+#include "runtime/base/error.h"
 
 static int read_ids(sevir_data *d)
 {

@@ -16,7 +16,7 @@
 #include <hdf5.h>
 
 #include "models/sevir/internal.h"
-#include "runtime/core/error.h"
+#include "runtime/base/error.h"
 
 struct tmpfile {
 	char *path, *tmp;

@@ -5,7 +5,7 @@
 #include <string.h>
 
 #include "runtime/core/choice.h"
-#include "runtime/core/error.h"
+#include "runtime/base/error.h"
 
 /* The variable's value (-2: not one of the names), read once. */
 static int choice_env(struct starnn_choice *c)

@@ -17,7 +17,7 @@
 
 #include <starpu.h>
 
-#include "runtime/core/error.h"
+#include "runtime/base/error.h"
 #include "runtime/core/submit.h"
 #include "runtime/core/tensor.h"
 

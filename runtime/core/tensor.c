@@ -5,28 +5,15 @@
 #include <string.h>
 
 #include "codelets/convert.h"
-#include "runtime/core/half.h"
+#include "runtime/base/half.h"
 #include "runtime/core/tensor.h"
 #include "runtime/core/submit.h"
-
-static const size_t dtype_sizes[STARNN_NDTYPES_ALL] = {4, 2, 2, 1};
-static const char *const dtype_names[STARNN_NDTYPES_ALL] = {"fp32", "fp16", "bf16", "u8"};
-
-size_t starnn_dtype_size(starnn_dtype dtype)
-{
-	return (unsigned)dtype < STARNN_NDTYPES_ALL ? dtype_sizes[dtype] : 0;
-}
-
-const char *starnn_dtype_name(starnn_dtype dtype)
-{
-	return (unsigned)dtype < STARNN_NDTYPES_ALL ? dtype_names[dtype] : "?";
-}
 
 int starnn_dtype_parse(const char *name, starnn_dtype *dtype)
 {
 	/* compute dtypes only: u8 (STARNN_NDTYPES) is not offered */
 	for (int i = 0; i < STARNN_NDTYPES; i++)
-		if (strcmp(name, dtype_names[i]) == 0) {
+		if (strcmp(name, starnn_dtype_name((starnn_dtype)i)) == 0) {
 			*dtype = (starnn_dtype)i;
 			return 0;
 		}

@@ -8,7 +8,7 @@
 #include <string.h>
 
 #include "runtime/train/awp.h"
-#include "runtime/core/error.h"
+#include "runtime/base/error.h"
 
 void starnn_awp_defaults(struct starnn_awp_config *c)
 {

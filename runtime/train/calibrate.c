@@ -8,8 +8,8 @@
 #include <starpu.h>
 
 #include "runtime/train/calibrate.h"
-#include "runtime/core/error.h"
-#include "runtime/core/half.h"
+#include "runtime/base/error.h"
+#include "runtime/base/half.h"
 
 /* The most rounds of windows per task: the first, and three more while
  * StarPU's entry would still have too few samples (windows not recorded) */

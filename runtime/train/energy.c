@@ -25,7 +25,7 @@
 
 #include "runtime/train/dist.h"
 #include "runtime/train/energy.h"
-#include "runtime/core/error.h"
+#include "runtime/base/error.h"
 
 #define MAX_ZONES 32   /* RAPL zones summed (packages and their dram) */
 #define MAX_PERF 32    /* perf counters (packages x {pkg, ram}) */

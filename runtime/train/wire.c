@@ -3,7 +3,7 @@
 
 #include <string.h>
 
-#include "runtime/core/error.h"
+#include "runtime/base/error.h"
 #include "runtime/train/wire.h"
 
 static const char *const wire_names[STARNN_WIRE_NFORMATS] = {

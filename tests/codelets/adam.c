@@ -6,7 +6,7 @@
  * every instruction-set level bitwise equal, and bad arguments ->
  * STARNN_EINVAL. adam_cast / adam_amp_cast (the update writing the fp16 /
  * bf16 compute copy): the same bits as adam / adam_amp followed by a
- * convert task, and the copy those of runtime/core/half.h's rounding of the
+ * convert task, and the copy those of runtime/base/half.h's rounding of the
  * updated weights (rows of 4500: whole chunks and a tail); skipped amp
  * steps leave the copy as it was.
  *
@@ -29,7 +29,7 @@
 #include "codelets/amp.h"
 #include "codelets/convert.h"
 #include "codelets/fill.h"
-#include "runtime/core/half.h"
+#include "runtime/base/half.h"
 #include "tests/testlib.h"
 #include "tests/codelets/simdcheck.h"
 
@@ -342,7 +342,7 @@ static void levels_agree(const struct variant *vr)
 }
 
 /* The bits of n elements of a 16-bit tensor, and of fp32 values rounded
- * to its dtype by runtime/core/half.h. */
+ * to its dtype by runtime/base/half.h. */
 static uint16_t *bits16(starnn_tensor *t)
 {
 	uint16_t *b = malloc(starnn_tensor_numel(t) * sizeof *b);
@@ -407,7 +407,7 @@ static void cast_variant(const struct variant *v, starnn_dtype hdt, int amp)
 		}
 		float *wv = test_read(w1);
 		uint16_t *hb = bits16(h1), *ref = narrowed(hdt, wv, n);
-		snprintf(what, sizeof what, "adam%s_cast '%s' %s step %d: h is w rounded (runtime/core/half.h)",
+		snprintf(what, sizeof what, "adam%s_cast '%s' %s step %d: h is w rounded (runtime/base/half.h)",
 		         amp ? "_amp" : "", v->name, starnn_dtype_name(hdt), step);
 		sc_same(what, hb, ref, n, sizeof *hb);
 		if (skip) {

@@ -8,7 +8,7 @@
 #include "codelets/adam.h"
 #include "codelets/amp.h"
 #include "codelets/fill.h"
-#include "runtime/core/half.h"
+#include "runtime/base/half.h"
 #include "tests/testlib.h"
 
 static uint16_t to16(starnn_dtype dt, float v)

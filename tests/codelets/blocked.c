@@ -37,7 +37,7 @@
 #include "codelets/maxpool.h"
 #include "codelets/mse.h"
 #include "codelets/relu.h"
-#include "runtime/core/half.h"
+#include "runtime/base/half.h"
 #include "tests/testlib.h"
 #include "tests/codelets/simdcheck.h"
 

@@ -31,7 +31,7 @@
 #include "codelets/copy.h"
 #include "codelets/sgd.h"
 #include "codelets/cpu/simd.h"
-#include "runtime/core/half.h"
+#include "runtime/base/half.h"
 #include "tests/testlib.h"
 #include "tests/codelets/halfcheck.h"
 

@@ -1,16 +1,16 @@
 /* convert between fp32, fp16 and bf16.
  * Kernels (CPU build): exhaustive over all 65536 fp16 and bf16 patterns
- * (to fp32 against runtime/core/half.h, back again exactly; NaN stays NaN),
+ * (to fp32 against runtime/base/half.h, back again exactly; NaN stays NaN),
  * fp16 <-> bf16 exhaustively against the scalar composition, fp32 -> fp16 /
  * bf16 on ~17 million fp32 patterns spread over the whole range plus every
- * fp16 rounding boundary (midpoints, ties, +-2 ulp) against runtime/core/half.h,
+ * fp16 rounding boundary (midpoints, ties, +-2 ulp) against runtime/base/half.h,
  * bit for bit; hand-picked known values; strided views; all of it at every
  * instruction-set level of the kernels (generic, AVX2, AVX-512).
  * Codelets (CPU, or CUDA in the _cuda build): every ordered pair and the
  * same-dtype copy, whole tensors and channel views, against the CPU kernels;
  * bad arguments -> STARNN_EINVAL. */
 #include "codelets/convert.h"
-#include "runtime/core/half.h"
+#include "runtime/base/half.h"
 #include "tests/testlib.h"
 #include "tests/codelets/simdcheck.h"
 
@@ -97,7 +97,7 @@ static void exhaustive_16(void)
 	test_host_end();
 }
 
-/* fp32 -> fp16 and fp32 -> bf16 kernels vs runtime/core/half.h on n patterns. */
+/* fp32 -> fp16 and fp32 -> bf16 kernels vs runtime/base/half.h on n patterns. */
 static size_t check_f32_block(const uint32_t *u, size_t n, size_t *bad_bf)
 {
 	float *f = malloc(n * sizeof *f);

@@ -21,7 +21,7 @@
 #include "codelets/copy.h"
 #include "codelets/fill.h"
 #include "codelets/sgd.h"
-#include "runtime/core/half.h"
+#include "runtime/base/half.h"
 #include "tests/testlib.h"
 
 static uint64_t bits_state = 0x243f6a8885a308d3ull;
@@ -616,7 +616,7 @@ static void updates_with_copies(enum opt op, int ncopies, int64_t O, int64_t I, 
 /* The 16-bit copy of master weights (fp32 -> fp16 / bf16 convert) keeping
  * fp32 copies of its values current (conv2d's packed weights where 16-bit
  * passes are widened): y bit for bit the plain convert's, each copy the
- * rounded values widened (runtime/core/half.h) in its layout, a copy not read
+ * rounded values widened (runtime/base/half.h) in its layout, a copy not read
  * since the last write left alone. */
 static void narrows_with_copies(starnn_dtype dt, int ncopies, int64_t O, int64_t I)
 {

@@ -4,7 +4,7 @@
  * conversion (rounding, overflow to Inf, NaN), and bad arguments. Results
  * are compared bit for bit. */
 #include "codelets/fill.h"
-#include "runtime/core/half.h"
+#include "runtime/base/half.h"
 #include "tests/testlib.h"
 
 static void kernels_vs_naive(void)

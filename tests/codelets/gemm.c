@@ -6,7 +6,7 @@
  * result is checked against the product in double, each element within the
  * rounding bound of its own sum (tests/testlib.h, test_close_sum). */
 #include "codelets/gemm.h"
-#include "runtime/core/half.h"
+#include "runtime/base/half.h"
 #include "tests/testlib.h"
 
 #define PAD_VALUE 1.0e6f /* reading padding would show in the results */

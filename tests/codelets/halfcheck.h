@@ -16,7 +16,7 @@
 #define STARNN_TEST_HALFCHECK_H
 
 #include "codelets/convert.h"
-#include "runtime/core/half.h"
+#include "runtime/base/half.h"
 #include "tests/testlib.h"
 
 /* Whether the 16-bit codelets run the very kernels of the fp32 reference

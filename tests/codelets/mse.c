@@ -27,7 +27,7 @@
  *   rounding (fd_check). */
 #include "codelets/amp.h"
 #include "codelets/mse.h"
-#include "runtime/core/half.h"
+#include "runtime/base/half.h"
 #include "tests/testlib.h"
 
 static double naive_loss(size_t rows, size_t cols, const float *p, size_t ldp, const float *t, size_t ldt, double scale)

@@ -4,7 +4,7 @@
  * relu_bwd against finite differences of L = sum(w .* relu(x)), and bad
  * arguments -> STARNN_EINVAL. ReLU is a select, so every comparison is exact. */
 #include "codelets/relu.h"
-#include "runtime/core/half.h"
+#include "runtime/base/half.h"
 #include "tests/testlib.h"
 #include "tests/codelets/simdcheck.h"
 

@@ -6,12 +6,12 @@
  *   - the clones promise bitwise equal results (no contraction, fixed
  *     summation order): sc_same compares bytes;
  *   - 16-bit data: arrays of uint16_t patterns, widened / rounded with
- *     runtime/core/half.h (the reference, independent of the kernels). */
+ *     runtime/base/half.h (the reference, independent of the kernels). */
 #ifndef STARNN_TEST_SIMDCHECK_H
 #define STARNN_TEST_SIMDCHECK_H
 
 #include "codelets/cpu/simd.h"
-#include "runtime/core/half.h"
+#include "runtime/base/half.h"
 #include "tests/testlib.h"
 
 #define SC_FOR_EACH_LEVEL(lv)                                                                                \

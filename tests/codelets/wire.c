@@ -16,7 +16,7 @@
 #include <float.h>
 
 #include "codelets/wire.h"
-#include "runtime/core/half.h"
+#include "runtime/base/half.h"
 #include "tests/codelets/simdcheck.h"
 #include "tests/testlib.h"
 

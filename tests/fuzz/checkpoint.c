@@ -81,7 +81,7 @@ FUZZ_ENTRY(fuzz_checkpoint)
 /* The harness reads no tensors (ckpt_read_f32 instead of ckpt_read_tensor)
  * and writes none: these stand in for libstarnn's, so that the harness
  * (and tests/fuzz/regress) links without StarPU. */
-#include "runtime/core/error.h"
+#include "runtime/base/error.h"
 #include "runtime/core/tensor.h"
 size_t starnn_tensor_numel(const starnn_tensor *t)
 {

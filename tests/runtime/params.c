@@ -7,7 +7,7 @@
  * the error paths. */
 #include "codelets/amp.h"
 #include "codelets/axpy.h"
-#include "runtime/core/half.h"
+#include "runtime/base/half.h"
 #include "runtime/train/params.h"
 #include "tests/testlib.h"
 

@@ -2,7 +2,7 @@
  * (batch, channels, nested, several plans on one tensor) with tasks mixing
  * parts and wholes, and the error paths. */
 #include "codelets/axpy.h"
-#include "runtime/core/half.h"
+#include "runtime/base/half.h"
 #include "tests/testlib.h"
 
 static void creation_and_errors(void)
@@ -97,7 +97,7 @@ static void half_io(void)
 
 /* write_f32 / read_f32 of 16-bit tensors in NCHW and blocked layouts, long
  * enough rows for the vector row kernels (and their tails): the bits are
- * runtime/core/half.h's rounding, read back widened exactly, special values
+ * runtime/base/half.h's rounding, read back widened exactly, special values
  * (NaN, Inf, subnormals, ties, overflow) included. */
 static void half_io_layouts(void)
 {
@@ -135,7 +135,7 @@ static void half_io_layouts(void)
 						        starnn_dtype_name((starnn_dtype)dt), blocks[bi], i, src[i], raw[i], want, got[i], wf);
 				}
 			}
-			TEST_ASSERT(bad == 0, "%s block %d: %zu of %zu values differ from runtime/core/half.h",
+			TEST_ASSERT(bad == 0, "%s block %d: %zu of %zu values differ from runtime/base/half.h",
 			            starnn_dtype_name((starnn_dtype)dt), blocks[bi], bad, n);
 			starnn_tensor_destroy(t);
 		}

@@ -49,7 +49,7 @@
 #include "codelets/adam.h"
 #include "codelets/sgd.h"
 #include "codelets/wire.h"
-#include "runtime/core/half.h"
+#include "runtime/base/half.h"
 #include "runtime/core/tensor.h"
 
 #define MAX_LIBS 6

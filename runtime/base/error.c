@@ -4,7 +4,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "runtime/core/error.h"
+#include "runtime/base/error.h"
 
 static _Thread_local char last_message[1024];
 static _Thread_local size_t last_where; /* length of last_message's "file:line: " */

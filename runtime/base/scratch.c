@@ -1,10 +1,10 @@
-/* Per-thread scratch buffers (runtime/core/scratch.h). */
+/* Per-thread scratch buffers (runtime/base/scratch.h). */
 #include <config.h>
 
 #include <pthread.h>
 #include <stdlib.h>
 
-#include "runtime/core/scratch.h"
+#include "runtime/base/scratch.h"
 
 struct scratch {
 	void *p[STARNN_SCRATCH_SLOTS];

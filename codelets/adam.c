@@ -1,8 +1,6 @@
 /* StarPU codelet of the Adam / AdamW update (fp32). The step's bias
  * corrections travel in the args but are not part of the footprint: the
  * cost depends on the shapes only (default shape footprint). */
-#include <config.h>
-
 #include <math.h>
 #include <string.h>
 
@@ -10,8 +8,11 @@
 #include "codelets/amp.h"
 #include "codelets/convert.h"
 #include "codelets/copy.h"
-#include "runtime/core/codelet.h"
+#include "codelets/kernels/adam.h"
+#include "codelets/kernels/convert.h"
+#include "codelets/kernels/copy.h"
 #include "runtime/base/scratch.h"
+#include "runtime/core/codelet.h"
 
 static void adam_cpu(void *buffers[], void *cl_arg)
 {
@@ -45,18 +46,6 @@ struct starpu_codelet starnn_adam_cl = {
 	.modes = {STARPU_RW, STARPU_R, STARPU_RW, STARPU_RW},
 	STARNN_MODELS(adam, fp32),
 };
-
-void starnn_adam_step_init(struct starnn_adam_step *s, const struct starnn_adam_params *p, int64_t t,
-                           float grad_scale)
-{
-	double bc1 = 1.0 - pow((double)p->beta1, (double)t), bc2 = 1.0 - pow((double)p->beta2, (double)t);
-	s->p = *p;
-	s->p.decoupled = p->decoupled != 0;
-	s->grad_scale = grad_scale;
-	s->step_size = (float)((double)p->lr / bc1);
-	s->bc2_sqrt = (float)sqrt(bc2);
-	s->decay = p->decoupled ? (float)(1.0 - (double)p->lr * (double)p->weight_decay) : 1.0f;
-}
 
 static int check_same(const char *an, const starnn_tensor *a, const char *bn, const starnn_tensor *b)
 {

@@ -1,10 +1,9 @@
 /* StarPU codelets of amp: nonfinite (x R, flag RW) per dtype, and
  * scale_update (state RW, flag R). */
-#include <config.h>
-
 #include <math.h>
 
 #include "codelets/amp.h"
+#include "codelets/kernels/amp.h"
 #include "runtime/core/codelet.h"
 
 void starnn_amp_policy_default(struct starnn_amp_policy *p)

@@ -44,24 +44,21 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "codelets/kernels/amp.h"
 #include "runtime/core/tensor.h"
 
 #ifdef __cplusplus
 extern "C" {
 #endif
 
-#define STARNN_AMP_STATE_LEN 4
 #define STARNN_AMP_INIT_SCALE 65536.0f     /* 2^16 */
 #define STARNN_AMP_MIN_SCALE 1.0f
 #define STARNN_AMP_MAX_SCALE 16777216.0f   /* 2^24 */
 #define STARNN_AMP_GROWTH_INTERVAL 2000
 
-struct starnn_amp_policy {
-	int dynamic;             /* 0: static scale */
-	int growth_interval;     /* clean steps before growing (>= 1) */
-	float growth, backoff;   /* 2 and 0.5 */
-	float min_scale, max_scale;
-};
+/* STARNN_AMP_STATE_LEN, struct starnn_amp_policy (dynamic, growth_interval,
+ * growth, backoff, min_scale, max_scale) and the kernels:
+ * codelets/kernels/amp.h. */
 
 /* The defaults above: dynamic, 2000, x2, x0.5, [1, 2^24]. */
 void starnn_amp_policy_default(struct starnn_amp_policy *p);
@@ -71,15 +68,6 @@ struct starnn_amp_state {
 	float scale;
 	int64_t good_steps, skipped_steps, applied_steps;
 };
-
-/* Kernels (codelets/cpu/amp.c, codelets/cuda/amp.cu).
- * starnn_amp_nonfinite_cpu returns 1 if any element is Inf or NaN.
- * The CUDA one sets *flag (device memory) to 1.0f in that case. */
-int starnn_amp_nonfinite_cpu(starnn_dtype dtype, size_t rows, size_t cols, const void *x, size_t ld);
-void starnn_amp_scale_update_cpu(const struct starnn_amp_policy *p, float *state, const float *flag);
-void starnn_amp_nonfinite_cuda(starnn_dtype dtype, size_t rows, size_t cols, const void *x, size_t ld, float *flag,
-                               void *stream);
-void starnn_amp_scale_update_cuda(const struct starnn_amp_policy *p, float *state, const float *flag, void *stream);
 
 /* Submission. state: an fp32 tensor of STARNN_AMP_STATE_LEN elements;
  * flag: a 1-element fp32 tensor. */

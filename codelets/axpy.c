@@ -1,7 +1,6 @@
 /* StarPU codelets of axpy / scale / add (fp32). */
-#include <config.h>
-
 #include "codelets/axpy.h"
+#include "codelets/kernels/axpy.h"
 #include "runtime/core/codelet.h"
 
 struct alpha_beta {

@@ -1,13 +1,12 @@
 /* StarPU codelets of batch normalisation (fp32) and the whole-operation
  * submit functions over the parts of a batch (see codelets/batchnorm.h). */
-#include <config.h>
-
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "codelets/batchnorm.h"
 #include "codelets/halfwrap.h"
+#include "codelets/kernels/batchnorm.h"
 #include "runtime/core/codelet.h"
 
 struct bn_args {

@@ -4,9 +4,8 @@
  * the buffers determines the cost. bias_grad has two codelets: db in
  * STARPU_W when beta == 0 (StarPU need not fetch db), STARPU_RW otherwise;
  * both use the model starnn_bias_grad_fp32. */
-#include <config.h>
-
 #include "codelets/bias.h"
+#include "codelets/kernels/bias.h"
 #include "runtime/core/codelet.h"
 
 struct bias_grad_args {

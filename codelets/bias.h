@@ -22,15 +22,7 @@
 extern "C" {
 #endif
 
-/* Kernels (codelets/cpu/bias.c, codelets/cuda/bias.cu). y is n rows of
- * channels * inner elements, rows ld apart; b, db are contiguous. */
-void starnn_bias_add_cpu(size_t n, size_t channels, size_t inner, const float *b, float *y, size_t ldy);
-void starnn_bias_grad_cpu(size_t n, size_t channels, size_t inner, const float *dy, size_t lddy, float beta,
-                          float *db);
-void starnn_bias_add_cuda(size_t n, size_t channels, size_t inner, const float *b, float *y, size_t ldy,
-                          void *stream);
-void starnn_bias_grad_cuda(size_t n, size_t channels, size_t inner, const float *dy, size_t lddy, float beta,
-                           float *db, void *stream);
+/* Kernels: codelets/kernels/bias.h. */
 
 /* Codelets: bias_add (b R, y RW); bias_grad (dy R, db RW) and, for
  * beta == 0, bias_grad_w (dy R, db W), sharing the model
@@ -46,18 +38,8 @@ int starnn_bias_grad(starnn_tensor *dy, float beta, starnn_tensor *db);
 /* Mixed precision: y / dy fp16 or bf16 (dt), b / db fp32. bias_add computes
  * y + b in fp32 and rounds once to dt; bias_grad sums the widened dy in
  * double as the fp32 kernel does. Perfmodels starnn_bias_add_{fp16,bf16},
- * starnn_bias_grad_{fp16,bf16}. */
-void starnn_bias_add_half_cpu(starnn_dtype dt, size_t n, size_t channels, size_t inner, const float *b, void *y,
-                              size_t ldy);
-void starnn_bias_grad_half_cpu(starnn_dtype dt, size_t n, size_t channels, size_t inner, const void *dy, size_t lddy,
-                               float beta, float *db);
-void starnn_bias_add_half_cuda(starnn_dtype dt, size_t n, size_t channels, size_t inner, const float *b, void *y,
-                               size_t ldy, void *stream);
-void starnn_bias_grad_half_cuda(starnn_dtype dt, size_t n, size_t channels, size_t inner, const void *dy,
-                                size_t lddy, float beta, float *db, void *stream);
-
-/* Submission for y / dy of any dtype (fp32 submits the fp32 codelets);
- * b / db are fp32. */
+ * starnn_bias_grad_{fp16,bf16}. Submission for y / dy of any dtype (fp32
+ * submits the fp32 codelets); b / db are fp32. */
 int starnn_bias_add_mp(starnn_tensor *b, starnn_tensor *y);
 int starnn_bias_grad_mp(starnn_tensor *dy, float beta, starnn_tensor *db);
 

@@ -1,8 +1,7 @@
 /* StarPU codelets of concat (fp32) and the no-copy channel views. */
-#include <config.h>
-
 #include "codelets/concat.h"
 #include "codelets/halfwrap.h"
+#include "codelets/kernels/concat.h"
 #include "runtime/core/codelet.h"
 
 struct concat_args {

@@ -31,23 +31,7 @@
 extern "C" {
 #endif
 
-/* Kernels (codelets/cpu/concat.c, codelets/cuda/concat.cu). */
-void starnn_concat_fwd_cpu(size_t rows, size_t ca, const float *a, size_t lda, size_t cb, const float *b, size_t ldb,
-                           float *cat, size_t ldcat);
-void starnn_concat_bwd_cpu(size_t rows, size_t ca, size_t cb, const float *dcat, size_t ldcat, float beta_a,
-                           float *da, size_t lda, float beta_b, float *db, size_t ldb);
-/* The same on data of dtype dt (fp32, fp16 or bf16; 16-bit data as
- * uint16_t patterns): copies copy the bit patterns; an accumulation
- * (beta != 0) widens chunks of a row to fp32 on the stack, adds and rounds
- * once, bitwise as the fp32 kernel on the widened data, rounded. */
-void starnn_concat_fwd_mp_cpu(starnn_dtype dt, size_t rows, size_t ca, const void *a, size_t lda, size_t cb,
-                              const void *b, size_t ldb, void *cat, size_t ldcat);
-void starnn_concat_bwd_mp_cpu(starnn_dtype dt, size_t rows, size_t ca, size_t cb, const void *dcat, size_t ldcat,
-                              float beta_a, void *da, size_t lda, float beta_b, void *db, size_t ldb);
-void starnn_concat_fwd_cuda(size_t rows, size_t ca, const float *a, size_t lda, size_t cb, const float *b,
-                            size_t ldb, float *cat, size_t ldcat, void *stream);
-void starnn_concat_bwd_cuda(size_t rows, size_t ca, size_t cb, const float *dcat, size_t ldcat, float beta_a,
-                            float *da, size_t lda, float beta_b, float *db, size_t ldb, void *stream);
+/* Kernels: codelets/kernels/concat.h. */
 
 /* Codelets. concat_bwd: [beta_a != 0][beta_b != 0] picks STARPU_RW or
  * STARPU_W for da and db; all four share the model starnn_concat_bwd_fp32. */

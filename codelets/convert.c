@@ -1,12 +1,12 @@
 /* StarPU codelets of convert: one per ordered pair of distinct dtypes, each
  * with its own performance model starnn_convert_<src>_to_<dst> (the naming
  * of convert, see codelets/convert.h). Equal dtypes go to starnn_copy. */
-#include <config.h>
-
 #include "codelets/convert.h"
 #include "codelets/copy.h"
-#include "runtime/core/codelet.h"
+#include "codelets/kernels/convert.h"
+#include "codelets/kernels/copy.h"
 #include "runtime/base/scratch.h"
+#include "runtime/core/codelet.h"
 
 #ifdef STARNN_USE_CUDA
 #define CONVERT_CUDA_FUNC(src, dst)                                                             \

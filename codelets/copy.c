@@ -1,10 +1,9 @@
 /* StarPU codelets of copy: one per dtype (its own performance model); the
  * element size comes from the dtype. */
-#include <config.h>
-
 #include "codelets/copy.h"
-#include "runtime/core/codelet.h"
+#include "codelets/kernels/copy.h"
 #include "runtime/base/scratch.h"
+#include "runtime/core/codelet.h"
 
 #ifdef STARNN_USE_CUDA
 #include <cuda_runtime.h>

@@ -1,13 +1,12 @@
 /* StarPU codelets of fill: one per dtype (fp32, fp16, bf16), so that each
  * has its own performance model. The value travels as its bit pattern in
  * the tensor's dtype, converted once at submission. */
-#include <config.h>
-
 #include <string.h>
 
 #include "codelets/fill.h"
-#include "runtime/core/codelet.h"
+#include "codelets/kernels/fill.h"
 #include "runtime/base/half.h"
+#include "runtime/core/codelet.h"
 
 struct fill_args {
 	float f32;     /* the value, for fp32 */

@@ -17,11 +17,7 @@
 extern "C" {
 #endif
 
-/* Kernels (codelets/cpu/fill.c, codelets/cuda/fill.cu). */
-void starnn_fill_f32_cpu(size_t rows, size_t cols, float value, float *y, size_t ldy);
-void starnn_fill_16_cpu(size_t rows, size_t cols, uint16_t bits, uint16_t *y, size_t ldy);
-void starnn_fill_f32_cuda(size_t rows, size_t cols, float value, float *y, size_t ldy, void *stream);
-void starnn_fill_16_cuda(size_t rows, size_t cols, uint16_t bits, uint16_t *y, size_t ldy, void *stream);
+/* Kernels: codelets/kernels/fill.h. */
 
 /* Task submission: every element of y becomes value (in y's dtype). */
 int starnn_fill(float value, starnn_tensor *y);

@@ -5,13 +5,12 @@
  * StarPU neither fetches C to the worker's memory node nor orders the task
  * after readers of the old C beyond what W requires; with beta != 0 C is
  * STARPU_RW. */
-#include <config.h>
-
 #include <limits.h>
 #include <math.h>
 #include <stddef.h>
 
 #include "codelets/gemm.h"
+#include "codelets/kernels/gemm.h"
 #include "runtime/core/codelet.h"
 
 /* Copied into the task. The transposes lead: they change the cost for the

@@ -22,14 +22,7 @@
 extern "C" {
 #endif
 
-/* Kernels (codelets/cpu/gemm.c, codelets/cuda/gemm.cu). m, n, k must fit
- * in an int (the submit function checks). The CUDA kernel runs cuBLAS on
- * cublas_handle (a cublasHandle_t bound to the worker's stream) and records
- * a deferred STARNN_ECUDA error if cuBLAS fails. */
-void starnn_gemm_cpu(int transA, int transB, size_t m, size_t n, size_t k, float alpha, const float *a, size_t lda,
-                     const float *b, size_t ldb, float beta, float *c, size_t ldc);
-void starnn_gemm_cuda(int transA, int transB, size_t m, size_t n, size_t k, float alpha, const float *a, size_t lda,
-                      const float *b, size_t ldb, float beta, float *c, size_t ldc, void *cublas_handle);
+/* Kernels: codelets/kernels/gemm.h. */
 
 /* Codelets: C in STARPU_RW (beta != 0) and in STARPU_W (beta == 0); both
  * use the performance model starnn_gemm_fp32. */
@@ -48,23 +41,17 @@ int starnn_gemm(int transA, int transB, float alpha, starnn_tensor *A, starnn_te
  *        for fp16 always, the operands are widened to fp32 (F16C for fp16)
  *        into a per-thread scratch buffer and cblas_sgemm runs on them.
  *   CUDA: cublasGemmEx with CUBLAS_COMPUTE_32F (tensor cores).
- * ab is the dtype of A and B, cdt that of C (the kernels assume the
- * combination was checked). Perfmodels starnn_gemm_fp16 and
- * starnn_gemm_bf16 (the footprint covers the transposes and C's dtype). */
-void starnn_gemm_half_cpu(starnn_dtype ab, starnn_dtype cdt, int transA, int transB, size_t m, size_t n, size_t k,
-                          float alpha, const void *a, size_t lda, const void *b, size_t ldb, float beta, void *c,
-                          size_t ldc);
-void starnn_gemm_half_cuda(starnn_dtype ab, starnn_dtype cdt, int transA, int transB, size_t m, size_t n, size_t k,
-                           float alpha, const void *a, size_t lda, const void *b, size_t ldb, float beta, void *c,
-                           size_t ldc, void *cublas_handle);
-/* "oneDNN bf16 GEMM" or "fp32 conversion + OpenBLAS sgemm": the CPU route
- * of bf16 products in this build. */
-const char *starnn_gemm_bf16_cpu_route(void);
-
-/* Submission of any of the combinations above; all-fp32 operands submit
- * starnn_gemm (the same task as before). Shapes as for starnn_gemm. */
+ * Perfmodels starnn_gemm_fp16 and starnn_gemm_bf16 (the footprint covers
+ * the transposes and C's dtype). Submission of any of these combinations;
+ * all-fp32 operands submit starnn_gemm (the same task as before). Shapes
+ * as for starnn_gemm. */
 int starnn_gemm_mp(int transA, int transB, float alpha, starnn_tensor *A, starnn_tensor *B, float beta,
                    starnn_tensor *C);
+
+/* The CPU route of bf16 products in this build, in words: "oneDNN bf16
+ * GEMM ..." or "fp32 conversion + OpenBLAS sgemm ..." (the kernels' answer,
+ * codelets/kernels/gemm.h, declared here too for programs that report it). */
+const char *starnn_gemm_bf16_cpu_route(void);
 
 #ifdef __cplusplus
 }

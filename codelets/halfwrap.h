@@ -5,7 +5,7 @@
  * stack, codelets/cpu/halfrow.h):
  * inputs are widened to fp32 (exactly: fp32 holds every fp16 and bf16
  * value), the fp32 kernel runs with fp32 accumulation, and 16-bit outputs
- * are rounded once to nearest even (codelets/convert.h).
+ * are rounded once to nearest even (codelets/kernels/convert.h).
  *
  *   CPU:  the copies live in the worker thread's scratch buffers
  *         (runtime/base/scratch.h: kept at their largest size, freed when the
@@ -28,7 +28,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "codelets/convert.h"
+#include "codelets/kernels/convert.h"
 #include "runtime/core/codelet.h"
 #include "runtime/base/scratch.h"
 

@@ -1,10 +1,9 @@
 /* StarPU codelets of maxpool (fp32). */
-#include <config.h>
-
 #include <stddef.h>
 
-#include "codelets/maxpool.h"
 #include "codelets/halfwrap.h"
+#include "codelets/kernels/maxpool.h"
+#include "codelets/maxpool.h"
 #include "runtime/core/codelet.h"
 
 /* Leading fields (input H, W) are the footprint key: the buffers' matrix

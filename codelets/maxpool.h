@@ -31,29 +31,7 @@
 extern "C" {
 #endif
 
-/* Kernels (codelets/cpu/maxpool.c, codelets/cuda/maxpool.cu). */
-void starnn_maxpool_fwd_cpu(size_t n, size_t c, size_t h, size_t w, const float *x, size_t ldx, float *y,
-                            size_t ldy);
-void starnn_maxpool_bwd_cpu(size_t n, size_t c, size_t h, size_t w, const float *x, size_t ldx, const float *dy,
-                            size_t lddy, float beta, float *dx, size_t lddx);
-/* The same on data of dtype dt (fp32, fp16 or bf16; 16-bit data as
- * uint16_t patterns): 16-bit rows are read in blocks widened to fp32 on the
- * stack and the results rounded once, so they are bitwise those of the
- * fp32 kernels on the widened data (rounded). */
-void starnn_maxpool_fwd_mp_cpu(starnn_dtype dt, size_t n, size_t c, size_t h, size_t w, const void *x, size_t ldx,
-                               void *y, size_t ldy);
-void starnn_maxpool_bwd_mp_cpu(starnn_dtype dt, size_t n, size_t c, size_t h, size_t w, const void *x, size_t ldx,
-                               const void *dy, size_t lddy, float beta, void *dx, size_t lddx);
-/* The same on data in either layout (runtime/core/tensor.h: cb = 8 or 16,
- * nChw8c / nChw16c with c a multiple of cb; 1: NCHW), any dtype as above. */
-void starnn_maxpool_fwd_blk_cpu(starnn_dtype dt, size_t cb, size_t n, size_t c, size_t h, size_t w, const void *x,
-                                size_t ldx, void *y, size_t ldy);
-void starnn_maxpool_bwd_blk_cpu(starnn_dtype dt, size_t cb, size_t n, size_t c, size_t h, size_t w, const void *x,
-                                size_t ldx, const void *dy, size_t lddy, float beta, void *dx, size_t lddx);
-void starnn_maxpool_fwd_cuda(size_t n, size_t c, size_t h, size_t w, const float *x, size_t ldx, float *y,
-                             size_t ldy, void *stream);
-void starnn_maxpool_bwd_cuda(size_t n, size_t c, size_t h, size_t w, const float *x, size_t ldx, const float *dy,
-                             size_t lddy, float beta, float *dx, size_t lddx, void *stream);
+/* Kernels: codelets/kernels/maxpool.h. */
 
 /* Codelets: maxpool_bwd with dx in STARPU_RW (beta != 0) and STARPU_W
  * (beta == 0), both with the model starnn_maxpool_bwd_fp32. */

@@ -1,9 +1,8 @@
 /* StarPU codelets of mse_fwd / mse_bwd (fp32). */
-#include <config.h>
-
 #include <math.h>
 
 #include "codelets/amp.h"
+#include "codelets/kernels/mse.h"
 #include "codelets/mse.h"
 #include "runtime/core/codelet.h"
 

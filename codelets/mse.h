@@ -19,16 +19,7 @@
 extern "C" {
 #endif
 
-/* Kernels (codelets/cpu/mse.c, codelets/cuda/mse.cu). loss points to one
- * float. starnn_mse_fwd_cuda returns 0 or a cudaError_t code. */
-void starnn_mse_fwd_cpu(size_t rows, size_t cols, const float *pred, size_t ldp, const float *target, size_t ldt,
-                        float scale, float beta, float *loss);
-void starnn_mse_bwd_cpu(size_t rows, size_t cols, const float *pred, size_t ldp, const float *target, size_t ldt,
-                        float scale, float *dpred, size_t ldd);
-int starnn_mse_fwd_cuda(size_t rows, size_t cols, const float *pred, size_t ldp, const float *target, size_t ldt,
-                        float scale, float beta, float *loss, void *stream);
-void starnn_mse_bwd_cuda(size_t rows, size_t cols, const float *pred, size_t ldp, const float *target, size_t ldt,
-                         float scale, float *dpred, size_t ldd, void *stream);
+/* Kernels: codelets/kernels/mse.h. */
 
 /* Task submission. pred and target (and dpred) have the same shape. */
 int starnn_mse_fwd(starnn_tensor *pred, starnn_tensor *target, starnn_tensor *loss, float scale, float beta);
@@ -40,22 +31,9 @@ int starnn_mse_bwd(starnn_tensor *pred, starnn_tensor *target, starnn_tensor *dp
  * rounds it once to dt, where ls is the loss scale state[0] of a
  * loss-scale state (codelets/amp.h) read inside the task, or 1 when state
  * is NULL. This is how the scaled loss gradient enters the graph without a
- * host synchronisation. The *_half kernels also take dt == STARNN_FP32
- * (the scaled fp32 backward). state is a device pointer for CUDA.
- * Perfmodels starnn_mse_fwd_{fp16,bf16}, starnn_mse_bwd_{fp16,bf16},
- * starnn_mse_bwd_scaled_{fp32,fp16,bf16}. */
-void starnn_mse_fwd_half_cpu(starnn_dtype dt, size_t rows, size_t cols, const void *pred, size_t ldp,
-                             const float *target, size_t ldt, float scale, float beta, float *loss);
-void starnn_mse_bwd_half_cpu(starnn_dtype dt, size_t rows, size_t cols, const void *pred, size_t ldp,
-                             const float *target, size_t ldt, float scale, const float *state, void *dpred,
-                             size_t ldd);
-int starnn_mse_fwd_half_cuda(starnn_dtype dt, size_t rows, size_t cols, const void *pred, size_t ldp,
-                             const float *target, size_t ldt, float scale, float beta, float *loss, void *stream);
-void starnn_mse_bwd_half_cuda(starnn_dtype dt, size_t rows, size_t cols, const void *pred, size_t ldp,
-                              const float *target, size_t ldt, float scale, const float *state, void *dpred,
-                              size_t ldd, void *stream);
-
-/* Submission: pred of any dtype, target fp32 of the same shape, dpred of
+ * host synchronisation. Perfmodels starnn_mse_fwd_{fp16,bf16},
+ * starnn_mse_bwd_{fp16,bf16}, starnn_mse_bwd_scaled_{fp32,fp16,bf16}.
+ * Submission: pred of any dtype, target fp32 of the same shape, dpred of
  * pred's dtype; state NULL (no loss scaling) or a loss-scale state. All
  * fp32 without state submits the fp32 codelets. */
 int starnn_mse_fwd_mp(starnn_tensor *pred, starnn_tensor *target, starnn_tensor *loss, float scale, float beta);

@@ -1,8 +1,7 @@
 /* StarPU codelets of sum / sumsq (fp32 in, one fp32 out). */
-#include <config.h>
-
 #include <math.h>
 
+#include "codelets/kernels/reduce.h"
 #include "codelets/reduce.h"
 #include "runtime/core/codelet.h"
 

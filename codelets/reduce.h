@@ -17,14 +17,7 @@
 extern "C" {
 #endif
 
-/* Kernels (codelets/cpu/reduce.c, codelets/cuda/reduce.cu). out points to
- * one float (host memory for the CPU kernels, device memory for CUDA). */
-void starnn_sum_cpu(size_t rows, size_t cols, const float *x, size_t ldx, float beta, float *out);
-void starnn_sumsq_cpu(size_t rows, size_t cols, const float *x, size_t ldx, float beta, float *out);
-/* The CUDA kernels return 0 or a cudaError_t code (they allocate a small
- * stream-ordered scratch buffer for the per-block partial sums). */
-int starnn_sum_cuda(size_t rows, size_t cols, const float *x, size_t ldx, float beta, float *out, void *stream);
-int starnn_sumsq_cuda(size_t rows, size_t cols, const float *x, size_t ldx, float beta, float *out, void *stream);
+/* Kernels: codelets/kernels/reduce.h. */
 
 /* Task submission: x any fp32 tensor, out a 1-element fp32 tensor. */
 int starnn_sum(starnn_tensor *x, starnn_tensor *out, float beta);

@@ -1,8 +1,7 @@
 /* StarPU codelets of relu_fwd / relu_bwd (fp32), with in-place forms: StarPU
  * does not accept one handle twice in a task when one access writes, so
  * y == x (and dx == dy) get a codelet with a single RW buffer. */
-#include <config.h>
-
+#include "codelets/kernels/relu.h"
 #include "codelets/relu.h"
 #include "runtime/core/codelet.h"
 

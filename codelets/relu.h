@@ -19,14 +19,7 @@
 extern "C" {
 #endif
 
-/* Kernels (codelets/cpu/relu.c, codelets/cuda/relu.cu). y may equal x and
- * dx may equal dy (same pointer and ld); no other overlap is allowed. */
-void starnn_relu_fwd_cpu(size_t rows, size_t cols, const float *x, size_t ldx, float *y, size_t ldy);
-void starnn_relu_bwd_cpu(size_t rows, size_t cols, const float *x, size_t ldx, const float *dy, size_t lddy,
-                         float *dx, size_t lddx);
-void starnn_relu_fwd_cuda(size_t rows, size_t cols, const float *x, size_t ldx, float *y, size_t ldy, void *stream);
-void starnn_relu_bwd_cuda(size_t rows, size_t cols, const float *x, size_t ldx, const float *dy, size_t lddy,
-                          float *dx, size_t lddx, void *stream);
+/* Kernels: codelets/kernels/relu.h. */
 
 /* Task submission. y == x (the same tensor) runs in place; so does dx == dy.
  * Perfmodels: starnn_relu_fwd_fp32, starnn_relu_bwd_fp32, and for the
@@ -39,17 +32,8 @@ int starnn_relu_bwd(starnn_tensor *x, starnn_tensor *dy, starnn_tensor *dx);
  * exactly those of the fp32 kernels on the widened values (x < 0 and x > 0
  * are read from the sign, the magnitude and the NaN range). Out of place
  * only (y != x, dx != dy, dx != x). Perfmodels starnn_relu_fwd_{fp16,bf16},
- * starnn_relu_bwd_{fp16,bf16}. */
-void starnn_relu_fwd_half_cpu(starnn_dtype dt, size_t rows, size_t cols, const uint16_t *x, size_t ldx, uint16_t *y,
-                              size_t ldy);
-void starnn_relu_bwd_half_cpu(starnn_dtype dt, size_t rows, size_t cols, const uint16_t *x, size_t ldx,
-                              const uint16_t *dy, size_t lddy, uint16_t *dx, size_t lddx);
-void starnn_relu_fwd_half_cuda(starnn_dtype dt, size_t rows, size_t cols, const uint16_t *x, size_t ldx, uint16_t *y,
-                               size_t ldy, void *stream);
-void starnn_relu_bwd_half_cuda(starnn_dtype dt, size_t rows, size_t cols, const uint16_t *x, size_t ldx,
-                               const uint16_t *dy, size_t lddy, uint16_t *dx, size_t lddx, void *stream);
-
-/* Submission for any one dtype (fp32 submits the fp32 codelets, in place
+ * starnn_relu_bwd_{fp16,bf16}.
+ * Submission for any one dtype (fp32 submits the fp32 codelets, in place
  * included). */
 int starnn_relu_fwd_mp(starnn_tensor *x, starnn_tensor *y);
 int starnn_relu_bwd_mp(starnn_tensor *x, starnn_tensor *dy, starnn_tensor *dx);

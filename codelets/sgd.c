@@ -1,11 +1,10 @@
 /* StarPU codelet of the SGD update (fp32). */
-#include <config.h>
-
 #include <math.h>
 #include <string.h>
 
 #include "codelets/amp.h"
 #include "codelets/copy.h"
+#include "codelets/kernels/sgd.h"
 #include "codelets/sgd.h"
 #include "runtime/core/codelet.h"
 

@@ -14,29 +14,15 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "codelets/kernels/sgd.h"
 #include "runtime/core/tensor.h"
 
 #ifdef __cplusplus
 extern "C" {
 #endif
 
-struct starnn_sgd_params {
-	float lr, momentum, dampening, weight_decay;
-	int nesterov;
-};
-
-/* What the kernels get: the parameters of one step. */
-struct starnn_sgd_step {
-	struct starnn_sgd_params p;
-	float grad_scale;
-	int first;
-};
-
-/* Kernels (codelets/cpu/sgd.c, codelets/cuda/sgd.cu). */
-void starnn_sgd_cpu(size_t rows, size_t cols, const struct starnn_sgd_step *s, float *w, size_t ldw,
-                    const float *grad, size_t ldg, float *buf, size_t ldb);
-void starnn_sgd_cuda(size_t rows, size_t cols, const struct starnn_sgd_step *s, float *w, size_t ldw,
-                     const float *grad, size_t ldg, float *buf, size_t ldb, void *stream);
+/* struct starnn_sgd_params (lr, momentum, dampening, weight_decay,
+ * nesterov) and the kernels: codelets/kernels/sgd.h. */
 
 /* Submits one update of w. step is 1-based (step 1 initialises buf);
  * grad_scale multiplies grad first (1 = none). Like PyTorch, rejects
@@ -51,14 +37,7 @@ int starnn_sgd(starnn_tensor *w, starnn_tensor *grad, starnn_tensor *buf, const 
  *   flag[0] != 0: the step is skipped, w and buf are left untouched;
  *   otherwise grad_scale = 1 / state[0] (unscaling) and first = (state[3]
  *   == 0: no step applied yet), so skipped steps do not count.
- * state and flag are device pointers for the CUDA kernel. Perfmodel
- * starnn_sgd_amp_fp32. */
-void starnn_sgd_amp_cpu(size_t rows, size_t cols, const struct starnn_sgd_params *p, const float *state,
-                        const float *flag, float *w, size_t ldw, const float *grad, size_t ldg, float *buf,
-                        size_t ldb);
-void starnn_sgd_amp_cuda(size_t rows, size_t cols, const struct starnn_sgd_params *p, const float *state,
-                         const float *flag, float *w, size_t ldw, const float *grad, size_t ldg, float *buf,
-                         size_t ldb, void *stream);
+ * Perfmodel starnn_sgd_amp_fp32. */
 int starnn_sgd_amp(starnn_tensor *w, starnn_tensor *grad, starnn_tensor *buf, const struct starnn_sgd_params *params,
                    starnn_tensor *state, starnn_tensor *flag);
 

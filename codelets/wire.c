@@ -4,9 +4,7 @@
  * codelets/wire.h). compress: x (R, rows x cols fp32) -> wire (W, bytes);
  * decompress: wire (R) -> y (W). The kernels take no arguments besides the
  * buffers: the format is the codelet's. */
-#include <config.h>
-
-#include "codelets/wire.h"
+#include "codelets/wire.h" /* and its kernels, codelets/kernels/wire.h */
 #include "runtime/core/codelet.h"
 
 #ifdef STARNN_USE_CUDA

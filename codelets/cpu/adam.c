@@ -3,9 +3,23 @@
  * per instruction set (codelets/cpu/simd.h). */
 #include <math.h>
 
-#include "codelets/adam.h"
-#include "codelets/convert.h"
 #include "codelets/cpu/simd.h"
+#include "codelets/kernels/adam.h"
+#include "codelets/kernels/convert.h"
+
+/* The bias corrections of step t, in double (the glue fills the args of
+ * a task with it; the _amp kernels below, from the loss-scale state). */
+void starnn_adam_step_init(struct starnn_adam_step *s, const struct starnn_adam_params *p, int64_t t,
+                           float grad_scale)
+{
+	double bc1 = 1.0 - pow((double)p->beta1, (double)t), bc2 = 1.0 - pow((double)p->beta2, (double)t);
+	s->p = *p;
+	s->p.decoupled = p->decoupled != 0;
+	s->grad_scale = grad_scale;
+	s->step_size = (float)((double)p->lr / bc1);
+	s->bc2_sqrt = (float)sqrt(bc2);
+	s->decay = p->decoupled ? (float)(1.0 - (double)p->lr * (double)p->weight_decay) : 1.0f;
+}
 
 STARNN_SIMD_INLINE void adam_impl(size_t rows, size_t cols, const struct starnn_adam_step *s, float *w, size_t ldw,
                                   const float *grad, size_t ldg, float *m, size_t ldm, float *v, size_t ldv)

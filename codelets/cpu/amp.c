@@ -4,7 +4,7 @@
  * update is a few scalar operations. */
 #include <string.h>
 
-#include "codelets/amp.h"
+#include "codelets/kernels/amp.h"
 
 /* An element is Inf or NaN when all its exponent bits are set. */
 static int row_nonfinite_32(size_t n, const uint32_t *x)

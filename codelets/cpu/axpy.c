@@ -1,8 +1,8 @@
 /* CPU kernels of axpy / scale / add. Row by row so that strided views
  * (ld > cols) work; the inner loops vectorise, compiled per instruction set
  * (codelets/cpu/simd.h). */
-#include "codelets/axpy.h"
 #include "codelets/cpu/simd.h"
+#include "codelets/kernels/axpy.h"
 
 STARNN_SIMD_INLINE void axpy_impl(size_t rows, size_t cols, float alpha, const float *x, size_t ldx, float *y,
                                   size_t ldy)

@@ -22,9 +22,9 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "codelets/batchnorm.h"
 #include "codelets/cpu/halfrow.h"
 #include "codelets/cpu/simd.h"
+#include "codelets/kernels/batchnorm.h"
 
 #ifdef STARNN_SIMD_X86
 #include <immintrin.h>

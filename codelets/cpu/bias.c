@@ -1,7 +1,7 @@
 /* CPU kernels of bias_add / bias_grad. Row by row so that strided views
  * (ld > cols) work; the inner loops vectorise. */
-#include "codelets/bias.h"
-#include "codelets/convert.h"
+#include "codelets/kernels/bias.h"
+#include "codelets/kernels/convert.h"
 
 /* y: n x (channels * inner), ld; b: channels. */
 void starnn_bias_add_cpu(size_t n, size_t channels, size_t inner, const float *b, float *y, size_t ldy)

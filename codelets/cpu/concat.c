@@ -9,9 +9,9 @@
  * once: bitwise the fp32 kernel's result on the widened data, rounded. */
 #include <string.h>
 
-#include "codelets/concat.h"
 #include "codelets/cpu/halfrow.h"
 #include "codelets/cpu/simd.h"
+#include "codelets/kernels/concat.h"
 
 void starnn_concat_fwd_mp_cpu(starnn_dtype dt, size_t rows, size_t ca, const void *a, size_t lda, size_t cb,
                               const void *b, size_t ldb, void *cat, size_t ldcat)

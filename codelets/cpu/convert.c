@@ -16,9 +16,9 @@
  *   fp16 <-> bf16: through an fp32 block on the stack (exact for both). */
 #include <string.h>
 
-#include "codelets/convert.h"
 #include "codelets/cpu/halfrow.h"
 #include "codelets/cpu/simd.h"
+#include "codelets/kernels/convert.h"
 #include "runtime/base/error.h"
 #include "runtime/base/half.h"
 

@@ -3,9 +3,9 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "codelets/copy.h"
 #include "codelets/cpu/halfrow.h"
 #include "codelets/cpu/simd.h"
+#include "codelets/kernels/copy.h"
 #include "runtime/base/half.h"
 
 void starnn_copy_cpu(size_t rows, size_t cols, size_t elem_size, const void *x, size_t ldx, void *y, size_t ldy)

@@ -1,5 +1,5 @@
 /* CPU kernels of fill: row by row (strided views), vectorisable stores. */
-#include "codelets/fill.h"
+#include "codelets/kernels/fill.h"
 
 void starnn_fill_f32_cpu(size_t rows, size_t cols, float value, float *y, size_t ldy)
 {

@@ -2,15 +2,15 @@
  * is single-threaded inside StarPU workers (parallelism comes from tasks).
  * A, B, C are strided row-major matrices; cblas takes the leading
  * dimensions as they are (lda >= stored cols of A, etc.). */
-#include <config.h>
-
 #include <cblas.h>
 #include <pthread.h>
 #include <stdint.h>
 #include <stdlib.h>
 
-#include "codelets/convert.h"
-#include "codelets/gemm.h"
+#include "codelets/kernels/convert.h"
+#include "codelets/kernels/gemm.h"
+#include "runtime/base/error.h"
+#include "runtime/base/features.h" /* STARNN_HAVE_DNNL */
 #include "runtime/base/scratch.h"
 
 void starnn_gemm_cpu(int transA, int transB, size_t m, size_t n, size_t k, float alpha, const float *a, size_t lda,

@@ -4,7 +4,7 @@
  * widens each chunk into a buffer on the stack (it stays in L1), computes
  * in fp32 and rounds its 16-bit results once, on the way out. fp32 data is
  * used in place. The widening is exact and the rounding is that of
- * codelets/convert.h (nearest even), so a 16-bit kernel's output is
+ * codelets/kernels/convert.h (nearest even), so a 16-bit kernel's output is
  * bitwise the rounded result of the fp32 kernel on the widened data.
  *
  * bf16 is converted inline (integer arithmetic that vectorises in every
@@ -15,9 +15,9 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "codelets/convert.h"
 #include "codelets/cpu/simd.h"
-#include "runtime/core/tensor.h"
+#include "codelets/kernels/convert.h"
+#include "runtime/base/types.h"
 
 /* Elements widened at a time: 256 floats = 1 KiB per buffer. */
 #define STARNN_HALFROW_CHUNK 256

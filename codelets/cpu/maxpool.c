@@ -12,7 +12,7 @@
  * rounded (the forward's maximum is one of the inputs: exact). */
 #include "codelets/cpu/halfrow.h"
 #include "codelets/cpu/simd.h"
-#include "codelets/maxpool.h"
+#include "codelets/kernels/maxpool.h"
 #include "runtime/base/half.h"
 
 /* Windows per block of a 16-bit row: 2 * BLOCK input elements per row. */

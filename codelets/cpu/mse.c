@@ -1,8 +1,8 @@
 /* CPU kernels of mse_fwd / mse_bwd. Row by row (strided views); the forward
  * sum is accumulated in double with 8 independent partial sums (see
  * cpu/reduce.c), the backward loop vectorises. */
-#include "codelets/convert.h"
-#include "codelets/mse.h"
+#include "codelets/kernels/convert.h"
+#include "codelets/kernels/mse.h"
 
 #define LANES 8
 

@@ -2,7 +2,7 @@
  * double with 8 independent partial sums so that the adds pipeline (and
  * vectorise) without reassociation flags; the float -> double rounding error
  * of a sum of n terms is then ~n * 1e-16 relative instead of ~n * 6e-8. */
-#include "codelets/reduce.h"
+#include "codelets/kernels/reduce.h"
 
 #define LANES 8
 

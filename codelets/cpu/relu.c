@@ -3,7 +3,7 @@
  * operand is loaded unconditionally), compiled per instruction set
  * (codelets/cpu/simd.h). No restrict: y may be x, dx may be dy. */
 #include "codelets/cpu/simd.h"
-#include "codelets/relu.h"
+#include "codelets/kernels/relu.h"
 
 /* In place, one pointer: the compiler needs no overlap check to vectorise. */
 STARNN_SIMD_INLINE void relu_fwd_inplace(size_t rows, size_t cols, float *y, size_t ldy)

@@ -3,7 +3,7 @@
  * restrict pointers so that each one vectorises; compiled per instruction
  * set (codelets/cpu/simd.h). */
 #include "codelets/cpu/simd.h"
-#include "codelets/sgd.h"
+#include "codelets/kernels/sgd.h"
 
 /* One row; the int flags are constants in each call below. */
 STARNN_SIMD_INLINE void sgd_row(size_t n, float lr, float mom, float keep, float wd, float gs, int momentum, int first,

@@ -14,9 +14,9 @@
  * the row when it lies in one row, else through a buffer on the stack. */
 #include <string.h>
 
-#include "codelets/convert.h"
 #include "codelets/cpu/simd.h"
-#include "codelets/wire.h"
+#include "codelets/kernels/convert.h"
+#include "codelets/kernels/wire.h"
 #include "runtime/base/error.h"
 #include "runtime/base/half.h"
 
@@ -369,7 +369,7 @@ int starnn_compress_cpu(starnn_wire_format f, size_t rows, size_t cols, const fl
 		compress_blocks(f == STARNN_WIRE_FP8, rows, cols, x, ldx, wire);
 		return 0;
 	}
-	size_t bpv = (size_t)starnn_wire_bits(f) / 8;
+	size_t bpv = starnn_wire_value_bytes(f);
 	for (size_t r = 0; r < rows; r++) {
 		const float *xr = x + r * ldx;
 		uint8_t *wr = wire + r * cols * bpv;
@@ -399,7 +399,7 @@ int starnn_decompress_cpu(starnn_wire_format f, size_t rows, size_t cols, const 
 		decompress_blocks(f == STARNN_WIRE_FP8, rows, cols, wire, y, ldy);
 		return 0;
 	}
-	size_t bpv = (size_t)starnn_wire_bits(f) / 8;
+	size_t bpv = starnn_wire_value_bytes(f);
 	for (size_t r = 0; r < rows; r++) {
 		const uint8_t *wr = wire + r * cols * bpv;
 		float *yr = y + r * ldy;

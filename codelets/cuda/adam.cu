@@ -2,8 +2,8 @@
  * (strided views), IEEE sqrt and division as on the CPU. */
 #include <cuda_runtime.h>
 
-#include "codelets/adam.h"
 #include "codelets/cuda/common.cuh"
+#include "codelets/kernels/adam.h"
 
 __global__ static void adam_kernel(size_t rows, size_t cols, struct starnn_adam_step s, float *w, size_t ldw,
                                    const float *grad, size_t ldg, float *m, size_t ldm, float *v, size_t ldv)

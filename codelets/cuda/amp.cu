@@ -5,8 +5,8 @@
 #include <cuda_runtime.h>
 #include <stdint.h>
 
-#include "codelets/amp.h"
 #include "codelets/cuda/common.cuh"
+#include "codelets/kernels/amp.h"
 
 template <typename T>
 __global__ static void nonfinite_kernel(size_t rows, size_t cols, const T *x, size_t ld, T mask, float *flag)

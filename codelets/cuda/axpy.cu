@@ -2,8 +2,8 @@
  * and y over rows, so strided views need no special case. */
 #include <cuda_runtime.h>
 
-#include "codelets/axpy.h"
 #include "codelets/cuda/common.cuh"
+#include "codelets/kernels/axpy.h"
 
 __global__ static void axpy_kernel(size_t rows, size_t cols, float alpha, const float *x, size_t ldx, float *y,
                                    size_t ldy)

@@ -7,8 +7,8 @@
  * computed once per plane. */
 #include <cuda_runtime.h>
 
-#include "codelets/batchnorm.h"
 #include "codelets/cuda/common.cuh"
+#include "codelets/kernels/batchnorm.h"
 
 #define RED_THREADS 256
 

@@ -6,9 +6,9 @@
  * written by one thread, so the result is deterministic. */
 #include <cuda_runtime.h>
 
-#include "codelets/bias.h"
 #include "codelets/cuda/common.cuh"
 #include "codelets/cuda/half.cuh"
+#include "codelets/kernels/bias.h"
 
 __global__ static void bias_add_kernel(size_t n, size_t cols, size_t inner, const float *b, float *y, size_t ldy)
 {

@@ -2,8 +2,8 @@
  * columns (coalesced); each thread moves one element from / to a or b. */
 #include <cuda_runtime.h>
 
-#include "codelets/concat.h"
 #include "codelets/cuda/common.cuh"
+#include "codelets/kernels/concat.h"
 
 __global__ static void concat_fwd_kernel(size_t rows, size_t ca, const float *a, size_t lda, size_t cb,
                                          const float *b, size_t ldb, float *cat, size_t ldcat)

@@ -6,8 +6,8 @@
 #include <cuda_runtime.h>
 #include <stdint.h>
 
-#include "codelets/convert.h"
 #include "codelets/cuda/common.cuh"
+#include "codelets/kernels/convert.h"
 
 __device__ static inline float to_f32(float v) { return v; }
 __device__ static inline float to_f32(__half v) { return __half2float(v); }

@@ -2,7 +2,7 @@
  * (pitches in bytes), which handles strided views. */
 #include <cuda_runtime.h>
 
-#include "codelets/copy.h"
+#include "codelets/kernels/copy.h"
 
 extern "C" int starnn_copy_cuda(size_t rows, size_t cols, size_t elem_size, const void *x, size_t ldx, void *y,
                                 size_t ldy, void *stream)

@@ -3,8 +3,8 @@
 #include <cuda_runtime.h>
 #include <stdint.h>
 
-#include "codelets/fill.h"
 #include "codelets/cuda/common.cuh"
+#include "codelets/kernels/fill.h"
 
 template <typename T>
 __global__ static void fill_kernel(size_t rows, size_t cols, T value, T *y, size_t ldy)

@@ -6,7 +6,7 @@
 #include <cublas_v2.h>
 #include <cuda_runtime.h>
 
-#include "codelets/gemm.h"
+#include "codelets/kernels/gemm.h"
 #include "runtime/base/error.h"
 
 extern "C" void starnn_gemm_cuda(int transA, int transB, size_t m, size_t n, size_t k, float alpha, const float *a,

@@ -7,7 +7,7 @@
 #include <cuda_runtime.h>
 
 #include "codelets/cuda/common.cuh"
-#include "codelets/maxpool.h"
+#include "codelets/kernels/maxpool.h"
 
 __device__ static inline bool take(float v, float m)
 {

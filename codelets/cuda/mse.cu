@@ -5,7 +5,7 @@
 #include "codelets/cuda/common.cuh"
 #include "codelets/cuda/half.cuh"
 #include "codelets/cuda/reduce.cuh"
-#include "codelets/mse.h"
+#include "codelets/kernels/mse.h"
 
 namespace {
 

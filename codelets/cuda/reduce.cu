@@ -4,7 +4,7 @@
 #include <cuda_runtime.h>
 
 #include "codelets/cuda/reduce.cuh"
-#include "codelets/reduce.h"
+#include "codelets/kernels/reduce.h"
 
 namespace {
 

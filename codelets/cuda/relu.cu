@@ -2,8 +2,8 @@
  * strided views need no special case. Same selects as the CPU kernels. */
 #include <cuda_runtime.h>
 
-#include "codelets/relu.h"
 #include "codelets/cuda/common.cuh"
+#include "codelets/kernels/relu.h"
 
 __global__ static void relu_fwd_kernel(size_t rows, size_t cols, const float *x, size_t ldx, float *y, size_t ldy)
 {

@@ -2,7 +2,7 @@
 #include <cuda_runtime.h>
 
 #include "codelets/cuda/common.cuh"
-#include "codelets/sgd.h"
+#include "codelets/kernels/sgd.h"
 
 __global__ static void sgd_kernel(size_t rows, size_t cols, struct starnn_sgd_step s, float *w, size_t ldw,
                                   const float *grad, size_t ldg, float *buf, size_t ldb)

@@ -12,7 +12,7 @@
 #include <string.h>
 
 #include "codelets/cuda/common.cuh"
-#include "codelets/wire.h"
+#include "codelets/kernels/wire.h"
 
 #define SIGN 0x80000000u
 

@@ -1,12 +1,17 @@
 /* What a codelet file (codelets/<op>.c) needs: buffer accessors, the
  * performance-model declaration, the CUDA stream / cuBLAS handle of the
- * running worker, and error reporting from inside a task.
+ * running worker, error reporting from inside a task, and the build's
+ * features (runtime/base/features.h: STARNN_USE_CUDA ...), so that a
+ * codelet file includes this header before its first #ifdef
+ * STARNN_USE_CUDA and needs no <config.h>.
  *
- * Pattern of a codelet file (see codelets/axpy.c):
+ * Pattern of a codelet file (see codelets/axpy.c, or what tools/dev/new-op
+ * writes):
  *   - an args struct (copied into the task) whose leading fields are those
  *     that change the cost (shapes, transposes), listed in its footprint;
  *   - cpu and cuda functions that unpack buffers and call the pure kernels
- *     of codelets/cpu/<op>.c and codelets/cuda/<op>.cu;
+ *     declared in codelets/kernels/<op>.h (codelets/cpu/<op>.c,
+ *     codelets/cuda/<op>.cu: no StarPU there);
  *   - STARNN_PERFMODEL(op, fp32) (time and energy models) and the struct
  *     starpu_codelet, whose initialiser takes both with
  *     STARNN_MODELS(op, fp32);
@@ -18,6 +23,7 @@
 #include <starpu.h>
 
 #include "runtime/base/error.h"
+#include "runtime/base/features.h"
 #include "runtime/core/submit.h"
 #include "runtime/core/tensor.h"
 

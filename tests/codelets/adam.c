@@ -29,6 +29,7 @@
 #include "codelets/amp.h"
 #include "codelets/convert.h"
 #include "codelets/fill.h"
+#include "codelets/kernels/adam.h"
 #include "runtime/base/half.h"
 #include "tests/testlib.h"
 #include "tests/codelets/simdcheck.h"

@@ -8,6 +8,7 @@
 #include "codelets/adam.h"
 #include "codelets/amp.h"
 #include "codelets/fill.h"
+#include "codelets/kernels/amp.h"
 #include "runtime/base/half.h"
 #include "tests/testlib.h"
 

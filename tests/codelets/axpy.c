@@ -15,6 +15,7 @@
  * data) and must equal it bit for bit. The tests use both kinds of
  * coefficients. */
 #include "codelets/axpy.h"
+#include "codelets/kernels/axpy.h"
 #include "tests/testlib.h"
 #include "tests/codelets/simdcheck.h"
 

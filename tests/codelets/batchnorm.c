@@ -30,6 +30,7 @@
  * the same order, and 16-bit outputs rounded once). STARNN_TEST_VERBOSE=1
  * prints how far into its bound each check lands. */
 #include "codelets/batchnorm.h"
+#include "codelets/kernels/batchnorm.h"
 #include "tests/testlib.h"
 #include "tests/codelets/halfcheck.h"
 #include "tests/codelets/simdcheck.h"

@@ -19,6 +19,7 @@
  * (fd_bound). 16-bit bias_add: the fp32 add, then one rounding to fp16 /
  * bf16 (plus 2^-25 absolute for fp16's subnormal spacing). */
 #include "codelets/bias.h"
+#include "codelets/kernels/bias.h"
 #include "runtime/base/half.h"
 #include "tests/testlib.h"
 

@@ -34,6 +34,8 @@
 #include "codelets/conv2d.h"
 #include "codelets/convert.h"
 #include "codelets/convt2d.h"
+#include "codelets/kernels/batchnorm.h"
+#include "codelets/kernels/maxpool.h"
 #include "codelets/maxpool.h"
 #include "codelets/mse.h"
 #include "codelets/relu.h"

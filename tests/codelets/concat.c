@@ -20,6 +20,7 @@
 #include "codelets/axpy.h"
 #include "codelets/concat.h"
 #include "codelets/convt2d.h"
+#include "codelets/kernels/concat.h"
 #include "tests/testlib.h"
 #include "tests/codelets/halfcheck.h"
 #include "tests/codelets/simdcheck.h"

@@ -10,6 +10,7 @@
  * same-dtype copy, whole tensors and channel views, against the CPU kernels;
  * bad arguments -> STARNN_EINVAL. */
 #include "codelets/convert.h"
+#include "codelets/kernels/convert.h"
 #include "runtime/base/half.h"
 #include "tests/testlib.h"
 #include "tests/codelets/simdcheck.h"

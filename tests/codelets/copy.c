@@ -20,6 +20,7 @@
 #include "codelets/convert.h"
 #include "codelets/copy.h"
 #include "codelets/fill.h"
+#include "codelets/kernels/copy.h"
 #include "codelets/sgd.h"
 #include "runtime/base/half.h"
 #include "tests/testlib.h"

@@ -4,6 +4,7 @@
  * conversion (rounding, overflow to Inf, NaN), and bad arguments. Results
  * are compared bit for bit. */
 #include "codelets/fill.h"
+#include "codelets/kernels/fill.h"
 #include "runtime/base/half.h"
 #include "tests/testlib.h"
 

@@ -6,6 +6,7 @@
  * result is checked against the product in double, each element within the
  * rounding bound of its own sum (tests/testlib.h, test_close_sum). */
 #include "codelets/gemm.h"
+#include "codelets/kernels/gemm.h"
 #include "runtime/base/half.h"
 #include "tests/testlib.h"
 

@@ -16,6 +16,7 @@
  * 1e-3), so the difference quotient is exact but for the double sums of
  * the objective, bounded per element (fd_bound). */
 #include "codelets/axpy.h"
+#include "codelets/kernels/maxpool.h"
 #include "codelets/maxpool.h"
 #include "tests/testlib.h"
 #include "tests/codelets/halfcheck.h"

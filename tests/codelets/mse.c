@@ -26,6 +26,7 @@
  *   midpoint's offset times the curvature 2 scale, and the gradient's own
  *   rounding (fd_check). */
 #include "codelets/amp.h"
+#include "codelets/kernels/mse.h"
 #include "codelets/mse.h"
 #include "runtime/base/half.h"
 #include "tests/testlib.h"

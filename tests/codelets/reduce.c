@@ -18,6 +18,7 @@
  * is rounded to float once per task; each stored partial adds 2^-24 of its
  * own magnitude (parts_bound). Exact cases (empty sums, the double
  * accumulation checks on exactly representable data) are compared with ==. */
+#include "codelets/kernels/reduce.h"
 #include "codelets/reduce.h"
 #include "tests/testlib.h"
 

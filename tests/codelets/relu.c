@@ -3,6 +3,7 @@
  * kernel calls on whole tensors and on channel views, the in-place forms,
  * relu_bwd against finite differences of L = sum(w .* relu(x)), and bad
  * arguments -> STARNN_EINVAL. ReLU is a select, so every comparison is exact. */
+#include "codelets/kernels/relu.h"
 #include "codelets/relu.h"
 #include "runtime/base/half.h"
 #include "tests/testlib.h"

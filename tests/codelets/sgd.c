@@ -17,9 +17,10 @@
  * update is far outside. Exact results stay exact: padding, the buffer
  * without momentum, skipped amp steps, the instruction-set levels against
  * each other. */
-#include "codelets/sgd.h"
 #include "codelets/amp.h"
 #include "codelets/fill.h"
+#include "codelets/kernels/sgd.h"
+#include "codelets/sgd.h"
 #include "tests/testlib.h"
 #include "tests/codelets/simdcheck.h"
 

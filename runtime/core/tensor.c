@@ -4,7 +4,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "codelets/convert.h"
 #include "runtime/base/half.h"
 #include "runtime/core/tensor.h"
 #include "runtime/core/submit.h"
@@ -697,10 +696,35 @@ int starnn_tensor_gather(starnn_tensor *t)
 
 /* --------------------------------------------------------------- host I/O */
 
+/* n values of a 16-bit dtype to fp32 and back, with runtime/base/half.h:
+ * the bits of the convert kernels (codelets/kernels/convert.h) for every
+ * input, a convert task's rounding. Widening an fp16 signalling NaN sets
+ * its quiet bit, as F16C's vcvtph2ps (which the CPU kernel uses where the
+ * processor has it) and CUDA do; half.h keeps it signalling. */
+static void widen_row(starnn_dtype dt, size_t n, const uint16_t *x, float *y)
+{
+	for (size_t i = 0; i < n; i++) {
+		if (dt == STARNN_BF16) {
+			y[i] = starnn_bf16_to_float(x[i]);
+			continue;
+		}
+		uint32_t u = starnn_f32_bits(starnn_half_to_float(x[i]));
+		if ((u & 0x7fffffffu) > 0x7f800000u)
+			u |= 0x00400000u;
+		y[i] = starnn_bits_f32(u);
+	}
+}
+
+static void narrow_row(starnn_dtype dt, size_t n, const float *x, uint16_t *y)
+{
+	for (size_t i = 0; i < n; i++)
+		y[i] = dt == STARNN_BF16 ? starnn_float_to_bf16(x[i]) : starnn_float_to_half(x[i]);
+}
+
 /* Copies between the tensor and dense host rows (NCHW order). With f32,
  * the host side is fp32 and a 16-bit tensor is widened or narrowed on the
- * way (codelets/convert.h's row kernels: the rounding of a convert task),
- * straight into or out of the tensor's storage unless it is blocked. */
+ * way (widen_row, narrow_row), straight into or out of the tensor's storage
+ * unless it is blocked. */
 static int copy_rows_as(starnn_tensor *t, void *dense, int to_tensor, int f32)
 {
 	const int convert = f32 && t->dtype != STARNN_FP32;
@@ -711,7 +735,7 @@ static int copy_rows_as(starnn_tensor *t, void *dense, int to_tensor, int f32)
 		if (!tmp)
 			return starnn_error(STARNN_ENOMEM, "tensor '%s': out of memory", t->name);
 		if (to_tensor)
-			starnn_narrow_row_cpu(t->dtype, starnn_tensor_numel(t), dense, tmp);
+			narrow_row(t->dtype, starnn_tensor_numel(t), dense, tmp);
 	}
 	starnn_tensor_prepare(t, to_tensor);
 	int rc = starpu_data_acquire(t->handle, to_tensor ? STARPU_W : STARPU_R);
@@ -750,8 +774,8 @@ static int copy_rows_as(starnn_tensor *t, void *dense, int to_tensor, int f32)
 				}
 			}
 		} else if (convert)
-			to_tensor ? starnn_narrow_row_cpu(t->dtype, t->cols, (const float *)(void *)d, row)
-			          : starnn_widen_row_cpu(t->dtype, t->cols, row, (float *)(void *)d);
+			to_tensor ? narrow_row(t->dtype, t->cols, (const float *)(void *)d, (uint16_t *)(void *)row)
+			          : widen_row(t->dtype, t->cols, (const uint16_t *)(void *)row, (float *)(void *)d);
 		else if (to_tensor)
 			memcpy(row, d, t->cols * es);
 		else
@@ -760,7 +784,7 @@ static int copy_rows_as(starnn_tensor *t, void *dense, int to_tensor, int f32)
 	starpu_data_release(t->handle);
 	t->node = -1;
 	if (tmp && !to_tensor)
-		starnn_widen_row_cpu(t->dtype, starnn_tensor_numel(t), tmp, dense);
+		widen_row(t->dtype, starnn_tensor_numel(t), tmp, dense);
 	free(tmp);
 	return starnn_take_deferred_error();
 }

@@ -1,13 +1,13 @@
 /* Instruction-set level of the CPU kernels (codelets/cpu/simd.h). */
 #include <stdatomic.h>
-#include <stdlib.h>
-#include <string.h>
 
 #include "codelets/cpu/simd.h"
 
 /* -1 until the first call; then the level in use. Every thread computes the
  * same value, so a race on the first calls is harmless. */
 static atomic_int level_in_use = -1;
+/* The highest level the default choice takes (starnn_simd_set_ceiling). */
+static atomic_int level_ceiling = STARNN_SIMD_AVX512;
 
 int starnn_cpu_has_f16c(void)
 {
@@ -42,6 +42,12 @@ const char *starnn_simd_name(int level)
 	return level == STARNN_SIMD_AVX512 ? "avx512" : level == STARNN_SIMD_AVX2 ? "avx2" : "generic";
 }
 
+void starnn_simd_set_ceiling(int level)
+{
+	atomic_store_explicit(&level_ceiling, level, memory_order_relaxed);
+	atomic_store_explicit(&level_in_use, -1, memory_order_relaxed); /* chosen again at the next call */
+}
+
 int starnn_simd_set_level(int level)
 {
 	if (level < 0) { /* back to the default: detected again at the next call */
@@ -61,12 +67,9 @@ int starnn_simd_level(void)
 	if (l >= 0)
 		return l;
 	l = starnn_simd_max_level();
-	const char *env = getenv("STARNN_CPU_SIMD");
-	if (env && *env) {
-		for (int k = STARNN_SIMD_GENERIC; k <= STARNN_SIMD_AVX512; k++)
-			if (strcmp(env, starnn_simd_name(k)) == 0 && k < l)
-				l = k;
-	}
+	int ceiling = atomic_load_explicit(&level_ceiling, memory_order_relaxed);
+	if (ceiling < l)
+		l = ceiling;
 	atomic_store_explicit(&level_in_use, l, memory_order_relaxed);
 	return l;
 }

@@ -8,10 +8,11 @@
  *   _avx2    AVX2, FMA, F16C (ymm)
  *   _generic the build's own flags
  * and STARNN_SIMD_CALL calls the clone of the level picked once per process
- * by starnn_simd_level(): the best the CPU (and OS) supports, lowered by the
- * environment variable STARNN_CPU_SIMD=generic|avx2|avx512 (never raised
- * above what the CPU has), or set by starnn_simd_set_level() (tests and
- * benchmarks).
+ * by starnn_simd_level(): the best the CPU (and OS) supports, lowered to
+ * the ceiling of starnn_simd_set_ceiling() (codelets/simd.c sets it from
+ * the environment variable STARNN_CPU_SIMD=generic|avx2|avx512 when the
+ * library loads; never raised above what the CPU has), or set by
+ * starnn_simd_set_level() (tests and benchmarks).
  *
  * Every clone computes the same results bit for bit: the clones are
  * compiled without floating-point contraction (no a*b+c -> fma), so an
@@ -30,10 +31,14 @@ enum starnn_simd_level {
 	STARNN_SIMD_AVX512 = 2,
 };
 
-/* The level in use (first call: detection and STARNN_CPU_SIMD). */
+/* The level in use (first call: detection, lowered to the ceiling). */
 int starnn_simd_level(void);
-/* The best level this CPU supports, ignoring STARNN_CPU_SIMD. */
+/* The best level this CPU supports, ignoring the ceiling. */
 int starnn_simd_max_level(void);
+/* Lowers the default level (the one starnn_simd_level() picks, and
+ * starnn_simd_set_level(-1) returns to) to at most level, from the next
+ * choice on (a level forced by starnn_simd_set_level() is dropped). */
+void starnn_simd_set_ceiling(int level);
 /* Forces a level for the kernels called from now on (clamped to the CPU's
  * maximum; negative: back to the default choice); returns the level in
  * use. Not synchronised with running kernels: call it while no task runs. */

@@ -13,6 +13,7 @@
 
 #include "codelets/cuda/common.cuh"
 #include "codelets/kernels/wire.h"
+#include "runtime/base/error.h"
 
 #define SIGN 0x80000000u
 

@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "runtime/base/half.h"
 #include "runtime/starnn.h"
 
 static int test_failures;
@@ -344,6 +345,161 @@ static inline float *test_read(starnn_tensor *t)
 	}
 	TEST_OK(starnn_tensor_read_f32(t, p));
 	return p;
+}
+
+/* ------------------------------------------------ element-wise operations
+ * test_elementwise checks an element-wise operation (each output element
+ * computed from the elements at the same place in its inputs) against a
+ * reference function in double, through its submit function, on the
+ * workers of this test (CPU, or CUDA in the _cuda build), for tensors of
+ * one dtype (fp32, fp16 or bf16):
+ *   - shapes [1, 1], [5, 7], [3, 1000] (long rows: the kernels' vector
+ *     tails) and [2, 4, 3, 5];
+ *   - strided views: the 4-D tensors split at channel 1 (parts [2, 1, 3, 5]
+ *     and [2, 3, 3, 5], whose rows are 60 apart); the second part is
+ *     computed first and the output's first channel must still hold what it
+ *     held (bit for bit), then the first part;
+ *   - inputs uniform in [lo, hi), rounded to the dtype (so the reference
+ *     sees exactly what the kernel sees).
+ * The tolerance is derived, per element: an operation that rounds
+ * `roundings` times in fp32 is within roundings * 2^-24 * mag of the exact
+ * result, mag being op->mag of the inputs (NULL: |exact|); a 16-bit output
+ * adds its own rounding (2^-11 or 2^-8 relative, and half fp16's
+ * subnormal step). roundings 0 means the result is a value every dtype
+ * holds (a select, a copy): the comparison is then exact. NaN anywhere is
+ * a mismatch. */
+#define TEST_EW_MAXIN 4
+struct test_ew {
+	const char *name;   /* in the messages */
+	int nin;            /* inputs, 1 .. TEST_EW_MAXIN */
+	/* Submits the operation: in[0 .. nin - 1] -> out (all of one shape and dtype). */
+	int (*submit)(starnn_tensor *const *in, starnn_tensor *out, void *ctx);
+	/* The exact result of one element from its inputs; the magnitude its
+	 * roundings scale with (NULL: |ref|). */
+	double (*ref)(const double *in, void *ctx);
+	double (*mag)(const double *in, void *ctx);
+	int roundings;
+	float lo, hi;
+	void *ctx;
+};
+
+/* v rounded to dt (nearest even) and back: exact in fp32. */
+static inline float test_round_to(starnn_dtype dt, float v)
+{
+	if (dt == STARNN_FP16)
+		return starnn_half_to_float(starnn_float_to_half(v));
+	if (dt == STARNN_BF16)
+		return starnn_bf16_to_float(starnn_float_to_bf16(v));
+	return v;
+}
+
+/* The bound of one element (see above). */
+static inline double test_ew_bound(const struct test_ew *op, starnn_dtype dt, const double *in, double exact)
+{
+	if (op->roundings == 0)
+		return 0;
+	double mag = op->mag ? op->mag(in, op->ctx) : fabs(exact);
+	double b = op->roundings * TEST_U32 * mag;
+	if (dt == STARNN_FP16)
+		b += TEST_U16 * (fabs(exact) + b) + 0x1p-25;
+	else if (dt == STARNN_BF16)
+		b += TEST_UBF16 * (fabs(exact) + b);
+	return b;
+}
+
+/* One shape: whole tensors, then (4-D) the two channel views. */
+static inline void test_ew_shape(const struct test_ew *op, starnn_dtype dt, int ndim, const int64_t *shape)
+{
+	size_t n = 1;
+	for (int d = 0; d < ndim; d++)
+		n *= (size_t)shape[d];
+	starnn_tensor *in[TEST_EW_MAXIN], *out;
+	float *x[TEST_EW_MAXIN];
+	for (int k = 0; k < op->nin; k++) {
+		x[k] = test_random(n, op->lo, op->hi);
+		for (size_t i = 0; i < n; i++)
+			x[k][i] = test_round_to(dt, x[k][i]);
+		TEST_OK(starnn_tensor_create(&in[k], "in", dt, ndim, shape));
+		TEST_OK(starnn_tensor_write_f32(in[k], x[k]));
+	}
+	/* the output's old values: what the elements outside a view must keep */
+	float *old = test_random(n, -3, 3);
+	for (size_t i = 0; i < n; i++)
+		old[i] = test_round_to(dt, old[i]);
+	TEST_OK(starnn_tensor_create(&out, "out", dt, ndim, shape));
+	TEST_OK(starnn_tensor_write_f32(out, old));
+
+	double *exact = malloc(n * sizeof *exact), *bound = malloc(n * sizeof *bound);
+	if (!exact || !bound) {
+		fprintf(stderr, "out of memory\n");
+		exit(1);
+	}
+	for (size_t i = 0; i < n; i++) {
+		double a[TEST_EW_MAXIN];
+		for (int k = 0; k < op->nin; k++)
+			a[k] = x[k][i];
+		exact[i] = op->ref(a, op->ctx);
+		bound[i] = test_ew_bound(op, dt, a, exact[i]);
+	}
+	char what[160], dims[64];
+	int len = 0;
+	for (int d = 0; d < ndim; d++)
+		len += snprintf(dims + len, sizeof dims - (size_t)len, "%s%lld", d ? ", " : "", (long long)shape[d]);
+
+	/* whole tensors */
+	TEST_OK(op->submit(in, out, op->ctx));
+	float *got = test_read(out);
+	snprintf(what, sizeof what, "%s %s [%s]", op->name, starnn_dtype_name(dt), dims);
+	test_close_bound(what, got, exact, bound, n);
+	free(got);
+
+	if (ndim == 4 && shape[1] >= 2) { /* channel views: rows of c * hw inside rows of C * hw */
+		int64_t sizes[2] = {1, shape[1] - 1};
+		starnn_tensor **pin[TEST_EW_MAXIN], **pout, *vin[TEST_EW_MAXIN];
+		TEST_OK(starnn_tensor_write_f32(out, old));
+		for (int k = 0; k < op->nin; k++)
+			TEST_OK(starnn_tensor_split(in[k], 1, 2, sizes, &pin[k]));
+		TEST_OK(starnn_tensor_split(out, 1, 2, sizes, &pout));
+		size_t rows = (size_t)shape[0], cols = n / rows, first = cols / (size_t)shape[1];
+		double *e1 = malloc(n * sizeof *e1), *b1 = malloc(n * sizeof *b1);
+		if (!e1 || !b1) {
+			fprintf(stderr, "out of memory\n");
+			exit(1);
+		}
+		for (int part = 1; part >= 0; part--) {
+			for (int k = 0; k < op->nin; k++)
+				vin[k] = pin[k][part];
+			TEST_OK(op->submit(vin, pout[part], op->ctx));
+			/* after part 1 alone, channel 0 of every sample is as it was */
+			for (size_t i = 0; i < n; i++) {
+				int untouched = part == 1 && i % cols < first;
+				e1[i] = untouched ? old[i] : exact[i];
+				b1[i] = untouched ? 0 : bound[i];
+			}
+			got = test_read(out);
+			snprintf(what, sizeof what, "%s %s [%s], channel view%s", op->name, starnn_dtype_name(dt), dims,
+			         part ? " [1:] (channel 0 untouched)" : "s [0:1] and [1:]");
+			test_close_bound(what, got, e1, b1, n);
+			free(got);
+		}
+		free(e1), free(b1);
+	}
+	for (int k = 0; k < op->nin; k++) {
+		starnn_tensor_destroy(in[k]);
+		free(x[k]);
+	}
+	starnn_tensor_destroy(out);
+	free(old), free(exact), free(bound);
+}
+
+/* The whole check, in dtype dt. */
+static inline void test_elementwise(const struct test_ew *op, starnn_dtype dt)
+{
+	static const int64_t s11[2] = {1, 1}, s57[2] = {5, 7}, s3k[2] = {3, 1000}, s4d[4] = {2, 4, 3, 5};
+	test_ew_shape(op, dt, 2, s11);
+	test_ew_shape(op, dt, 2, s57);
+	test_ew_shape(op, dt, 2, s3k);
+	test_ew_shape(op, dt, 4, s4d);
 }
 
 /* Activation layouts (runtime/core/tensor.h): n sample rows, ch channels of

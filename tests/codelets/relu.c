@@ -1,8 +1,10 @@
 /* relu_fwd / relu_bwd: kernels against naive loops (dense, strided, in
  * place, NaN), codelets (CPU, or CUDA in the _cuda build) against direct
  * kernel calls on whole tensors and on channel views, the in-place forms,
- * relu_bwd against finite differences of L = sum(w .* relu(x)), and bad
- * arguments -> STARNN_EINVAL. ReLU is a select, so every comparison is exact. */
+ * relu_bwd against finite differences of L = sum(w .* relu(x)), bad
+ * arguments -> STARNN_EINVAL, and the codelets of every dtype against the
+ * rule in double (tests/testlib.h: test_elementwise). ReLU is a select, so
+ * every comparison is exact. */
 #include "codelets/kernels/relu.h"
 #include "codelets/relu.h"
 #include "runtime/base/half.h"
@@ -320,6 +322,39 @@ static void half_levels(starnn_dtype dt)
 	free(x), free(dy), free(y), free(dx), free(yref), free(dxref);
 }
 
+/* The codelets of every dtype against the rule in double, through the
+ * element-wise helper (tests/testlib.h): shapes, strided channel views,
+ * fp32 / fp16 / bf16; a select, so exact. */
+static int submit_fwd(starnn_tensor *const *in, starnn_tensor *out, void *ctx)
+{
+	return starnn_relu_fwd_mp(in[0], out);
+}
+
+static double ref_fwd(const double *in, void *ctx)
+{
+	return in[0] > 0 ? in[0] : 0.0;
+}
+
+static int submit_bwd(starnn_tensor *const *in, starnn_tensor *out, void *ctx)
+{
+	return starnn_relu_bwd_mp(in[0], in[1], out);
+}
+
+static double ref_bwd(const double *in, void *ctx)
+{
+	return in[0] > 0 ? in[1] : 0.0;
+}
+
+static void elementwise(void)
+{
+	const struct test_ew fwd = {.name = "relu_fwd", .nin = 1, .submit = submit_fwd, .ref = ref_fwd, .lo = -2, .hi = 2};
+	const struct test_ew bwd = {.name = "relu_bwd", .nin = 2, .submit = submit_bwd, .ref = ref_bwd, .lo = -2, .hi = 2};
+	for (int dt = STARNN_FP32; dt <= STARNN_BF16; dt++) {
+		test_elementwise(&fwd, (starnn_dtype)dt);
+		test_elementwise(&bwd, (starnn_dtype)dt);
+	}
+}
+
 int main(void)
 {
 	test_init();
@@ -340,5 +375,6 @@ int main(void)
 	bad_arguments();
 	half_variants_dt(STARNN_FP16);
 	half_variants_dt(STARNN_BF16);
+	elementwise();
 	return test_finish();
 }

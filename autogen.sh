@@ -2,6 +2,8 @@
 # Regenerates the build system. The list of operations lives in
 # codelets/ops.list (one name per line); this turns it into ops.am, which
 # Makefile.am includes, so that adding an operation touches one line.
+#   ./autogen.sh --ops-am   writes ops.am only (make runs it when
+#                           codelets/ops.list changes; no configure run)
 set -e
 cd "$(dirname "$0")"
 
@@ -25,10 +27,12 @@ ${t}_cuda_SOURCES = tests/codelets/$op.c tests/testlib.h
 ${t}_cuda_CPPFLAGS = \$(AM_CPPFLAGS) -DSTARNN_TEST_CUDA
 endif
 AM
+    if [ -f codelets/kernels/$op.h ]; then echo "nobase_pkginclude_HEADERS += codelets/kernels/$op.h"; fi
   done
   for h in codelets/cuda/*.cuh; do echo "EXTRA_DIST += $h"; done
 } > "$out"
 mv "$out" ops.am
+[ "${1:-}" = --ops-am ] && exit 0
 
 mkdir -p build-aux/m4
 autoreconf -fi

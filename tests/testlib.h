@@ -393,6 +393,15 @@ static inline float test_round_to(starnn_dtype dt, float v)
 	return v;
 }
 
+/* n values of dt: uniform in [lo, hi), rounded to dt (malloc'd, fp32). */
+static inline float *test_random_dt(starnn_dtype dt, size_t n, float lo, float hi)
+{
+	float *v = test_random(n, lo, hi);
+	for (size_t i = 0; i < n; i++)
+		v[i] = test_round_to(dt, v[i]);
+	return v;
+}
+
 /* The bound of one element (see above). */
 static inline double test_ew_bound(const struct test_ew *op, starnn_dtype dt, const double *in, double exact)
 {
@@ -416,16 +425,12 @@ static inline void test_ew_shape(const struct test_ew *op, starnn_dtype dt, int 
 	starnn_tensor *in[TEST_EW_MAXIN], *out;
 	float *x[TEST_EW_MAXIN];
 	for (int k = 0; k < op->nin; k++) {
-		x[k] = test_random(n, op->lo, op->hi);
-		for (size_t i = 0; i < n; i++)
-			x[k][i] = test_round_to(dt, x[k][i]);
+		x[k] = test_random_dt(dt, n, op->lo, op->hi);
 		TEST_OK(starnn_tensor_create(&in[k], "in", dt, ndim, shape));
 		TEST_OK(starnn_tensor_write_f32(in[k], x[k]));
 	}
 	/* the output's old values: what the elements outside a view must keep */
-	float *old = test_random(n, -3, 3);
-	for (size_t i = 0; i < n; i++)
-		old[i] = test_round_to(dt, old[i]);
+	float *old = test_random_dt(dt, n, -3, 3);
 	TEST_OK(starnn_tensor_create(&out, "out", dt, ndim, shape));
 	TEST_OK(starnn_tensor_write_f32(out, old));
 

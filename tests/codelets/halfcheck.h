@@ -26,13 +26,10 @@
  * fp16 route): the tolerance alone applies. */
 static int hc_exact = !TEST_ON_CUDA;
 
+/* v rounded to a value of dt (tests/testlib.h). */
 static inline float hc_round1(starnn_dtype dt, float v)
 {
-	if (dt == STARNN_FP16)
-		return starnn_half_to_float(starnn_float_to_half(v));
-	if (dt == STARNN_BF16)
-		return starnn_bf16_to_float(starnn_float_to_bf16(v));
-	return v;
+	return test_round_to(dt, v);
 }
 
 /* Rounds v[0..n) to values of dt, in place. */
@@ -42,12 +39,10 @@ static inline void hc_round(starnn_dtype dt, float *v, size_t n)
 		v[i] = hc_round1(dt, v[i]);
 }
 
-/* Random data of dt (uniform in [lo, hi), rounded). */
+/* Random data of dt (uniform in [lo, hi), rounded: tests/testlib.h). */
 static inline float *hc_random(starnn_dtype dt, size_t n, float lo, float hi)
 {
-	float *v = test_random(n, lo, hi);
-	hc_round(dt, v, n);
-	return v;
+	return test_random_dt(dt, n, lo, hi);
 }
 
 /* A tensor of dtype dt holding data (NULL: zeros). */

@@ -48,6 +48,7 @@
 #include "runtime/train/params.h"
 #include "codelets/wire.h"
 #include "runtime/starnn.h"
+#include "runtime/train/dist.h"
 
 #define MAX_LAYERS 8
 
@@ -207,8 +208,8 @@ static int mlp_create(struct mlp *m, const struct options *o, uint64_t *s)
 {
 	memset(m, 0, sizeof *m);
 	m->nlayers = o->nhidden + 1;
-	m->rank = starnn_dist_rank();
-	m->nranks = starnn_dist_size();
+	m->rank = starnn_launch_rank();
+	m->nranks = starnn_launch_size();
 	int64_t first, count;
 	starnn_dist_share(o->batch, m->rank, m->nranks, &first, &count);
 	m->batch = (int)count;
@@ -750,7 +751,7 @@ static int train(const struct options *o)
 	float *ybuf = malloc(sizeof(float) * (size_t)o->batch * (size_t)o->outputs);
 	if (rc == 0 && (!idx || !xbuf || !ybuf))
 		rc = starnn_error(STARNN_ENOMEM, "mlp: out of memory");
-	if (rc == 0 && o->log_json && starnn_dist_rank() == 0 && !(log = fopen(o->log_json, "w")))
+	if (rc == 0 && o->log_json && starnn_launch_rank() == 0 && !(log = fopen(o->log_json, "w")))
 		rc = starnn_error(STARNN_EIO, "mlp: cannot write the log %s: %s", o->log_json, strerror(errno));
 	if (rc == 0)
 		rc = starnn_dist_set_weights(&o->weights);
@@ -760,7 +761,7 @@ static int train(const struct options *o)
 	 * (or reduced to each parameter's owner: --shard-optimizer). */
 	if (rc == 0)
 		rc = starnn_dist_attach(m.ps);
-	if (rc == 0 && starnn_dist_active()) {
+	if (rc == 0 && starnn_launch_mpi()) {
 		starnn_params_set_grad_hook(m.ps, starnn_dist_grad_hook, NULL);
 		rc = starnn_dist_broadcast_params(m.ps);
 	}
@@ -911,7 +912,7 @@ int main(int argc, char **argv)
 	struct starnn_config cfg;
 	starnn_config_init(&cfg);
 	cfg.quiet = o.quiet;
-	cfg.config_hash = starnn_dist_hash_args(argc, argv);
+	cfg.config_hash = starnn_launch_hash_args(argc, argv);
 	int rc = starnn_init(&cfg);
 	if (rc < 0) {
 		fprintf(stderr, "mlp: %s\n", starnn_error_message());
@@ -919,9 +920,9 @@ int main(int argc, char **argv)
 	}
 	starnn_dist_set_wire_grads(o.wire_grads);
 	/* Under mpirun, rank 0 alone prints results; errors come from any rank. */
-	if (starnn_dist_rank() > 0 && !freopen("/dev/null", "w", stdout))
-		fprintf(stderr, "mlp: rank %d: cannot silence stdout\n", starnn_dist_rank());
-	int nranks = starnn_dist_size();
+	if (starnn_launch_rank() > 0 && !freopen("/dev/null", "w", stdout))
+		fprintf(stderr, "mlp: rank %d: cannot silence stdout\n", starnn_launch_rank());
+	int nranks = starnn_launch_size();
 	if (o.batch < nranks) {
 		fprintf(stderr, "mlp: --batch %d is the global batch: it cannot be split over %d ranks (at least one "
 		        "sample per rank)\n", o.batch, nranks);
@@ -948,7 +949,7 @@ int main(int argc, char **argv)
 	rc = train(&o);
 	if (rc < 0) {
 		fprintf(stderr, "mlp: %s\n", starnn_error_message());
-		starnn_dist_abort(1); /* under mpirun: the other ranks too */
+		starnn_launch_abort(1); /* under mpirun: the other ranks too */
 	}
 	int rc2 = starnn_shutdown();
 	if (rc == 0 && rc2 < 0) {

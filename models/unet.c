@@ -34,6 +34,7 @@
 #include "models/unet_model.h"
 #include "models/unet_options.h"
 #include "runtime/starnn.h"
+#include "runtime/train/dist.h"
 
 #define CKPT_FORMAT "starnn-unet"
 /* 2: adds the mixed-precision attributes (models/sevir/checkpoint.h); a
@@ -206,7 +207,7 @@ static int write_checkpoint(const char *file, unet *m, const struct options *o, 
                             const struct train_state *st)
 {
 	STARNN_CHECK(unet_checkpoint_begin(m)); /* rank 0 gets the owners' exact masters and state */
-	int rc = starnn_dist_rank() > 0 ? 0 : write_checkpoint_file(file, m, o, opt, st);
+	int rc = starnn_launch_rank() > 0 ? 0 : write_checkpoint_file(file, m, o, opt, st);
 	int rc2 = unet_checkpoint_end(m);
 	return rc < 0 ? rc : rc2;
 }
@@ -547,14 +548,14 @@ static int evaluate(unet *m, sevir_data *d, struct batch_buf *b, struct nowcast_
 	 * sums are combined (the same counts; the error sums in another order
 	 * than one rank adds them, so they may differ in the last digits). */
 	int64_t begin, count;
-	starnn_dist_share(sevir_count(d), starnn_dist_rank(), starnn_dist_size(), &begin, &count);
+	starnn_dist_share(sevir_count(d), starnn_launch_rank(), starnn_launch_size(), &begin, &count);
 	int end = (int)(begin + count);
 	for (int first = (int)begin; first < end && !interrupted; first += c->batch) {
 		int cnt = end - first < c->batch ? end - first : c->batch;
 		STARNN_CHECK(forecast_batch(m, d, b, first, cnt));
 		metrics_add(met, b->x, c->in_frames, b->y, b->pred, cnt, (int64_t)c->size * c->size);
 	}
-	if (starnn_dist_size() > 1) {
+	if (starnn_launch_size() > 1) {
 		double sums[METRICS_NSUMS];
 		metrics_pack(met, sums);
 		STARNN_CHECK(starnn_dist_sum_doubles(sums, METRICS_NSUMS));
@@ -718,12 +719,12 @@ static int make_model(struct run *r, ckpt_file *ck, int with_optimizer)
 	 * share, samples [first, first + local) of every batch. */
 	int64_t first = 0, local = o->batch;
 	if (o->cmd == CMD_TRAIN)
-		starnn_dist_share(o->batch, starnn_dist_rank(), starnn_dist_size(), &first, &local);
+		starnn_dist_share(o->batch, starnn_launch_rank(), starnn_launch_size(), &first, &local);
 	/* Decided alike on every rank: from the smallest share. */
-	int least = o->cmd == CMD_TRAIN ? o->batch / starnn_dist_size() : o->batch;
+	int least = o->cmd == CMD_TRAIN ? o->batch / starnn_launch_size() : o->batch;
 	if (least < 1) {
 		fail("--batch %d is the global batch: it cannot be split over %d ranks (at least one sample per rank)",
-		     o->batch, starnn_dist_size());
+		     o->batch, starnn_launch_size());
 		return RC_USAGE;
 	}
 	r->first = (int)first;
@@ -731,7 +732,7 @@ static int make_model(struct run *r, ckpt_file *ck, int with_optimizer)
 		o->micro = default_micro(least);
 	if (o->micro > least) {
 		fail("--micro-batches (%d) cannot exceed the batch (%d%s)", o->micro, least,
-		     starnn_dist_size() > 1 ? " samples on the rank with the fewest" : "");
+		     starnn_launch_size() > 1 ? " samples on the rank with the fewest" : "");
 		return RC_USAGE;
 	}
 	struct unet_config c = {o->depth,  o->filters, o->in_frames, o->out_frames,   o->size,
@@ -748,7 +749,7 @@ static int make_model(struct run *r, ckpt_file *ck, int with_optimizer)
 	unet_set_inject_inf_step(r->m, o->inject_inf_step);
 	if (ck)
 		STARNN_CHECK(load_tensors(ck, r->m, with_optimizer));
-	if (starnn_dist_active()) { /* rank 0's model on every rank */
+	if (starnn_launch_mpi()) { /* rank 0's model on every rank */
 		int n;
 		const struct unet_tensor_ref *refs = unet_tensors(r->m, &n);
 		for (int i = 0; i < n; i++)
@@ -872,7 +873,7 @@ static int cmd_train(struct options *o)
 			r.val = NULL;
 		}
 	}
-	if (o->log_json && starnn_dist_rank() == 0) {
+	if (o->log_json && starnn_launch_rank() == 0) {
 		r.log = fopen(o->log_json, o->resume ? "a" : "w");
 		if (!r.log) {
 			rc = starnn_error(STARNN_EIO, "cannot write the log %s: %s", o->log_json, strerror(errno));
@@ -881,7 +882,7 @@ static int cmd_train(struct options *o)
 	}
 	starnn_dist_weights_log(r.log, st.step); /* --wire-weights: the formats at the start */
 	/* mpirun hands its ranks a pseudo-terminal: no bar unless asked. */
-	int tty = o->progress >= 0 ? o->progress : isatty(STDOUT_FILENO) && starnn_dist_size() == 1;
+	int tty = o->progress >= 0 ? o->progress : isatty(STDOUT_FILENO) && starnn_launch_size() == 1;
 	if (o->quiet)
 		tty = 0;
 	if (!o->quiet) {
@@ -891,18 +892,18 @@ static int cmd_train(struct options *o)
 		printf("data: %s\n", sevir_describe(r.train));
 		if (r.val)
 			printf("evaluation: %s\n", sevir_describe(r.val));
-		if (starnn_dist_size() > 1)
+		if (starnn_launch_size() > 1)
 			printf("ranks: %d, %d samples of each batch on rank 0, BatchNorm statistics %s\n",
-			       starnn_dist_size(), c->batch, c->bn_local ? "per rank (--bn-sync local)" : "over all ranks");
+			       starnn_launch_size(), c->batch, c->bn_local ? "per rank (--bn-sync local)" : "over all ranks");
 		if (o->shard) {
 			char formats[160];
 			starnn_dist_weights_summary(formats, sizeof formats);
 			printf("optimizer sharded over %d rank%s (each parameter updated by its owner), weights sent as %s%s%s%s\n",
-			       starnn_dist_size(), starnn_dist_size() > 1 ? "s" : "", wire_weights_name(o->wire_weights),
+			       starnn_launch_size(), starnn_launch_size() > 1 ? "s" : "", wire_weights_name(o->wire_weights),
 			       *formats ? " (now: " : "", formats, *formats ? ")" : "");
 		}
 		printf("training: batch %d in %d micro-batches%s, %s lr %g%s, %lld steps (%d per epoch)%s, %s\n", o->batch,
-		       c->micro, starnn_dist_size() > 1 ? " per rank" : "", optimizer_name(r.opt.kind), (double)r.opt.lr,
+		       c->micro, starnn_launch_size() > 1 ? " per rank" : "", optimizer_name(r.opt.kind), (double)r.opt.lr,
 		       r.opt.warmup ? " with warm-up" : "", (long long)total, bpe,
 		       o->resume ? ", resumed" : o->init ? ", from --init weights" : "", starnn_runtime_summary());
 		if (o->compute == STARNN_FP32)
@@ -1267,7 +1268,7 @@ int main(int argc, char **argv)
 	struct starnn_config cfg;
 	starnn_config_init(&cfg);
 	cfg.quiet = 1;
-	cfg.config_hash = starnn_dist_hash_args(argc, argv);
+	cfg.config_hash = starnn_launch_hash_args(argc, argv);
 	rc = starnn_init(&cfg);
 	if (rc < 0) {
 		fail("%s", starnn_error_message());
@@ -1275,7 +1276,7 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	starnn_dist_set_wire_grads(o->wire_grads);
-	if (starnn_dist_size() > 1) {
+	if (starnn_launch_size() > 1) {
 		/* Rank 0 alone prints, logs and checkpoints; errors come from any rank. */
 		if (o->cmd != CMD_TRAIN) {
 			fail("%s runs on one rank: start it without mpirun", o->cmd == CMD_EVAL ? "eval" : "predict");
@@ -1284,9 +1285,9 @@ int main(int argc, char **argv)
 			return 2;
 		}
 		if (!o->quiet)
-			fprintf(stderr, "%s: %s\n", prog, starnn_dist_summary());
-		if (starnn_dist_rank() > 0 && !freopen("/dev/null", "w", stdout))
-			fail("rank %d: cannot silence stdout", starnn_dist_rank());
+			fprintf(stderr, "%s: %s\n", prog, starnn_launch_summary());
+		if (starnn_launch_rank() > 0 && !freopen("/dev/null", "w", stdout))
+			fail("rank %d: cannot silence stdout", starnn_launch_rank());
 	}
 	struct sigaction sa;
 	memset(&sa, 0, sizeof sa);
@@ -1309,7 +1310,7 @@ int main(int argc, char **argv)
 	if (rc < 0 && rc != RC_USAGE && rc != RC_INTERRUPTED)
 		fail("%s", starnn_error_message());
 	if (rc < 0 && rc != RC_INTERRUPTED)
-		starnn_dist_abort(rc == RC_USAGE ? 2 : 1); /* under mpirun: the other ranks too */
+		starnn_launch_abort(rc == RC_USAGE ? 2 : 1); /* under mpirun: the other ranks too */
 	int rc2 = starnn_shutdown();
 	if (rc == 0 && rc2 < 0) {
 		fail("%s", starnn_error_message());

@@ -586,7 +586,7 @@ static int create(unet *m)
 	for (int k = 0; k < 2; k++) {
 		snprintf(path, sizeof path, "loss_step%d", k);
 		/* one slot per micro-batch of every rank (rank r: r * micro ...) */
-		int n = starnn_dist_size() * cfg->micro;
+		int n = starnn_launch_size() * cfg->micro;
 		STARNN_CHECK(starnn_tensor_new(&m->loss_slot[k].t, path, STARNN_FP32, 2, (int64_t)n, (int64_t)1));
 		STARNN_CHECK(starnn_tensor_split(m->loss_slot[k].t, 0, n, NULL, &m->loss_slot[k].p));
 	}
@@ -680,9 +680,9 @@ int unet_create(unet **out, const struct unet_config *cfg, const struct unet_opt
 	}
 	m->cfg = *cfg;
 	m->ps = ps;
-	if (starnn_dist_active()) {
+	if (starnn_launch_mpi()) {
 		starnn_params_set_grad_hook(ps, grad_hook, m);
-		if (!cfg->bn_local && starnn_dist_size() > 1) {
+		if (!cfg->bn_local && starnn_launch_size() > 1) {
 			starnn_batchnorm_set_sync(bn_sync, m);
 			m->bn_synced = 1;
 		}
@@ -927,7 +927,7 @@ int unet_train_step(unet *m, int64_t step)
 	/* The step's loss into its slot, so that the next step may be
 	 * submitted before this one's loss is read (unet_read_step_loss). */
 	struct act *slot = &m->loss_slot[step & 1];
-	int rank = starnn_dist_rank(), nranks = starnn_dist_size();
+	int rank = starnn_launch_rank(), nranks = starnn_launch_size();
 	for (int p = 0; p < m->cfg.micro; p++)
 		STARNN_CHECK(starnn_copy(m->loss.p[p], slot->p[rank * m->cfg.micro + p]));
 	if (nranks > 1) {

@@ -25,6 +25,7 @@
 #include <stdio.h>
 
 #include "runtime/starnn.h"
+#include "runtime/train/dist.h"
 
 struct unet_config {
 	int depth;          /* 1..5 */

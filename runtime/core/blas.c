@@ -12,7 +12,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "runtime/starnn.h"
+#include "runtime/core/init.h"
 
 #ifdef HAVE_OPENBLAS_GET_CORENAME
 char *openblas_get_corename(void);

@@ -7,7 +7,8 @@
 #include <starpu.h>
 
 #include "runtime/core/codelet.h"
-#include "runtime/starnn.h"
+#include "runtime/core/init.h"
+#include "runtime/core/launch.h"
 
 #ifdef HAVE_OPENBLAS_SET_NUM_THREADS
 void openblas_set_num_threads(int);
@@ -74,7 +75,7 @@ int starnn_init(const struct starnn_config *user_cfg)
 	/* Under mpirun: MPI, local ranks and core binding before StarPU reads
 	 * its variables. */
 	int mpi = 0;
-	STARNN_CHECK(starnn_dist_setup(cfg.config_hash, &mpi));
+	STARNN_CHECK(starnn_launch_setup(cfg.config_hash, &mpi));
 	starpu_conf_init(&conf);
 	/* Environment variables keep precedence over these (StarPU's rule). */
 	conf.ncpus = cfg.ncpus;
@@ -93,9 +94,9 @@ int starnn_init(const struct starnn_config *user_cfg)
 	 * the kernels' 64-byte vector loads and stores then never straddle two
 	 * lines (glibc's malloc gives 16). */
 	starpu_malloc_set_align(STARNN_TENSOR_ALIGN);
-	int rc = mpi ? starnn_dist_start(&conf) : starpu_init(&conf);
+	int rc = mpi ? starnn_launch_start(&conf) : starpu_init(&conf);
 	if (rc)
-		starnn_dist_finish();
+		starnn_launch_finish();
 	if (rc == -ENODEV)
 		return starnn_error(STARNN_ENODEV, "starpu_init: no worker available (check STARPU_NCPU / STARPU_NCUDA)");
 	if (rc)
@@ -126,8 +127,8 @@ int starnn_init(const struct starnn_config *user_cfg)
 	         starpu_cpu_worker_get_count(), starpu_cuda_worker_get_count(), core ? ", OpenBLAS " : "",
 	         core ? core : "");
 	if (!cfg.quiet && !getenv("STARNN_QUIET")) {
-		if (starnn_dist_active())
-			fprintf(stderr, "starnn: %s: %s\n", starnn_dist_summary(), summary);
+		if (starnn_launch_mpi())
+			fprintf(stderr, "starnn: %s: %s\n", starnn_launch_summary(), summary);
 		else
 			fprintf(stderr, "starnn: %s\n", summary);
 	}
@@ -140,7 +141,7 @@ int starnn_shutdown(void)
 		return starnn_error(STARNN_ESTATE, "starnn_shutdown: not initialised");
 	starpu_task_wait_for_all();
 	/* StarPU-MPI 1.3 stops StarPU itself when it started it. */
-	int mpi = starnn_dist_active();
+	int mpi = starnn_launch_mpi();
 #ifdef STARNN_USE_CUDA
 	if (starpu_cuda_worker_get_count() > 0) {
 		starnn_cudnn_shutdown();
@@ -148,11 +149,11 @@ int starnn_shutdown(void)
 	}
 #endif
 	if (mpi)
-		starnn_dist_stop();
+		starnn_launch_stop();
 	else
 		starpu_shutdown();
 	starnn_submit_shutdown();
-	starnn_dist_finish();
+	starnn_launch_finish();
 	return starnn_take_deferred_error();
 }
 

@@ -23,6 +23,7 @@
 
 #include <starpu.h>
 
+#include "runtime/core/launch.h"
 #include "runtime/train/dist.h"
 #include "runtime/train/energy.h"
 #include "runtime/base/error.h"
@@ -599,7 +600,7 @@ int starnn_energy_start(starnn_energy_meter **out, const struct starnn_energy_op
 	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
 	pthread_cond_init(&m->wake, &ca);
 	pthread_condattr_destroy(&ca);
-	m->passive = starnn_dist_local_rank() != 0;
+	m->passive = starnn_launch_local_rank() != 0;
 
 	const char *root = getenv("STARNN_POWERCAP_ROOT");
 	if (!root || !*root)
@@ -755,7 +756,7 @@ int starnn_energy_read(starnn_energy_meter *m, struct starnn_energy_reading *r)
 int starnn_energy_read_all(starnn_energy_meter *m, struct starnn_energy_reading *r)
 {
 	STARNN_CHECK(starnn_energy_read(m, r));
-	if (!starnn_dist_active())
+	if (!starnn_launch_mpi())
 		return 0;
 	/* Same length and order on every rank: fixed slots. */
 	enum { MEASURING, MEASURED, JOULES, EST, CPU_BUSY, GPU_BUSY, DOMAINS, N = DOMAINS + STARNN_ENERGY_MAX_DOMAINS };

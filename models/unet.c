@@ -15,6 +15,7 @@
 
 #include <errno.h>
 #include <getopt.h>
+#include <hdf5.h>
 #include <math.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -27,7 +28,7 @@
 #include "codelets/amp.h"
 #include "codelets/conv2d.h"
 #include "codelets/convt2d.h"
-#include "models/sevir/checkpoint.h"
+#include "runtime/train/checkpoint.h"
 #include "models/sevir/metrics.h"
 #include "models/sevir/output.h"
 #include "models/sevir/sevir.h"
@@ -37,7 +38,7 @@
 #include "runtime/train/dist.h"
 
 #define CKPT_FORMAT "starnn-unet"
-/* 2: adds the mixed-precision attributes (models/sevir/checkpoint.h); a
+/* 2: adds the mixed-precision attributes (runtime/train/checkpoint.h); a
  * version-1 file reads as fp32 without loss scaling. */
 #define CKPT_VERSION 2
 /* Return codes of the commands besides starnn's (negative STARNN_E*): bad

@@ -11,7 +11,11 @@
 #include "runtime/core/launch.h"
 #include "runtime/core/submit.h"
 #include "runtime/core/tensor.h"
+#include "runtime/train/checkpoint.h"
 #include "runtime/train/energy.h"
+#include "runtime/train/options.h"
 #include "runtime/train/params.h"
+#include "runtime/train/replica.h"
+#include "runtime/train/trainer.h"
 
 #endif

@@ -667,6 +667,8 @@ int starnn_dist_report(FILE *out, FILE *json, int64_t steps)
 int starnn_dist_grad_hook(void *ctx, starnn_param *p)
 {
 	(void)ctx;
+	if (p->flags & STARNN_PARAM_REPLICA_SUMMED)
+		return 0;
 	STARNN_CHECK(read_hooks());
 	if (no_grad_exchange)
 		return 0;

@@ -71,7 +71,9 @@ int starnn_dist_allreduce_wire(starnn_tensor *t, int wire);
  * uncompressed; the default). */
 int starnn_dist_set_wire_grads(int wire);
 /* The parameter set's gradient hook (starnn_params_set_grad_hook):
- * all-reduces p->grad[0]. ctx is unused. */
+ * all-reduces p->grad[0] (in the parameter-owner mode: reduces it to its
+ * owner; nothing for a STARNN_PARAM_REPLICA_SUMMED parameter). ctx is
+ * unused. */
 int starnn_dist_grad_hook(void *ctx, starnn_param *p);
 /* Submits the broadcast of every master of the set from rank 0. */
 int starnn_dist_broadcast_params(starnn_params *ps);

@@ -17,7 +17,6 @@ void openblas_set_num_threads(int);
 static char summary[256];
 
 static int split_streams = 1;
-static int split_width_env; /* STARNN_SPLIT_WIDTH, 0: not set */
 
 void starnn_set_streams(int streams)
 {
@@ -26,11 +25,22 @@ void starnn_set_streams(int streams)
 
 int starnn_split_width(void)
 {
-	if (split_width_env)
-		return split_width_env;
 	int nw = (int)starpu_worker_get_count();
 	int w = (nw + split_streams - 1) / split_streams;
 	return w < 1 ? 1 : w;
+}
+
+/* STARNN_QUIET: set (empty, 1, yes, on) no start-up line on stderr, as
+ * starnn_config.quiet; 0, no, off: the line (the default). */
+static int quiet_env(int *quiet)
+{
+	const char *q = getenv("STARNN_QUIET");
+	*quiet = q && (!*q || !strcmp(q, "1") || !strcmp(q, "yes") || !strcmp(q, "on"));
+	if (q && !*quiet && strcmp(q, "0") && strcmp(q, "no") && strcmp(q, "off"))
+		return starnn_error(STARNN_EINVAL, "STARNN_QUIET is '%s': expected 1 (or yes, on: no start-up line) or 0 (or "
+		                                   "no, off)",
+		                    q);
+	return 0;
 }
 
 void starnn_config_init(struct starnn_config *cfg)
@@ -51,17 +61,9 @@ int starnn_init(const struct starnn_config *user_cfg)
 		cfg = *user_cfg;
 	else
 		starnn_config_init(&cfg);
-	const char *sw = getenv("STARNN_SPLIT_WIDTH");
-	split_width_env = 0;
 	split_streams = 1;
-	if (sw && *sw) {
-		char *end;
-		long v = strtol(sw, &end, 10);
-		if (*end != '\0' || v < 1 || v > 4096)
-			return starnn_error(STARNN_EINVAL, "STARNN_SPLIT_WIDTH='%s': expected a task count per operation in 1..4096",
-			                    sw);
-		split_width_env = (int)v;
-	}
+	int quiet;
+	STARNN_CHECK(quiet_env(&quiet));
 	STARNN_CHECK(starnn_priorities_check());
 
 	/* StarPU counts a measurement more than STARPU_HISTORY_MAX_ERROR percent
@@ -126,7 +128,7 @@ int starnn_init(const struct starnn_config *user_cfg)
 	         STARPU_MAJOR_VERSION, STARPU_MINOR_VERSION, STARPU_RELEASE_VERSION, policy ? policy->policy_name : "?",
 	         starpu_cpu_worker_get_count(), starpu_cuda_worker_get_count(), core ? ", OpenBLAS " : "",
 	         core ? core : "");
-	if (!cfg.quiet && !getenv("STARNN_QUIET")) {
+	if (!cfg.quiet && !quiet) {
 		if (starnn_launch_mpi())
 			fprintf(stderr, "starnn: %s: %s\n", starnn_launch_summary(), summary);
 		else

@@ -16,7 +16,8 @@ struct starnn_config {
 	int ncpus;            /* STARPU_NCPU */
 	int ncuda;            /* STARPU_NCUDA */
 	const char *sched;    /* STARPU_SCHED; NULL: StarPU's default (lws) */
-	int quiet;            /* no "starnn: ..." worker summary on stderr */
+	int quiet;            /* no "starnn: ..." worker summary on stderr (or
+	                       * STARNN_QUIET=1 in the environment) */
 	uint64_t config_hash; /* under mpirun: must be equal on every rank (e.g.
 	                       * starnn_launch_hash_args of the command line) */
 };
@@ -53,8 +54,7 @@ int starnn_ncuda_workers(void);
  * operation is then cut into ceil(workers / S) parts instead of one per
  * worker, since the streams already keep the workers busy (fewer, larger
  * tasks: less scheduling, fewer partitions, better kernel efficiency).
- * starnn_set_streams(1) (the default) restores one part per worker.
- * STARNN_SPLIT_WIDTH=N in the environment overrides the result. */
+ * starnn_set_streams(1) (the default) restores one part per worker. */
 void starnn_set_streams(int streams);
 int starnn_split_width(void);
 /* One line describing the workers and the scheduler, e.g. for logs. */

@@ -43,6 +43,7 @@
 #include "codelets/mse.h"
 #include "codelets/relu.h"
 #include "runtime/starnn.h"
+#include "runtime/train/random.h"
 
 #define MAX_LAYERS 8
 
@@ -57,19 +58,9 @@ struct options {
 
 /* ------------------------------------------------------------ random */
 
-static uint64_t rng_next(uint64_t *s)
-{
-	/* splitmix64: small, good enough, identical everywhere */
-	uint64_t z = (*s += 0x9e3779b97f4a7c15ull);
-	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-	z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-	return z ^ (z >> 31);
-}
-
-static float rng_uniform(uint64_t *s, float lo, float hi)
-{
-	return lo + (hi - lo) * (float)((rng_next(s) >> 40) * (1.0 / 16777216.0));
-}
+/* runtime/train/random.h's splitmix64, and normal numbers (Box-Muller) */
+#define rng_next starnn_rng_next
+#define rng_uniform starnn_rng_uniform
 
 static float rng_normal(uint64_t *s)
 {

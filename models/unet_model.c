@@ -41,6 +41,7 @@
 #include "codelets/mse.h"
 #include "models/unet_model.h"
 #include "runtime/train/params.h"
+#include "runtime/train/random.h"
 #include "runtime/train/replica.h"
 
 #define UNET_MAX_DEPTH 5
@@ -288,22 +289,6 @@ void unet_optim_defaults(struct unet_optim *o)
 	                         .beta1 = 0.9f, .beta2 = 0.999f, .eps = 1e-8f, .weight_decay = 0.0f};
 }
 
-/* ------------------------------------------------------------ random */
-
-static uint64_t rng_next(uint64_t *s)
-{
-	/* splitmix64, as models/mlp.c */
-	uint64_t z = (*s += 0x9e3779b97f4a7c15ull);
-	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-	z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-	return z ^ (z >> 31);
-}
-
-static float rng_uniform(uint64_t *s, float lo, float hi)
-{
-	return lo + (hi - lo) * (float)((rng_next(s) >> 40) * (1.0 / 16777216.0));
-}
-
 /* ------------------------------------------------------------ creation */
 
 static int add_entry(unet *m, const char *path, starnn_tensor *t, int is_parameter, starnn_tensor *grad)
@@ -353,7 +338,7 @@ static int init_uniform(unet *m, starnn_tensor *t, float bound)
 	if (!v)
 		return starnn_error(STARNN_ENOMEM, "unet: out of memory");
 	for (size_t i = 0; i < n; i++)
-		v[i] = rng_uniform(&m->rng, -bound, bound);
+		v[i] = starnn_rng_uniform(&m->rng, -bound, bound);
 	int rc = starnn_tensor_write(t, v);
 	free(v);
 	return rc;

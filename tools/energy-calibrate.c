@@ -42,6 +42,7 @@
 #include "models/unet_model.h"
 #include "models/unet_options.h"
 #include "runtime/train/calibrate.h"
+#include "runtime/train/random.h"
 #include "runtime/starnn.h"
 
 static const char *prog = "energy-calibrate";
@@ -229,14 +230,6 @@ static void sleep_s(double s)
 
 /* ----------------------------------------------------------------- step */
 
-static uint64_t splitmix(uint64_t *s)
-{
-	uint64_t z = (*s += 0x9e3779b97f4a7c15ull);
-	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-	z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-	return z ^ (z >> 31);
-}
-
 /* One step as models/unet train submits it (staging copies of a batch,
  * the training step, its loss), then the evaluation forward a training run
  * ends with, under capture. The batch: random values of the data's range
@@ -253,9 +246,9 @@ static int capture_step(unet *m, struct starnn_captured_task **tasks, int *ntask
 	}
 	uint64_t s = 42;
 	for (size_t i = 0; i < nx; i++)
-		x[i] = (float)(splitmix(&s) >> 40) * 0x1p-24f;
+		x[i] = starnn_rng_uniform(&s, 0.0f, 1.0f);
 	for (size_t i = 0; i < ny; i++)
-		y[i] = (float)(splitmix(&s) >> 40) * 0x1p-24f;
+		y[i] = starnn_rng_uniform(&s, 0.0f, 1.0f);
 	int rc = starnn_capture_begin();
 	if (rc == 0) {
 		double loss;

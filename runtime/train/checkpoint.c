@@ -339,12 +339,13 @@ static int open_attr(ckpt_file *f, const char *name, H5T_class_t cls, const char
 	return 0;
 }
 
-int ckpt_get_int(ckpt_file *f, const char *name, int64_t *value)
+/* Root attribute `name` (one value of class cls) read as mtype. */
+static int get_scalar(ckpt_file *f, const char *name, H5T_class_t cls, const char *what, hid_t mtype, void *value)
 {
 	hid_t a;
-	STARNN_CHECK(open_attr(f, name, H5T_INTEGER, "an integer", &a));
+	STARNN_CHECK(open_attr(f, name, cls, what, &a));
 	char why[256];
-	herr_t st = H5Aread(a, H5T_NATIVE_INT64, value);
+	herr_t st = H5Aread(a, mtype, value);
 	if (st < 0)
 		REASON(why);
 	H5Aclose(a);
@@ -353,18 +354,14 @@ int ckpt_get_int(ckpt_file *f, const char *name, int64_t *value)
 	return 0;
 }
 
+int ckpt_get_int(ckpt_file *f, const char *name, int64_t *value)
+{
+	return get_scalar(f, name, H5T_INTEGER, "an integer", H5T_NATIVE_INT64, value);
+}
+
 int ckpt_get_double(ckpt_file *f, const char *name, double *value)
 {
-	hid_t a;
-	STARNN_CHECK(open_attr(f, name, H5T_FLOAT, "a floating-point number", &a));
-	char why[256];
-	herr_t st = H5Aread(a, H5T_NATIVE_DOUBLE, value);
-	if (st < 0)
-		REASON(why);
-	H5Aclose(a);
-	if (st < 0)
-		return starnn_error(STARNN_EINVAL, "checkpoint %s: attribute '%s': %s", f->name, name, why);
-	return 0;
+	return get_scalar(f, name, H5T_FLOAT, "a floating-point number", H5T_NATIVE_DOUBLE, value);
 }
 
 int ckpt_get_string(ckpt_file *f, const char *name, char *buf, size_t size)

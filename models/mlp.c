@@ -49,11 +49,15 @@
 
 #define fail(...) starnn_fail("mlp", __VA_ARGS__)
 
+enum { O_HIDDEN = 256, O_INPUTS, O_OUTPUTS, O_TRAIN_SIZE, O_VAL_SIZE, O_END };
+
 struct options {
-	struct starnn_train_opts train; /* steps, batch, optimizer, precision, exchange, logging, power model */
+	struct starnn_train_opts train; /* steps, batch, optimizer, precision, exchange, logging, checkpoints,
+	                                 * power model */
 	int inputs, outputs, nhidden, hidden[MAX_LAYERS];
 	int train_size, val_size;
 	int exact;                      /* STARNN_MLP_EXACT: losses with all their digits */
+	char given[O_END];              /* the MLP's own options given (a resumed run takes the others) */
 };
 
 /* ------------------------------------------------------------ random */
@@ -410,6 +414,12 @@ static void usage(FILE *f)
 	        "  --log-every N      print the loss every N steps (default 20); the step\n"
 	        "                     waits for its loss only when it is printed\n"
 	        "  --quiet            only the final line\n"
+	        "  --checkpoint FILE  write the model, its optimizer state and the run's state\n"
+	        "                     there at the end (atomically; HDF5, the UNet's format)\n"
+	        "  --checkpoint-every N  also every N steps\n"
+	        "  --resume FILE      continue the run saved in FILE (options not given are\n"
+	        "                     taken from it, --steps too; another network is refused)\n"
+	        "  --init FILE        start from the weights of FILE (not its optimizer state)\n"
 	        "  --log-json FILE    write the run's summary record there: one JSON line\n"
 	        "                     {summary: steps, epochs, samples, elapsed, samples_per_s,\n"
 	        "                     energy} (README \"Energy\")\n"
@@ -422,23 +432,20 @@ static void usage(FILE *f)
 	        "STARNN_MLP_INJECT_INF_STEP=N puts an Inf into one gradient at step N and\n"
 	        "checks that the step is skipped (needs loss scaling); STARNN_MLP_EXACT=1\n"
 	        "prints the logged losses with all their digits.\n"
-	        "SIGINT (Ctrl-C) or SIGTERM finishes the steps already submitted and exits\n"
-	        "with 128 + the signal number (130, 143).\n"
+	        "SIGINT (Ctrl-C) or SIGTERM finishes the steps already submitted, saves\n"
+	        "--checkpoint and exits with 128 + the signal number (130, 143).\n"
 	        "The energy of the run is measured where the machine allows it (RAPL, perf,\n"
 	        "NVML) and printed after the final line, or 'not available' with the reason.\n"
 	        "Under mpirun: --batch is the global batch, split over the ranks in rank\n"
 	        "order; --micro-batches counts each rank's own; rank 0 prints.\n");
 }
 
-/* The common options the MLP has no use for: its data is one generated
- * set (no epochs, no evaluation cadence), it has no checkpoints, and it
- * prints lines, not a bar. */
+/* The common options the MLP has no use for: it trains a number of steps
+ * (no epochs), evaluates once at the end (no cadence) and prints lines, not
+ * a bar. */
 #define MLP_SKIP                                                                                                  \
 	(STARNN_TOPT_BIT(STARNN_TOPT_EPOCHS) | STARNN_TOPT_BIT(STARNN_TOPT_PROGRESS) |                               \
-	 STARNN_TOPT_BIT(STARNN_TOPT_CHECKPOINT) | STARNN_TOPT_BIT(STARNN_TOPT_CHECKPOINT_EVERY) |                   \
-	 STARNN_TOPT_BIT(STARNN_TOPT_RESUME) | STARNN_TOPT_BIT(STARNN_TOPT_INIT) | STARNN_TOPT_BIT(STARNN_TOPT_EVAL_EVERY))
-
-enum { O_HIDDEN = 256, O_INPUTS, O_OUTPUTS, O_TRAIN_SIZE, O_VAL_SIZE };
+	 STARNN_TOPT_BIT(STARNN_TOPT_EVAL_EVERY))
 
 static int parse_hidden(struct options *o, const char *arg)
 {
@@ -479,6 +486,8 @@ static int parse_options(int argc, char **argv, struct options *o)
 	int c;
 	while ((c = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
 		int rc = 0;
+		if (c > 0 && c < O_END)
+			o->given[c] = 1;
 		switch (c) {
 		case O_HIDDEN: rc = parse_hidden(o, optarg); break;
 		case O_INPUTS: rc = starnn_parse_int("mlp", "--inputs", optarg, 1, 65536, &o->inputs); break;
@@ -528,7 +537,7 @@ static int parse_options(int argc, char **argv, struct options *o)
 /* ------------------------------------------------------------ the model for the trainer */
 
 struct run {
-	const struct options *o;
+	struct options *o;    /* (a checkpoint may set some) */
 	struct dataset train, val;
 	double base;          /* the validation MSE of predicting the training set's mean */
 	struct mlp m;
@@ -536,6 +545,7 @@ struct run {
 	uint64_t rng;         /* the initial weights, then the shuffles */
 	int *idx, epoch_pos;  /* the order of the epoch, the next sample in it */
 	float *xbuf, *ybuf;
+	char hidden[256];     /* the checkpoint's "hidden" attribute */
 };
 
 static void run_free(struct run *r)
@@ -616,11 +626,11 @@ static void describe(void *self, const starnn_trainer *tr, FILE *out)
 		fprintf(out, "bf16 GEMM on CPU: %s\n", starnn_gemm_bf16_cpu_route());
 }
 
-/* The samples of a step, without replacement within an epoch
- * (Fisher-Yates shuffles), into x and y. */
-static int stage(void *self, int64_t step, int64_t *epoch)
+/* The samples of the next step: without replacement within an epoch
+ * (a Fisher-Yates shuffle when the epoch has fewer than a batch left),
+ * idx[first, first + batch). */
+static int next_samples(struct run *r)
 {
-	struct run *r = self;
 	int batch = r->o->train.batch;
 	if (r->epoch_pos + batch > r->train.n) {
 		for (int i = 0; i < r->train.n; i++)
@@ -631,10 +641,27 @@ static int stage(void *self, int64_t step, int64_t *epoch)
 		}
 		r->epoch_pos = 0;
 	}
-	*epoch = (step - 1) / (r->train.n / batch);
-	STARNN_CHECK(load_batch(&r->m, &r->train, r->idx + r->epoch_pos, r->xbuf, r->ybuf));
+	int first = r->epoch_pos;
 	r->epoch_pos += batch;
+	return first;
+}
+
+/* A resumed run: the shuffles of the steps done, so that the next batches
+ * are those of an uninterrupted run. */
+static int start(void *self, int64_t step)
+{
+	struct run *r = self;
+	for (int64_t s = 0; s < step; s++)
+		next_samples(r);
 	return 0;
+}
+
+/* The samples of a step into x and y. */
+static int stage(void *self, int64_t step, int64_t *epoch)
+{
+	struct run *r = self;
+	*epoch = (step - 1) / (r->train.n / r->o->train.batch);
+	return load_batch(&r->m, &r->train, r->idx + next_samples(r), r->xbuf, r->ybuf);
 }
 
 static int submit(void *self, int64_t step)
@@ -677,24 +704,106 @@ static int finish(void *self, starnn_trainer *tr)
 		STARNN_CHECK(starnn_params_get_amp_state(r->m.ps, &st));
 		printf("loss scaling: %lld skipped steps, final scale %g\n", (long long)st.skipped_steps, (double)st.scale);
 	}
-	int64_t steps = starnn_trainer_info(tr)->total;
+	const struct starnn_train_info *in = starnn_trainer_info(tr);
+	int64_t steps = in->step - in->first_step;
 	printf("final: train loss %.6f, validation MSE %.6f (predicting the mean: %.6f; noise floor %.6f), "
 	       "%lld steps in %.2f s (%.0f samples/s)\n",
-	       starnn_trainer_info(tr)->loss, mse, r->base, (double)NOISE * NOISE, (long long)steps, elapsed,
+	       in->loss, mse, r->base, (double)NOISE * NOISE, (long long)steps, elapsed,
 	       elapsed > 0 ? (double)steps * t->batch / elapsed : 0.0);
 	return 0;
 }
 
+/* ------------------------------------------------------------ checkpoints
+ * The trainer's format (runtime/train/checkpoint.h): the weights "fc<l>.W",
+ * "fc<l>.b", their optimizer state, the run's attributes, and the MLP's:
+ * format "starnn-mlp", format_version 1, inputs, outputs, hidden ("64,64"),
+ * train_size, val_size. */
+#define CKPT_FORMAT "starnn-mlp"
+#define CKPT_VERSION 1
+
+static void hidden_text(const struct options *o, char *buf, size_t size)
+{
+	size_t n = 0;
+	buf[0] = '\0';
+	for (int l = 0; l < o->nhidden && n < size; l++)
+		n += (size_t)snprintf(buf + n, size - n, "%s%d", l ? "," : "", o->hidden[l]);
+}
+
+/* The network of the checkpoint; a width given on the command line must
+ * agree. With resume, the data sizes not given too. */
+static int read_checkpoint(void *self, ckpt_file *f, const char *file, int resume)
+{
+	struct run *r = self;
+	struct options *o = r->o;
+	char fmt[64];
+	if (ckpt_get_string(f, "format", fmt, sizeof fmt) < 0 || strcmp(fmt, CKPT_FORMAT) != 0)
+		return starnn_error(STARNN_EINVAL, "%s is not a models/mlp checkpoint (no format attribute '%s')", file,
+		                    CKPT_FORMAT);
+	int64_t version;
+	STARNN_CHECK(ckpt_get_int(f, "format_version", &version));
+	if (version != CKPT_VERSION)
+		return starnn_error(STARNN_EINVAL, "%s has format_version %lld: this models/mlp reads version %d", file,
+		                    (long long)version, CKPT_VERSION);
+	struct {
+		const char *attr;
+		int id, *value;
+	} net[] = {{"inputs", O_INPUTS, &o->inputs}, {"outputs", O_OUTPUTS, &o->outputs}};
+	for (size_t i = 0; i < sizeof net / sizeof *net; i++) {
+		int64_t v;
+		STARNN_CHECK(ckpt_get_int(f, net[i].attr, &v));
+		if (o->given[net[i].id] && v != *net[i].value)
+			return starnn_error(STARNN_EINVAL, "%s holds another network: its %s is %lld, the options ask for %d",
+			                    file, net[i].attr, (long long)v, *net[i].value);
+		*net[i].value = (int)v;
+	}
+	char hidden[256], want[256];
+	STARNN_CHECK(ckpt_get_string(f, "hidden", hidden, sizeof hidden));
+	hidden_text(o, want, sizeof want);
+	if (o->given[O_HIDDEN] && strcmp(hidden, want) != 0)
+		return starnn_error(STARNN_EINVAL, "%s holds another network: its hidden layers are %s, the options ask for %s",
+		                    file, hidden, want);
+	if (parse_hidden(o, hidden) < 0)
+		return starnn_error(STARNN_EINVAL, "%s: attribute hidden '%s' is not a list of widths", file, hidden);
+	if (!resume)
+		return 0;
+	STARNN_CHECK(starnn_ckpt_setting_int(&o->train, f, file, "train_size", o->given[O_TRAIN_SIZE], &o->train_size));
+	return starnn_ckpt_setting_int(&o->train, f, file, "val_size", o->given[O_VAL_SIZE], &o->val_size);
+}
+
+static int checkpoint_attrs(void *self, struct ckpt_attr *a, int max)
+{
+	struct run *r = self;
+	const struct options *o = r->o;
+	hidden_text(o, r->hidden, sizeof r->hidden);
+	const struct ckpt_attr attrs[] = {
+		{.name = "format", .type = CKPT_STRING, .s = CKPT_FORMAT},
+		{.name = "format_version", .type = CKPT_INT, .i = CKPT_VERSION},
+		{.name = "inputs", .type = CKPT_INT, .i = o->inputs},
+		{.name = "outputs", .type = CKPT_INT, .i = o->outputs},
+		{.name = "hidden", .type = CKPT_STRING, .s = r->hidden},
+		{.name = "train_size", .type = CKPT_INT, .i = o->train_size},
+		{.name = "val_size", .type = CKPT_INT, .i = o->val_size},
+	};
+	int n = (int)(sizeof attrs / sizeof *attrs);
+	if (n > max)
+		return starnn_error(STARNN_EINVAL, "checkpoint: too many attributes for the table");
+	memcpy(a, attrs, sizeof attrs);
+	return n;
+}
+
 static const struct starnn_model_ops mlp_ops = {
 	.flags = STARNN_MODEL_LOSS_WHEN_LOGGED | STARNN_MODEL_REPORTS_WHEN_QUIET,
+	.read_checkpoint = read_checkpoint,
 	.open_data = open_data,
 	.create = create,
 	.describe = describe,
+	.start = start,
 	.stage = stage,
 	.submit = submit,
 	.loss = step_loss,
 	.report_step = report_step,
 	.finish = finish,
+	.checkpoint_attrs = checkpoint_attrs,
 };
 
 int main(int argc, char **argv)

@@ -30,16 +30,12 @@ int starnn_split_width(void)
 	return w < 1 ? 1 : w;
 }
 
-/* STARNN_QUIET: set (empty, 1, yes, on) no start-up line on stderr, as
- * starnn_config.quiet; 0, no, off: the line (the default). */
-static int quiet_env(int *quiet)
+int starnn_env_flag(const char *name, int *on)
 {
-	const char *q = getenv("STARNN_QUIET");
-	*quiet = q && (!*q || !strcmp(q, "1") || !strcmp(q, "yes") || !strcmp(q, "on"));
-	if (q && !*quiet && strcmp(q, "0") && strcmp(q, "no") && strcmp(q, "off"))
-		return starnn_error(STARNN_EINVAL, "STARNN_QUIET is '%s': expected 1 (or yes, on: no start-up line) or 0 (or "
-		                                   "no, off)",
-		                    q);
+	const char *v = getenv(name);
+	*on = v && (!*v || !strcmp(v, "1") || !strcmp(v, "yes") || !strcmp(v, "on"));
+	if (v && !*on && strcmp(v, "0") && strcmp(v, "no") && strcmp(v, "off"))
+		return starnn_error(STARNN_EINVAL, "%s is '%s': expected 1 (or yes, on) or 0 (or no, off)", name, v);
 	return 0;
 }
 
@@ -62,8 +58,12 @@ int starnn_init(const struct starnn_config *user_cfg)
 	else
 		starnn_config_init(&cfg);
 	split_streams = 1;
-	int quiet;
-	STARNN_CHECK(quiet_env(&quiet));
+	/* STARNN_QUIET: no start-up line (as cfg.quiet); STARNN_KEEP_BLAS_CORE
+	 * (starnn_blas_autoselect, before) checked here, where an error can
+	 * be returned */
+	int quiet, keep;
+	STARNN_CHECK(starnn_env_flag("STARNN_QUIET", &quiet));
+	STARNN_CHECK(starnn_env_flag("STARNN_KEEP_BLAS_CORE", &keep));
 	STARNN_CHECK(starnn_priorities_check());
 
 	/* StarPU counts a measurement more than STARPU_HISTORY_MAX_ERROR percent

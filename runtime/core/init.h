@@ -36,13 +36,20 @@ int starnn_init(const struct starnn_config *cfg);
  * task error, if any. */
 int starnn_shutdown(void);
 
+/* A yes/no environment variable: *on = 1 when set to 1, yes, on or empty,
+ * 0 when unset or 0, no, off; another value is STARNN_EINVAL with a
+ * message naming the variable (STARNN_QUIET, STARNN_KEEP_BLAS_CORE). */
+int starnn_env_flag(const char *name, int *on);
+
 /* The OpenBLAS core in use ("SkylakeX", "Haswell", ...), NULL if the BLAS
  * is not OpenBLAS. */
 const char *starnn_blas_core(void);
 /* Call first thing in main(): when OpenBLAS fell back to its generic
  * "Prescott" kernels on a CPU with AVX-512 (OpenBLAS 0.3.21 does not know
  * recent Xeons), restarts the program with OPENBLAS_CORETYPE=SkylakeX.
- * Does nothing when OPENBLAS_CORETYPE or STARNN_KEEP_BLAS_CORE is set. */
+ * Does nothing when OPENBLAS_CORETYPE is set or STARNN_KEEP_BLAS_CORE=1
+ * (a value other than 1, yes, on, 0, no, off also keeps the core here,
+ * and starnn_init refuses it). */
 void starnn_blas_autoselect(char **argv);
 
 /* Worker counts after starnn_init(). */

@@ -103,12 +103,12 @@ else
 		echo changed), temporaries: $(ls "$tmp"/s.h5.tmp.* 2> /dev/null):"
 	cat "$tmp/s.out"
 fi
-fi
 "$unet" train --resume "$tmp/s.h5" --steps 4 --checkpoint "$tmp/s.h5" --eval-every 0 --quiet > "$tmp/s2.out" 2>&1 ||
 	fail "the run after the second signal"
 ! has_temp "$tmp/s.h5" && grep -q "removed 1 stale temporary" "$tmp/s2.out" &&
 	ok "the next write removed the temporary left by the second signal" ||
 	{ fail "temporary after the second signal: $(ls "$tmp"/s.h5.tmp.* 2> /dev/null)"; cat "$tmp/s2.out"; }
+fi
 
 # ------------------------------------------------------------------ full disk
 # Runs "$@" with files limited to $1 bytes. prlimit counts in bytes; the

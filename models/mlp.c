@@ -21,69 +21,50 @@
  * the update on overflow (runtime/train/params.h, codelets/amp.h). The host never
  * waits for the flag.
  *
- * Under mpirun (runtime/train/dist.h): --batch is the global batch; rank r
- * takes its share of every step's samples (consecutive, in rank order)
- * and splits it into its own micro-batches; rank 0's initial weights are
- * broadcast; each parameter's gradient is all-reduced over the ranks as
- * soon as its micro-batch sum is submitted (the parameter set's gradient
- * hook); the loss slots of all ranks are all-reduced when the loss is
- * read, so every rank sees the same loss; rank 0 alone prints. */
+ * The trainer (runtime/train/trainer.h) runs the steps with the options
+ * every model shares. Under mpirun --batch is the global batch; each
+ * replica takes its share of every step's samples (consecutive, in rank
+ * order) and splits it into its own micro-batches; the trainer broadcasts
+ * the initial weights and sums the gradients over the replicas; the loss
+ * slots of all replicas are gathered when the loss is read
+ * (runtime/train/replica.h), so every replica sees the same loss; rank 0
+ * alone prints. */
 #include <config.h>
 
-#include <errno.h>
-#include <getopt.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "codelets/amp.h"
-#include "codelets/convert.h"
 #include "codelets/bias.h"
-#include "codelets/fill.h"
+#include "codelets/convert.h"
 #include "codelets/gemm.h"
 #include "codelets/mse.h"
 #include "codelets/relu.h"
-#include "runtime/train/params.h"
-#include "codelets/wire.h"
 #include "runtime/starnn.h"
+#include "runtime/train/random.h"
 
 #define MAX_LAYERS 8
 
+#define fail(...) starnn_fail("mlp", __VA_ARGS__)
+
+enum { O_HIDDEN = 256, O_INPUTS, O_OUTPUTS, O_TRAIN_SIZE, O_VAL_SIZE, O_END };
+
 struct options {
+	struct starnn_train_opts train; /* steps, batch, optimizer, precision, exchange, logging, checkpoints,
+	                                 * power model */
 	int inputs, outputs, nhidden, hidden[MAX_LAYERS];
-	int batch, micro, steps, log_every, train_size, val_size;
-	float lr, momentum;
-	int adam;
-	unsigned long seed;
-	int quiet;
-	starnn_dtype compute;     /* fp32, or fp16 / bf16 for amp */
-	int scaling;              /* 0: none, 1: dynamic, 2: static */
-	float static_scale;
-	int inject_inf_step;      /* STARNN_MLP_INJECT_INF_STEP (0: none) */
-	const char *log_json;     /* --log-json: the summary record */
-	float cpu_watts, gpu_watts, idle_watts; /* power model (runtime/train/energy.h) */
-	int wire_grads;           /* --wire-grads: a starnn_wire_format, -1 none */
-	struct starnn_dist_weights weights; /* --shard-optimizer, --wire-weights, --awp-* */
-	int awp_given;
+	int train_size, val_size;
+	int exact;                      /* STARNN_MLP_EXACT: losses with all their digits */
+	char given[O_END];              /* the MLP's own options given (a resumed run takes the others) */
 };
 
 /* ------------------------------------------------------------ random */
 
-static uint64_t rng_next(uint64_t *s)
-{
-	/* splitmix64: small, good enough, identical everywhere */
-	uint64_t z = (*s += 0x9e3779b97f4a7c15ull);
-	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-	z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-	return z ^ (z >> 31);
-}
-
-static float rng_uniform(uint64_t *s, float lo, float hi)
-{
-	return lo + (hi - lo) * (float)((rng_next(s) >> 40) * (1.0 / 16777216.0));
-}
+/* runtime/train/random.h's splitmix64, and normal numbers (Box-Muller) */
+#define rng_next starnn_rng_next
+#define rng_uniform starnn_rng_uniform
 
 static float rng_normal(uint64_t *s)
 {
@@ -103,7 +84,7 @@ struct dataset {
 
 static int make_data(struct dataset *train, struct dataset *val, const struct options *o)
 {
-	uint64_t s = o->seed * 7919 + 17;
+	uint64_t s = o->train.seed * 7919 + 17;
 	int d = o->inputs, k = o->outputs, h = TEACHER_HIDDEN;
 	float *a1 = malloc(sizeof(float) * (size_t)(h * d)), *c = malloc(sizeof(float) * (size_t)h);
 	float *a2 = malloc(sizeof(float) * (size_t)(k * h));
@@ -142,7 +123,7 @@ static int make_data(struct dataset *train, struct dataset *val, const struct op
 	}
 	free(a1), free(c), free(a2);
 	if (!ok)
-		return starnn_error(STARNN_ENOMEM, "mlp: out of memory for the data set");
+		return starnn_error(STARNN_ENOMEM, "out of memory for the data set");
 	return 0;
 }
 
@@ -163,12 +144,14 @@ struct layer {
 };
 
 struct mlp {
-	int nlayers, batch, micro;    /* this rank's samples and micro-batches */
-	int global, first;            /* samples of a step on all ranks; this rank's first */
-	int rank, nranks;
+	int nlayers, batch, micro;    /* this replica's samples and micro-batches */
+	int global, first;            /* samples of a step on all replicas; this replica's first */
 	struct layer layers[MAX_LAYERS + 1];
 	starnn_params *ps;            /* fc<l>.W, fc<l>.b in layer order */
-	starnn_tensor *x, *y, *loss;  /* [B, D], [B, K], [ranks x M, 1] (this rank's M from rank x M) */
+	starnn_tensor *x, *y;         /* [B, D], [B, K] */
+	/* the micro-batch losses of the last two steps (slot step % 2; the
+	 * evaluation uses slot 0), of every replica: [replicas x M, 1] */
+	starnn_tensor *loss[2];
 	starnn_tensor *xc;            /* x in the compute dtype: x itself for fp32 */
 	starnn_dtype dt;
 };
@@ -203,30 +186,18 @@ static int add_param(struct mlp *m, starnn_param **p, const char *layer, const c
 	return rc;
 }
 
-static int mlp_create(struct mlp *m, const struct options *o, uint64_t *s)
+static int mlp_create(struct mlp *m, const struct options *o, const struct starnn_model_config *c, uint64_t *s)
 {
 	memset(m, 0, sizeof *m);
 	m->nlayers = o->nhidden + 1;
-	m->rank = starnn_dist_rank();
-	m->nranks = starnn_dist_size();
-	int64_t first, count;
-	starnn_dist_share(o->batch, m->rank, m->nranks, &first, &count);
-	m->batch = (int)count;
-	m->global = o->batch;
-	m->first = (int)first;
-	m->micro = o->micro;
-	m->dt = o->compute;
-	int B = m->batch, M = o->micro;
-	starnn_dtype dt = o->compute;
-	struct starnn_params_config pc = {
-		.optim = {.kind = o->adam ? STARNN_OPTIM_ADAM : STARNN_OPTIM_SGD, .lr = o->lr,
-		          .momentum = o->adam ? 0.0f : o->momentum, .beta1 = 0.9f, .beta2 = 0.999f, .eps = 1e-8f},
-		.compute = dt,
-		.loss_scaling = (enum starnn_loss_scaling)o->scaling,
-		.static_scale = o->static_scale,
-	};
-	STARNN_CHECK(starnn_params_new(&m->ps, &pc));
-	starnn_params_set_inject_inf_step(m->ps, o->inject_inf_step);
+	m->batch = c->batch;
+	m->global = c->global_batch;
+	m->first = c->first;
+	m->micro = c->micro;
+	m->dt = c->params.compute;
+	int B = m->batch, M = m->micro;
+	starnn_dtype dt = m->dt;
+	STARNN_CHECK(starnn_params_new(&m->ps, &c->params));
 	STARNN_CHECK(new2(&m->x, "", "x", B, o->inputs));
 	if (dt != STARNN_FP32) {
 		STARNN_CHECK(new2dt(&m->xc, "", "x.h", dt, B, o->inputs));
@@ -235,10 +206,14 @@ static int mlp_create(struct mlp *m, const struct options *o, uint64_t *s)
 		m->xc = m->x;
 	}
 	STARNN_CHECK(new2(&m->y, "", "y", B, o->outputs));
-	STARNN_CHECK(new2(&m->loss, "", "loss", (int64_t)m->nranks * M, 1));
 	STARNN_CHECK(split_batch(m->x, M));
 	STARNN_CHECK(split_batch(m->y, M));
-	STARNN_CHECK(split_batch(m->loss, m->nranks * M));
+	for (int k = 0; k < 2; k++) {
+		char name[16];
+		snprintf(name, sizeof name, "loss_step%d", k);
+		STARNN_CHECK(new2(&m->loss[k], "", name, (int64_t)starnn_replicas() * M, 1));
+		STARNN_CHECK(split_batch(m->loss[k], starnn_replicas() * M));
+	}
 	for (int l = 0; l < m->nlayers; l++) {
 		struct layer *L = &m->layers[l];
 		char name[16];
@@ -278,6 +253,7 @@ static int mlp_create(struct mlp *m, const struct options *o, uint64_t *s)
 	return 0;
 }
 
+
 static void mlp_destroy(struct mlp *m)
 {
 	for (int l = 0; l < m->nlayers; l++) {
@@ -286,18 +262,19 @@ static void mlp_destroy(struct mlp *m)
 		for (size_t i = 0; i < sizeof all / sizeof *all; i++)
 			starnn_tensor_destroy(all[i]);
 	}
-	starnn_dist_detach(m->ps);
 	starnn_params_destroy(m->ps);
 	if (m->xc != m->x)
 		starnn_tensor_destroy(m->xc);
 	starnn_tensor_destroy(m->x);
 	starnn_tensor_destroy(m->y);
-	starnn_tensor_destroy(m->loss);
+	starnn_tensor_destroy(m->loss[0]);
+	starnn_tensor_destroy(m->loss[1]);
 }
 
-/* Forward of micro-batch p, then its loss (scale: 1 / elements of the batch).
- * The _mp operations take fp32 or 16-bit activations (fp32 bias, fp32 loss). */
-static int forward(struct mlp *m, int p, float scale)
+/* Forward of micro-batch p, then its loss into `loss` (scale: 1 /
+ * elements of the batch). The _mp operations take fp32 or 16-bit
+ * activations (fp32 bias, fp32 loss). */
+static int forward(struct mlp *m, int p, float scale, starnn_tensor *loss)
 {
 	if (m->xc != m->x)
 		STARNN_CHECK(starnn_convert(m->x->parts[p], m->xc->parts[p]));
@@ -312,7 +289,7 @@ static int forward(struct mlp *m, int p, float scale)
 		}
 	}
 	return starnn_mse_fwd_mp(m->layers[m->nlayers - 1].z->parts[p], m->y->parts[p],
-	                         m->loss->parts[m->rank * m->micro + p], scale, 0.0f);
+	                         starnn_replica_part(loss, m->micro, p), scale, 0.0f);
 }
 
 static int backward(struct mlp *m, int p, float scale)
@@ -338,6 +315,7 @@ static int backward(struct mlp *m, int p, float scale)
 
 /* Copies this rank's samples of the batch idx[0..global batch) of ds
  * into the x / y tensors. */
+
 static int load_batch(struct mlp *m, const struct dataset *ds, const int *idx, float *xbuf, float *ybuf)
 {
 	idx += m->first;
@@ -349,26 +327,21 @@ static int load_batch(struct mlp *m, const struct dataset *ds, const int *idx, f
 	return starnn_tensor_write(m->y, ybuf);
 }
 
-static int read_loss(struct mlp *m, double *loss)
+
+/* The sum of every replica's micro-batch losses in slot, checked. */
+static int read_loss(struct mlp *m, starnn_tensor *slot, double *loss)
 {
 	float parts[64 * 64];
-	int n = m->nranks * m->micro;
+	int n = starnn_replicas() * m->micro;
 	if (n > 64 * 64)
-		return starnn_error(STARNN_EINVAL, "mlp: at most 4096 micro-batches over all ranks, got %d", n);
-	if (m->nranks > 1) {
-		/* The other ranks' slots to 0, then the sum over the ranks: every
-		 * rank gets every rank's slots, bit for bit (x + 0 = x). */
-		for (int p = 0; p < n; p++)
-			if (p / m->micro != m->rank)
-				STARNN_CHECK(starnn_fill(0.0f, m->loss->parts[p]));
-		STARNN_CHECK(starnn_dist_allreduce(m->loss));
-	}
-	STARNN_CHECK(starnn_tensor_read(m->loss, parts));
+		return starnn_error(STARNN_EINVAL, "at most 4096 micro-batches over all ranks, got %d", n);
+	STARNN_CHECK(starnn_replica_gather(slot, m->micro));
+	STARNN_CHECK(starnn_tensor_read(slot, parts));
 	*loss = 0;
 	for (int p = 0; p < n; p++)
 		*loss += parts[p];
 	if (!isfinite(*loss))
-		return starnn_error(STARNN_ENUM, "mlp: the loss is %g (diverged: lower --lr)", *loss);
+		return starnn_error(STARNN_ENUM, "the loss is %g (diverged: lower --lr)", *loss);
 	return 0;
 }
 
@@ -383,9 +356,9 @@ static int evaluate(struct mlp *m, const struct dataset *ds, int *idx, float *xb
 			idx[i] = b * m->global + i;
 		STARNN_CHECK(load_batch(m, ds, idx, xbuf, ybuf));
 		for (int p = 0; p < m->micro; p++)
-			STARNN_CHECK(forward(m, p, 1.0f / (float)(m->global * ds->k)));
+			STARNN_CHECK(forward(m, p, 1.0f / (float)(m->global * ds->k), m->loss[0]));
 		double l;
-		STARNN_CHECK(read_loss(m, &l));
+		STARNN_CHECK(read_loss(m, m->loss[0], &l));
 		total += l;
 	}
 	*mse = total / nb;
@@ -412,6 +385,8 @@ static void usage(FILE *f)
 	        "  --outputs N        regression targets (default 4)\n"
 	        "  --optimizer NAME   adam (default) or sgd (with momentum)\n"
 	        "  --lr X             learning rate (default 0.003 for adam, 0.05 for sgd)\n"
+	        "  --warmup N         linear learning-rate warm-up over N steps (default 0)\n"
+	        "  --weight-decay X   L2 weight decay (default 0)\n"
 	        "  --momentum X       SGD momentum (default 0.9)\n"
 	        "  --seed N           seed of the data and the initial weights (default 1)\n"
 	        "  --precision P      fp32 (default), amp-fp16 or amp-bf16: fp32 master\n"
@@ -439,6 +414,12 @@ static void usage(FILE *f)
 	        "  --log-every N      print the loss every N steps (default 20); the step\n"
 	        "                     waits for its loss only when it is printed\n"
 	        "  --quiet            only the final line\n"
+	        "  --checkpoint FILE  write the model, its optimizer state and the run's state\n"
+	        "                     there at the end (atomically; HDF5, the UNet's format)\n"
+	        "  --checkpoint-every N  also every N steps\n"
+	        "  --resume FILE      continue the run saved in FILE (options not given are\n"
+	        "                     taken from it, --steps too; another network is refused)\n"
+	        "  --init FILE        start from the weights of FILE (not its optimizer state)\n"
 	        "  --log-json FILE    write the run's summary record there: one JSON line\n"
 	        "                     {summary: steps, epochs, samples, elapsed, samples_per_s,\n"
 	        "                     energy} (README \"Energy\")\n"
@@ -447,460 +428,383 @@ static void usage(FILE *f)
 	        "  --gpu-watts W      power model: W per busy CUDA worker\n"
 	        "  --idle-watts W     power model: W of the whole machine over the run\n"
 	        "  -h, --help         this text\n"
-	        "Environment: STARNN_MLP_INJECT_INF_STEP=N puts an Inf into one gradient at\n"
-	        "step N and checks that the step is skipped (needs loss scaling);\n"
-	        "STARNN_MLP_EXACT=1 prints the logged losses with all their digits.\n"
+	        "Test hooks (builds configured with --enable-test-hooks):\n"
+	        "STARNN_MLP_INJECT_INF_STEP=N puts an Inf into one gradient at step N and\n"
+	        "checks that the step is skipped (needs loss scaling); STARNN_MLP_EXACT=1\n"
+	        "prints the logged losses with all their digits.\n"
+	        "SIGINT (Ctrl-C) or SIGTERM finishes the steps already submitted, saves\n"
+	        "--checkpoint and exits with 128 + the signal number (130, 143).\n"
 	        "The energy of the run is measured where the machine allows it (RAPL, perf,\n"
 	        "NVML) and printed after the final line, or 'not available' with the reason.\n"
 	        "Under mpirun: --batch is the global batch, split over the ranks in rank\n"
 	        "order; --micro-batches counts each rank's own; rank 0 prints.\n");
 }
 
-static int parse_int(const char *opt, const char *s, int lo, int hi, int *out)
-{
-	char *end;
-	errno = 0;
-	long v = strtol(s, &end, 10);
-	if (errno || end == s || *end || v < lo || v > hi) {
-		fprintf(stderr, "mlp: %s wants an integer in [%d, %d], got '%s'\n", opt, lo, hi, s);
-		return -1;
-	}
-	*out = (int)v;
-	return 0;
-}
+/* The common options the MLP has no use for: it trains a number of steps
+ * (no epochs), evaluates once at the end (no cadence) and prints lines, not
+ * a bar. */
+#define MLP_SKIP                                                                                                  \
+	(STARNN_TOPT_BIT(STARNN_TOPT_EPOCHS) | STARNN_TOPT_BIT(STARNN_TOPT_PROGRESS) |                               \
+	 STARNN_TOPT_BIT(STARNN_TOPT_EVAL_EVERY))
 
-static int parse_float(const char *opt, const char *s, float lo, float hi, float *out)
+static int parse_hidden(struct options *o, const char *arg)
 {
-	char *end;
-	errno = 0;
-	float v = strtof(s, &end);
-	if (errno || end == s || *end || !(v >= lo && v <= hi)) {
-		fprintf(stderr, "mlp: %s wants a number in [%g, %g], got '%s'\n", opt, lo, hi, s);
+	int rc = 0;
+	o->nhidden = 0;
+	char *copy = strdup(arg), *save = NULL;
+	if (!copy) {
+		fail("out of memory");
 		return -1;
 	}
-	*out = v;
-	return 0;
+	for (char *tok = strtok_r(copy, ",", &save); tok && rc == 0; tok = strtok_r(NULL, ",", &save)) {
+		if (o->nhidden == MAX_LAYERS) {
+			fail("--hidden: at most %d layers", MAX_LAYERS);
+			rc = -1;
+		} else {
+			rc = starnn_parse_int("mlp", "--hidden", tok, 1, 65536, &o->hidden[o->nhidden++]);
+		}
+	}
+	free(copy);
+	return rc;
 }
 
 static int parse_options(int argc, char **argv, struct options *o)
 {
-	static const struct option longopts[] = {
-		{"steps", required_argument, 0, 's'},       {"batch", required_argument, 0, 'b'},
-		{"micro-batches", required_argument, 0, 'm'}, {"hidden", required_argument, 0, 'H'},
-		{"inputs", required_argument, 0, 'i'},      {"outputs", required_argument, 0, 'o'},
-		{"optimizer", required_argument, 0, 'O'},   {"lr", required_argument, 0, 'l'},
-		{"momentum", required_argument, 0, 'M'},    {"seed", required_argument, 0, 'S'},
-		{"train-size", required_argument, 0, 't'},  {"val-size", required_argument, 0, 'v'},
-		{"log-every", required_argument, 0, 'L'},   {"quiet", no_argument, 0, 'q'},
-		{"precision", required_argument, 0, 'P'},   {"loss-scale", required_argument, 0, 'C'},
-		{"log-json", required_argument, 0, 'J'},    {"cpu-watts", required_argument, 0, 'W'},
-		{"gpu-watts", required_argument, 0, 'G'},   {"idle-watts", required_argument, 0, 'I'},
-		{"wire-grads", required_argument, 0, 'w'},
-		{"shard-optimizer", no_argument, 0, 'Z'},   {"wire-weights", required_argument, 0, 'X'},
-		{"awp-rel-res", required_argument, 0, 1000}, {"awp-interval", required_argument, 0, 1001},
-		{"awp-start-bits", required_argument, 0, 1002}, {"awp-stride", required_argument, 0, 1003},
-		{"awp-rounding", required_argument, 0, 1004},
-		{"help", no_argument, 0, 'h'},              {0, 0, 0, 0},
+	static const struct option own[] = {
+		{"hidden", required_argument, 0, O_HIDDEN},         {"inputs", required_argument, 0, O_INPUTS},
+		{"outputs", required_argument, 0, O_OUTPUTS},       {"train-size", required_argument, 0, O_TRAIN_SIZE},
+		{"val-size", required_argument, 0, O_VAL_SIZE},     {"help", no_argument, 0, 'h'},
 	};
-	int c, seed = 1, scaling = -1;
-	float lr = -1;
-	*o = (struct options){.inputs = 16, .outputs = 4, .nhidden = 2, .hidden = {64, 64}, .batch = 64,
-	                      .steps = 300, .log_every = 20, .train_size = 8192, .val_size = 1024,
-	                      .momentum = 0.9f, .adam = 1, .wire_grads = -1,
-	                      .weights = {.shard = 0, .wire = STARNN_DIST_WIRE_NONE}};
-	starnn_awp_defaults(&o->weights.awp);
+	struct option longopts[sizeof own / sizeof *own + STARNN_TOPT_COUNT + 1];
+	memcpy(longopts, own, sizeof own);
+	starnn_train_longopts(longopts, sizeof own / sizeof *own, MLP_SKIP);
+	*o = (struct options){.inputs = 16, .outputs = 4, .nhidden = 2, .hidden = {64, 64}, .train_size = 8192,
+	                      .val_size = 1024};
+	struct starnn_train_opts *t = &o->train;
+	starnn_train_opts_init(t, "mlp");
+	t->batch = 64, t->steps = 300, t->log_every = 20, t->progress = 0, t->eval_every = 0;
+	int c;
 	while ((c = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
 		int rc = 0;
+		if (c > 0 && c < O_END)
+			o->given[c] = 1;
 		switch (c) {
-		case 's': rc = parse_int("--steps", optarg, 0, 100000000, &o->steps); break;
-		case 'b': rc = parse_int("--batch", optarg, 1, 65536, &o->batch); break;
-		case 'm': rc = parse_int("--micro-batches", optarg, 1, 64, &o->micro); break;
-		case 'i': rc = parse_int("--inputs", optarg, 1, 65536, &o->inputs); break;
-		case 'o': rc = parse_int("--outputs", optarg, 1, 65536, &o->outputs); break;
-		case 'S': rc = parse_int("--seed", optarg, 0, 2000000000, &seed); break;
-		case 't': rc = parse_int("--train-size", optarg, 1, 10000000, &o->train_size); break;
-		case 'v': rc = parse_int("--val-size", optarg, 1, 10000000, &o->val_size); break;
-		case 'L': rc = parse_int("--log-every", optarg, 1, 100000000, &o->log_every); break;
-		case 'l': rc = parse_float("--lr", optarg, 0.0f, 10.0f, &lr); break;
-		case 'M': rc = parse_float("--momentum", optarg, 0.0f, 0.9999f, &o->momentum); break;
-		case 'q': o->quiet = 1; break;
-		case 'J': o->log_json = optarg; break;
-		case 'W': rc = parse_float("--cpu-watts", optarg, 0.0f, 100000.0f, &o->cpu_watts); break;
-		case 'G': rc = parse_float("--gpu-watts", optarg, 0.0f, 100000.0f, &o->gpu_watts); break;
-		case 'I': rc = parse_float("--idle-watts", optarg, 0.0f, 100000.0f, &o->idle_watts); break;
-		case 'w':
-			if ((rc = starnn_wire_option("--wire-grads", optarg, &o->wire_grads)) != 0)
-				fprintf(stderr, "mlp: %s\n", starnn_error_message());
-			break;
-		case 'Z': o->weights.shard = 1; break;
-		case 'X':
-			if ((rc = starnn_awp_wire_option("--wire-weights", optarg, &o->weights.wire)) != 0)
-				fprintf(stderr, "mlp: %s\n", starnn_error_message());
-			break;
-		case 1000:
-		case 1001:
-		case 1002:
-		case 1003:
-		case 1004: {
-			if ((rc = starnn_awp_option(starnn_awp_options[c - 1000], optarg, &o->weights.awp)) != 0)
-				fprintf(stderr, "mlp: %s\n", starnn_error_message());
-			o->awp_given = 1;
-			break;
-		}
-		case 'P':
-			if (strcmp(optarg, "fp32") == 0)
-				o->compute = STARNN_FP32;
-			else if (strcmp(optarg, "amp-fp16") == 0)
-				o->compute = STARNN_FP16;
-			else if (strcmp(optarg, "amp-bf16") == 0)
-				o->compute = STARNN_BF16;
-			else {
-				fprintf(stderr, "mlp: --precision is fp32, amp-fp16 or amp-bf16, not '%s'\n", optarg);
-				rc = -1;
-			}
-			break;
-		case 'C':
-			if (strcmp(optarg, "dynamic") == 0)
-				scaling = 1;
-			else if (strcmp(optarg, "none") == 0)
-				scaling = 0;
-			else if ((rc = parse_float("--loss-scale", optarg, 1.0f, 16777216.0f, &o->static_scale)) == 0)
-				scaling = 2;
-			break;
-		case 'O':
-			if (strcmp(optarg, "adam") == 0)
-				o->adam = 1;
-			else if (strcmp(optarg, "sgd") == 0)
-				o->adam = 0;
-			else {
-				fprintf(stderr, "mlp: --optimizer is adam or sgd, not '%s'\n", optarg);
-				rc = -1;
-			}
-			break;
-		case 'H': {
-			o->nhidden = 0;
-			char *copy = strdup(optarg), *save = NULL;
-			for (char *tok = strtok_r(copy, ",", &save); tok && rc == 0; tok = strtok_r(NULL, ",", &save)) {
-				if (o->nhidden == MAX_LAYERS) {
-					fprintf(stderr, "mlp: --hidden: at most %d layers\n", MAX_LAYERS);
-					rc = -1;
-				} else {
-					rc = parse_int("--hidden", tok, 1, 65536, &o->hidden[o->nhidden++]);
-				}
-			}
-			free(copy);
-			break;
-		}
+		case O_HIDDEN: rc = parse_hidden(o, optarg); break;
+		case O_INPUTS: rc = starnn_parse_int("mlp", "--inputs", optarg, 1, 65536, &o->inputs); break;
+		case O_OUTPUTS: rc = starnn_parse_int("mlp", "--outputs", optarg, 1, 65536, &o->outputs); break;
+		case O_TRAIN_SIZE: rc = starnn_parse_int("mlp", "--train-size", optarg, 1, 10000000, &o->train_size); break;
+		case O_VAL_SIZE: rc = starnn_parse_int("mlp", "--val-size", optarg, 1, 10000000, &o->val_size); break;
 		case 'h': usage(stdout); exit(0);
-		default: usage(stderr); return -1;
+		default:
+			rc = starnn_train_opts_parse(t, c, optarg);
+			if (rc > 0) { /* not an option of ours */
+				usage(stderr);
+				return -1;
+			}
 		}
 		if (rc)
 			return -1;
 	}
 	if (optind < argc) {
-		fprintf(stderr, "mlp: unexpected argument '%s' (see --help)\n", argv[optind]);
+		fail("unexpected argument '%s' (see --help)", argv[optind]);
 		return -1;
 	}
-	o->seed = (unsigned long)seed;
-	if (o->awp_given && o->weights.wire != STARNN_DIST_WIRE_AWP) {
-		fprintf(stderr, "mlp: the --awp-* options set the adaptive policy: they need --wire-weights awp\n");
-		return -1;
-	}
-	if (o->weights.wire != STARNN_DIST_WIRE_NONE && !o->weights.shard) {
-		fprintf(stderr, "mlp: --wire-weights needs --shard-optimizer: weights cross the rank edge only when each "
-		                "rank updates its own share of them\n");
-		return -1;
-	}
-	if (starnn_awp_check(&o->weights.awp) < 0) {
-		fprintf(stderr, "mlp: %s\n", starnn_error_message());
-		return -1;
-	}
-	o->scaling = scaling >= 0 ? scaling : o->compute == STARNN_FP16;
+#ifdef STARNN_TEST_HOOKS
+	t->inject_name = "STARNN_MLP_INJECT_INF_STEP";
 	const char *inject = getenv("STARNN_MLP_INJECT_INF_STEP");
-	if (inject && *inject) {
-		if (parse_int("STARNN_MLP_INJECT_INF_STEP", inject, 1, 100000000, &o->inject_inf_step) < 0)
-			return -1;
-		if (!o->scaling) {
-			fprintf(stderr, "mlp: STARNN_MLP_INJECT_INF_STEP needs loss scaling (--loss-scale dynamic or N)\n");
-			return -1;
-		}
-	}
-	o->lr = lr >= 0 ? lr : o->adam ? 0.003f : 0.05f;
-	if (o->val_size < o->batch) {
-		fprintf(stderr, "mlp: --val-size (%d) must be at least the batch (%d)\n", o->val_size, o->batch);
+	if (inject && *inject &&
+	    starnn_parse_i64("mlp", "STARNN_MLP_INJECT_INF_STEP", inject, 1, 100000000, &t->inject_inf_step) < 0)
+		return -1;
+	const char *exact = getenv("STARNN_MLP_EXACT");
+	o->exact = exact && *exact == '1';
+#endif
+	if (starnn_train_opts_check(t, 1) < 0)
+		return -1;
+	if (!starnn_train_opts_given(t, STARNN_TOPT_LR))
+		t->lr = t->optimizer == STARNN_TOPT_SGD ? 0.05f : 0.003f;
+	if (o->val_size < t->batch) {
+		fail("--val-size (%d) must be at least the batch (%d)", o->val_size, t->batch);
 		return -1;
 	}
-	o->val_size -= o->val_size % o->batch;
-	if (o->train_size < o->batch) {
-		fprintf(stderr, "mlp: --train-size (%d) must be at least the batch (%d)\n", o->train_size, o->batch);
+	o->val_size -= o->val_size % t->batch;
+	if (o->train_size < t->batch) {
+		fail("--train-size (%d) must be at least the batch (%d)", o->train_size, t->batch);
 		return -1;
 	}
 	return 0;
 }
 
-static double now(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
+/* ------------------------------------------------------------ the model for the trainer */
 
-/* ------------------------------------------------------------ overflow test hook */
-
-/* Every parameter and optimizer state, as bits, before the injected step. */
-struct snapshot {
-	float *data;
-	size_t n;
-	float scale;
+struct run {
+	struct options *o;    /* (a checkpoint may set some) */
+	struct dataset train, val;
+	double base;          /* the validation MSE of predicting the training set's mean */
+	struct mlp m;
+	int made;
+	uint64_t rng;         /* the initial weights, then the shuffles */
+	int *idx, epoch_pos;  /* the order of the epoch, the next sample in it */
+	float *xbuf, *ybuf;
+	char hidden[256];     /* the checkpoint's "hidden" attribute */
 };
 
-/* Every master and optimizer state of the set, in its order. */
-static starnn_tensor **param_tensors(struct mlp *m, int *count)
+static void run_free(struct run *r)
 {
-	static starnn_tensor *all[6 * (MAX_LAYERS + 1)];
-	int n = 0;
-	for (int i = 0; i < starnn_params_count(m->ps); i++) {
-		starnn_param *p = starnn_params_at(m->ps, i);
-		starnn_tensor *t[3] = {p->master, p->state[0], p->state[1]};
-		for (int k = 0; k < 3; k++)
-			if (t[k])
-				all[n++] = t[k];
-	}
-	*count = n;
-	return all;
+	if (r->made)
+		mlp_destroy(&r->m);
+	free_data(&r->train), free_data(&r->val);
+	free(r->idx), free(r->xbuf), free(r->ybuf);
 }
 
-static int read_all(struct mlp *m, float **out, size_t *total)
+static int open_data(void *self, int64_t *samples, const char **what)
 {
-	int n;
-	starnn_tensor **ts = param_tensors(m, &n);
-	size_t sum = 0;
-	for (int i = 0; i < n; i++)
-		sum += starnn_tensor_numel(ts[i]);
-	float *p = malloc(sum * sizeof *p);
-	if (!p)
-		return starnn_error(STARNN_ENOMEM, "mlp: out of memory");
-	size_t off = 0;
-	for (int i = 0; i < n; i++) {
-		int rc = starnn_tensor_read(ts[i], p + off);
-		if (rc < 0) {
-			free(p);
-			return rc;
-		}
-		off += starnn_tensor_numel(ts[i]);
-	}
-	*out = p;
-	*total = sum;
-	return 0;
-}
-
-static int snapshot(struct mlp *m, struct snapshot *s)
-{
-	struct starnn_amp_state st;
-	STARNN_CHECK(starnn_params_get_amp_state(m->ps, &st));
-	s->scale = st.scale;
-	return read_all(m, &s->data, &s->n);
-}
-
-static int check_skipped(struct mlp *m, struct snapshot *s, int step)
-{
-	float *now;
-	size_t n;
-	struct starnn_amp_state st;
-	STARNN_CHECK(starnn_params_get_amp_state(m->ps, &st));
-	STARNN_CHECK(read_all(m, &now, &n));
-	int same = n == s->n && memcmp(now, s->data, n * sizeof *now) == 0;
-	free(now);
-	int dynamic = starnn_params_get_config(m->ps)->loss_scaling == STARNN_LOSS_SCALE_DYNAMIC;
-	int halved = dynamic ? st.scale == fmaxf(s->scale * 0.5f, STARNN_AMP_MIN_SCALE) : st.scale == s->scale;
-	printf("inject: Inf in a gradient at step %d: weights and optimizer state %s, scale %g -> %g\n", step,
-	       same ? "unchanged bit for bit" : "CHANGED", (double)s->scale, (double)st.scale);
-	if (!same || !halved)
-		return starnn_error(STARNN_ENUM, "mlp: the step with an Inf gradient was not skipped as it should (%s%s)",
-		                    same ? "" : "weights changed", halved ? "" : " scale not halved");
-	return 0;
-}
-
-static int check_finite(struct mlp *m)
-{
-	float *w;
-	size_t n;
-	STARNN_CHECK(read_all(m, &w, &n));
-	size_t bad = 0;
-	for (size_t i = 0; i < n; i++)
-		bad += !isfinite(w[i]);
-	free(w);
-	printf("inject: %zu of %zu final weights and optimizer values are not finite\n", bad, n);
-	if (bad)
-		return starnn_error(STARNN_ENUM, "mlp: %zu non-finite weights after the injected overflow", bad);
-	return 0;
-}
-
-static int train(const struct options *o)
-{
-	struct dataset train = {0}, val = {0};
-	struct mlp m;
-	struct snapshot snap = {0};
-	starnn_energy_meter *meter = NULL;
-	FILE *log = NULL;
-	int rc = make_data(&train, &val, o);
-	uint64_t s = o->seed * 104729 + 3;
-	int *idx = malloc(sizeof(int) * (size_t)(o->train_size > o->batch ? o->train_size : o->batch));
-	float *xbuf = malloc(sizeof(float) * (size_t)o->batch * (size_t)o->inputs);
-	float *ybuf = malloc(sizeof(float) * (size_t)o->batch * (size_t)o->outputs);
-	if (rc == 0 && (!idx || !xbuf || !ybuf))
-		rc = starnn_error(STARNN_ENOMEM, "mlp: out of memory");
-	if (rc == 0 && o->log_json && starnn_dist_rank() == 0 && !(log = fopen(o->log_json, "w")))
-		rc = starnn_error(STARNN_EIO, "mlp: cannot write the log %s: %s", o->log_json, strerror(errno));
-	if (rc == 0)
-		rc = starnn_dist_set_weights(&o->weights);
-	if (rc == 0)
-		rc = mlp_create(&m, o, &s);
-	/* Ranks: rank 0's weights everywhere, gradients summed over the ranks
-	 * (or reduced to each parameter's owner: --shard-optimizer). */
-	if (rc == 0)
-		rc = starnn_dist_attach(m.ps);
-	if (rc == 0 && starnn_dist_active()) {
-		starnn_params_set_grad_hook(m.ps, starnn_dist_grad_hook, NULL);
-		rc = starnn_dist_broadcast_params(m.ps);
-	}
-	if (rc == 0)
-		rc = starnn_dist_weights_begin(m.ps, 0);
-	if (rc < 0) {
-		if (log)
-			fclose(log);
-		free_data(&train), free_data(&val), free(idx), free(xbuf), free(ybuf);
-		return rc;
-	}
-	if (!o->quiet) {
-		char widths[256];
-		int n = snprintf(widths, sizeof widths, "%d", o->inputs);
-		for (int l = 0; l < o->nhidden && n > 0 && (size_t)n < sizeof widths; l++)
-			n += snprintf(widths + n, sizeof widths - (size_t)n, "-%d", o->hidden[l]);
-		if (n > 0 && (size_t)n < sizeof widths)
-			snprintf(widths + n, sizeof widths - (size_t)n, "-%d", o->outputs);
-		if (m.nranks > 1)
-			printf("mlp: %s network, batch %d over %d ranks (%d on rank 0) in %d micro-batches per rank, %s lr "
-			       "%g, %d train / %d validation samples\n",
-			       widths, o->batch, m.nranks, m.batch, o->micro, o->adam ? "adam" : "sgd", o->lr, o->train_size,
-			       o->val_size);
-		else
-			printf("mlp: %s network, batch %d in %d micro-batches, %s lr %g, %d train / %d validation samples\n",
-			       widths, o->batch, o->micro, o->adam ? "adam" : "sgd", o->lr, o->train_size, o->val_size);
-		if (o->compute != STARNN_FP32 || o->scaling)
-			printf("precision: %s%s, loss scale %s\n", o->compute == STARNN_FP32 ? "fp32" : "amp-",
-			       o->compute == STARNN_FP32 ? "" : starnn_dtype_name(o->compute),
-			       o->scaling == 1 ? "dynamic" : o->scaling == 2 ? "static" : "none");
-		if (o->compute == STARNN_BF16)
-			printf("bf16 GEMM on CPU: %s\n", starnn_gemm_bf16_cpu_route());
-	}
-
+	struct run *r = self;
+	const struct options *o = r->o;
+	int batch = o->train.batch;
+	STARNN_CHECK(make_data(&r->train, &r->val, o));
+	r->rng = o->train.seed * 104729 + 3;
+	r->idx = malloc(sizeof(int) * (size_t)(o->train_size > batch ? o->train_size : batch));
+	r->xbuf = malloc(sizeof(float) * (size_t)batch * (size_t)o->inputs);
+	r->ybuf = malloc(sizeof(float) * (size_t)batch * (size_t)o->outputs);
+	if (!r->idx || !r->xbuf || !r->ybuf)
+		return starnn_error(STARNN_ENOMEM, "out of memory");
+	r->epoch_pos = r->train.n; /* forces a shuffle first */
 	/* Baseline: predicting the mean target of the training set. */
 	double base = 0;
 	for (int j = 0; j < o->outputs; j++) {
 		double mean = 0;
-		for (int i = 0; i < train.n; i++)
-			mean += train.y[(size_t)i * (size_t)o->outputs + (size_t)j];
-		mean /= train.n;
-		for (int i = 0; i < val.n; i++) {
-			double d = val.y[(size_t)i * (size_t)o->outputs + (size_t)j] - mean;
+		for (int i = 0; i < r->train.n; i++)
+			mean += r->train.y[(size_t)i * (size_t)o->outputs + (size_t)j];
+		mean /= r->train.n;
+		for (int i = 0; i < r->val.n; i++) {
+			double d = r->val.y[(size_t)i * (size_t)o->outputs + (size_t)j] - mean;
 			base += d * d;
 		}
 	}
-	base /= (double)val.n * o->outputs;
-
-	float scale = 1.0f / (float)(o->batch * o->outputs);
-	/* STARNN_MLP_EXACT=1: losses with all their digits (tests compare runs). */
-	const char *exact_env = getenv("STARNN_MLP_EXACT");
-	int exact = exact_env && *exact_env == '1';
-	/* Time and energy of the steps and the evaluation (every rank: the
-	 * reading is collective). */
-	struct starnn_energy_opts eo;
-	starnn_energy_opts_init(&eo);
-	eo.cpu_watts = o->cpu_watts, eo.gpu_watts = o->gpu_watts, eo.idle_watts = o->idle_watts;
-	rc = starnn_energy_start(&meter, &eo);
-	double t0 = now(), tlast = t0, loss = NAN;
-	int epoch_pos = train.n; /* forces a shuffle first */
-	for (int step = 1; rc == 0 && step <= o->steps; step++) {
-		/* Sample without replacement within an epoch (Fisher-Yates). */
-		if (epoch_pos + o->batch > train.n) {
-			for (int i = 0; i < train.n; i++)
-				idx[i] = i;
-			for (int i = train.n - 1; i > 0; i--) {
-				int j = (int)(rng_next(&s) % (uint64_t)(i + 1)), t = idx[i];
-				idx[i] = idx[j], idx[j] = t;
-			}
-			epoch_pos = 0;
-		}
-		rc = load_batch(&m, &train, idx + epoch_pos, xbuf, ybuf);
-		epoch_pos += o->batch;
-		if (rc == 0)
-			rc = starnn_params_convert(m.ps);
-		if (rc == 0 && step == o->inject_inf_step)
-			rc = snapshot(&m, &snap);
-		for (int p = 0; rc == 0 && p < m.micro; p++) {
-			rc = forward(&m, p, scale);
-			if (rc == 0)
-				rc = backward(&m, p, scale);
-		}
-		if (rc == 0)
-			rc = starnn_params_reduce(m.ps);
-		if (rc == 0)
-			rc = starnn_params_update(m.ps, step);
-		if (rc == 0 && step == o->inject_inf_step)
-			rc = check_skipped(&m, &snap, step);
-		starnn_memory_sample();
-		if (rc == 0 && (step % o->log_every == 0 || step == o->steps)) {
-			rc = read_loss(&m, &loss);
-			double t = now();
-			if (rc == 0 && !o->quiet)
-				printf(exact ? "step %5d/%d  loss %.17g  %.0f samples/s\n" : "step %5d/%d  loss %.6f  %.0f samples/s\n",
-				       step, o->steps, loss,
-				       (double)o->batch * (step % o->log_every ? step % o->log_every : o->log_every) /
-				               (t - tlast));
-			tlast = t;
-		}
-	}
-	double mse = NAN;
-	if (rc == 0)
-		rc = evaluate(&m, &val, idx, xbuf, ybuf, &mse);
-	double elapsed = now() - t0;
-	if (rc == 0 && starnn_params_loss_scale(m.ps)) {
-		struct starnn_amp_state st;
-		rc = starnn_params_get_amp_state(m.ps, &st);
-		if (rc == 0)
-			printf("loss scaling: %lld skipped steps, final scale %g\n", (long long)st.skipped_steps,
-			       (double)st.scale);
-	}
-	if (rc == 0 && o->inject_inf_step)
-		rc = check_finite(&m);
-	if (rc == 0)
-		printf("final: train loss %.6f, validation MSE %.6f (predicting the mean: %.6f; noise floor %.6f), "
-		       "%d steps in %.2f s (%.0f samples/s)\n",
-		       loss, mse, base, (double)NOISE * NOISE, o->steps, elapsed,
-		       elapsed > 0 ? (double)o->steps * o->batch / elapsed : 0.0);
-	int rc2 = starnn_wait();
-	if (rc == 0 && rc2 == 0)
-		starnn_memory_report(stdout);
-	if (rc == 0 && rc2 == 0)
-		rc = starnn_dist_report(stdout, log, o->steps);
-	struct starnn_energy_reading energy;
-	double epochs = (double)o->steps * o->batch / train.n;
-	int64_t samples = (int64_t)o->steps * o->batch;
-	if (rc == 0 && rc2 == 0)
-		rc = starnn_energy_read_all(meter, &energy);
-	if (rc == 0 && rc2 == 0)
-		starnn_energy_print(stdout, &energy, epochs, (double)samples);
-	if (rc == 0 && rc2 == 0 && log)
-		rc = starnn_energy_summary_json(log, o->steps, epochs, samples, &energy);
-	if (log && fclose(log) != 0 && rc == 0)
-		rc = starnn_error(STARNN_EIO, "mlp: cannot write the log %s: %s", o->log_json, strerror(errno));
-	starnn_energy_stop(meter);
-	free(snap.data);
-	mlp_destroy(&m);
-	free_data(&train), free_data(&val), free(idx), free(xbuf), free(ybuf);
-	return rc ? rc : rc2;
+	r->base = base / ((double)r->val.n * o->outputs);
+	*samples = r->train.n;
+	*what = "the generated training set";
+	return 0;
 }
+
+static int create(void *self, const struct starnn_model_config *c, starnn_params **ps)
+{
+	struct run *r = self;
+	r->made = 1; /* (mlp_destroy frees what mlp_create made) */
+	STARNN_CHECK(mlp_create(&r->m, r->o, c, &r->rng));
+	*ps = r->m.ps;
+	return 0;
+}
+
+static void describe(void *self, const starnn_trainer *tr, FILE *out)
+{
+	struct run *r = self;
+	const struct options *o = r->o;
+	const struct starnn_train_opts *t = &o->train;
+	const struct starnn_train_info *in = starnn_trainer_info(tr);
+	char widths[256];
+	int n = snprintf(widths, sizeof widths, "%d", o->inputs);
+	for (int l = 0; l < o->nhidden && n > 0 && (size_t)n < sizeof widths; l++)
+		n += snprintf(widths + n, sizeof widths - (size_t)n, "-%d", o->hidden[l]);
+	if (n > 0 && (size_t)n < sizeof widths)
+		snprintf(widths + n, sizeof widths - (size_t)n, "-%d", o->outputs);
+	if (in->replicas > 1)
+		fprintf(out,
+		        "mlp: %s network, batch %d over %d ranks (%d on rank 0) in %d micro-batches per rank, %s lr %g, %d "
+		        "train / %d validation samples\n",
+		        widths, t->batch, in->replicas, in->batch, t->micro, starnn_optimizer_name(t->optimizer),
+		        (double)t->lr, o->train_size, o->val_size);
+	else
+		fprintf(out, "mlp: %s network, batch %d in %d micro-batches, %s lr %g, %d train / %d validation samples\n",
+		        widths, t->batch, t->micro, starnn_optimizer_name(t->optimizer), (double)t->lr, o->train_size,
+		        o->val_size);
+	if (t->compute != STARNN_FP32 || t->loss_scale)
+		fprintf(out, "precision: %s%s, loss scale %s\n", t->compute == STARNN_FP32 ? "fp32" : "amp-",
+		        t->compute == STARNN_FP32 ? "" : starnn_dtype_name((starnn_dtype)t->compute),
+		        t->loss_scale == 1 ? "dynamic" : t->loss_scale == 2 ? "static" : "none");
+	if (t->compute == STARNN_BF16)
+		fprintf(out, "bf16 GEMM on CPU: %s\n", starnn_gemm_bf16_cpu_route());
+}
+
+/* The samples of the next step: without replacement within an epoch
+ * (a Fisher-Yates shuffle when the epoch has fewer than a batch left),
+ * idx[first, first + batch). */
+static int next_samples(struct run *r)
+{
+	int batch = r->o->train.batch;
+	if (r->epoch_pos + batch > r->train.n) {
+		for (int i = 0; i < r->train.n; i++)
+			r->idx[i] = i;
+		for (int i = r->train.n - 1; i > 0; i--) {
+			int j = (int)(rng_next(&r->rng) % (uint64_t)(i + 1)), t = r->idx[i];
+			r->idx[i] = r->idx[j], r->idx[j] = t;
+		}
+		r->epoch_pos = 0;
+	}
+	int first = r->epoch_pos;
+	r->epoch_pos += batch;
+	return first;
+}
+
+/* A resumed run: the shuffles of the steps done, so that the next batches
+ * are those of an uninterrupted run. */
+static int start(void *self, int64_t step)
+{
+	struct run *r = self;
+	for (int64_t s = 0; s < step; s++)
+		next_samples(r);
+	return 0;
+}
+
+/* The samples of a step into x and y. */
+static int stage(void *self, int64_t step, int64_t *epoch)
+{
+	struct run *r = self;
+	*epoch = (step - 1) / (r->train.n / r->o->train.batch);
+	return load_batch(&r->m, &r->train, r->idx + next_samples(r), r->xbuf, r->ybuf);
+}
+
+static int submit(void *self, int64_t step)
+{
+	struct run *r = self;
+	struct mlp *m = &r->m;
+	float scale = 1.0f / (float)(r->o->train.batch * r->o->outputs);
+	STARNN_CHECK(starnn_params_convert(m->ps));
+	for (int p = 0; p < m->micro; p++) {
+		STARNN_CHECK(forward(m, p, scale, m->loss[step & 1]));
+		STARNN_CHECK(backward(m, p, scale));
+	}
+	STARNN_CHECK(starnn_params_reduce(m->ps));
+	return starnn_params_update(m->ps, step);
+}
+
+static int step_loss(void *self, int64_t step, double *loss)
+{
+	struct run *r = self;
+	return read_loss(&r->m, r->m.loss[step & 1], loss);
+}
+
+static void report_step(void *self, const struct starnn_step_report *s)
+{
+	struct run *r = self;
+	printf(r->o->exact ? "step %5lld/%lld  loss %.17g  %.0f samples/s\n" : "step %5lld/%lld  loss %.6f  %.0f samples/s\n",
+	       (long long)s->step, (long long)s->total, s->loss, s->window_sps);
+}
+
+/* The validation MSE, and the final line. */
+static int finish(void *self, starnn_trainer *tr)
+{
+	struct run *r = self;
+	const struct starnn_train_opts *t = &r->o->train;
+	double mse;
+	STARNN_CHECK(evaluate(&r->m, &r->val, r->idx, r->xbuf, r->ybuf, &mse));
+	double elapsed = starnn_trainer_elapsed(tr);
+	if (starnn_params_loss_scale(r->m.ps)) {
+		struct starnn_amp_state st;
+		STARNN_CHECK(starnn_params_get_amp_state(r->m.ps, &st));
+		printf("loss scaling: %lld skipped steps, final scale %g\n", (long long)st.skipped_steps, (double)st.scale);
+	}
+	const struct starnn_train_info *in = starnn_trainer_info(tr);
+	int64_t steps = in->step - in->first_step;
+	printf("final: train loss %.6f, validation MSE %.6f (predicting the mean: %.6f; noise floor %.6f), "
+	       "%lld steps in %.2f s (%.0f samples/s)\n",
+	       in->loss, mse, r->base, (double)NOISE * NOISE, (long long)steps, elapsed,
+	       elapsed > 0 ? (double)steps * t->batch / elapsed : 0.0);
+	return 0;
+}
+
+/* ------------------------------------------------------------ checkpoints
+ * The trainer's format (runtime/train/checkpoint.h): the weights "fc<l>.W",
+ * "fc<l>.b", their optimizer state, the run's attributes, and the MLP's:
+ * format "starnn-mlp", format_version 1, inputs, outputs, hidden ("64,64"),
+ * train_size, val_size. */
+#define CKPT_FORMAT "starnn-mlp"
+#define CKPT_VERSION 1
+
+static void hidden_text(const struct options *o, char *buf, size_t size)
+{
+	size_t n = 0;
+	buf[0] = '\0';
+	for (int l = 0; l < o->nhidden && n < size; l++)
+		n += (size_t)snprintf(buf + n, size - n, "%s%d", l ? "," : "", o->hidden[l]);
+}
+
+/* The network of the checkpoint; a width given on the command line must
+ * agree. With resume, the data sizes not given too. */
+static int read_checkpoint(void *self, ckpt_file *f, const char *file, int resume)
+{
+	struct run *r = self;
+	struct options *o = r->o;
+	char fmt[64];
+	if (ckpt_get_string(f, "format", fmt, sizeof fmt) < 0 || strcmp(fmt, CKPT_FORMAT) != 0)
+		return starnn_error(STARNN_EINVAL, "%s is not a models/mlp checkpoint (no format attribute '%s')", file,
+		                    CKPT_FORMAT);
+	int64_t version;
+	STARNN_CHECK(ckpt_get_int(f, "format_version", &version));
+	if (version != CKPT_VERSION)
+		return starnn_error(STARNN_EINVAL, "%s has format_version %lld: this models/mlp reads version %d", file,
+		                    (long long)version, CKPT_VERSION);
+	struct {
+		const char *attr;
+		int id, *value;
+	} net[] = {{"inputs", O_INPUTS, &o->inputs}, {"outputs", O_OUTPUTS, &o->outputs}};
+	for (size_t i = 0; i < sizeof net / sizeof *net; i++) {
+		int64_t v;
+		STARNN_CHECK(ckpt_get_int(f, net[i].attr, &v));
+		if (o->given[net[i].id] && v != *net[i].value)
+			return starnn_error(STARNN_EINVAL, "%s holds another network: its %s is %lld, the options ask for %d",
+			                    file, net[i].attr, (long long)v, *net[i].value);
+		*net[i].value = (int)v;
+	}
+	char hidden[256], want[256];
+	STARNN_CHECK(ckpt_get_string(f, "hidden", hidden, sizeof hidden));
+	hidden_text(o, want, sizeof want);
+	if (o->given[O_HIDDEN] && strcmp(hidden, want) != 0)
+		return starnn_error(STARNN_EINVAL, "%s holds another network: its hidden layers are %s, the options ask for %s",
+		                    file, hidden, want);
+	if (parse_hidden(o, hidden) < 0)
+		return starnn_error(STARNN_EINVAL, "%s: attribute hidden '%s' is not a list of widths", file, hidden);
+	if (!resume)
+		return 0;
+	STARNN_CHECK(starnn_ckpt_setting_int(&o->train, f, file, "train_size", o->given[O_TRAIN_SIZE], &o->train_size));
+	return starnn_ckpt_setting_int(&o->train, f, file, "val_size", o->given[O_VAL_SIZE], &o->val_size);
+}
+
+static int checkpoint_attrs(void *self, struct ckpt_attr *a, int max)
+{
+	struct run *r = self;
+	const struct options *o = r->o;
+	hidden_text(o, r->hidden, sizeof r->hidden);
+	const struct ckpt_attr attrs[] = {
+		{.name = "format", .type = CKPT_STRING, .s = CKPT_FORMAT},
+		{.name = "format_version", .type = CKPT_INT, .i = CKPT_VERSION},
+		{.name = "inputs", .type = CKPT_INT, .i = o->inputs},
+		{.name = "outputs", .type = CKPT_INT, .i = o->outputs},
+		{.name = "hidden", .type = CKPT_STRING, .s = r->hidden},
+		{.name = "train_size", .type = CKPT_INT, .i = o->train_size},
+		{.name = "val_size", .type = CKPT_INT, .i = o->val_size},
+	};
+	int n = (int)(sizeof attrs / sizeof *attrs);
+	if (n > max)
+		return starnn_error(STARNN_EINVAL, "checkpoint: too many attributes for the table");
+	memcpy(a, attrs, sizeof attrs);
+	return n;
+}
+
+static const struct starnn_model_ops mlp_ops = {
+	.flags = STARNN_MODEL_LOSS_WHEN_LOGGED | STARNN_MODEL_REPORTS_WHEN_QUIET,
+	.read_checkpoint = read_checkpoint,
+	.open_data = open_data,
+	.create = create,
+	.describe = describe,
+	.start = start,
+	.stage = stage,
+	.submit = submit,
+	.loss = step_loss,
+	.report_step = report_step,
+	.finish = finish,
+	.checkpoint_attrs = checkpoint_attrs,
+};
 
 int main(int argc, char **argv)
 {
@@ -908,52 +812,11 @@ int main(int argc, char **argv)
 	starnn_blas_autoselect(argv);
 	if (parse_options(argc, argv, &o) < 0)
 		return 2;
-	struct starnn_config cfg;
-	starnn_config_init(&cfg);
-	cfg.quiet = o.quiet;
-	cfg.config_hash = starnn_dist_hash_args(argc, argv);
-	int rc = starnn_init(&cfg);
-	if (rc < 0) {
-		fprintf(stderr, "mlp: %s\n", starnn_error_message());
+	const struct starnn_program prog = {.name = "mlp", .quiet = o.train.quiet, .announce = 0};
+	if (starnn_program_start(&prog, argc, argv) < 0)
 		return 1;
-	}
-	starnn_dist_set_wire_grads(o.wire_grads);
-	/* Under mpirun, rank 0 alone prints results; errors come from any rank. */
-	if (starnn_dist_rank() > 0 && !freopen("/dev/null", "w", stdout))
-		fprintf(stderr, "mlp: rank %d: cannot silence stdout\n", starnn_dist_rank());
-	int nranks = starnn_dist_size();
-	if (o.batch < nranks) {
-		fprintf(stderr, "mlp: --batch %d is the global batch: it cannot be split over %d ranks (at least one "
-		        "sample per rank)\n", o.batch, nranks);
-		starnn_shutdown();
-		return 2;
-	}
-	/* Decided alike on every rank: from the smallest share. */
-	int64_t local = o.batch / nranks;
-	if (o.micro == 0) {
-		int workers = starnn_ncpu_workers() + starnn_ncuda_workers();
-		o.micro = workers < 1 ? 1 : workers > 8 ? 8 : workers;
-		if (o.micro > local)
-			o.micro = (int)local;
-	}
-	if (o.micro > local) {
-		if (nranks > 1)
-			fprintf(stderr, "mlp: --micro-batches (%d) cannot exceed the smallest share of the batch (%lld of %d)\n",
-			        o.micro, (long long)local, o.batch);
-		else
-			fprintf(stderr, "mlp: --micro-batches (%d) cannot exceed --batch (%d)\n", o.micro, o.batch);
-		starnn_shutdown();
-		return 2;
-	}
-	rc = train(&o);
-	if (rc < 0) {
-		fprintf(stderr, "mlp: %s\n", starnn_error_message());
-		starnn_dist_abort(1); /* under mpirun: the other ranks too */
-	}
-	int rc2 = starnn_shutdown();
-	if (rc == 0 && rc2 < 0) {
-		fprintf(stderr, "mlp: %s\n", starnn_error_message());
-		rc = rc2;
-	}
-	return rc < 0 ? 1 : 0;
+	struct run r = {.o = &o};
+	int rc = starnn_trainer_run(&mlp_ops, &r, &o.train);
+	run_free(&r);
+	return starnn_program_end(&prog, rc);
 }

@@ -37,11 +37,12 @@
 #include "codelets/copy.h"
 #include "codelets/conv2d.h"
 #include "codelets/convt2d.h"
-#include "codelets/fill.h"
 #include "codelets/maxpool.h"
 #include "codelets/mse.h"
 #include "models/unet_model.h"
 #include "runtime/train/params.h"
+#include "runtime/train/random.h"
+#include "runtime/train/replica.h"
 
 #define UNET_MAX_DEPTH 5
 #define CENTRE_MULT 32 /* centre: conv_block(32 * f), as the reference */
@@ -288,22 +289,6 @@ void unet_optim_defaults(struct unet_optim *o)
 	                         .beta1 = 0.9f, .beta2 = 0.999f, .eps = 1e-8f, .weight_decay = 0.0f};
 }
 
-/* ------------------------------------------------------------ random */
-
-static uint64_t rng_next(uint64_t *s)
-{
-	/* splitmix64, as models/mlp.c */
-	uint64_t z = (*s += 0x9e3779b97f4a7c15ull);
-	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-	z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-	return z ^ (z >> 31);
-}
-
-static float rng_uniform(uint64_t *s, float lo, float hi)
-{
-	return lo + (hi - lo) * (float)((rng_next(s) >> 40) * (1.0 / 16777216.0));
-}
-
 /* ------------------------------------------------------------ creation */
 
 static int add_entry(unet *m, const char *path, starnn_tensor *t, int is_parameter, starnn_tensor *grad)
@@ -353,7 +338,7 @@ static int init_uniform(unet *m, starnn_tensor *t, float bound)
 	if (!v)
 		return starnn_error(STARNN_ENOMEM, "unet: out of memory");
 	for (size_t i = 0; i < n; i++)
-		v[i] = rng_uniform(&m->rng, -bound, bound);
+		v[i] = starnn_rng_uniform(&m->rng, -bound, bound);
 	int rc = starnn_tensor_write(t, v);
 	free(v);
 	return rc;
@@ -430,9 +415,12 @@ static int bn_create(unet *m, struct bn *n, const char *path, int c)
 	STARNN_CHECK(starnn_batchnorm_init(&n->bn, name, c, m->cfg.micro, 1));
 	char p[96];
 	snprintf(p, sizeof p, "%s/weight", path);
-	STARNN_CHECK(add_param(m, &n->gamma, p, n->bn.gamma, 1, STARNN_PARAM_BORROWED));
+	/* synchronised, their gradients come out of the backward already
+	 * summed over the replicas */
+	const int flags = STARNN_PARAM_BORROWED | (m->bn_synced ? STARNN_PARAM_REPLICA_SUMMED : 0);
+	STARNN_CHECK(add_param(m, &n->gamma, p, n->bn.gamma, 1, flags));
 	snprintf(p, sizeof p, "%s/bias", path);
-	STARNN_CHECK(add_param(m, &n->beta, p, n->bn.beta, 1, STARNN_PARAM_BORROWED));
+	STARNN_CHECK(add_param(m, &n->beta, p, n->bn.beta, 1, flags));
 	snprintf(p, sizeof p, "%s/running_mean", path);
 	STARNN_CHECK(add_entry(m, p, n->bn.running_mean, 0, NULL));
 	snprintf(p, sizeof p, "%s/running_var", path);
@@ -585,8 +573,8 @@ static int create(unet *m)
 	STARNN_CHECK(starnn_tensor_split(m->loss.t, 0, cfg->micro, NULL, &m->loss.p));
 	for (int k = 0; k < 2; k++) {
 		snprintf(path, sizeof path, "loss_step%d", k);
-		/* one slot per micro-batch of every rank (rank r: r * micro ...) */
-		int n = starnn_dist_size() * cfg->micro;
+		/* one slot per micro-batch of every replica (starnn_replica_part) */
+		int n = starnn_replicas() * cfg->micro;
 		STARNN_CHECK(starnn_tensor_new(&m->loss_slot[k].t, path, STARNN_FP32, 2, (int64_t)n, (int64_t)1));
 		STARNN_CHECK(starnn_tensor_split(m->loss_slot[k].t, 0, n, NULL, &m->loss_slot[k].p));
 	}
@@ -630,24 +618,14 @@ static int create(unet *m)
 
 static int global_batch(const unet *m);
 
-/* The batch norms' statistics over the ranks: each combined slot summed
- * over the ranks (fixed tree, double sums), counts scaled from this rank's
- * samples to the global batch. */
+/* The batch norms' statistics over the replicas: each combined slot
+ * summed over them (fixed tree, double sums), counts scaled from this
+ * replica's samples to the global batch. */
 static int bn_sync(void *ctx, starnn_tensor *slot, double *count)
 {
 	const unet *m = ctx;
 	*count = *count / m->cfg.batch * global_batch(m);
-	return starnn_dist_allreduce_with(slot, starnn_bn_slot_add);
-}
-
-/* Gradients summed over the ranks, but those of synchronised batch norms:
- * their backward computed them from the sums over all ranks already. */
-static int grad_hook(void *ctx, starnn_param *p)
-{
-	const unet *m = ctx;
-	if (m->bn_synced && strstr(p->name, "/bn"))
-		return 0;
-	return starnn_dist_grad_hook(NULL, p);
+	return starnn_replica_sum_with(slot, starnn_bn_slot_add);
 }
 
 int unet_create(unet **out, const struct unet_config *cfg, const struct unet_optim *opt, uint64_t seed)
@@ -680,18 +658,13 @@ int unet_create(unet **out, const struct unet_config *cfg, const struct unet_opt
 	}
 	m->cfg = *cfg;
 	m->ps = ps;
-	if (starnn_dist_active()) {
-		starnn_params_set_grad_hook(ps, grad_hook, m);
-		if (!cfg->bn_local && starnn_dist_size() > 1) {
-			starnn_batchnorm_set_sync(bn_sync, m);
-			m->bn_synced = 1;
-		}
+	if (!cfg->bn_local && starnn_replicas() > 1) {
+		starnn_batchnorm_set_sync(bn_sync, m);
+		m->bn_synced = 1;
 	}
 	m->dt = (starnn_dtype)cfg->compute;
 	m->rng = seed;
 	int rc = create(m);
-	if (rc == 0)
-		rc = starnn_dist_attach(ps); /* --shard-optimizer, --wire-weights */
 	if (rc < 0) {
 		unet_destroy(m);
 		return rc;
@@ -706,7 +679,6 @@ void unet_destroy(unet *m)
 		return;
 	if (m->bn_synced)
 		starnn_batchnorm_set_sync(NULL, NULL);
-	starnn_dist_detach(m->ps);
 	starnn_params_destroy(m->ps); /* before the batch norms: it borrows their tensors */
 	for (int i = 0; i < m->cfg.depth; i++) {
 		struct level *L = &m->lv[i];
@@ -761,19 +733,14 @@ const struct unet_tensor_ref *unet_tensors(unet *m, int *n)
 	return m->refs;
 }
 
-int unet_weights_begin(unet *m, int64_t step)
+starnn_params *unet_params(unet *m)
 {
-	return starnn_dist_weights_begin(m->ps, step);
+	return m->ps;
 }
 
-int unet_checkpoint_begin(unet *m)
+int unet_state_count(const unet *m)
 {
-	return starnn_dist_checkpoint_begin(m->ps);
-}
-
-int unet_checkpoint_end(unet *m)
-{
-	return starnn_dist_checkpoint_end(m->ps);
+	return m->first_state;
 }
 
 starnn_tensor *unet_gradient(unet *m, int i)
@@ -927,16 +894,10 @@ int unet_train_step(unet *m, int64_t step)
 	/* The step's loss into its slot, so that the next step may be
 	 * submitted before this one's loss is read (unet_read_step_loss). */
 	struct act *slot = &m->loss_slot[step & 1];
-	int rank = starnn_dist_rank(), nranks = starnn_dist_size();
 	for (int p = 0; p < m->cfg.micro; p++)
-		STARNN_CHECK(starnn_copy(m->loss.p[p], slot->p[rank * m->cfg.micro + p]));
-	if (nranks > 1) {
-		/* every rank's slots on every rank: the others' at 0, summed (x + 0 = x) */
-		for (int p = 0; p < nranks * m->cfg.micro; p++)
-			if (p / m->cfg.micro != rank)
-				STARNN_CHECK(starnn_fill(0.0f, slot->p[p]));
-		STARNN_CHECK(starnn_dist_allreduce(slot->t));
-	}
+		STARNN_CHECK(starnn_copy(m->loss.p[p], starnn_replica_part(slot->t, m->cfg.micro, p)));
+	/* every replica's losses on every replica */
+	STARNN_CHECK(starnn_replica_gather(slot->t, m->cfg.micro));
 	m->slot_step[step & 1] = step;
 	STARNN_CHECK(backward(m, starnn_params_loss_scale(m->ps)));
 	STARNN_CHECK(starnn_params_reduce(m->ps));
@@ -1018,11 +979,6 @@ int unet_stage_batch(unet *m, const float *x, const float *y)
 	return 0;
 }
 
-void unet_set_inject_inf_step(unet *m, int64_t step)
-{
-	starnn_params_set_inject_inf_step(m->ps, step);
-}
-
 int unet_loss_scale_state(unet *m, float *scale, int64_t *skipped, int64_t *applied)
 {
 	struct starnn_amp_state st;
@@ -1034,14 +990,4 @@ int unet_loss_scale_state(unet *m, float *scale, int64_t *skipped, int64_t *appl
 	if (applied)
 		*applied = st.applied_steps;
 	return 0;
-}
-
-int unet_get_amp_state(unet *m, struct starnn_amp_state *st)
-{
-	return starnn_params_get_amp_state(m->ps, st);
-}
-
-int unet_set_amp_state(unet *m, const struct starnn_amp_state *st)
-{
-	return starnn_params_set_amp_state(m->ps, st);
 }

@@ -44,15 +44,15 @@ struct unet_config {
 	int compute;        /* starnn_dtype */
 	int loss_scale;
 	float static_scale;
-	/* Data-distributed training (runtime/train/dist.h): batch is this rank's
-	 * share of global_batch samples per step (0: batch, one rank); the
-	 * loss is a mean over the global batch, the gradients are summed over
-	 * the ranks (the parameter set's gradient hook) and every rank reads
-	 * the same loss. */
+	/* Data-parallel replicas (runtime/train/replica.h): batch is this
+	 * replica's share of global_batch samples per step (0: batch, one
+	 * replica); the loss is a mean over the global batch, the trainer sums
+	 * the gradients over the replicas and every replica reads the same
+	 * loss. */
 	int global_batch;
-	/* Batch norm over several ranks: 0 (default) statistics over the
-	 * global batch (every rank's sums added inside the graph: the same
-	 * model as one rank trains), 1 each rank's own statistics. */
+	/* Batch norm over several replicas: 0 (default) statistics over the
+	 * global batch (every replica's sums added inside the graph: the same
+	 * model as one replica trains), 1 each replica's own statistics. */
 	int bn_local;
 };
 
@@ -118,14 +118,12 @@ void unet_wgrad_whole(const unet *m, int *whole, int *nconv);
  * codelets/conv2d.h) and ask for its Winograd kernel
  * (starnn_conv2d_winograd), of all those. */
 void unet_winograd(const unet *m, int *wino, int *npasses);
-/* Training with --shard-optimizer (runtime/train/dist.h): once the weights are
- * loaded and broadcast, at `step` (0, or the resumed step); and around a
- * checkpoint (every rank calls them; rank 0 writes between them, its
- * unet_tensors() then hold the exact masters and the whole optimizer
- * state). Nothing in the other modes. */
-int unet_weights_begin(unet *m, int64_t step);
-int unet_checkpoint_begin(unet *m);
-int unet_checkpoint_end(unet *m);
+/* The parameter set (runtime/train/params.h): what the trainer updates,
+ * distributes and checkpoints. */
+starnn_params *unet_params(unet *m);
+/* How many of unet_tensors() are the model's own (the optimizer state
+ * follows them). */
+int unet_state_count(const unet *m);
 
 /* ---------------------------------------------------------------- extensions
  * (additive to the contract above) */
@@ -152,21 +150,9 @@ int unet_gradient_step(unet *m);
  * that tensor is not a parameter or i is out of range). */
 starnn_tensor *unet_gradient(unet *m, int i);
 
-/* Mixed precision (see struct unet_config). Test hook: at training step
- * `step` (1-based; 0: never) one reduced gradient is overwritten with +Inf
- * before the overflow check, so that the step is skipped. */
-void unet_set_inject_inf_step(unet *m, int64_t step);
-/* The loss-scale state (waits for it): scale, skipped steps, applied steps
+/* Mixed precision (see struct unet_config). The loss-scale state (waits for it): scale, skipped steps, applied steps
  * (any may be NULL). STARNN_EINVAL without loss scaling. */
 int unet_loss_scale_state(unet *m, float *scale, int64_t *skipped, int64_t *applied);
-/* The whole loss-scale state (codelets/amp.h: scale, clean steps since the
- * scale last changed, skipped and applied steps), for checkpoints: get
- * waits for it; set replaces it (after the tasks that use it). The scale
- * must be positive and finite, the counters in [0, 2^24] (they are fp32).
- * STARNN_EINVAL without loss scaling or for bad values. */
-struct starnn_amp_state;
-int unet_get_amp_state(unet *m, struct starnn_amp_state *st);
-int unet_set_amp_state(unet *m, const struct starnn_amp_state *st);
 
 /* Pipelined training: step k+1 submitted before step k's loss is read.
  * unet_stage_batch writes a batch (the layouts and units of unet_input()

@@ -1,28 +1,13 @@
 /* The command line of models/unet (see unet_options.h and the usage below). */
 #include <config.h>
 
-#include <errno.h>
-#include <getopt.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "models/unet_options.h"
-#include "runtime/train/wire.h"
 
-/* models/unet.c has the same: messages of the program, "unet: ..." */
-static void fail(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static void fail(const char *fmt, ...)
-{
-	va_list ap;
-	va_start(ap, fmt);
-	fprintf(stderr, "unet: ");
-	vfprintf(stderr, fmt, ap);
-	fputc('\n', stderr);
-	va_end(ap);
-}
-
+#define fail(...) starnn_fail("unet", __VA_ARGS__)
 
 static void usage(FILE *f)
 {
@@ -191,11 +176,11 @@ static void usage(FILE *f)
 	        "STARNN_DATA_MEMORY_MB=M: prepared files of up to M MiB of float32 values\n"
 	        "are kept in memory when opened (default 256; 0: read every batch from the\n"
 	        "file). The data: start-up line says (in memory).\n"
-	        "STARNN_UNET_INJECT_INF_STEP=N puts an Inf\n"
-	        "into one gradient at training step N (test hook; needs loss scaling): the step\n"
-	        "is skipped.\n"
-	        "STARNN_TEST_WRITE_PAUSE_MS=N pauses checkpoint writes N ms half-way, and every\n"
-	        "output write N ms before its rename (test hook: kills in the middle of a write).\n"
+	        "Test hooks (builds configured with --enable-test-hooks): STARNN_UNET_INJECT_INF_STEP=N\n"
+	        "puts an Inf into one gradient at training step N (needs loss scaling): the\n"
+	        "step is skipped. STARNN_TEST_WRITE_PAUSE_MS=N pauses checkpoint writes N ms\n"
+	        "half-way, and every output write N ms before its rename (kills in the middle\n"
+	        "of a write).\n"
 	        "\n"
 	        "A loss that is not finite (diverged) stops training with exit status 1; it is\n"
 	        "seen at most one step later (the next step is already running, not logged).\n"
@@ -207,70 +192,14 @@ static void usage(FILE *f)
 	        "2 bad usage, 130 / 143 stopped by SIGINT / SIGTERM.\n");
 }
 
-static int parse_i64(const char *opt, const char *s, int64_t lo, int64_t hi, int64_t *out)
+int unet_given(const struct options *o, int id)
 {
-	char *end;
-	errno = 0;
-	long long v = strtoll(s, &end, 10);
-	if (errno || end == s || *end || v < lo || v > hi) {
-		fail("%s wants an integer in [%lld, %lld], got '%s'", opt, (long long)lo, (long long)hi, s);
-		return -1;
-	}
-	*out = v;
-	return 0;
-}
-
-static int parse_int(const char *opt, const char *s, int lo, int hi, int *out)
-{
-	int64_t v;
-	if (parse_i64(opt, s, lo, hi, &v) < 0)
-		return -1;
-	*out = (int)v;
-	return 0;
-}
-
-static int parse_float(const char *opt, const char *s, float lo, float hi, float *out)
-{
-	char *end;
-	errno = 0;
-	float v = strtof(s, &end);
-	if (errno || end == s || *end || !(v >= lo && v <= hi)) {
-		fail("%s wants a number in [%g, %g], got '%s'", opt, lo, hi, s);
-		return -1;
-	}
-	*out = v;
-	return 0;
-}
-
-static int parse_onoff(const char *opt, const char *s, int *out)
-{
-	if (strcmp(s, "on") == 0 || strcmp(s, "yes") == 0 || strcmp(s, "1") == 0)
-		*out = 1;
-	else if (strcmp(s, "off") == 0 || strcmp(s, "no") == 0 || strcmp(s, "0") == 0)
-		*out = 0;
-	else {
-		fail("%s is on or off, not '%s'", opt, s);
-		return -1;
-	}
-	return 0;
-}
-
-/* The default loss scaling of the precision when --loss-scale was not
- * given, and the check of the test hook that needs one. */
-int finish_loss_scale(struct options *o)
-{
-	if (o->loss_scale < 0)
-		o->loss_scale = o->compute == STARNN_FP16;
-	if (o->inject_inf_step && !o->loss_scale) {
-		fail("STARNN_UNET_INJECT_INF_STEP needs loss scaling (--loss-scale dynamic or N)");
-		return -1;
-	}
-	return 0;
+	return id >= STARNN_TOPT_FIRST ? starnn_train_opts_given(&o->train, id) : id > 0 && id < O_END && o->given[id];
 }
 
 int parse_options(int argc, char **argv, struct options *o)
 {
-	static const struct option longopts[] = {
+	static const struct option own[] = {
 		{"data", required_argument, 0, O_DATA},
 		{"val-data", required_argument, 0, O_VAL_DATA},
 		{"catalog", required_argument, 0, O_CATALOG},
@@ -283,58 +212,24 @@ int parse_options(int argc, char **argv, struct options *o)
 		{"filters", required_argument, 0, O_FILTERS},
 		{"in-frames", required_argument, 0, O_IN_FRAMES},
 		{"out-frames", required_argument, 0, O_OUT_FRAMES},
-		{"batch", required_argument, 0, O_BATCH},
-		{"micro-batches", required_argument, 0, O_MICRO},
-		{"epochs", required_argument, 0, O_EPOCHS},
-		{"steps", required_argument, 0, O_STEPS},
-		{"lr", required_argument, 0, O_LR},
-		{"warmup", required_argument, 0, O_WARMUP},
-		{"optimizer", required_argument, 0, O_OPTIMIZER},
-		{"momentum", required_argument, 0, O_MOMENTUM},
-		{"weight-decay", required_argument, 0, O_WEIGHT_DECAY},
-		{"seed", required_argument, 0, O_SEED},
 		{"shuffle", required_argument, 0, O_SHUFFLE},
-		{"checkpoint", required_argument, 0, O_CHECKPOINT},
-		{"checkpoint-every", required_argument, 0, O_CHECKPOINT_EVERY},
-		{"resume", required_argument, 0, O_RESUME},
-		{"init", required_argument, 0, O_INIT},
-		{"log-json", required_argument, 0, O_LOG_JSON},
-		{"log-every", required_argument, 0, O_LOG_EVERY},
-		{"eval-every", required_argument, 0, O_EVAL_EVERY},
 		{"output", required_argument, 0, O_OUTPUT},
 		{"png", required_argument, 0, O_PNG},
 		{"png-samples", required_argument, 0, O_PNG_SAMPLES},
-		{"progress", required_argument, 0, O_PROGRESS},
-		{"quiet", no_argument, 0, O_QUIET},
 		{"help", no_argument, 0, O_HELP},
-		{"precision", required_argument, 0, O_PRECISION},
-		{"loss-scale", required_argument, 0, O_LOSS_SCALE},
 		{"bn-sync", required_argument, 0, O_BN_SYNC},
-		{"wire-grads", required_argument, 0, O_WIRE_GRADS},
-		{"shard-optimizer", no_argument, 0, O_SHARD},
-		{"wire-weights", required_argument, 0, O_WIRE_WEIGHTS},
-		{"awp-rel-res", required_argument, 0, O_AWP_REL_RES},
-		{"awp-interval", required_argument, 0, O_AWP_INTERVAL},
-		{"awp-start-bits", required_argument, 0, O_AWP_START_BITS},
-		{"awp-stride", required_argument, 0, O_AWP_STRIDE},
-		{"awp-rounding", required_argument, 0, O_AWP_ROUNDING},
-		{"cpu-watts", required_argument, 0, O_CPU_WATTS},
-		{"gpu-watts", required_argument, 0, O_GPU_WATTS},
-		{"idle-watts", required_argument, 0, O_IDLE_WATTS},
-		{0, 0, 0, 0},
 	};
+	/* ... and every common option (runtime/train/options.h) */
+	struct option longopts[sizeof own / sizeof *own + STARNN_TOPT_COUNT + 1];
+	memcpy(longopts, own, sizeof own);
+	starnn_train_longopts(longopts, sizeof own / sizeof *own, 0);
 	memset(o, 0, sizeof *o);
+	starnn_train_opts_init(&o->train, "unet");
 	o->data = "synthetic";
 	o->samples = 256, o->val_samples = 64;
 	o->depth = 4, o->filters = 32, o->in_frames = SEVIR_IN_FRAMES, o->out_frames = SEVIR_OUT_FRAMES;
-	o->batch = 8, o->epochs = 1, o->steps = -1;
-	o->lr = 1e-3f, o->momentum = 0.9f;
-	o->optimizer = UNET_ADAM;
-	o->seed = 1, o->shuffle = 1;
-	o->eval_every = -1, o->log_every = 10, o->png_samples = 4, o->progress = -1, o->wire_grads = -1;
-	o->compute = STARNN_FP32, o->loss_scale = -1;
-	o->wire_weights = -1;
-	starnn_awp_defaults(&o->awp);
+	o->shuffle = 1;
+	o->png_samples = 4;
 
 	if (argc < 2) {
 		usage(stderr);
@@ -368,15 +263,13 @@ int parse_options(int argc, char **argv, struct options *o)
 	int c;
 	while ((c = getopt_long(ac, av, ":h", longopts, NULL)) != -1) {
 		int rc = 0;
-		int64_t v64 = 0;
-		int v;
 		if (c > 0 && c < O_END)
 			o->given[c] = 1;
 		switch (c) {
 		case O_DATA: o->data = optarg; break;
 		case O_VAL_DATA: o->val_data = optarg; break;
 		case O_CATALOG: o->catalog = optarg; break;
-		case O_SIZE: rc = parse_int("--size", optarg, 1, 16384, &o->size); break;
+		case O_SIZE: rc = starnn_parse_int("unet", "--size", optarg, 1, 16384, &o->size); break;
 		case O_RESIZE:
 			if (strcmp(optarg, "crop") == 0)
 				o->resize = SEVIR_CROP;
@@ -387,75 +280,21 @@ int parse_options(int argc, char **argv, struct options *o)
 				rc = -1;
 			}
 			break;
-		case O_SYN_SIZE: rc = parse_int("--synthetic-size", optarg, 1, 16384, &o->synthetic_size); break;
-		case O_SAMPLES: rc = parse_int("--samples", optarg, 1, 100000000, &o->samples); break;
-		case O_VAL_SAMPLES: rc = parse_int("--val-samples", optarg, 1, 100000000, &o->val_samples); break;
-		case O_DEPTH: rc = parse_int("--depth", optarg, 1, 5, &o->depth); break;
-		case O_FILTERS: rc = parse_int("--filters", optarg, 1, 4096, &o->filters); break;
-		case O_IN_FRAMES: rc = parse_int("--in-frames", optarg, 1, SEVIR_FRAMES - 1, &o->in_frames); break;
-		case O_OUT_FRAMES: rc = parse_int("--out-frames", optarg, 1, SEVIR_OUT_FRAMES, &o->out_frames); break;
-		case O_BATCH: rc = parse_int("--batch", optarg, 1, 65536, &o->batch); break;
-		case O_MICRO: rc = parse_int("--micro-batches", optarg, 1, 64, &o->micro); break;
-		case O_EPOCHS: rc = parse_int("--epochs", optarg, 1, 1000000, &o->epochs); break;
-		case O_STEPS: rc = parse_i64("--steps", optarg, 0, INT64_C(1) << 40, &o->steps); break;
-		case O_LR: rc = parse_float("--lr", optarg, 0.0f, 10.0f, &o->lr); break;
-		case O_WARMUP: rc = parse_int("--warmup", optarg, 0, 1000000000, &o->warmup); break;
-		case O_MOMENTUM: rc = parse_float("--momentum", optarg, 0.0f, 0.9999f, &o->momentum); break;
-		case O_WEIGHT_DECAY: rc = parse_float("--weight-decay", optarg, 0.0f, 1.0f, &o->weight_decay); break;
-		case O_OPTIMIZER:
-			if (strcmp(optarg, "adam") == 0)
-				o->optimizer = UNET_ADAM;
-			else if (strcmp(optarg, "sgd") == 0)
-				o->optimizer = UNET_SGD;
-			else {
-				fail("--optimizer is adam or sgd, not '%s'", optarg);
-				rc = -1;
-			}
+		case O_SYN_SIZE: rc = starnn_parse_int("unet", "--synthetic-size", optarg, 1, 16384, &o->synthetic_size); break;
+		case O_SAMPLES: rc = starnn_parse_int("unet", "--samples", optarg, 1, 100000000, &o->samples); break;
+		case O_VAL_SAMPLES: rc = starnn_parse_int("unet", "--val-samples", optarg, 1, 100000000, &o->val_samples); break;
+		case O_DEPTH: rc = starnn_parse_int("unet", "--depth", optarg, 1, 5, &o->depth); break;
+		case O_FILTERS: rc = starnn_parse_int("unet", "--filters", optarg, 1, 4096, &o->filters); break;
+		case O_IN_FRAMES:
+			rc = starnn_parse_int("unet", "--in-frames", optarg, 1, SEVIR_FRAMES - 1, &o->in_frames);
 			break;
-		case O_SEED:
-			rc = parse_i64("--seed", optarg, 0, INT64_MAX, &v64);
-			o->seed = (uint64_t)v64;
+		case O_OUT_FRAMES:
+			rc = starnn_parse_int("unet", "--out-frames", optarg, 1, SEVIR_OUT_FRAMES, &o->out_frames);
 			break;
-		case O_SHUFFLE: rc = parse_onoff("--shuffle", optarg, &o->shuffle); break;
-		case O_CHECKPOINT: o->checkpoint = optarg; break;
-		case O_CHECKPOINT_EVERY: rc = parse_i64("--checkpoint-every", optarg, 1, INT64_MAX, &o->checkpoint_every); break;
-		case O_RESUME: o->resume = optarg; break;
-		case O_INIT: o->init = optarg; break;
-		case O_LOG_JSON: o->log_json = optarg; break;
-		case O_LOG_EVERY: rc = parse_int("--log-every", optarg, 1, 1000000000, &o->log_every); break;
-		case O_EVAL_EVERY: rc = parse_i64("--eval-every", optarg, 0, INT64_MAX, &o->eval_every); break;
+		case O_SHUFFLE: rc = starnn_parse_onoff("unet", "--shuffle", optarg, &o->shuffle); break;
 		case O_OUTPUT: o->output = optarg; break;
 		case O_PNG: o->png = optarg; break;
-		case O_PNG_SAMPLES: rc = parse_int("--png-samples", optarg, 0, 1000000, &o->png_samples); break;
-		case O_PROGRESS:
-			rc = parse_onoff("--progress", optarg, &v);
-			o->progress = v;
-			break;
-		case O_QUIET: o->quiet = 1; break;
-		case O_PRECISION:
-			if (strcmp(optarg, "fp32") == 0)
-				o->compute = STARNN_FP32;
-			else if (strcmp(optarg, "amp-fp16") == 0)
-				o->compute = STARNN_FP16;
-			else if (strcmp(optarg, "amp-bf16") == 0)
-				o->compute = STARNN_BF16;
-			else {
-				fail("--precision is fp32, amp-fp16 or amp-bf16, not '%s'", optarg);
-				rc = -1;
-			}
-			break;
-		case O_LOSS_SCALE:
-			if (strcmp(optarg, "dynamic") == 0)
-				o->loss_scale = 1;
-			else if (strcmp(optarg, "none") == 0)
-				o->loss_scale = 0;
-			else {
-				o->loss_scale = 2;
-				rc = parse_float("--loss-scale", optarg, 1.0f, 16777216.0f, &o->static_scale);
-				if (rc)
-					fail("--loss-scale is dynamic, none or a number in [1, 2^24]");
-			}
-			break;
+		case O_PNG_SAMPLES: rc = starnn_parse_int("unet", "--png-samples", optarg, 0, 1000000, &o->png_samples); break;
 		case O_BN_SYNC:
 			if (strcmp(optarg, "global") && strcmp(optarg, "local")) {
 				fail("--bn-sync is global or local, not '%s'", optarg);
@@ -463,34 +302,13 @@ int parse_options(int argc, char **argv, struct options *o)
 			}
 			o->bn_local = strcmp(optarg, "local") == 0;
 			break;
-		case O_WIRE_GRADS:
-			rc = starnn_wire_option("--wire-grads", optarg, &o->wire_grads);
-			if (rc)
-				fail("%s", starnn_error_message());
-			break;
-		case O_SHARD: o->shard = 1; break;
-		case O_WIRE_WEIGHTS:
-			rc = starnn_awp_wire_option("--wire-weights", optarg, &o->wire_weights);
-			if (rc)
-				fail("%s", starnn_error_message());
-			break;
-		case O_AWP_REL_RES:
-		case O_AWP_INTERVAL:
-		case O_AWP_START_BITS:
-		case O_AWP_STRIDE:
-		case O_AWP_ROUNDING: {
-			rc = starnn_awp_option(starnn_awp_options[c - O_AWP_REL_RES], optarg, &o->awp);
-			if (rc)
-				fail("%s", starnn_error_message());
-			break;
-		}
-		case O_CPU_WATTS: rc = parse_float("--cpu-watts", optarg, 0.0f, 100000.0f, &o->cpu_watts); break;
-		case O_GPU_WATTS: rc = parse_float("--gpu-watts", optarg, 0.0f, 100000.0f, &o->gpu_watts); break;
-		case O_IDLE_WATTS: rc = parse_float("--idle-watts", optarg, 0.0f, 100000.0f, &o->idle_watts); break;
 		case 'h':
 		case O_HELP: usage(stdout); return PARSE_HELP;
 		case ':': fail("%s needs a value (see --help)", av[optind - 1]); return -1;
 		default:
+			rc = starnn_train_opts_parse(&o->train, c, optarg);
+			if (rc <= 0)
+				break;
 			if (optopt && optopt < 256)
 				fail("unknown option '-%c' (see --help)", optopt);
 			else
@@ -511,58 +329,47 @@ int parse_options(int argc, char **argv, struct options *o)
 		const char *name;
 		int allowed; /* bit per command */
 	} only[] = {
-		{O_RESUME, "--resume", 1 << CMD_TRAIN},        {O_INIT, "--init", 1 << CMD_TRAIN},
-		{O_CHECKPOINT_EVERY, "--checkpoint-every", 1 << CMD_TRAIN},
-		{O_EVAL_EVERY, "--eval-every", 1 << CMD_TRAIN}, {O_EPOCHS, "--epochs", 1 << CMD_TRAIN},
-		{O_STEPS, "--steps", 1 << CMD_TRAIN},          {O_OUTPUT, "--output", 1 << CMD_PREDICT},
-		{O_PNG, "--png", 1 << CMD_PREDICT},            {O_PNG_SAMPLES, "--png-samples", 1 << CMD_PREDICT},
+		{STARNN_TOPT_RESUME, "--resume", 1 << CMD_TRAIN},
+		{STARNN_TOPT_INIT, "--init", 1 << CMD_TRAIN},
+		{STARNN_TOPT_CHECKPOINT_EVERY, "--checkpoint-every", 1 << CMD_TRAIN},
+		{STARNN_TOPT_EVAL_EVERY, "--eval-every", 1 << CMD_TRAIN},
+		{STARNN_TOPT_EPOCHS, "--epochs", 1 << CMD_TRAIN},
+		{STARNN_TOPT_STEPS, "--steps", 1 << CMD_TRAIN},
+		{O_OUTPUT, "--output", 1 << CMD_PREDICT},
+		{O_PNG, "--png", 1 << CMD_PREDICT},
+		{O_PNG_SAMPLES, "--png-samples", 1 << CMD_PREDICT},
 		{O_VAL_DATA, "--val-data", 1 << CMD_TRAIN},
-		{O_LOSS_SCALE, "--loss-scale", 1 << CMD_TRAIN},
-		{O_PRECISION, "--precision", (1 << CMD_TRAIN) | (1 << CMD_EVAL) | (1 << CMD_PREDICT)},
-		{O_CPU_WATTS, "--cpu-watts", (1 << CMD_TRAIN) | (1 << CMD_EVAL)},
-		{O_GPU_WATTS, "--gpu-watts", (1 << CMD_TRAIN) | (1 << CMD_EVAL)},
-		{O_IDLE_WATTS, "--idle-watts", (1 << CMD_TRAIN) | (1 << CMD_EVAL)},
-		{O_SHARD, "--shard-optimizer", 1 << CMD_TRAIN},
-		{O_WIRE_WEIGHTS, "--wire-weights", 1 << CMD_TRAIN},
-		{O_WIRE_GRADS, "--wire-grads", 1 << CMD_TRAIN},
-		{O_AWP_REL_RES, "--awp-rel-res", 1 << CMD_TRAIN},
-		{O_AWP_INTERVAL, "--awp-interval", 1 << CMD_TRAIN},
-		{O_AWP_START_BITS, "--awp-start-bits", 1 << CMD_TRAIN},
-		{O_AWP_STRIDE, "--awp-stride", 1 << CMD_TRAIN},
-		{O_AWP_ROUNDING, "--awp-rounding", 1 << CMD_TRAIN},
+		{STARNN_TOPT_LOSS_SCALE, "--loss-scale", 1 << CMD_TRAIN},
+		{STARNN_TOPT_PRECISION, "--precision", (1 << CMD_TRAIN) | (1 << CMD_EVAL) | (1 << CMD_PREDICT)},
+		{STARNN_TOPT_CPU_WATTS, "--cpu-watts", (1 << CMD_TRAIN) | (1 << CMD_EVAL)},
+		{STARNN_TOPT_GPU_WATTS, "--gpu-watts", (1 << CMD_TRAIN) | (1 << CMD_EVAL)},
+		{STARNN_TOPT_IDLE_WATTS, "--idle-watts", (1 << CMD_TRAIN) | (1 << CMD_EVAL)},
+		{STARNN_TOPT_SHARD, "--shard-optimizer", 1 << CMD_TRAIN},
+		{STARNN_TOPT_WIRE_WEIGHTS, "--wire-weights", 1 << CMD_TRAIN},
+		{STARNN_TOPT_WIRE_GRADS, "--wire-grads", 1 << CMD_TRAIN},
+		{STARNN_TOPT_AWP_REL_RES, "--awp-rel-res", 1 << CMD_TRAIN},
+		{STARNN_TOPT_AWP_INTERVAL, "--awp-interval", 1 << CMD_TRAIN},
+		{STARNN_TOPT_AWP_START_BITS, "--awp-start-bits", 1 << CMD_TRAIN},
+		{STARNN_TOPT_AWP_STRIDE, "--awp-stride", 1 << CMD_TRAIN},
+		{STARNN_TOPT_AWP_ROUNDING, "--awp-rounding", 1 << CMD_TRAIN},
 	};
 	for (size_t i = 0; i < sizeof only / sizeof *only; i++)
-		if (o->given[only[i].id] && !(only[i].allowed & (1 << o->cmd))) {
+		if (unet_given(o, only[i].id) && !(only[i].allowed & (1 << o->cmd))) {
 			fail("%s does not apply to '%s' (see --help)", only[i].name, cmd);
 			return -1;
 		}
+#ifdef STARNN_TEST_HOOKS
+	/* Test hook: an Inf in a gradient at this training step (the trainer
+	 * checks that the step is skipped). */
 	const char *inject = getenv("STARNN_UNET_INJECT_INF_STEP");
+	o->train.inject_name = "STARNN_UNET_INJECT_INF_STEP";
 	if (inject && *inject &&
-	    parse_i64("STARNN_UNET_INJECT_INF_STEP", inject, 1, INT64_MAX, &o->inject_inf_step) < 0)
+	    starnn_parse_i64("unet", "STARNN_UNET_INJECT_INF_STEP", inject, 1, INT64_MAX, &o->train.inject_inf_step) < 0)
 		return -1;
-	/* A resumed run takes its precision and loss scaling from the
-	 * checkpoint (checkpoint_training). */
-	if (!(o->cmd == CMD_TRAIN && o->resume) && finish_loss_scale(o) < 0)
+#endif
+	if (starnn_train_opts_check(&o->train, o->cmd == CMD_TRAIN) < 0)
 		return -1;
-	if (o->wire_weights != -1 && !o->shard) {
-		fail("--wire-weights needs --shard-optimizer: weights cross the rank edge only when each rank updates its "
-		     "own share of them");
-		return -1;
-	}
-	for (int id = O_AWP_REL_RES; id <= O_AWP_ROUNDING; id++)
-		if (o->given[id] && o->wire_weights != STARNN_WIRE_ADAPTIVE) {
-			fail("the --awp-* options set the adaptive policy: they need --wire-weights awp");
-			return -1;
-		}
-	if (starnn_awp_check(&o->awp) < 0) {
-		fail("%s", starnn_error_message());
-		return -1;
-	}
-	if (o->resume && o->init) {
-		fail("--resume and --init exclude each other (--resume continues a run, --init starts one from weights)");
-		return -1;
-	}
-	if ((o->cmd == CMD_EVAL || o->cmd == CMD_PREDICT) && !o->checkpoint) {
+	if ((o->cmd == CMD_EVAL || o->cmd == CMD_PREDICT) && !o->train.checkpoint) {
 		fail("%s needs --checkpoint FILE (the model to use)", cmd);
 		return -1;
 	}
@@ -570,14 +377,9 @@ int parse_options(int argc, char **argv, struct options *o)
 		fail("predict needs --output FILE.h5 and/or --png DIR");
 		return -1;
 	}
-	if (o->cmd == CMD_TRAIN && o->steps == 0 && !o->checkpoint) {
+	if (o->cmd == CMD_TRAIN && o->train.steps == 0 && !o->train.checkpoint) {
 		fail("--steps 0 trains nothing: give --checkpoint FILE to save the initial model");
-		return -1;
-	}
-	if (o->given[O_MICRO] && o->micro > o->batch && o->given[O_BATCH]) {
-		fail("--micro-batches (%d) cannot exceed --batch (%d)", o->micro, o->batch);
 		return -1;
 	}
 	return 0;
 }
-

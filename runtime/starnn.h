@@ -1,70 +1,21 @@
-/* starnn: a deep-learning training runtime on StarPU. Umbrella header. */
+/* starnn: a deep-learning training runtime on StarPU. Umbrella header: the
+ * runtime core (start-up, tensors, submission, the process's launch) and
+ * the training layer (parameters, the trainer and what a model sees of its
+ * replicas, checkpoints, energy). Code inside starnn includes the headers
+ * of its own layer and those below instead (README, Architecture). */
 #ifndef STARNN_H
 #define STARNN_H
 
-#include <stdint.h>
-
 #include "runtime/base/error.h"
-#include "runtime/train/dist.h"
-#include "runtime/train/energy.h"
-#include "runtime/core/tensor.h"
+#include "runtime/core/init.h"
+#include "runtime/core/launch.h"
 #include "runtime/core/submit.h"
+#include "runtime/core/tensor.h"
+#include "runtime/train/checkpoint.h"
+#include "runtime/train/energy.h"
+#include "runtime/train/options.h"
+#include "runtime/train/params.h"
+#include "runtime/train/replica.h"
+#include "runtime/train/trainer.h"
 
-#ifdef __cplusplus
-extern "C" {
-#endif
-
-struct starnn_config {
-	/* Defaults that STARPU_* environment variables override, as in StarPU:
-	 * -1 means StarPU's own default. */
-	int ncpus;            /* STARPU_NCPU */
-	int ncuda;            /* STARPU_NCUDA */
-	const char *sched;    /* STARPU_SCHED; NULL: StarPU's default (lws) */
-	int quiet;            /* no "starnn: ..." worker summary on stderr */
-	uint64_t config_hash; /* under mpirun: must be equal on every rank (e.g.
-	                       * starnn_dist_hash_args of the command line) */
-};
-
-void starnn_config_init(struct starnn_config *cfg);
-
-/* Starts StarPU (every STARPU_* variable applies), initialises cuBLAS on the
- * CUDA workers, keeps OpenBLAS single-threaded inside workers (each worker
- * is one core), and creates no OpenCL worker unless STARPU_NOPENCL asks
- * (starnn has no OpenCL codelets; an OpenCL worker would idle a core).
- * Under mpirun with more than one rank, also MPI and StarPU-MPI, with
- * disjoint cores per rank of a node (runtime/train/dist.h). cfg may be NULL.
- * Returns STARNN_ENODEV when no worker could be started. */
-int starnn_init(const struct starnn_config *cfg);
-/* Waits for all tasks and shuts StarPU down. Returns the first deferred
- * task error, if any. */
-int starnn_shutdown(void);
-
-/* The OpenBLAS core in use ("SkylakeX", "Haswell", ...), NULL if the BLAS
- * is not OpenBLAS. */
-const char *starnn_blas_core(void);
-/* Call first thing in main(): when OpenBLAS fell back to its generic
- * "Prescott" kernels on a CPU with AVX-512 (OpenBLAS 0.3.21 does not know
- * recent Xeons), restarts the program with OPENBLAS_CORETYPE=SkylakeX.
- * Does nothing when OPENBLAS_CORETYPE or STARNN_KEEP_BLAS_CORE is set. */
-void starnn_blas_autoselect(char **argv);
-
-/* Worker counts after starnn_init(). */
-int starnn_ncpu_workers(void);
-int starnn_ncuda_workers(void);
-/* How many tasks one operation is cut into so that every worker has work.
- * A caller that submits S independent streams of operations side by side
- * (micro-batches of one step) says so with starnn_set_streams(S); each
- * operation is then cut into ceil(workers / S) parts instead of one per
- * worker, since the streams already keep the workers busy (fewer, larger
- * tasks: less scheduling, fewer partitions, better kernel efficiency).
- * starnn_set_streams(1) (the default) restores one part per worker.
- * STARNN_SPLIT_WIDTH=N in the environment overrides the result. */
-void starnn_set_streams(int streams);
-int starnn_split_width(void);
-/* One line describing the workers and the scheduler, e.g. for logs. */
-const char *starnn_runtime_summary(void);
-
-#ifdef __cplusplus
-}
-#endif
 #endif

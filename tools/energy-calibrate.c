@@ -42,6 +42,7 @@
 #include "models/unet_model.h"
 #include "models/unet_options.h"
 #include "runtime/train/calibrate.h"
+#include "runtime/train/random.h"
 #include "runtime/starnn.h"
 
 static const char *prog = "energy-calibrate";
@@ -213,7 +214,7 @@ static int parse_model(int argc, char **argv, int rest, struct options *o)
 		return -1; /* models/unet's usage is printed; nothing to calibrate */
 	if (rc < 0)
 		return -1;
-	if (o->resume) {
+	if (o->train.resume) {
 		fail("--resume takes the precision from a checkpoint: give --precision (and --loss-scale) instead");
 		return -1;
 	}
@@ -228,14 +229,6 @@ static void sleep_s(double s)
 }
 
 /* ----------------------------------------------------------------- step */
-
-static uint64_t splitmix(uint64_t *s)
-{
-	uint64_t z = (*s += 0x9e3779b97f4a7c15ull);
-	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-	z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-	return z ^ (z >> 31);
-}
 
 /* One step as models/unet train submits it (staging copies of a batch,
  * the training step, its loss), then the evaluation forward a training run
@@ -253,9 +246,9 @@ static int capture_step(unet *m, struct starnn_captured_task **tasks, int *ntask
 	}
 	uint64_t s = 42;
 	for (size_t i = 0; i < nx; i++)
-		x[i] = (float)(splitmix(&s) >> 40) * 0x1p-24f;
+		x[i] = starnn_rng_uniform(&s, 0.0f, 1.0f);
 	for (size_t i = 0; i < ny; i++)
-		y[i] = (float)(splitmix(&s) >> 40) * 0x1p-24f;
+		y[i] = starnn_rng_uniform(&s, 0.0f, 1.0f);
 	int rc = starnn_capture_begin();
 	if (rc == 0) {
 		double loss;
@@ -483,29 +476,29 @@ int main(int argc, char **argv)
 	if (rc == 0) {
 		int unit = 1 << o->depth;
 		int size = o->size ? o->size : o->synthetic_size ? o->synthetic_size : 128;
-		int workers = starnn_ncpu_workers() + starnn_ncuda_workers();
 		/* models/unet's default: one micro-batch per worker, at most 8 */
-		int micro = o->micro ? o->micro : workers < 1 ? 1 : workers > 8 ? 8 : workers;
-		micro = micro > o->batch ? o->batch : micro;
-		struct unet_config uc = {o->depth,  o->filters, o->in_frames,  o->out_frames,   size,    o->batch,
-		                         micro,     o->compute, o->loss_scale, o->static_scale, o->batch, o->bn_local};
+		const struct starnn_train_opts *to = &o->train;
+		int micro = to->micro ? to->micro : starnn_default_micro(to->batch);
+		micro = micro > to->batch ? to->batch : micro;
+		struct unet_config uc = {o->depth, o->filters,  o->in_frames,   o->out_frames,    size,      to->batch,
+		                         micro,    to->compute, to->loss_scale, to->static_scale, to->batch, o->bn_local};
 		struct unet_optim opt;
 		unet_optim_defaults(&opt);
-		opt.kind = o->optimizer;
-		opt.lr = o->lr;
-		opt.warmup = o->warmup;
-		opt.momentum = o->optimizer == UNET_SGD ? o->momentum : 0.0f;
-		opt.weight_decay = o->weight_decay;
+		opt.kind = to->optimizer == STARNN_TOPT_SGD ? UNET_SGD : UNET_ADAM;
+		opt.lr = to->lr;
+		opt.warmup = to->warmup;
+		opt.momentum = to->optimizer == STARNN_TOPT_SGD ? to->momentum : 0.0f;
+		opt.weight_decay = to->weight_decay;
 		if (size % unit != 0) {
 			fail("the image size %d is not a multiple of 2^depth = %d: choose --size", size, unit);
 			rc = -1;
-		} else if ((rc = unet_create(&m, &uc, &opt, o->seed)) < 0 || (rc = capture_step(m, &tasks, &ntasks)) < 0) {
+		} else if ((rc = unet_create(&m, &uc, &opt, to->seed)) < 0 || (rc = capture_step(m, &tasks, &ntasks)) < 0) {
 			fail("%s", starnn_error_message());
 		} else {
 			printf("%s: UNet depth %d, %d filters, %dx%d, batch %d in %d micro-batches, %s%s; %s\n", prog,
-			       o->depth, o->filters, size, size, o->batch, micro,
-			       o->compute == STARNN_FP32 ? "fp32" : o->compute == STARNN_FP16 ? "amp-fp16" : "amp-bf16",
-			       o->loss_scale ? " with loss scaling" : "", starnn_runtime_summary());
+			       o->depth, o->filters, size, size, to->batch, micro,
+			       to->compute == STARNN_FP32 ? "fp32" : to->compute == STARNN_FP16 ? "amp-fp16" : "amp-bf16",
+			       to->loss_scale ? " with loss scaling" : "", starnn_runtime_summary());
 			int64_t total = 0;
 			for (int k = 0; k < ntasks; k++)
 				total += tasks[k].count;

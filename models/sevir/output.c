@@ -15,7 +15,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "models/sevir/checkpoint.h"
+#include "runtime/train/atomic.h"
 #include "models/sevir/output.h"
 #include "models/sevir/sevir.h"
 #include "runtime/base/error.h"

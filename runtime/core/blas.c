@@ -12,7 +12,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "runtime/starnn.h"
+#include "runtime/core/init.h"
 
 #ifdef HAVE_OPENBLAS_GET_CORENAME
 char *openblas_get_corename(void);
@@ -32,7 +32,8 @@ void starnn_blas_autoselect(char **argv)
 	const char *core = starnn_blas_core();
 	if (!core || strcasecmp(core, "prescott") != 0)
 		return;
-	if (getenv("OPENBLAS_CORETYPE") || getenv("STARNN_KEEP_BLAS_CORE"))
+	int keep = 0;
+	if (getenv("OPENBLAS_CORETYPE") || starnn_env_flag("STARNN_KEEP_BLAS_CORE", &keep) < 0 || keep)
 		return; /* the user chose */
 	__builtin_cpu_init();
 	if (!__builtin_cpu_supports("avx512f"))

@@ -7,7 +7,8 @@
 #include <starpu.h>
 
 #include "runtime/core/codelet.h"
-#include "runtime/starnn.h"
+#include "runtime/core/init.h"
+#include "runtime/core/launch.h"
 
 #ifdef HAVE_OPENBLAS_SET_NUM_THREADS
 void openblas_set_num_threads(int);
@@ -16,7 +17,6 @@ void openblas_set_num_threads(int);
 static char summary[256];
 
 static int split_streams = 1;
-static int split_width_env; /* STARNN_SPLIT_WIDTH, 0: not set */
 
 void starnn_set_streams(int streams)
 {
@@ -25,11 +25,18 @@ void starnn_set_streams(int streams)
 
 int starnn_split_width(void)
 {
-	if (split_width_env)
-		return split_width_env;
 	int nw = (int)starpu_worker_get_count();
 	int w = (nw + split_streams - 1) / split_streams;
 	return w < 1 ? 1 : w;
+}
+
+int starnn_env_flag(const char *name, int *on)
+{
+	const char *v = getenv(name);
+	*on = v && (!*v || !strcmp(v, "1") || !strcmp(v, "yes") || !strcmp(v, "on"));
+	if (v && !*on && strcmp(v, "0") && strcmp(v, "no") && strcmp(v, "off"))
+		return starnn_error(STARNN_EINVAL, "%s is '%s': expected 1 (or yes, on) or 0 (or no, off)", name, v);
+	return 0;
 }
 
 void starnn_config_init(struct starnn_config *cfg)
@@ -50,17 +57,13 @@ int starnn_init(const struct starnn_config *user_cfg)
 		cfg = *user_cfg;
 	else
 		starnn_config_init(&cfg);
-	const char *sw = getenv("STARNN_SPLIT_WIDTH");
-	split_width_env = 0;
 	split_streams = 1;
-	if (sw && *sw) {
-		char *end;
-		long v = strtol(sw, &end, 10);
-		if (*end != '\0' || v < 1 || v > 4096)
-			return starnn_error(STARNN_EINVAL, "STARNN_SPLIT_WIDTH='%s': expected a task count per operation in 1..4096",
-			                    sw);
-		split_width_env = (int)v;
-	}
+	/* STARNN_QUIET: no start-up line (as cfg.quiet); STARNN_KEEP_BLAS_CORE
+	 * (starnn_blas_autoselect, before) checked here, where an error can
+	 * be returned */
+	int quiet, keep;
+	STARNN_CHECK(starnn_env_flag("STARNN_QUIET", &quiet));
+	STARNN_CHECK(starnn_env_flag("STARNN_KEEP_BLAS_CORE", &keep));
 	STARNN_CHECK(starnn_priorities_check());
 
 	/* StarPU counts a measurement more than STARPU_HISTORY_MAX_ERROR percent
@@ -74,7 +77,7 @@ int starnn_init(const struct starnn_config *user_cfg)
 	/* Under mpirun: MPI, local ranks and core binding before StarPU reads
 	 * its variables. */
 	int mpi = 0;
-	STARNN_CHECK(starnn_dist_setup(cfg.config_hash, &mpi));
+	STARNN_CHECK(starnn_launch_setup(cfg.config_hash, &mpi));
 	starpu_conf_init(&conf);
 	/* Environment variables keep precedence over these (StarPU's rule). */
 	conf.ncpus = cfg.ncpus;
@@ -93,9 +96,9 @@ int starnn_init(const struct starnn_config *user_cfg)
 	 * the kernels' 64-byte vector loads and stores then never straddle two
 	 * lines (glibc's malloc gives 16). */
 	starpu_malloc_set_align(STARNN_TENSOR_ALIGN);
-	int rc = mpi ? starnn_dist_start(&conf) : starpu_init(&conf);
+	int rc = mpi ? starnn_launch_start(&conf) : starpu_init(&conf);
 	if (rc)
-		starnn_dist_finish();
+		starnn_launch_finish();
 	if (rc == -ENODEV)
 		return starnn_error(STARNN_ENODEV, "starpu_init: no worker available (check STARPU_NCPU / STARPU_NCUDA)");
 	if (rc)
@@ -125,9 +128,9 @@ int starnn_init(const struct starnn_config *user_cfg)
 	         STARPU_MAJOR_VERSION, STARPU_MINOR_VERSION, STARPU_RELEASE_VERSION, policy ? policy->policy_name : "?",
 	         starpu_cpu_worker_get_count(), starpu_cuda_worker_get_count(), core ? ", OpenBLAS " : "",
 	         core ? core : "");
-	if (!cfg.quiet && !getenv("STARNN_QUIET")) {
-		if (starnn_dist_active())
-			fprintf(stderr, "starnn: %s: %s\n", starnn_dist_summary(), summary);
+	if (!cfg.quiet && !quiet) {
+		if (starnn_launch_mpi())
+			fprintf(stderr, "starnn: %s: %s\n", starnn_launch_summary(), summary);
 		else
 			fprintf(stderr, "starnn: %s\n", summary);
 	}
@@ -140,7 +143,7 @@ int starnn_shutdown(void)
 		return starnn_error(STARNN_ESTATE, "starnn_shutdown: not initialised");
 	starpu_task_wait_for_all();
 	/* StarPU-MPI 1.3 stops StarPU itself when it started it. */
-	int mpi = starnn_dist_active();
+	int mpi = starnn_launch_mpi();
 #ifdef STARNN_USE_CUDA
 	if (starpu_cuda_worker_get_count() > 0) {
 		starnn_cudnn_shutdown();
@@ -148,11 +151,11 @@ int starnn_shutdown(void)
 	}
 #endif
 	if (mpi)
-		starnn_dist_stop();
+		starnn_launch_stop();
 	else
 		starpu_shutdown();
 	starnn_submit_shutdown();
-	starnn_dist_finish();
+	starnn_launch_finish();
 	return starnn_take_deferred_error();
 }
 

@@ -1,3 +1,5 @@
+#include <config.h>
+
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -282,10 +284,19 @@ static int placement_mask(const struct starpu_codelet *cl, int node, uint32_t *m
 	return n;
 }
 
+/* STARNN_PRIORITIES=on|off is a test hook (tests/models/unet_sched.sh
+ * checks that priorities change no result): read only in builds with
+ * --enable-test-hooks. Elsewhere the choice starts as read, "on", and
+ * only starnn_priorities_set changes it (benchmarks). */
+#ifdef STARNN_TEST_HOOKS
+#define PRIO_READ 0
+#else
+#define PRIO_READ 1
+#endif
 static const char *const prio_names[] = {"on", "off"};
 static const int prio_values[] = {1, 0};
-static struct starnn_choice prio_choice = {"STARNN_PRIORITIES", "on or off", prio_names, prio_values, 2, -1, 0, 0,
-                                           PTHREAD_MUTEX_INITIALIZER};
+static struct starnn_choice prio_choice = {"STARNN_PRIORITIES", "on or off", prio_names, prio_values, 2, -1, 1,
+                                           PRIO_READ, PTHREAD_MUTEX_INITIALIZER};
 
 int starnn_priorities_check(void)
 {

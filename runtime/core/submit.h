@@ -60,15 +60,17 @@ int starnn_submit(const struct starnn_task_desc *desc);
  * scale), so every task that writes them, in any model, has it. Under a
  * scheduler that orders its ready tasks by priority (lws, StarPU's default,
  * and prio, dmdas), a free worker then takes the ready activation tasks
- * first and fills the gaps with the parameter side. STARNN_PRIORITIES=off
- * gives every task priority 0 (on, the default, keeps them). Priorities
- * change the order tasks run in, never their results. */
+ * first and fills the gaps with the parameter side. starnn_priorities_set(0)
+ * gives every task priority 0 (on, the default, keeps them); so does
+ * STARNN_PRIORITIES=off in builds with test hooks (configure
+ * --enable-test-hooks). Priorities change the order tasks run in, never
+ * their results. */
 #define STARNN_PRIO_PARAM (-1)
-/* Whether priorities are on (STARNN_PRIORITIES); the check reports an
- * unknown value (STARNN_EINVAL and the message). */
+/* Whether priorities are on; the check reports an unknown value of
+ * STARNN_PRIORITIES (STARNN_EINVAL and the message). */
 int starnn_priorities_on(void);
 int starnn_priorities_check(void);
-/* Overrides STARNN_PRIORITIES: 1 on, 0 off (tests, benchmarks). */
+/* 1 on, 0 off (tests, benchmarks; over STARNN_PRIORITIES). */
 int starnn_priorities_set(int on);
 /* Told the scheduling policy's range of priorities by starnn_init
  * (starpu_sched_get_min_priority / _max): priorities are clamped to it,

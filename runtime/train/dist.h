@@ -1,16 +1,10 @@
-/* Data-distributed training: one replica per MPI rank (StarPU-MPI).
- *
- * starnn_init() starts MPI and StarPU-MPI when the program was launched
- * by mpirun with more than one rank (OMPI_COMM_WORLD_SIZE, PMI_SIZE or
- * PMIX size > 1); otherwise nothing of this is used: rank 0 of 1, and
- * every collective below returns at once. Before StarPU starts, the ranks
- * of one node get disjoint cores (STARPU_WORKERS_CPUID and STARPU_NCPU per
- * local rank) unless the user set StarPU's binding variables
- * (STARPU_WORKERS_CPUID, STARPU_WORKERS_COREID, STARPU_WORKERS_NOBIND) or
- * the launcher already restricted the process to a subset of the cores;
- * the start-up line of each rank says which cores it has. The ranks
- * compare a hash of their configuration (starnn_config.config_hash) at
- * start: a rank started with other options is refused on every rank.
+/* Data-distributed training: one replica per MPI rank (StarPU-MPI),
+ * what the ranks exchange during training. The process's launch (MPI
+ * start, ranks, core binding, the configuration check) is
+ * runtime/core/launch.h's; without mpirun (one rank) every collective below
+ * returns at once. Models do not call these: the trainer
+ * (runtime/train/trainer.h) does, and gives models what they need of the
+ * replicas through runtime/train/replica.h.
  *
  * Collectives are submitted into the task graph like any operation, on
  * every rank in the same order (SPMD): StarPU-MPI detached point-to-point
@@ -23,13 +17,13 @@
  * order in which starnn_params_reduce sums micro-batch slices, so when
  * every rank holds the same power-of-two number m of consecutive slices, N
  * ranks give bit for bit the sums of 1 rank with N * m slices. Every rank
- * ends with rank 0's bits. Tensors larger than the chunk size
- * (STARNN_DIST_CHUNK elements, default 65536) are cut into chunks along
- * their first axis, each with its own tree, so that sending one chunk
- * overlaps adding the previous one; the order of every element's sum is
- * the same as without chunks. A ring (reduce-scatter + all-gather) would
- * move less data per rank for large tensors but sums in another order
- * than one rank does. */
+ * ends with rank 0's bits. Tensors larger than the chunk size (65536
+ * elements; starnn_dist_set_chunk) are cut into chunks along their first
+ * axis, each with its own tree, so that sending one chunk overlaps adding
+ * the previous one; the order of every element's sum is the same as
+ * without chunks. A ring (reduce-scatter + all-gather) would move less
+ * data per rank for large tensors but sums in another order than one rank
+ * does. */
 #ifndef STARNN_DIST_H
 #define STARNN_DIST_H
 
@@ -45,25 +39,10 @@
 extern "C" {
 #endif
 
-/* After starnn_init(): this process's rank and the number of ranks
- * (0 and 1 without MPI), its rank among the ranks of its node and their
- * number. */
-int starnn_dist_rank(void);
-int starnn_dist_size(void);
-int starnn_dist_local_rank(void);
-int starnn_dist_local_size(void);
-/* 1 when starnn_init() started StarPU-MPI (more than one rank). */
-int starnn_dist_active(void);
-/* "rank 0/2 (local 0/2), cores 0" or "" without MPI. */
-const char *starnn_dist_summary(void);
-
 /* The share of rank `rank` of n items cut in size consecutive parts as
  * evenly as possible (the first n % size parts one larger): [*begin,
  * *begin + *count). */
 void starnn_dist_share(int64_t n, int rank, int size, int64_t *begin, int64_t *count);
-
-/* A 64-bit FNV-1a hash of argv[1..argc), for starnn_config.config_hash. */
-uint64_t starnn_dist_hash_args(int argc, char **argv);
 
 /* Submits the broadcast of t (whole) from rank 0 to every rank. */
 int starnn_dist_broadcast(starnn_tensor *t);
@@ -92,16 +71,12 @@ int starnn_dist_allreduce_wire(starnn_tensor *t, int wire);
  * uncompressed; the default). */
 int starnn_dist_set_wire_grads(int wire);
 /* The parameter set's gradient hook (starnn_params_set_grad_hook):
- * all-reduces p->grad[0]. ctx is unused. */
+ * all-reduces p->grad[0] (in the parameter-owner mode: reduces it to its
+ * owner; nothing for a STARNN_PARAM_REPLICA_SUMMED parameter). ctx is
+ * unused. */
 int starnn_dist_grad_hook(void *ctx, starnn_param *p);
 /* Submits the broadcast of every master of the set from rank 0. */
 int starnn_dist_broadcast_params(starnn_params *ps);
-/* After an error on this rank, under mpirun: ends every rank with
- * MPI_Abort(status) (the failed rank cannot take part in the collective
- * shutdown, and the others would wait for it); does nothing with one rank.
- * For programs, in place of their error exit; it does not return under
- * mpirun. */
-void starnn_dist_abort(int status);
 /* What this rank exchanged since the start, by kind (the gradients'
  * all-reduce, broadcasts, the other all-reduces: batch-norm statistics,
  * host sums): bytes and messages it sent (counted when submitted) and
@@ -194,17 +169,6 @@ void starnn_dist_weights_log(FILE *f, int64_t step);
 /* "int8 12, trunc16 30, trunc24 2 (layers per format)" of the current
  * formats, "" without a wire format. */
 void starnn_dist_weights_summary(char *buf, size_t size);
-
-/* Internal to the runtime (runtime/core/init.c). dist_setup runs before
- * StarPU starts: MPI, local ranks, binding variables, the configuration
- * check; *mpi is set to 1 when StarPU-MPI must be started
- * (starpu_mpi_init_conf) instead of starpu_init. dist_start runs after,
- * dist_stop before StarPU stops, dist_finish after. */
-struct starpu_conf;
-int starnn_dist_setup(uint64_t config_hash, int *mpi);
-int starnn_dist_start(struct starpu_conf *conf);
-void starnn_dist_stop(void);
-void starnn_dist_finish(void);
 
 #ifdef __cplusplus
 }

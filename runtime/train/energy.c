@@ -23,6 +23,7 @@
 
 #include <starpu.h>
 
+#include "runtime/core/launch.h"
 #include "runtime/train/dist.h"
 #include "runtime/train/energy.h"
 #include "runtime/base/error.h"
@@ -599,7 +600,7 @@ int starnn_energy_start(starnn_energy_meter **out, const struct starnn_energy_op
 	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
 	pthread_cond_init(&m->wake, &ca);
 	pthread_condattr_destroy(&ca);
-	m->passive = starnn_dist_local_rank() != 0;
+	m->passive = starnn_launch_local_rank() != 0;
 
 	const char *root = getenv("STARNN_POWERCAP_ROOT");
 	if (!root || !*root)
@@ -755,7 +756,7 @@ int starnn_energy_read(starnn_energy_meter *m, struct starnn_energy_reading *r)
 int starnn_energy_read_all(starnn_energy_meter *m, struct starnn_energy_reading *r)
 {
 	STARNN_CHECK(starnn_energy_read(m, r));
-	if (!starnn_dist_active())
+	if (!starnn_launch_mpi())
 		return 0;
 	/* Same length and order on every rank: fixed slots. */
 	enum { MEASURING, MEASURED, JOULES, EST, CPU_BUSY, GPU_BUSY, DOMAINS, N = DOMAINS + STARNN_ENERGY_MAX_DOMAINS };
@@ -804,6 +805,17 @@ void starnn_energy_stop(starnn_energy_meter *m)
 
 /* ---------------------------------------------------------------- reports */
 
+/* ")", the joules per epoch and per sample where there are some, the end of the line. */
+static void per_unit(FILE *f, double joules, double epochs, double samples)
+{
+	fprintf(f, ")");
+	if (epochs > 0)
+		fprintf(f, ", %.1f J per epoch", joules / epochs);
+	if (samples > 0)
+		fprintf(f, ", %.4g J per sample", joules / samples);
+	fprintf(f, "\n");
+}
+
 void starnn_energy_print(FILE *f, const struct starnn_energy_reading *r, double epochs, double samples)
 {
 	if (!r->available) {
@@ -812,12 +824,7 @@ void starnn_energy_print(FILE *f, const struct starnn_energy_reading *r, double 
 		fprintf(f, "energy: %.1f J (%s:", r->joules, r->method);
 		for (int i = 0; i < r->ndomains; i++)
 			fprintf(f, "%s %s %.1f J", i ? "," : "", r->domain[i].name, r->domain[i].joules);
-		fprintf(f, ")");
-		if (epochs > 0)
-			fprintf(f, ", %.1f J per epoch", r->joules / epochs);
-		if (samples > 0)
-			fprintf(f, ", %.4g J per sample", r->joules / samples);
-		fprintf(f, "\n");
+		per_unit(f, r->joules, epochs, samples);
 	}
 	if (r->estimated) {
 		/* the terms of the model that were given */
@@ -829,12 +836,7 @@ void starnn_energy_print(FILE *f, const struct starnn_energy_reading *r, double 
 			fprintf(f, "%s%.2f s busy GPU workers x %g W", sep, r->gpu_busy_s, r->gpu_watts), sep = ", ";
 		if (r->idle_watts > 0)
 			fprintf(f, "%s%.2f s x %g W idle", sep, r->elapsed, r->idle_watts);
-		fprintf(f, ")");
-		if (epochs > 0)
-			fprintf(f, ", %.1f J per epoch", r->estimated_joules / epochs);
-		if (samples > 0)
-			fprintf(f, ", %.4g J per sample", r->estimated_joules / samples);
-		fprintf(f, "\n");
+		per_unit(f, r->estimated_joules, epochs, samples);
 	}
 }
 

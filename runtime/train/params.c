@@ -189,7 +189,7 @@ int starnn_params_add(starnn_params *ps, const char *name, starnn_tensor *master
 		return starnn_error(STARNN_EINVAL, "params_add: %s: the master must be a whole fp32 tensor", name);
 	if (nslices < 1)
 		return starnn_error(STARNN_EINVAL, "params_add: %s: at least one gradient slice, got %d", name, nslices);
-	if (flags & ~(STARNN_PARAM_COMPUTE_COPY | STARNN_PARAM_BORROWED))
+	if (flags & ~(STARNN_PARAM_COMPUTE_COPY | STARNN_PARAM_BORROWED | STARNN_PARAM_REPLICA_SUMMED))
 		return starnn_error(STARNN_EINVAL, "params_add: %s: unknown flags %#x", name, (unsigned)flags);
 	for (int i = 0; i < ps->nparams; i++)
 		if (strcmp(ps->params[i]->name, name) == 0)

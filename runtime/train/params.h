@@ -77,6 +77,10 @@ struct starnn_params_config {
 /* starnn_params_add flags */
 #define STARNN_PARAM_COMPUTE_COPY 1 /* keep master's copy in the compute dtype (weights of 16-bit products) */
 #define STARNN_PARAM_BORROWED 2     /* master stays the caller's (not destroyed with the set) */
+/* Its gradient is already the sum over the replicas (its backward computed
+ * it from statistics summed over them: synchronised batch norms): the
+ * exchange between replicas leaves it (runtime/train/dist.h). */
+#define STARNN_PARAM_REPLICA_SUMMED 4
 
 typedef struct starnn_param {
 	char name[STARNN_PARAM_NAME_MAX];

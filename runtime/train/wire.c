@@ -38,7 +38,7 @@ int starnn_wire_parse(const char *name, starnn_wire_format *f)
 
 int starnn_wire_option(const char *option, const char *arg, int *wire)
 {
-	starnn_wire_format f;
+	starnn_wire_format f = STARNN_WIRE_FP32; /* (set by the parse; GCC -O3 cannot tell) */
 	if (arg && strcmp(arg, "none") == 0) {
 		*wire = -1;
 		return 0;

@@ -1,4 +1,4 @@
-/* Fuzz harness: the checkpoint reader (models/sevir/checkpoint.c) on an
+/* Fuzz harness: the checkpoint reader (runtime/train/checkpoint.c) on an
  * HDF5 file image, read as models/unet reads one for --resume, eval and
  * predict: the format and architecture attributes, the training settings
  * (integers, doubles, strings into the program's buffers), the
@@ -11,7 +11,7 @@
 #include <string.h>
 
 #define STARNN_FUZZ_HDF5
-#include "models/sevir/checkpoint.h"
+#include "runtime/train/checkpoint.h"
 #include "tests/fuzz/fuzz.h"
 
 int fuzz_checkpoint(const uint8_t *data, size_t size)

@@ -1,4 +1,5 @@
-/* Fuzz harness: the command line of models/unet (models/unet_options.c).
+/* Fuzz harness: the command line of models/unet (models/unet_options.c,
+ * with the common options of runtime/train/options.c).
  * The input is the argument vector after the program name, arguments
  * separated by NUL bytes (at most 64 of them). Checks that the parser
  * returns one of its three values and that accepted options are within the
@@ -31,15 +32,16 @@ int fuzz_unet_options(const uint8_t *data, size_t size)
 	if (r != 0 && r != -1 && r != PARSE_HELP) {
 		rc = FUZZ_FAIL("parse_options returned %d", r);
 	} else if (r == 0) {
+		const struct starnn_train_opts *t = &o->train;
 		if (o->cmd < CMD_TRAIN || o->cmd > CMD_INFO || o->depth < 1 || o->depth > 5 || o->filters < 1 ||
-		    o->batch < 1 || o->micro < 0 || o->micro > 64 || o->in_frames < 1 || o->out_frames < 1 ||
-		    o->out_frames > SEVIR_OUT_FRAMES || !(o->lr >= 0 && o->lr <= 10) || !o->data)
+		    t->batch < 1 || t->micro < 0 || t->micro > 64 || o->in_frames < 1 || o->out_frames < 1 ||
+		    o->out_frames > SEVIR_OUT_FRAMES || !(t->lr >= 0 && t->lr <= 10) || !o->data)
 			rc = FUZZ_FAIL("parse_options accepted depth %d, filters %d, batch %d, micro-batches %d, frames "
 			               "%d + %d, lr %g",
-			               o->depth, o->filters, o->batch, o->micro, o->in_frames, o->out_frames, (double)o->lr);
-		if (o->resume && o->init)
+			               o->depth, o->filters, t->batch, t->micro, o->in_frames, o->out_frames, (double)t->lr);
+		if (t->resume && t->init)
 			rc = FUZZ_FAIL("parse_options accepted --resume with --init");
-		if ((o->cmd == CMD_EVAL || o->cmd == CMD_PREDICT) && !o->checkpoint)
+		if ((o->cmd == CMD_EVAL || o->cmd == CMD_PREDICT) && !t->checkpoint)
 			rc = FUZZ_FAIL("parse_options accepted eval / predict without --checkpoint");
 	}
 out:

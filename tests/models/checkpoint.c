@@ -1,4 +1,4 @@
-/* HDF5 checkpoints (models/sevir/checkpoint.c): round trip of tensors of
+/* HDF5 checkpoints (runtime/train/checkpoint.c): round trip of tensors of
  * several shapes (fp32 bit for bit; an fp16 tensor stored as fp32) and of
  * int64 / double / string attributes; the layout seen through the HDF5
  * API; clear errors (missing file, not HDF5, directory, missing dataset or
@@ -25,7 +25,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "models/sevir/checkpoint.h"
+#include "runtime/train/atomic.h"
+#include "runtime/train/checkpoint.h"
 #include "tests/testlib.h"
 
 static char dir[] = "/tmp/starnn-ckpt-XXXXXX";

@@ -1,8 +1,9 @@
-#!/bin/sh
+#!/bin/bash
 # models/mlp learns: in 1000 steps (validation MSE about 0.013 here), with 1 and with 2 CPU
 # workers, the validation MSE falls below a stated bound, far under the
 # "predict the mean" baseline (about 0.5 on this data; the noise floor is
-# 0.0004). Runs take a few seconds each.
+# 0.0004). Runs take a few seconds each. Then the energy lines, checkpoints
+# (--resume continues a run bit for bit, --init) and bad options.
 set -u
 mlp=${top_builddir:-.}/models/mlp
 BOUND=0.02
@@ -53,6 +54,32 @@ if grep -Eq '^\{"summary":\{"steps":64,"epochs":0.5,"samples":4096,"elapsed":[0-
 else
 	echo "FAIL: --log-json summary record: $(cat "$tmp/m.json")"; status=1
 fi
+# Checkpoints (the trainer's, runtime/train/trainer.h): 20 steps + --resume
+# to 40 give the losses of steps 25-40, the validation MSE and the final
+# checkpoint (datasets and attributes, bit for bit) of an uninterrupted
+# 40-step run; --init starts from the weights; another network is refused.
+ckutil=${top_builddir:-.}/tests/models/ckpt_util
+R="--steps 40 --log-every 5 --seed 5"
+lines() { grep -h '^step\|^final' "$@" | sed 's/  [0-9.]* samples\/s//; s/, [0-9]* steps in .*//'; }
+STARPU_NCPU=2 STARPU_NCUDA=0 "$mlp" $R --checkpoint "$tmp/a.h5" > "$tmp/a.out" 2>&1 || { echo "FAIL: 40-step run"; status=1; }
+STARPU_NCPU=2 STARPU_NCUDA=0 "$mlp" $R --steps 20 --checkpoint "$tmp/b.h5" > /dev/null 2>&1 || { echo "FAIL: 20-step run"; status=1; }
+STARPU_NCPU=2 STARPU_NCUDA=0 "$mlp" --resume "$tmp/b.h5" --steps 40 --log-every 5 --checkpoint "$tmp/b.h5" \
+	> "$tmp/b.out" 2>&1 || { echo "FAIL: resumed run"; cat "$tmp/b.out"; status=1; }
+if [ "$(lines "$tmp/a.out" | tail -n 5)" = "$(lines "$tmp/b.out")" ] && "$ckutil" cmp "$tmp/a.h5" "$tmp/b.h5" > /dev/null; then
+	echo "ok: 20 steps + --resume to 40: the losses, validation MSE and checkpoint of the uninterrupted run"
+else
+	echo "FAIL: --resume differs from the uninterrupted run"; diff <(lines "$tmp/a.out" | tail -n 5) <(lines "$tmp/b.out")
+	"$ckutil" cmp "$tmp/a.h5" "$tmp/b.h5" | tail -n 3; status=1
+fi
+grep -q "^checkpoint: $tmp/b.h5 (step 40)\$" "$tmp/b.out" || { echo "FAIL: no checkpoint line"; status=1; }
+i1=$(STARPU_NCPU=2 STARPU_NCUDA=0 "$mlp" --init "$tmp/a.h5" --steps 5 --log-every 5 --seed 9 2>&1 | lines | head -n 1)
+i0=$(STARPU_NCPU=2 STARPU_NCUDA=0 "$mlp" --steps 5 --log-every 5 --seed 9 2>&1 | lines | head -n 1)
+[ -n "$i1" ] && [ "$i1" != "$i0" ] && echo "ok: --init: the weights come from the file ($i1, not $i0)" ||
+	{ echo "FAIL: --init made no difference ($i1)"; status=1; }
+err=$("$mlp" --resume "$tmp/a.h5" --hidden 32 --steps 50 2>&1)
+rc=$?
+[ $rc = 1 ] && echo "$err" | grep -q "another network: its hidden layers are 64,64" &&
+	echo "ok: another network refused: $err" || { echo "FAIL: --hidden 32 on a 64,64 checkpoint: exit $rc: $err"; status=1; }
 "$mlp" --cpu-watts -1 > /dev/null 2>&1
 [ $? = 2 ] || { echo "FAIL: --cpu-watts -1 not refused with status 2"; status=1; }
 # Bad options give a message and exit status 2, no crash.

@@ -1,7 +1,7 @@
 #!/bin/sh
 # models/unet end to end (about 40 s on 2 cores):
 #  - info: "parameters: 16556044" for --depth 4 --filters 32; --help lists
-#    every option the parser knows;
+#    every option the parser knows (the UNet's and the trainer's common ones);
 #  - a short synthetic training run (32x32, depth 2, f 4, batch 4 in 2
 #    micro-batches, 40 steps): the mean loss of the last 5 steps is below
 #    that of the first 5, and the final evaluation prints model and
@@ -72,11 +72,14 @@ n=$("$unet" info --depth 4 --filters 32 | tail -1)
 "$unet" --help > "$tmp/help" || fail "--help exited non-zero"
 src=${srcdir:-$(dirname "$0")/../..}
 nopts=0
-for opt in $(sed -n 's/^[[:space:]]*{"\([a-z-]*\)", [a-z_]*_argument.*/\1/p' "$src/models/unet_options.c"); do
+# (models/unet takes its own options and every common one of the trainer)
+for opt in $(sed -n 's/^[[:space:]]*{"\([a-z-]*\)", [a-z_]*_argument.*/\1/p' "$src/models/unet_options.c" \
+	"$src/runtime/train/options.c"); do
 	nopts=$((nopts + 1))
 	grep -q -- "--$opt" "$tmp/help" || fail "--help does not list --$opt"
 done
-[ $nopts -gt 30 ] && ok "--help lists all $nopts options" || fail "found only $nopts options in $src/models/unet_options.c"
+[ $nopts -gt 30 ] && ok "--help lists all $nopts options" ||
+	fail "found only $nopts options in $src/models/unet_options.c and $src/runtime/train/options.c"
 
 # ------------------------------------------------------------------ training
 C="--size 32 --depth 2 --filters 4 --batch 4 --micro-batches 2 --samples 64 --val-samples 16"

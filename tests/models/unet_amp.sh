@@ -135,11 +135,21 @@ inject() { # inject NAME EXPECTED_SCALE ARGS...
 		fail "$name: expected 1 skipped and 11 applied steps, scale $scale"
 	echo "$out" | grep -q "^inject: 0 of [0-9]* final weights" || fail "$name: non-finite weights at the end"
 }
-inject "inject amp-fp16" 32768 --precision amp-fp16
-inject "inject amp-bf16 sgd" 32768 --precision amp-bf16 --loss-scale dynamic --optimizer sgd
-inject "inject fp16 static 1024" 1024 --precision amp-fp16 --loss-scale 1024
+# (STARNN_UNET_INJECT_INF_STEP is a test hook: builds configured with
+# --enable-test-hooks, as tools/setup's, only; the resumed runs of part 4
+# take their loss-scale state from it)
+hooks=no
+grep -q '^ *test hooks *: *yes' "$B/config.summary" 2> /dev/null && hooks=yes
+if [ $hooks = yes ]; then
+	inject "inject amp-fp16" 32768 --precision amp-fp16
+	inject "inject amp-bf16 sgd" 32768 --precision amp-bf16 --loss-scale dynamic --optimizer sgd
+	inject "inject fp16 static 1024" 1024 --precision amp-fp16 --loss-scale 1024
+else
+	echo "note: no test hooks in this build (configure --enable-test-hooks): the overflow and the resumed loss-scale state are not checked"
+fi
 
 # ------------------------------------------------------------------ 4. resume
+if [ $hooks = yes ]; then
 R="$small --seed 2 --eval-every 0 --quiet"
 resume() { # resume NAME EXPECTED_SCALE ARGS...
 	name=$1 scale=$2; shift 2
@@ -203,6 +213,7 @@ rc=$?
 	{ cat "$d/v9.out"; fail "format version 9 not refused with status 1 (got $rc)"; }
 STARNN_UNET_INJECT_INF_STEP=10 "$unet" train --resume "$d/v1.h5" --steps 12 --quiet > /dev/null 2>&1
 [ $? = 2 ] || fail "an injected Inf on a resumed run without loss scaling not refused with status 2"
+fi
 
 # ------------------------------------------------------------------ 5. eval, predict
 for p in default fp32 amp-bf16; do
@@ -263,6 +274,8 @@ echo "$out" | grep "^convolutions:" | grep -qv "^convolutions: fp32 on oneDNN, t
 [ $? = 2 ] || fail "--loss-scale 0 not refused with status 2"
 "$unet" eval --checkpoint x.h5 --loss-scale dynamic > /dev/null 2>&1
 [ $? = 2 ] || fail "--loss-scale with eval not refused with status 2"
-STARNN_UNET_INJECT_INF_STEP=3 "$unet" train --precision amp-bf16 > /dev/null 2>&1
-[ $? = 2 ] || fail "an injected Inf without loss scaling not refused with status 2"
+if [ $hooks = yes ]; then
+	STARNN_UNET_INJECT_INF_STEP=3 "$unet" train --precision amp-bf16 > /dev/null 2>&1
+	[ $? = 2 ] || fail "an injected Inf without loss scaling not refused with status 2"
+fi
 exit $status

@@ -140,13 +140,13 @@ int main(int argc, char **argv)
 	struct starnn_config cfg;
 	starnn_config_init(&cfg);
 	cfg.quiet = 1;
-	cfg.config_hash = starnn_dist_hash_args(argc, argv);
+	cfg.config_hash = starnn_launch_hash_args(argc, argv);
 	if (starnn_init(&cfg) < 0) {
 		fprintf(stderr, "starnn_init: %s\n", starnn_last_error());
 		return 1;
 	}
-	int rank = starnn_dist_rank(), n = starnn_dist_size();
-	printf("rank %d of %d%s%s\n", rank, n, starnn_dist_active() ? ": " : "", starnn_dist_summary());
+	int rank = starnn_launch_rank(), n = starnn_launch_size();
+	printf("rank %d of %d%s%s\n", rank, n, starnn_launch_mpi() ? ": " : "", starnn_launch_summary());
 	const struct shape shapes[] = {
 		{1, {1}},       {1, {7}},        {1, {1000}},        {2, {3, 5}},
 		{2, {1, 129}},  {2, {257, 3}},   {4, {5, 3, 3, 3}},  {4, {17, 4, 7, 9}},

@@ -1,21 +1,27 @@
-/* Checkpoints of models/unet in HDF5.
+/* The checkpoint format: a training run in one HDF5 file.
  *
  * One dataset per tensor, named by its path in the model ("enc0/conv1/weight",
- * "enc0/bn1/running_mean", ...), stored in PyTorch / ONNX layouts (conv
- * weights OIHW, transposed conv IOHW; the model's tensors already use them),
- * fp32. Optimizer state is stored under "optimizer/<param path>/<slot>"
- * (e.g. "optimizer/enc0/conv1/weight/exp_avg"), plus scalar attributes.
- * Architecture and training state are root attributes (integers, doubles,
- * strings). Files are written atomically: a temporary file in the same
- * directory, fsync, rename; a failure leaves no partial file. */
-#ifndef STARNN_SEVIR_CHECKPOINT_H
-#define STARNN_SEVIR_CHECKPOINT_H
+ * "enc0/bn1/running_mean", ...), stored in PyTorch / ONNX layouts (a model's
+ * tensors already use them), fp32. Optimizer state is stored under
+ * "optimizer/<param path>/<slot>" (e.g. "optimizer/enc0/conv1/weight/exp_avg"),
+ * plus scalar attributes. The model's architecture and the run's training
+ * state are root attributes (integers, doubles, strings): the trainer
+ * (runtime/train/trainer.h) writes and reads those of every run, the model
+ * its own (a format name and version, its architecture, its data). Files
+ * are written atomically (runtime/train/atomic.h): a temporary file in the
+ * same directory, fsync, rename; a failure leaves no partial file. Reading
+ * validates what it reads: types, shapes, finite values, string lengths. */
+#ifndef STARNN_TRAIN_CHECKPOINT_H
+#define STARNN_TRAIN_CHECKPOINT_H
 
-#include <hdf5.h>
 #include <stddef.h>
 #include <stdint.h>
 
 #include "runtime/core/tensor.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
 
 struct ckpt_entry {
 	const char *path;        /* dataset path, '/'-separated */
@@ -48,8 +54,8 @@ int ckpt_has_attr(ckpt_file *f, const char *name); /* root attribute exists (att
  * (message names the path, both shapes). */
 int ckpt_read_tensor(ckpt_file *f, const char *path, starnn_tensor *t);
 
-/* ---- Extensions (additive): the reader without a file name or StarPU,
- * for the fuzz harness (tests/fuzz/checkpoint.c) ----
+/* ---- The reader without a file name or StarPU, for the fuzz harness
+ * (tests/fuzz/checkpoint.c) ----
  *
  * ckpt_open on an HDF5 file already open (hid_t `fid`, e.g. a file image):
  * takes it over (closed by ckpt_close, or on failure); `name` names it in
@@ -62,58 +68,7 @@ int ckpt_read_f32(ckpt_file *f, const char *path, const char *tensor_name, int n
 /* Longest fixed-length string attribute read (the file gives the length). */
 #define CKPT_MAX_STRING (1 << 20)
 
-/* ---- Extensions (additive): helpers shared with output.c ----
- *
- * Atomic creation of a file: a temporary "<file>.tmp.XXXXXX" in the same
- * directory (mode 0666 less the umask), written by the caller (by its
- * name or its descriptor; HDF5 files with ckpt_atomic_h5create), then
- * commit: fsync, rename over `file`, close, fsync of the directory. Any
- * failure of commit, or abort, removes the temporary file: `file` is
- * either untouched or complete.
- * The writer holds a lock on its temporary until after the rename, so a
- * temporary nobody holds locked was left by a writer that died (SIGKILL,
- * a crash, a power cut): begin removes those of `file` (the same
- * "<file>.tmp." prefix and a 6-letter suffix; never a live writer's) and
- * says so in one line on stderr. */
-struct ckpt_atomic {
-	char *file, *tmp;
-	int fd;
-};
-int ckpt_atomic_begin(struct ckpt_atomic *a, const char *file);
-/* The same, removing stale temporaries only if remove_stale: the scan reads
- * the whole directory, too much for each of thousands of pictures in one. */
-int ckpt_atomic_begin_opt(struct ckpt_atomic *a, const char *file, int remove_stale);
-int ckpt_atomic_commit(struct ckpt_atomic *a);
-void ckpt_atomic_abort(struct ckpt_atomic *a);
-/* H5Fcreate of the temporary (HDF5's own file locking off: the temporary
- * is private and our lock guards it); < 0 on failure, with HDF5's reason
- * in why. */
-hid_t ckpt_atomic_h5create(struct ckpt_atomic *a, char *why, size_t size);
-/* For an HDF5 file being abandoned after a failed write (a full disk, the
- * file size limit): its remaining writes go to an anonymous file in memory.
- * HDF5 1.10 cannot close a dataset or a file whose flush fails, and such a
- * half-closed file crashes the library's clean-up at exit (H5F__close_cb);
- * after this the closes succeed, except under a file size limit smaller
- * than the file (HDF5 truncates it to its full size at close): a program
- * that may write files then calls H5dont_atexit() first (models/unet does).
- * The file's contents are lost: for temporaries only, before their
- * removal. Clears HDF5's error stack. */
-void ckpt_h5_discard(hid_t fid);
-
-/* Test hook: with STARNN_TEST_WRITE_PAUSE_MS=N in the environment (1 to
- * 60000), sleeps N ms; ckpt_write calls it once half the datasets are
- * written and ckpt_atomic_commit between the fsync and the rename, so that
- * a test can kill the writer in the middle of a write
- * (tests/models/unet_kill.sh). Otherwise it does nothing. */
-void ckpt_test_pause(void);
-
-/* HDF5 error handling of this thread: stops HDF5 from printing its error
- * stack (call before HDF5 calls), and the reason of the last HDF5 failure
- * (innermost message of the stack, which is then cleared) into buf. */
-void ckpt_hdf5_quiet(void);
-const char *ckpt_hdf5_reason(char *buf, size_t size);
-
-/* ---- Extension (additive): the mixed-precision training state ----
+/* ---- The mixed-precision training state ----
  *
  * Root attributes of a checkpoint (models/unet format_version 2):
  *   precision                 "fp32", "amp-fp16" or "amp-bf16": the compute
@@ -150,4 +105,7 @@ int ckpt_amp_attrs(const struct ckpt_amp *a, struct ckpt_attr *attrs, int *n);
  * incomplete set: STARNN_EINVAL naming the attribute. */
 int ckpt_get_amp(ckpt_file *f, struct ckpt_amp *a);
 
+#ifdef __cplusplus
+}
+#endif
 #endif

@@ -15,6 +15,7 @@
 
 #include <hdf5.h>
 
+#include "models/sevir/h5.h"
 #include "models/sevir/internal.h"
 #include "runtime/base/error.h"
 
@@ -100,20 +101,6 @@ static hid_t create_nhwc(hid_t file, const char *name, hid_t type, int n, int si
 	H5Pclose(dcpl);
 	H5Sclose(sp);
 	return ds;
-}
-
-static herr_t write_row(hid_t ds, int64_t row, int size, int frames, hid_t memtype, const void *buf)
-{
-	hsize_t start[4] = {(hsize_t)row, 0, 0, 0};
-	hsize_t count[4] = {1, (hsize_t)size, (hsize_t)size, (hsize_t)frames};
-	hid_t fs = H5Dget_space(ds);
-	hid_t ms = H5Screate_simple(4, count, NULL);
-	herr_t e = H5Sselect_hyperslab(fs, H5S_SELECT_SET, start, NULL, count, NULL);
-	if (e >= 0)
-		e = H5Dwrite(ds, memtype, ms, fs, H5P_DEFAULT, buf);
-	H5Sclose(ms);
-	H5Sclose(fs);
-	return e;
 }
 
 /* Events of the raw writer: which ones have missing data (listed with pct_missing > 0). */
@@ -258,7 +245,7 @@ int sevir_write_raw(const char *h5_path, const char *catalog_path, int nevents, 
 			}
 		dmin[e] = lo;
 		dmax[e] = hi;
-		if (write_row(vil, e, size, SEVIR_FRAMES, H5T_NATIVE_UCHAR, hwc) < 0) {
+		if (sevir_h5_write_block(vil, H5T_NATIVE_UCHAR, e, 0, 0, size, SEVIR_FRAMES, hwc) < 0) {
 			rc = starnn_error(STARNN_EIO, "%s: cannot write `vil` event %d", h5_path, e);
 			goto out;
 		}
@@ -371,8 +358,8 @@ int sevir_write_prepared(const char *h5_path, int nsamples, int size, uint64_t s
 			for (int f = 0; f < SEVIR_OUT_FRAMES; f++)
 				out[p * SEVIR_OUT_FRAMES + f] = frames[(size_t)(SEVIR_IN_FRAMES + f) * nn + p];
 		}
-		if (write_row(dsi, i, size, SEVIR_IN_FRAMES, H5T_NATIVE_FLOAT, in) < 0 ||
-		    write_row(dso, i, size, SEVIR_OUT_FRAMES, H5T_NATIVE_FLOAT, out) < 0) {
+		if (sevir_h5_write_block(dsi, H5T_NATIVE_FLOAT, i, 0, 0, size, SEVIR_IN_FRAMES, in) < 0 ||
+		    sevir_h5_write_block(dso, H5T_NATIVE_FLOAT, i, 0, 0, size, SEVIR_OUT_FRAMES, out) < 0) {
 			rc = starnn_error(STARNN_EIO, "%s: cannot write sample %d", h5_path, i);
 			goto out;
 		}

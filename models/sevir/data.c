@@ -68,18 +68,7 @@ void sevir_close(sevir_data *d)
 	read_bufs_free(d->bufs);
 	free(d->mem_in);
 	free(d->mem_out);
-	H5E_BEGIN_TRY
-	{
-		if (d->vil > 0)
-			H5Dclose(d->vil);
-		if (d->in > 0)
-			H5Dclose(d->in);
-		if (d->out > 0)
-			H5Dclose(d->out);
-		if (d->file > 0)
-			H5Fclose(d->file);
-	}
-	H5E_END_TRY;
+	SEVIR_H5_CLOSE(d->vil, d->in, d->out, d->file);
 	if (d->ids)
 		for (int64_t i = 0; i < d->nrows; i++)
 			free(d->ids[i]);
@@ -225,11 +214,7 @@ int sevir_open_hdf5(sevir_data **out, const struct sevir_options *o, hid_t file,
 	sevir_data *d;
 	int rc = data_new(&d, o);
 	if (rc) {
-		H5E_BEGIN_TRY
-		{
-			H5Fclose(file);
-		}
-		H5E_END_TRY;
+		SEVIR_H5_CLOSE(file);
 		return rc;
 	}
 	d->file = file;

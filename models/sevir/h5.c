@@ -105,3 +105,31 @@ herr_t sevir_h5_write_block(hid_t ds, hid_t mem_type, int64_t row, int oy, int o
 {
 	return block_io(ds, mem_type, row, oy, ox, r, frames, NULL, buf);
 }
+
+void sevir_h5_close(int n, const hid_t *ids)
+{
+	H5E_BEGIN_TRY
+	{
+		for (int i = 0; i < n; i++) {
+			if (ids[i] < 0)
+				continue;
+			switch (H5Iget_type(ids[i])) {
+			case H5I_FILE:
+				H5Fclose(ids[i]);
+				break;
+			case H5I_DATASET:
+				H5Dclose(ids[i]);
+				break;
+			case H5I_DATASPACE:
+				H5Sclose(ids[i]);
+				break;
+			case H5I_DATATYPE:
+				H5Tclose(ids[i]);
+				break;
+			default: /* not a handle of ours (or closed already) */
+				break;
+			}
+		}
+	}
+	H5E_END_TRY;
+}

@@ -33,4 +33,12 @@ herr_t sevir_h5_read_block(hid_t ds, hid_t mem_type, int64_t row, int oy, int ox
 herr_t sevir_h5_write_block(hid_t ds, hid_t mem_type, int64_t row, int oy, int ox, int r, int frames,
                             const void *buf);
 
+/* Closes each of the n handles that is open (a file, dataset, dataspace or
+ * datatype; < 0: none), HDF5's messages silenced: the cleanup after an
+ * error as after success. SEVIR_H5_CLOSE(a, b, ...) closes a, b, ... in
+ * that order. */
+void sevir_h5_close(int n, const hid_t *ids);
+#define SEVIR_H5_CLOSE(...) \
+	sevir_h5_close((int)(sizeof((hid_t[]){__VA_ARGS__}) / sizeof(hid_t)), (hid_t[]){__VA_ARGS__})
+
 #endif

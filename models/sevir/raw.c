@@ -87,11 +87,7 @@ static int read_ids(sevir_data *d)
 out:
 	free(fixed);
 	free(var);
-	if (mem >= 0)
-		H5Tclose(mem);
-	if (type >= 0)
-		H5Tclose(type);
-	H5Dclose(ds);
+	SEVIR_H5_CLOSE(mem, type, ds);
 	return rc;
 }
 

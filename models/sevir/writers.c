@@ -293,20 +293,7 @@ int sevir_write_raw(const char *h5_path, const char *catalog_path, int nevents, 
 	rc = write_catalog(catalog_path, basename(base), nevents, seed, dmin, dmax, missing, size);
 	free(base);
 out:
-	H5E_BEGIN_TRY
-	{
-		if (id >= 0)
-			H5Dclose(id);
-		if (vil >= 0)
-			H5Dclose(vil);
-		if (sp >= 0)
-			H5Sclose(sp);
-		if (st >= 0)
-			H5Tclose(st);
-		if (file >= 0)
-			H5Fclose(file);
-	}
-	H5E_END_TRY;
+	SEVIR_H5_CLOSE(id, vil, sp, st, file);
 	tmp_discard(&t);
 	free(frames);
 	free(hwc);
@@ -375,16 +362,7 @@ int sevir_write_prepared(const char *h5_path, int nsamples, int size, uint64_t s
 	file = -1;
 	rc = tmp_commit(&t);
 out:
-	H5E_BEGIN_TRY
-	{
-		if (dsi >= 0)
-			H5Dclose(dsi);
-		if (dso >= 0)
-			H5Dclose(dso);
-		if (file >= 0)
-			H5Fclose(file);
-	}
-	H5E_END_TRY;
+	SEVIR_H5_CLOSE(dsi, dso, file);
 	tmp_discard(&t);
 	free(frames);
 	free(in);

@@ -94,13 +94,44 @@ static hid_t create_nhwc(hid_t file, const char *name, hid_t type, int n, int si
 	hsize_t dims[4] = {(hsize_t)n, (hsize_t)size, (hsize_t)size, (hsize_t)frames};
 	hsize_t c = size < 64 ? (hsize_t)size : 64;
 	hsize_t chunk[4] = {1, c, c, (hsize_t)frames};
-	hid_t sp = H5Screate_simple(4, dims, NULL);
-	hid_t dcpl = H5Pcreate(H5P_DATASET_CREATE);
-	H5Pset_chunk(dcpl, 4, chunk);
-	hid_t ds = H5Dcreate2(file, name, type, sp, H5P_DEFAULT, dcpl, H5P_DEFAULT);
-	H5Pclose(dcpl);
-	H5Sclose(sp);
+	hid_t ds;
+	H5E_BEGIN_TRY
+	{
+		hid_t sp = H5Screate_simple(4, dims, NULL);
+		hid_t dcpl = H5Pcreate(H5P_DATASET_CREATE);
+		H5Pset_chunk(dcpl, 4, chunk);
+		ds = H5Dcreate2(file, name, type, sp, H5P_DEFAULT, dcpl, H5P_DEFAULT);
+		H5Pclose(dcpl);
+		H5Sclose(sp);
+	}
+	H5E_END_TRY;
 	return ds;
+}
+
+/* The HDF5 file of a writer: created at a temporary name beside h5_path
+ * (t), renamed over h5_path once complete (h5_commit). */
+static int h5_create(struct tmpfile *t, const char *h5_path, hid_t *file)
+{
+	STARNN_CHECK(tmp_create(t, h5_path));
+	H5E_BEGIN_TRY
+	{
+		*file = H5Fcreate(t->tmp, H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT);
+	}
+	H5E_END_TRY;
+	if (*file < 0)
+		return starnn_error(STARNN_EIO, "%s: cannot create the HDF5 file", h5_path);
+	return 0;
+}
+
+/* Flushes and closes *file (-1 after, whatever happens), then puts it in
+ * place (tmp_commit). */
+static int h5_commit(struct tmpfile *t, const char *h5_path, hid_t *file)
+{
+	int bad = H5Fflush(*file, H5F_SCOPE_GLOBAL) < 0 || H5Fclose(*file) < 0;
+	*file = -1;
+	if (bad)
+		return starnn_error(STARNN_EIO, "%s: cannot close the HDF5 file", h5_path);
+	return tmp_commit(t);
 }
 
 /* Events of the raw writer: which ones have missing data (listed with pct_missing > 0). */
@@ -209,15 +240,10 @@ int sevir_write_raw(const char *h5_path, const char *catalog_path, int nevents, 
 		rc = starnn_error(STARNN_ENOMEM, "sevir_write_raw: out of memory");
 		goto out;
 	}
-	rc = tmp_create(&t, h5_path);
+	rc = h5_create(&t, h5_path, &file);
 	if (rc)
 		goto out;
-	H5E_BEGIN_TRY
-	{
-		file = H5Fcreate(t.tmp, H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT);
-		vil = file < 0 ? -1 : create_nhwc(file, "vil", H5T_STD_U8LE, nevents, size, SEVIR_FRAMES);
-	}
-	H5E_END_TRY;
+	vil = create_nhwc(file, "vil", H5T_STD_U8LE, nevents, size, SEVIR_FRAMES);
 	if (vil < 0) {
 		rc = starnn_error(STARNN_EIO, "%s: cannot create the HDF5 file", h5_path);
 		goto out;
@@ -276,13 +302,7 @@ int sevir_write_raw(const char *h5_path, const char *catalog_path, int nevents, 
 	id = -1;
 	H5Dclose(vil);
 	vil = -1;
-	if (H5Fflush(file, H5F_SCOPE_GLOBAL) < 0 || H5Fclose(file) < 0) {
-		file = -1;
-		rc = starnn_error(STARNN_EIO, "%s: cannot close the HDF5 file", h5_path);
-		goto out;
-	}
-	file = -1;
-	rc = tmp_commit(&t);
+	rc = h5_commit(&t, h5_path, &file);
 	if (rc)
 		goto out;
 	char *base = strdup(h5_path);
@@ -322,16 +342,11 @@ int sevir_write_prepared(const char *h5_path, int nsamples, int size, uint64_t s
 		rc = starnn_error(STARNN_ENOMEM, "sevir_write_prepared: out of memory");
 		goto out;
 	}
-	rc = tmp_create(&t, h5_path);
+	rc = h5_create(&t, h5_path, &file);
 	if (rc)
 		goto out;
-	H5E_BEGIN_TRY
-	{
-		file = H5Fcreate(t.tmp, H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT);
-		dsi = file < 0 ? -1 : create_nhwc(file, "IN", H5T_IEEE_F32LE, nsamples, size, SEVIR_IN_FRAMES);
-		dso = file < 0 ? -1 : create_nhwc(file, "OUT", H5T_IEEE_F32LE, nsamples, size, SEVIR_OUT_FRAMES);
-	}
-	H5E_END_TRY;
+	dsi = create_nhwc(file, "IN", H5T_IEEE_F32LE, nsamples, size, SEVIR_IN_FRAMES);
+	dso = create_nhwc(file, "OUT", H5T_IEEE_F32LE, nsamples, size, SEVIR_OUT_FRAMES);
 	if (dsi < 0 || dso < 0) {
 		rc = starnn_error(STARNN_EIO, "%s: cannot create the HDF5 file", h5_path);
 		goto out;
@@ -354,13 +369,7 @@ int sevir_write_prepared(const char *h5_path, int nsamples, int size, uint64_t s
 	H5Dclose(dsi);
 	H5Dclose(dso);
 	dsi = dso = -1;
-	if (H5Fflush(file, H5F_SCOPE_GLOBAL) < 0 || H5Fclose(file) < 0) {
-		file = -1;
-		rc = starnn_error(STARNN_EIO, "%s: cannot close the HDF5 file", h5_path);
-		goto out;
-	}
-	file = -1;
-	rc = tmp_commit(&t);
+	rc = h5_commit(&t, h5_path, &file);
 out:
 	SEVIR_H5_CLOSE(dsi, dso, file);
 	tmp_discard(&t);

@@ -4,16 +4,15 @@
  * prepared.c) brought to size (crop or block average) and normalised into
  * NCHW batches. */
 #define _GNU_SOURCE
-#include <errno.h>
 #include <libgen.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 
 #include <hdf5.h>
 
+#include "models/sevir/h5.h"
 #include "models/sevir/internal.h"
 #include "runtime/base/error.h"
 
@@ -69,18 +68,7 @@ void sevir_close(sevir_data *d)
 	read_bufs_free(d->bufs);
 	free(d->mem_in);
 	free(d->mem_out);
-	H5E_BEGIN_TRY
-	{
-		if (d->vil > 0)
-			H5Dclose(d->vil);
-		if (d->in > 0)
-			H5Dclose(d->in);
-		if (d->out > 0)
-			H5Dclose(d->out);
-		if (d->file > 0)
-			H5Fclose(d->file);
-	}
-	H5E_END_TRY;
+	SEVIR_H5_CLOSE(d->vil, d->in, d->out, d->file);
 	if (d->ids)
 		for (int64_t i = 0; i < d->nrows; i++)
 			free(d->ids[i]);
@@ -89,51 +77,6 @@ void sevir_close(sevir_data *d)
 	free(d->path);
 	free(d->catalog);
 	free(d);
-}
-
-/* Shape and type of a dataset: rank, dims; class and size of its type. */
-int sevir_dataset_shape(const sevir_data *d, hid_t ds, const char *name, int want_rank, hsize_t *dims)
-{
-	hid_t sp = H5Dget_space(ds);
-	if (sp < 0)
-		return starnn_error(STARNN_EIO, "%s: cannot read the dataspace of `%s`", d->path, name);
-	int rank = H5Sget_simple_extent_ndims(sp);
-	if (rank != want_rank) {
-		H5Sclose(sp);
-		return starnn_error(STARNN_EINVAL, "%s: dataset `%s` has rank %d, expected %d", d->path, name, rank,
-		                    want_rank);
-	}
-	H5Sget_simple_extent_dims(sp, dims, NULL);
-	H5Sclose(sp);
-	return 0;
-}
-
-int sevir_open_dataset(sevir_data *d, const char *name, hid_t *out)
-{
-	H5E_BEGIN_TRY
-	{
-		*out = H5Dopen2(d->file, name, H5P_DEFAULT);
-	}
-	H5E_END_TRY;
-	if (*out < 0)
-		return starnn_error(STARNN_EIO, "%s: cannot open dataset `%s`", d->path, name);
-	return 0;
-}
-
-static int has_dataset(hid_t file, const char *name)
-{
-	htri_t r;
-	H5E_BEGIN_TRY
-	{
-		r = H5Lexists(file, name, H5P_DEFAULT);
-		if (r > 0) {
-			H5O_info_t info;
-			if (H5Oget_info_by_name(file, name, &info, H5P_DEFAULT) < 0 || info.type != H5O_TYPE_DATASET)
-				r = 0;
-		}
-	}
-	H5E_END_TRY;
-	return r > 0;
 }
 
 /* A source of the options, before its data is looked at. */
@@ -167,7 +110,7 @@ static int data_new(sevir_data **out, const struct sevir_options *o)
 /* The kind of the open HDF5 file d->file, told by its datasets, and its checks. */
 static int open_file_kind(sevir_data *d, const struct sevir_options *o)
 {
-	if (has_dataset(d->file, "vil")) {
+	if (sevir_h5_has_dataset(d->file, "vil")) {
 		d->kind = KIND_RAW;
 		if (o->catalog) {
 			d->catalog = strdup(o->catalog);
@@ -181,7 +124,7 @@ static int open_file_kind(sevir_data *d, const struct sevir_options *o)
 			return starnn_error(STARNN_ENOMEM, "out of memory");
 		return sevir_open_raw(d);
 	}
-	if (has_dataset(d->file, "IN") || has_dataset(d->file, "OUT")) {
+	if (sevir_h5_has_dataset(d->file, "IN") || sevir_h5_has_dataset(d->file, "OUT")) {
 		d->kind = KIND_PREPARED;
 		return sevir_open_prepared(d);
 	}
@@ -247,30 +190,9 @@ int sevir_open(sevir_data **out, const struct sevir_options *o)
 			rc = starnn_error(STARNN_ENOMEM, "out of memory");
 			goto fail;
 		}
-		struct stat st;
-		if (stat(o->path, &st) != 0) {
-			rc = starnn_error(STARNN_EIO, "%s: %s", o->path, strerror(errno));
+		rc = sevir_h5_open_file(o->path, &d->file);
+		if (rc)
 			goto fail;
-		}
-		if (!S_ISREG(st.st_mode)) {
-			rc = starnn_error(STARNN_EIO, "%s: not a regular file", o->path);
-			goto fail;
-		}
-		htri_t is;
-		H5E_BEGIN_TRY
-		{
-			is = H5Fis_hdf5(o->path);
-			d->file = is > 0 ? H5Fopen(o->path, H5F_ACC_RDONLY, H5P_DEFAULT) : -1;
-		}
-		H5E_END_TRY;
-		if (is <= 0) {
-			rc = starnn_error(STARNN_EIO, "%s: not an HDF5 file", o->path);
-			goto fail;
-		}
-		if (d->file < 0) {
-			rc = starnn_error(STARNN_EIO, "%s: cannot open the HDF5 file", o->path);
-			goto fail;
-		}
 		rc = open_file_kind(d, o);
 		if (rc)
 			goto fail;
@@ -292,11 +214,7 @@ int sevir_open_hdf5(sevir_data **out, const struct sevir_options *o, hid_t file,
 	sevir_data *d;
 	int rc = data_new(&d, o);
 	if (rc) {
-		H5E_BEGIN_TRY
-		{
-			H5Fclose(file);
-		}
-		H5E_END_TRY;
+		SEVIR_H5_CLOSE(file);
 		return rc;
 	}
 	d->file = file;

@@ -1,6 +1,9 @@
 /* The internal interface of the SEVIR data code (not for users of sevir.h).
  * One file per job, so that each parser is a unit that a reader, a test or
- * a fuzz harness (tests/fuzz/) can take on its own:
+ * a fuzz harness (tests/fuzz/) can take on its own; listed from the bottom
+ * up (a file calls only the files above it in this list):
+ *   h5.c        HDF5 helpers: open a file and its datasets, check a rank,
+ *               read or write a row's block (h5.h; knows no sevir_data)
  *   synth.c     the synthetic generator
  *   catalog.c   CATALOG.csv: which rows of a raw file are events of the split
  *   raw.c       raw SEVIR event files (`vil` N x H x W x 49 uint8, `id`)
@@ -104,19 +107,6 @@ static inline const char *sevir_split_name(enum sevir_split s)
 	return s == SEVIR_TEST ? "test" : "train";
 }
 
-/* ---- data.c */
-
-/* Rank and dims of a dataset (message names the file and the dataset). */
-int sevir_dataset_shape(const sevir_data *d, hid_t ds, const char *name, int want_rank, hsize_t *dims);
-int sevir_open_dataset(sevir_data *d, const char *name, hid_t *out);
-/* sevir_open on an HDF5 file already open (a file image in the fuzz
- * harnesses): takes `file` over (closed by sevir_close, or on failure);
- * o->path only names it in messages. A raw file's catalog is read from
- * catalog_text[0..catalog_len) when catalog_text is not NULL, else from the
- * file o->catalog (default: CATALOG.csv beside o->path). */
-int sevir_open_hdf5(sevir_data **out, const struct sevir_options *o, hid_t file, const char *catalog_text,
-                    size_t catalog_len);
-
 /* ---- catalog.c */
 
 /* d->rows, d->nevents: the events of d->split in d->catalog (or
@@ -155,5 +145,15 @@ int sevir_open_prepared(sevir_data *d);
  * when norm. */
 int sevir_prepared_read_frames(const sevir_data *d, int64_t row, int oy, int ox, int r, float *buf, int norm,
                                float *in, float *out);
+
+/* ---- data.c */
+
+/* sevir_open on an HDF5 file already open (a file image in the fuzz
+ * harnesses): takes `file` over (closed by sevir_close, or on failure);
+ * o->path only names it in messages. A raw file's catalog is read from
+ * catalog_text[0..catalog_len) when catalog_text is not NULL, else from the
+ * file o->catalog (default: CATALOG.csv beside o->path). */
+int sevir_open_hdf5(sevir_data **out, const struct sevir_options *o, hid_t file, const char *catalog_text,
+                    size_t catalog_len);
 
 #endif

@@ -6,6 +6,7 @@
 
 #include <hdf5.h>
 
+#include "models/sevir/h5.h"
 #include "models/sevir/internal.h"
 #include "runtime/base/error.h"
 
@@ -29,18 +30,7 @@ static int check_values(const sevir_data *d, const char *name, int64_t sample, c
 static int read_prepared_block(const sevir_data *d, hid_t ds, const char *name, int64_t row, int oy, int ox, int r,
                                int frames, float *out)
 {
-	hsize_t start[4] = {(hsize_t)row, (hsize_t)oy, (hsize_t)ox, 0};
-	hsize_t count[4] = {1, (hsize_t)r, (hsize_t)r, (hsize_t)frames};
-	hid_t fs = H5Dget_space(ds);
-	hid_t ms = H5Screate_simple(4, count, NULL);
-	herr_t e = fs < 0 || ms < 0 ? -1 : H5Sselect_hyperslab(fs, H5S_SELECT_SET, start, NULL, count, NULL);
-	if (e >= 0)
-		e = H5Dread(ds, H5T_NATIVE_FLOAT, ms, fs, H5P_DEFAULT, out);
-	if (ms >= 0)
-		H5Sclose(ms);
-	if (fs >= 0)
-		H5Sclose(fs);
-	if (e < 0)
+	if (sevir_h5_read_block(ds, H5T_NATIVE_FLOAT, row, oy, ox, r, frames, out) < 0)
 		return starnn_error(STARNN_EIO, "%s: cannot read `%s` sample %lld", d->path, name, (long long)row);
 	return check_values(d, name, row, out, (size_t)r * r * frames);
 }
@@ -57,11 +47,11 @@ double sevir_memory_max(void)
 
 int sevir_open_prepared(sevir_data *d)
 {
-	STARNN_CHECK(sevir_open_dataset(d, "IN", &d->in));
-	STARNN_CHECK(sevir_open_dataset(d, "OUT", &d->out));
+	STARNN_CHECK(sevir_h5_open_dataset(d->file, d->path, "IN", &d->in));
+	STARNN_CHECK(sevir_h5_open_dataset(d->file, d->path, "OUT", &d->out));
 	hsize_t di[4], dout[4];
-	STARNN_CHECK(sevir_dataset_shape(d, d->in, "IN", 4, di));
-	STARNN_CHECK(sevir_dataset_shape(d, d->out, "OUT", 4, dout));
+	STARNN_CHECK(sevir_h5_dataset_shape(d->in, d->path, "IN", 4, di));
+	STARNN_CHECK(sevir_h5_dataset_shape(d->out, d->path, "OUT", 4, dout));
 	const char *names[2] = {"IN", "OUT"};
 	hid_t ds[2] = {d->in, d->out};
 	for (int k = 0; k < 2; k++) {

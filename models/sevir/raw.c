@@ -7,18 +7,19 @@
 
 #include <hdf5.h>
 
+#include "models/sevir/h5.h"
 #include "models/sevir/internal.h"
 #include "runtime/base/error.h"
 
 static int read_ids(sevir_data *d)
 {
 	hid_t ds;
-	STARNN_CHECK(sevir_open_dataset(d, "id", &ds));
+	STARNN_CHECK(sevir_h5_open_dataset(d->file, d->path, "id", &ds));
 	int rc = 0;
 	hsize_t dims[1];
 	hid_t type = -1, mem = -1;
 	char *fixed = NULL, **var = NULL;
-	rc = sevir_dataset_shape(d, ds, "id", 1, dims);
+	rc = sevir_h5_dataset_shape(ds, d->path, "id", 1, dims);
 	if (rc)
 		goto out;
 	if ((int64_t)dims[0] != d->nrows) {
@@ -86,19 +87,15 @@ static int read_ids(sevir_data *d)
 out:
 	free(fixed);
 	free(var);
-	if (mem >= 0)
-		H5Tclose(mem);
-	if (type >= 0)
-		H5Tclose(type);
-	H5Dclose(ds);
+	SEVIR_H5_CLOSE(mem, type, ds);
 	return rc;
 }
 
 int sevir_open_raw(sevir_data *d)
 {
-	STARNN_CHECK(sevir_open_dataset(d, "vil", &d->vil));
+	STARNN_CHECK(sevir_h5_open_dataset(d->file, d->path, "vil", &d->vil));
 	hsize_t dims[4];
-	STARNN_CHECK(sevir_dataset_shape(d, d->vil, "vil", 4, dims));
+	STARNN_CHECK(sevir_h5_dataset_shape(d->vil, d->path, "vil", 4, dims));
 	hid_t type = H5Dget_type(d->vil);
 	int ok = H5Tget_class(type) == H5T_INTEGER && H5Tget_size(type) == 1 && H5Tget_sign(type) == H5T_SGN_NONE;
 	H5Tclose(type);
@@ -149,18 +146,7 @@ int sevir_raw_read_region(const sevir_data *d, int64_t event, int oy, int ox, in
 	 * makes HDF5 copy runs of T bytes); the transpose picks [t0, t0 + T) */
 	const size_t rr = (size_t)r * r;
 	const int F = d->frames;
-	hsize_t start[4] = {(hsize_t)event, (hsize_t)oy, (hsize_t)ox, 0};
-	hsize_t count[4] = {1, (hsize_t)r, (hsize_t)r, (hsize_t)F};
-	hid_t fs = H5Dget_space(d->vil);
-	hid_t ms = H5Screate_simple(4, count, NULL);
-	herr_t e = fs < 0 || ms < 0 ? -1 : H5Sselect_hyperslab(fs, H5S_SELECT_SET, start, NULL, count, NULL);
-	if (e >= 0)
-		e = H5Dread(d->vil, H5T_NATIVE_UCHAR, ms, fs, H5P_DEFAULT, buf);
-	if (ms >= 0)
-		H5Sclose(ms);
-	if (fs >= 0)
-		H5Sclose(fs);
-	if (e < 0)
+	if (sevir_h5_read_block(d->vil, H5T_NATIVE_UCHAR, event, oy, ox, r, F, buf) < 0)
 		return starnn_error(STARNN_EIO, "%s: cannot read `vil` row %lld", d->path, (long long)event);
 	for (size_t p = 0; p < rr; p++)
 		for (int t = t0; t < t0 + T; t++)

@@ -15,6 +15,7 @@
 
 #include <hdf5.h>
 
+#include "models/sevir/h5.h"
 #include "models/sevir/internal.h"
 #include "runtime/base/error.h"
 
@@ -93,27 +94,44 @@ static hid_t create_nhwc(hid_t file, const char *name, hid_t type, int n, int si
 	hsize_t dims[4] = {(hsize_t)n, (hsize_t)size, (hsize_t)size, (hsize_t)frames};
 	hsize_t c = size < 64 ? (hsize_t)size : 64;
 	hsize_t chunk[4] = {1, c, c, (hsize_t)frames};
-	hid_t sp = H5Screate_simple(4, dims, NULL);
-	hid_t dcpl = H5Pcreate(H5P_DATASET_CREATE);
-	H5Pset_chunk(dcpl, 4, chunk);
-	hid_t ds = H5Dcreate2(file, name, type, sp, H5P_DEFAULT, dcpl, H5P_DEFAULT);
-	H5Pclose(dcpl);
-	H5Sclose(sp);
+	hid_t ds;
+	H5E_BEGIN_TRY
+	{
+		hid_t sp = H5Screate_simple(4, dims, NULL);
+		hid_t dcpl = H5Pcreate(H5P_DATASET_CREATE);
+		H5Pset_chunk(dcpl, 4, chunk);
+		ds = H5Dcreate2(file, name, type, sp, H5P_DEFAULT, dcpl, H5P_DEFAULT);
+		H5Pclose(dcpl);
+		H5Sclose(sp);
+	}
+	H5E_END_TRY;
 	return ds;
 }
 
-static herr_t write_row(hid_t ds, int64_t row, int size, int frames, hid_t memtype, const void *buf)
+/* The HDF5 file of a writer: created at a temporary name beside h5_path
+ * (t), renamed over h5_path once complete (h5_commit). */
+static int h5_create(struct tmpfile *t, const char *h5_path, hid_t *file)
 {
-	hsize_t start[4] = {(hsize_t)row, 0, 0, 0};
-	hsize_t count[4] = {1, (hsize_t)size, (hsize_t)size, (hsize_t)frames};
-	hid_t fs = H5Dget_space(ds);
-	hid_t ms = H5Screate_simple(4, count, NULL);
-	herr_t e = H5Sselect_hyperslab(fs, H5S_SELECT_SET, start, NULL, count, NULL);
-	if (e >= 0)
-		e = H5Dwrite(ds, memtype, ms, fs, H5P_DEFAULT, buf);
-	H5Sclose(ms);
-	H5Sclose(fs);
-	return e;
+	STARNN_CHECK(tmp_create(t, h5_path));
+	H5E_BEGIN_TRY
+	{
+		*file = H5Fcreate(t->tmp, H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT);
+	}
+	H5E_END_TRY;
+	if (*file < 0)
+		return starnn_error(STARNN_EIO, "%s: cannot create the HDF5 file", h5_path);
+	return 0;
+}
+
+/* Flushes and closes *file (-1 after, whatever happens), then puts it in
+ * place (tmp_commit). */
+static int h5_commit(struct tmpfile *t, const char *h5_path, hid_t *file)
+{
+	int bad = H5Fflush(*file, H5F_SCOPE_GLOBAL) < 0 || H5Fclose(*file) < 0;
+	*file = -1;
+	if (bad)
+		return starnn_error(STARNN_EIO, "%s: cannot close the HDF5 file", h5_path);
+	return tmp_commit(t);
 }
 
 /* Events of the raw writer: which ones have missing data (listed with pct_missing > 0). */
@@ -222,15 +240,10 @@ int sevir_write_raw(const char *h5_path, const char *catalog_path, int nevents, 
 		rc = starnn_error(STARNN_ENOMEM, "sevir_write_raw: out of memory");
 		goto out;
 	}
-	rc = tmp_create(&t, h5_path);
+	rc = h5_create(&t, h5_path, &file);
 	if (rc)
 		goto out;
-	H5E_BEGIN_TRY
-	{
-		file = H5Fcreate(t.tmp, H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT);
-		vil = file < 0 ? -1 : create_nhwc(file, "vil", H5T_STD_U8LE, nevents, size, SEVIR_FRAMES);
-	}
-	H5E_END_TRY;
+	vil = create_nhwc(file, "vil", H5T_STD_U8LE, nevents, size, SEVIR_FRAMES);
 	if (vil < 0) {
 		rc = starnn_error(STARNN_EIO, "%s: cannot create the HDF5 file", h5_path);
 		goto out;
@@ -258,7 +271,7 @@ int sevir_write_raw(const char *h5_path, const char *catalog_path, int nevents, 
 			}
 		dmin[e] = lo;
 		dmax[e] = hi;
-		if (write_row(vil, e, size, SEVIR_FRAMES, H5T_NATIVE_UCHAR, hwc) < 0) {
+		if (sevir_h5_write_block(vil, H5T_NATIVE_UCHAR, e, 0, 0, size, SEVIR_FRAMES, hwc) < 0) {
 			rc = starnn_error(STARNN_EIO, "%s: cannot write `vil` event %d", h5_path, e);
 			goto out;
 		}
@@ -289,13 +302,7 @@ int sevir_write_raw(const char *h5_path, const char *catalog_path, int nevents, 
 	id = -1;
 	H5Dclose(vil);
 	vil = -1;
-	if (H5Fflush(file, H5F_SCOPE_GLOBAL) < 0 || H5Fclose(file) < 0) {
-		file = -1;
-		rc = starnn_error(STARNN_EIO, "%s: cannot close the HDF5 file", h5_path);
-		goto out;
-	}
-	file = -1;
-	rc = tmp_commit(&t);
+	rc = h5_commit(&t, h5_path, &file);
 	if (rc)
 		goto out;
 	char *base = strdup(h5_path);
@@ -306,20 +313,7 @@ int sevir_write_raw(const char *h5_path, const char *catalog_path, int nevents, 
 	rc = write_catalog(catalog_path, basename(base), nevents, seed, dmin, dmax, missing, size);
 	free(base);
 out:
-	H5E_BEGIN_TRY
-	{
-		if (id >= 0)
-			H5Dclose(id);
-		if (vil >= 0)
-			H5Dclose(vil);
-		if (sp >= 0)
-			H5Sclose(sp);
-		if (st >= 0)
-			H5Tclose(st);
-		if (file >= 0)
-			H5Fclose(file);
-	}
-	H5E_END_TRY;
+	SEVIR_H5_CLOSE(id, vil, sp, st, file);
 	tmp_discard(&t);
 	free(frames);
 	free(hwc);
@@ -348,16 +342,11 @@ int sevir_write_prepared(const char *h5_path, int nsamples, int size, uint64_t s
 		rc = starnn_error(STARNN_ENOMEM, "sevir_write_prepared: out of memory");
 		goto out;
 	}
-	rc = tmp_create(&t, h5_path);
+	rc = h5_create(&t, h5_path, &file);
 	if (rc)
 		goto out;
-	H5E_BEGIN_TRY
-	{
-		file = H5Fcreate(t.tmp, H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT);
-		dsi = file < 0 ? -1 : create_nhwc(file, "IN", H5T_IEEE_F32LE, nsamples, size, SEVIR_IN_FRAMES);
-		dso = file < 0 ? -1 : create_nhwc(file, "OUT", H5T_IEEE_F32LE, nsamples, size, SEVIR_OUT_FRAMES);
-	}
-	H5E_END_TRY;
+	dsi = create_nhwc(file, "IN", H5T_IEEE_F32LE, nsamples, size, SEVIR_IN_FRAMES);
+	dso = create_nhwc(file, "OUT", H5T_IEEE_F32LE, nsamples, size, SEVIR_OUT_FRAMES);
 	if (dsi < 0 || dso < 0) {
 		rc = starnn_error(STARNN_EIO, "%s: cannot create the HDF5 file", h5_path);
 		goto out;
@@ -371,8 +360,8 @@ int sevir_write_prepared(const char *h5_path, int nsamples, int size, uint64_t s
 			for (int f = 0; f < SEVIR_OUT_FRAMES; f++)
 				out[p * SEVIR_OUT_FRAMES + f] = frames[(size_t)(SEVIR_IN_FRAMES + f) * nn + p];
 		}
-		if (write_row(dsi, i, size, SEVIR_IN_FRAMES, H5T_NATIVE_FLOAT, in) < 0 ||
-		    write_row(dso, i, size, SEVIR_OUT_FRAMES, H5T_NATIVE_FLOAT, out) < 0) {
+		if (sevir_h5_write_block(dsi, H5T_NATIVE_FLOAT, i, 0, 0, size, SEVIR_IN_FRAMES, in) < 0 ||
+		    sevir_h5_write_block(dso, H5T_NATIVE_FLOAT, i, 0, 0, size, SEVIR_OUT_FRAMES, out) < 0) {
 			rc = starnn_error(STARNN_EIO, "%s: cannot write sample %d", h5_path, i);
 			goto out;
 		}
@@ -380,24 +369,9 @@ int sevir_write_prepared(const char *h5_path, int nsamples, int size, uint64_t s
 	H5Dclose(dsi);
 	H5Dclose(dso);
 	dsi = dso = -1;
-	if (H5Fflush(file, H5F_SCOPE_GLOBAL) < 0 || H5Fclose(file) < 0) {
-		file = -1;
-		rc = starnn_error(STARNN_EIO, "%s: cannot close the HDF5 file", h5_path);
-		goto out;
-	}
-	file = -1;
-	rc = tmp_commit(&t);
+	rc = h5_commit(&t, h5_path, &file);
 out:
-	H5E_BEGIN_TRY
-	{
-		if (dsi >= 0)
-			H5Dclose(dsi);
-		if (dso >= 0)
-			H5Dclose(dso);
-		if (file >= 0)
-			H5Fclose(file);
-	}
-	H5E_END_TRY;
+	SEVIR_H5_CLOSE(dsi, dso, file);
 	tmp_discard(&t);
 	free(frames);
 	free(in);

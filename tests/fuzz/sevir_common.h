@@ -6,6 +6,7 @@
 #include <string.h>
 
 #define STARNN_FUZZ_HDF5
+#include "models/sevir/h5.h"
 #include "models/sevir/internal.h"
 #include "tests/fuzz/fuzz.h"
 
@@ -39,7 +40,7 @@ static inline int fuzz_sevir_source(const uint8_t *data, size_t size, const stru
 	hsize_t want[2] = {d->kind == KIND_RAW ? SEVIR_FRAMES : (hsize_t)d->in_frames, (hsize_t)d->out_frames};
 	for (int k = 0; k < 2 && rc == 0; k++) {
 		hsize_t dims[4];
-		if (ds[k] >= 0 && sevir_dataset_shape(d, ds[k], "dataset", 4, dims) == 0 &&
+		if (ds[k] >= 0 && sevir_h5_dataset_shape(ds[k], d->path, "dataset", 4, dims) == 0 &&
 		    (dims[3] != want[k] || dims[1] != (hsize_t)d->native))
 			rc = FUZZ_FAIL("sevir_open accepted a dataset of %llu frames of %llux%llu for %llu of %dx%d",
 			               (unsigned long long)dims[3], (unsigned long long)dims[1], (unsigned long long)dims[2],

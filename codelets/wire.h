@@ -27,16 +27,15 @@
 #include <stdint.h>
 
 #include "runtime/core/tensor.h"
-#include "runtime/train/wire.h"
-/* After runtime/train/wire.h, which defines the same format enum: the
- * kernels, which tests and programs call directly. */
+/* The formats, their descriptors and the kernels (which tests and
+ * programs call directly). */
 #include "codelets/kernels/wire.h"
 
 #ifdef __cplusplus
 extern "C" {
 #endif
 
-/* The formats, their names, sizes and the ladder: runtime/train/wire.h. */
+/* The formats, their names, sizes and the ladder: codelets/kernels/wire.h. */
 
 /* Task submission. x: fp32, any shape (a view is fine), n = numel(x);
  * wire: u8 with numel(wire) = starnn_wire_bytes(f, n), contiguous. Errors

@@ -1,6 +1,6 @@
 /* The adaptive weight precision policy (AWP, Study 2: Zhuang, Malossi,
  * Casas, arXiv 2004.02297): each layer's weights travel in a wire format
- * of `bits` bits per value (runtime/train/wire.h's ladder: 8 -> 16 -> 24 -> 32),
+ * of `bits` bits per value (codelets/kernels/wire.h's ladder: 8 -> 16 -> 24 -> 32),
  * low precision early, more bits as the updates become small against the
  * weights; never fewer bits.
  *
@@ -22,7 +22,7 @@
 #ifndef STARNN_RUNTIME_AWP_H
 #define STARNN_RUNTIME_AWP_H
 
-#include "runtime/train/wire.h"
+#include "codelets/kernels/wire.h"
 
 #ifdef __cplusplus
 extern "C" {

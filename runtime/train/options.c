@@ -9,7 +9,7 @@
 
 #include "runtime/base/error.h"
 #include "runtime/train/options.h"
-#include "runtime/train/wire.h"
+#include "codelets/kernels/wire.h"
 
 /* ------------------------------------------------------------ messages and values */
 

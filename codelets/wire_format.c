@@ -1,10 +1,10 @@
-/* Wire format descriptors (runtime/train/wire.h). */
-#include <config.h>
+/* Wire format descriptors (declared in codelets/kernels/wire.h): plain C,
+ * no StarPU, so that option parsers and their fuzz harness can use them. */
 
 #include <string.h>
 
 #include "runtime/base/error.h"
-#include "runtime/train/wire.h"
+#include "codelets/kernels/wire.h"
 
 static const char *const wire_names[STARNN_WIRE_NFORMATS] = {
 	[STARNN_WIRE_FP32] = "fp32",   [STARNN_WIRE_TRUNC24] = "trunc24", [STARNN_WIRE_RNE24] = "rne24",

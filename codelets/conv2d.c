@@ -482,8 +482,8 @@ static void copy_pass_cpu(void *buffers[], const struct conv_args *a, starnn_dty
 	const void *pk = as_is ? copy : NULL;
 	if (!h.failed) {
 		if (sliced && a->backend == STARNN_CONV2D_DNNL)
-			done(starnn_conv2d_fwd_dnnl_sliced(&g, rdt, &a->routes, inw.ptr, inw.ld, ww.ptr, ww.ld, pk, a->o0, b + a->o0,
-			                                   outw.ptr, outw.ld));
+			done(starnn_conv2d_fwd_dnnl_sliced(&g, rdt, &a->routes, inw.ptr, inw.ld, ww.ptr, ww.ld, pk, a->o0,
+			                                   b + a->o0, outw.ptr, outw.ld));
 		else if (fwd)
 			fwd_run(a, rdt, 0, NULL, inw, ww, sliced ? NULL : pk, b, outw);
 		else
@@ -653,7 +653,8 @@ static int submit_bwd_data(starnn_tensor *dy, starnn_tensor *w, starnn_tensor *d
 	int rc = 0;
 	struct starnn_conv2d_geom g = geom_of(a);
 	starnn_tensor *wp =
-		whole_w ? starnn_conv2d_packed_copy(w, STARNN_CONV2D_BWD_DATA, &g, dt, &a->routes, dy->ld, dx->ld, a->beta, &rc)
+		whole_w ? starnn_conv2d_packed_copy(w, STARNN_CONV2D_BWD_DATA, &g, dt, &a->routes, dy->ld, dx->ld, a->beta,
+		                                    &rc)
 		        : NULL;
 	STARNN_CHECK(rc);
 	struct starnn_task_desc d = {.cl = wp ? bwd_data_packed_cls[dt] : bwd_data_cls[dt], .args = a,

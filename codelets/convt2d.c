@@ -96,8 +96,8 @@ static void bwd_data_run(const struct convt2d_args *a, starnn_dtype dt, int cuda
 		return;
 	}
 	if (a->backend == STARNN_CONV2D_DNNL)
-		report(starnn_convt2d_bwd_data_dnnl(n, c, o, h, wd, (size_t)a->xb, (size_t)a->yb, dt, &a->routes, w.ptr, w.ld, dy.ptr,
-		                                    dy.ld, a->beta, dx.ptr, dx.ld));
+		report(starnn_convt2d_bwd_data_dnnl(n, c, o, h, wd, (size_t)a->xb, (size_t)a->yb, dt, &a->routes, w.ptr, w.ld,
+		                                    dy.ptr, dy.ld, a->beta, dx.ptr, dx.ld));
 	else
 		report(starnn_convt2d_bwd_data_cpu(n, c, o, h, wd, w.ptr, w.ld, dy.ptr, dy.ld, a->beta, dx.ptr, dx.ld));
 }
@@ -121,8 +121,8 @@ static void bwd_weight_run(const struct convt2d_args *a, starnn_dtype dt, int cu
 		return;
 	}
 	/* the bias gradient in the same primitive */
-	report(starnn_convt2d_bwd_weight_dnnl_in(n, c, o, h, wd, (size_t)a->xb, (size_t)a->yb, dt, &a->routes, x.ptr, x.ld, dy.ptr,
-	                                         dy.ld, a->beta, dw.ptr, dw.ld, db.ptr, &a->dwl));
+	report(starnn_convt2d_bwd_weight_dnnl_in(n, c, o, h, wd, (size_t)a->xb, (size_t)a->yb, dt, &a->routes, x.ptr, x.ld,
+	                                         dy.ptr, dy.ld, a->beta, dw.ptr, dw.ld, db.ptr, &a->dwl));
 }
 
 #define BUF(i) starnn_buffer(buffers, i)
@@ -399,16 +399,16 @@ static void copy_pass_cpu(void *buffers[], const struct convt2d_args *a, starnn_
 	starnn_hw_begin(&hw, fwd ? "convt2d_fwd_sliced" : "convt2d_bwd_data_sliced", 0);
 	const starnn_dtype hdt = widen ? dt : STARNN_FP32; /* what starnn_hw_in widens (fp32: nothing) */
 	struct starnn_mat inw = starnn_hw_in(&hw, hdt, in, 1), outw = starnn_hw_in(&hw, hdt, out, beta != 0.0f);
-	const int as_is = !widen || (!hw.failed && starnn_convt2d_dnnl_sliced_ok(fwd, n, c, o, h, wd, xb, yb, &a->routes, inw.ld,
-	                                                                           w.ld, outw.ld, beta, copy, row0));
+	const int as_is = !widen || (!hw.failed && starnn_convt2d_dnnl_sliced_ok(fwd, n, c, o, h, wd, xb, yb, &a->routes,
+	                                                                           inw.ld, w.ld, outw.ld, beta, copy, row0));
 	struct starnn_mat ww = as_is ? w : starnn_hw_in(&hw, hdt, w, 1);
 	const starnn_dtype rdt = widen ? STARNN_FP32 : dt; /* what the kernel runs on */
 	const void *pk = as_is ? copy : NULL;
 	if (!hw.failed) {
-		report(fwd ? starnn_convt2d_fwd_dnnl_sliced(n, c, o, h, wd, xb, yb, rdt, &a->routes, inw.ptr, inw.ld, ww.ptr, ww.ld, pk,
-		                                            row0, b, outw.ptr, outw.ld)
-		           : starnn_convt2d_bwd_data_dnnl_sliced(n, c, o, h, wd, xb, yb, rdt, &a->routes, ww.ptr, ww.ld, pk, row0,
-		                                                 inw.ptr, inw.ld, beta, outw.ptr, outw.ld));
+		report(fwd ? starnn_convt2d_fwd_dnnl_sliced(n, c, o, h, wd, xb, yb, rdt, &a->routes, inw.ptr, inw.ld, ww.ptr,
+		                                            ww.ld, pk, row0, b, outw.ptr, outw.ld)
+		           : starnn_convt2d_bwd_data_dnnl_sliced(n, c, o, h, wd, xb, yb, rdt, &a->routes, ww.ptr, ww.ld, pk,
+		                                                 row0, inw.ptr, inw.ld, beta, outw.ptr, outw.ld));
 		starnn_hw_out(&hw, hdt, outw, out);
 	}
 	starnn_hw_end(&hw);

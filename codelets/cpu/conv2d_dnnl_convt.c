@@ -149,18 +149,30 @@ int starnn_convt2d_fwd_dnnl_sliced(size_t n, size_t c, size_t o, size_t h, size_
 	                              ldy);
 }
 
+/* The layout of the weights the forward (fwd 1: its 1x1 convolution [4o,
+ * c], a layout of the transpose of [c, o, 2, 2]) or the backward-data pass
+ * (its deconvolution: a layout of the rows c) reads, dy and dx dense,
+ * where runtime/base/types.h describes it. */
+static int convt_w_layout(int fwd, size_t n, size_t c, size_t o, size_t h, size_t w, size_t xb, size_t yb,
+                          starnn_dtype dt, const struct starnn_conv2d_routes *r, struct starnn_blocked_weights *L)
+{
+	memset(L, 0, sizeof *L);
+	if ((dt != STARNN_FP32 && dt != STARNN_BF16) || !n || !c || !o || !h || !w ||
+	    (fwd ? starnn_convt2d_direct(o, yb, dt, r) : starnn_convt2d_direct(c, xb, dt, r)))
+		return 0;
+	const struct starnn_conv2d_geom g = {n, c, o, h, w, 2, xb, yb, 0, 0, 0};
+	const size_t xs = c * h * w, ys = o * 4 * h * w;
+	const struct dnnl_conv key = fwd ? starnn_dnnl_key(1, STARNN_CONV2D_FWD, dt, &g, r, xs, o * 4, 1, 0.0f, ys)
+	                                 : starnn_dnnl_key(1, STARNN_CONV2D_BWD_DATA, dt, &g, r, ys, o * 4, 0, 0.0f, xs);
+	return starnn_dnnl_probe_layout(&key, 0, fwd, fwd ? starnn_dnnl_pack_layout : starnn_dnnl_deconv_layout, L,
+	                                NULL);
+}
+
 int starnn_convt2d_dnnl_fwd_layout(size_t n, size_t c, size_t o, size_t h, size_t w, size_t xb, size_t yb,
                                    starnn_dtype dt, const struct starnn_conv2d_routes *r,
                                    struct starnn_blocked_weights *L)
 {
-	memset(L, 0, sizeof *L);
-	if ((dt != STARNN_FP32 && dt != STARNN_BF16) || !n || !c || !o || !h || !w || starnn_convt2d_direct(o, yb, dt, r))
-		return 0;
-	const struct starnn_conv2d_geom g = {n, c, o, h, w, 2, xb, yb, 0, 0, 0};
-	const struct dnnl_conv key =
-		starnn_dnnl_key(1, STARNN_CONV2D_FWD, dt, &g, r, c * h * w, o * 4, 1, 0.0f, o * 4 * h * w);
-	/* (the 1x1 weights [4o, c]: of the transpose of [c, o, 2, 2]) */
-	return starnn_dnnl_probe_layout(&key, 0, 1, starnn_dnnl_pack_layout, L, NULL);
+	return convt_w_layout(1, n, c, o, h, w, xb, yb, dt, r, L);
 }
 
 int starnn_convt2d_bwd_data_dnnl(size_t n, size_t c, size_t o, size_t h, size_t w, size_t xb, size_t yb,
@@ -175,13 +187,7 @@ int starnn_convt2d_dnnl_bwd_data_layout(size_t n, size_t c, size_t o, size_t h, 
                                         starnn_dtype dt, const struct starnn_conv2d_routes *r,
                                         struct starnn_blocked_weights *L)
 {
-	memset(L, 0, sizeof *L);
-	if ((dt != STARNN_FP32 && dt != STARNN_BF16) || !n || !c || !o || !h || !w || starnn_convt2d_direct(c, xb, dt, r))
-		return 0;
-	const struct starnn_conv2d_geom g = {n, c, o, h, w, 2, xb, yb, 0, 0, 0};
-	const struct dnnl_conv key =
-		starnn_dnnl_key(1, STARNN_CONV2D_BWD_DATA, dt, &g, r, o * 4 * h * w, o * 4, 0, 0.0f, c * h * w);
-	return starnn_dnnl_probe_layout(&key, 0, 0, starnn_dnnl_deconv_layout, L, NULL);
+	return convt_w_layout(0, n, c, o, h, w, xb, yb, dt, r, L);
 }
 
 int starnn_convt2d_bwd_data_dnnl_sliced(size_t n, size_t c, size_t o, size_t h, size_t w, size_t xb, size_t yb,

@@ -12,15 +12,18 @@
 
 #include "codelets/cpu/conv2d_dnnl.h"
 
-/* The blocked weight layouts that runtime/base/types.h describes (fp32
- * OIhw8i8o, OIhw8o8i, OIhw16i16o, OIhw16o16i: what the AVX2 and AVX-512
- * fp32 kernels take; bf16 in pairs, ABcd8b16a2b and ABcd8a16b2a: what the
- * AVX512-BF16 kernels take) and their oneDNN tags. */
-static const struct {
+/* A blocked weight layout that runtime/base/types.h describes and its
+ * oneDNN tag. */
+struct layout_tag {
 	dnnl_format_tag_t tag;
 	dnnl_data_type_t type;
 	uint32_t ob, ib, i_inner, pair;
-} known_layouts[] = {{dnnl_ABcd8b8a, dnnl_f32, 8, 8, 0, 0},       {dnnl_ABcd8a8b, dnnl_f32, 8, 8, 1, 0},
+};
+
+/* A convolution's (fp32 OIhw8i8o, OIhw8o8i, OIhw16i16o, OIhw16o16i: what
+ * the AVX2 and AVX-512 fp32 kernels take; bf16 in pairs, ABcd8b16a2b and
+ * ABcd8a16b2a: what the AVX512-BF16 kernels take). */
+static const struct layout_tag known_layouts[] = {{dnnl_ABcd8b8a, dnnl_f32, 8, 8, 0, 0},       {dnnl_ABcd8a8b, dnnl_f32, 8, 8, 1, 0},
                      {dnnl_ABcd16b16a, dnnl_f32, 16, 16, 0, 0},    {dnnl_ABcd16a16b, dnnl_f32, 16, 16, 1, 0},
                      {dnnl_ABcd8b16a2b, dnnl_bf16, 16, 16, 0, 2}, {dnnl_ABcd8a16b2a, dnnl_bf16, 16, 16, 1, 2},
                      /* output channels alone in blocks, [O / ob][taps][I][ob] (inputs of a few channels:
@@ -28,31 +31,43 @@ static const struct {
                       * pairs for bf16, AcdB16a2b: [O / 16][taps][I / 2][16][2]) */
                      {dnnl_Acdb8a, dnnl_f32, 8, 0, 0, 0},          {dnnl_Acdb16a, dnnl_f32, 16, 0, 0, 0},
                      {dnnl_AcdB16a2b, dnnl_bf16, 16, 0, 0, 2}};
+#define NKNOWN (sizeof known_layouts / sizeof known_layouts[0])
 
 /* A transposed convolution's weights as oneDNN sees them are [o, c, 2, 2]
  * (wei_md), PyTorch's [c, o, 2, 2] transposed: its "BA" layouts, whose
  * outer blocks run over c then o, are the layouts above of PyTorch's
  * tensor (rows c, inner channels o), with the roles of a and b swapped. */
-static const struct {
-	dnnl_format_tag_t tag;
-	dnnl_data_type_t type;
-	uint32_t ob, ib, i_inner, pair;
-} deconv_layouts[] = {{dnnl_BAcd16a16b, dnnl_f32, 16, 16, 0, 0},
-                      {dnnl_BAcd16b16a, dnnl_f32, 16, 16, 1, 0},
-                      {dnnl_BAcd8a16b2a, dnnl_bf16, 16, 16, 0, 2}}; /* (oneDNN 2.6 has no 8-blocks of these) */
+static const struct layout_tag deconv_layouts[] = {
+	{dnnl_BAcd16a16b, dnnl_f32, 16, 16, 0, 0},
+	{dnnl_BAcd16b16a, dnnl_f32, 16, 16, 1, 0},
+	{dnnl_BAcd8a16b2a, dnnl_bf16, 16, 16, 0, 2}}; /* (oneDNN 2.6 has no 8-blocks of these) */
+#define NDECONV (sizeof deconv_layouts / sizeof deconv_layouts[0])
+
+/* The entry of the n layouts t whose tag describes md (4-D), or NULL. */
+static const struct layout_tag *layout_of(const dnnl_memory_desc_t *md, const struct layout_tag *t, size_t n)
+{
+	for (size_t k = 0; md->ndims == 4 && k < n; k++) {
+		dnnl_memory_desc_t ref;
+		if (md->data_type == t[k].type &&
+		    dnnl_memory_desc_init_by_tag(&ref, 4, md->dims, t[k].type, t[k].tag) == dnnl_success &&
+		    dnnl_memory_desc_equal(&ref, md))
+			return &t[k];
+	}
+	return NULL;
+}
 
 /* (kind 0: ib other than ob is one block of all the input channels,
  * Acdb<ob>a) */
 dnnl_format_tag_t starnn_dnnl_blocked_tag(int kind, size_t ob, size_t ib, size_t ii)
 {
 	if (kind) {
-		for (size_t k = 0; k < sizeof deconv_layouts / sizeof deconv_layouts[0]; k++)
+		for (size_t k = 0; k < NDECONV; k++)
 			if (deconv_layouts[k].type == dnnl_f32 && deconv_layouts[k].ob == ob && deconv_layouts[k].ib == ib &&
 			    deconv_layouts[k].i_inner == ii)
 				return deconv_layouts[k].tag;
 		return dnnl_format_tag_undef;
 	}
-	for (size_t k = 0; k < sizeof known_layouts / sizeof known_layouts[0]; k++)
+	for (size_t k = 0; k < NKNOWN; k++)
 		if (known_layouts[k].type == dnnl_f32 && known_layouts[k].ob == ob && known_layouts[k].i_inner == ii &&
 		    (known_layouts[k].ib == ib || (!known_layouts[k].ib && ib != ob)))
 			return known_layouts[k].tag;
@@ -91,21 +106,11 @@ static int pack_pass_ok(int pass)
 void starnn_dnnl_deconv_layout(const dnnl_memory_desc_t *md, struct starnn_blocked_weights *L)
 {
 	memset(L, 0, sizeof *L);
-	if (md->ndims != 4)
-		return;
-	for (size_t k = 0; k < sizeof deconv_layouts / sizeof deconv_layouts[0]; k++) {
-		dnnl_memory_desc_t ref;
-		if (md->data_type != deconv_layouts[k].type ||
-		    dnnl_memory_desc_init_by_tag(&ref, 4, md->dims, deconv_layouts[k].type, deconv_layouts[k].tag) !=
-		            dnnl_success ||
-		    !dnnl_memory_desc_equal(&ref, md))
-			continue;
+	const struct layout_tag *t = layout_of(md, deconv_layouts, NDECONV);
+	if (t)
 		*L = (struct starnn_blocked_weights){(uint32_t)md->dims[1], (uint32_t)md->dims[0],
-		                                     (uint32_t)(md->dims[2] * md->dims[3]), deconv_layouts[k].ob,
-		                                     deconv_layouts[k].ib, deconv_layouts[k].i_inner, 0, 0,
-		                                     deconv_layouts[k].pair, 0};
-		return;
-	}
+		                                     (uint32_t)(md->dims[2] * md->dims[3]), t->ob, t->ib, t->i_inner, 0, 0,
+		                                     t->pair, 0};
 }
 
 /* (md: one of known_layouts; a packed buffer's framing as header and
@@ -113,28 +118,22 @@ void starnn_dnnl_deconv_layout(const dnnl_memory_desc_t *md, struct starnn_block
 void starnn_dnnl_pack_layout(const dnnl_memory_desc_t *md, struct starnn_blocked_weights *L)
 {
 	memset(L, 0, sizeof *L);
-	if (md->ndims != 4)
+	const struct layout_tag *t = layout_of(md, known_layouts, NKNOWN);
+	if (!t)
 		return;
-	for (size_t k = 0; k < sizeof known_layouts / sizeof known_layouts[0]; k++) {
-		dnnl_memory_desc_t ref;
-		if (md->data_type != known_layouts[k].type ||
-		    dnnl_memory_desc_init_by_tag(&ref, 4, md->dims, known_layouts[k].type, known_layouts[k].tag) != dnnl_success ||
-		    !dnnl_memory_desc_equal(&ref, md))
-			continue;
-		*L = (struct starnn_blocked_weights){(uint32_t)md->dims[0],
-		                                     (uint32_t)md->dims[1],
-		                                     (uint32_t)(md->dims[2] * md->dims[3]),
-		                                     known_layouts[k].ob,
-		                                     known_layouts[k].ib ? known_layouts[k].ib
-		                                                          : (uint32_t)(md->dims[1] + (known_layouts[k].pair ? 1 : 0)) /
-		                                                                    (known_layouts[k].pair ? 2 : 1) *
-		                                                                    (known_layouts[k].pair ? 2 : 1),
-		                                     known_layouts[k].i_inner,
-		                                     (uint32_t)sizeof(dnnl_memory_desc_t),
-		                                     PACK_ALIGN,
-		                                     known_layouts[k].pair, 0};
-		return;
-	}
+	/* ib 0: one block of all the input channels, rounded up to pairs for
+	 * bf16 */
+	const uint32_t p = t->pair ? 2 : 1, ib = t->ib ? t->ib : ((uint32_t)md->dims[1] + p - 1) / p * p;
+	*L = (struct starnn_blocked_weights){(uint32_t)md->dims[0],
+	                                     (uint32_t)md->dims[1],
+	                                     (uint32_t)(md->dims[2] * md->dims[3]),
+	                                     t->ob,
+	                                     ib,
+	                                     t->i_inner,
+	                                     (uint32_t)sizeof(dnnl_memory_desc_t),
+	                                     PACK_ALIGN,
+	                                     t->pair,
+	                                     0};
 }
 
 size_t starnn_conv2d_dnnl_pack_bytes(enum starnn_conv2d_pass pass, const struct starnn_conv2d_geom *g,

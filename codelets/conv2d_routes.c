@@ -27,15 +27,10 @@ _Static_assert(STARNN_LAYOUT_BLOCKED == 1 && STARNN_LAYOUT_NHWC == 2 && STARNN_L
                "STARNN_LAYOUT's values");
 _Static_assert(STARNN_CUDA_HALF_WIDEN == 0 && STARNN_CUDA_HALF_NATIVE == 1, "STARNN_CUDA_HALF_CONV's values");
 
-static struct starnn_choice *setting(enum starnn_setting s)
-{
-	return starnn_setting(s);
-}
-
 int starnn_conv2d_settings_check(void)
 {
 	for (int s = 0; s < STARNN_NSETTINGS; s++)
-		STARNN_CHECK(starnn_choice_check(setting((enum starnn_setting)s)));
+		STARNN_CHECK(starnn_choice_check(starnn_setting((enum starnn_setting)s)));
 	return 0;
 }
 
@@ -44,7 +39,7 @@ int starnn_conv2d_settings_check(void)
 enum starnn_conv2d_backend starnn_conv2d_cpu_backend(void)
 {
 	/* (without oneDNN the setting's one value is im2col) */
-	return (enum starnn_conv2d_backend)starnn_choice_mode(setting(STARNN_SETTING_CONV2D_CPU));
+	return (enum starnn_conv2d_backend)starnn_choice_mode(starnn_setting(STARNN_SETTING_CONV2D_CPU));
 }
 
 int starnn_conv2d_cpu_backend_set(enum starnn_conv2d_backend b)
@@ -55,7 +50,8 @@ int starnn_conv2d_cpu_backend_set(enum starnn_conv2d_backend b)
 	if (b == STARNN_CONV2D_DNNL)
 		return starnn_error(STARNN_EINVAL, "conv2d: this starnn was built without oneDNN");
 #endif
-	return starnn_choice_set(setting(STARNN_SETTING_CONV2D_CPU), (int)b, STARNN_CONV2D_DNNL, "conv2d: CPU backend");
+	return starnn_choice_set(starnn_setting(STARNN_SETTING_CONV2D_CPU), (int)b, STARNN_CONV2D_DNNL,
+	                         "conv2d: CPU backend");
 }
 
 const char *starnn_conv2d_cpu_backend_name(enum starnn_conv2d_backend b)
@@ -67,41 +63,41 @@ const char *starnn_conv2d_cpu_backend_name(enum starnn_conv2d_backend b)
 
 int starnn_conv2d_wgrad_set(enum starnn_conv2d_wgrad mode)
 {
-	return starnn_choice_set(setting(STARNN_SETTING_CONV2D_WGRAD), (int)mode, STARNN_CONV2D_WGRAD_DIRECT,
+	return starnn_choice_set(starnn_setting(STARNN_SETTING_CONV2D_WGRAD), (int)mode, STARNN_CONV2D_WGRAD_DIRECT,
 	                         "conv2d: unknown weight-gradient route");
 }
 
 int starnn_conv2d_1x1_set(enum starnn_conv2d_1x1 mode)
 {
-	return starnn_choice_set(setting(STARNN_SETTING_CONV2D_1X1), (int)mode, STARNN_CONV2D_1X1_GEMM,
+	return starnn_choice_set(starnn_setting(STARNN_SETTING_CONV2D_1X1), (int)mode, STARNN_CONV2D_1X1_GEMM,
 	                         "conv2d: unknown 1x1 route");
 }
 
 int starnn_conv2d_nchw_in_set(enum starnn_conv2d_nchw_in mode)
 {
-	return starnn_choice_set(setting(STARNN_SETTING_CONV2D_NCHW_IN), (int)mode, STARNN_CONV2D_NCHW_IN_DIRECT,
+	return starnn_choice_set(starnn_setting(STARNN_SETTING_CONV2D_NCHW_IN), (int)mode, STARNN_CONV2D_NCHW_IN_DIRECT,
 	                         "conv2d: unknown NCHW-input route");
 }
 
 int starnn_conv2d_algo_set(enum starnn_conv2d_algo mode)
 {
-	return starnn_choice_set(setting(STARNN_SETTING_CONV2D_ALGO), (int)mode, STARNN_CONV2D_ALGO_WINOGRAD,
+	return starnn_choice_set(starnn_setting(STARNN_SETTING_CONV2D_ALGO), (int)mode, STARNN_CONV2D_ALGO_WINOGRAD,
 	                         "conv2d: unknown algorithm");
 }
 
 int starnn_convt2d_route_set(enum starnn_convt2d_route mode)
 {
-	return starnn_choice_set(setting(STARNN_SETTING_CONVT2D), (int)mode, STARNN_CONVT2D_DIRECT,
+	return starnn_choice_set(starnn_setting(STARNN_SETTING_CONVT2D), (int)mode, STARNN_CONVT2D_DIRECT,
 	                         "convt2d: unknown route");
 }
 
 void starnn_conv2d_routes_in_force(struct starnn_conv2d_routes *r)
 {
-	r->wgrad = (enum starnn_conv2d_wgrad)starnn_choice_mode(setting(STARNN_SETTING_CONV2D_WGRAD));
-	r->onebyone = (enum starnn_conv2d_1x1)starnn_choice_mode(setting(STARNN_SETTING_CONV2D_1X1));
-	r->nchw_in = (enum starnn_conv2d_nchw_in)starnn_choice_mode(setting(STARNN_SETTING_CONV2D_NCHW_IN));
-	r->algo = (enum starnn_conv2d_algo)starnn_choice_mode(setting(STARNN_SETTING_CONV2D_ALGO));
-	r->convt = (enum starnn_convt2d_route)starnn_choice_mode(setting(STARNN_SETTING_CONVT2D));
+	r->wgrad = (enum starnn_conv2d_wgrad)starnn_choice_mode(starnn_setting(STARNN_SETTING_CONV2D_WGRAD));
+	r->onebyone = (enum starnn_conv2d_1x1)starnn_choice_mode(starnn_setting(STARNN_SETTING_CONV2D_1X1));
+	r->nchw_in = (enum starnn_conv2d_nchw_in)starnn_choice_mode(starnn_setting(STARNN_SETTING_CONV2D_NCHW_IN));
+	r->algo = (enum starnn_conv2d_algo)starnn_choice_mode(starnn_setting(STARNN_SETTING_CONV2D_ALGO));
+	r->convt = (enum starnn_convt2d_route)starnn_choice_mode(starnn_setting(STARNN_SETTING_CONVT2D));
 }
 
 enum starnn_conv2d_wgrad starnn_conv2d_wgrad_route(const struct starnn_conv2d_geom *g, starnn_dtype dt)
@@ -120,7 +116,7 @@ int starnn_conv2d_winograd(const struct starnn_conv2d_geom *g, enum starnn_conv2
 
 const char *starnn_conv2d_algo_given(void)
 {
-	return starnn_choice_given(setting(STARNN_SETTING_CONV2D_ALGO));
+	return starnn_choice_given(starnn_setting(STARNN_SETTING_CONV2D_ALGO));
 }
 
 /* Whether oneDNN has native kernels for 16-bit dt on this processor: bf16
@@ -150,12 +146,12 @@ int starnn_conv2d_native_cpu(starnn_dtype dt)
 
 int starnn_conv2d_pack(void)
 {
-	return starnn_choice_mode(setting(STARNN_SETTING_CONV2D_PACK));
+	return starnn_choice_mode(starnn_setting(STARNN_SETTING_CONV2D_PACK));
 }
 
 void starnn_conv2d_pack_set(int mode)
 {
-	starnn_choice_set(setting(STARNN_SETTING_CONV2D_PACK),
+	starnn_choice_set(starnn_setting(STARNN_SETTING_CONV2D_PACK),
 	                  mode == STARNN_CONV2D_PACK_TASKS ? STARNN_CONV2D_PACK_TASKS
 	                  : mode                           ? STARNN_CONV2D_PACK_ON
 	                                                   : STARNN_CONV2D_PACK_OFF,
@@ -166,12 +162,12 @@ void starnn_conv2d_pack_set(int mode)
 
 enum starnn_cuda_half_conv starnn_cuda_half_conv(void)
 {
-	return (enum starnn_cuda_half_conv)starnn_choice_mode(setting(STARNN_SETTING_CUDA_HALF_CONV));
+	return (enum starnn_cuda_half_conv)starnn_choice_mode(starnn_setting(STARNN_SETTING_CUDA_HALF_CONV));
 }
 
 int starnn_cuda_half_conv_set(enum starnn_cuda_half_conv m)
 {
-	return starnn_choice_set(setting(STARNN_SETTING_CUDA_HALF_CONV), (int)m, STARNN_CUDA_HALF_NATIVE,
+	return starnn_choice_set(starnn_setting(STARNN_SETTING_CUDA_HALF_CONV), (int)m, STARNN_CUDA_HALF_NATIVE,
 	                         "conv2d: unknown CUDA 16-bit mode (expected native 1 or widen 0):");
 }
 
@@ -184,7 +180,8 @@ const char *starnn_cuda_half_conv_name(enum starnn_cuda_half_conv m)
 
 int starnn_conv2d_layout_set(enum starnn_conv2d_layout mode)
 {
-	return starnn_choice_set(setting(STARNN_SETTING_LAYOUT), (int)mode, STARNN_LAYOUT_NCHW, "conv2d: unknown layout");
+	return starnn_choice_set(starnn_setting(STARNN_SETTING_LAYOUT), (int)mode, STARNN_LAYOUT_NCHW,
+	                         "conv2d: unknown layout");
 }
 
 /* The layout for activations of dt submitted as nparts batch parts: the
@@ -193,11 +190,11 @@ int starnn_conv2d_layout_set(enum starnn_conv2d_layout mode)
 static int wanted_block(starnn_dtype dt, int nparts, const char **why)
 {
 	static __thread char buf[240];
-	if (starnn_choice_check(setting(STARNN_SETTING_LAYOUT)) < 0) {
+	if (starnn_choice_check(starnn_setting(STARNN_SETTING_LAYOUT)) < 0) {
 		*why = starnn_last_error();
 		return -2;
 	}
-	const int mode = starnn_choice_mode(setting(STARNN_SETTING_LAYOUT));
+	const int mode = starnn_choice_mode(starnn_setting(STARNN_SETTING_LAYOUT));
 	if (mode == STARNN_LAYOUT_NCHW) {
 		*why = "STARNN_LAYOUT=nchw";
 		return 0;
@@ -219,8 +216,8 @@ static int wanted_block(starnn_dtype dt, int nparts, const char **why)
 	 * batch 1: NCHW, reordered to NHWC around each AMX convolution, ran
 	 * 1.1x faster than NHWC on one worker at a time). There the fp32
 	 * block (nChw16c), cut by channel blocks, is reordered to NHWC more
-	 * cheaply than NCHW: 1.04x NCHW's samples/s (README, "Blocked bf16
-	 * at batch 1"). */
+	 * cheaply than NCHW: 1.04x NCHW's samples/s (docs/performance-log.md,
+	 * "Blocked bf16 at batch 1"). */
 	unsigned ncpu = starpu_cpu_worker_get_count();
 	if (b == STARNN_CONV2D_NHWC && nparts > 0 && (unsigned)nparts < ncpu) {
 		int fb = starnn_conv2d_dnnl_block(STARNN_FP32);
@@ -254,18 +251,18 @@ int starnn_conv2d_act_cblock(int64_t channels, starnn_dtype dt, int nparts)
 
 int starnn_conv2d_wgrad_whole_set(enum starnn_conv2d_wgrad_whole mode)
 {
-	return starnn_choice_set(setting(STARNN_SETTING_CONV2D_WGRAD_WHOLE), (int)mode, STARNN_CONV2D_WGRAD_WHOLE_OFF,
+	return starnn_choice_set(starnn_setting(STARNN_SETTING_CONV2D_WGRAD_WHOLE), (int)mode, STARNN_CONV2D_WGRAD_WHOLE_OFF,
 	                         "conv2d: unknown whole-batch weight-gradient mode");
 }
 
 const char *starnn_conv2d_wgrad_whole_given(void)
 {
-	return starnn_choice_given(setting(STARNN_SETTING_CONV2D_WGRAD_WHOLE));
+	return starnn_choice_given(starnn_setting(STARNN_SETTING_CONV2D_WGRAD_WHOLE));
 }
 
 int starnn_conv2d_wgrad_whole(int64_t c, int64_t o, int64_t k, int64_t batch, int64_t hw, int nparts)
 {
-	struct starnn_choice *s = setting(STARNN_SETTING_CONV2D_WGRAD_WHOLE);
+	struct starnn_choice *s = starnn_setting(STARNN_SETTING_CONV2D_WGRAD_WHOLE);
 	STARNN_CHECK(starnn_choice_check(s));
 	const int mode = starnn_choice_mode(s);
 	if (nparts < 2 || mode == STARNN_CONV2D_WGRAD_WHOLE_OFF)
@@ -282,8 +279,9 @@ const char *starnn_conv2d_layout_note(starnn_dtype dt, int nparts, char *buf, si
 		snprintf(buf, size,
 		         "NHWC (%s) where the channels are a multiple of 8, a concatenation as its two NHWC halves "
 		         "(its batch norm writes one NHWC tensor): no reorder between NHWC tensors; NCHW elsewhere",
-		         starnn_choice_mode(setting(STARNN_SETTING_LAYOUT)) == STARNN_LAYOUT_NHWC ? "STARNN_LAYOUT=nhwc"
-		                                                            : "oneDNN's pick for bf16 on AMX");
+		         starnn_choice_mode(starnn_setting(STARNN_SETTING_LAYOUT)) == STARNN_LAYOUT_NHWC
+		                 ? "STARNN_LAYOUT=nhwc"
+		                 : "oneDNN's pick for bf16 on AMX");
 	else if (b > 1 && why)
 		snprintf(buf, size, "%s where the channels are a multiple of %d (%s); NCHW elsewhere",
 		         starnn_layout_name(b, 0, l, sizeof l), b, why);

@@ -1,5 +1,9 @@
-/* StarPU codelets of conv2d (fp32): forward, backward data, backward weight
- * and the bias gradient.
+/* StarPU codelets of conv2d and its submit functions (codelets/conv2d.h):
+ * forward, backward data, backward weight and the bias gradient, in fp32
+ * and in 16-bit activations (mixed precision), the oneDNN passes that
+ * read copies of the weights (codelets/conv2d_pack.c makes them), on the
+ * kernels of codelets/kernels/conv2d.h with the routes in force at
+ * submission (codelets/conv2d_routes.h).
  *
  * One task is single-threaded on a CPU, so a large convolution is split
  * into several tasks: along the batch when it has enough samples, else
@@ -16,12 +20,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "codelets/conv2d.h"
-#include "codelets/copy.h"
+#include "codelets/conv2d_internal.h"
 #include "codelets/halfwrap.h"
-#include "runtime/core/choice.h"
 #include "runtime/core/codelet.h"
-#include "runtime/starnn.h"
+#include "runtime/starnn.h" /* (starnn_split_width) */
 
 /* Smallest task worth splitting off: about 0.2 ms of one core with AVX-512
  * sgemm, 1 ms with SSE kernels; StarPU's per-task cost is some 10 us. The
@@ -38,6 +40,7 @@ struct conv_args {
 	uint32_t o0;  /* forward: first output channel of this part (bias offset) */
 	float beta;   /* backward passes: dx / dw / db = beta * old + new */
 	uint32_t dwb, dwi, dwib; /* weight gradient: dw's blocked layout (struct starnn_conv2d_geom), 0: OIHW */
+	struct starnn_conv2d_routes routes; /* the oneDNN backend's routes, taken at submission */
 };
 /* The fp32 codelets' key leaves cuda_half out (their footprints stay as
  * they were); the 16-bit ones include it: native and widened are different
@@ -71,36 +74,6 @@ static uint32_t conv_half_footprint(struct starpu_task *task)
 	return starnn_footprint_args(task, CONV_HALF_KEY_BYTES);
 }
 
-/* ------------------------------------------ 16-bit convolutions on CUDA */
-
-/* STARNN_CUDA_HALF_CONV: widen (the default, until the native kernels
- * have run on a GPU) or native. */
-static const char *const cuda_half_names[] = {"widen", "native"};
-static const int cuda_half_values[] = {STARNN_CUDA_HALF_WIDEN, STARNN_CUDA_HALF_NATIVE};
-static struct starnn_choice cuda_half_choice = {"STARNN_CUDA_HALF_CONV", "native or widen", cuda_half_names,
-                                                cuda_half_values, 2, -1, 0, 0, PTHREAD_MUTEX_INITIALIZER};
-
-int starnn_cuda_half_conv_check(void)
-{
-	return starnn_choice_check(&cuda_half_choice);
-}
-
-enum starnn_cuda_half_conv starnn_cuda_half_conv(void)
-{
-	return (enum starnn_cuda_half_conv)starnn_choice_mode(&cuda_half_choice);
-}
-
-int starnn_cuda_half_conv_set(enum starnn_cuda_half_conv m)
-{
-	return starnn_choice_set(&cuda_half_choice, (int)m, STARNN_CUDA_HALF_NATIVE,
-	                         "conv2d: unknown CUDA 16-bit mode (expected native 1 or widen 0):");
-}
-
-const char *starnn_cuda_half_conv_name(enum starnn_cuda_half_conv m)
-{
-	return m == STARNN_CUDA_HALF_NATIVE ? "native 16-bit cuDNN (tensor ops)" : "widened to fp32 (FMA)";
-}
-
 /* ------------------------------------------------- per-worker workspace */
 
 /* The im2col workspace: the worker thread's scratch slot for it
@@ -119,12 +92,7 @@ static float *workspace_get(size_t n, const char *op)
 #define CONV_CUDA 1
 #endif
 
-/* A kernel's status: its error becomes the task's deferred error. */
-static void done(int rc)
-{
-	if (rc < 0)
-		starnn_defer_last_error(rc);
-}
+#define done starnn_conv2d_done
 
 /* ---------------------------------------------------- one pass, one worker
  * Each pass runs through one function for every codelet that has it: on a
@@ -148,7 +116,7 @@ static void fwd_run(const struct conv_args *a, starnn_dtype dt, int cuda, void *
 		return;
 	}
 	if (a->backend == STARNN_CONV2D_DNNL) {
-		done(starnn_conv2d_fwd_dnnl_packed(&g, dt, x.ptr, x.ld, w.ptr, w.ld, packed, b, y.ptr, y.ld));
+		done(starnn_conv2d_fwd_dnnl_packed(&g, dt, &a->routes, x.ptr, x.ld, w.ptr, w.ld, packed, b, y.ptr, y.ld));
 		return;
 	}
 	size_t nwork = starnn_conv2d_cpu_workspace(&g, STARNN_CONV2D_FWD);
@@ -170,8 +138,8 @@ static void bwd_data_run(const struct conv_args *a, starnn_dtype dt, int cuda, v
 		return;
 	}
 	if (a->backend == STARNN_CONV2D_DNNL) {
-		done(starnn_conv2d_bwd_data_dnnl_packed(&g, dt, dy.ptr, dy.ld, w.ptr, w.ld, packed, a->beta, dx.ptr,
-		                                        dx.ld));
+		done(starnn_conv2d_bwd_data_dnnl_packed(&g, dt, &a->routes, dy.ptr, dy.ld, w.ptr, w.ld, packed, a->beta,
+		                                        dx.ptr, dx.ld));
 		return;
 	}
 	size_t nwork = starnn_conv2d_cpu_workspace(&g, STARNN_CONV2D_BWD_DATA);
@@ -201,7 +169,8 @@ static void bwd_weight_run(const struct conv_args *a, starnn_dtype dt, int cuda,
 		return;
 	}
 	if (a->backend == STARNN_CONV2D_DNNL) {
-		done(starnn_conv2d_bwd_weight_dnnl(&g, dt, x.ptr, x.ld, dy.ptr, dy.ld, a->beta, dw.ptr, dw.ld, db));
+		done(starnn_conv2d_bwd_weight_dnnl(&g, dt, &a->routes, x.ptr, x.ld, dy.ptr, dy.ld, a->beta, dw.ptr, dw.ld,
+		                                   db));
 		return;
 	}
 	size_t nwork = starnn_conv2d_cpu_workspace(&g, STARNN_CONV2D_BWD_WEIGHT);
@@ -262,7 +231,7 @@ static void bwd_weight_bias_cuda(void *buffers[], void *cl_arg)
 #endif
 
 static STARNN_PERFMODEL_FP(conv2d_fwd, fp32, conv_footprint);
-struct starpu_codelet starnn_conv2d_fwd_cl = {
+static struct starpu_codelet starnn_conv2d_fwd_cl = {
 	.name = "conv2d_fwd",
 	.cpu_funcs = {fwd_cpu},
 	.cpu_funcs_name = {"fwd_cpu"},
@@ -273,7 +242,7 @@ struct starpu_codelet starnn_conv2d_fwd_cl = {
 };
 
 static STARNN_PERFMODEL_FP(conv2d_bwd_data, fp32, conv_footprint);
-struct starpu_codelet starnn_conv2d_bwd_data_cl = {
+static struct starpu_codelet starnn_conv2d_bwd_data_cl = {
 	.name = "conv2d_bwd_data",
 	.cpu_funcs = {bwd_data_cpu},
 	.cpu_funcs_name = {"bwd_data_cpu"},
@@ -284,7 +253,7 @@ struct starpu_codelet starnn_conv2d_bwd_data_cl = {
 };
 
 static STARNN_PERFMODEL_FP(conv2d_bwd_weight, fp32, conv_footprint);
-struct starpu_codelet starnn_conv2d_bwd_weight_cl = {
+static struct starpu_codelet starnn_conv2d_bwd_weight_cl = {
 	.name = "conv2d_bwd_weight",
 	.cpu_funcs = {bwd_weight_cpu},
 	.cpu_funcs_name = {"bwd_weight_cpu"},
@@ -295,7 +264,7 @@ struct starpu_codelet starnn_conv2d_bwd_weight_cl = {
 };
 
 static STARNN_PERFMODEL_FP(conv2d_bwd_weight_bias, fp32, conv_footprint);
-struct starpu_codelet starnn_conv2d_bwd_weight_bias_cl = {
+static struct starpu_codelet starnn_conv2d_bwd_weight_bias_cl = {
 	.name = "conv2d_bwd_weight_bias",
 	.cpu_funcs = {bwd_weight_bias_cpu},
 	.cpu_funcs_name = {"bwd_weight_bias_cpu"},
@@ -314,36 +283,18 @@ struct starpu_codelet starnn_conv2d_bwd_weight_bias_cl = {
  * worker run on them, accumulating in fp32; 16-bit outputs are rounded once
  * at the end (codelets/halfwrap.h). */
 
-/* Whether oneDNN has native kernels for 16-bit dt on this processor: bf16
- * where it has bf16 kernels (AVX512-BF16, AMX); never fp16 (oneDNN 2.6). */
-static int native_cpu(starnn_dtype dt)
-{
-	return dt == STARNN_BF16 && starnn_conv2d_dnnl_bf16();
-}
-
-/* 16-bit weights and activations that the CPU's passes of geometry g
- * widen to fp32: their packed copies are fp32, of the widened values. All
- * of dt's passes where oneDNN has no native kernels for it here; else the
- * 1x1 convolutions from blocked activations into NCHW (the UNet's output
- * layer), which starnn's fp32 sgemm kernels take on the widened data
- * (starnn_conv2d_1x1_gemm): oneDNN's bf16 1x1 convolution would reorder
- * the NCHW side, and the padded 12 output channels, at every call. */
-static int widened_cpu(const struct starnn_conv2d_geom *g, starnn_dtype dt)
-{
-	return dt != STARNN_FP32 && (!native_cpu(dt) || starnn_conv2d_1x1_gemm(g, STARNN_FP32));
-}
-
 /* A task of the oneDNN backend on a CPU, running native bf16 kernels (no
  * widening). */
 static int dnnl_native(const struct conv_args *a, starnn_dtype dt, int cuda)
 {
 	struct starnn_conv2d_geom g = geom_of(a);
-	return !cuda && a->backend == STARNN_CONV2D_DNNL && native_cpu(dt) && !widened_cpu(&g, dt);
+	return !cuda && a->backend == STARNN_CONV2D_DNNL && starnn_conv2d_native_cpu(dt) &&
+	       !starnn_conv2d_widened_cpu(&g, dt, &a->routes);
 }
 
 /* A CUDA worker in native mode (starnn_cuda_half_conv, taken at submission):
  * forward and backward data on 16-bit cuDNN tensors, backward weight with
- * tensor-op math on the widened inputs (codelets/conv2d.h). A kernel that
+ * tensor-op math on the widened inputs (codelets/kernels/conv2d.h). A kernel that
  * returns STARNN_CONV2D_UNSUPPORTED has written nothing: the task goes on
  * along the widening route, so results are always produced. */
 #ifdef CONV_CUDA
@@ -496,64 +447,16 @@ static struct starpu_codelet *const bwd_weight_cls[STARNN_NDTYPES] = {&starnn_co
 static struct starpu_codelet *const bwd_weight_bias_cls[STARNN_NDTYPES] = {
 	&starnn_conv2d_bwd_weight_bias_cl, &bwd_weight_bias_fp16_cl, &bwd_weight_bias_bf16_cl};
 
-/* ------------------------------------------------------- packed weights
- * On oneDNN CPUs the forward and backward-data passes read w in oneDNN's
- * blocked weight layouts; a layer's passes of one step (one task per batch
- * part) all read the same w, so it is packed once into that layout by a
- * conv2d_pack_weight task, which runs again only when w has been written
- * since (its version, runtime/core/tensor.h), and the _packed codelets read the
- * packed copy (they also take w: their kernel reorders w itself if the
- * packed layout is not its primitive's). CPU only: packing is used where
- * the activations are in oneDNN's layouts (no CUDA worker). */
-
-struct pack_args {
-	/* footprint key, and the derived tensor's key in w */
-	uint32_t pass, dt, n, c, o, h, w, k, xb, yb, lda, ldout;
-	float beta;
-	uint32_t bytes; /* size of the packed buffer */
-};
-#define PACK_KEY_BYTES (offsetof(struct pack_args, bytes))
-
-static struct starnn_conv2d_geom pack_geom(const struct pack_args *p)
-{
-	struct starnn_conv2d_geom g = {p->n, p->c, p->o, p->h, p->w, p->k, p->xb, p->yb, 0, 0, 0};
-	return g;
-}
-
-static uint32_t pack_footprint(struct starpu_task *task)
-{
-	return starnn_footprint_args(task, PACK_KEY_BYTES);
-}
-
-static void pack_cpu(void *buffers[], void *cl_arg)
-{
-	const struct pack_args *p = cl_arg;
-	struct starnn_conv2d_geom g = pack_geom(p);
-	struct starnn_mat w = BUF(0), wp = BUF(1);
-	const starnn_dtype dt = (starnn_dtype)p->dt;
-	if (!widened_cpu(&g, dt)) {
-		done(starnn_conv2d_dnnl_pack((enum starnn_conv2d_pass)p->pass, &g, dt, p->lda, w.ptr, w.ld, p->ldout,
-		                             p->beta, wp.ptr, p->bytes));
-		return;
-	}
-	struct starnn_hw h;
-	starnn_hw_begin(&h, "conv2d_pack_weight", 0);
-	struct starnn_mat ww = starnn_hw_in(&h, dt, w, 1);
-	if (!h.failed)
-		done(starnn_conv2d_dnnl_pack((enum starnn_conv2d_pass)p->pass, &g, STARNN_FP32, p->lda, ww.ptr, ww.ld,
-		                             p->ldout, p->beta, wp.ptr, p->bytes));
-	starnn_hw_end(&h);
-}
-
 /* The passes that read a copy of the weights (buffer 2) made for them:
  * forward (x, w, copy, b, y) and backward data (dy, w, copy, dx), the copy
  * a packed one (conv2d_pack_weight) or, sliced, a whole blocked copy of
  * which a row part of w reads its rows from a->o0 (conv2d_pack_blocked).
  * fp32 and native bf16 hand the copy to the kernel, which reorders w
  * itself where the copy's layout is not its primitive's. 16-bit passes
- * that are widened (widened_cpu) widen the activations as fwd_half and
- * bwd_data_half do, and w only where the fp32 primitive does not read the
- * copy as it is: a copy kept current holds the widened weights already. */
+ * that are widened (starnn_conv2d_widened_cpu) widen the activations as
+ * fwd_half and bwd_data_half do, and w only where the fp32 primitive does
+ * not read the copy as it is: a copy kept current holds the widened
+ * weights already. */
 static void copy_pass_cpu(void *buffers[], const struct conv_args *a, starnn_dtype dt, enum starnn_conv2d_pass pass,
                           int sliced)
 {
@@ -565,7 +468,7 @@ static void copy_pass_cpu(void *buffers[], const struct conv_args *a, starnn_dty
 	struct starnn_mat in = BUF(0), w = BUF(1), out = BUF(fwd ? 4 : 3);
 	const void *copy = BUF(2).ptr;
 	const float *b = fwd ? BUF(3).ptr : NULL;
-	const int widen = widened_cpu(&g, dt);
+	const int widen = starnn_conv2d_widened_cpu(&g, dt, &a->routes);
 	const starnn_dtype hdt = widen ? dt : STARNN_FP32; /* what starnn_hw_in widens (fp32: nothing) */
 	const starnn_dtype rdt = widen ? STARNN_FP32 : dt; /* what the kernel runs on */
 	struct starnn_hw h;
@@ -573,14 +476,14 @@ static void copy_pass_cpu(void *buffers[], const struct conv_args *a, starnn_dty
 	struct starnn_mat inw = starnn_hw_in(&h, hdt, in, 1), outw = starnn_hw_in(&h, hdt, out, beta != 0.0f);
 	int as_is = !widen;
 	if (widen && !h.failed && a->backend == STARNN_CONV2D_DNNL)
-		as_is = sliced ? starnn_conv2d_dnnl_sliced_ok(&g, inw.ld, w.ld, outw.ld, copy, a->o0)
-		               : starnn_conv2d_dnnl_packed_ok(pass, &g, inw.ld, w.ld, outw.ld, beta, copy);
+		as_is = sliced ? starnn_conv2d_dnnl_sliced_ok(&g, &a->routes, inw.ld, w.ld, outw.ld, copy, a->o0)
+		               : starnn_conv2d_dnnl_packed_ok(pass, &g, &a->routes, inw.ld, w.ld, outw.ld, beta, copy);
 	struct starnn_mat ww = as_is ? w : starnn_hw_in(&h, hdt, w, 1);
 	const void *pk = as_is ? copy : NULL;
 	if (!h.failed) {
 		if (sliced && a->backend == STARNN_CONV2D_DNNL)
-			done(starnn_conv2d_fwd_dnnl_sliced(&g, rdt, inw.ptr, inw.ld, ww.ptr, ww.ld, pk, a->o0, b + a->o0,
-			                                   outw.ptr, outw.ld));
+			done(starnn_conv2d_fwd_dnnl_sliced(&g, rdt, &a->routes, inw.ptr, inw.ld, ww.ptr, ww.ld, pk, a->o0,
+			                                   b + a->o0, outw.ptr, outw.ld));
 		else if (fwd)
 			fwd_run(a, rdt, 0, NULL, inw, ww, sliced ? NULL : pk, b, outw);
 		else
@@ -605,266 +508,26 @@ static void fwd_sliced_cpu(void *buffers[], void *cl_arg, starnn_dtype dt)
 	copy_pass_cpu(buffers, cl_arg, dt, STARNN_CONV2D_FWD, 1);
 }
 
-/* One CPU-only codelet named nm (fp32 ones have no dtype in their names,
- * as the other fp32 codelets), perfmodel starnn_conv2d_OP_DT. */
-#define PACKED_CL(op, nm, fn, dt, DT, fp, nb, ...)                                                            \
-	static void op##_##dt##_cpu(void *buffers[], void *cl_arg) { fn(buffers, cl_arg, DT); }             \
-	static STARNN_PERFMODEL_FP(conv2d_##op, dt, fp);                                                    \
-	static struct starpu_codelet op##_##dt##_cl = {                                                     \
-		.name = nm,                                                                                 \
-		.cpu_funcs = {op##_##dt##_cpu},                                                             \
-		.cpu_funcs_name = {#op "_" #dt "_cpu"},                                                     \
-		.nbuffers = nb,                                                                             \
-		.modes = {__VA_ARGS__},                                                                     \
-		STARNN_MODELS(conv2d_##op, dt),                                                             \
-	};
-
-static void pack_dt(void *buffers[], void *cl_arg, starnn_dtype dt)
-{
-	(void)dt; /* in the arguments */
-	pack_cpu(buffers, cl_arg);
-}
-
-/* A whole copy of w in a blocked layout (codelets/copy.h:
- * starnn_blocked_make_cpu), which the forward passes of w's row parts
- * read slices of: args the layout. */
-static void pack_blocked_dt(void *buffers[], void *cl_arg, starnn_dtype dt)
-{
-	struct starnn_mat w = BUF(0), c = BUF(1);
-	struct starnn_hw h;
-	starnn_hw_begin(&h, "conv2d_pack_blocked", 0);
-	struct starnn_mat ww = starnn_hw_in(&h, dt, w, 1); /* (16-bit: widened) */
-	if (!h.failed)
-		starnn_blocked_make_cpu(cl_arg, ww.ptr, ww.ld, c.ptr);
-	starnn_hw_end(&h);
-}
-
-PACKED_CL(pack_weight, "conv2d_pack_weight", pack_dt, fp32, STARNN_FP32, pack_footprint, 2, STARPU_R, STARPU_W)
-PACKED_CL(pack_weight, "conv2d_pack_weight_bf16", pack_dt, bf16, STARNN_BF16, pack_footprint, 2, STARPU_R, STARPU_W)
-PACKED_CL(pack_weight, "conv2d_pack_weight_fp16", pack_dt, fp16, STARNN_FP16, pack_footprint, 2, STARPU_R, STARPU_W)
-PACKED_CL(fwd_packed, "conv2d_fwd_packed", fwd_packed_cpu, fp32, STARNN_FP32, conv_footprint, 5, STARPU_R, STARPU_R, STARPU_R, STARPU_R,
-          STARPU_W)
-PACKED_CL(pack_blocked, "conv2d_pack_blocked", pack_blocked_dt, fp32, STARNN_FP32, starnn_footprint_shape, 2, STARPU_R,
-          STARPU_W)
-PACKED_CL(pack_blocked, "conv2d_pack_blocked_fp16", pack_blocked_dt, fp16, STARNN_FP16, starnn_footprint_shape, 2,
-          STARPU_R, STARPU_W)
-PACKED_CL(pack_blocked, "conv2d_pack_blocked_bf16", pack_blocked_dt, bf16, STARNN_BF16, starnn_footprint_shape, 2,
-          STARPU_R, STARPU_W)
-PACKED_CL(fwd_sliced, "conv2d_fwd_sliced", fwd_sliced_cpu, fp32, STARNN_FP32, conv_footprint, 5, STARPU_R, STARPU_R,
-          STARPU_R, STARPU_R, STARPU_W)
-PACKED_CL(fwd_sliced, "conv2d_fwd_sliced_fp16", fwd_sliced_cpu, fp16, STARNN_FP16, conv_half_footprint, 5, STARPU_R,
-          STARPU_R, STARPU_R, STARPU_R, STARPU_W)
-PACKED_CL(fwd_sliced, "conv2d_fwd_sliced_bf16", fwd_sliced_cpu, bf16, STARNN_BF16, conv_half_footprint, 5, STARPU_R,
-          STARPU_R, STARPU_R, STARPU_R, STARPU_W)
-PACKED_CL(fwd_packed, "conv2d_fwd_packed_bf16", fwd_packed_cpu, bf16, STARNN_BF16, conv_half_footprint, 5, STARPU_R, STARPU_R, STARPU_R,
-          STARPU_R, STARPU_W)
-PACKED_CL(bwd_data_packed, "conv2d_bwd_data_packed", bwd_data_packed_cpu, fp32, STARNN_FP32, conv_footprint, 4, STARPU_R, STARPU_R, STARPU_R,
-          STARPU_RW)
-PACKED_CL(bwd_data_packed, "conv2d_bwd_data_packed_bf16", bwd_data_packed_cpu, bf16, STARNN_BF16, conv_half_footprint, 4, STARPU_R, STARPU_R,
-          STARPU_R, STARPU_RW)
-PACKED_CL(fwd_packed, "conv2d_fwd_packed_fp16", fwd_packed_cpu, fp16, STARNN_FP16, conv_half_footprint, 5, STARPU_R, STARPU_R, STARPU_R,
-          STARPU_R, STARPU_W)
-PACKED_CL(bwd_data_packed, "conv2d_bwd_data_packed_fp16", bwd_data_packed_cpu, fp16, STARNN_FP16, conv_half_footprint, 4, STARPU_R, STARPU_R,
-          STARPU_R, STARPU_RW)
-
-/* STARNN_CONV2D_PACK: on (the default; also 1), tasks, off (also 0). */
-static const char *const pack_names[] = {"on", "1", "tasks", "off", "0"};
-static const int pack_values[] = {STARNN_CONV2D_PACK_ON, STARNN_CONV2D_PACK_ON, STARNN_CONV2D_PACK_TASKS,
-                                  STARNN_CONV2D_PACK_OFF, STARNN_CONV2D_PACK_OFF};
-static struct starnn_choice pack_choice = {"STARNN_CONV2D_PACK", "on, tasks or off", pack_names, pack_values, 5,
-                                           -1, 0, 0, PTHREAD_MUTEX_INITIALIZER};
-static uint64_t packs_submitted;
-
-int starnn_conv2d_pack_check(void)
-{
-	return starnn_choice_check(&pack_choice);
-}
-
-int starnn_conv2d_pack(void)
-{
-	return starnn_choice_mode(&pack_choice);
-}
-
-void starnn_conv2d_pack_set(int mode)
-{
-	starnn_choice_set(&pack_choice,
-	                  mode == STARNN_CONV2D_PACK_TASKS ? STARNN_CONV2D_PACK_TASKS
-	                  : mode                           ? STARNN_CONV2D_PACK_ON
-	                                                   : STARNN_CONV2D_PACK_OFF,
-	                  STARNN_CONV2D_PACK_TASKS, "conv2d: unknown packing mode");
-}
-
-uint64_t starnn_conv2d_pack_count(void)
-{
-	return __atomic_load_n(&packs_submitted, __ATOMIC_RELAXED);
-}
-
-/* FNV-1a of n bytes from h: the derived tensors' keys in w. */
-static uint64_t fnv1a(uint64_t h, const void *p, size_t n)
-{
-	const unsigned char *b = p;
-	for (size_t i = 0; i < n; i++)
-		h = (h ^ b[i]) * 1099511628211ull;
-	return h;
-}
-
-/* A new derived entry of w under key: a u8 tensor of `bytes` named
- * "<w's name>.<suffix>" (cut to a tensor name's length), or none (bytes
- * 0: remembered as needing no copy). NULL where w has no room for one
- * more entry (the caller goes without) or the tensor cannot be made (*rc). */
-static struct starnn_derived *derived_new(starnn_tensor *w, uint64_t key, const char *suffix, size_t bytes, int *rc)
-{
-	starnn_tensor *t = NULL;
-	if (bytes) {
-		char name[STARNN_NAME_MAX + 16];
-		snprintf(name, sizeof name, "%s.%s", w->name, suffix);
-		name[STARNN_NAME_MAX - 1] = 0;
-		int64_t shape[1] = {(int64_t)bytes};
-		if ((*rc = starnn_tensor_create(&t, name, STARNN_U8, 1, shape)) < 0)
-			return NULL;
-	}
-	struct starnn_derived *d = starnn_tensor_add_derived(w, key, t);
-	if (!d)
-		starnn_tensor_destroy(t);
-	return d;
-}
-
-/* Makes d's copy again from w by a task of cl (args, size bytes) where w
- * has been written since it was last made. */
-static int derived_update(struct starnn_derived *d, starnn_tensor *w, struct starpu_codelet *cl, const void *args,
-                          size_t size)
-{
-	if (d->version == w->version)
-		return 0;
-	struct starnn_task_desc t = {.cl = cl, .args = args, .args_size = size, .flops = STARNN_NO_FLOPS,
-	                             .tensors = {w, d->d}};
-	STARNN_CHECK(starnn_submit(&t));
-	d->version = w->version;
-	__atomic_add_fetch(&packs_submitted, 1, __ATOMIC_RELAXED);
-	return 0;
-}
-
-/* The row strides of a pass's input (x / dy) and output (y / dx) as the
- * widened 16-bit passes hand them to the fp32 primitive: dense copies
- * (codelets/halfwrap.h). */
-static void widened_lds(enum starnn_conv2d_pass pass, const struct starnn_conv2d_geom *g, size_t *lda, size_t *ldout)
-{
-	const size_t hw = g->h * g->w;
-	*lda = (pass == STARNN_CONV2D_FWD ? g->c : g->o) * hw;
-	*ldout = (pass == STARNN_CONV2D_FWD ? g->o : g->c) * hw;
-}
-
-/* The packed copy of w for one pass of geometry g (x / dy rows lda apart,
- * y / dx rows ldout apart), packed again first if w has been written since
- * it was last packed; NULL where the pass takes w as it is: packing off,
- * not the oneDNN route (im2col), CUDA workers, w a part of a larger tensor,
- * or a primitive that reads OIHW itself. 16-bit w that the passes widen
- * (widened_cpu) gets an fp32 copy of its widened values, packed for the
- * fp32 primitive on dense widened activations. */
-static starnn_tensor *packed_for(starnn_tensor *w, enum starnn_conv2d_pass pass, const struct starnn_conv2d_geom *g,
-                                 starnn_dtype dt, size_t lda, size_t ldout, float beta, int *rc)
-{
-	*rc = 0;
-	if (!starnn_conv2d_pack() || starnn_conv2d_cpu_backend() != STARNN_CONV2D_DNNL || w->parent ||
-	    starpu_cuda_worker_get_count() > 0 || (unsigned)dt >= STARNN_NDTYPES)
-		return NULL;
-	/* 16-bit weights widened in the passes: an fp32 copy of the widened
-	 * values, for the fp32 primitive on the tasks' dense widened
-	 * activations (codelets/halfwrap.h) */
-	const int widen = widened_cpu(g, dt);
-	if (widen)
-		widened_lds(pass, g, &lda, &ldout);
-	const starnn_dtype pdt = widen ? STARNN_FP32 : dt;
-	struct pack_args p;
-	memset(&p, 0, sizeof p);
-	p = (struct pack_args){(uint32_t)pass, (uint32_t)dt, (uint32_t)g->n, (uint32_t)g->c, (uint32_t)g->o,
-	                       (uint32_t)g->h, (uint32_t)g->w, (uint32_t)g->k, (uint32_t)g->xb, (uint32_t)g->yb,
-	                       (uint32_t)lda, (uint32_t)ldout, beta, 0};
-	const uint64_t key = fnv1a(1469598103934665603ull, &p, PACK_KEY_BYTES);
-	struct starnn_derived *d = starnn_tensor_derived(w, key);
-	if (!d) {
-		struct starnn_blocked_weights layout;
-		size_t bytes = starnn_conv2d_dnnl_pack_info(pass, g, pdt, lda, w->ld, ldout, beta, &layout);
-		d = derived_new(w, key, pass == STARNN_CONV2D_FWD ? "packed" : "packed_bwd", bytes <= UINT32_MAX ? bytes : 0,
-		                rc);
-		if (!d)
-			return NULL;
-		/* the optimizers (and the convert from fp32 masters) keep fp32
-		 * and bf16 copies in these layouts current as they write w
-		 * (codelets/copy.h); "tasks": packing tasks only */
-		if (d->d && (pdt == STARNN_FP32 || pdt == STARNN_BF16) && starnn_conv2d_pack() == STARNN_CONV2D_PACK_ON)
-			d->layout = layout;
-	}
-	if (!d->d)
-		return NULL;
-	starnn_tensor_use_derived(d);
-	p.bytes = (uint32_t)d->d->cols;
-	static struct starpu_codelet *const pack_cls[STARNN_NDTYPES] = {&pack_weight_fp32_cl, &pack_weight_fp16_cl,
-	                                                                 &pack_weight_bf16_cl};
-	if ((*rc = derived_update(d, w, pack_cls[dt], &p, sizeof p)) < 0)
-		return NULL;
-	return d->d;
-}
-
-/* For the forward of a row part of w (output channels o0 .. o0 + g->o, a
- * channel-split task): a whole copy of the root tensor in the blocked
- * layout the part's primitive reads (the same for every part: the
- * output-channel blocks are outermost), made by a conv2d_pack_blocked task
- * when the root was written since, and kept current by the optimizers
- * (codelets/copy.h) like the packed copies above; the parts' tasks read
- * their slices (conv2d_fwd_sliced). NULL where that does not apply:
- * packing off or "tasks", not oneDNN, CUDA workers, not a part of
- * whole blocks of rows, or a layout that runtime/core/tensor.h does not
- * describe. */
-static starnn_tensor *sliced_for(starnn_tensor *w, const struct starnn_conv2d_geom *g, starnn_dtype dt, size_t lda,
-                                 size_t ldout, int *rc)
-{
-	*rc = 0;
-	starnn_tensor *root;
-	size_t row0;
-	if (starnn_conv2d_pack() != STARNN_CONV2D_PACK_ON || starnn_conv2d_cpu_backend() != STARNN_CONV2D_DNNL ||
-	    (unsigned)dt >= STARNN_NDTYPES || starpu_cuda_worker_get_count() > 0 || !w->parent ||
-	    !starnn_tensor_row_part(w, &root, &row0) || root->dtype != dt)
-		return NULL;
-	/* fp32, 16-bit widened (an fp32 copy of the widened values), or native
-	 * bf16 (a copy in the bf16 kernels' pairs) */
-	const int widen = widened_cpu(g, dt);
-	if (widen)
-		widened_lds(STARNN_CONV2D_FWD, g, &lda, &ldout);
-	struct starnn_blocked_weights L;
-	if (!starnn_conv2d_dnnl_pack_info(STARNN_CONV2D_FWD, g, widen ? STARNN_FP32 : dt, lda, w->ld, ldout, 0.0f, &L) ||
-	    !L.ob || row0 % L.ob)
-		return NULL;
-	return starnn_conv2d_blocked_copy(root, &L, rc);
-}
-
-starnn_tensor *starnn_conv2d_blocked_copy(starnn_tensor *root, const struct starnn_blocked_weights *layout, int *rc)
-{
-	*rc = 0;
-	if ((unsigned)root->dtype >= STARNN_NDTYPES || root->parent || !layout->ob)
-		return NULL;
-	struct starnn_blocked_weights L = *layout;
-	if (L.trans) /* (the whole tensor: its rows are L's i, its columns L's o x taps) */
-		L.i = (uint32_t)root->rows, L.o = (uint32_t)(root->cols / L.taps);
-	else
-		L.o = (uint32_t)root->rows;
-	L.header = (uint32_t)sizeof L;
-	L.align = 64;
-	/* the key: the layout, apart from the packed copies' keys */
-	const uint64_t key = fnv1a(0x736c69636564ull /* "sliced" */, &L, sizeof L);
-	struct starnn_derived *d = starnn_tensor_derived(root, key);
-	if (!d) {
-		if (!(d = derived_new(root, key, "blocked", starnn_blocked_weights_bytes(&L), rc)))
-			return NULL;
-		d->layout = L;
-	}
-	static struct starpu_codelet *const cls[STARNN_NDTYPES] = {&pack_blocked_fp32_cl, &pack_blocked_fp16_cl,
-	                                                            &pack_blocked_bf16_cl};
-	if ((*rc = derived_update(d, root, cls[root->dtype], &L, sizeof L)) < 0)
-		return NULL;
-	starnn_tensor_use_derived(d);
-	return d->d;
-}
+/* (the fp32 ones have no dtype in their names, as the other fp32
+ * codelets) */
+STARNN_CONV2D_CPU_CL(fwd_packed, "conv2d_fwd_packed", fwd_packed_cpu, fp32, STARNN_FP32, conv_footprint, 5, STARPU_R,
+                     STARPU_R, STARPU_R, STARPU_R, STARPU_W)
+STARNN_CONV2D_CPU_CL(fwd_packed, "conv2d_fwd_packed_bf16", fwd_packed_cpu, bf16, STARNN_BF16, conv_half_footprint, 5,
+                     STARPU_R, STARPU_R, STARPU_R, STARPU_R, STARPU_W)
+STARNN_CONV2D_CPU_CL(fwd_packed, "conv2d_fwd_packed_fp16", fwd_packed_cpu, fp16, STARNN_FP16, conv_half_footprint, 5,
+                     STARPU_R, STARPU_R, STARPU_R, STARPU_R, STARPU_W)
+STARNN_CONV2D_CPU_CL(bwd_data_packed, "conv2d_bwd_data_packed", bwd_data_packed_cpu, fp32, STARNN_FP32,
+                     conv_footprint, 4, STARPU_R, STARPU_R, STARPU_R, STARPU_RW)
+STARNN_CONV2D_CPU_CL(bwd_data_packed, "conv2d_bwd_data_packed_bf16", bwd_data_packed_cpu, bf16, STARNN_BF16,
+                     conv_half_footprint, 4, STARPU_R, STARPU_R, STARPU_R, STARPU_RW)
+STARNN_CONV2D_CPU_CL(bwd_data_packed, "conv2d_bwd_data_packed_fp16", bwd_data_packed_cpu, fp16, STARNN_FP16,
+                     conv_half_footprint, 4, STARPU_R, STARPU_R, STARPU_R, STARPU_RW)
+STARNN_CONV2D_CPU_CL(fwd_sliced, "conv2d_fwd_sliced", fwd_sliced_cpu, fp32, STARNN_FP32, conv_footprint, 5, STARPU_R,
+                     STARPU_R, STARPU_R, STARPU_R, STARPU_W)
+STARNN_CONV2D_CPU_CL(fwd_sliced, "conv2d_fwd_sliced_fp16", fwd_sliced_cpu, fp16, STARNN_FP16, conv_half_footprint, 5,
+                     STARPU_R, STARPU_R, STARPU_R, STARPU_R, STARPU_W)
+STARNN_CONV2D_CPU_CL(fwd_sliced, "conv2d_fwd_sliced_bf16", fwd_sliced_cpu, bf16, STARNN_BF16, conv_half_footprint, 5,
+                     STARPU_R, STARPU_R, STARPU_R, STARPU_R, STARPU_W)
 
 /* ------------------------------------------------------------ submission */
 
@@ -875,13 +538,7 @@ static int check_shapes_dt(const char *op, const starnn_tensor *x, const starnn_
 {
 	char dx[128], dw[128], dy[128];
 	const starnn_tensor *all[3] = {x, w, y};
-	STARNN_CHECK(starnn_conv2d_cpu_backend_check());
-	STARNN_CHECK(starnn_cuda_half_conv_check());
-	STARNN_CHECK(starnn_conv2d_pack_check());
-	STARNN_CHECK(starnn_conv2d_wgrad_check());
-	STARNN_CHECK(starnn_conv2d_algo_check());
-	STARNN_CHECK(starnn_conv2d_1x1_check());
-	STARNN_CHECK(starnn_conv2d_nchw_in_check());
+	STARNN_CHECK(starnn_conv2d_settings_check());
 	for (int i = 0; i < 3; i++) {
 		if (!all[i])
 			return starnn_error(STARNN_EINVAL, "%s: a tensor is NULL", op);
@@ -917,11 +574,15 @@ static int check_shapes_dt(const char *op, const starnn_tensor *x, const starnn_
 	return 0;
 }
 
+/* The task arguments; the settings (CPU kernels, routes, CUDA 16-bit mode)
+ * are taken now, at submission. */
 static struct conv_args args_of(const struct starnn_conv2d_geom *g, float beta, starnn_dtype dt)
 {
+	struct starnn_conv2d_routes r;
+	starnn_conv2d_routes_in_force(&r);
 	struct conv_args a = {(uint32_t)g->n, (uint32_t)g->c, (uint32_t)g->o, (uint32_t)g->h, (uint32_t)g->w,
 	                      (uint32_t)g->k, (uint32_t)starnn_conv2d_cpu_backend(), (uint32_t)g->xb, (uint32_t)g->yb,
-	                      dt == STARNN_FP32 ? 0u : (uint32_t)starnn_cuda_half_conv(), 0, beta, 0, 0, 0};
+	                      dt == STARNN_FP32 ? 0u : (uint32_t)starnn_cuda_half_conv(), 0, beta, 0, 0, 0, r};
 	return a;
 }
 
@@ -969,9 +630,11 @@ static int submit_fwd(starnn_tensor *x, starnn_tensor *w, starnn_tensor *b, star
 {
 	int rc = 0;
 	struct starnn_conv2d_geom g = geom_of(a);
-	starnn_tensor *wp = whole_w ? packed_for(w, STARNN_CONV2D_FWD, &g, dt, x->ld, y->ld, 0.0f, &rc) : NULL;
+	starnn_tensor *wp =
+		whole_w ? starnn_conv2d_packed_copy(w, STARNN_CONV2D_FWD, &g, dt, &a->routes, x->ld, y->ld, 0.0f, &rc)
+		        : NULL;
 	STARNN_CHECK(rc);
-	starnn_tensor *ws = whole_w ? NULL : sliced_for(w, &g, dt, x->ld, y->ld, &rc);
+	starnn_tensor *ws = whole_w ? NULL : starnn_conv2d_sliced_copy(w, &g, dt, &a->routes, x->ld, y->ld, &rc);
 	STARNN_CHECK(rc);
 	static struct starpu_codelet *const sliced_cls[STARNN_NDTYPES] = {&fwd_sliced_fp32_cl, &fwd_sliced_fp16_cl,
 	                                                                   &fwd_sliced_bf16_cl};
@@ -990,7 +653,9 @@ static int submit_bwd_data(starnn_tensor *dy, starnn_tensor *w, starnn_tensor *d
 	int rc = 0;
 	struct starnn_conv2d_geom g = geom_of(a);
 	starnn_tensor *wp =
-		whole_w ? packed_for(w, STARNN_CONV2D_BWD_DATA, &g, dt, dy->ld, dx->ld, a->beta, &rc) : NULL;
+		whole_w ? starnn_conv2d_packed_copy(w, STARNN_CONV2D_BWD_DATA, &g, dt, &a->routes, dy->ld, dx->ld, a->beta,
+		                                    &rc)
+		        : NULL;
 	STARNN_CHECK(rc);
 	struct starnn_task_desc d = {.cl = wp ? bwd_data_packed_cls[dt] : bwd_data_cls[dt], .args = a,
 	                             .args_size = sizeof *a, .flops = task_flops(a, STARNN_CONV2D_BWD_DATA),
@@ -1080,58 +745,6 @@ static int conv2d_bwd_data_dt(starnn_tensor *dy, starnn_tensor *w, float beta, s
 	return 0;
 }
 
-/* The layout the weight-gradient tasks write dw in (a->dwb, dwi), chosen
- * by its first writer (runtime/core/tensor.h: wl): where one task writes all of
- * dw, as yet unwritten, on oneDNN's primitive for the whole image (a CPU
- * with no CUDA worker; STARNN_CONV2D_PACK not off), whose dw layout is a
- * blocked one that the optimizers read, that layout: no reorder after the
- * primitive, and the optimizer reads the
- * gradient's tiles through it (codelets/copy.h: starnn_copies_grad); else
- * OIHW. A tensor can take them only where runtime/core/tensor.h allows (one
- * rank). */
-int starnn_dw_layout_open(const starnn_tensor *dw, int one_task)
-{
-	return !dw->wl_fixed && one_task && dw->version == 0 && !dw->parent && !dw->nplans && dw->ld == dw->cols &&
-	       starnn_tensor_wlayouts_allowed() && starnn_conv2d_pack() != STARNN_CONV2D_PACK_OFF &&
-	       starnn_conv2d_cpu_backend() == STARNN_CONV2D_DNNL && starpu_cuda_worker_get_count() == 0;
-}
-
-int starnn_dw_layout_check(const char *op, const starnn_tensor *dw, int one_task)
-{
-	char d[128], l[24];
-	if (dw->wl.ob && (!one_task || starnn_conv2d_cpu_backend() != STARNN_CONV2D_DNNL))
-		return starnn_error(STARNN_EINVAL, "%s: dw %s is in layout %s, which only one oneDNN task writes", op,
-		                    starnn_tensor_describe(dw, d, sizeof d), starnn_wlayout_name(&dw->wl, l, sizeof l));
-	return 0;
-}
-
-/* Whether one task would write dw in a blocked layout (as dw_layout with
- * one part): dw already in one, or still open and oneDNN's primitive for
- * the whole of g writes one. */
-static int dw_blocked_whole(const starnn_tensor *dw, const struct starnn_conv2d_geom *g, starnn_dtype dt)
-{
-	struct starnn_blocked_weights L;
-	if (dw->wl_fixed)
-		return dw->wl.ob != 0;
-	return starnn_dw_layout_open(dw, 1) &&
-	       starnn_conv2d_dnnl_dw_layout(g, widened_cpu(g, dt) ? STARNN_FP32 : dt, &L);
-}
-
-static int dw_layout(starnn_tensor *dw, const struct starnn_conv2d_geom *g, starnn_dtype dt, int parts,
-                     struct conv_args *a)
-{
-	if (!dw->wl_fixed) {
-		struct starnn_blocked_weights L;
-		memset(&L, 0, sizeof L);
-		if (starnn_dw_layout_open(dw, parts == 1))
-			starnn_conv2d_dnnl_dw_layout(g, widened_cpu(g, dt) ? STARNN_FP32 : dt, &L);
-		STARNN_CHECK(starnn_tensor_set_wlayout(dw, &L));
-	}
-	STARNN_CHECK(starnn_dw_layout_check("conv2d_bwd_weight", dw, parts == 1));
-	a->dwb = dw->wl.ob, a->dwi = dw->wl.i_inner, a->dwib = dw->wl.ib;
-	return 0;
-}
-
 /* The weight gradient's checks (x, dy, dw and db, which may be NULL), g
  * filled. */
 static int bwd_weight_check(starnn_tensor *x, starnn_tensor *dy, starnn_tensor *dw, starnn_tensor *db,
@@ -1163,9 +776,11 @@ static int conv2d_bwd_weight_dt(starnn_tensor *x, starnn_tensor *dy, float beta,
 	 * primitive would reorder its output into OIHW (the first layer, with
 	 * no data gradient to share the workers with; measured no slower, at
 	 * 128x128 and 384x384, than its two parts) */
-	if (parts > 1 && dw_blocked_whole(dw, &g, dt))
+	if (parts > 1 && starnn_conv2d_dw_blocked_whole(dw, &g, dt, &a.routes))
 		parts = 1;
-	STARNN_CHECK(dw_layout(dw, &g, dt, parts, &a));
+	struct starnn_blocked_weights L;
+	STARNN_CHECK(starnn_conv2d_dw_layout(dw, &g, dt, &a.routes, parts, &L));
+	a.dwb = L.ob, a.dwi = L.i_inner, a.dwib = L.ib;
 	starnn_tensor **xp = NULL, **dwp = NULL;
 	if (parts > 1) {
 		STARNN_CHECK(starnn_tensor_split(x, 1, parts, sizes, &xp));
@@ -1198,183 +813,6 @@ int starnn_conv2d_bwd_data(starnn_tensor *dy, starnn_tensor *w, float beta, star
 int starnn_conv2d_bwd_weight(starnn_tensor *x, starnn_tensor *dy, float beta, starnn_tensor *dw, starnn_tensor *db)
 {
 	return conv2d_bwd_weight_dt(x, dy, beta, dw, db, STARNN_FP32, 0);
-}
-
-/* STARNN_LAYOUT (starnn_conv2d_act_cblock) */
-enum { LAYOUT_AUTO = 0, LAYOUT_BLOCKED = 1, LAYOUT_NHWC = 2, LAYOUT_NCHW = 3 };
-static const char *const layout_names[] = {"auto", "blocked", "nhwc", "nchw"};
-static const int layout_values[] = {LAYOUT_AUTO, LAYOUT_BLOCKED, LAYOUT_NHWC, LAYOUT_NCHW};
-static struct starnn_choice layout_choice = {"STARNN_LAYOUT", "auto, blocked, nhwc or nchw", layout_names,
-                                             layout_values, 4, -1, 0, 0, PTHREAD_MUTEX_INITIALIZER};
-
-/* The layout for activations of dt submitted as nparts batch parts: the
- * one oneDNN wants here (a block, or STARNN_CONV2D_NHWC), or 0 with *why
- * set; -2 for a bad STARNN_LAYOUT (its message set). */
-static int wanted_block(starnn_dtype dt, int nparts, const char **why)
-{
-	static __thread char buf[240];
-	if (starnn_choice_check(&layout_choice) < 0) {
-		*why = starnn_last_error();
-		return -2;
-	}
-	const int mode = starnn_choice_mode(&layout_choice);
-	if (mode == LAYOUT_NCHW) {
-		*why = "STARNN_LAYOUT=nchw";
-		return 0;
-	}
-	if (starnn_conv2d_cpu_backend() != STARNN_CONV2D_DNNL) {
-		*why = "the im2col convolutions take NCHW";
-		return 0;
-	}
-	if (starpu_cuda_worker_get_count() > 0) {
-		*why = "CUDA workers take NCHW";
-		return 0;
-	}
-	if (mode == LAYOUT_NHWC)
-		return STARNN_CONV2D_NHWC;
-	int native = dt == STARNN_BF16 && starnn_conv2d_dnnl_bf16();
-	int b = starnn_conv2d_dnnl_block(native && mode != LAYOUT_BLOCKED ? STARNN_BF16 : STARNN_FP32);
-	/* NHWC is one block: no channel-split tasks; with fewer batch parts
-	 * than CPU workers those are the parallelism (measured at 384x384,
-	 * batch 1: NCHW, reordered to NHWC around each AMX convolution, ran
-	 * 1.1x faster than NHWC on one worker at a time). There the fp32
-	 * block (nChw16c), cut by channel blocks, is reordered to NHWC more
-	 * cheaply than NCHW: 1.04x NCHW's samples/s (README, "Blocked bf16
-	 * at batch 1"). */
-	unsigned ncpu = starpu_cpu_worker_get_count();
-	if (b == STARNN_CONV2D_NHWC && nparts > 0 && (unsigned)nparts < ncpu) {
-		int fb = starnn_conv2d_dnnl_block(STARNN_FP32);
-		snprintf(buf, sizeof buf,
-		         "NHWC, oneDNN's pick here, is never cut by channels, and with %d batch part%s for %u CPU "
-		         "workers the convolutions need their channel-split tasks%s",
-		         nparts, nparts == 1 ? "" : "s", ncpu,
-		         fb >= 8 ? "; oneDNN reorders to NHWC around each AMX convolution" : "");
-		*why = buf;
-		return fb >= 8 ? fb : 0;
-	}
-	if (b == STARNN_CONV2D_NHWC)
-		return b;
-	if (b < 8)
-		*why = "oneDNN picks no blocked layout on this processor";
-	return b < 8 ? 0 : b;
-}
-
-int starnn_conv2d_act_cblock(int64_t channels, starnn_dtype dt, int nparts)
-{
-	const char *why;
-	int b = wanted_block(dt, nparts, &why);
-	if (b == -2)
-		return STARNN_EINVAL; /* starnn_choice_check's message */
-	if (b == STARNN_CONV2D_NHWC)
-		return channels % 8 == 0 && channels <= STARNN_CBLOCK_MAX ? (int)channels : 1;
-	return b > 1 && channels % b == 0 ? b : 1;
-}
-
-/* STARNN_CONV2D_WGRAD_WHOLE (starnn_conv2d_wgrad_whole) */
-enum { WHOLE_AUTO = 0, WHOLE_ON = 1, WHOLE_OFF = 2 };
-static const char *const whole_names[] = {"auto", "on", "off"};
-static const int whole_values[] = {WHOLE_AUTO, WHOLE_ON, WHOLE_OFF};
-static struct starnn_choice whole_choice = {"STARNN_CONV2D_WGRAD_WHOLE", "auto, on or off", whole_names, whole_values,
-                                            3, -1, 0, 0, PTHREAD_MUTEX_INITIALIZER};
-
-const char *starnn_conv2d_wgrad_whole_given(void)
-{
-	return starnn_choice_given(&whole_choice);
-}
-
-int starnn_conv2d_wgrad_whole(int64_t c, int64_t o, int64_t k, int64_t batch, int64_t hw, int nparts)
-{
-	STARNN_CHECK(starnn_choice_check(&whole_choice));
-	const int mode = starnn_choice_mode(&whole_choice);
-	if (nparts < 2 || mode == WHOLE_OFF)
-		return 0;
-	return mode == WHOLE_ON || 2 * o * c * k * k >= batch * hw * (c + o);
-}
-
-const char *starnn_conv2d_layout_note(starnn_dtype dt, int nparts, char *buf, size_t size)
-{
-	const char *why = NULL;
-	char l[24];
-	int b = wanted_block(dt, nparts, &why);
-	if (b == STARNN_CONV2D_NHWC)
-		snprintf(buf, size,
-		         "NHWC (%s) where the channels are a multiple of 8, a concatenation as its two NHWC halves "
-		         "(its batch norm writes one NHWC tensor): no reorder between NHWC tensors; NCHW elsewhere",
-		         starnn_choice_mode(&layout_choice) == LAYOUT_NHWC ? "STARNN_LAYOUT=nhwc"
-		                                                            : "oneDNN's pick for bf16 on AMX");
-	else if (b > 1 && why)
-		snprintf(buf, size, "%s where the channels are a multiple of %d (%s); NCHW elsewhere",
-		         starnn_layout_name(b, 0, l, sizeof l), b, why);
-	else if (b > 1)
-		snprintf(buf, size,
-		         "%s (oneDNN's blocked layout) where the channels are a multiple of %d: no reorder around the "
-		         "convolutions; NCHW elsewhere",
-		         starnn_layout_name(b, 0, l, sizeof l), b);
-	else
-		snprintf(buf, size, "NCHW (%s)", why);
-	return buf;
-}
-
-const char *starnn_conv2d_cpu_route(starnn_dtype dt)
-{
-	if (starpu_cpu_worker_get_count() == 0)
-		return NULL;
-	/* the weight-gradient route (codelets/conv2d.h), asked of a wide layer
-	 * at 8x8 and of a narrow one */
-	const struct starnn_conv2d_geom wide = {1, STARNN_CONV2D_WGRAD_MIN_C, STARNN_CONV2D_WGRAD_MIN_O, 8, 8, 3, 1, 1, 0, 0, 0};
-	const struct starnn_conv2d_geom narrow = {1, 16, 16, 32, 32, 3, 1, 1, 0, 0, 0};
-	if (dt == STARNN_FP32) {
-		struct starnn_conv2d_geom first = {1, 13, 16, 32, 32, 3, 1, 1, 0, 0, 0}; /* from NCHW x */
-		if (starnn_conv2d_cpu_backend() != STARNN_CONV2D_DNNL)
-			return NULL;
-		const enum starnn_conv2d_wgrad rn = starnn_conv2d_wgrad_route(&narrow, dt),
-		                               rw = starnn_conv2d_wgrad_route(&wide, dt);
-		if (rn == STARNN_CONV2D_WGRAD_GEMM)
-			return "fp32 on oneDNN, every weight gradient on im2col + OpenBLAS sgemm (STARNN_CONV2D_WGRAD=gemm)";
-		if (rn == STARNN_CONV2D_WGRAD_DIRECT && rw == STARNN_CONV2D_WGRAD_DIRECT)
-			return "fp32 on oneDNN, the 3x3 weight gradients on starnn's direct AVX2 kernel "
-			       "(STARNN_CONV2D_WGRAD=direct)";
-		if (rn == STARNN_CONV2D_WGRAD_DIRECT)
-			return "fp32 on oneDNN, the 3x3 weight gradients on starnn's direct AVX2 kernel, those of >= 64 -> "
-			       ">= 128 channels at <= 8x8 pixels on im2col + OpenBLAS sgemm (both faster here than oneDNN's "
-			       "AVX2 kernel; STARNN_CONV2D_WGRAD=dnnl: oneDNN)";
-		if (rw == STARNN_CONV2D_WGRAD_GEMM && starnn_conv2d_wgrad_route(&first, dt) == STARNN_CONV2D_WGRAD_DIRECT)
-			return "fp32 on oneDNN, the weight gradients of layers of >= 64 -> >= 128 channels at <= 8x8 pixels "
-			       "on im2col + OpenBLAS sgemm, those of 3x3 layers from NCHW x (the first) on starnn's direct "
-			       "kernel (both faster there than oneDNN's; STARNN_CONV2D_WGRAD=dnnl: oneDNN)";
-		if (rw == STARNN_CONV2D_WGRAD_GEMM)
-			return "fp32 on oneDNN, the weight gradients of layers of >= 64 -> >= 128 channels at <= 8x8 pixels "
-			       "on im2col + OpenBLAS sgemm (faster there than oneDNN's AVX2 kernel; "
-			       "STARNN_CONV2D_WGRAD=dnnl: oneDNN)";
-		return NULL;
-	}
-	if (dt != STARNN_BF16 && dt != STARNN_FP16)
-		return NULL;
-	if (dt == STARNN_FP16)
-		return "fp16 widened to fp32 on CPU workers (oneDNN 2.6 has no fp16 convolution): no faster than fp32 "
-		       "(widening is one more pass), half the activation memory";
-	if (starnn_conv2d_cpu_backend() != STARNN_CONV2D_DNNL)
-		return "bf16 widened to fp32 on CPU workers (the im2col route, STARNN_CONV2D_CPU=im2col): no faster than "
-		       "fp32 (widening is one more pass), half the activation memory";
-	if (starnn_conv2d_dnnl_bf16()) {
-		static char buf[512];
-		const char *base = "bf16 native on CPU workers (oneDNN: AVX512-BF16 / AMX where the processor has them)", *wg = "";
-		if (starnn_conv2d_wgrad_route(&narrow, dt) == STARNN_CONV2D_WGRAD_GEMM)
-			wg = ", every weight gradient on im2col + a bf16 matmul of oneDNN (STARNN_CONV2D_WGRAD=gemm)";
-		else if (starnn_conv2d_wgrad_route(&wide, dt) == STARNN_CONV2D_WGRAD_GEMM)
-			wg = ", the weight gradients of layers of >= 64 -> >= 128 channels at <= 8x8 pixels on im2col + a bf16 "
-			     "matmul of oneDNN (faster there than its convolution; STARNN_CONV2D_WGRAD=dnnl: oneDNN)";
-		/* the output layer: 16 channels in blocks into 12 in NCHW */
-		const struct starnn_conv2d_geom out = {1, 16, 12, 32, 32, 1, 16, 1, 0, 0, 0};
-		snprintf(buf, sizeof buf, "%s%s%s", base, wg,
-		         starnn_conv2d_1x1_gemm(&out, STARNN_FP32)
-		                 ? "; 1x1 convolutions into NCHW (the output layer) widened to fp32 on OpenBLAS sgemm "
-		                   "(STARNN_CONV2D_1X1=dnnl: oneDNN's bf16)"
-		                 : "");
-		return buf;
-	}
-	return "bf16 widened to fp32 on CPU workers (oneDNN has no bf16 kernels for this processor: they need "
-	       "AVX-512): no faster than fp32 (widening is one more pass), half the activation memory";
 }
 
 /* The 16-bit dtype of an activation, or fp32 (then the fp32 checks apply). */

@@ -1,15 +1,19 @@
-/* StarPU codelets of convt2d (fp32). Buffers: fwd (x, w, b, y); bwd_data
- * (w, dy, dx); bwd_weight (x, dy, dw, db). */
+/* StarPU codelets of convt2d and its submit functions (codelets/convt2d.h),
+ * in fp32 and in 16-bit activations, on the kernels of
+ * codelets/kernels/convt2d.h with the settings in force at submission
+ * (codelets/conv2d_routes.h). Buffers: fwd (x, w, b, y); bwd_data (w, dy,
+ * dx); bwd_weight (x, dy, dw, db); the passes that read a whole blocked
+ * copy of w take it after w. */
 #include <config.h>
 
 #include <limits.h>
 #include <stddef.h>
 
-#include "codelets/conv2d.h"
+#include "codelets/conv2d_internal.h"
 #include "codelets/convt2d.h"
 #include "codelets/halfwrap.h"
 #include "runtime/core/codelet.h"
-#include "runtime/starnn.h"
+#include "runtime/starnn.h" /* (starnn_split_width) */
 
 /* Leading fields (input H, W) are the footprint key: the buffers' matrix
  * shapes give C*H*W and 4*O*H*W but not H and W. The fp32 codelets' key
@@ -18,11 +22,12 @@
 struct convt2d_args {
 	int64_t h, w;
 	int64_t backend;   /* CPU kernels (enum starnn_conv2d_backend): another cost */
-	int64_t xb, yb;    /* layouts of x (dx) and y (dy): runtime/core/tensor.h cblock */
+	int64_t xb, yb;    /* layouts of x (dx) and y (dy): runtime/base/types.h cblock */
 	int64_t cuda_half; /* 16-bit codelets: enum starnn_cuda_half_conv (0 for fp32) */
 	float beta;
 	struct starnn_blocked_weights dwl; /* weight gradient: dw's layout (runtime/core/tensor.h: wl) */
 	int64_t row0; /* backward data from a whole blocked copy of w: this task's first row (input channel) */
+	struct starnn_conv2d_routes routes; /* the oneDNN backend's routes, taken at submission */
 };
 
 /* Blocked data runs on CPUs only (the CUDA kernels take NCHW). */
@@ -46,11 +51,7 @@ static uint32_t convt2d_half_footprint(struct starpu_task *task)
 }
 
 /* A kernel's error (workspace allocation) becomes the task's deferred error. */
-static void report(int rc)
-{
-	if (rc < 0)
-		starnn_defer_last_error(rc);
-}
+#define report starnn_conv2d_done
 
 /* ---------------------------------------------------- one pass, one worker
  * Each pass runs through one function for every codelet that has it: on a
@@ -75,8 +76,8 @@ static void fwd_run(const struct convt2d_args *a, starnn_dtype dt, int cuda, voi
 		return;
 	}
 	if (a->backend == STARNN_CONV2D_DNNL)
-		report(starnn_convt2d_fwd_dnnl(n, c, o, h, wd, (size_t)a->xb, (size_t)a->yb, dt, x.ptr, x.ld, w.ptr, w.ld, b,
-		                               y.ptr, y.ld));
+		report(starnn_convt2d_fwd_dnnl(n, c, o, h, wd, (size_t)a->xb, (size_t)a->yb, dt, &a->routes, x.ptr, x.ld,
+		                               w.ptr, w.ld, b, y.ptr, y.ld));
 	else
 		report(starnn_convt2d_fwd_cpu(n, c, o, h, wd, x.ptr, x.ld, w.ptr, w.ld, b, y.ptr, y.ld));
 }
@@ -95,8 +96,8 @@ static void bwd_data_run(const struct convt2d_args *a, starnn_dtype dt, int cuda
 		return;
 	}
 	if (a->backend == STARNN_CONV2D_DNNL)
-		report(starnn_convt2d_bwd_data_dnnl(n, c, o, h, wd, (size_t)a->xb, (size_t)a->yb, dt, w.ptr, w.ld, dy.ptr,
-		                                    dy.ld, a->beta, dx.ptr, dx.ld));
+		report(starnn_convt2d_bwd_data_dnnl(n, c, o, h, wd, (size_t)a->xb, (size_t)a->yb, dt, &a->routes, w.ptr, w.ld,
+		                                    dy.ptr, dy.ld, a->beta, dx.ptr, dx.ld));
 	else
 		report(starnn_convt2d_bwd_data_cpu(n, c, o, h, wd, w.ptr, w.ld, dy.ptr, dy.ld, a->beta, dx.ptr, dx.ld));
 }
@@ -120,8 +121,8 @@ static void bwd_weight_run(const struct convt2d_args *a, starnn_dtype dt, int cu
 		return;
 	}
 	/* the bias gradient in the same primitive */
-	report(starnn_convt2d_bwd_weight_dnnl_in(n, c, o, h, wd, (size_t)a->xb, (size_t)a->yb, dt, x.ptr, x.ld, dy.ptr,
-	                                         dy.ld, a->beta, dw.ptr, dw.ld, db.ptr, &a->dwl));
+	report(starnn_convt2d_bwd_weight_dnnl_in(n, c, o, h, wd, (size_t)a->xb, (size_t)a->yb, dt, &a->routes, x.ptr, x.ld,
+	                                         dy.ptr, dy.ld, a->beta, dw.ptr, dw.ld, db.ptr, &a->dwl));
 }
 
 #define BUF(i) starnn_buffer(buffers, i)
@@ -147,7 +148,7 @@ static void convt2d_fwd_cuda(void *buffers[], void *cl_arg)
 #endif
 
 static STARNN_PERFMODEL_FP(convt2d_fwd, fp32, convt2d_footprint);
-struct starpu_codelet starnn_convt2d_fwd_cl = {
+static struct starpu_codelet starnn_convt2d_fwd_cl = {
 	.name = "convt2d_fwd",
 	.cpu_funcs = {convt2d_fwd_cpu},
 	.cpu_funcs_name = {"convt2d_fwd_cpu"},
@@ -172,7 +173,7 @@ static void convt2d_bwd_data_cuda(void *buffers[], void *cl_arg)
 #endif
 
 static STARNN_PERFMODEL_FP(convt2d_bwd_data, fp32, convt2d_footprint);
-struct starpu_codelet starnn_convt2d_bwd_data_cl = {
+static struct starpu_codelet starnn_convt2d_bwd_data_cl = {
 	.name = "convt2d_bwd_data",
 	.cpu_funcs = {convt2d_bwd_data_cpu},
 	.cpu_funcs_name = {"convt2d_bwd_data_cpu"},
@@ -181,7 +182,7 @@ struct starpu_codelet starnn_convt2d_bwd_data_cl = {
 	.modes = {STARPU_R, STARPU_R, STARPU_RW},
 	STARNN_MODELS(convt2d_bwd_data, fp32),
 };
-struct starpu_codelet starnn_convt2d_bwd_data_w_cl = {
+static struct starpu_codelet starnn_convt2d_bwd_data_w_cl = {
 	.name = "convt2d_bwd_data",
 	.cpu_funcs = {convt2d_bwd_data_cpu},
 	.cpu_funcs_name = {"convt2d_bwd_data_cpu"},
@@ -206,7 +207,7 @@ static void convt2d_bwd_weight_cuda(void *buffers[], void *cl_arg)
 #endif
 
 static STARNN_PERFMODEL_FP(convt2d_bwd_weight, fp32, convt2d_footprint);
-struct starpu_codelet starnn_convt2d_bwd_weight_cl = {
+static struct starpu_codelet starnn_convt2d_bwd_weight_cl = {
 	.name = "convt2d_bwd_weight",
 	.cpu_funcs = {convt2d_bwd_weight_cpu},
 	.cpu_funcs_name = {"convt2d_bwd_weight_cpu"},
@@ -215,7 +216,7 @@ struct starpu_codelet starnn_convt2d_bwd_weight_cl = {
 	.modes = {STARPU_R, STARPU_R, STARPU_RW, STARPU_RW},
 	STARNN_MODELS(convt2d_bwd_weight, fp32),
 };
-struct starpu_codelet starnn_convt2d_bwd_weight_w_cl = {
+static struct starpu_codelet starnn_convt2d_bwd_weight_w_cl = {
 	.name = "convt2d_bwd_weight",
 	.cpu_funcs = {convt2d_bwd_weight_cpu},
 	.cpu_funcs_name = {"convt2d_bwd_weight_cpu"},
@@ -234,14 +235,14 @@ struct starpu_codelet starnn_convt2d_bwd_weight_w_cl = {
  * (codelets/halfwrap.h). */
 
 /* bf16 on a CPU with oneDNN runs natively, without widening, where oneDNN
- * has bf16 kernels for the processor (starnn_conv2d_dnnl_bf16). */
+ * has bf16 kernels for the processor (starnn_conv2d_native_cpu). */
 static int use_dnnl(const struct convt2d_args *a, starnn_dtype dt)
 {
-	return a->backend == STARNN_CONV2D_DNNL && dt == STARNN_BF16 && starnn_conv2d_dnnl_bf16();
+	return a->backend == STARNN_CONV2D_DNNL && starnn_conv2d_native_cpu(dt);
 }
 
 /* A CUDA worker in native mode (starnn_cuda_half_conv, taken at
- * submission): the *_cuda_half kernels (codelets/convt2d.h) on the 16-bit
+ * submission): the *_cuda_half kernels (codelets/kernels/convt2d.h) on the 16-bit
  * buffers. One that returns STARNN_CONVT2D_UNSUPPORTED has written nothing:
  * the task goes on along the widening route, so results are always
  * produced. Other failures are already deferred errors. */
@@ -377,7 +378,7 @@ CT_HALF(fp16, STARNN_FP16)
 CT_HALF(bf16, STARNN_BF16)
 
 /* The passes reading their weights from a whole blocked copy of w, rows
- * from a->row0 (codelets/convt2d.h: starnn_convt2d_*_dnnl_sliced); CPU
+ * from a->row0 (codelets/kernels/convt2d.h: starnn_convt2d_*_dnnl_sliced); CPU
  * only. fp32 and native bf16 hand the copy to the kernel, which reorders w
  * itself where the copy's layout is not its primitive's. 16-bit passes
  * that are widened (fp16; bf16 where oneDNN has no bf16 kernels) widen
@@ -398,16 +399,16 @@ static void copy_pass_cpu(void *buffers[], const struct convt2d_args *a, starnn_
 	starnn_hw_begin(&hw, fwd ? "convt2d_fwd_sliced" : "convt2d_bwd_data_sliced", 0);
 	const starnn_dtype hdt = widen ? dt : STARNN_FP32; /* what starnn_hw_in widens (fp32: nothing) */
 	struct starnn_mat inw = starnn_hw_in(&hw, hdt, in, 1), outw = starnn_hw_in(&hw, hdt, out, beta != 0.0f);
-	const int as_is = !widen || (!hw.failed && starnn_convt2d_dnnl_sliced_ok(fwd, n, c, o, h, wd, xb, yb, inw.ld,
-	                                                                           w.ld, outw.ld, beta, copy, row0));
+	const int as_is = !widen || (!hw.failed && starnn_convt2d_dnnl_sliced_ok(fwd, n, c, o, h, wd, xb, yb, &a->routes,
+	                                                                           inw.ld, w.ld, outw.ld, beta, copy, row0));
 	struct starnn_mat ww = as_is ? w : starnn_hw_in(&hw, hdt, w, 1);
 	const starnn_dtype rdt = widen ? STARNN_FP32 : dt; /* what the kernel runs on */
 	const void *pk = as_is ? copy : NULL;
 	if (!hw.failed) {
-		report(fwd ? starnn_convt2d_fwd_dnnl_sliced(n, c, o, h, wd, xb, yb, rdt, inw.ptr, inw.ld, ww.ptr, ww.ld, pk,
-		                                            row0, b, outw.ptr, outw.ld)
-		           : starnn_convt2d_bwd_data_dnnl_sliced(n, c, o, h, wd, xb, yb, rdt, ww.ptr, ww.ld, pk, row0,
-		                                                 inw.ptr, inw.ld, beta, outw.ptr, outw.ld));
+		report(fwd ? starnn_convt2d_fwd_dnnl_sliced(n, c, o, h, wd, xb, yb, rdt, &a->routes, inw.ptr, inw.ld, ww.ptr,
+		                                            ww.ld, pk, row0, b, outw.ptr, outw.ld)
+		           : starnn_convt2d_bwd_data_dnnl_sliced(n, c, o, h, wd, xb, yb, rdt, &a->routes, ww.ptr, ww.ld, pk,
+		                                                 row0, inw.ptr, inw.ld, beta, outw.ptr, outw.ld));
 		starnn_hw_out(&hw, hdt, outw, out);
 	}
 	starnn_hw_end(&hw);
@@ -485,9 +486,7 @@ static int check_shapes_dt(const char *op, const starnn_tensor *x, const starnn_
                            const starnn_tensor *y, starnn_dtype dt, starnn_dtype wdt)
 {
 	char dx[128], dw[128], db[128], dy[128];
-	STARNN_CHECK(starnn_conv2d_cpu_backend_check());
-	STARNN_CHECK(starnn_cuda_half_conv_check());
-	STARNN_CHECK(starnn_convt2d_route_check());
+	STARNN_CHECK(starnn_conv2d_settings_check());
 	starnn_tensor_describe(x, dx, sizeof dx);
 	starnn_tensor_describe(w, dw, sizeof dw);
 	starnn_tensor_describe(y, dy, sizeof dy);
@@ -519,11 +518,14 @@ static int check_shapes_dt(const char *op, const starnn_tensor *x, const starnn_
 	return 0;
 }
 
-/* The task arguments; the CUDA 16-bit mode is taken now, at submission. */
+/* The task arguments; the settings (CPU kernels, routes, CUDA 16-bit mode)
+ * are taken now, at submission. */
 static struct convt2d_args args_of(const starnn_tensor *x, const starnn_tensor *y, float beta, starnn_dtype dt)
 {
-	struct convt2d_args a = (struct convt2d_args){x->shape[2], x->shape[3], (int64_t)starnn_conv2d_cpu_backend(), x->cblock, y->cblock,
-	                          dt == STARNN_FP32 ? 0 : (int64_t)starnn_cuda_half_conv(), beta, {0}, 0};
+	struct starnn_conv2d_routes r;
+	starnn_conv2d_routes_in_force(&r);
+	struct convt2d_args a = {x->shape[2], x->shape[3], (int64_t)starnn_conv2d_cpu_backend(), x->cblock, y->cblock,
+	                         dt == STARNN_FP32 ? 0 : (int64_t)starnn_cuda_half_conv(), beta, {0}, 0, r};
 	return a;
 }
 
@@ -558,15 +560,16 @@ static int task_count(const starnn_tensor *x, int64_t o, int max_parts)
 
 /* The whole copy of w in the layout oneDNN reads in the forward (fwd 1:
  * its 1x1 convolution [4o, c]) or backward-data pass (its deconvolution)
- * (codelets/conv2d.h: starnn_conv2d_blocked_copy), which the optimizers
- * keep current as they write w, so that no task reorders w; NULL where
- * that does not apply: packing not on, not oneDNN, CUDA workers, w a part,
- * the direct kernels, a layout runtime/core/tensor.h does not describe. 16-bit
+ * (codelets/conv2d_internal.h: starnn_conv2d_blocked_copy), which the
+ * optimizers keep current as they write w, so that no task reorders w;
+ * NULL where that does not apply: packing not on, not oneDNN, CUDA
+ * workers, w a part, the direct kernels, a layout runtime/base/types.h
+ * does not describe (routes r: the tasks'). 16-bit
  * passes widened to fp32 get an fp32 copy of the widened weights. x0: the
  * first task's x (forward) or dx (backward data), whose geometry with y's
  * (dy's) layout asks for it. */
 static int w_copy(int fwd, starnn_tensor *w, const starnn_tensor *x0, const starnn_tensor *y, starnn_dtype dt,
-                  starnn_tensor **copy)
+                  const struct starnn_conv2d_routes *r, starnn_tensor **copy)
 {
 	*copy = NULL;
 	struct starnn_blocked_weights L;
@@ -576,11 +579,11 @@ static int w_copy(int fwd, starnn_tensor *w, const starnn_tensor *x0, const star
 	/* the primitive's dtype: 16-bit passes that are not native bf16 run
 	 * the fp32 one on widened activations, with an fp32 copy of the
 	 * widened weights (starnn_conv2d_blocked_copy of a 16-bit w) */
-	const starnn_dtype pdt = dt == STARNN_BF16 && starnn_conv2d_dnnl_bf16() ? dt : STARNN_FP32;
+	const starnn_dtype pdt = starnn_conv2d_native_cpu(dt) ? dt : STARNN_FP32;
 	const size_t n = (size_t)x0->shape[0], c = (size_t)x0->shape[1], o = (size_t)w->shape[1],
-	             h = (size_t)x0->shape[2], wd = (size_t)x0->shape[3];
-	if (!(fwd ? starnn_convt2d_dnnl_fwd_layout(n, c, o, h, wd, (size_t)x0->cblock, (size_t)y->cblock, pdt, &L)
-	          : starnn_convt2d_dnnl_bwd_data_layout(n, c, o, h, wd, (size_t)x0->cblock, (size_t)y->cblock, pdt, &L)))
+	             h = (size_t)x0->shape[2], wd = (size_t)x0->shape[3], xb = (size_t)x0->cblock, yb = (size_t)y->cblock;
+	if (!(fwd ? starnn_convt2d_dnnl_fwd_layout(n, c, o, h, wd, xb, yb, pdt, r, &L)
+	          : starnn_convt2d_dnnl_bwd_data_layout(n, c, o, h, wd, xb, yb, pdt, r, &L)))
 		return 0;
 	int rc;
 	*copy = starnn_conv2d_blocked_copy(w, &L, &rc);
@@ -607,7 +610,7 @@ static int convt2d_fwd_dt(starnn_tensor *x, starnn_tensor *w, starnn_tensor *b, 
 	} else
 		parts = 1;
 	starnn_tensor *copy = NULL;
-	STARNN_CHECK(w_copy(1, w, xp ? xp[0] : x, y, dt, &copy));
+	STARNN_CHECK(w_copy(1, w, xp ? xp[0] : x, y, dt, &a.routes, &copy));
 	for (int i = 0; i < parts; i++) {
 		starnn_tensor *xi = xp ? xp[i] : x, *wi = wp ? wp[i] : w, *yi = yp ? yp[i] : y;
 		/* the product, then the bias on every output element */
@@ -645,7 +648,7 @@ static int convt2d_bwd_data_dt(starnn_tensor *w, starnn_tensor *dy, float beta, 
 	} else
 		parts = 1;
 	starnn_tensor *copy = NULL;
-	STARNN_CHECK(w_copy(0, w, dxp ? dxp[0] : dx, dy, dt, &copy));
+	STARNN_CHECK(w_copy(0, w, dxp ? dxp[0] : dx, dy, dt, &a.routes, &copy));
 	for (int i = 0; i < parts; i++) {
 		starnn_tensor *wi = wp ? wp[i] : w, *dxi = dxp ? dxp[i] : dx;
 		struct starnn_task_desc d = {.cl = cl, .args = &a, .args_size = sizeof a,
@@ -676,17 +679,17 @@ static int convt2d_bwd_weight_dt(starnn_tensor *x, starnn_tensor *dy, float beta
 		parts = starnn_part_sizes(dw->shape[1], parts, dy->cblock, sizes);
 	if (parts < 1)
 		parts = 1;
-	/* dw's layout, chosen by its first writer (codelets/conv2d.h) */
+	/* dw's layout, chosen by its first writer (codelets/conv2d_internal.h) */
 	if (!dw->wl_fixed) {
 		struct starnn_blocked_weights L;
 		memset(&L, 0, sizeof L);
 		/* (the primitive's dtype: 16-bit passes that are not native bf16
 		 * run the fp32 one on widened copies of x and dy, in their layouts) */
-		const starnn_dtype pdt = dt == STARNN_BF16 && starnn_conv2d_dnnl_bf16() ? STARNN_BF16 : STARNN_FP32;
+		const starnn_dtype pdt = starnn_conv2d_native_cpu(dt) ? STARNN_BF16 : STARNN_FP32;
 		if (starnn_dw_layout_open(dw, parts == 1))
 			starnn_convt2d_dnnl_dw_layout((size_t)x->shape[0], (size_t)x->shape[1], (size_t)dw->shape[1],
 			                              (size_t)x->shape[2], (size_t)x->shape[3], (size_t)x->cblock,
-			                              (size_t)dy->cblock, pdt, &L);
+			                              (size_t)dy->cblock, pdt, &a.routes, &L);
 		STARNN_CHECK(starnn_tensor_set_wlayout(dw, &L));
 	}
 	STARNN_CHECK(starnn_dw_layout_check("convt2d_bwd_weight", dw, parts == 1));
@@ -778,18 +781,4 @@ int starnn_convt2d_bwd_mp(starnn_tensor *x, starnn_tensor *dy, starnn_tensor *w,
                           float beta_w, starnn_tensor *dw, starnn_tensor *db)
 {
 	return convt2d_bwd_dt(x, dy, w, beta_x, dx, beta_w, dw, db, act_dtype(x));
-}
-
-const char *starnn_convt2d_cpu_route(starnn_dtype dt, int cblock)
-{
-	if (starpu_cpu_worker_get_count() == 0 || starnn_conv2d_cpu_backend() != STARNN_CONV2D_DNNL || cblock <= 1)
-		return NULL;
-	if (dt == STARNN_BF16 && starnn_conv2d_dnnl_bf16()) /* native bf16: oneDNN */
-		return NULL;
-	if (!starnn_convt2d_direct((size_t)cblock, (size_t)cblock, STARNN_FP32))
-		return NULL;
-	return dt == STARNN_FP32 ? "fp32 on starnn's direct AVX2 kernels, forward and backward (STARNN_CONVT2D=dnnl: "
-	                           "oneDNN)"
-	                         : "widened to fp32 on starnn's direct AVX2 kernels, forward and backward "
-	                           "(STARNN_CONVT2D=dnnl: oneDNN)";
 }

@@ -22,7 +22,7 @@
 #include <cblas.h>
 #include <string.h>
 
-#include "codelets/conv2d.h"
+#include "codelets/kernels/conv2d.h"
 
 #define TARGET_BYTES ((size_t)1 << 20)
 #define MIN_COLS ((size_t)512)
@@ -375,7 +375,7 @@ void starnn_conv2d_bwd_weight_cpu(const struct starnn_conv2d_geom *g, const floa
 }
 
 /* 1x1 convolutions from x in blocks of xb > 1 channels to y in NCHW
- * (codelets/conv2d.h: starnn_conv2d_1x1_nchw_ok): block cb of a sample is
+ * (codelets/kernels/conv2d.h: starnn_conv2d_1x1_nchw_ok): block cb of a sample is
  * a row-major P x xb matrix X_cb (P = h w pixels), so each pass is one
  * OpenBLAS sgemm per block and sample, on the data where it is:
  *   forward:     Y (O x P) = b + sum_cb W[:, cb] (O x xb) X_cb^T
@@ -457,7 +457,7 @@ void starnn_conv2d_bwd_bias_cpu(size_t n, size_t o, size_t hw, const float *dy, 
 	}
 }
 
-/* The direct fp32 3x3 weight gradient (codelets/conv2d.h:
+/* The direct fp32 3x3 weight gradient (codelets/kernels/conv2d.h:
  * starnn_conv2d_bwd_weight_direct_cpu).
  *
  * Each sample of x is first copied, zero-padded, into the workspace as xp

@@ -2,12 +2,11 @@
  * tiles of whole input rows so that the Z / G workspace (4*O x tile) stays
  * near the cache (~1 MiB) while the GEMM keeps >= 256 columns; and, at the
  * end, the direct AVX2 kernels for blocked layouts. Shapes and formulas:
- * codelets/convt2d.h. */
+ * codelets/kernels/convt2d.h. */
 #include <cblas.h>
 #include <stdlib.h>
 
-#include "codelets/convert.h"
-#include "codelets/convt2d.h"
+#include "codelets/kernels/convt2d.h"
 #include "runtime/base/error.h"
 
 /* Input rows per tile. */
@@ -188,7 +187,6 @@ void starnn_convt2d_bias_grad_cpu(size_t n, size_t o, size_t h, size_t w, starnn
 #endif
 #include <string.h>
 
-#include "codelets/conv2d.h"
 #include "codelets/cpu/simd.h"
 
 #define CT_PIXELS 256 /* least input pixels of a weight-gradient strip */

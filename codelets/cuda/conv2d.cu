@@ -5,21 +5,20 @@
  * descriptors are always packed, so a channel part of w / dw (rows ld
  * apart) goes through a packed copy. fp32 math is restricted to FMA (no
  * TF32) so that fp32 results match the CPU's. The native 16-bit kernels
- * (codelets/conv2d.h) use cuDNN's PSEUDO_HALF_CONFIG / PSEUDO_BFLOAT16_CONFIG
+ * (codelets/kernels/conv2d.h) use cuDNN's PSEUDO_HALF_CONFIG / PSEUDO_BFLOAT16_CONFIG
  * (fp16 / bf16 tensors, fp32 compute type) with tensor-op math; they return
  * STARNN_CONV2D_UNSUPPORTED wherever cuDNN answers NOT_SUPPORTED, before
  * anything is written, and remember that per shape. Algorithms come from
  * cuDNN's heuristics (cudnnGet*Algorithm_v7), cached per shape, data type
  * and math; workspaces are stream-ordered allocations (cudaMallocAsync: the
  * pool makes them cheap). */
-#include <config.h>
-
 #include <cuda_runtime.h>
 
-#include "codelets/conv2d.h"
-#include "codelets/convert.h"
+#include "codelets/kernels/conv2d.h"
 #include "runtime/base/error.h"
 
+/* STARNN_USE_CUDNN comes as a compile definition (Makefile.am: where
+ * configure found cuDNN); without it this file has the stubs at its end. */
 #ifdef STARNN_USE_CUDNN
 #include <cudnn.h>
 

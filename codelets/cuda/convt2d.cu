@@ -4,7 +4,7 @@
  * chunk of samples, <= 64 MiB unless one sample needs more) comes from
  * cudaMallocAsync on the worker's stream, so nothing synchronises.
  *
- * The native 16-bit kernels (codelets/convt2d.h, *_cuda_half) run the same
+ * The native 16-bit kernels (codelets/kernels/convt2d.h, *_cuda_half) run the same
  * GEMMs through cublasGemm(StridedBatched)Ex with fp16 / bf16 A and B, fp32
  * C and CUBLAS_COMPUTE_32F (tensor cores, fp32 accumulation); the scatter /
  * gather / bias kernels are the same templates instantiated for the 16-bit
@@ -15,11 +15,11 @@
  * Row-major to cuBLAS (column-major): a row-major r x c matrix with ld is
  * the column-major c x r matrix with the same ld, so the row-major product
  * C = A B is computed as the column-major C^T = B^T A^T (see gemm.cu).
- * Formulas and layouts: codelets/convt2d.h. */
+ * Formulas and layouts: codelets/kernels/convt2d.h. */
 #include <cublas_v2.h>
 #include <cuda_runtime.h>
 
-#include "codelets/convt2d.h"
+#include "codelets/kernels/convt2d.h"
 #include "codelets/cuda/common.cuh"
 #include "codelets/cuda/half.cuh"
 #include "runtime/base/error.h"

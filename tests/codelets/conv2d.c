@@ -27,15 +27,26 @@
 
 #include "codelets/axpy.h"
 #include "codelets/conv2d.h"
+#include "codelets/conv2d_internal.h"
 #include "codelets/convert.h"
 #include "codelets/copy.h"
 #include "codelets/sgd.h"
 #include "codelets/cpu/simd.h"
 #include "runtime/base/half.h"
+#include "runtime/core/choice.h"
 #include "tests/testlib.h"
 #include "tests/codelets/halfcheck.h"
 
 #define KNAME (kernels == STARNN_CONV2D_DNNL ? "oneDNN" : "im2col")
+
+/* The routes in force (the setters', and the test hooks' variables), for
+ * the kernels called directly as the codelets would call them. */
+static const struct starnn_conv2d_routes *rt(void)
+{
+	static struct starnn_conv2d_routes r;
+	starnn_conv2d_routes_in_force(&r);
+	return &r;
+}
 
 struct shape {
 	size_t n, c, o, h, w, k;
@@ -61,7 +72,7 @@ static void fwd_kernel(const struct starnn_conv2d_geom *g, const float *x, size_
                        const float *b, float *y, size_t ldy)
 {
 	if (kernels == STARNN_CONV2D_DNNL) {
-		TEST_OK(starnn_conv2d_fwd_dnnl(g, STARNN_FP32, x, ldx, w, ldw, b, y, ldy));
+		TEST_OK(starnn_conv2d_fwd_dnnl(g, STARNN_FP32, rt(), x, ldx, w, ldw, b, y, ldy));
 		return;
 	}
 	float *work = work_for(g, STARNN_CONV2D_FWD);
@@ -73,7 +84,7 @@ static void bwd_data_kernel(const struct starnn_conv2d_geom *g, const float *dy,
                             size_t ldw, float beta, float *dx, size_t ldx)
 {
 	if (kernels == STARNN_CONV2D_DNNL) {
-		TEST_OK(starnn_conv2d_bwd_data_dnnl(g, STARNN_FP32, dy, ldy, w, ldw, beta, dx, ldx));
+		TEST_OK(starnn_conv2d_bwd_data_dnnl(g, STARNN_FP32, rt(), dy, ldy, w, ldw, beta, dx, ldx));
 		return;
 	}
 	float *work = work_for(g, STARNN_CONV2D_BWD_DATA);
@@ -87,7 +98,7 @@ static void bwd_weight_kernel(const struct starnn_conv2d_geom *g, const float *x
                               size_t ldy, float beta, float *dw, size_t ldw, float *db)
 {
 	if (kernels == STARNN_CONV2D_DNNL) {
-		TEST_OK(starnn_conv2d_bwd_weight_dnnl(g, STARNN_FP32, x, ldx, dy, ldy, beta, dw, ldw, db));
+		TEST_OK(starnn_conv2d_bwd_weight_dnnl(g, STARNN_FP32, rt(), x, ldx, dy, ldy, beta, dw, ldw, db));
 		return;
 	}
 	float *work = work_for(g, STARNN_CONV2D_BWD_WEIGHT);
@@ -330,9 +341,9 @@ static void winograd_vs_naive(void)
 			out[a][0] = malloc(s.n * yc * sizeof(float));
 			out[a][1] = malloc(s.n * xc * sizeof(float));
 			out[a][2] = malloc((s.o * wc + s.o) * sizeof(float));
-			TEST_OK(starnn_conv2d_fwd_dnnl(&g, STARNN_FP32, x, xc, w, wc, b, out[a][0], yc));
-			TEST_OK(starnn_conv2d_bwd_data_dnnl(&g, STARNN_FP32, dy, yc, w, wc, 0.0f, out[a][1], xc));
-			TEST_OK(starnn_conv2d_bwd_weight_dnnl(&g, STARNN_FP32, x, xc, dy, yc, 0.0f, out[a][2], wc,
+			TEST_OK(starnn_conv2d_fwd_dnnl(&g, STARNN_FP32, rt(), x, xc, w, wc, b, out[a][0], yc));
+			TEST_OK(starnn_conv2d_bwd_data_dnnl(&g, STARNN_FP32, rt(), dy, yc, w, wc, 0.0f, out[a][1], xc));
+			TEST_OK(starnn_conv2d_bwd_weight_dnnl(&g, STARNN_FP32, rt(), x, xc, dy, yc, 0.0f, out[a][2], wc,
 			                                      out[a][2] + s.o * wc));
 		}
 		TEST_OK(starnn_conv2d_algo_set(STARNN_CONV2D_ALGO_AUTO));
@@ -520,13 +531,13 @@ static void onebyone_routes(void)
 	                    !starnn_conv2d_1x1_nchw_ok(&both),
 	            "1x1 into NCHW: blocked -> NCHW not taken, or NCHW -> blocked, 3x3 or blocked -> blocked taken");
 	TEST_OK(starnn_conv2d_1x1_set(STARNN_CONV2D_1X1_GEMM));
-	TEST_ASSERT(starnn_conv2d_1x1_gemm(&out, STARNN_FP32) && !starnn_conv2d_1x1_gemm(&out, STARNN_BF16) &&
-	                    !starnn_conv2d_1x1_gemm(&both, STARNN_FP32),
+	TEST_ASSERT(starnn_conv2d_1x1_gemm(&out, STARNN_FP32, rt()) && !starnn_conv2d_1x1_gemm(&out, STARNN_BF16, rt()) &&
+	                    !starnn_conv2d_1x1_gemm(&both, STARNN_FP32, rt()),
 	            "STARNN_CONV2D_1X1=gemm: fp32 not taken, or bf16 / blocked -> blocked taken");
 	TEST_OK(starnn_conv2d_1x1_set(STARNN_CONV2D_1X1_DNNL));
-	TEST_ASSERT(!starnn_conv2d_1x1_gemm(&out, STARNN_FP32), "STARNN_CONV2D_1X1=dnnl: the sgemm kernels taken");
+	TEST_ASSERT(!starnn_conv2d_1x1_gemm(&out, STARNN_FP32, rt()), "STARNN_CONV2D_1X1=dnnl: the sgemm kernels taken");
 	TEST_OK(starnn_conv2d_1x1_set(STARNN_CONV2D_1X1_AUTO));
-	TEST_ASSERT(starnn_conv2d_1x1_gemm(&out, STARNN_FP32) && !starnn_conv2d_1x1_gemm(&both, STARNN_FP32),
+	TEST_ASSERT(starnn_conv2d_1x1_gemm(&out, STARNN_FP32, rt()) && !starnn_conv2d_1x1_gemm(&both, STARNN_FP32, rt()),
 	            "STARNN_CONV2D_1X1=auto: the sgemm kernels not taken into NCHW, or taken blocked -> blocked");
 	TEST_ASSERT(starnn_conv2d_1x1_set((enum starnn_conv2d_1x1)9) == STARNN_EINVAL, "1x1 route 9 accepted");
 }
@@ -575,14 +586,14 @@ static void nchw_in_routes(void)
 	                    !starnn_conv2d_fwd_nchw_direct_ok(&k1),
 	            "direct forward from NCHW: blocked x, NCHW y or 1x1 taken");
 	TEST_OK(starnn_conv2d_nchw_in_set(STARNN_CONV2D_NCHW_IN_DIRECT));
-	TEST_ASSERT(starnn_conv2d_nchw_in_direct(&first, STARNN_FP32) && !starnn_conv2d_nchw_in_direct(&first, STARNN_BF16),
+	TEST_ASSERT(starnn_conv2d_nchw_in_direct(&first, STARNN_FP32, rt()) && !starnn_conv2d_nchw_in_direct(&first, STARNN_BF16, rt()),
 	            "STARNN_CONV2D_NCHW_IN=direct: fp32 not taken, or bf16 taken");
 	TEST_OK(starnn_conv2d_nchw_in_set(STARNN_CONV2D_NCHW_IN_DNNL));
-	TEST_ASSERT(!starnn_conv2d_nchw_in_direct(&first, STARNN_FP32), "STARNN_CONV2D_NCHW_IN=dnnl: the direct kernel taken");
+	TEST_ASSERT(!starnn_conv2d_nchw_in_direct(&first, STARNN_FP32, rt()), "STARNN_CONV2D_NCHW_IN=dnnl: the direct kernel taken");
 	TEST_OK(starnn_conv2d_nchw_in_set(STARNN_CONV2D_NCHW_IN_AUTO));
-	TEST_ASSERT(starnn_conv2d_nchw_in_direct(&first, STARNN_FP32) == (starnn_conv2d_dnnl_block(STARNN_FP32) == 8),
+	TEST_ASSERT(starnn_conv2d_nchw_in_direct(&first, STARNN_FP32, rt()) == (starnn_conv2d_dnnl_block(STARNN_FP32) == 8),
 	            "STARNN_CONV2D_NCHW_IN=auto: the direct kernel %s where oneDNN's layout is %s",
-	            starnn_conv2d_nchw_in_direct(&first, STARNN_FP32) ? "taken" : "not taken",
+	            starnn_conv2d_nchw_in_direct(&first, STARNN_FP32, rt()) ? "taken" : "not taken",
 	            starnn_conv2d_dnnl_block(STARNN_FP32) == 8 ? "nChw8c" : "not nChw8c");
 	TEST_ASSERT(starnn_conv2d_nchw_in_set((enum starnn_conv2d_nchw_in)9) == STARNN_EINVAL, "NCHW-input route 9 accepted");
 }
@@ -899,7 +910,7 @@ static void half_fwd_diagnose(struct shape sh, starnn_dtype dt, starnn_tensor *x
 		float *y = malloc(ny * sizeof *y);
 		starnn_convert_fp32_to_bf16_cpu(1, nx, x, nx, hx, nx);
 		starnn_convert_fp32_to_bf16_cpu(1, nw, w, nw, hw, nw);
-		TEST_OK(starnn_conv2d_fwd_dnnl(&g, STARNN_BF16, hx, sh.c * sh.h * sh.w, hw, sh.c * sh.k * sh.k, b, hy,
+		TEST_OK(starnn_conv2d_fwd_dnnl(&g, STARNN_BF16, rt(), hx, sh.c * sh.h * sh.w, hw, sh.c * sh.k * sh.k, b, hy,
 		                               sh.o * sh.h * sh.w));
 		starnn_convert_bf16_to_fp32_cpu(1, ny, hy, ny, y, ny);
 		size_t off3 = count_off(dt, y, ref, ny);
@@ -1065,14 +1076,17 @@ static void half_mode_vs_cpu(struct shape sh, starnn_dtype dt, int view)
 	free(ry), free(rdx1), free(rdx0), free(rdw0), free(rdw1), free(rdb);
 }
 
-/* STARNN_CUDA_HALF_CONV: a bad value is refused with a message; the setter
- * overrides it. Must run before anything reads the variable. */
+/* STARNN_CUDA_HALF_CONV (a test hook: read only in builds with them): a
+ * bad value is refused with a message where the settings are read
+ * (starnn_init; read again here) and by the submit functions; the setter
+ * overrides it. */
 static void cuda_half_switch(void)
 {
+#ifdef STARNN_TEST_HOOKS
 	const char *old = getenv("STARNN_CUDA_HALF_CONV");
 	char *saved = old ? strdup(old) : NULL;
 	setenv("STARNN_CUDA_HALF_CONV", "fast", 1);
-	TEST_ASSERT(starnn_cuda_half_conv_check() == STARNN_EINVAL, "STARNN_CUDA_HALF_CONV=fast accepted");
+	TEST_ASSERT(starnn_settings_load() == STARNN_EINVAL, "STARNN_CUDA_HALF_CONV=fast accepted");
 	TEST_ASSERT(strstr(starnn_last_error(), "STARNN_CUDA_HALF_CONV") != NULL, "no variable in the message: %s",
 	            starnn_last_error());
 	starnn_tensor *x = tensor4("x", 1, 3, 4, 4, NULL), *w = tensor4("w", 2, 3, 3, 3, NULL), *b = tensor1("b", 2, NULL);
@@ -1081,7 +1095,7 @@ static void cuda_half_switch(void)
 	TEST_ASSERT(starnn_cuda_half_conv() == STARNN_CUDA_HALF_WIDEN, "a bad STARNN_CUDA_HALF_CONV is not the default");
 	TEST_ASSERT(starnn_cuda_half_conv_set((enum starnn_cuda_half_conv)7) == STARNN_EINVAL, "mode 7 accepted");
 	TEST_OK(starnn_cuda_half_conv_set(STARNN_CUDA_HALF_WIDEN));
-	TEST_OK(starnn_cuda_half_conv_check());
+	TEST_OK(starnn_conv2d_settings_check());
 	TEST_OK(starnn_wait());
 	starnn_tensor_destroy(x), starnn_tensor_destroy(w), starnn_tensor_destroy(b), starnn_tensor_destroy(y);
 	if (saved)
@@ -1089,6 +1103,10 @@ static void cuda_half_switch(void)
 	else
 		unsetenv("STARNN_CUDA_HALF_CONV");
 	free(saved);
+	TEST_OK(starnn_settings_load());
+#else
+	printf("STARNN_CUDA_HALF_CONV: not read in a build without test hooks (configure --enable-test-hooks)\n");
+#endif
 }
 
 /* oneDNN bf16 kernels against oneDNN fp32 on the same (bf16) values at the
@@ -1113,12 +1131,12 @@ static void dnnl_bf16_full_size(size_t c, size_t o, size_t side)
 	float *y = malloc(ny * sizeof *y), *dx = malloc(nx * sizeof *dx), *dw = malloc(nw * sizeof *dw),
 	      *dw16 = malloc(nw * sizeof *dw16), *got = malloc((nx > ny ? nx : ny) * sizeof *got);
 	float *db = malloc(o * sizeof *db), *db16 = malloc(o * sizeof *db16);
-	TEST_OK(starnn_conv2d_fwd_dnnl(&g, STARNN_FP32, x, nx, w, c * 9, b, y, ny));
-	TEST_OK(starnn_conv2d_fwd_dnnl(&g, STARNN_BF16, hx, nx, hw16, c * 9, b, hy, ny));
-	TEST_OK(starnn_conv2d_bwd_data_dnnl(&g, STARNN_FP32, dy, ny, w, c * 9, 0.0f, dx, nx));
-	TEST_OK(starnn_conv2d_bwd_data_dnnl(&g, STARNN_BF16, hdy, ny, hw16, c * 9, 0.0f, hdx, nx));
-	TEST_OK(starnn_conv2d_bwd_weight_dnnl(&g, STARNN_FP32, x, nx, dy, ny, 0.0f, dw, c * 9, db));
-	TEST_OK(starnn_conv2d_bwd_weight_dnnl(&g, STARNN_BF16, hx, nx, hdy, ny, 0.0f, dw16, c * 9, db16));
+	TEST_OK(starnn_conv2d_fwd_dnnl(&g, STARNN_FP32, rt(), x, nx, w, c * 9, b, y, ny));
+	TEST_OK(starnn_conv2d_fwd_dnnl(&g, STARNN_BF16, rt(), hx, nx, hw16, c * 9, b, hy, ny));
+	TEST_OK(starnn_conv2d_bwd_data_dnnl(&g, STARNN_FP32, rt(), dy, ny, w, c * 9, 0.0f, dx, nx));
+	TEST_OK(starnn_conv2d_bwd_data_dnnl(&g, STARNN_BF16, rt(), hdy, ny, hw16, c * 9, 0.0f, hdx, nx));
+	TEST_OK(starnn_conv2d_bwd_weight_dnnl(&g, STARNN_FP32, rt(), x, nx, dy, ny, 0.0f, dw, c * 9, db));
+	TEST_OK(starnn_conv2d_bwd_weight_dnnl(&g, STARNN_BF16, rt(), hx, nx, hdy, ny, 0.0f, dw16, c * 9, db16));
 	char what[96];
 	snprintf(what, sizeof what, "oneDNN bf16 fwd C%zu O%zu %zux%zu", c, o, side, side);
 	starnn_convert_bf16_to_fp32_cpu(1, ny, hy, ny, got, ny);
@@ -1187,9 +1205,9 @@ static void dnnl_bf16_wgrad_large(size_t n, size_t c, size_t o, size_t h, size_t
 	}
 	float *dw = malloc(nw * sizeof *dw), *dw16 = malloc(nw * sizeof *dw16), *db = malloc(o * sizeof *db),
 	      *db16 = malloc(o * sizeof *db16);
-	TEST_OK(starnn_conv2d_bwd_weight_dnnl(&g32, STARNN_FP32, x, c * hw, dy, o * hw, 0.0f, dw, c * k * k, db));
+	TEST_OK(starnn_conv2d_bwd_weight_dnnl(&g32, STARNN_FP32, rt(), x, c * hw, dy, o * hw, 0.0f, dw, c * k * k, db));
 	for (int round = 0; round < 2; round++) {
-		TEST_OK(starnn_conv2d_bwd_weight_dnnl(&g, STARNN_BF16, hx, c * hw, hdy, o * hw, (float)round, dw16, c * k * k,
+		TEST_OK(starnn_conv2d_bwd_weight_dnnl(&g, STARNN_BF16, rt(), hx, c * hw, hdy, o * hw, (float)round, dw16, c * k * k,
 		                                      db16));
 		char what[128];
 		float m = 0, mb = 0;
@@ -1418,7 +1436,7 @@ static void pack_layouts(void)
 			struct starnn_conv2d_geom g = {2, c, o, 8, 8, 3, shapes[k].xb, shapes[k].yb, 0, 0, 0};
 			const size_t lda = pass == STARNN_CONV2D_FWD ? c * hw : o * hw, ldout = pass == STARNN_CONV2D_FWD ? o * hw : c * hw;
 			struct starnn_blocked_weights L;
-			size_t bytes = starnn_conv2d_dnnl_pack_info((enum starnn_conv2d_pass)pass, &g, STARNN_FP32, lda, c * 9,
+			size_t bytes = starnn_conv2d_dnnl_pack_info((enum starnn_conv2d_pass)pass, &g, STARNN_FP32, rt(), lda, c * 9,
 			                                            ldout, 0.0f, &L);
 			const char *pn = pass == STARNN_CONV2D_FWD ? "forward" : "backward data";
 			if (block == 8)
@@ -1429,7 +1447,7 @@ static void pack_layouts(void)
 			named++;
 			float *w = test_random(o * c * 9, -1, 1);
 			unsigned char *a = calloc(1, bytes), *b = calloc(1, bytes);
-			TEST_OK(starnn_conv2d_dnnl_pack((enum starnn_conv2d_pass)pass, &g, STARNN_FP32, lda, w, c * 9, ldout, 0.0f,
+			TEST_OK(starnn_conv2d_dnnl_pack((enum starnn_conv2d_pass)pass, &g, STARNN_FP32, rt(), lda, w, c * 9, ldout, 0.0f,
 			                                a, bytes));
 			starnn_blocked_put_rows_cpu(&L, 0, o, w, c * 9, b);
 			const float *da = starnn_blocked_weights_data(&L, a), *db = starnn_blocked_weights_data(&L, b);
@@ -1469,7 +1487,7 @@ static void pack_layouts_bf16(void)
 			struct starnn_conv2d_geom g = {2, c, o, 8, 8, 3, c % (size_t)blk ? 1 : (size_t)blk, (size_t)blk, 0, 0, 0};
 			const size_t lda = pass == STARNN_CONV2D_FWD ? c * hw : o * hw, ldout = pass == STARNN_CONV2D_FWD ? o * hw : c * hw;
 			struct starnn_blocked_weights L;
-			size_t bytes = starnn_conv2d_dnnl_pack_info((enum starnn_conv2d_pass)pass, &g, STARNN_BF16, lda, c * 9,
+			size_t bytes = starnn_conv2d_dnnl_pack_info((enum starnn_conv2d_pass)pass, &g, STARNN_BF16, rt(), lda, c * 9,
 			                                            ldout, 0.0f, &L);
 			if (c % (size_t)blk && blk == 16) /* AVX512-BF16's AcdB16a2b: one block of the inputs, in pairs */
 				TEST_ASSERT(bytes && L.ob == 16 && L.ib == 14 && L.pair == 2,
@@ -1487,7 +1505,7 @@ static void pack_layouts_bf16(void)
 			for (size_t i = 0; i < n; i++)
 				wh[i] = starnn_float_to_bf16(w[i]);
 			unsigned char *a = calloc(1, bytes), *b = calloc(1, bytes);
-			TEST_OK(starnn_conv2d_dnnl_pack((enum starnn_conv2d_pass)pass, &g, STARNN_BF16, lda, wh, c * 9, ldout, 0.0f,
+			TEST_OK(starnn_conv2d_dnnl_pack((enum starnn_conv2d_pass)pass, &g, STARNN_BF16, rt(), lda, wh, c * 9, ldout, 0.0f,
 			                                a, bytes));
 			starnn_blocked_put_rows_cpu(&L, 0, o, w, c * 9, b);
 			const unsigned char *da = (const unsigned char *)starnn_blocked_weights_data(&L, a),
@@ -1570,7 +1588,7 @@ static void dw_layouts(starnn_dtype dt)
 		struct starnn_conv2d_geom g = {(size_t)n, (size_t)c, (size_t)o, (size_t)hw, (size_t)hw, (size_t)k,
 		                               (size_t)xb, (size_t)b, 0, 0, 0};
 		struct starnn_blocked_weights L;
-		const int blocked = starnn_conv2d_dnnl_dw_layout(&g, starnn_conv2d_dnnl_bf16() ? dt : STARNN_FP32, &L);
+		const int blocked = starnn_conv2d_dnnl_dw_layout(&g, starnn_conv2d_dnnl_bf16() ? dt : STARNN_FP32, rt(), &L);
 		char what[128], l[24];
 		snprintf(what, sizeof what, "%s dw of %lld -> %lld, %lldx%lld, k %lld (x in blocks of %d, dy %d)",
 		         starnn_dtype_name(dt), (long long)c, (long long)o, (long long)hw, (long long)hw, (long long)k, xb, b);

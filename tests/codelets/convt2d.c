@@ -24,16 +24,27 @@
 
 #include "codelets/axpy.h"
 #include "codelets/conv2d.h"
+#include "codelets/conv2d_internal.h"
 #include "codelets/convert.h"
 #include "codelets/convt2d.h"
 #include "codelets/copy.h"
 #include "codelets/sgd.h"
+#include "runtime/core/choice.h"
 #include "tests/testlib.h"
 #include "tests/codelets/halfcheck.h"
 
 struct shape {
 	size_t n, c, o, h, w;
 };
+
+/* The routes in force (the setters', and the test hooks' variables), for
+ * the kernels called directly as the codelets would call them. */
+static const struct starnn_conv2d_routes *rt(void)
+{
+	static struct starnn_conv2d_routes r;
+	starnn_conv2d_routes_in_force(&r);
+	return &r;
+}
 
 /* The CPU kernels under test: GEMM based, or oneDNN (both when starnn has
  * oneDNN; oneDNN's weight gradient leaves the bias to
@@ -45,7 +56,7 @@ static int fwd_kernel(struct shape s, const float *x, size_t lx, const float *wt
                       size_t ly)
 {
 	if (kernels == STARNN_CONV2D_DNNL)
-		return starnn_convt2d_fwd_dnnl(s.n, s.c, s.o, s.h, s.w, 1, 1, STARNN_FP32, x, lx, wt, lw, b, y, ly);
+		return starnn_convt2d_fwd_dnnl(s.n, s.c, s.o, s.h, s.w, 1, 1, STARNN_FP32, rt(), x, lx, wt, lw, b, y, ly);
 	return starnn_convt2d_fwd_cpu(s.n, s.c, s.o, s.h, s.w, x, lx, wt, lw, b, y, ly);
 }
 
@@ -53,7 +64,7 @@ static int bwd_data_kernel(struct shape s, const float *wt, size_t lw, const flo
                            float *dx, size_t lx)
 {
 	if (kernels == STARNN_CONV2D_DNNL)
-		return starnn_convt2d_bwd_data_dnnl(s.n, s.c, s.o, s.h, s.w, 1, 1, STARNN_FP32, wt, lw, dy, ly, beta, dx, lx);
+		return starnn_convt2d_bwd_data_dnnl(s.n, s.c, s.o, s.h, s.w, 1, 1, STARNN_FP32, rt(), wt, lw, dy, ly, beta, dx, lx);
 	return starnn_convt2d_bwd_data_cpu(s.n, s.c, s.o, s.h, s.w, wt, lw, dy, ly, beta, dx, lx);
 }
 
@@ -61,7 +72,7 @@ static int bwd_weight_kernel(struct shape s, const float *x, size_t lx, const fl
                              float *dw, size_t lw, float *db)
 {
 	if (kernels == STARNN_CONV2D_DNNL) /* the bias gradient in the same primitive */
-		return starnn_convt2d_bwd_weight_dnnl(s.n, s.c, s.o, s.h, s.w, 1, 1, STARNN_FP32, x, lx, dy, ly, beta, dw, lw,
+		return starnn_convt2d_bwd_weight_dnnl(s.n, s.c, s.o, s.h, s.w, 1, 1, STARNN_FP32, rt(), x, lx, dy, ly, beta, dw, lw,
 		                                      db);
 	return starnn_convt2d_bwd_weight_cpu(s.n, s.c, s.o, s.h, s.w, x, lx, dy, ly, beta, dw, lw, db);
 }
@@ -356,14 +367,14 @@ static void direct_kernels(void)
 	            "direct_ok: 12 channels, NCHW or blocks of 4 accepted, or NHWC of 48 declined");
 	TEST_OK(starnn_convt2d_route_set(STARNN_CONVT2D_DIRECT));
 #ifdef STARNN_HAVE_DNNL /* (the route of the oneDNN backend; without it, never taken) */
-	TEST_ASSERT(starnn_convt2d_direct(16, 8, STARNN_FP32) && !starnn_convt2d_direct(16, 8, STARNN_BF16) &&
-	                    !starnn_convt2d_direct(16, 1, STARNN_FP32),
+	TEST_ASSERT(starnn_convt2d_direct(16, 8, STARNN_FP32, rt()) && !starnn_convt2d_direct(16, 8, STARNN_BF16, rt()) &&
+	                    !starnn_convt2d_direct(16, 1, STARNN_FP32, rt()),
 	            "direct route: fp32 blocked not taken, or bf16 / NCHW taken");
 #else
-	TEST_ASSERT(!starnn_convt2d_direct(16, 8, STARNN_FP32), "no oneDNN: the direct route taken");
+	TEST_ASSERT(!starnn_convt2d_direct(16, 8, STARNN_FP32, rt()), "no oneDNN: the direct route taken");
 #endif
 	TEST_OK(starnn_convt2d_route_set(STARNN_CONVT2D_DNNL));
-	TEST_ASSERT(!starnn_convt2d_direct(16, 8, STARNN_FP32), "dnnl route: the direct kernel taken");
+	TEST_ASSERT(!starnn_convt2d_direct(16, 8, STARNN_FP32, rt()), "dnnl route: the direct kernel taken");
 	TEST_OK(starnn_convt2d_route_set(STARNN_CONVT2D_AUTO));
 	TEST_ASSERT(starnn_convt2d_route_set((enum starnn_convt2d_route)5) == STARNN_EINVAL, "route 5 accepted");
 }
@@ -724,14 +735,17 @@ static void half_mode_vs_cpu(struct shape s, starnn_dtype dt, int view)
 	free(ry), free(rdx1), free(rdx0), free(rdw0), free(rdw1), free(rdb0), free(rdb1);
 }
 
-/* STARNN_CUDA_HALF_CONV (one switch for conv2d and convt2d): a bad value
- * makes the convt2d submit functions refuse with a message; the setter
- * overrides it. Must run before anything reads the variable. */
+/* STARNN_CUDA_HALF_CONV (one switch for conv2d and convt2d; a test hook,
+ * read only in builds with them): a bad value makes the convt2d submit
+ * functions refuse with a message; the setter overrides it. The settings
+ * are read at start-up (starnn_init), so again here. */
 static void cuda_half_switch(void)
 {
+#ifdef STARNN_TEST_HOOKS
 	const char *old = getenv("STARNN_CUDA_HALF_CONV");
 	char *saved = old ? strdup(old) : NULL;
 	setenv("STARNN_CUDA_HALF_CONV", "fast", 1);
+	TEST_ASSERT(starnn_settings_load() == STARNN_EINVAL, "STARNN_CUDA_HALF_CONV=fast accepted");
 	starnn_tensor *x, *w, *b, *y;
 	TEST_OK(starnn_tensor_new(&x, "x", STARNN_FP16, 4, 1, 3, 2, 2));
 	TEST_OK(starnn_tensor_new(&w, "w", STARNN_FP16, 4, 3, 2, 2, 2));
@@ -752,6 +766,10 @@ static void cuda_half_switch(void)
 	else
 		unsetenv("STARNN_CUDA_HALF_CONV");
 	free(saved);
+	TEST_OK(starnn_settings_load());
+#else
+	printf("STARNN_CUDA_HALF_CONV: not read in a build without test hooks (configure --enable-test-hooks)\n");
+#endif
 }
 
 /* The weight gradient in oneDNN's deconvolution layout (runtime/core/tensor.h:
@@ -781,7 +799,7 @@ static void dw_layouts(void)
 		TEST_OK(starnn_tensor_set_wlayout(dwp, NULL));
 		struct starnn_blocked_weights L;
 		const int blocked = starnn_convt2d_dnnl_dw_layout((size_t)n, (size_t)c, (size_t)o, (size_t)h, (size_t)w,
-		                                                  (size_t)b, (size_t)b, STARNN_FP32, &L);
+		                                                  (size_t)b, (size_t)b, STARNN_FP32, rt(), &L);
 		char l[24];
 		for (int pass = 0; pass < 2; pass++) {
 			TEST_OK(starnn_convt2d_bwd_weight(x, dy, pass ? 1.0f : 0.0f, dwa, dba));
@@ -974,7 +992,7 @@ static void bwd_both(void)
 	struct starnn_blocked_weights L;
 	char l[24], l0[24];
 	if (b == 16 && starnn_split_width() > 1 &&
-	    starnn_convt2d_dnnl_dw_layout(1, (size_t)c, (size_t)o, (size_t)h, (size_t)w, 16, 16, STARNN_FP32, &L))
+	    starnn_convt2d_dnnl_dw_layout(1, (size_t)c, (size_t)o, (size_t)h, (size_t)w, 16, 16, STARNN_FP32, rt(), &L))
 		TEST_ASSERT(dw[1]->wl.ob == L.ob && dw[0]->wl.ob == 0,
 		            "convt2d_bwd at batch 1: dw in %s (oneDNN's layout expected: one task writes it), the pass "
 		            "alone in %s (rows expected: two channel parts)",

@@ -19,7 +19,7 @@
  * column and its ratio show "-".
  *
  * The dnnl columns are oneDNN's own passes (the weight gradient's gemm
- * and direct routes, codelets/conv2d.h, are turned off for them).
+ * and direct routes, codelets/kernels/conv2d.h, are turned off for them).
  *
  * --wgrad: the fp32 weight gradient on its three routes instead, with x and
  * dy in the layout the UNet keeps them in here (oneDNN's nChw8c /
@@ -61,7 +61,14 @@
  * its copy of x into padded nChw8c) against the direct kernel
  * (STARNN_CONV2D_NCHW_IN=direct; "-" where it does not run), and the ratio.
  *
- * Usage: tools/bench/conv [--reps N] [--quick] [--wgrad | --wgrad-bf16 | --convt | --convt-bf16 | --nchw-in]
+ * Each mode hands the kernels the routes it compares (codelets/kernels/conv2d.h:
+ * struct starnn_conv2d_routes); the others are those in force (auto; the
+ * test hooks' variables in a build with them), and:
+ *   --algo auto|direct|winograd  oneDNN's algorithm for the fp32 3x3 passes
+ *            (the Winograd route, docs/convolutions.md; default auto)
+ *
+ * Usage: tools/bench/conv [--reps N] [--quick] [--algo A]
+ *                         [--wgrad | --wgrad-bf16 | --convt | --convt-bf16 | --nchw-in]
  *   --quick  the 128x128 shapes only */
 #include <config.h>
 
@@ -73,10 +80,38 @@
 
 #include <cblas.h>
 
-#include "codelets/conv2d.h"
+#include "codelets/conv2d_routes.h"
 #include "codelets/convert.h"
-#include "codelets/convt2d.h"
+#include "codelets/kernels/conv2d.h"
+#include "codelets/kernels/convt2d.h"
 #include "runtime/starnn.h"
+
+/* The routes every kernel call gets, each mode changing the one it
+ * compares (main: those in force, then the options). */
+static struct starnn_conv2d_routes routes;
+
+/* routes with the weight gradient's (transposed convolutions', first
+ * layer's) route set to m */
+static const struct starnn_conv2d_routes *with_wgrad(struct starnn_conv2d_routes *r, enum starnn_conv2d_wgrad m)
+{
+	*r = routes;
+	r->wgrad = m;
+	return r;
+}
+
+static const struct starnn_conv2d_routes *with_convt(struct starnn_conv2d_routes *r, enum starnn_convt2d_route m)
+{
+	*r = routes;
+	r->convt = m;
+	return r;
+}
+
+static const struct starnn_conv2d_routes *with_nchw_in(struct starnn_conv2d_routes *r, enum starnn_conv2d_nchw_in m)
+{
+	*r = routes;
+	r->nchw_in = m;
+	return r;
+}
 
 struct shape {
 	const char *name;
@@ -173,16 +208,17 @@ static int run(int k, int pass, const struct starnn_conv2d_geom *g, struct bufs 
 		return 0;
 	case DNNL:
 		if (pass == 0)
-			return starnn_conv2d_fwd_dnnl(g, STARNN_FP32, B->x, ldx, B->w, ldw, B->b, B->y, ldy);
+			return starnn_conv2d_fwd_dnnl(g, STARNN_FP32, &routes, B->x, ldx, B->w, ldw, B->b, B->y, ldy);
 		if (pass == 1)
-			return starnn_conv2d_bwd_data_dnnl(g, STARNN_FP32, B->dy, ldy, B->w, ldw, 0.0f, B->dx, ldx);
-		return starnn_conv2d_bwd_weight_dnnl(g, STARNN_FP32, B->x, ldx, B->dy, ldy, 0.0f, B->dw, ldw, NULL);
+			return starnn_conv2d_bwd_data_dnnl(g, STARNN_FP32, &routes, B->dy, ldy, B->w, ldw, 0.0f, B->dx, ldx);
+		return starnn_conv2d_bwd_weight_dnnl(g, STARNN_FP32, &routes, B->x, ldx, B->dy, ldy, 0.0f, B->dw, ldw, NULL);
 	case BF16:
 		if (pass == 0)
-			return starnn_conv2d_fwd_dnnl(g, STARNN_BF16, B->hx, ldx, B->hw, ldw, B->b, B->hy, ldy);
+			return starnn_conv2d_fwd_dnnl(g, STARNN_BF16, &routes, B->hx, ldx, B->hw, ldw, B->b, B->hy, ldy);
 		if (pass == 1)
-			return starnn_conv2d_bwd_data_dnnl(g, STARNN_BF16, B->hdy, ldy, B->hw, ldw, 0.0f, B->hdx, ldx);
-		return starnn_conv2d_bwd_weight_dnnl(g, STARNN_BF16, B->hx, ldx, B->hdy, ldy, 0.0f, B->dw, ldw, NULL);
+			return starnn_conv2d_bwd_data_dnnl(g, STARNN_BF16, &routes, B->hdy, ldy, B->hw, ldw, 0.0f, B->hdx, ldx);
+		return starnn_conv2d_bwd_weight_dnnl(g, STARNN_BF16, &routes, B->hx, ldx, B->hdy, ldy, 0.0f, B->dw, ldw,
+		                                     NULL);
 	default: /* WIDEN */
 		if (pass == 0) {
 			starnn_convert_bf16_to_fp32_cpu(1, nx, B->hx, nx, B->wx, nx);
@@ -243,9 +279,9 @@ static int wgrad_run(void *ctx, int k)
 	                                                  STARNN_CONV2D_WGRAD_DIRECT};
 	const struct wgrad_ctx *c = ctx;
 	const struct starnn_conv2d_geom *g = c->g;
-	starnn_conv2d_wgrad_set(route[k]);
-	return starnn_conv2d_bwd_weight_dnnl(g, STARNN_FP32, c->x, g->c * g->h * g->w, c->dy, g->o * g->h * g->w, 0.0f,
-	                                     c->dw, g->c * 9, c->db);
+	struct starnn_conv2d_routes r;
+	return starnn_conv2d_bwd_weight_dnnl(g, STARNN_FP32, with_wgrad(&r, route[k]), c->x, g->c * g->h * g->w, c->dy,
+	                                     g->o * g->h * g->w, 0.0f, c->dw, g->c * 9, c->db);
 }
 
 /* --wgrad (see the top): best seconds of each route, alternated. */
@@ -275,9 +311,10 @@ static int wgrad_bench(int reps, int quick)
 		struct wgrad_ctx ctx = {&g, x, dy, dw, db};
 		if (best_times(reps, nroutes, wgrad_run, &ctx, best))
 			return 1;
-		starnn_conv2d_wgrad_set(STARNN_CONV2D_WGRAD_AUTO);
+		struct starnn_conv2d_routes r;
 		double flops = starnn_conv2d_flops(&g, STARNN_CONV2D_BWD_WEIGHT);
-		const enum starnn_conv2d_wgrad a = starnn_conv2d_wgrad_route(&g, STARNN_FP32);
+		const enum starnn_conv2d_wgrad a =
+			starnn_conv2d_dnnl_wgrad_route(&g, STARNN_FP32, with_wgrad(&r, STARNN_CONV2D_WGRAD_AUTO));
 		char dr[16] = "-", drr[16] = "-";
 		if (nroutes == 3) {
 			snprintf(dr, sizeof dr, "%.1f", flops / best[2] * 1e-9);
@@ -304,9 +341,10 @@ static int wgrad16_run(void *ctx, int k)
 {
 	const struct wgrad16_ctx *c = ctx;
 	const struct starnn_conv2d_geom *g = c->g;
-	starnn_conv2d_wgrad_set(k ? STARNN_CONV2D_WGRAD_GEMM : STARNN_CONV2D_WGRAD_DNNL);
-	return starnn_conv2d_bwd_weight_dnnl(g, STARNN_BF16, c->x, g->c * g->h * g->w, c->dy, g->o * g->h * g->w, 0.0f,
-	                                     c->dw, g->c * 9, c->db);
+	struct starnn_conv2d_routes r;
+	with_wgrad(&r, k ? STARNN_CONV2D_WGRAD_GEMM : STARNN_CONV2D_WGRAD_DNNL);
+	return starnn_conv2d_bwd_weight_dnnl(g, STARNN_BF16, &r, c->x, g->c * g->h * g->w, c->dy, g->o * g->h * g->w,
+	                                     0.0f, c->dw, g->c * 9, c->db);
 }
 
 static void *aligned64(size_t bytes)
@@ -334,7 +372,8 @@ static int wgrad16_bench(int reps, int quick)
 	                                                       : "channels in oneDNN's bf16 block where they divide them");
 	printf("%-14s %5s %5s %5s %4s %9s %9s %10s %6s\n", "shape", "N", "C", "O", "HW", "dnnl", "gemm", "gemm/dnnl",
 	       "auto");
-	/* the 128x128 centre's whole-batch tasks (STARNN_CONV2D_WGRAD_WHOLE) too */
+	/* the 128x128 centre's whole-batch tasks (codelets/conv2d_routes.h:
+	 * starnn_conv2d_wgrad_whole) too */
 	static const struct shape whole[] = {{"128 ctr1 whole", 4, 128, 512, 8},
 	                                     {"128 ctr2 whole", 4, 512, 512, 8},
 	                                     {"128 dec3a whole", 4, 256, 128, 16}};
@@ -358,9 +397,10 @@ static int wgrad16_bench(int reps, int quick)
 		struct wgrad16_ctx ctx = {&g, x, dy, dw, db};
 		if (best_times(reps, 2, wgrad16_run, &ctx, best))
 			return 1;
-		starnn_conv2d_wgrad_set(STARNN_CONV2D_WGRAD_AUTO);
+		struct starnn_conv2d_routes r;
 		const double flops = starnn_conv2d_flops(&g, STARNN_CONV2D_BWD_WEIGHT);
-		const enum starnn_conv2d_wgrad a = starnn_conv2d_wgrad_route(&g, STARNN_BF16);
+		const enum starnn_conv2d_wgrad a =
+			starnn_conv2d_dnnl_wgrad_route(&g, STARNN_BF16, with_wgrad(&r, STARNN_CONV2D_WGRAD_AUTO));
 		printf("%-14s %5zu %5zu %5zu %4zu %9.1f %9.1f %10.2f %6s\n", sh->name, g.n, g.c, g.o, g.h,
 		       flops / best[0] * 1e-9, flops / best[1] * 1e-9, best[0] / best[1],
 		       a == STARNN_CONV2D_WGRAD_GEMM ? "gemm" : "dnnl");
@@ -425,15 +465,16 @@ struct convt_ctx {
 static int convt_run(void *ctx, int k)
 {
 	const struct convt_ctx *a = ctx;
-	starnn_convt2d_route_set(k ? STARNN_CONVT2D_DIRECT : STARNN_CONVT2D_DNNL);
+	struct starnn_conv2d_routes rs;
+	const struct starnn_conv2d_routes *r = with_convt(&rs, k ? STARNN_CONVT2D_DIRECT : STARNN_CONVT2D_DNNL);
 	if (a->pass == 2)
-		return starnn_convt2d_bwd_weight_dnnl(a->n, a->c, a->o, a->h, a->h, a->b, a->b, STARNN_FP32, a->x, a->ldx,
-		                                      a->dy, a->ldy, 0.0f, a->dw, a->ldw, a->db);
+		return starnn_convt2d_bwd_weight_dnnl(a->n, a->c, a->o, a->h, a->h, a->b, a->b, STARNN_FP32, r, a->x,
+		                                      a->ldx, a->dy, a->ldy, 0.0f, a->dw, a->ldw, a->db);
 	if (a->pass == 1)
-		return starnn_convt2d_bwd_data_dnnl(a->n, a->c, a->o, a->h, a->h, a->b, a->b, STARNN_FP32, a->w, a->ldw,
+		return starnn_convt2d_bwd_data_dnnl(a->n, a->c, a->o, a->h, a->h, a->b, a->b, STARNN_FP32, r, a->w, a->ldw,
 		                                    a->dy, a->ldy, 0.0f, a->dx, a->ldx);
-	return starnn_convt2d_fwd_dnnl(a->n, a->c, a->o, a->h, a->h, a->b, a->b, STARNN_FP32, a->x, a->ldx, a->w, a->ldw,
-	                               a->db, a->dy, a->ldy);
+	return starnn_convt2d_fwd_dnnl(a->n, a->c, a->o, a->h, a->h, a->b, a->b, STARNN_FP32, r, a->x, a->ldx, a->w,
+	                               a->ldw, a->db, a->dy, a->ldy);
 }
 
 /* --convt (see the top): best seconds of oneDNN and the direct kernels,
@@ -469,7 +510,6 @@ static int convt_bench(int reps, int quick)
 			       flops / best[0] * 1e-9, dr, rr);
 			fflush(stdout);
 		}
-		starnn_convt2d_route_set(STARNN_CONVT2D_AUTO);
 		free(x), free(dy), free(dx), free(w), free(dw), free(db);
 	}
 	return 0;
@@ -485,10 +525,12 @@ struct convt16_ctx {
 static int convt16_run(void *ctx, int k)
 {
 	const struct convt16_ctx *a = ctx;
+	struct starnn_conv2d_routes rs;
+	const struct starnn_conv2d_routes *r = with_convt(&rs, STARNN_CONVT2D_DNNL); /* (the fp32 deconvolution) */
 	if (k == 0)
-		return starnn_convt2d_bwd_weight_dnnl(a->n, a->c, a->o, a->h, a->h, a->xb, a->yb, STARNN_FP32, a->x, a->ldx,
-		                                      a->dy, a->ldy, 0.0f, a->dw, a->ldw, a->db);
-	return starnn_convt2d_bwd_weight_dnnl(a->n, a->c, a->o, a->h, a->h, a->xb, a->yb, STARNN_BF16, a->hx, a->ldx,
+		return starnn_convt2d_bwd_weight_dnnl(a->n, a->c, a->o, a->h, a->h, a->xb, a->yb, STARNN_FP32, r, a->x,
+		                                      a->ldx, a->dy, a->ldy, 0.0f, a->dw, a->ldw, a->db);
+	return starnn_convt2d_bwd_weight_dnnl(a->n, a->c, a->o, a->h, a->h, a->xb, a->yb, STARNN_BF16, r, a->hx, a->ldx,
 	                                      a->hdy, a->ldy, 0.0f, a->dw, a->ldw, a->db);
 }
 
@@ -510,14 +552,13 @@ static int convt16_bench(int reps, int quick)
 	       amx ? "AMX" : "AVX512-BF16, no AMX here");
 	printf("%-10s %5s %5s %5s %4s %-7s %9s %9s %10s\n", "shape", "N", "C", "O", "HW", "layout", "fp32", "bf16",
 	       "bf16/fp32");
-	starnn_convt2d_route_set(STARNN_CONVT2D_DNNL);
 	unsigned seed = 1;
 	const struct shape *sh;
 	struct convt_dims d;
 	for (size_t s = 0; next_convt_shape(&s, quick, &sh, &d); s++) {
 		const size_t n = d.n, c = d.c, o = d.o, h = d.h, hw = d.hw, ldx = d.ldx, ldy = d.ldy, ldw = d.ldw;
 		/* amp-bf16 on AMX: NHWC where the batch comes in parts, else the
-		 * fp32 block (nChw16c; codelets/conv2d.h, starnn_conv2d_act_cblock) */
+		 * fp32 block (nChw16c; codelets/conv2d_routes.h, starnn_conv2d_act_cblock) */
 		const int nhwc = n > 1, fb = starnn_conv2d_dnnl_block(STARNN_FP32);
 		const size_t xb = nhwc ? c : fb > 1 && c % (size_t)fb == 0 ? (size_t)fb : 1,
 		             yb = nhwc ? o : fb > 1 && o % (size_t)fb == 0 ? (size_t)fb : 1;
@@ -541,7 +582,6 @@ static int convt16_bench(int reps, int quick)
 		fflush(stdout);
 		free(x), free(dy), free(dw), free(db), free(hx), free(hdy);
 	}
-	starnn_convt2d_route_set(STARNN_CONVT2D_AUTO);
 	return 0;
 }
 
@@ -556,8 +596,9 @@ static int nchw_in_run(void *ctx, int k)
 	const struct nchw_in_ctx *a = ctx;
 	const struct starnn_conv2d_geom *g = a->g;
 	const size_t hw = g->h * g->w;
-	starnn_conv2d_nchw_in_set(k ? STARNN_CONV2D_NCHW_IN_DIRECT : STARNN_CONV2D_NCHW_IN_DNNL);
-	return starnn_conv2d_fwd_dnnl(g, STARNN_FP32, a->x, g->c * hw, a->w, g->c * 9, a->bias, a->y, g->o * hw);
+	struct starnn_conv2d_routes r;
+	with_nchw_in(&r, k ? STARNN_CONV2D_NCHW_IN_DIRECT : STARNN_CONV2D_NCHW_IN_DNNL);
+	return starnn_conv2d_fwd_dnnl(g, STARNN_FP32, &r, a->x, g->c * hw, a->w, g->c * 9, a->bias, a->y, g->o * hw);
 }
 
 /* --nchw-in (see the top): the first layer's forward, oneDNN against the
@@ -590,7 +631,6 @@ static int nchw_in_bench(int reps, int quick)
 		direct_columns(flops, best, direct, dr, rr);
 		printf("%-10s %5zu %5zu %5zu %4zu %9.1f %9s %13s\n", sh->name, n, c, o, h, flops / best[0] * 1e-9, dr, rr);
 		fflush(stdout);
-		starnn_conv2d_nchw_in_set(STARNN_CONV2D_NCHW_IN_AUTO);
 		free(x), free(y), free(w), free(bias);
 	}
 	return 0;
@@ -599,9 +639,26 @@ static int nchw_in_bench(int reps, int quick)
 int main(int argc, char **argv)
 {
 	int reps = 3, quick = 0, wgrad = 0, wgrad16 = 0, convt = 0, convt16 = 0, nchw_in = 0;
+	if (starnn_conv2d_settings_check() < 0) {
+		fprintf(stderr, "bench-conv: %s\n", starnn_last_error());
+		return 2;
+	}
+	starnn_conv2d_routes_in_force(&routes);
+	static const char *const algos[] = {"auto", "direct", "winograd"};
 	for (int i = 1; i < argc; i++) {
 		if (!strcmp(argv[i], "--reps") && i + 1 < argc)
 			reps = atoi(argv[++i]);
+		else if (!strcmp(argv[i], "--algo") && i + 1 < argc) {
+			const char *a = argv[++i];
+			int m = 0;
+			while (m < 3 && strcmp(a, algos[m]))
+				m++;
+			if (m == 3) {
+				fprintf(stderr, "bench-conv: --algo %s: expected auto, direct or winograd\n", a);
+				return 2;
+			}
+			routes.algo = (enum starnn_conv2d_algo)m;
+		}
 		else if (!strcmp(argv[i], "--quick"))
 			quick = 1;
 		else if (!strcmp(argv[i], "--wgrad"))
@@ -615,7 +672,9 @@ int main(int argc, char **argv)
 		else if (!strcmp(argv[i], "--nchw-in"))
 			nchw_in = 1;
 		else {
-			fprintf(stderr, "usage: %s [--reps N] [--quick] [--wgrad | --wgrad-bf16 | --convt | --convt-bf16 | --nchw-in]\n",
+			fprintf(stderr,
+			        "usage: %s [--reps N] [--quick] [--algo auto|direct|winograd] [--wgrad | --wgrad-bf16 | --convt | "
+			        "--convt-bf16 | --nchw-in]\n",
 			        argv[0]);
 			return 2;
 		}
@@ -645,7 +704,7 @@ int main(int argc, char **argv)
 		return convt_bench(reps, quick);
 	if (convt16)
 		return convt16_bench(reps, quick);
-	starnn_conv2d_wgrad_set(STARNN_CONV2D_WGRAD_DNNL); /* the dnnl columns: oneDNN's passes */
+	routes.wgrad = STARNN_CONV2D_WGRAD_DNNL; /* the dnnl columns: oneDNN's passes */
 	const char *core = starnn_blas_core();
 	printf("# bench-conv: one thread, 3x3 convolutions, GFLOP/s = 2*N*C*O*9*H*W / best of %d run(s)\n", reps);
 	printf("# OpenBLAS core %s; oneDNN includes its NCHW <-> blocked reorders\n", core ? core : "unknown");

@@ -18,8 +18,12 @@
  * Prescott (SSE3) kernels, 3-4x slower; the header prints the core in use:
  * set OPENBLAS_CORETYPE=SkylakeX (or SapphireRapids) in that case.
  *
- *   bench-ops [--size 128|384] [--quick] [--reps N]
- * --quick: three shapes at 128x128, one rep (a smoke test for CI). */
+ *   bench-ops [--size 128|384] [--quick] [--reps N] [--cpu dnnl|im2col]
+ *             [--algo auto|direct|winograd] [--wgrad auto|dnnl|gemm|direct]
+ * --quick: three shapes at 128x128, one rep (a smoke test for CI).
+ * --cpu, --algo, --wgrad: the CPU kernels, the algorithm of oneDNN's fp32
+ * 3x3 passes and the weight gradient's route to time (codelets/conv2d_routes.h,
+ * docs/convolutions.md; default: the settings in force, auto). */
 #include <config.h>
 
 #include <cblas.h>
@@ -29,6 +33,7 @@
 #include <time.h>
 
 #include "codelets/conv2d.h"
+#include "codelets/conv2d_routes.h"
 #include "runtime/core/codelet.h"
 #include "runtime/starnn.h"
 
@@ -220,20 +225,48 @@ static double conv_run(struct conv_tensors *t, enum starnn_conv2d_pass pass)
 	return now() - t0;
 }
 
+/* The index of word among names (n of them), or -1 with a message. */
+static int option_word(const char *opt, const char *word, const char *const *names, int n)
+{
+	for (int i = 0; i < n; i++)
+		if (!strcmp(word, names[i]))
+			return i;
+	fprintf(stderr, "bench-ops: %s %s: expected", opt, word);
+	for (int i = 0; i < n; i++)
+		fprintf(stderr, " %s", names[i]);
+	fprintf(stderr, "\n");
+	return -1;
+}
+
 int main(int argc, char **argv)
 {
 	starnn_blas_autoselect(argv);
 	size_t size = 128;
-	int quick = 0, reps = 3;
+	int quick = 0, reps = 3, cpu = -1, algo = -1, wgrad = -1;
+	static const char *const cpus[] = {"im2col", "dnnl"}, *const algos[] = {"auto", "direct", "winograd"},
+	                         *const wgrads[] = {"auto", "dnnl", "gemm", "direct"};
 	for (int i = 1; i < argc; i++) {
 		if (!strcmp(argv[i], "--size") && i + 1 < argc)
 			size = (size_t)atoi(argv[++i]);
+		else if (!strcmp(argv[i], "--cpu") && i + 1 < argc) {
+			if ((cpu = option_word("--cpu", argv[++i], cpus, 2)) < 0)
+				return 2;
+		} else if (!strcmp(argv[i], "--algo") && i + 1 < argc) {
+			if ((algo = option_word("--algo", argv[++i], algos, 3)) < 0)
+				return 2;
+		} else if (!strcmp(argv[i], "--wgrad") && i + 1 < argc) {
+			if ((wgrad = option_word("--wgrad", argv[++i], wgrads, 4)) < 0)
+				return 2;
+		}
 		else if (!strcmp(argv[i], "--quick"))
 			quick = 1;
 		else if (!strcmp(argv[i], "--reps") && i + 1 < argc)
 			reps = atoi(argv[++i]);
 		else {
-			fprintf(stderr, "usage: %s [--size 128|384] [--quick] [--reps N]\n", argv[0]);
+			fprintf(stderr,
+			        "usage: %s [--size 128|384] [--quick] [--reps N] [--cpu dnnl|im2col] "
+			        "[--algo auto|direct|winograd] [--wgrad auto|dnnl|gemm|direct]\n",
+			        argv[0]);
 			return 2;
 		}
 	}
@@ -254,8 +287,14 @@ int main(int argc, char **argv)
 	int workers = starnn_ncpu_workers();
 	printf("# bench-ops: UNet convolutions at %zux%zu, f = %zu, batch %zu; %s\n", size, size, f, batch,
 	       starnn_runtime_summary());
-	check(starnn_conv2d_cpu_backend_check(), "STARNN_CONV2D_CPU");
-	printf("# CPU convolution kernels: %s (STARNN_CONV2D_CPU=dnnl|im2col chooses)\n",
+	check(starnn_conv2d_settings_check(), "the convolutions' settings");
+	if (cpu >= 0)
+		check(starnn_conv2d_cpu_backend_set((enum starnn_conv2d_backend)cpu), "--cpu");
+	if (algo >= 0)
+		check(starnn_conv2d_algo_set((enum starnn_conv2d_algo)algo), "--algo");
+	if (wgrad >= 0)
+		check(starnn_conv2d_wgrad_set((enum starnn_conv2d_wgrad)wgrad), "--wgrad");
+	printf("# CPU convolution kernels: %s (--cpu dnnl|im2col chooses)\n",
 	       starnn_conv2d_cpu_backend_name(starnn_conv2d_cpu_backend()));
 	printf("# GFLOP/s = 2*N*O*C*k*k*H*W / best wall time of max(%d, 0.2 s worth) run(s); sgemm: the pass's GEMM"
 	       " as %d task(s)\n", reps, workers);

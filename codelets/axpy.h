@@ -11,10 +11,6 @@
 #include <stddef.h>
 
 #include "runtime/core/tensor.h"
-/* Transitional (issue 49): codelets/cpu/conv2d_dnnl.c still reaches
- * starnn_axpy_cpu through this header; once it includes
- * codelets/kernels/axpy.h, this include goes. */
-#include "codelets/kernels/axpy.h"
 
 #ifdef __cplusplus
 extern "C" {

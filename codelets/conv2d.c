@@ -12,7 +12,6 @@
  * whose parts are disjoint column blocks of dw). The bias gradient is
  * computed by the first weight task (on oneDNN in the same primitive as the
  * weight gradient, while dy is read anyway), never as a pass of its own. */
-#include <config.h>
 
 #include <stddef.h>
 #include <stdio.h>
@@ -23,7 +22,7 @@
 #include "codelets/conv2d_internal.h"
 #include "codelets/halfwrap.h"
 #include "runtime/core/codelet.h"
-#include "runtime/starnn.h" /* (starnn_split_width) */
+#include "runtime/core/init.h" /* (starnn_split_width) */
 
 /* Smallest task worth splitting off: about 0.2 ms of one core with AVX-512
  * sgemm, 1 ms with SSE kernels; StarPU's per-task cost is some 10 us. The

@@ -28,11 +28,6 @@
 
 #include "runtime/core/tensor.h"
 
-/* The settings and queries of codelets/conv2d_routes.h (and through it the
- * kernel header), which models/unet*.c and tests/codelets/blocked.c reach
- * through this header: included here until they include
- * codelets/conv2d_routes.h themselves. */
-#include "codelets/conv2d_routes.h"
 
 #ifdef __cplusplus
 extern "C" {

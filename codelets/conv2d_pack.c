@@ -4,7 +4,6 @@
  * the channel-split forwards and convt2d's passes read), made by pack
  * tasks and kept current by the optimizers; and the weight gradients
  * written in oneDNN's own layouts. */
-#include <config.h>
 
 #include <stddef.h>
 #include <stdio.h>
@@ -12,6 +11,7 @@
 
 #include "codelets/conv2d_internal.h"
 #include "codelets/copy.h"
+#include "codelets/kernels/copy.h"
 #include "codelets/halfwrap.h"
 
 #define BUF(i) starnn_buffer(buffers, i)

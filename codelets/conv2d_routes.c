@@ -4,7 +4,6 @@
  * policies the submit functions and the models ask: the activations'
  * layout, whole-batch weight gradients, which passes widen 16-bit data,
  * and the start-up lines that say which kernels run. */
-#include <config.h>
 
 #include <stdio.h>
 

@@ -22,11 +22,6 @@
 #include <stdint.h>
 
 #include "runtime/core/tensor.h"
-/* Transitional (issue 49): the conv2d / convt2d kernels, codelets/conv2d.c,
- * tests/codelets/conv2d.c and tools/bench/conv.c still reach the convert
- * kernels through this header; once they include
- * codelets/kernels/convert.h, this include goes. */
-#include "codelets/kernels/convert.h"
 
 #ifdef __cplusplus
 extern "C" {

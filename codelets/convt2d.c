@@ -4,7 +4,6 @@
  * (codelets/conv2d_routes.h). Buffers: fwd (x, w, b, y); bwd_data (w, dy,
  * dx); bwd_weight (x, dy, dw, db); the passes that read a whole blocked
  * copy of w take it after w. */
-#include <config.h>
 
 #include <limits.h>
 #include <stddef.h>
@@ -13,7 +12,7 @@
 #include "codelets/convt2d.h"
 #include "codelets/halfwrap.h"
 #include "runtime/core/codelet.h"
-#include "runtime/starnn.h" /* (starnn_split_width) */
+#include "runtime/core/init.h" /* (starnn_split_width) */
 
 /* Leading fields (input H, W) are the footprint key: the buffers' matrix
  * shapes give C*H*W and 4*O*H*W but not H and W. The fp32 codelets' key

@@ -11,10 +11,6 @@
 
 #include "runtime/core/submit.h"
 #include "runtime/core/tensor.h"
-/* Transitional (issue 49): codelets/conv2d.c and tests/codelets/conv2d.c
- * still reach the blocked-weight kernels through this header; once they
- * include codelets/kernels/copy.h, this include goes. */
-#include "codelets/kernels/copy.h"
 
 #ifdef __cplusplus
 extern "C" {

@@ -21,6 +21,7 @@
 #include <string.h>
 
 #include "codelets/conv2d.h"
+#include "codelets/conv2d_routes.h"
 #include "codelets/convt2d.h"
 #include "models/sevir/metrics.h"
 #include "models/sevir/output.h"

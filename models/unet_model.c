@@ -36,6 +36,7 @@
 #include "codelets/concat.h"
 #include "codelets/copy.h"
 #include "codelets/conv2d.h"
+#include "codelets/conv2d_routes.h"
 #include "codelets/convt2d.h"
 #include "codelets/maxpool.h"
 #include "codelets/mse.h"

@@ -24,6 +24,7 @@
 #include <dnnl.h>
 #include <dnnl_debug.h>
 
+#include "codelets/kernels/axpy.h"
 #include "codelets/kernels/conv2d.h"
 #include "codelets/kernels/convt2d.h"
 #include "runtime/base/error.h"

@@ -6,6 +6,7 @@
 #include <cblas.h>
 #include <stdlib.h>
 
+#include "codelets/kernels/convert.h"
 #include "codelets/kernels/convt2d.h"
 #include "runtime/base/error.h"
 

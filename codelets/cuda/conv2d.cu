@@ -15,6 +15,7 @@
 #include <cuda_runtime.h>
 
 #include "codelets/kernels/conv2d.h"
+#include "codelets/kernels/convert.h"
 #include "runtime/base/error.h"
 
 /* STARNN_USE_CUDNN comes as a compile definition (Makefile.am: where

@@ -368,17 +368,6 @@ int starnn_conv2d_bwd_weight_cuda_tf32(const struct starnn_conv2d_geom *g, const
                                        const float *dy, size_t ldy, float beta, float *dw, size_t ldw, void *cudnn,
                                        void *stream);
 
-/* --------------------------------------- other operations' kernels used
- * (moves to codelets/kernels/axpy.h and codelets/kernels/convert.h when
- * the kernels branch lands; identical to the declarations in
- * codelets/axpy.h and codelets/convert.h) */
-void starnn_axpy_cpu(size_t rows, size_t cols, float alpha, const float *x, size_t ldx, float *y, size_t ldy);
-void starnn_widen_row_cpu(starnn_dtype src, size_t n, const void *x, float *y);
-void starnn_convert_fp32_to_fp16_cuda(size_t rows, size_t cols, const float *x, size_t ldx, uint16_t *y, size_t ldy,
-                                      void *stream);
-void starnn_convert_fp32_to_bf16_cuda(size_t rows, size_t cols, const float *x, size_t ldx, uint16_t *y, size_t ldy,
-                                      void *stream);
-
 #ifdef __cplusplus
 }
 #endif

@@ -16,6 +16,11 @@
 #define HOOK(var, expect, names, values)                                                                     \
 	{var, expect, names, values, (int)(sizeof names / sizeof *names), -1, 0, 0, PTHREAD_MUTEX_INITIALIZER}
 
+/* STARNN_CPU_SIMD: the highest instruction set the CPU kernels use
+ * (codelets/simd.c applies it); auto (unset): the best the CPU has. */
+static const char *const simd_names[] = {"auto", "generic", "avx2", "avx512"};
+static const int simd_values[] = {0, 1, 2, 3};
+
 static const char *const cpu_names[] = {
 #ifdef STARNN_HAVE_DNNL
 	"dnnl", "onednn",
@@ -46,6 +51,7 @@ static const char *const cuda_half_names[] = {"widen", "native"};
 static const int cuda_half_values[] = {0, 1};
 
 static struct starnn_choice table[STARNN_NSETTINGS] = {
+	[STARNN_SETTING_CPU_SIMD] = HOOK("STARNN_CPU_SIMD", "auto, generic, avx2 or avx512", simd_names, simd_values),
 #ifdef STARNN_HAVE_DNNL
 	[STARNN_SETTING_CONV2D_CPU] = HOOK("STARNN_CONV2D_CPU", "dnnl or im2col", cpu_names, cpu_values),
 #else
@@ -81,15 +87,15 @@ static int choice_parse(const struct starnn_choice *c, const char *e)
 	return -2;
 }
 
-/* Whether c's variable is read at all: the table's settings are test
- * hooks. */
+/* Whether c's variable is read at all: the table's settings but the
+ * user's (STARNN_CPU_SIMD) are test hooks. */
 static int env_read(const struct starnn_choice *c)
 {
 #ifdef STARNN_TEST_HOOKS
 	(void)c;
 	return 1;
 #else
-	return c < table || c >= table + STARNN_NSETTINGS;
+	return c < table + 1 || c >= table + STARNN_NSETTINGS;
 #endif
 }
 

@@ -58,7 +58,8 @@ const char *starnn_choice_given(struct starnn_choice *c);
  *   STARNN_LAYOUT              auto | blocked | nhwc | nchw
  *   STARNN_CUDA_HALF_CONV      widen | native */
 enum starnn_setting {
-	STARNN_SETTING_CONV2D_CPU,
+	STARNN_SETTING_CPU_SIMD,   /* a user's setting, read in every build */
+	STARNN_SETTING_CONV2D_CPU, /* the rest: test hooks */
 	STARNN_SETTING_CONV2D_WGRAD,
 	STARNN_SETTING_CONV2D_WGRAD_WHOLE,
 	STARNN_SETTING_CONV2D_1X1,

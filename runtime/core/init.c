@@ -6,6 +6,7 @@
 
 #include <starpu.h>
 
+#include "runtime/core/choice.h"
 #include "runtime/core/codelet.h"
 #include "runtime/core/init.h"
 #include "runtime/core/launch.h"
@@ -65,6 +66,9 @@ int starnn_init(const struct starnn_config *user_cfg)
 	STARNN_CHECK(starnn_env_flag("STARNN_QUIET", &quiet));
 	STARNN_CHECK(starnn_env_flag("STARNN_KEEP_BLAS_CORE", &keep));
 	STARNN_CHECK(starnn_priorities_check());
+	/* the operations' settings (STARNN_CPU_SIMD; the test hooks of the
+	 * convolutions): read and checked once, here */
+	STARNN_CHECK(starnn_settings_load());
 
 	/* StarPU counts a measurement more than STARPU_HISTORY_MAX_ERROR percent
 	 * (default 50) away from a history entry's mean as an error, and once

@@ -32,6 +32,7 @@
 #include "codelets/batchnorm.h"
 #include "codelets/bias.h"
 #include "codelets/conv2d.h"
+#include "codelets/conv2d_routes.h"
 #include "codelets/convert.h"
 #include "codelets/convt2d.h"
 #include "codelets/kernels/batchnorm.h"

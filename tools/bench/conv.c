@@ -82,6 +82,7 @@
 
 #include "codelets/conv2d_routes.h"
 #include "codelets/convert.h"
+#include "codelets/kernels/convert.h"
 #include "codelets/kernels/conv2d.h"
 #include "codelets/kernels/convt2d.h"
 #include "runtime/starnn.h"

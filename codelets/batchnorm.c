@@ -1,5 +1,9 @@
 /* StarPU codelets of batch normalisation (fp32) and the whole-operation
- * submit functions over the parts of a batch (see codelets/batchnorm.h). */
+ * submit functions over the parts of a batch (see codelets/batchnorm.h).
+ *
+ * Length (about 1,000 lines): the fp32 and 16-bit codelets and the
+ * submit functions that split a batch into micro-batch tasks and reduce
+ * their statistics; one glue file per operation (codelets/ops.list). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>

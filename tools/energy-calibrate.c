@@ -31,7 +31,6 @@
 #include <errno.h>
 #include <getopt.h>
 #include <math.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -42,21 +41,14 @@
 #include "models/unet_model.h"
 #include "models/unet_options.h"
 #include "runtime/train/calibrate.h"
+#include "runtime/train/options.h"
 #include "runtime/train/random.h"
 #include "runtime/starnn.h"
 
 static const char *prog = "energy-calibrate";
 
-static void fail(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static void fail(const char *fmt, ...)
-{
-	va_list ap;
-	va_start(ap, fmt);
-	fprintf(stderr, "%s: ", prog);
-	vfprintf(stderr, fmt, ap);
-	fputc('\n', stderr);
-	va_end(ap);
-}
+/* "energy-calibrate: message" on stderr (runtime/train/options.h). */
+#define fail(...) starnn_fail(prog, __VA_ARGS__)
 
 static void usage(FILE *f)
 {

@@ -1,4 +1,4 @@
-/* CPU kernels of batch normalisation (see codelets/batchnorm.h).
+/* CPU kernels of batch normalisation (see codelets/kernels/batchnorm.h).
  * Data are walked plane by plane (one sample, one channel: inner contiguous
  * elements), so strided rows (ld > cols) need no special case and the inner
  * loops vectorise; each kernel is compiled per instruction set and picked
@@ -17,7 +17,11 @@
  * multiple of LANES, so a reduction adds the same values in the same order
  * as over the widened plane: every result is bitwise that of the fp32
  * kernel on the widened data (rounded, for y and dx). fp32 planes are used
- * in place, in one piece. */
+ * in place, in one piece.
+ *
+ * Length (about 1,000 lines): the forward, backward, evaluation and
+ * fused-ReLU kernels in three dtypes and the blocked layouts, one kernel
+ * file per operation (codelets/ops.list). */
 #include <math.h>
 #include <stdint.h>
 #include <string.h>

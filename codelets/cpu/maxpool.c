@@ -2,7 +2,7 @@
  * plane (or block plane) at a time; the inner loops are branch-free selects
  * that vectorise,
  * compiled per instruction set (codelets/cpu/simd.h). The selection rule
- * (see codelets/maxpool.h) is take(), applied in the same order by both
+ * (see codelets/kernels/maxpool.h) is take(), applied in the same order by both
  * passes, so that the backward routes to the element the forward took.
  *
  * fp16 / bf16 data (the _mp kernels): each row of windows is taken BLOCK

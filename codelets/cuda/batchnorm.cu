@@ -1,4 +1,4 @@
-/* CUDA kernels of batch normalisation (see codelets/batchnorm.h).
+/* CUDA kernels of batch normalisation (see codelets/kernels/batchnorm.h).
  * Reductions (bn_stats, bn_bwd_reduce): grid.y over channels, grid.x over
  * chunks of the channel's n*inner values; each thread sums in double, the
  * block reduces by warp shuffles and adds its result to the slot with a

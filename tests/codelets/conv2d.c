@@ -18,7 +18,12 @@
  * L = sum(g .* conv(x, w, b)) is linear in each variable, so the central
  * difference with h = 1e-2 is exact up to double rounding;
  * |fd - analytic| <= 1e-4 * (1 + |fd|) covers the fp32 gradient's own
- * rounding (sums of at most a few hundred terms of size <= 1 here). */
+ * rounding (sums of at most a few hundred terms of size <= 1 here). *
+ * Length (about 1,800 lines): one test program per operation
+ * (codelets/ops.list), and conv2d has the most routes to check (oneDNN's
+ * direct and Winograd kernels, im2col + sgemm, starnn's direct kernels,
+ * packed and sliced weight copies) in three dtypes and several layouts.
+ */
 #include <config.h>
 
 #include <float.h>

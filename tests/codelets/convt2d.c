@@ -16,7 +16,11 @@
  * any summation order meets); finite differences
  * |d| <= 2e-3 + 1e-3 |ref| (L is linear in each parameter; step 0.05, the
  * error is L's float rounding / step). Everything CPU runs for both
- * kernel sets (GEMM based and oneDNN) where starnn has oneDNN. */
+ * kernel sets (GEMM based and oneDNN) where starnn has oneDNN. *
+ * Length (about 1,200 lines): one test program per operation
+ * (codelets/ops.list); convt2d's routes (oneDNN, starnn's direct kernels,
+ * the weights' blocked copies) in three dtypes and several layouts.
+ */
 #include <config.h>
 
 #include <float.h>

@@ -79,9 +79,9 @@ int starnn_opencl_build(const char *name, const char *source, int devid, cl_prog
 		else if (log)
 			log[0] = '\0';
 		int rc = starnn_error(STARNN_EOPENCL,
-		                      "OpenCL program '%s' (codelets/opencl/%s.cl) does not build for device %d (%s) with "
-		                      "options '%s': %s; the compiler's log:\n%s",
-		                      name, name, devid, dname, options, starnn_cl_error_name(err),
+		                      "OpenCL program '%s' does not build for device %d (%s) with options '%s': %s; the "
+		                      "compiler's log:\n%s",
+		                      name, devid, dname, options, starnn_cl_error_name(err),
 		                      log && *log ? log : "(empty)");
 		free(log);
 		clReleaseProgram(prog);

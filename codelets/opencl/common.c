@@ -32,8 +32,13 @@ cl_int starnn_cl_run_2d(struct starnn_opencl_ctx *ctx, const char *name, size_t 
 		if (err != CL_SUCCESS)
 			return failed(ctx, name, "clSetKernelArg", (int)i, err);
 	}
-	const size_t global[2] = {(cols + 63) / 64 * 64, rows};
-	cl_int err = clEnqueueNDRangeKernel(ctx->queue, k, 2, NULL, global, NULL, 0, NULL, NULL);
+	/* Work-groups of 64 x 1: one shape whatever the grid, so that an
+	 * implementation that compiles per work-group size (POCL) compiles a
+	 * kernel once; a device that cannot take 64 picks its own. */
+	const size_t global[2] = {(cols + 63) / 64 * 64, rows}, local[2] = {64, 1};
+	cl_int err = clEnqueueNDRangeKernel(ctx->queue, k, 2, NULL, global, local, 0, NULL, NULL);
+	if (err == CL_INVALID_WORK_GROUP_SIZE || err == CL_INVALID_WORK_ITEM_SIZE)
+		err = clEnqueueNDRangeKernel(ctx->queue, k, 2, NULL, global, NULL, 0, NULL, NULL);
 	if (err != CL_SUCCESS)
 		return failed(ctx, name, "clEnqueueNDRangeKernel", -1, err);
 	return CL_SUCCESS;

@@ -40,9 +40,10 @@ cl_kernel starnn_cl_kernel(const struct starnn_opencl_ctx *ctx, const char *name
 /* Sets the nargs arguments of kernel `name` and enqueues it on ctx->queue
  * over a grid of (cols rounded up to a multiple of 64) x rows work-items
  * (dimension 0 the columns, so that neighbouring work-items touch
- * neighbouring elements; the kernel returns at once past cols), the
- * work-group size left to the implementation. Nothing when rows or cols
- * is 0. Returns CL_SUCCESS, or the error with ctx->failed_* set. */
+ * neighbouring elements; the kernel returns at once past cols), in
+ * work-groups of 64 x 1 (the implementation's choice where the device
+ * cannot take that). Nothing when rows or cols is 0. Returns CL_SUCCESS,
+ * or the error with ctx->failed_* set. */
 cl_int starnn_cl_run_2d(struct starnn_opencl_ctx *ctx, const char *name, size_t rows, size_t cols,
                         const struct starnn_cl_arg *args, unsigned nargs);
 #define STARNN_CL_RUN_2D(ctx, name, rows, cols, ...)                                                          \

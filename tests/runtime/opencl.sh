@@ -6,6 +6,11 @@
 #     build without OpenCL: models/mlp exits 1 with a message that says
 #     what was asked, what StarPU started and why, and writes no
 #     checkpoint;
+#   - the operations' OpenCL tests (tests/codelets/*_opencl) on two POCL
+#     devices (POCL_DEVICES="pthread pthread", STARPU_NOPENCL=2): their
+#     tasks spread over both, the data moving between the two device
+#     nodes; they pass as on one (and in one of them at least, both
+#     devices ran tasks: the scheduler decides);
 #   - models/mlp (fp32, amp-bf16, amp-fp16; 30 steps, 2 micro-batches)
 #     with one OpenCL worker on POCL's CPU device: the losses equal the
 #     CPU-only run's bit for bit (the tasks with an OpenCL implementation
@@ -63,6 +68,20 @@ if [ $pocl = yes ]; then
 	fi
 	refused toomany "asks for 9 OpenCL worker(s), StarPU started" STARPU_NOPENCL=9 STARPU_OPENCL_ON_CPUS=1 \
 		STARPU_OPENCL_ONLY_ON_CPUS=1
+
+	both=0
+	for t in "$top"/tests/codelets/*_opencl; do
+		[ -x "$t" ] || continue
+		out=$(STARPU_HOME="$tmp/home-two" POCL_DEVICES="pthread pthread" STARPU_NOPENCL=2 STARPU_OPENCL_ON_CPUS=1 \
+			STARPU_OPENCL_ONLY_ON_CPUS=1 STARPU_WORKER_STATS=1 "$t" 2>&1)
+		rc=$?
+		[ $rc = 77 ] && continue # (an operation without OpenCL kernels yet)
+		busy=$(grep -A1 '^OpenCL [01] ' <<< "$out" | grep -cE '^[[:space:]]*[1-9][0-9]* task')
+		echo "[two devices] ${t##*/}: exit $rc, $busy of 2 devices ran tasks; $(tail -n 1 <<< "$out")"
+		[ $rc = 0 ] || { echo "$out" | tail -n 20; fail "${t##*/} on two OpenCL devices: exit $rc"; }
+		[ "$busy" != 2 ] || both=$((both + 1))
+	done
+	[ $both -gt 0 ] || fail "on two OpenCL devices, no test had both run tasks"
 
 	losses() { grep -E '^step .*loss|^final' <<< "$1" | sed 's/ *[0-9.]* samples\/s.*//; s/ in [0-9.]* s .*//'; }
 	for p in fp32 amp-bf16 amp-fp16; do

@@ -271,11 +271,15 @@ static int has_impl(const struct starpu_codelet *cl, enum starpu_worker_archtype
 	       (type == STARPU_OPENCL_WORKER && cl->opencl_funcs[0]);
 }
 
+/* The task->where bit of workers of this type. */
 static uint32_t where_of(enum starpu_worker_archtype type)
 {
-	return type == STARPU_CPU_WORKER ? STARPU_CPU : type == STARPU_CUDA_WORKER ? STARPU_CUDA
-	       : type == STARPU_OPENCL_WORKER                                  ? STARPU_OPENCL
-	                                                                        : 0;
+	switch (type) {
+	case STARPU_CPU_WORKER: return STARPU_CPU;
+	case STARPU_CUDA_WORKER: return STARPU_CUDA;
+	case STARPU_OPENCL_WORKER: return STARPU_OPENCL;
+	default: return 0;
+	}
 }
 
 /* The memory of each device memory node (a CUDA or OpenCL device: its

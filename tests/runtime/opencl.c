@@ -8,6 +8,8 @@
  *   - a launch that fails (an argument of the wrong size): a deferred
  *     STARNN_EOPENCL naming the operation, the kernel, the call and the
  *     argument;
+ *   - a codelet without an OpenCL function on OpenCL workers: refused at
+ *     submission, naming it;
  *   - data larger than the device's memory (STARPU_LIMIT_OPENCL_MEM=8,
  *     set here): a task restricted to the device is refused at submission
  *     with STARNN_ENOMEM (StarPU 1.3 would wait for room forever); one
@@ -75,6 +77,13 @@ static void wrong_size_opencl(void *buffers[], void *cl_arg)
 	run_program(buffers, &good, 1);
 }
 
+static void cpu_only_cpu(void *buffers[], void *cl_arg)
+{
+	(void)buffers, (void)cl_arg;
+}
+
+static struct starpu_codelet cpu_only_cl = {.name = "test_cpu_only", .cpu_funcs = {cpu_only_cpu}, .nbuffers = 1,
+                                            .modes = {STARPU_RW}};
 static struct starpu_codelet broken_cl = {.name = "test_broken", STARNN_OPENCL_FUNCS(broken_opencl) .nbuffers = 1,
                                           .modes = {STARPU_RW}};
 static struct starpu_codelet good_cl = {.name = "test_good", STARNN_OPENCL_FUNCS(good_opencl) .nbuffers = 1,
@@ -151,6 +160,19 @@ static void launch_error(void)
 	starnn_tensor_destroy(t);
 }
 
+/* A codelet without an OpenCL function, the tasks restricted to OpenCL
+ * workers: refused at submission, saying so (StarPU alone: -ENODEV). */
+static void no_opencl_function(void)
+{
+	starnn_tensor *t = test_tensor("t", 2, (const int64_t[]){2, 3}, NULL);
+	int rc = submit1(&cpu_only_cl, t);
+	const char *m = starnn_error_message();
+	printf("a codelet without an OpenCL function: %s\n", m);
+	TEST_ASSERT(rc == STARNN_ENODEV && contains(m, "test_cpu_only") && contains(m, "no OpenCL implementation"),
+	            "a CPU-only codelet on OpenCL workers: %d (%s)", rc, m);
+	starnn_tensor_destroy(t);
+}
+
 /* STARPU_LIMIT_OPENCL_MEM=8 (MiB): 4 Mi floats (16 MiB) fit no device. */
 static void too_large(void)
 {
@@ -198,6 +220,7 @@ int main(void)
 	build_error_api();
 	build_error_in_task();
 	launch_error();
+	no_opencl_function();
 	too_large();
 	return test_finish();
 #endif

@@ -121,7 +121,8 @@ static void add_cuda(void *buffers[], void *cl_arg)
 static void add_opencl(void *buffers[], void *cl_arg)
 {
 	const struct alpha_beta *a = cl_arg;
-	struct starnn_clmat x = starnn_cl_buffer(buffers, 0), y = starnn_cl_buffer(buffers, 1), z = starnn_cl_buffer(buffers, 2);
+	struct starnn_clmat x = starnn_cl_buffer(buffers, 0), y = starnn_cl_buffer(buffers, 1),
+	                    z = starnn_cl_buffer(buffers, 2);
 	struct starnn_opencl_ctx *ctx = STARNN_OPENCL_CTX(axpy);
 	if (ctx)
 		STARNN_OPENCL_LAUNCHED(ctx, "add", starnn_add_opencl(ctx, z.rows, z.cols, a->alpha, x.mem, x.off, x.ld, a->beta,

@@ -138,7 +138,9 @@ static inline int test_same_bits(const char *what, const void *got, const void *
 		uint32_t g = 0, w = 0;
 		memcpy(&g, (const char *)got + first * es, es < 4 ? es : 4);
 		memcpy(&w, (const char *)want + first * es, es < 4 ? es : 4);
-		fprintf(stderr, "FAIL %s: %zu of %zu elements differ from the reference's bits; first [%zu]: 0x%0*x, expected 0x%0*x\n",
+		fprintf(stderr,
+		        "FAIL %s: %zu of %zu elements differ from the reference's bits; first [%zu]: 0x%0*x, expected "
+		        "0x%0*x\n",
 		        what, bad, n, first, (int)(2 * es), g, (int)(2 * es), w);
 		return 0;
 	}

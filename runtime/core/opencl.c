@@ -195,8 +195,9 @@ void starnn_opencl_launched(struct starnn_opencl_ctx *ctx, const char *op, cl_in
 	char arg[32] = "";
 	if (ctx->failed_arg >= 0)
 		snprintf(arg, sizeof arg, " (argument %d)", ctx->failed_arg);
-	starnn_defer_error_at(file, line, STARNN_EOPENCL, "%s: OpenCL launch of kernel '%s' of program '%s' failed in %s%s: %s",
-	                      op, ctx->failed_kernel ? ctx->failed_kernel : "?", ctx->program,
+	starnn_defer_error_at(file, line, STARNN_EOPENCL,
+	                      "%s: OpenCL launch of kernel '%s' of program '%s' failed in %s%s: %s", op,
+	                      ctx->failed_kernel ? ctx->failed_kernel : "?", ctx->program,
 	                      ctx->failed_call ? ctx->failed_call : "the launcher", arg, starnn_cl_error_name(err));
 }
 

@@ -24,15 +24,16 @@
 #define CONVERT_CUDA_FIELDS(src, dst)
 #endif
 #ifdef STARNN_USE_OPENCL
-#define CONVERT_OPENCL_FUNC(src, dst)                                                                                      \
-	static void convert_##src##_to_##dst##_opencl(void *buffers[], void *cl_arg)                                       \
-	{                                                                                                                  \
-		struct starnn_clmat x = starnn_cl_buffer(buffers, 0), y = starnn_cl_buffer(buffers, 1);                    \
-		struct starnn_opencl_ctx *ctx = STARNN_OPENCL_CTX(convert);                                                \
-		if (ctx)                                                                                                   \
-			STARNN_OPENCL_LAUNCHED(ctx, "convert_" #src "_to_" #dst,                                           \
-			                       starnn_convert_##src##_to_##dst##_opencl(ctx, y.rows, y.cols, x.mem, x.off, \
-			                                                               x.ld, y.mem, y.off, y.ld));         \
+#define CONVERT_OPENCL_FUNC(src, dst)                                                                                \
+	static void convert_##src##_to_##dst##_opencl(void *buffers[], void *cl_arg)                                 \
+	{                                                                                                            \
+		struct starnn_clmat x = starnn_cl_buffer(buffers, 0), y = starnn_cl_buffer(buffers, 1);              \
+		struct starnn_opencl_ctx *ctx = STARNN_OPENCL_CTX(convert);                                          \
+		if (ctx)                                                                                             \
+			STARNN_OPENCL_LAUNCHED(                                                                      \
+			    ctx, "convert_" #src "_to_" #dst,                                                        \
+			    starnn_convert_##src##_to_##dst##_opencl(ctx, y.rows, y.cols, x.mem, x.off, x.ld, y.mem, \
+			                                             y.off, y.ld));                                  \
 	}
 #else
 #define CONVERT_OPENCL_FUNC(src, dst)

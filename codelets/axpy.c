@@ -1,4 +1,4 @@
-/* StarPU codelets of axpy / scale / add (fp32). */
+/* StarPU codelets of axpy / scale / add (fp32): CPU, CUDA and OpenCL. */
 #include "codelets/axpy.h"
 #include "codelets/kernels/axpy.h"
 #include "runtime/core/codelet.h"
@@ -26,6 +26,18 @@ static void axpy_cuda(void *buffers[], void *cl_arg)
 }
 #endif
 
+#ifdef STARNN_USE_OPENCL
+static void axpy_opencl(void *buffers[], void *cl_arg)
+{
+	const struct alpha_beta *a = cl_arg;
+	struct starnn_clmat x = starnn_cl_buffer(buffers, 0), y = starnn_cl_buffer(buffers, 1);
+	struct starnn_opencl_ctx *ctx = STARNN_OPENCL_CTX(axpy);
+	if (ctx)
+		STARNN_OPENCL_LAUNCHED(ctx, "axpy", starnn_axpy_opencl(ctx, y.rows, y.cols, a->alpha, x.mem, x.off, x.ld,
+		                                                       y.mem, y.off, y.ld));
+}
+#endif
+
 static STARNN_PERFMODEL(axpy, fp32);
 struct starpu_codelet starnn_axpy_cl = {
 	.name = "axpy",
@@ -35,6 +47,7 @@ struct starpu_codelet starnn_axpy_cl = {
 	.cuda_funcs = {axpy_cuda},
 	.cuda_flags = {STARPU_CUDA_ASYNC},
 #endif
+	STARNN_OPENCL_FUNCS(axpy_opencl)
 	.nbuffers = 2,
 	.modes = {STARPU_R, STARPU_RW},
 	STARNN_MODELS(axpy, fp32),
@@ -59,6 +72,17 @@ static void scale_cuda(void *buffers[], void *cl_arg)
 }
 #endif
 
+#ifdef STARNN_USE_OPENCL
+static void scale_opencl(void *buffers[], void *cl_arg)
+{
+	const struct alpha_beta *a = cl_arg;
+	struct starnn_clmat y = starnn_cl_buffer(buffers, 0);
+	struct starnn_opencl_ctx *ctx = STARNN_OPENCL_CTX(axpy);
+	if (ctx)
+		STARNN_OPENCL_LAUNCHED(ctx, "scale", starnn_scale_opencl(ctx, y.rows, y.cols, a->alpha, y.mem, y.off, y.ld));
+}
+#endif
+
 static STARNN_PERFMODEL(scale, fp32);
 struct starpu_codelet starnn_scale_cl = {
 	.name = "scale",
@@ -68,6 +92,7 @@ struct starpu_codelet starnn_scale_cl = {
 	.cuda_funcs = {scale_cuda},
 	.cuda_flags = {STARPU_CUDA_ASYNC},
 #endif
+	STARNN_OPENCL_FUNCS(scale_opencl)
 	.nbuffers = 1,
 	.modes = {STARPU_RW},
 	STARNN_MODELS(scale, fp32),
@@ -92,6 +117,19 @@ static void add_cuda(void *buffers[], void *cl_arg)
 }
 #endif
 
+#ifdef STARNN_USE_OPENCL
+static void add_opencl(void *buffers[], void *cl_arg)
+{
+	const struct alpha_beta *a = cl_arg;
+	struct starnn_clmat x = starnn_cl_buffer(buffers, 0), y = starnn_cl_buffer(buffers, 1),
+	                    z = starnn_cl_buffer(buffers, 2);
+	struct starnn_opencl_ctx *ctx = STARNN_OPENCL_CTX(axpy);
+	if (ctx)
+		STARNN_OPENCL_LAUNCHED(ctx, "add", starnn_add_opencl(ctx, z.rows, z.cols, a->alpha, x.mem, x.off, x.ld, a->beta,
+		                                                     y.mem, y.off, y.ld, z.mem, z.off, z.ld));
+}
+#endif
+
 static STARNN_PERFMODEL(add, fp32);
 struct starpu_codelet starnn_add_cl = {
 	.name = "add",
@@ -101,6 +139,7 @@ struct starpu_codelet starnn_add_cl = {
 	.cuda_funcs = {add_cuda},
 	.cuda_flags = {STARPU_CUDA_ASYNC},
 #endif
+	STARNN_OPENCL_FUNCS(add_opencl)
 	.nbuffers = 3,
 	.modes = {STARPU_R, STARPU_R, STARPU_W},
 	STARNN_MODELS(add, fp32),

@@ -23,8 +23,24 @@
 #define CONVERT_CUDA_FUNC(src, dst)
 #define CONVERT_CUDA_FIELDS(src, dst)
 #endif
+#ifdef STARNN_USE_OPENCL
+#define CONVERT_OPENCL_FUNC(src, dst)                                                                                \
+	static void convert_##src##_to_##dst##_opencl(void *buffers[], void *cl_arg)                                 \
+	{                                                                                                            \
+		struct starnn_clmat x = starnn_cl_buffer(buffers, 0), y = starnn_cl_buffer(buffers, 1);              \
+		struct starnn_opencl_ctx *ctx = STARNN_OPENCL_CTX(convert);                                          \
+		if (ctx)                                                                                             \
+			STARNN_OPENCL_LAUNCHED(                                                                      \
+			    ctx, "convert_" #src "_to_" #dst,                                                        \
+			    starnn_convert_##src##_to_##dst##_opencl(ctx, y.rows, y.cols, x.mem, x.off, x.ld, y.mem, \
+			                                             y.off, y.ld));                                  \
+	}
+#else
+#define CONVERT_OPENCL_FUNC(src, dst)
+#endif
 
-/* The CPU and CUDA functions, the perfmodel and the codelet of one pair. */
+/* The CPU, CUDA and OpenCL functions, the perfmodel and the codelet of one
+ * pair. */
 #define CONVERT_CODELET(src, dst)                                                               \
 	static void convert_##src##_to_##dst##_cpu(void *buffers[], void *cl_arg)                 \
 	{                                                                                         \
@@ -32,12 +48,14 @@
 		starnn_convert_##src##_to_##dst##_cpu(y.rows, y.cols, x.ptr, x.ld, y.ptr, y.ld);  \
 	}                                                                                         \
 	CONVERT_CUDA_FUNC(src, dst)                                                               \
+	CONVERT_OPENCL_FUNC(src, dst)                                                             \
 	static STARNN_PERFMODEL(convert, src##_to_##dst);                                         \
 	struct starpu_codelet starnn_convert_##src##_to_##dst##_cl = {                            \
 		.name = "convert_" #src "_to_" #dst,                                              \
 		.cpu_funcs = {convert_##src##_to_##dst##_cpu},                                    \
 		.cpu_funcs_name = {"convert_" #src "_to_" #dst "_cpu"},                           \
 		CONVERT_CUDA_FIELDS(src, dst)                                                     \
+		STARNN_OPENCL_FUNCS(convert_##src##_to_##dst##_opencl)                            \
 		.nbuffers = 2,                                                                    \
 		.modes = {STARPU_R, STARPU_W},                                                    \
 		STARNN_MODELS(convert, src##_to_##dst),                                           \

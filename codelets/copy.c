@@ -35,6 +35,18 @@ static void copy_cuda(void *buffers[], void *cl_arg)
 #define COPY_CUDA
 #endif
 
+#ifdef STARNN_USE_OPENCL
+static void copy_opencl(void *buffers[], void *cl_arg)
+{
+	const struct copy_args *a = cl_arg;
+	struct starnn_clmat x = starnn_cl_buffer(buffers, 0), y = starnn_cl_buffer(buffers, 1);
+	struct starnn_opencl_ctx *ctx = STARNN_OPENCL_CTX(copy);
+	if (ctx)
+		STARNN_OPENCL_LAUNCHED(ctx, "copy", starnn_copy_opencl(ctx, y.rows, y.cols, a->elem_size, x.mem, x.off, x.ld,
+		                                                       y.mem, y.off, y.ld));
+}
+#endif
+
 #define COPY_CODELET(dtype)                                                            \
 	static STARNN_PERFMODEL(copy, dtype);                                          \
 	struct starpu_codelet starnn_copy_##dtype##_cl = {                             \
@@ -42,6 +54,7 @@ static void copy_cuda(void *buffers[], void *cl_arg)
 		.cpu_funcs = {copy_cpu},                                               \
 		.cpu_funcs_name = {"copy_cpu"},                                        \
 		COPY_CUDA                                                              \
+		STARNN_OPENCL_FUNCS(copy_opencl)                                       \
 		.nbuffers = 2,                                                         \
 		.modes = {STARPU_R, STARPU_W},                                         \
 		STARNN_MODELS(copy, dtype),                                            \

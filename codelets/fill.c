@@ -48,22 +48,43 @@ static void fill_16_cuda(void *buffers[], void *cl_arg)
 #define FILL_CUDA(fn)
 #endif
 
+#ifdef STARNN_USE_OPENCL
+static void fill_f32_opencl(void *buffers[], void *cl_arg)
+{
+	const struct fill_args *a = cl_arg;
+	struct starnn_clmat y = starnn_cl_buffer(buffers, 0);
+	struct starnn_opencl_ctx *ctx = STARNN_OPENCL_CTX(fill);
+	if (ctx)
+		STARNN_OPENCL_LAUNCHED(ctx, "fill", starnn_fill_f32_opencl(ctx, y.rows, y.cols, a->f32, y.mem, y.off, y.ld));
+}
+
+static void fill_16_opencl(void *buffers[], void *cl_arg)
+{
+	const struct fill_args *a = cl_arg;
+	struct starnn_clmat y = starnn_cl_buffer(buffers, 0);
+	struct starnn_opencl_ctx *ctx = STARNN_OPENCL_CTX(fill);
+	if (ctx)
+		STARNN_OPENCL_LAUNCHED(ctx, "fill", starnn_fill_16_opencl(ctx, y.rows, y.cols, a->bits, y.mem, y.off, y.ld));
+}
+#endif
+
 /* One codelet per dtype: name "fill", perfmodel starnn_fill_<dtype>. */
-#define FILL_CODELET(dtype, cpu_fn, cuda_fn)                                           \
+#define FILL_CODELET(dtype, cpu_fn, cuda_fn, opencl_fn)                                \
 	static STARNN_PERFMODEL(fill, dtype);                                          \
 	struct starpu_codelet starnn_fill_##dtype##_cl = {                             \
 		.name = "fill",                                                        \
 		.cpu_funcs = {cpu_fn},                                                 \
 		.cpu_funcs_name = {#cpu_fn},                                           \
 		FILL_CUDA(cuda_fn)                                                     \
+		STARNN_OPENCL_FUNCS(opencl_fn)                                         \
 		.nbuffers = 1,                                                         \
 		.modes = {STARPU_W},                                                   \
 		STARNN_MODELS(fill, dtype),                                            \
 	}
 
-FILL_CODELET(fp32, fill_f32_cpu, fill_f32_cuda);
-FILL_CODELET(fp16, fill_16_cpu, fill_16_cuda);
-FILL_CODELET(bf16, fill_16_cpu, fill_16_cuda);
+FILL_CODELET(fp32, fill_f32_cpu, fill_f32_cuda, fill_f32_opencl);
+FILL_CODELET(fp16, fill_16_cpu, fill_16_cuda, fill_16_opencl);
+FILL_CODELET(bf16, fill_16_cpu, fill_16_cuda, fill_16_opencl);
 
 int starnn_fill(float value, starnn_tensor *y)
 {

@@ -1,10 +1,17 @@
 /* A small test harness for starnn's tests (header only).
  *
- * A test file is built twice: as tests/codelets/NAME (the CPU
- * implementations, the kernels against naive loops, finite differences)
- * and, in CUDA builds, as tests/codelets/NAME_cuda with STARNN_TEST_CUDA
+ * A test file is built up to three times: as tests/codelets/NAME (the CPU
+ * implementations, the kernels against naive loops, finite differences);
+ * in CUDA builds, as tests/codelets/NAME_cuda with STARNN_TEST_CUDA
  * defined: the same codelet checks run on CUDA workers against the CPU
- * kernels, and the program exits 77 (automake's SKIP) without a GPU. */
+ * kernels, and the program exits 77 (automake's SKIP) without a GPU; and
+ * as tests/codelets/NAME_opencl with STARNN_TEST_OPENCL defined (in every
+ * build, once the operation has codelets/opencl/NAME.cl: autogen.sh):
+ * the codelet checks on an OpenCL worker, which the test asks StarPU for
+ * (STARPU_NOPENCL=1 and STARPU_OPENCL_ON_CPUS=1 unless set: POCL's CPU
+ * device will do), skipping (77) in a build without OpenCL or where no
+ * OpenCL worker starts. TEST_ON_DEVICE is either device build: where a
+ * test checks the CPU kernels directly, it does so when !TEST_ON_DEVICE. */
 #ifndef STARNN_TESTLIB_H
 #define STARNN_TESTLIB_H
 
@@ -15,6 +22,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "runtime/base/features.h"
 #include "runtime/base/half.h"
 #include "runtime/starnn.h"
 
@@ -26,6 +34,14 @@ static int test_checks;
 #else
 #define TEST_ON_CUDA 0
 #endif
+#ifdef STARNN_TEST_OPENCL
+#define TEST_ON_OPENCL 1
+#else
+#define TEST_ON_OPENCL 0
+#endif
+#define TEST_ON_DEVICE (TEST_ON_CUDA || TEST_ON_OPENCL)
+/* The workers of this test's codelet checks, for messages. */
+#define TEST_WORKERS (TEST_ON_CUDA ? "CUDA" : TEST_ON_OPENCL ? "OpenCL" : "CPU")
 
 #define TEST_SKIP 77
 
@@ -53,17 +69,40 @@ static int test_checks;
 		}                                                                      \
 	} while (0)
 
-/* Starts starnn for a test; in CUDA mode restricts tasks to CUDA workers
- * and skips when there is none. */
+/* The OpenCL build of a test: one OpenCL worker unless the user asked
+ * otherwise (POCL's CPU device counts only with STARPU_OPENCL_ON_CPUS=1);
+ * STARNN_TEST_STARPU_HOME_OPENCL (set by make check) for StarPU's files,
+ * whose bus calibration differs from the CPU tests' (sharing one home,
+ * each kind of run would recalibrate and rewrite it under the other).
+ * Skips in a build without OpenCL. */
+static inline void test_opencl_setup(void)
+{
+#ifndef STARNN_USE_OPENCL
+	printf("SKIP: this starnn was built without OpenCL (config.summary: OpenCL kernels)\n");
+	exit(TEST_SKIP);
+#endif
+	setenv("STARPU_NOPENCL", "1", 0);
+	setenv("STARPU_OPENCL_ON_CPUS", "1", 0);
+	const char *home = getenv("STARNN_TEST_STARPU_HOME_OPENCL");
+	if (home && *home)
+		setenv("STARPU_HOME", home, 1);
+}
+
+/* Starts starnn for a test; in CUDA or OpenCL mode restricts tasks to
+ * those workers and skips when there is none. */
 static inline void test_init(void)
 {
 	struct starnn_config cfg;
 	starnn_config_init(&cfg);
 	cfg.quiet = 1;
+	if (TEST_ON_OPENCL)
+		test_opencl_setup();
 	int rc = starnn_init(&cfg);
 	if (rc < 0) {
 		fprintf(stderr, "starnn_init: %s\n", starnn_last_error());
-		exit(rc == STARNN_ENODEV && TEST_ON_CUDA ? TEST_SKIP : 1);
+		if (rc == STARNN_ENODEV && TEST_ON_DEVICE)
+			printf("SKIP: no %s worker starts here\n", TEST_WORKERS);
+		exit(rc == STARNN_ENODEV && TEST_ON_DEVICE ? TEST_SKIP : 1);
 	}
 	if (TEST_ON_CUDA) {
 		if (starnn_ncuda_workers() == 0) {
@@ -72,9 +111,40 @@ static inline void test_init(void)
 			exit(TEST_SKIP);
 		}
 		starnn_set_where(STARPU_CUDA);
+	} else if (TEST_ON_OPENCL) {
+		if (starnn_nopencl_workers() == 0) {
+			printf("SKIP: no OpenCL worker\n");
+			starnn_shutdown();
+			exit(TEST_SKIP);
+		}
+		starnn_set_where(STARPU_OPENCL);
 	} else {
 		starnn_set_where(STARPU_CPU);
 	}
+}
+
+/* Bit for bit: got[i] == want[i] as patterns of es bytes (NaN payloads
+ * and the sign of zero included); reports the first difference. For the
+ * device codelets that promise the CPU kernels' bits (docs/opencl.md). */
+static inline int test_same_bits(const char *what, const void *got, const void *want, size_t n, size_t es)
+{
+	size_t bad = 0, first = 0;
+	for (size_t i = 0; i < n; i++)
+		if (memcmp((const char *)got + i * es, (const char *)want + i * es, es) && bad++ == 0)
+			first = i;
+	test_checks++;
+	if (bad) {
+		test_failures++;
+		uint32_t g = 0, w = 0;
+		memcpy(&g, (const char *)got + first * es, es < 4 ? es : 4);
+		memcpy(&w, (const char *)want + first * es, es < 4 ? es : 4);
+		fprintf(stderr,
+		        "FAIL %s: %zu of %zu elements differ from the reference's bits; first [%zu]: 0x%0*x, expected "
+		        "0x%0*x\n",
+		        what, bad, n, first, (int)(2 * es), g, (int)(2 * es), w);
+		return 0;
+	}
+	return 1;
 }
 
 /* Host-only work in a test (references computed on the CPU; no task

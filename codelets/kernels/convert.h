@@ -14,6 +14,10 @@
 #include <stdint.h>
 
 #include "runtime/base/types.h"
+#include "runtime/base/features.h"
+#ifdef STARNN_USE_OPENCL
+#include "runtime/base/opencl.h"
+#endif
 
 #ifdef __cplusplus
 extern "C" {
@@ -56,6 +60,28 @@ void starnn_convert_fp16_to_bf16_cuda(size_t rows, size_t cols, const uint16_t *
                                       size_t ldy, void *stream);
 void starnn_convert_bf16_to_fp16_cuda(size_t rows, size_t cols, const uint16_t *x, size_t ldx, uint16_t *y,
                                       size_t ldy, void *stream);
+
+#ifdef STARNN_USE_OPENCL
+/* codelets/opencl/convert.c, on ctx->queue (runtime/base/opencl.h): the
+ * program starnn_opencl_program_convert (codelets/opencl/convert.cl),
+ * integer arithmetic on bit patterns (codelets/opencl/common.cl): the CPU
+ * kernels' results bit for bit (a signalling fp16 NaN widens quiet, as
+ * with F16C). x and y are cl_mem with the offsets of the views' first
+ * elements. CL_SUCCESS, or the OpenCL error (ctx->failed_* say where). */
+extern const struct starnn_opencl_program starnn_opencl_program_convert;
+cl_int starnn_convert_fp32_to_fp16_opencl(struct starnn_opencl_ctx *ctx, size_t rows, size_t cols, cl_mem x,
+                                          size_t x_off, size_t ldx, cl_mem y, size_t y_off, size_t ldy);
+cl_int starnn_convert_fp32_to_bf16_opencl(struct starnn_opencl_ctx *ctx, size_t rows, size_t cols, cl_mem x,
+                                          size_t x_off, size_t ldx, cl_mem y, size_t y_off, size_t ldy);
+cl_int starnn_convert_fp16_to_fp32_opencl(struct starnn_opencl_ctx *ctx, size_t rows, size_t cols, cl_mem x,
+                                          size_t x_off, size_t ldx, cl_mem y, size_t y_off, size_t ldy);
+cl_int starnn_convert_bf16_to_fp32_opencl(struct starnn_opencl_ctx *ctx, size_t rows, size_t cols, cl_mem x,
+                                          size_t x_off, size_t ldx, cl_mem y, size_t y_off, size_t ldy);
+cl_int starnn_convert_fp16_to_bf16_opencl(struct starnn_opencl_ctx *ctx, size_t rows, size_t cols, cl_mem x,
+                                          size_t x_off, size_t ldx, cl_mem y, size_t y_off, size_t ldy);
+cl_int starnn_convert_bf16_to_fp16_opencl(struct starnn_opencl_ctx *ctx, size_t rows, size_t cols, cl_mem x,
+                                          size_t x_off, size_t ldx, cl_mem y, size_t y_off, size_t ldy);
+#endif
 
 #ifdef __cplusplus
 }

@@ -14,6 +14,10 @@
 #include <stddef.h>
 
 #include "runtime/base/types.h"
+#include "runtime/base/features.h"
+#ifdef STARNN_USE_OPENCL
+#include "runtime/base/opencl.h"
+#endif
 
 #ifdef __cplusplus
 extern "C" {
@@ -62,6 +66,19 @@ void starnn_tiles_with_copies(size_t rows, size_t cols,
 /* codelets/cuda/copy.cu */
 int starnn_copy_cuda(size_t rows, size_t cols, size_t elem_size, const void *x, size_t ldx, void *y, size_t ldy,
                      void *stream);
+
+#ifdef STARNN_USE_OPENCL
+/* codelets/opencl/copy.c, on ctx->queue (runtime/base/opencl.h): the
+ * program starnn_opencl_program_copy (codelets/opencl/copy.cl), elements
+ * of 4 or 2 bytes (another size: CL_INVALID_VALUE); x and y are cl_mem
+ * with the offsets of the views' first elements. The blocked-layout
+ * kernels above have no OpenCL version: they serve packed weights, which
+ * exist for the CPU kernels only. CL_SUCCESS, or the OpenCL error
+ * (ctx->failed_* say where). */
+extern const struct starnn_opencl_program starnn_opencl_program_copy;
+cl_int starnn_copy_opencl(struct starnn_opencl_ctx *ctx, size_t rows, size_t cols, size_t elem_size, cl_mem x,
+                          size_t x_off, size_t ldx, cl_mem y, size_t y_off, size_t ldy);
+#endif
 
 #ifdef __cplusplus
 }

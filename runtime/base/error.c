@@ -6,12 +6,12 @@
 
 #include "runtime/base/error.h"
 
-static _Thread_local char last_message[1024];
+static _Thread_local char last_message[4096]; /* (room for an OpenCL build log) */
 static _Thread_local size_t last_where; /* length of last_message's "file:line: " */
 
 static pthread_mutex_t deferred_lock = PTHREAD_MUTEX_INITIALIZER;
 static int deferred_code;
-static char deferred_message[1024];
+static char deferred_message[4096];
 static size_t deferred_where;
 
 /* "file:line: text" into buf; returns the prefix's length. */
@@ -55,6 +55,7 @@ const char *starnn_strerror(int code)
 	case STARNN_ENODEV: return "no worker can run this";
 	case STARNN_ENUM: return "numerical error";
 	case STARNN_ESTATE: return "invalid state";
+	case STARNN_EOPENCL: return "OpenCL error";
 	default: return "unknown error";
 	}
 }

@@ -28,6 +28,7 @@ enum starnn_status {
 	STARNN_ENODEV = -6,   /* no worker can run the request */
 	STARNN_ENUM = -7,     /* numerical failure: NaN / Inf where it must not be */
 	STARNN_ESTATE = -8,   /* called at the wrong time (not initialised ...) */
+	STARNN_EOPENCL = -9,  /* OpenCL error: a program's build, a kernel's launch */
 };
 
 /* Records an error and returns code, so that `return starnn_error(...)`

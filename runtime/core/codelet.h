@@ -1,17 +1,19 @@
 /* What a codelet file (codelets/<op>.c) needs: buffer accessors, the
  * performance-model declaration, the CUDA stream / cuBLAS handle of the
- * running worker, error reporting from inside a task, and the build's
- * features (runtime/base/features.h: STARNN_USE_CUDA ...), so that a
- * codelet file includes this header before its first #ifdef
+ * running worker, the OpenCL helpers (runtime/core/opencl.h: cl_mem
+ * buffers, the worker's program context, STARNN_OPENCL_FUNCS), error
+ * reporting from inside a task, and the build's features
+ * (runtime/base/features.h: STARNN_USE_CUDA, STARNN_USE_OPENCL ...), so
+ * that a codelet file includes this header before its first #ifdef
  * STARNN_USE_CUDA and needs no <config.h>.
  *
  * Pattern of a codelet file (see codelets/axpy.c, or what tools/dev/new-op
  * writes):
  *   - an args struct (copied into the task) whose leading fields are those
  *     that change the cost (shapes, transposes), listed in its footprint;
- *   - cpu and cuda functions that unpack buffers and call the pure kernels
- *     declared in codelets/kernels/<op>.h (codelets/cpu/<op>.c,
- *     codelets/cuda/<op>.cu: no StarPU there);
+ *   - cpu, cuda and opencl functions that unpack buffers and call the pure
+ *     kernels declared in codelets/kernels/<op>.h (codelets/cpu/<op>.c,
+ *     codelets/cuda/<op>.cu, codelets/opencl/<op>.{cl,c}: no StarPU there);
  *   - STARNN_PERFMODEL(op, fp32) (time and energy models) and the struct
  *     starpu_codelet, whose initialiser takes both with
  *     STARNN_MODELS(op, fp32);
@@ -24,6 +26,7 @@
 
 #include "runtime/base/error.h"
 #include "runtime/base/features.h"
+#include "runtime/core/opencl.h"
 #include "runtime/core/submit.h"
 #include "runtime/core/tensor.h"
 
@@ -57,7 +60,8 @@ uint32_t starnn_footprint_shape(struct starpu_task *task);
  * 1), the first parts one unit larger; returns the part count. */
 int starnn_part_sizes(int64_t extent, int nparts, int64_t unit, int64_t *sizes);
 /* For a codelet's can_execute: whether worker `workerid` takes a task whose
- * data is blocked (CPU workers only: the CUDA implementations take NCHW). */
+ * data is blocked (CPU workers only: the CUDA and OpenCL implementations
+ * take NCHW). */
 int starnn_worker_takes(unsigned workerid, int blocked);
 
 /* The models of operation `op` in `dtype`, both history-based, keyed by the

@@ -107,6 +107,19 @@ int starnn_init(const struct starnn_config *user_cfg)
 		return starnn_error(STARNN_ENODEV, "starpu_init: no worker available (check STARPU_NCPU / STARPU_NCUDA)");
 	if (rc)
 		return starnn_error(STARNN_ESTARPU, "%s failed (%d)", mpi ? "starpu_mpi_init_conf" : "starpu_init", rc);
+	/* OpenCL workers asked for (STARPU_NOPENCL) that StarPU could not
+	 * start: StarPU warns (silenced by STARPU_SILENT) and runs without
+	 * them; starnn refuses, as for any device asked for and absent. */
+	rc = starnn_opencl_check_workers();
+	if (rc < 0) {
+		if (mpi)
+			starnn_launch_stop();
+		else
+			starpu_shutdown();
+		starnn_launch_finish();
+		return rc;
+	}
+	starnn_submit_start();
 #ifdef STARNN_USE_CUDA
 	if (starpu_cuda_worker_get_count() > 0) {
 		starpu_cublas_init();
@@ -128,9 +141,14 @@ int starnn_init(const struct starnn_config *user_cfg)
 		                "the models under dmda first (README: Calibrating the performance models), or use a "
 		                "StarPU built by tools/build-starpu, which has the fix\n");
 	const char *core = starnn_blas_core();
-	snprintf(summary, sizeof summary, "StarPU %d.%d.%d, scheduler %s, %d CPU worker(s), %d CUDA worker(s)%s%s",
+	/* (OpenCL workers named only where there are some: the line is the
+	 * same as ever elsewhere) */
+	char opencl[48] = "";
+	if (starpu_opencl_worker_get_count() > 0)
+		snprintf(opencl, sizeof opencl, ", %u OpenCL worker(s)", starpu_opencl_worker_get_count());
+	snprintf(summary, sizeof summary, "StarPU %d.%d.%d, scheduler %s, %d CPU worker(s), %d CUDA worker(s)%s%s%s",
 	         STARPU_MAJOR_VERSION, STARPU_MINOR_VERSION, STARPU_RELEASE_VERSION, policy ? policy->policy_name : "?",
-	         starpu_cpu_worker_get_count(), starpu_cuda_worker_get_count(), core ? ", OpenBLAS " : "",
+	         starpu_cpu_worker_get_count(), starpu_cuda_worker_get_count(), opencl, core ? ", OpenBLAS " : "",
 	         core ? core : "");
 	if (!cfg.quiet && !quiet) {
 		if (starnn_launch_mpi())
@@ -154,6 +172,7 @@ int starnn_shutdown(void)
 		starpu_cublas_shutdown();
 	}
 #endif
+	starnn_opencl_shutdown();
 	if (mpi)
 		starnn_launch_stop();
 	else
@@ -171,6 +190,11 @@ int starnn_ncpu_workers(void)
 int starnn_ncuda_workers(void)
 {
 	return (int)starpu_cuda_worker_get_count();
+}
+
+int starnn_nopencl_workers(void)
+{
+	return (int)starpu_opencl_worker_get_count();
 }
 
 const char *starnn_runtime_summary(void)

@@ -27,10 +27,13 @@ void starnn_config_init(struct starnn_config *cfg);
 /* Starts StarPU (every STARPU_* variable applies), initialises cuBLAS on the
  * CUDA workers, keeps OpenBLAS single-threaded inside workers (each worker
  * is one core), and creates no OpenCL worker unless STARPU_NOPENCL asks
- * (starnn has no OpenCL codelets; an OpenCL worker would idle a core).
+ * (an OpenCL worker takes a core to drive its device; StarPU counts CPU
+ * devices such as POCL's only with STARPU_OPENCL_ON_CPUS=1).
  * Under mpirun with more than one rank, also MPI and StarPU-MPI, with
  * disjoint cores per rank of a node (runtime/core/launch.h). cfg may be NULL.
- * Returns STARNN_ENODEV when no worker could be started. */
+ * Returns STARNN_ENODEV when no worker could be started, or when
+ * STARPU_NOPENCL asks for more OpenCL workers than StarPU could start (or
+ * for any, in a build without OpenCL), with a message saying why. */
 int starnn_init(const struct starnn_config *cfg);
 /* Waits for all tasks and shuts StarPU down. Returns the first deferred
  * task error, if any. */
@@ -55,6 +58,7 @@ void starnn_blas_autoselect(char **argv);
 /* Worker counts after starnn_init(). */
 int starnn_ncpu_workers(void);
 int starnn_ncuda_workers(void);
+int starnn_nopencl_workers(void);
 /* How many tasks one operation is cut into so that every worker has work.
  * A caller that submits S independent streams of operations side by side
  * (micro-batches of one step) says so with starnn_set_streams(S); each

@@ -264,24 +264,108 @@ void starnn_set_edge_hook(starnn_edge_fn fn, void *ctx)
 	edge_ctx = ctx;
 }
 
-/* Workers of memory node `node` that can run an implementation of cl, as a
- * StarPU worker bitmap. Returns the number of such workers. */
-static int placement_mask(const struct starpu_codelet *cl, int node, uint32_t *mask, unsigned words)
+/* Whether cl has an implementation for workers of this type. */
+static int has_impl(const struct starpu_codelet *cl, enum starpu_worker_archtype type)
+{
+	return (type == STARPU_CPU_WORKER && cl->cpu_funcs[0]) || (type == STARPU_CUDA_WORKER && cl->cuda_funcs[0]) ||
+	       (type == STARPU_OPENCL_WORKER && cl->opencl_funcs[0]);
+}
+
+/* The task->where bit of workers of this type. */
+static uint32_t where_of(enum starpu_worker_archtype type)
+{
+	switch (type) {
+	case STARPU_CPU_WORKER: return STARPU_CPU;
+	case STARPU_CUDA_WORKER: return STARPU_CUDA;
+	case STARPU_OPENCL_WORKER: return STARPU_OPENCL;
+	default: return 0;
+	}
+}
+
+/* The memory of each device memory node (a CUDA or OpenCL device: its
+ * size, or STARPU_LIMIT_CUDA_MEM / STARPU_LIMIT_OPENCL_MEM), and the
+ * smallest: a task whose data exceed a device's memory would wait forever
+ * on a worker of that device (StarPU 1.3 keeps trying to make room), so
+ * such tasks go to the other workers (starnn_submit). Read at start-up;
+ * SIZE_MAX where unknown and for the CPUs' memory. */
+static size_t node_mem[STARPU_MAXNODES];
+static size_t device_mem_min = SIZE_MAX;
+
+void starnn_submit_start(void)
+{
+	device_mem_min = SIZE_MAX;
+	unsigned nodes = starpu_memory_nodes_get_count();
+	for (unsigned n = 0; n < STARPU_MAXNODES; n++) {
+		node_mem[n] = SIZE_MAX;
+		enum starpu_node_kind kind = n < nodes ? starpu_node_get_kind(n) : STARPU_UNUSED;
+		if (kind != STARPU_CUDA_RAM && kind != STARPU_OPENCL_RAM)
+			continue;
+		starpu_ssize_t total = starpu_memory_get_total(n);
+		if (total >= 0)
+			node_mem[n] = (size_t)total;
+		if (node_mem[n] < device_mem_min)
+			device_mem_min = node_mem[n];
+	}
+}
+
+/* Workers that can run an implementation of cl: of memory node `node`
+ * (STARNN_ANYWHERE: any), of the kinds of where_mask (0: any), on a node
+ * whose memory holds `bytes`, as a StarPU worker bitmap. Returns their
+ * number; *nomem counts those left out for memory alone. */
+static int worker_mask(const struct starpu_codelet *cl, int node, size_t bytes, uint32_t *mask, unsigned words,
+                       int *nomem)
 {
 	int n = 0;
 	unsigned nworkers = starpu_worker_get_count();
 	memset(mask, 0, words * sizeof *mask);
+	*nomem = 0;
 	for (unsigned w = 0; w < nworkers && w / 32 < words; w++) {
-		if ((int)starpu_worker_get_memory_node(w) != node)
+		unsigned wnode = starpu_worker_get_memory_node(w);
+		if (node != STARNN_ANYWHERE && (int)wnode != node)
 			continue;
 		enum starpu_worker_archtype type = starpu_worker_get_type((int)w);
-		if ((type == STARPU_CPU_WORKER && cl->cpu_funcs[0]) ||
-		    (type == STARPU_CUDA_WORKER && cl->cuda_funcs[0])) {
-			mask[w / 32] |= 1u << (w % 32);
-			n++;
+		if (!has_impl(cl, type) || (where_mask && !(where_mask & where_of(type))))
+			continue;
+		if (wnode < STARPU_MAXNODES && node_mem[wnode] < bytes) {
+			++*nomem;
+			continue;
 		}
+		mask[w / 32] |= 1u << (w % 32);
+		n++;
 	}
 	return n;
+}
+
+/* The bytes of a task's distinct tensors (as StarPU allocates them on a
+ * device: rows x cols, packed). */
+static size_t task_bytes(starnn_tensor *const *tensors, int n)
+{
+	size_t bytes = 0;
+	for (int i = 0; i < n; i++) {
+		int seen = 0;
+		for (int j = 0; j < i; j++)
+			seen |= tensors[j] == tensors[i];
+		if (!seen)
+			bytes += tensors[i]->rows * tensors[i]->cols * starnn_dtype_size(tensors[i]->dtype);
+	}
+	return bytes;
+}
+
+/* STARNN_ENODEV with a message when this thread's tasks are restricted to
+ * worker kinds (starnn_set_where) for which cl has no implementation:
+ * StarPU would only say -ENODEV. */
+static int check_where(const struct starpu_codelet *cl)
+{
+	if (!where_mask)
+		return 0;
+	static const enum starpu_worker_archtype types[] = {STARPU_CPU_WORKER, STARPU_CUDA_WORKER, STARPU_OPENCL_WORKER};
+	for (size_t i = 0; i < sizeof types / sizeof types[0]; i++)
+		if ((where_mask & where_of(types[i])) && has_impl(cl, types[i]))
+			return 0;
+	return starnn_error(STARNN_ENODEV, "%s: no %s%s%s implementation, and this thread's tasks are restricted to "
+	                                   "those workers (starnn_set_where)",
+	                    cl->name, where_mask & STARPU_CPU ? "CPU " : "", where_mask & STARPU_CUDA ? "CUDA " : "",
+	                    where_mask & STARPU_OPENCL ? "OpenCL" : "");
 }
 
 /* STARNN_PRIORITIES=on|off is a test hook (tests/models/unet_sched.sh
@@ -348,6 +432,7 @@ int starnn_submit(const struct starnn_task_desc *d)
 	int nbuffers = cl->nbuffers;
 	starnn_tensor *tensors[STARNN_MAX_BUFFERS];
 	const starnn_tensor *written = NULL;
+	STARNN_CHECK(check_where(cl));
 
 	for (int i = 0; i < nbuffers; i++) {
 		starnn_tensor *t = d->tensors[i];
@@ -371,16 +456,29 @@ int starnn_submit(const struct starnn_task_desc *d)
 			written = t;
 	}
 
+	/* Placed tasks, and tasks whose data a device cannot hold (never where
+	 * no device memory node exists), go to the workers allowed. */
 	uint32_t *mask = NULL;
 	unsigned words = 0;
-	if (placement != STARNN_ANYWHERE) {
+	size_t bytes = device_mem_min == SIZE_MAX ? 0 : task_bytes(tensors, nbuffers);
+	if (placement != STARNN_ANYWHERE || bytes > device_mem_min) {
 		words = (starpu_worker_get_count() + 31) / 32;
 		mask = calloc(words ? words : 1, sizeof *mask);
 		if (!mask)
 			return starnn_error(STARNN_ENOMEM, "%s: out of memory", cl->name);
-		if (placement_mask(cl, placement, mask, words) == 0) {
+		int nomem;
+		if (worker_mask(cl, placement, bytes, mask, words, &nomem) == 0) {
 			free(mask);
-			return starnn_error(STARNN_ENODEV, "%s: no worker of memory node %d can run it", cl->name, placement);
+			if (nomem)
+				return starnn_error(STARNN_ENOMEM,
+				                    "%s: its data take %.1f MiB, more than the memory of the device(s) whose workers "
+				                    "may run it (the smallest: %.1f MiB; STARPU_LIMIT_OPENCL_MEM and "
+				                    "STARPU_LIMIT_CUDA_MEM cap it): StarPU would wait for room forever",
+				                    cl->name, (double)bytes / 1048576.0, (double)device_mem_min / 1048576.0);
+			if (placement != STARNN_ANYWHERE)
+				return starnn_error(STARNN_ENODEV, "%s: no worker of memory node %d can run it", cl->name,
+				                    placement);
+			return starnn_error(STARNN_ENODEV, "%s: no worker can run it", cl->name);
 		}
 	}
 	void *args = NULL;

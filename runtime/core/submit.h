@@ -91,9 +91,17 @@ int starnn_get_placement(void);
 /* Number of memory nodes that have compute workers, and their ids. */
 int starnn_memory_nodes(int *nodes, int max);
 
-/* Restricts the tasks submitted afterwards (by this thread) to one kind of
- * worker: STARPU_CPU or STARPU_CUDA; 0 lifts the restriction. Tests use it
- * to run a codelet's CPU and CUDA implementations in turn. */
+/* Restricts the tasks submitted afterwards (by this thread) to kinds of
+ * worker: STARPU_CPU, STARPU_CUDA, STARPU_OPENCL (or a union); 0 lifts the
+ * restriction. Tests use it to run a codelet's implementations in turn; a
+ * codelet without an implementation for those kinds is STARNN_ENODEV,
+ * with a message.
+ *
+ * A task whose data (its distinct tensors) exceed the memory of a device
+ * (CUDA, OpenCL; or STARPU_LIMIT_*_MEM) never goes to that device's
+ * workers; where no other worker may run it (set_where, placement), the
+ * submission fails with STARNN_ENOMEM and a message (StarPU 1.3 would wait
+ * for room forever). */
 void starnn_set_where(uint32_t where);
 
 typedef int (*starnn_edge_fn)(void *ctx, starnn_tensor *t, int from_node, int to_node,
@@ -157,6 +165,8 @@ char *starnn_trace_name(const char *name, char *out, size_t size);
 void starnn_tensor_make_whole(starnn_tensor *t);
 void starnn_tensor_prepare(starnn_tensor *t, int write);
 void starnn_submit_shutdown(void);
+/* Reads the device memory nodes' sizes (starnn_init, once StarPU runs). */
+void starnn_submit_start(void);
 
 #ifdef __cplusplus
 }

@@ -438,10 +438,10 @@ static void cast_variant(const struct variant *v, starnn_dtype hdt, int amp)
 int main(void)
 {
 	test_init();
-	if (!TEST_ON_CUDA)
+	if (!TEST_ON_DEVICE)
 		step_init();
 	for (size_t i = 0; i < NVARIANTS; i++) {
-		if (!TEST_ON_CUDA) {
+		if (!TEST_ON_DEVICE) {
 			SC_FOR_EACH_LEVEL(lv) {
 				kernel_vs_reference(&variants[i], 7);
 				kernel_vs_reference(&variants[i], 300);

@@ -262,7 +262,7 @@ static void bad_arguments(void)
 int main(void)
 {
 	test_init();
-	if (!TEST_ON_CUDA) {
+	if (!TEST_ON_DEVICE) {
 		kernel_vs_naive(STARNN_FP32);
 		kernel_vs_naive(STARNN_FP16);
 		kernel_vs_naive(STARNN_BF16);

@@ -1,6 +1,8 @@
 /* axpy / scale / add: kernels against references in double (dense and
- * strided), and the codelets (CPU, or CUDA in the _cuda build) against the
- * same, on whole tensors and on batch / channel partitions.
+ * strided), and the codelets (CPU, or CUDA / OpenCL in the _cuda / _opencl
+ * builds) against the same, on whole tensors and on batch / channel
+ * partitions; except on CUDA (which contracts), the codelets' results are
+ * also the CPU kernels' bit for bit (OpenCL: docs/opencl.md).
  *
  * Tolerances: each result is one or two fp32 operations on its inputs.
  * scale (alpha y) is one rounding: it must equal the correctly rounded
@@ -113,6 +115,43 @@ static void kernels_vs_naive(size_t cols)
 	free(x), free(y), free(z), free(e), free(perr), free(y0), free(z0);
 }
 
+/* The CPU kernels' results on host copies, which a codelet other than
+ * CUDA's (no contraction) must give bit for bit. */
+static void same_as_axpy_cpu(const char *what, const float *got, size_t rows, size_t cols, float alpha,
+                             const float *x, const float *y)
+{
+	if (TEST_ON_CUDA)
+		return;
+	float *want = malloc(rows * cols * sizeof *want);
+	memcpy(want, y, rows * cols * sizeof *want);
+	starnn_axpy_cpu(rows, cols, alpha, x, cols, want, cols);
+	test_same_bits(what, got, want, rows * cols, 4);
+	free(want);
+}
+
+static void same_as_scale_cpu(const char *what, const float *got, size_t rows, size_t cols, size_t ld, float alpha,
+                              const float *y)
+{
+	if (TEST_ON_CUDA)
+		return;
+	float *want = malloc(rows * ld * sizeof *want);
+	memcpy(want, y, rows * ld * sizeof *want);
+	starnn_scale_cpu(rows, cols, alpha, want, ld);
+	test_same_bits(what, got, want, rows * ld, 4);
+	free(want);
+}
+
+static void same_as_add_cpu(const char *what, const float *got, size_t rows, size_t cols, float alpha, const float *x,
+                            float beta, const float *y)
+{
+	if (TEST_ON_CUDA)
+		return;
+	float *want = malloc(rows * cols * sizeof *want);
+	starnn_add_cpu(rows, cols, alpha, x, cols, beta, y, cols, want, cols);
+	test_same_bits(what, got, want, rows * cols, 4);
+	free(want);
+}
+
 /* The codelets against the references, each step on the stored result of
  * the one before. */
 static void codelets_vs_naive(int64_t n, int64_t c, int64_t h, int64_t w)
@@ -130,28 +169,33 @@ static void codelets_vs_naive(int64_t n, int64_t c, int64_t h, int64_t w)
 	float *gy = test_read(ty);
 	ref_axpy(rows, cols, cols, 0.25f, x, y, e, perr);
 	op_bound("axpy codelet, alpha 0.25", gy, e, perr, numel);
+	same_as_axpy_cpu("axpy codelet, alpha 0.25, bits", gy, rows, cols, 0.25f, x, y);
 	TEST_OK(starnn_scale(3.0f, ty));
 	float *prev = gy;
 	gy = test_read(ty);
 	ref_scale(rows, cols, cols, 3.0f, prev, e, perr);
 	op_bound("scale codelet", gy, e, perr, numel);
+	same_as_scale_cpu("scale codelet, bits", gy, rows, cols, cols, 3.0f, prev);
 	free(prev);
 	TEST_OK(starnn_add(1.0f, tx, -2.0f, ty, tz));
 	float *gz = test_read(tz);
 	ref_add(rows, cols, cols, 1.0f, x, -2.0f, gy, zero, e, perr);
 	op_bound("add codelet, 1 and -2", gz, e, perr, numel);
+	same_as_add_cpu("add codelet, 1 and -2, bits", gz, rows, cols, 1.0f, x, -2.0f, gy);
 	/* a rounded product (an FMA on CUDA) */
 	TEST_OK(starnn_axpy(0.3f, tx, ty));
 	prev = gy;
 	gy = test_read(ty);
 	ref_axpy(rows, cols, cols, 0.3f, x, prev, e, perr);
 	op_bound("axpy codelet, alpha 0.3", gy, e, perr, numel);
+	same_as_axpy_cpu("axpy codelet, alpha 0.3, bits", gy, rows, cols, 0.3f, x, prev);
 	free(prev);
 	float *z1 = gz;
 	TEST_OK(starnn_add(0.7f, tx, -1.3f, ty, tz));
 	gz = test_read(tz);
 	ref_add(rows, cols, cols, 0.7f, x, -1.3f, gy, z1, e, perr);
 	op_bound("add codelet, 0.7 and -1.3", gz, e, perr, numel);
+	same_as_add_cpu("add codelet, 0.7 and -1.3, bits", gz, rows, cols, 0.7f, x, -1.3f, gy);
 	free(z1);
 
 	/* The same through partitions: micro-batches for y, channel halves for z. */
@@ -163,6 +207,7 @@ static void codelets_vs_naive(int64_t n, int64_t c, int64_t h, int64_t w)
 		gy = test_read(ty);
 		ref_scale(rows, cols, cols, 0.5f, prev, e, perr);
 		op_bound("scale on batch parts", gy, e, perr, numel);
+		same_as_scale_cpu("scale on batch parts, bits", gy, rows, cols, cols, 0.5f, prev);
 		free(prev);
 	}
 	if (c >= 2) {
@@ -179,6 +224,14 @@ static void codelets_vs_naive(int64_t n, int64_t c, int64_t h, int64_t w)
 			for (size_t k = inner; k < cols; k++)
 				e[r * cols + k] = -(double)prev[r * cols + k];
 		op_bound("scale on channel parts", gz, e, perr, numel);
+		if (!TEST_ON_CUDA) { /* channel 0 by 2, the others by -1: both exact */
+			float *want = malloc(numel * sizeof *want);
+			memcpy(want, prev, numel * sizeof *want);
+			starnn_scale_cpu(rows, inner, 2.0f, want, cols);
+			starnn_scale_cpu(rows, cols - inner, -1.0f, want + inner, cols);
+			test_same_bits("scale on channel parts, bits", gz, want, numel, 4);
+			free(want);
+		}
 		free(prev);
 	}
 
@@ -192,7 +245,7 @@ static void codelets_vs_naive(int64_t n, int64_t c, int64_t h, int64_t w)
 int main(void)
 {
 	test_init();
-	if (!TEST_ON_CUDA) {
+	if (!TEST_ON_DEVICE) {
 		/* at every instruction-set level */
 		SC_FOR_EACH_LEVEL(lv) {
 			kernels_vs_naive(7);

@@ -873,7 +873,7 @@ static void slot_add_check(int64_t c)
 		b[i] = (double)(int64_t)(st >> 11) * 0x1p-52;
 		want[i] = a[i] + b[i];
 	}
-	if (!TEST_ON_CUDA) {
+	if (!TEST_ON_DEVICE) {
 		memcpy(got, a, n * sizeof *got);
 		starnn_bn_slot_add_cpu(n, b, got);
 		TEST_ASSERT(memcmp(got, want, n * sizeof *got) == 0, "bn_slot_add kernel (c %lld) differs from a + b",
@@ -1161,7 +1161,7 @@ int main(void)
 	};
 	const int nshapes = (int)(sizeof shapes / sizeof shapes[0]);
 	test_init();
-	if (!TEST_ON_CUDA) {
+	if (!TEST_ON_DEVICE) {
 		/* the fp32 kernels' checks at every instruction-set level */
 		SC_FOR_EACH_LEVEL(lv) {
 			for (int s = 0; s < nshapes; s++)

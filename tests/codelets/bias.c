@@ -363,7 +363,7 @@ static void half_variants(void)
 int main(void)
 {
 	test_init();
-	if (!TEST_ON_CUDA) {
+	if (!TEST_ON_DEVICE) {
 		kernels_vs_naive(1, 1, 1);
 		kernels_vs_naive(3, 5, 1);
 		kernels_vs_naive(2, 3, 7);

@@ -345,7 +345,7 @@ static void mp_kernels(starnn_dtype dt, size_t rows, size_t ca, size_t cb, float
 int main(void)
 {
 	test_init();
-	if (!TEST_ON_CUDA) {
+	if (!TEST_ON_DEVICE) {
 		SC_FOR_EACH_LEVEL(lv)
 			kernels_vs_naive();
 		sc_level_done();

@@ -1648,15 +1648,15 @@ int main(void)
 	/* CPU: every kernel set this starnn has (oneDNN and im2col), directly
 	 * and through the codelets; CUDA: cuDNN. */
 	enum starnn_conv2d_backend sets[2] = {STARNN_CONV2D_IM2COL, STARNN_CONV2D_DNNL};
-	int nsets = TEST_ON_CUDA ? 1 : 1 + (starnn_conv2d_cpu_backend_set(STARNN_CONV2D_DNNL) == 0);
+	int nsets = TEST_ON_DEVICE ? 1 : 1 + (starnn_conv2d_cpu_backend_set(STARNN_CONV2D_DNNL) == 0);
 	for (int set = 0; set < nsets; set++) {
 		kernels = sets[set];
-		if (!TEST_ON_CUDA) {
+		if (!TEST_ON_DEVICE) {
 			TEST_OK(starnn_conv2d_cpu_backend_set(kernels));
 			hc_exact = kernels == STARNN_CONV2D_IM2COL;
 			printf("CPU kernels: %s\n", starnn_conv2d_cpu_backend_name(kernels));
 		}
-		if (!TEST_ON_CUDA) {
+		if (!TEST_ON_DEVICE) {
 			/* N, C, O, H, W, k: odd channels, tiny to 96x96, non-square, 1x1,
 			 * batches grouped into blocks (small images), partial blocks */
 			const struct shape shapes[] = {
@@ -1727,7 +1727,7 @@ int main(void)
 		};
 		const int views[] = {0, 1, 1, 0, 1, 0};
 		/* on CPU (where only the test itself is checked) the small shapes, once */
-		size_t nmode_shapes = TEST_ON_CUDA ? sizeof mode_shapes / sizeof *mode_shapes : (set == 0 ? 4 : 0);
+		size_t nmode_shapes = TEST_ON_DEVICE ? sizeof mode_shapes / sizeof *mode_shapes : (set == 0 ? 4 : 0);
 		for (int m = 0; m < (TEST_ON_CUDA ? 2 : 1); m++) {
 			TEST_OK(starnn_cuda_half_conv_set(modes[m]));
 			for (int t = 0; t < 2; t++)
@@ -1735,7 +1735,7 @@ int main(void)
 					half_mode_vs_cpu(mode_shapes[i], halves[t], views[i]);
 		}
 		TEST_OK(starnn_cuda_half_conv_set(STARNN_CUDA_HALF_WIDEN));
-		if (!TEST_ON_CUDA && kernels == STARNN_CONV2D_DNNL) {
+		if (!TEST_ON_DEVICE && kernels == STARNN_CONV2D_DNNL) {
 			packed_weights(STARNN_FP32, 4, 16, 32, 16, 1, 1);
 			int b = starnn_conv2d_dnnl_block(STARNN_FP32);
 			if (b > 1)

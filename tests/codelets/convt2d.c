@@ -1120,15 +1120,15 @@ int main(void)
 	/* CPU: both kernel sets where starnn has oneDNN, directly and through
 	 * the codelets; CUDA: cuBLAS. */
 	enum starnn_conv2d_backend sets[2] = {STARNN_CONV2D_IM2COL, STARNN_CONV2D_DNNL};
-	int nsets = TEST_ON_CUDA ? 1 : 1 + (starnn_conv2d_cpu_backend_set(STARNN_CONV2D_DNNL) == 0);
+	int nsets = TEST_ON_DEVICE ? 1 : 1 + (starnn_conv2d_cpu_backend_set(STARNN_CONV2D_DNNL) == 0);
 	for (int set = 0; set < nsets; set++) {
 		kernels = sets[set];
-		if (!TEST_ON_CUDA) {
+		if (!TEST_ON_DEVICE) {
 			TEST_OK(starnn_conv2d_cpu_backend_set(kernels));
 			hc_exact = kernels == STARNN_CONV2D_IM2COL;
 			printf("CPU kernels: %s\n", KNAME);
 		}
-		if (!TEST_ON_CUDA) {
+		if (!TEST_ON_DEVICE) {
 			kernels_vs_naive((struct shape){1, 1, 1, 1, 1}, 0);
 			kernels_vs_naive((struct shape){2, 3, 5, 4, 6}, 3);
 			kernels_vs_naive((struct shape){3, 16, 8, 7, 5}, 1);

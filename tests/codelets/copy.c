@@ -1,9 +1,9 @@
 /* copy: the kernel against naive loops (strided -> dense, dense -> strided,
- * 2- and 4-byte elements, padding untouched), the codelets (CPU, or CUDA in
- * the _cuda build) for fp32 / fp16 / bf16 on whole tensors and between
- * channel views and dense tensors, compared byte for byte with direct
- * kernel calls, and bad arguments -> STARNN_EINVAL (layouts that differ
- * included).
+ * 2- and 4-byte elements, padding untouched), the codelets (CPU, or CUDA /
+ * OpenCL in the _cuda / _opencl builds) for fp32 / fp16 / bf16 on whole
+ * tensors, between channel views and dense tensors and between two views
+ * of one tensor, compared byte for byte with direct kernel calls, and bad
+ * arguments -> STARNN_EINVAL (layouts that differ included).
  * Blocked weight copies (CPU build): starnn_blocked_put_cpu against
  * oneDNN's OIhw8i8o / OIhw8o8i / 16-block formulas written out here (1x1,
  * 2x2, 3x3, 4x4, 5x5 and 8 taps; whole blocks, on AVX2 and AVX-512 by
@@ -111,6 +111,20 @@ static void codelets(starnn_dtype dt)
 	starnn_copy_cpu(rows, inner, es, x, cols, ref, cols);
 	TEST_ASSERT(memcmp(got, ref, bytes) == 0, "copy codelet %s: channel view -> channel view", dn);
 
+	/* Between two views of one tensor (channels 0-1 -> 2-3: on a device,
+	 * one buffer whose rows interleave the two views). */
+	starnn_tensor *tq, **pq;
+	int64_t halves[2] = {c / 2, c - c / 2};
+	TEST_OK(starnn_tensor_create(&tq, "q", dt, 4, shape));
+	TEST_OK(starnn_tensor_write(tq, x));
+	TEST_OK(starnn_tensor_split(tq, 1, 2, halves, &pq));
+	TEST_OK(starnn_copy(pq[0], pq[1]));
+	TEST_OK(starnn_tensor_read(tq, got));
+	memcpy(ref, x, bytes);
+	starnn_copy_cpu(rows, (size_t)halves[0] * inner, es, x, cols, ref + (size_t)halves[0] * inner * es, cols);
+	TEST_ASSERT(memcmp(got, ref, bytes) == 0, "copy codelet %s: between two views of one tensor", dn);
+	starnn_tensor_destroy(tq);
+
 	starnn_tensor_destroy(tx), starnn_tensor_destroy(ty), starnn_tensor_destroy(td);
 	free(x), free(y0), free(got), free(ref), free(dgot), free(dref);
 }
@@ -125,7 +139,7 @@ static void bad_arguments(void)
 	TEST_ASSERT(starnn_copy(a, hh) == STARNN_EINVAL, "copy fp32 -> fp16 must fail (convert does that)");
 	TEST_ASSERT(starnn_copy(NULL, a) == STARNN_EINVAL, "copy from NULL must fail");
 	starnn_tensor_destroy(a), starnn_tensor_destroy(b), starnn_tensor_destroy(hh);
-	if (!TEST_ON_CUDA) { /* blocked tensors (CPU builds): the bytes would not be the values */
+	if (!TEST_ON_DEVICE) { /* blocked tensors (CPU builds): the bytes would not be the values */
 		starnn_tensor *p, *q;
 		TEST_OK(starnn_tensor_new(&p, "p", STARNN_FP32, 4, 2, 16, 4, 4));
 		TEST_OK(starnn_tensor_new(&q, "q", STARNN_FP32, 4, 2, 16, 4, 4));
@@ -772,11 +786,11 @@ static void casts_with_copies(starnn_dtype hdt, int pairs, int ncopies, int64_t 
 int main(void)
 {
 	test_init();
-	if (!TEST_ON_CUDA) {
+	if (!TEST_ON_DEVICE) {
 		kernel_vs_naive(4);
 		kernel_vs_naive(2);
 	}
-	if (!TEST_ON_CUDA) {
+	if (!TEST_ON_DEVICE) {
 		put_rows_kernel();
 		put_pairs_kernel();
 		get_rows_kernel();

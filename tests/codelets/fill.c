@@ -1,8 +1,8 @@
 /* fill: kernels against naive loops (strided: padding untouched), codelets
- * (CPU, or CUDA in the _cuda build) for fp32 / fp16 / bf16 on whole tensors
- * and on channel views (only the view's rows x cols change), the value
- * conversion (rounding, overflow to Inf, NaN), and bad arguments. Results
- * are compared bit for bit. */
+ * (CPU, or CUDA / OpenCL in the _cuda / _opencl builds) for fp32 / fp16 /
+ * bf16 on whole tensors and on channel views (only the view's rows x cols
+ * change), the value conversion (rounding, overflow to Inf, NaN), and bad
+ * arguments. Results are compared bit for bit. */
 #include "codelets/fill.h"
 #include "codelets/kernels/fill.h"
 #include "runtime/base/half.h"
@@ -110,7 +110,7 @@ static void bad_arguments(void)
 int main(void)
 {
 	test_init();
-	if (!TEST_ON_CUDA)
+	if (!TEST_ON_DEVICE)
 		kernels_vs_naive();
 	codelets(STARNN_FP32);
 	codelets(STARNN_FP16);

@@ -282,7 +282,7 @@ int main(void)
 {
 	static const size_t shapes[][3] = {{1, 1, 1}, {7, 5, 3}, {33, 17, 65}, {3, 64, 48}, {96, 80, 72}};
 	test_init();
-	if (!TEST_ON_CUDA)
+	if (!TEST_ON_DEVICE)
 		for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++)
 			kernel_vs_naive(shapes[s][0], shapes[s][1], shapes[s][2]);
 	for (int ta = 0; ta < 2; ta++)

@@ -388,7 +388,7 @@ static void mp_kernels(starnn_dtype dt, size_t n, size_t c, size_t h, size_t w, 
 int main(void)
 {
 	test_init();
-	if (!TEST_ON_CUDA) {
+	if (!TEST_ON_DEVICE) {
 		/* the fp32 kernels' checks at every instruction-set level */
 		SC_FOR_EACH_LEVEL(lv) {
 			special_windows();

@@ -372,7 +372,7 @@ static void half_variants(void)
 int main(void)
 {
 	test_init();
-	if (!TEST_ON_CUDA)
+	if (!TEST_ON_DEVICE)
 		kernels_vs_naive();
 	codelets_vs_naive(1, 1, 1, 1);
 	codelets_vs_naive(1, 3, 5, 7);

@@ -358,7 +358,7 @@ static void elementwise(void)
 int main(void)
 {
 	test_init();
-	if (!TEST_ON_CUDA) {
+	if (!TEST_ON_DEVICE) {
 		/* at every instruction-set level; exact, so the levels agree too */
 		SC_FOR_EACH_LEVEL(lv) {
 			kernels_vs_naive(7);

@@ -309,7 +309,7 @@ int main(void)
 {
 	test_init();
 	for (size_t i = 0; i < NVARIANTS; i++) {
-		if (!TEST_ON_CUDA) {
+		if (!TEST_ON_DEVICE) {
 			SC_FOR_EACH_LEVEL(lv) {
 				kernel_vs_reference(&variants[i], 7);
 				kernel_vs_reference(&variants[i], 300);

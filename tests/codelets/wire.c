@@ -726,7 +726,7 @@ static void bad_arguments(void)
 int main(void)
 {
 	test_init();
-	if (!TEST_ON_CUDA) {
+	if (!TEST_ON_DEVICE) {
 		formats();
 		SC_FOR_EACH_LEVEL(lv) {
 			for (size_t i = 0; i < NF; i++) {
@@ -749,8 +749,8 @@ int main(void)
 		sc_level_done();
 	}
 	for (size_t i = 0; i < NF; i++)
-		codelets(all_formats[i], TEST_ON_CUDA ? "CUDA" : "CPU");
-	if (!TEST_ON_CUDA) {
+		codelets(all_formats[i], TEST_WORKERS);
+	if (!TEST_ON_DEVICE) {
 		/* The CUDA kernels against the CPU ones, when this build has a GPU
 		 * worker (the _cuda build runs the same checks on CUDA only). */
 		if (starnn_ncuda_workers() > 0) {

@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -38,6 +39,11 @@ static int tmp_create(struct tmpfile *t, const char *path)
 		t->tmp = NULL;
 		return starnn_error(STARNN_EIO, "cannot create a temporary file beside %s: %s", path, strerror(e));
 	}
+	/* mkstemp makes it 0600: the file gets the mode a plain create would
+	 * (0666 less the umask) */
+	mode_t mask = umask(0);
+	umask(mask);
+	fchmod(fd, 0666 & ~mask);
 	close(fd);
 	t->path = strdup(path);
 	if (!t->path) {

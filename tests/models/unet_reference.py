@@ -1,4 +1,4 @@
-#!/usr/bin/python3
+#!/usr/bin/env python3
 """PyTorch (float64) reference for tests/models/unet_model.c.
 
 The test, run with UNET_DUMP=DIR, writes the parameters of its tiny UNets

@@ -1,4 +1,4 @@
-#!/usr/bin/python3
+#!/usr/bin/env python3
 """PyTorch reference of `models/unet train` with SGD, for tests/models/unet_parity.sh.
 
 Builds the UNet of models/unet_model.h in torch (torch.nn.functional, from
@@ -39,7 +39,7 @@ as float32 values, widened), so that the reference is the exact trajectory;
 implementation drifts from it.
 
 Usage:
-  /usr/bin/python3 tools/ref/unet-train.py --init INIT.h5 --data PREP.h5 \\
+  python3 tools/ref/unet-train.py --init INIT.h5 --data PREP.h5 \\
       --steps 20 --batch 4 --lr 0.05 --momentum 0.9 \\
       [--dtype float64|float32] [--write tests/data/unet/sgd20.txt] \\
       [--compare LOG.json]
@@ -52,7 +52,7 @@ comment lines (#), then
 (the sums, in float64 over the float32 values, let the test tell a change of
 the generated init weights or data from a change of the numerics; the test
 computes them with tests/models/h5sum).
-Needs torch and h5py (Debian: python3-torch, python3-h5py); the test does not.
+Needs torch and h5py (PyPI's, or Debian's python3-torch and python3-h5py); the test does not.
 """
 import argparse
 import json

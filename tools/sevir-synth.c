@@ -75,6 +75,27 @@ static int parse_int(const char *opt, const char *s, long lo, long hi, long *out
 	return 0;
 }
 
+/* The index of v among the n names (the enum value it names), or -1 with
+ * a message naming them. */
+static int parse_choice(const char *opt, const char *v, const char *const *names, int n, int *out)
+{
+	for (int i = 0; i < n; i++)
+		if (!strcmp(v, names[i])) {
+			*out = i;
+			return 0;
+		}
+	fprintf(stderr, "sevir-synth: %s '%s': one of", opt, v);
+	for (int i = 0; i < n; i++)
+		fprintf(stderr, " %s", names[i]);
+	fprintf(stderr, "\n");
+	return -1;
+}
+
+/* Indexed by enum sevir_value_type, enum sevir_storage, enum sevir_split. */
+static const char *const types[] = {"float32", "uint8", "float64"};
+static const char *const storages[] = {"tiles", "official", "contiguous"};
+static const char *const splits[] = {"train", "test"};
+
 int main(int argc, char **argv)
 {
 	for (int i = 1; i < argc; i++)
@@ -103,7 +124,7 @@ int main(int argc, char **argv)
 			return 2;
 		}
 		const char *v = argv[++i];
-		int rc = 0;
+		int rc = 0, choice = 0;
 		if (!strcmp(o, "--size"))
 			rc = parse_int(o, v, 8, 4096, &size), given_synthetic = 1;
 		else if (!strcmp(o, "--seed"))
@@ -116,35 +137,13 @@ int main(int argc, char **argv)
 			catalog = v;
 		else if (!raw && !strcmp(o, "--from"))
 			from = v;
-		else if (!raw && !strcmp(o, "--split")) {
-			if (strcmp(v, "train") && strcmp(v, "test")) {
-				fprintf(stderr, "sevir-synth: --split '%s': train or test\n", v);
-				return 2;
-			}
-			split = strcmp(v, "test") ? SEVIR_TRAIN : SEVIR_TEST;
-		} else if (!raw && !strcmp(o, "--dtype")) {
-			if (!strcmp(v, "uint8"))
-				layout.type = SEVIR_UINT8;
-			else if (!strcmp(v, "float32"))
-				layout.type = SEVIR_FLOAT32;
-			else if (!strcmp(v, "float64"))
-				layout.type = SEVIR_FLOAT64;
-			else {
-				fprintf(stderr, "sevir-synth: --dtype '%s': uint8, float32 or float64\n", v);
-				return 2;
-			}
-		} else if (!raw && !strcmp(o, "--storage")) {
-			if (!strcmp(v, "tiles"))
-				layout.storage = SEVIR_STORAGE_TILES;
-			else if (!strcmp(v, "official"))
-				layout.storage = SEVIR_STORAGE_OFFICIAL;
-			else if (!strcmp(v, "contiguous"))
-				layout.storage = SEVIR_STORAGE_CONTIGUOUS;
-			else {
-				fprintf(stderr, "sevir-synth: --storage '%s': tiles, official or contiguous\n", v);
-				return 2;
-			}
-		} else {
+		else if (!raw && !strcmp(o, "--split"))
+			rc = parse_choice(o, v, splits, 2, &choice), split = (enum sevir_split)choice;
+		else if (!raw && !strcmp(o, "--dtype"))
+			rc = parse_choice(o, v, types, 3, &choice), layout.type = (enum sevir_value_type)choice;
+		else if (!raw && !strcmp(o, "--storage"))
+			rc = parse_choice(o, v, storages, 3, &choice), layout.storage = (enum sevir_storage)choice;
+		else {
 			fprintf(stderr, "sevir-synth: unknown option '%s' for %s (see --help)\n", o, mode);
 			return 2;
 		}
@@ -160,8 +159,6 @@ int main(int argc, char **argv)
 		                "--size, --seed)\n");
 		return 2;
 	}
-	static const char *types[] = {"float32", "uint8", "float64"};
-	static const char *storages[] = {"tiles", "official", "contiguous"};
 	struct timespec t0, t1;
 	clock_gettime(CLOCK_MONOTONIC, &t0);
 	int rc = raw    ? sevir_write_raw(path, catalog, (int)count, (int)size, (uint64_t)seed)

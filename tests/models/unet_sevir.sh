@@ -105,6 +105,13 @@ grep -q "(in memory)" "$tmp/e.u8.256" && ! grep -q "(in memory)" "$tmp/e.u8.0" |
 	ok "eval on the raw file's test split = eval on its prepared test file (uint8, official layout), every score" ||
 	{ fail "eval on the raw test split differs from eval on its prepared file"; diff "$tmp/e.raw" "$tmp/e.prep" | head; }
 
+# sevir-synth's usage errors: exit 2, nothing written
+for args in "--dtype int16" "--storage packed" "--from $raw --split dev" "--from $raw --samples 3" "--catalog $cat"; do
+	"$synth" prepared "$tmp/bad.h5" $args > /dev/null 2>&1
+	rc=$?
+	[ $rc = 2 ] && [ ! -e "$tmp/bad.h5" ] || fail "sevir-synth prepared $args: exit $rc, $(ls "$tmp"/bad.h5* 2>&1)"
+done
+
 # ------------------------------------------------------------------ another type
 cp "$tmp/f32.h5" "$tmp/i16.h5"
 "$poke" "$tmp/i16.h5" IN int16 || fail "cannot rewrite IN as int16"

@@ -404,9 +404,11 @@ static void describe(void *self, const starnn_trainer *tr, FILE *out)
 	const struct starnn_train_info *in = starnn_trainer_info(tr);
 	const struct unet_config *c = unet_get_config(r->m);
 	const int compute = o->train.compute;
-	fprintf(out, "unet: depth %d, filters %d, %d -> %d frames, %dx%d, %lld parameters, convention %s\n", c->depth,
-	        c->filters, c->in_frames, c->out_frames, c->size, c->size, (long long)unet_parameter_count(r->m),
-	        unet_convention_name(c->convention));
+	fprintf(out, "unet: depth %d, filters %d, %d -> %d frames, %dx%d, %lld parameters\n", c->depth, c->filters,
+	        c->in_frames, c->out_frames, c->size, c->size, (long long)unet_parameter_count(r->m));
+	fprintf(out, "convention: %s (decoder concatenation [%s], BatchNorm eps %g)\n",
+	        unet_convention_name(c->convention), c->convention == UNET_STARNN_V1 ? "up, skip" : "skip, up",
+	        unet_convention_bn_eps(c->convention));
 	fprintf(out, "data: %s\n", sevir_describe(r->train));
 	if (r->val)
 		fprintf(out, "evaluation: %s\n", sevir_describe(r->val));

@@ -2,7 +2,7 @@
 # models/unet's conventions (models/unet_convention.h; about 10 s on 2 cores):
 #  - a new model follows the study's Keras UNet by default (decoder
 #    concatenation [skip, up], BatchNorm eps 1e-3): info and the start-up
-#    line say so, and its checkpoint records it (format_version 3,
+#    lines say so, and its checkpoint records it (format_version 3,
 #    convention keras, concat skip,up, bn_eps 0.001); --convention starnn-v1
 #    gives starnn's first models ([up, skip], eps 1e-5); another value is
 #    refused (exit 2);
@@ -57,7 +57,8 @@ attrs() { for a in format_version convention concat bn_eps; do "$util" attr "$1"
 M="--size 16 --depth 2 --filters 1 --batch 2 --samples 16 --seed 5 --eval-every 0"
 "$unet" train $M --steps 4 --progress off --checkpoint "$tmp/k.h5" > "$tmp/k.out" 2>&1 || fail "training a keras model"
 "$unet" train $M --steps 4 --quiet --convention starnn-v1 --checkpoint "$tmp/v1.h5" > /dev/null || fail "starnn-v1"
-grep -q "^unet: .*parameters, convention keras$" "$tmp/k.out" || fail "the start-up line does not name the convention"
+grep -q "^convention: keras (decoder concatenation \[skip, up\], BatchNorm eps 0.001)$" "$tmp/k.out" ||
+	fail "the start-up lines do not name the convention"
 [ "$(attrs "$tmp/k.h5")" = "3 keras skip,up 0.001 " ] && [ "$(attrs "$tmp/v1.h5")" = "3 starnn-v1 up,skip 1.0000000000000001e-05 " ] &&
 	ok "checkpoints record the convention: $(attrs "$tmp/k.h5")/ $(attrs "$tmp/v1.h5")" ||
 	fail "checkpoint attributes: $(attrs "$tmp/k.h5")/ $(attrs "$tmp/v1.h5")"

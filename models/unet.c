@@ -35,8 +35,12 @@
 
 #define CKPT_FORMAT "starnn-unet"
 /* 2: adds the mixed-precision attributes (runtime/train/checkpoint.h); a
- * version-1 file reads as fp32 without loss scaling. */
-#define CKPT_VERSION 2
+ * version-1 file reads as fp32 without loss scaling.
+ * 3: adds the model's convention (`convention`, with `concat` and `bn_eps`
+ * for readers of other tools); a version-1 or 2 file is a starnn-v1 model.
+ * A reader of version 2 refuses version 3: it would read a keras model's
+ * weights as starnn-v1. */
+#define CKPT_VERSION 3
 
 #define fail(...) starnn_fail("unet", __VA_ARGS__)
 
@@ -45,6 +49,29 @@
 static const char *resize_name(enum sevir_resize r)
 {
 	return r == SEVIR_DOWNSAMPLE ? "downsample" : "crop";
+}
+
+/* The model's convention (models/unet_convention.h): `convention` of a
+ * version-3 file, whose `concat` and `bn_eps` must agree with it; starnn-v1
+ * for an older file. */
+static int checkpoint_convention(ckpt_file *f, const char *file, int64_t version, int *convention)
+{
+	*convention = UNET_STARNN_V1;
+	if (version < 3)
+		return 0;
+	char name[64], concat[64];
+	double eps;
+	STARNN_CHECK(ckpt_get_string(f, "convention", name, sizeof name));
+	if ((*convention = unet_convention_parse(name)) < 0)
+		return starnn_error(STARNN_EINVAL, "%s: convention '%s' is neither keras nor starnn-v1", file, name);
+	STARNN_CHECK(ckpt_get_string(f, "concat", concat, sizeof concat));
+	STARNN_CHECK(ckpt_get_double(f, "bn_eps", &eps));
+	if (strcmp(concat, unet_convention_concat(*convention)) != 0 ||
+	    eps != unet_convention_bn_eps(*convention))
+		return starnn_error(STARNN_EINVAL, "%s: concat '%s' and bn_eps %g are not those of convention %s ('%s', %g)",
+		                    file, concat, eps, name, unet_convention_concat(*convention),
+		                    unet_convention_bn_eps(*convention));
+	return 0;
 }
 
 /* Reads the checkpoint's architecture into o: an option given on the command
@@ -79,6 +106,12 @@ static int checkpoint_architecture(ckpt_file *f, const char *file, struct option
 			                    arch[i].attr, (long long)v, arch[i].option, *arch[i].value);
 		*arch[i].value = (int)v;
 	}
+	int convention;
+	STARNN_CHECK(checkpoint_convention(f, file, version, &convention));
+	if (o->given[O_CONVENTION] && convention != o->convention)
+		return starnn_error(STARNN_EINVAL, "%s holds a model of convention %s, --convention asks for %s", file,
+		                    unet_convention_name(convention), unet_convention_name(o->convention));
+	o->convention = convention;
 	return 0;
 }
 
@@ -127,6 +160,9 @@ static int checkpoint_attrs(const struct options *o, const struct unet_config *c
 		{.name = "filters", .type = CKPT_INT, .i = c->filters},
 		{.name = "in_frames", .type = CKPT_INT, .i = c->in_frames},
 		{.name = "out_frames", .type = CKPT_INT, .i = c->out_frames},
+		{.name = "convention", .type = CKPT_STRING, .s = unet_convention_name(c->convention)},
+		{.name = "concat", .type = CKPT_STRING, .s = unet_convention_concat(c->convention)},
+		{.name = "bn_eps", .type = CKPT_DOUBLE, .d = unet_convention_bn_eps(c->convention)},
 		{.name = "size", .type = CKPT_INT, .i = c->size},
 		{.name = "shuffle", .type = CKPT_INT, .i = o->shuffle},
 		{.name = "data", .type = CKPT_STRING, .s = o->data},
@@ -319,7 +355,8 @@ static int create(void *self, const struct starnn_model_config *mc, starnn_param
 	const struct starnn_optim *p = &mc->params.optim;
 	struct unet_config c = {o->depth,     o->filters, o->in_frames,        o->out_frames,
 	                        o->size,      mc->batch,  mc->micro,           (int)mc->params.compute,
-	                        (int)mc->params.loss_scaling, mc->params.static_scale, mc->global_batch, o->bn_local};
+	                        (int)mc->params.loss_scaling, mc->params.static_scale, mc->global_batch, o->bn_local,
+	                        o->convention};
 	struct unet_optim opt = {.kind = p->kind == STARNN_OPTIM_SGD ? UNET_SGD : UNET_ADAM, .lr = p->lr,
 	                         .warmup = p->warmup, .momentum = p->momentum, .beta1 = p->beta1, .beta2 = p->beta2,
 	                         .eps = p->eps, .weight_decay = p->weight_decay};
@@ -369,6 +406,9 @@ static void describe(void *self, const starnn_trainer *tr, FILE *out)
 	const int compute = o->train.compute;
 	fprintf(out, "unet: depth %d, filters %d, %d -> %d frames, %dx%d, %lld parameters\n", c->depth, c->filters,
 	        c->in_frames, c->out_frames, c->size, c->size, (long long)unet_parameter_count(r->m));
+	fprintf(out, "convention: %s (decoder concatenation [%s], BatchNorm eps %g)\n",
+	        unet_convention_name(c->convention), c->convention == UNET_STARNN_V1 ? "up, skip" : "skip, up",
+	        unet_convention_bn_eps(c->convention));
 	fprintf(out, "data: %s\n", sevir_describe(r->train));
 	if (r->val)
 		fprintf(out, "evaluation: %s\n", sevir_describe(r->val));
@@ -529,7 +569,7 @@ static int cmd_info(struct options *o)
 		STARNN_CHECK(rc);
 	}
 	struct unet_config c = {o->depth, o->filters, o->in_frames, o->out_frames,
-	                        o->size ? o->size : SEVIR_NATIVE_SIZE, o->train.batch, 1, 0, 0, 0, 0, 0};
+	                        o->size ? o->size : SEVIR_NATIVE_SIZE, o->train.batch, 1, 0, 0, 0, 0, 0, o->convention};
 	if (c.size % (1 << c.depth) != 0) {
 		fail("the image size %d is not a multiple of 2^depth = %d (see --size)", c.size, 1 << c.depth);
 		return STARNN_TRAIN_USAGE;
@@ -575,8 +615,9 @@ static int open_for_inference(struct run *r, ckpt_file **ck)
 		fail("--micro-batches (%d) cannot exceed the batch (%d)", o->train.micro, o->train.batch);
 		return STARNN_TRAIN_USAGE;
 	}
-	struct unet_config c = {o->depth, o->filters,       o->in_frames, o->out_frames, o->size,
-	                        o->train.batch, o->train.micro, o->train.compute, 0, 0, o->train.batch, o->bn_local};
+	struct unet_config c = {o->depth,       o->filters,       o->in_frames, o->out_frames, o->size,
+	                        o->train.batch, o->train.micro, o->train.compute, 0, 0, o->train.batch, o->bn_local,
+	                        o->convention};
 	struct unet_optim opt;
 	unet_optim_defaults(&opt);
 	STARNN_CHECK(unet_create(&r->m, &c, &opt, o->train.seed));

@@ -4,8 +4,9 @@
  * Shapes (per level i = 0..depth-1: c_i = f*2^i channels at s_i = size/2^i):
  *   x [B, in, s0, s0] -> enc0 -> skip0 [B, c0, s0, s0] -> pool0 [B, c0, s1, s1]
  *   -> enc1 ... -> pool_{d-1} -> centre [B, 32f, s_d, s_d]
- *   dec_i: up_i = convT(below) [B, c_i, s_i, s_i]; cat_i = [up_i, skip_i]
- *          [B, 2c_i, s_i, s_i]; a0 = relu(bn0(cat_i)); out_i = conv_block(a0)
+ *   dec_i: up_i = convT(below) [B, c_i, s_i, s_i]; cat_i = [skip_i, up_i]
+ *          ([up_i, skip_i] for UNET_STARNN_V1) [B, 2c_i, s_i, s_i];
+ *          a0 = relu(bn0(cat_i)); out_i = conv_block(a0)
  *   pred = conv1x1(out_0) [B, out, s0, s0]; loss = mean((pred - y)^2)
  * skip_i and up_i are channel views of cat_i: the encoder's last batch norm
  * writes the skip in place and the transposed conv writes the up half, so
@@ -86,7 +87,7 @@ struct level {
 	struct block enc, dec;
 	struct act skip, dskip;          /* per micro-batch: channel views of cat / dcat parts */
 	struct act pool, dpool;          /* [B, c, s/2, s/2] */
-	starnn_tensor *cat, *dcat;       /* [B, 2c, s, s]: [up, skip] */
+	starnn_tensor *cat, *dcat;       /* [B, 2c, s, s]: [skip, up] (or [up, skip]: the convention) */
 	struct act catb, dcatb;          /* their micro-batch parts */
 	struct act up, dup;              /* per micro-batch: channel views of cat / dcat parts */
 	struct conv upc;                 /* transposed conv below -> up */
@@ -135,6 +136,8 @@ static int check_config(const struct unet_config *c)
 {
 	if (!c)
 		return starnn_error(STARNN_EINVAL, "unet: no configuration");
+	if (!unet_convention_name(c->convention))
+		return starnn_error(STARNN_EINVAL, "unet: unknown convention %d", c->convention);
 	if (c->depth < 1 || c->depth > UNET_MAX_DEPTH)
 		return starnn_error(STARNN_EINVAL, "unet: depth must be in 1..%d, got %d", UNET_MAX_DEPTH, c->depth);
 	if (c->filters < 1 || c->filters > 4096)
@@ -202,7 +205,8 @@ static void walk(const struct unet_config *cfg, layer_fn fn, void *ctx)
 		snprintf(name, sizeof name, "dec%d/up", i);
 		fn(ctx, name, "conv-transpose 2x2/2", c, s, (int64_t)below * c * 4 + c);
 		snprintf(name, sizeof name, "dec%d/concat", i);
-		fn(ctx, name, "concat [up, enc skip]", 2 * c, s, 0);
+		fn(ctx, name, cfg->convention == UNET_STARNN_V1 ? "concat [up, enc skip]" : "concat [enc skip, up]", 2 * c,
+		   s, 0);
 		snprintf(name, sizeof name, "dec%d/bn0", i);
 		fn(ctx, name, "batchnorm + relu", 2 * c, s, 4 * (int64_t)c);
 		snprintf(name, sizeof name, "dec%d", i);
@@ -266,8 +270,11 @@ static void print_fn(void *ctx, const char *name, const char *op, int c, int h, 
 int unet_print_config(const struct unet_config *cfg, FILE *f)
 {
 	STARNN_CHECK(check_config(cfg));
-	fprintf(f, "UNet: depth %d, filters %d, %d -> %d frames, %d x %d images\n", cfg->depth, cfg->filters,
-	        cfg->in_frames, cfg->out_frames, cfg->size, cfg->size);
+	fprintf(f, "UNet: depth %d, filters %d, %d -> %d frames, %d x %d images, convention %s (concat [%s], "
+	           "BatchNorm eps %g)\n",
+	        cfg->depth, cfg->filters, cfg->in_frames, cfg->out_frames, cfg->size, cfg->size,
+	        unet_convention_name(cfg->convention),
+	        cfg->convention == UNET_STARNN_V1 ? "up, skip" : "skip, up", unet_convention_bn_eps(cfg->convention));
 	fprintf(f, "%-14s %-22s %-21s %12s\n", "layer", "operation", "output per sample", "parameters");
 	fprintf(f, "%-14s %-22s %5d x %5d x %5d %12d\n", "input", "", cfg->in_frames, cfg->size, cfg->size, 0);
 	walk(cfg, print_fn, f);
@@ -414,6 +421,7 @@ static int bn_create(unet *m, struct bn *n, const char *path, int c)
 	snprintf(n->path, sizeof n->path, "%s", path);
 	tensor_name(name, sizeof name, path, "");
 	STARNN_CHECK(starnn_batchnorm_init(&n->bn, name, c, m->cfg.micro, 1));
+	n->bn.eps = (float)unet_convention_bn_eps(m->cfg.convention);
 	char p[96];
 	snprintf(p, sizeof p, "%s/weight", path);
 	/* synchronised, their gradients come out of the backward already
@@ -505,7 +513,9 @@ static void block_free(struct block *b)
 }
 
 /* The concatenation tensor of decoder level i (cat or dcat): its
- * micro-batches, each cut into its [up, skip] channel views. Only the parts
+ * micro-batches, each cut into its [skip, up] channel views ([up, skip]
+ * for UNET_STARNN_V1; both c channels, so the layouts and the tasks are
+ * the same either way, the views trade places). Only the parts
  * are used (up->t and skip->t stay NULL; up->p and skip->p are arrays of
  * this level's, freed by cat_free). One hierarchy, micro-batches first:
  * writing a part's views and reading the part switch one small plan of that
@@ -520,8 +530,10 @@ static int cat_create(unet *m, starnn_tensor **cat, struct act *whole, struct ac
 	skip->p = calloc((size_t)m->cfg.micro, sizeof *skip->p);
 	if (!up->p || !skip->p)
 		return starnn_error(STARNN_ENOMEM, "unet: out of memory");
+	const int up_first = m->cfg.convention == UNET_STARNN_V1;
 	for (int p = 0; p < m->cfg.micro; p++)
-		STARNN_CHECK(starnn_concat_views(whole->p[p], c, &up->p[p], &skip->p[p]));
+		STARNN_CHECK(starnn_concat_views(whole->p[p], c, up_first ? &up->p[p] : &skip->p[p],
+		                                 up_first ? &skip->p[p] : &up->p[p]));
 	return 0;
 }
 

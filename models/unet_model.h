@@ -6,16 +6,21 @@
  *   encoder level i = 0..depth-1: conv_block(f*2^i), skip, max-pool 2x2/2
  *   centre: conv_block(32*f)
  *   decoder level i = depth-1..0: transposed conv 2x2/2 to f*2^i channels,
- *     concat [up, skip] (channel views of one tensor: no copy), BatchNorm +
+ *     concat [skip, up] (channel views of one tensor: no copy), BatchNorm +
  *     ReLU, conv_block(f*2^i)
  *   output: conv 1x1 to out_frames channels, linear
  *   loss: MSE over all output elements (normalised values)
  * Depth 4, f = 32, 13 -> 12 frames: 16,556,044 parameters.
+ * Conventions (enum unet_convention): by default those of the study's Keras
+ * model (concat [skip, up], BatchNorm eps 1e-3); UNET_STARNN_V1, starnn's
+ * first models (concat [up, skip], eps 1e-5), for their checkpoints.
  *
  * Parameter paths (checkpoint dataset names, PyTorch-like, '/'-separated):
  *   enc<i>/conv1/weight, enc<i>/conv1/bias, enc<i>/bn1/{weight,bias,running_mean,running_var},
  *   enc<i>/conv2/..., enc<i>/bn2/..., centre/conv1 ... centre/bn2,
- *   dec<i>/up/{weight,bias} (IOHW), dec<i>/bn0/... (after the concat),
+ *   dec<i>/up/{weight,bias} (IOHW), dec<i>/bn0/... (after the concat: its
+ *   channels [0, c) are the skip's and [c, 2c) the up's, or the other way
+ *   round for UNET_STARNN_V1; dec<i>/conv1's input channels likewise),
  *   dec<i>/conv1, dec<i>/bn1, dec<i>/conv2, dec<i>/bn2, out/{weight,bias}
  * with dec<i> the decoder level of resolution i. */
 #ifndef STARNN_UNET_MODEL_H
@@ -24,6 +29,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "models/unet_convention.h"
 #include "runtime/starnn.h"
 
 struct unet_config {
@@ -54,6 +60,8 @@ struct unet_config {
 	 * global batch (every replica's sums added inside the graph: the same
 	 * model as one replica trains), 1 each replica's own statistics. */
 	int bn_local;
+	/* enum unet_convention (models/unet_convention.h; 0: UNET_KERAS, the default) */
+	int convention;
 };
 
 enum unet_optimizer { UNET_ADAM = 0, UNET_SGD = 1 };

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "models/unet_convention.h"
 #include "models/unet_options.h"
 
 #define fail(...) starnn_fail("unet", __VA_ARGS__)
@@ -48,6 +49,11 @@ static void usage(FILE *f)
 	        "  --filters N             filters of the first level, f (default 32)\n"
 	        "  --in-frames N           input frames (default 13)\n"
 	        "  --out-frames N          predicted frames (default 12)\n"
+	        "  --convention C          a new model's conventions: keras (default: the study's\n"
+	        "                          Keras UNet, decoder concatenation [skip, up], BatchNorm\n"
+	        "                          eps 1e-3) or starnn-v1 (starnn's first models: [up, skip],\n"
+	        "                          eps 1e-5); a checkpoint's model keeps its own (one without\n"
+	        "                          the attribute is starnn-v1)\n"
 	        "\n"
 	        "Training:\n"
 	        "  --batch N               samples per step (default 8; under mpirun: over all ranks)\n"
@@ -133,9 +139,9 @@ static void usage(FILE *f)
 	        "  --idle-watts W          W of the whole machine over the whole run\n"
 	        "\n"
 	        "Environment (README, \"Environment variables\"): STARNN_DATA_MEMORY_MB=M:\n"
-	        "prepared files of up to M MiB of float32 values are kept in memory when\n"
-	        "opened (default 256; 0: read every batch from the file); the data: start-up\n"
-	        "line says (in memory). STARNN_CPU_SIMD=generic|avx2|avx512 caps the\n"
+	        "prepared files of up to M MiB in memory (uint8 values as bytes, floats as\n"
+	        "float32) are kept in memory when opened (default 256; 0: read every batch\n"
+	        "from the file); the data: start-up line says (in memory). STARNN_CPU_SIMD=generic|avx2|avx512 caps the\n"
 	        "instruction set of starnn's CPU kernels (default: the best the CPU has).\n"
 	        "StarPU's variables apply (STARPU_SCHED, STARPU_NCPU, STARPU_NCUDA, ...).\n"
 	        "Test hooks (builds configured with --enable-test-hooks, as tools/setup does):\n"
@@ -183,6 +189,7 @@ int parse_options(int argc, char **argv, struct options *o)
 		{"png-samples", required_argument, 0, O_PNG_SAMPLES},
 		{"help", no_argument, 0, O_HELP},
 		{"bn-sync", required_argument, 0, O_BN_SYNC},
+		{"convention", required_argument, 0, O_CONVENTION},
 	};
 	/* ... and every common option (runtime/train/options.h) */
 	struct option longopts[sizeof own / sizeof *own + STARNN_TOPT_COUNT + 1];
@@ -260,6 +267,12 @@ int parse_options(int argc, char **argv, struct options *o)
 		case O_OUTPUT: o->output = optarg; break;
 		case O_PNG: o->png = optarg; break;
 		case O_PNG_SAMPLES: rc = starnn_parse_int("unet", "--png-samples", optarg, 0, 1000000, &o->png_samples); break;
+		case O_CONVENTION:
+			if ((o->convention = unet_convention_parse(optarg)) < 0) {
+				fail("--convention is keras or starnn-v1, not '%s'", optarg);
+				rc = -1;
+			}
+			break;
 		case O_BN_SYNC:
 			if (strcmp(optarg, "global") && strcmp(optarg, "local")) {
 				fail("--bn-sync is global or local, not '%s'", optarg);

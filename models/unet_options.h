@@ -17,7 +17,7 @@ enum command { CMD_TRAIN, CMD_EVAL, CMD_PREDICT, CMD_INFO };
 enum opt_id {
 	O_DATA = 256, O_VAL_DATA, O_CATALOG, O_SIZE, O_RESIZE, O_SYN_SIZE, O_SAMPLES, O_VAL_SAMPLES,
 	O_DEPTH, O_FILTERS, O_IN_FRAMES, O_OUT_FRAMES, O_SHUFFLE, O_OUTPUT, O_PNG, O_PNG_SAMPLES, O_HELP, O_BN_SYNC,
-	O_END
+	O_CONVENTION, O_END
 };
 
 struct options {
@@ -27,6 +27,7 @@ struct options {
 	int size, synthetic_size, samples, val_samples;
 	enum sevir_resize resize;
 	int depth, filters, in_frames, out_frames;
+	int convention;     /* enum unet_convention (models/unet_model.h) */
 	int shuffle;
 	const char *output, *png;
 	int png_samples;

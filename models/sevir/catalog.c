@@ -1,7 +1,10 @@
 /* CATALOG.csv of raw SEVIR files: which rows of a raw event file are
  * events of the split (img_type vil, pct_missing 0, file_name matching the
- * file's base name, time_utc before / from 2019-06-01). The parser works in
- * place on the text: a malformed line is an error naming the line. */
+ * file's base name; time_utc up to 2019-06-01 00:00:00 inclusive for
+ * training, after it for the test, the rule of the SEVIR authors' nowcast
+ * generators: train end_date <= 2019-06-01, test time_utc > it). The
+ * parser works in place on the text: a malformed line is an error naming
+ * the line. */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <libgen.h>
@@ -79,17 +82,24 @@ static char *trim(char *s)
 	return s;
 }
 
-/* "YYYY-MM-DD HH:MM:SS" (or with T, fractional seconds ignored) -> a sortable key */
+/* "YYYY-MM-DD HH:MM:SS" (or with T, or the date alone) -> a sortable key;
+ * fractional seconds count as later than the whole second (so that
+ * 2019-06-01 00:00:00.5 is after the split's 2019-06-01 00:00:00, as a
+ * datetime comparison has it) */
 static int parse_time(const char *s, int64_t *key)
 {
-	int Y, M, D, h = 0, m = 0, sec = 0;
+	int Y, M, D, h = 0, m = 0, sec = 0, used = 0;
 	char sep = 0;
-	int n = sscanf(s, "%4d-%2d-%2d%c%2d:%2d:%2d", &Y, &M, &D, &sep, &h, &m, &sec);
+	int n = sscanf(s, "%4d-%2d-%2d%c%2d:%2d:%2d%n", &Y, &M, &D, &sep, &h, &m, &sec, &used);
 	if (n < 3 || (n > 3 && n < 6) || (n >= 4 && sep != ' ' && sep != 'T'))
 		return -1;
 	if (M < 1 || M > 12 || D < 1 || D > 31 || h < 0 || h > 23 || m < 0 || m > 59 || sec < 0 || sec > 60)
 		return -1;
-	*key = (((((int64_t)Y * 13 + M) * 32 + D) * 24 + h) * 60 + m) * 61 + sec;
+	int frac = 0;
+	if (n == 7 && s[used] == '.')
+		for (const char *p = s + used + 1; *p >= '0' && *p <= '9'; p++)
+			frac |= *p != '0';
+	*key = ((((((int64_t)Y * 13 + M) * 32 + D) * 24 + h) * 60 + m) * 61 + sec) * 2 + frac;
 	return 0;
 }
 
@@ -232,7 +242,7 @@ int sevir_catalog_parse(sevir_data *d, char *buf, size_t len)
 			                  d->catalog, line, ts);
 			break;
 		}
-		if ((key < split_key) != (d->split == SEVIR_TRAIN))
+		if ((key <= split_key) != (d->split == SEVIR_TRAIN))
 			continue;
 		nsplit++;
 		if (n == cap) {
@@ -255,10 +265,10 @@ int sevir_catalog_parse(sevir_data *d, char *buf, size_t len)
 		if (n == 0)
 			rc = starnn_error(STARNN_EINVAL,
 			                  "%s: no usable events for %s in %s: %lld catalog rows, %lld vil, %lld for this "
-			                  "file, %lld without missing data, %lld in the %s split (%s 2019-06-01)",
+			                  "file, %lld without missing data, %lld in the %s split (%s 2019-06-01 00:00:00)",
 			                  d->path, sevir_split_name(d->split), d->catalog, (long long)nrows, (long long)nvil,
 			                  (long long)nfile, (long long)nmissing, (long long)nsplit, sevir_split_name(d->split),
-			                  d->split == SEVIR_TRAIN ? "before" : "from");
+			                  d->split == SEVIR_TRAIN ? "up to" : "after");
 		else if (n * d->windows > INT32_MAX)
 			rc = starnn_error(STARNN_EINVAL, "%s: too many events (%lld)", d->path, (long long)n);
 		d->nevents = (int)n;

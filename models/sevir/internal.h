@@ -99,7 +99,11 @@ struct sevir_data {
 	size_t catalog_len;
 	char desc[768];
 	struct sevir_read_bufs *bufs; /* kept by sevir_read_slots between calls (NULL: none, or in use) */
-	float *mem_in, *mem_out;      /* prepared files up to SEVIR_MEMORY_MAX: `IN`, `OUT` as in the file (HWC) */
+	/* prepared files: whether `IN` / `OUT` hold uint8 (else float32 or
+	 * float64, read as float32); files up to sevir_memory_max() bytes: their
+	 * values in memory, HWC, as uint8 (u8) or float32 */
+	int in_u8, out_u8;
+	void *mem_in, *mem_out;
 };
 
 static inline const char *sevir_split_name(enum sevir_split s)
@@ -129,20 +133,23 @@ int sevir_raw_read_region(const sevir_data *d, int64_t event, int oy, int ox, in
 
 /* ---- prepared.c */
 
-/* Prepared files of at most this many bytes of float32 values are read
- * into memory when opened (the default; sevir_memory_max). */
+/* Prepared files of at most this many bytes in memory (uint8 values as
+ * bytes, float32 and float64 values as float32) are read into memory when
+ * opened (the default; sevir_memory_max). */
 #define SEVIR_MEMORY_MAX (256.0 * 1024 * 1024)
 /* The limit in use: STARNN_DATA_MEMORY_MB MiB when set, else
  * SEVIR_MEMORY_MAX; -1 when the variable is not a number in [0, 1e9]. */
 double sevir_memory_max(void);
 
-/* Checks `IN` and `OUT` of d->file (whole, NaN and range, when small;
- * kept in memory up to SEVIR_MEMORY_MAX). */
+/* Checks `IN` and `OUT` of d->file: uint8 (the SEVIR authors' layout),
+ * float32 or float64 values, any storage (contiguous, chunked, extendible);
+ * float values whole, NaN and range, when small; kept in memory up to
+ * sevir_memory_max() bytes. */
 int sevir_open_prepared(sevir_data *d);
 /* The frames of sample row `row` in the region at (oy, ox), R x R: buf
- * holds R x R x max(in, out) floats; in gets the in x R x R floats of
- * `IN`, out the out x R x R of `OUT`, raw, or normalised (sevir_normalise)
- * when norm. */
+ * holds R x R x max(in, out) floats (bytes of uint8 datasets); in gets the
+ * in x R x R floats of `IN`, out the out x R x R of `OUT`, raw, or
+ * normalised (sevir_normalise) when norm. */
 int sevir_prepared_read_frames(const sevir_data *d, int64_t row, int oy, int ox, int r, float *buf, int norm,
                                float *in, float *out);
 

@@ -111,7 +111,8 @@ int forecast_append(forecast_file *f, const float *pred, int n)
 	hid_t fspace = H5Dget_space(f->dset);
 	int rc = 0;
 	for (int b = 0; b < n && rc == 0; b++) {
-		/* NCHW normalised -> HWC raw */
+		/* NCHW normalised -> HWC raw, checked finite, then clipped to
+		 * the valid range (sevir_forecast_clip) */
 		const float *p = pred + (size_t)b * lead * hw;
 		for (size_t t = 0; t < lead; t++) {
 			const float *pt = p + t * hw;
@@ -126,6 +127,8 @@ int forecast_append(forecast_file *f, const float *pred, int n)
 			}
 		if (rc < 0)
 			break;
+		for (size_t i = 0; i < hw * lead; i++)
+			f->buf[i] = sevir_forecast_clip(f->buf[i]);
 		hsize_t start[4] = {(hsize_t)f->count, 0, 0, 0};
 		char why[256];
 		if (H5Sselect_hyperslab(fspace, H5S_SELECT_SET, start, NULL, count, NULL) < 0 ||

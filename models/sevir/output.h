@@ -8,8 +8,9 @@
 #include <stdint.h>
 
 /* Streams forecasts into an HDF5 file written atomically: create, append
- * batches (NCHW normalised, converted to NHWC raw), commit (fsync, rename)
- * or abort (the temporary file is removed).
+ * batches (NCHW normalised, converted to NHWC raw and clipped to the valid
+ * range [0, 254]: sevir_forecast_clip), commit (fsync, rename) or abort
+ * (the temporary file is removed).
  * forecast_commit and forecast_abort both free the handle, whatever the
  * outcome: after a failed commit the temporary file is already removed
  * (do not call forecast_abort then). Commit refuses a file that did not

@@ -9,9 +9,11 @@
  *                    the file's base name, file_index = row of `vil`).
  *                    Each event gives 3 samples: inputs frames [0:13],
  *                    [12:25], [24:37]; targets [13:25], [25:37], [37:49].
- *                    Split by time_utc: train < 2019-06-01 <= test.
+ *                    Split by time_utc: train <= 2019-06-01 00:00:00 < test
+ *                    (the SEVIR authors' rule).
  *   prepared file    HDF5: `IN` (N x H x W x 13), `OUT` (N x H x W x 12),
- *                    float32 raw VIL values 0..255.
+ *                    raw VIL values 0..255 as uint8 (the authors' script),
+ *                    float32 or float64; any storage.
  *   synthetic        generated on the fly, deterministic by (seed, index):
  *                    storm cells that move, grow and decay over a
  *                    background; uint8-like VIL values 0..254.
@@ -91,9 +93,36 @@ int sevir_batches_per_epoch(const sevir_loader *l);
 void sevir_loader_stop(sevir_loader *l);
 
 /* Writers used by tools/sevir-synth and the tests: synthetic events in the
- * real layouts. Written atomically (temporary file, fsync, rename). */
+ * real layouts. Written atomically (temporary file, fsync, rename).
+ * sevir_write_raw: the event file and its catalog (NULL: CATALOG.csv
+ * beside the file), whose directory is the data home: every vil row's
+ * file_name is the event file's path relative to it (the file must lie
+ * there or below), each event listed once. sevir_write_prepared: float32
+ * values, SEVIR_STORAGE_TILES. */
 int sevir_write_raw(const char *h5_path, const char *catalog_path, int nevents, int size, uint64_t seed);
 int sevir_write_prepared(const char *h5_path, int nsamples, int size, uint64_t seed);
+
+/* The value type and storage of a prepared file's `IN` and `OUT`. */
+enum sevir_value_type { SEVIR_FLOAT32 = 0, SEVIR_UINT8 = 1, SEVIR_FLOAT64 = 2 };
+enum sevir_storage {
+	SEVIR_STORAGE_TILES = 0,   /* chunks of one sample's 64 x 64 tiles (starnn's) */
+	SEVIR_STORAGE_OFFICIAL = 1,/* as the SEVIR authors' make_nowcast_dataset.py (h5py) writes: first
+	                            * dimension unlimited, the chunks h5py picks */
+	SEVIR_STORAGE_CONTIGUOUS = 2,
+};
+struct sevir_prepared_layout {
+	enum sevir_value_type type;
+	enum sevir_storage storage;
+};
+/* sevir_write_prepared in the given layout (the official one: SEVIR_UINT8,
+ * SEVIR_STORAGE_OFFICIAL). */
+int sevir_write_prepared_as(const char *h5_path, int nsamples, int size, uint64_t seed,
+                            const struct sevir_prepared_layout *l);
+/* The samples of a raw file's split (catalog NULL: CATALOG.csv beside it)
+ * as a prepared file at the file's size: its raw values, samples in the
+ * reader's order (events in file order, 3 windows each). */
+int sevir_write_prepared_from(const char *h5_path, const char *raw_path, const char *catalog, enum sevir_split split,
+                              const struct sevir_prepared_layout *l);
 
 /* ---- additions (additive to the contract above) ---- */
 
@@ -121,5 +150,17 @@ uint64_t sevir_batch_crop_seed(uint64_t seed, int64_t g);
 /* raw VIL value <-> normalised, physical kg/m^2 */
 static inline float sevir_normalise(float raw) { return (raw - SEVIR_NORM_MEAN) / SEVIR_NORM_SCALE; }
 static inline float sevir_denormalise(float v) { return v * SEVIR_NORM_SCALE + SEVIR_NORM_MEAN; }
+
+/* The valid range of a written forecast, raw VIL: 0..254 (255 means a
+ * missing pixel in SEVIR; a VIL below 0 does not exist). The model's output
+ * is not bounded (a linear layer): forecasts written out (predict --output;
+ * the PNGs' colours are the same either way) are clipped to the range; the
+ * loss and the scores are of the model's output (README, "Forecasts"). */
+#define SEVIR_FORECAST_MIN 0.0f
+#define SEVIR_FORECAST_MAX 254.0f
+static inline float sevir_forecast_clip(float raw)
+{
+	return raw < SEVIR_FORECAST_MIN ? SEVIR_FORECAST_MIN : raw > SEVIR_FORECAST_MAX ? SEVIR_FORECAST_MAX : raw;
+}
 
 #endif

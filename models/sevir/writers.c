@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -38,6 +39,11 @@ static int tmp_create(struct tmpfile *t, const char *path)
 		t->tmp = NULL;
 		return starnn_error(STARNN_EIO, "cannot create a temporary file beside %s: %s", path, strerror(e));
 	}
+	/* mkstemp makes it 0600: the file gets the mode a plain create would
+	 * (0666 less the umask) */
+	mode_t mask = umask(0);
+	umask(mask);
+	fchmod(fd, 0666 & ~mask);
 	close(fd);
 	t->path = strdup(path);
 	if (!t->path) {
@@ -86,21 +92,59 @@ static void tmp_discard(struct tmpfile *t)
 	t->tmp = t->path = NULL;
 }
 
-/* A chunked (1 x c x c x frames) dataset. Not compressed: gzip makes the
- * files 3-7x smaller but reading 3-5x slower (zlib dominated a batch read),
- * and the loader shares the cores with training. */
-static hid_t create_nhwc(hid_t file, const char *name, hid_t type, int n, int size, int frames)
+/* A 4-D N x size x size x frames dataset in one of the storages of
+ * sevir.h: SEVIR_STORAGE_TILES chunks of 1 x c x c x frames, c = min(size,
+ * 64) (not compressed: gzip makes the files 3-7x smaller but reading 3-5x
+ * slower, zlib dominating a batch read, and the loader shares the cores with
+ * training); SEVIR_STORAGE_OFFICIAL the layout h5py gives the datasets of
+ * the SEVIR authors' make_nowcast_dataset.py (created from an array with
+ * maxshape (None, H, W, F): first dimension unlimited, chunks of h5py's
+ * guess, official_chunks); SEVIR_STORAGE_CONTIGUOUS no chunks. */
+static void official_chunks(const hsize_t *dims, size_t typesize, hsize_t *chunk)
+{
+	/* h5py's guess_chunk: a target chunk size of 16 KiB x 2^log10(dataset
+	 * MiB), within [8 KiB, 1 MiB]; dimensions halved in turn (rounded up)
+	 * until the chunk is under the target or within 50% of it, and under
+	 * 1 MiB */
+	double c[4], bytes = (double)typesize;
+	for (int k = 0; k < 4; k++)
+		bytes *= (double)(c[k] = (double)dims[k]);
+	double target = 16.0 * 1024 * pow(2.0, log10(bytes / (1024.0 * 1024)));
+	target = target > 1024.0 * 1024 ? 1024.0 * 1024 : target < 8.0 * 1024 ? 8.0 * 1024 : target;
+	for (int idx = 0;; idx++) {
+		double cb = c[0] * c[1] * c[2] * c[3] * (double)typesize;
+		if ((cb < target || fabs(cb - target) / target < 0.5) && cb < 1024.0 * 1024)
+			break;
+		if (c[0] * c[1] * c[2] * c[3] == 1)
+			break;
+		c[idx % 4] = ceil(c[idx % 4] / 2.0);
+	}
+	for (int k = 0; k < 4; k++)
+		chunk[k] = (hsize_t)c[k];
+}
+
+static hid_t create_nhwc(hid_t file, const char *name, hid_t type, int n, int size, int frames,
+                         enum sevir_storage storage)
 {
 	hsize_t dims[4] = {(hsize_t)n, (hsize_t)size, (hsize_t)size, (hsize_t)frames};
+	hsize_t maxdims[4] = {storage == SEVIR_STORAGE_OFFICIAL ? H5S_UNLIMITED : dims[0], dims[1], dims[2], dims[3]};
 	hsize_t c = size < 64 ? (hsize_t)size : 64;
 	hsize_t chunk[4] = {1, c, c, (hsize_t)frames};
+	if (storage == SEVIR_STORAGE_OFFICIAL)
+		official_chunks(dims, H5Tget_size(type), chunk);
 	hid_t ds;
 	H5E_BEGIN_TRY
 	{
-		hid_t sp = H5Screate_simple(4, dims, NULL);
+		hid_t sp = H5Screate_simple(4, dims, maxdims);
 		hid_t dcpl = H5Pcreate(H5P_DATASET_CREATE);
-		H5Pset_chunk(dcpl, 4, chunk);
-		ds = H5Dcreate2(file, name, type, sp, H5P_DEFAULT, dcpl, H5P_DEFAULT);
+		if (storage != SEVIR_STORAGE_CONTIGUOUS)
+			H5Pset_chunk(dcpl, 4, chunk);
+		/* room for the chunks a sample touches while the writer goes
+		 * sample by sample (official chunks span several samples) */
+		hid_t dapl = H5Pcreate(H5P_DATASET_ACCESS);
+		H5Pset_chunk_cache(dapl, 12421, 64u << 20, 1.0);
+		ds = H5Dcreate2(file, name, type, sp, H5P_DEFAULT, dcpl, dapl);
+		H5Pclose(dapl);
 		H5Pclose(dcpl);
 		H5Sclose(sp);
 	}
@@ -140,7 +184,11 @@ static int event_has_missing(int e, int nevents)
 	return nevents >= 4 && e % 5 == 3;
 }
 
-static void event_time(int e, int nevents, uint64_t seed, char *buf, size_t n, int *year)
+/* The training / test boundary of the nowcast split (catalog.c): an event
+ * of exactly this time is a training event. */
+#define SPLIT_TIME "2019-06-01 00:00:00"
+
+static void event_time(int e, int nevents, uint64_t seed, char *buf, size_t n)
 {
 	/* spread over 2018-01-01 .. 2019-12-31 in event order (2019-06-01 is 70% of the way) */
 	struct tm base = {.tm_year = 118, .tm_mon = 0, .tm_mday = 1};
@@ -152,18 +200,47 @@ static void event_time(int e, int nevents, uint64_t seed, char *buf, size_t n, i
 	struct tm tm;
 	gmtime_r(&t, &tm);
 	strftime(buf, n, "%Y-%m-%d %H:%M:%S", &tm);
-	*year = tm.tm_year + 1900;
 }
 
-static int write_catalog(const char *catalog_path, const char *h5_base, int nevents, uint64_t seed,
+/* The event's time; the first complete event (pct_missing 0) dated at or
+ * after the split is dated at the split itself (a training event on the
+ * boundary, which a reader must put where the reference code does). */
+static void event_times(int nevents, uint64_t seed, const double *missing, char (*when)[32])
+{
+	int boundary = 0;
+	for (int e = 0; e < nevents; e++) {
+		event_time(e, nevents, seed, when[e], sizeof when[e]);
+		if (!boundary && missing[e] == 0 && strcmp(when[e], SPLIT_TIME) >= 0) {
+			snprintf(when[e], sizeof when[e], "%s", SPLIT_TIME);
+			boundary = 1;
+		}
+	}
+}
+
+/* The catalog's rows of the events: each event once as vil (file_name
+ * `vil_name`, the event file's path relative to the catalog's directory,
+ * file_index its row; pct_missing as written), and, as the real catalog
+ * does, its rows of other image types (ir069, ir107, and lght for every
+ * other event) in their own files, which this writer does not write: a
+ * nowcast reader skips them by img_type. */
+static int write_catalog(const char *catalog_path, const char *vil_name, int nevents, uint64_t seed,
                          const uint8_t *dmin, const uint8_t *dmax, const double *missing, int size)
 {
+	char(*when)[32] = malloc((size_t)nevents * sizeof *when);
+	if (!when)
+		return starnn_error(STARNN_ENOMEM, "out of memory");
+	event_times(nevents, seed, missing, when);
 	struct tmpfile t;
-	STARNN_CHECK(tmp_create(&t, catalog_path));
+	int rc = tmp_create(&t, catalog_path);
+	if (rc) {
+		free(when);
+		return rc;
+	}
 	FILE *f = fopen(t.tmp, "w");
 	if (!f) {
 		int e = errno;
 		tmp_discard(&t);
+		free(when);
 		return starnn_error(STARNN_EIO, "cannot write %s: %s", catalog_path, strerror(e));
 	}
 	char offsets[49 * 6];
@@ -171,17 +248,13 @@ static int write_catalog(const char *catalog_path, const char *h5_base, int neve
 	for (int k = 0; k < SEVIR_FRAMES; k++)
 		o += (size_t)snprintf(offsets + o, sizeof offsets - o, "%s%d", k ? ":" : "", -120 + 5 * k);
 	const char *proj = "+proj=laea +lat_0=38 +lon_0=-98 +units=m +a=6370997.0 +ellps=sphere ";
-	const char *decoy = strcmp(h5_base, "SEVIR_VIL_RANDOMEVENTS_2019_0501_0831.h5")
-	                    ? "SEVIR_VIL_RANDOMEVENTS_2019_0501_0831.h5" : "SEVIR_VIL_RANDOMEVENTS_2018_0501_0831.h5";
 	fprintf(f, "id,file_name,file_index,img_type,time_utc,minute_offsets,episode_id,event_id,event_type,llcrnrlat,"
 	           "llcrnrlon,urcrnrlat,urcrnrlon,proj,size_x,size_y,height_m,width_m,data_min,data_max,pct_missing\n");
 	static const char *types[] = {"Hail", "Thunderstorm Wind", "\"Thunderstorm Wind, Hail\"", "Flash Flood",
 	                              "Heavy Rain", "Tornado"};
 	for (int e = 0; e < nevents; e++) {
 		struct rng r = {mix64(seed ^ 0x636174616c6f67ull) ^ mix64((uint64_t)e)};
-		char when[32];
-		int year;
-		event_time(e, nevents, seed, when, sizeof when, &year);
+		const int year = atoi(when[e]);
 		double lat = rng_uniform(&r, 28, 46), lon = rng_uniform(&r, -110, -75);
 		double dlat = size * 1000 / 111000.0, dlon = dlat / cos(lat * M_PI / 180);
 		long episode = 120000 + (long)rng_below(&r, 20000), event = 750000 + (long)rng_below(&r, 100000);
@@ -191,25 +264,71 @@ static int write_catalog(const char *catalog_path, const char *h5_base, int neve
 		         lon, lat + dlat, lon + dlon, proj, size, size, size * 1000, size * 1000);
 		/* the other image types of the event, in their own files: never selected */
 		fprintf(f, "S%d,ir069/%d/SEVIR_IR069_STORMEVENTS_%d_0101_0630.h5,%d,ir069,%s,%s,%s,-7000,-1000,0.0\n",
-		        800000 + e, year, year, e, when, offsets, geo);
-		fprintf(f, "S%d,vil/%d/%s,%d,vil,%s,%s,%s,%d,%d,%.6f\n", 800000 + e, year, h5_base, e, when, offsets,
-		        geo, dmin[e], dmax[e], missing[e]);
+		        800000 + e, year, year, e, when[e], offsets, geo);
+		fprintf(f, "S%d,%s,%d,vil,%s,%s,%s,%d,%d,%.6f\n", 800000 + e, vil_name, e, when[e], offsets, geo, dmin[e],
+		        dmax[e], missing[e]);
 		fprintf(f, "S%d,ir107/%d/SEVIR_IR107_STORMEVENTS_%d_0101_0630.h5,%d,ir107,%s,%s,%s,-6500,-900,0.0\n",
-		        800000 + e, year, year, e, when, offsets, geo);
+		        800000 + e, year, year, e, when[e], offsets, geo);
 		if (e % 2 == 0)
 			fprintf(f, "S%d,lght/%d/SEVIR_LGHT_ALLEVENTS_%d_0101_0701.h5,%d,lght,%s,%s,%s,0,0,0.0\n", 800000 + e,
-			        year, year, e, when, offsets, geo);
-		if (e % 4 == 1) /* a VIL event of another file */
-			fprintf(f, "R%06d,vil/2019/%s,%d,vil,%s,%s,%s,0,200,0.0\n", 900000 + e, decoy, e, when, offsets, geo);
+			        year, year, e, when[e], offsets, geo);
 	}
+	free(when);
 	int bad = fflush(f) != 0 || ferror(f);
 	bad |= fclose(f) != 0;
 	if (bad) {
 		tmp_discard(&t);
 		return starnn_error(STARNN_EIO, "cannot write %s", catalog_path);
 	}
-	int rc = tmp_commit(&t);
+	rc = tmp_commit(&t);
 	tmp_discard(&t);
+	return rc;
+}
+
+/* The path of file h5_path relative to the directory of catalog_path (the
+ * data home: a loader opens data_home + '/' + file_name), into *out
+ * (malloc'd). The file must lie in that directory or under it. */
+static int relative_to_catalog(const char *h5_path, const char *catalog_path, char **out)
+{
+	*out = NULL;
+	char *hcopy = strdup(h5_path), *ccopy = strdup(catalog_path);
+	char *hdir = NULL, *cdir = NULL;
+	int rc = 0;
+	if (!hcopy || !ccopy) {
+		rc = starnn_error(STARNN_ENOMEM, "out of memory");
+		goto out;
+	}
+	hdir = realpath(dirname(hcopy), NULL);
+	cdir = realpath(dirname(ccopy), NULL);
+	if (!hdir || !cdir) {
+		rc = starnn_error(STARNN_EIO, "cannot resolve the directory of %s: %s", !hdir ? h5_path : catalog_path,
+		                  strerror(errno));
+		goto out;
+	}
+	size_t nc = strlen(cdir);
+	const char *below = NULL;
+	if (!strcmp(hdir, cdir))
+		below = "";
+	else if (!strncmp(hdir, cdir, nc) && (hdir[nc] == '/' || nc == 1))
+		below = hdir + (nc == 1 ? 1 : nc + 1);
+	if (!below) {
+		rc = starnn_error(STARNN_EINVAL,
+		                  "%s is not in the directory of %s nor under it: the catalog's file_name is relative "
+		                  "to that directory (the data home)",
+		                  h5_path, catalog_path);
+		goto out;
+	}
+	free(hcopy);
+	hcopy = strdup(h5_path);
+	if (!hcopy || asprintf(out, "%s%s%s", below, *below ? "/" : "", basename(hcopy)) < 0) {
+		*out = NULL;
+		rc = starnn_error(STARNN_ENOMEM, "out of memory");
+	}
+out:
+	free(hcopy);
+	free(ccopy);
+	free(hdir);
+	free(cdir);
 	return rc;
 }
 
@@ -235,15 +354,20 @@ int sevir_write_raw(const char *h5_path, const char *catalog_path, int nevents, 
 	char *ids = malloc((size_t)nevents * 16);
 	struct tmpfile t = {0};
 	hid_t file = -1, vil = -1, id = -1, st = -1, sp = -1;
+	char *vil_name = NULL;
 	int rc = 0;
 	if (!frames || !hwc || !dmin || !dmax || !missing || !ids) {
 		rc = starnn_error(STARNN_ENOMEM, "sevir_write_raw: out of memory");
 		goto out;
 	}
+	/* before anything is written: the file must be under the catalog's directory */
+	rc = relative_to_catalog(h5_path, catalog_path, &vil_name);
+	if (rc)
+		goto out;
 	rc = h5_create(&t, h5_path, &file);
 	if (rc)
 		goto out;
-	vil = create_nhwc(file, "vil", H5T_STD_U8LE, nevents, size, SEVIR_FRAMES);
+	vil = create_nhwc(file, "vil", H5T_STD_U8LE, nevents, size, SEVIR_FRAMES, SEVIR_STORAGE_TILES);
 	if (vil < 0) {
 		rc = starnn_error(STARNN_EIO, "%s: cannot create the HDF5 file", h5_path);
 		goto out;
@@ -305,13 +429,7 @@ int sevir_write_raw(const char *h5_path, const char *catalog_path, int nevents, 
 	rc = h5_commit(&t, h5_path, &file);
 	if (rc)
 		goto out;
-	char *base = strdup(h5_path);
-	if (!base) {
-		rc = starnn_error(STARNN_ENOMEM, "out of memory");
-		goto out;
-	}
-	rc = write_catalog(catalog_path, basename(base), nevents, seed, dmin, dmax, missing, size);
-	free(base);
+	rc = write_catalog(catalog_path, vil_name, nevents, seed, dmin, dmax, missing, size);
 out:
 	SEVIR_H5_CLOSE(id, vil, sp, st, file);
 	tmp_discard(&t);
@@ -321,20 +439,72 @@ out:
 	free(dmax);
 	free(missing);
 	free(ids);
+	free(vil_name);
 	free(catalog_alloc);
 	return rc;
 }
 
-int sevir_write_prepared(const char *h5_path, int nsamples, int size, uint64_t seed)
+/* The frames of prepared sample i (T x size x size raw values, frame-major):
+ * from the synthetic generator, or from a raw file's split. */
+struct prepared_source {
+	int nsamples, size;
+	uint64_t seed;      /* synthetic: sample i is window i % 3 of event i / 3 */
+	sevir_data *raw;    /* else: sample i of this source (a raw file's split) */
+	uint8_t *block;     /* raw: sevir_raw_read_region's buffer */
+	float *region;      /* raw: its region */
+};
+
+static int source_frames(struct prepared_source *src, int i, uint8_t *frames)
 {
-	if (nsamples < 1 || size < 8 || size > 4096)
-		return starnn_error(STARNN_EINVAL,
-		                    "sevir_write_prepared: %d samples of %dx%d: need >= 1 samples, size 8..4096", nsamples,
-		                    size, size);
+	const int T = SEVIR_IN_FRAMES + SEVIR_OUT_FRAMES;
+	const int windows = (SEVIR_FRAMES - T) / SEVIR_OUT_FRAMES + 1;
+	if (!src->raw) {
+		sevir_synthetic_frames(src->seed, i / windows, src->size, (i % windows) * SEVIR_OUT_FRAMES, T, frames);
+		return 0;
+	}
+	int64_t event;
+	int t0;
+	STARNN_CHECK(sevir_sample_source(src->raw, i, &event, &t0));
+	STARNN_CHECK(sevir_raw_read_region(src->raw, event, 0, 0, src->size, t0, T, src->block, src->region));
+	for (size_t k = 0; k < (size_t)T * src->size * src->size; k++)
+		frames[k] = (uint8_t)src->region[k]; /* 0..254: the reader refuses missing pixels */
+	return 0;
+}
+
+/* HWC values of `nf` frames starting at frame f0 of frames (T x nn) in the
+ * layout's type into buf. */
+static void frames_to_hwc(const uint8_t *frames, size_t nn, int f0, int nf, enum sevir_value_type type, void *buf)
+{
+	for (size_t p = 0; p < nn; p++)
+		for (int f = 0; f < nf; f++) {
+			uint8_t v = frames[(size_t)(f0 + f) * nn + p];
+			size_t k = p * (size_t)nf + (size_t)f;
+			if (type == SEVIR_UINT8)
+				((uint8_t *)buf)[k] = v;
+			else if (type == SEVIR_FLOAT64)
+				((double *)buf)[k] = v;
+			else
+				((float *)buf)[k] = v;
+		}
+}
+
+static int write_prepared(const char *h5_path, struct prepared_source *src, const struct sevir_prepared_layout *l)
+{
+	const int nsamples = src->nsamples, size = src->size;
+	if (l->type != SEVIR_FLOAT32 && l->type != SEVIR_UINT8 && l->type != SEVIR_FLOAT64)
+		return starnn_error(STARNN_EINVAL, "sevir_write_prepared: unknown value type %d", (int)l->type);
+	if (l->storage != SEVIR_STORAGE_TILES && l->storage != SEVIR_STORAGE_OFFICIAL &&
+	    l->storage != SEVIR_STORAGE_CONTIGUOUS)
+		return starnn_error(STARNN_EINVAL, "sevir_write_prepared: unknown storage %d", (int)l->storage);
+	const hid_t ftype = l->type == SEVIR_UINT8 ? H5T_STD_U8LE : l->type == SEVIR_FLOAT64 ? H5T_IEEE_F64LE : H5T_IEEE_F32LE;
+	const hid_t mtype = l->type == SEVIR_UINT8    ? H5T_NATIVE_UCHAR
+	                    : l->type == SEVIR_FLOAT64 ? H5T_NATIVE_DOUBLE
+	                                               : H5T_NATIVE_FLOAT;
+	const size_t esize = l->type == SEVIR_UINT8 ? 1 : l->type == SEVIR_FLOAT64 ? 8 : 4;
 	const size_t nn = (size_t)size * size;
 	const int T = SEVIR_IN_FRAMES + SEVIR_OUT_FRAMES;
 	uint8_t *frames = malloc(nn * T);
-	float *in = malloc(nn * SEVIR_IN_FRAMES * sizeof *in), *out = malloc(nn * SEVIR_OUT_FRAMES * sizeof *out);
+	void *in = malloc(nn * SEVIR_IN_FRAMES * esize), *out = malloc(nn * SEVIR_OUT_FRAMES * esize);
 	struct tmpfile t = {0};
 	hid_t file = -1, dsi = -1, dso = -1;
 	int rc = 0;
@@ -345,23 +515,20 @@ int sevir_write_prepared(const char *h5_path, int nsamples, int size, uint64_t s
 	rc = h5_create(&t, h5_path, &file);
 	if (rc)
 		goto out;
-	dsi = create_nhwc(file, "IN", H5T_IEEE_F32LE, nsamples, size, SEVIR_IN_FRAMES);
-	dso = create_nhwc(file, "OUT", H5T_IEEE_F32LE, nsamples, size, SEVIR_OUT_FRAMES);
+	dsi = create_nhwc(file, "IN", ftype, nsamples, size, SEVIR_IN_FRAMES, l->storage);
+	dso = create_nhwc(file, "OUT", ftype, nsamples, size, SEVIR_OUT_FRAMES, l->storage);
 	if (dsi < 0 || dso < 0) {
 		rc = starnn_error(STARNN_EIO, "%s: cannot create the HDF5 file", h5_path);
 		goto out;
 	}
-	const int windows = (SEVIR_FRAMES - T) / SEVIR_OUT_FRAMES + 1;
 	for (int i = 0; i < nsamples; i++) {
-		sevir_synthetic_frames(seed, i / windows, size, (i % windows) * SEVIR_OUT_FRAMES, T, frames);
-		for (size_t p = 0; p < nn; p++) {
-			for (int f = 0; f < SEVIR_IN_FRAMES; f++)
-				in[p * SEVIR_IN_FRAMES + f] = frames[(size_t)f * nn + p];
-			for (int f = 0; f < SEVIR_OUT_FRAMES; f++)
-				out[p * SEVIR_OUT_FRAMES + f] = frames[(size_t)(SEVIR_IN_FRAMES + f) * nn + p];
-		}
-		if (sevir_h5_write_block(dsi, H5T_NATIVE_FLOAT, i, 0, 0, size, SEVIR_IN_FRAMES, in) < 0 ||
-		    sevir_h5_write_block(dso, H5T_NATIVE_FLOAT, i, 0, 0, size, SEVIR_OUT_FRAMES, out) < 0) {
+		rc = source_frames(src, i, frames);
+		if (rc)
+			goto out;
+		frames_to_hwc(frames, nn, 0, SEVIR_IN_FRAMES, l->type, in);
+		frames_to_hwc(frames, nn, SEVIR_IN_FRAMES, SEVIR_OUT_FRAMES, l->type, out);
+		if (sevir_h5_write_block(dsi, mtype, i, 0, 0, size, SEVIR_IN_FRAMES, in) < 0 ||
+		    sevir_h5_write_block(dso, mtype, i, 0, 0, size, SEVIR_OUT_FRAMES, out) < 0) {
 			rc = starnn_error(STARNN_EIO, "%s: cannot write sample %d", h5_path, i);
 			goto out;
 		}
@@ -379,3 +546,49 @@ out:
 	return rc;
 }
 
+int sevir_write_prepared_as(const char *h5_path, int nsamples, int size, uint64_t seed,
+                            const struct sevir_prepared_layout *l)
+{
+	if (nsamples < 1 || size < 8 || size > 4096)
+		return starnn_error(STARNN_EINVAL,
+		                    "sevir_write_prepared: %d samples of %dx%d: need >= 1 samples, size 8..4096", nsamples,
+		                    size, size);
+	struct prepared_source src = {.nsamples = nsamples, .size = size, .seed = seed};
+	return write_prepared(h5_path, &src, l);
+}
+
+int sevir_write_prepared(const char *h5_path, int nsamples, int size, uint64_t seed)
+{
+	const struct sevir_prepared_layout l = {SEVIR_FLOAT32, SEVIR_STORAGE_TILES};
+	return sevir_write_prepared_as(h5_path, nsamples, size, seed, &l);
+}
+
+int sevir_write_prepared_from(const char *h5_path, const char *raw_path, const char *catalog, enum sevir_split split,
+                              const struct sevir_prepared_layout *l)
+{
+	struct sevir_options o;
+	sevir_options_init(&o);
+	o.path = raw_path;
+	o.catalog = catalog;
+	o.split = split;
+	sevir_data *d;
+	STARNN_CHECK(sevir_open(&d, &o));
+	int rc = 0;
+	if (d->kind != KIND_RAW) {
+		rc = starnn_error(STARNN_EINVAL, "%s: not a raw SEVIR event file (no dataset `vil`)", raw_path);
+		sevir_close(d);
+		return rc;
+	}
+	const size_t nn = (size_t)d->native * d->native;
+	struct prepared_source src = {.nsamples = d->count, .size = d->native, .raw = d,
+	                              .block = malloc(nn * SEVIR_FRAMES),
+	                              .region = malloc(nn * (SEVIR_IN_FRAMES + SEVIR_OUT_FRAMES) * sizeof(float))};
+	if (!src.block || !src.region)
+		rc = starnn_error(STARNN_ENOMEM, "sevir_write_prepared_from: out of memory");
+	else
+		rc = write_prepared(h5_path, &src, l);
+	free(src.block);
+	free(src.region);
+	sevir_close(d);
+	return rc;
+}

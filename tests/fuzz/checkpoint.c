@@ -6,7 +6,8 @@
  * 1 with 1 filter (weights, batch-norm statistics, Adam moments) with their
  * shape and finiteness checks. Seeds: checkpoints of short training runs of
  * that model, cut down to the attributes and a few datasets
- * (tests/fuzz/corpus/checkpoint). */
+ * (tests/fuzz/corpus/checkpoint; format version 2, and 3 with the
+ * convention attributes: adam-fp32-keras.h5). */
 #include <math.h>
 #include <string.h>
 
@@ -19,7 +20,7 @@ int fuzz_checkpoint(const uint8_t *data, size_t size)
 	static const char *const ints[] = {
 		"format_version", "depth", "filters", "in_frames", "out_frames", "step", "epoch", "total_steps",
 		"size", "batch", "micro_batches", "warmup", "shuffle", "synthetic_size", "samples", "val_samples", "seed"};
-	static const char *const doubles[] = {"lr", "momentum", "weight_decay"};
+	static const char *const doubles[] = {"lr", "momentum", "weight_decay", "bn_eps"};
 	static const struct {
 		const char *path;
 		int ndim;
@@ -45,6 +46,8 @@ int fuzz_checkpoint(const uint8_t *data, size_t size)
 	(void)ckpt_get_string(f, "format", s, sizeof s);
 	(void)ckpt_get_string(f, "optimizer", s, sizeof s);
 	(void)ckpt_get_string(f, "resize", s, sizeof s);
+	(void)ckpt_get_string(f, "convention", s, sizeof s);
+	(void)ckpt_get_string(f, "concat", s, sizeof s);
 	(void)ckpt_get_string(f, "data", path, sizeof path);
 	(void)ckpt_get_string(f, "val_data", path, sizeof path);
 	(void)ckpt_get_string(f, "catalog", path, sizeof path);

@@ -3,7 +3,8 @@
  * 8 rows: once for the training split with the file's ids known (they must
  * agree with the catalog's), once for the test split without. Checks what
  * it selects: rows in range, sorted, without repeats. Seeds: catalogs of
- * tools/sevir-synth raw, trimmed (tests/fuzz/corpus/sevir_catalog). */
+ * tools/sevir-synth raw, trimmed, and one of times on and around the
+ * split's boundary (tests/fuzz/corpus/sevir_catalog). */
 #include <string.h>
 
 #include "models/sevir/internal.h"

@@ -7,6 +7,7 @@
  * tests (tests/fuzz/corpus/unet_options). */
 #include <string.h>
 
+#include "models/unet_convention.h"
 #include "models/unet_options.h"
 #include "tests/fuzz/fuzz.h"
 
@@ -41,6 +42,8 @@ int fuzz_unet_options(const uint8_t *data, size_t size)
 			               o->depth, o->filters, t->batch, t->micro, o->in_frames, o->out_frames, (double)t->lr);
 		if (t->resume && t->init)
 			rc = FUZZ_FAIL("parse_options accepted --resume with --init");
+		if (!unet_convention_name(o->convention))
+			rc = FUZZ_FAIL("parse_options accepted convention %d", o->convention);
 		if ((o->cmd == CMD_EVAL || o->cmd == CMD_PREDICT) && !t->checkpoint)
 			rc = FUZZ_FAIL("parse_options accepted eval / predict without --checkpoint");
 	}

@@ -7,11 +7,17 @@
  *       memcmp; variable-length strings by their text). Prints each
  *       difference (at most 20) and a summary line.
  *   ckpt_util version FILE N
- *       sets the `format_version` attribute of FILE to N; N = 1 also deletes
- *       the attributes version 1 did not have (`precision`, `loss_scaling`,
- *       `loss_scale*`): FILE becomes a checkpoint as written before them.
+ *       sets the `format_version` attribute of FILE to N; N <= 2 also
+ *       deletes the attributes version 2 did not have (`convention`,
+ *       `concat`, `bn_eps`: the model must be a starnn-v1 one, what a
+ *       version-2 file is), N = 1 those version 1 did not have either
+ *       (`precision`, `loss_scaling`, `loss_scale*`): FILE becomes a
+ *       checkpoint as written before them.
  *   ckpt_util int FILE NAME
  *       prints the integer root attribute NAME of FILE (e.g. `step`).
+ *   ckpt_util attr FILE NAME
+ *       prints the root attribute NAME of FILE: an integer, a double (%.17g)
+ *       or a string (e.g. `convention`).
  * Exit status: 0 identical / done, 1 different, 2 on an error (message). */
 #include <config.h>
 
@@ -187,9 +193,13 @@ static int cmd_version(const char *file, int64_t version)
 		fprintf(stderr, "ckpt_util: cannot open %s\n", file);
 		return 2;
 	}
+	static const char *const drop2[] = {"convention", "concat", "bn_eps"};
 	int rc = 0;
 	for (size_t i = 0; version == 1 && i < sizeof drop / sizeof *drop; i++)
 		if (H5Aexists(f, drop[i]) > 0 && H5Adelete(f, drop[i]) < 0)
+			rc = 2;
+	for (size_t i = 0; version <= 2 && i < sizeof drop2 / sizeof *drop2; i++)
+		if (H5Aexists(f, drop2[i]) > 0 && H5Adelete(f, drop2[i]) < 0)
 			rc = 2;
 	hid_t at = H5Aopen(f, "format_version", H5P_DEFAULT);
 	if (at < 0 || H5Awrite(at, H5T_NATIVE_INT64, &version) < 0)
@@ -223,6 +233,47 @@ static int cmd_int(const char *file, const char *name)
 	return rc;
 }
 
+static int cmd_attr(const char *file, const char *name)
+{
+	hid_t f = H5Fopen(file, H5F_ACC_RDONLY, H5P_DEFAULT);
+	if (f < 0) {
+		fprintf(stderr, "ckpt_util: cannot open %s\n", file);
+		return 2;
+	}
+	hid_t at = H5Aexists(f, name) > 0 ? H5Aopen(f, name, H5P_DEFAULT) : -1;
+	hid_t t = at >= 0 ? H5Aget_type(at) : -1;
+	int rc = 2;
+	if (t >= 0 && H5Tget_class(t) == H5T_INTEGER) {
+		long long v;
+		if (H5Aread(at, H5T_NATIVE_LLONG, &v) >= 0)
+			printf("%lld\n", v), rc = 0;
+	} else if (t >= 0 && H5Tget_class(t) == H5T_FLOAT) {
+		double v;
+		if (H5Aread(at, H5T_NATIVE_DOUBLE, &v) >= 0)
+			printf("%.17g\n", v), rc = 0;
+	} else if (t >= 0 && H5Tget_class(t) == H5T_STRING) {
+		size_t len;
+		hid_t sp = H5Aget_space(at);
+		char *s = sp >= 0 ? read_all(at, 1, t, sp, &len) : NULL;
+		size_t k = 0; /* the first string, without read_all's separator */
+		while (s && k < len && s[k] && s[k] != '\x1f')
+			k++;
+		if (s)
+			printf("%.*s\n", (int)k, s), rc = 0;
+		if (sp >= 0)
+			H5Sclose(sp);
+		free(s);
+	}
+	if (t >= 0)
+		H5Tclose(t);
+	if (at >= 0)
+		H5Aclose(at);
+	H5Fclose(f);
+	if (rc)
+		fprintf(stderr, "ckpt_util: %s: no readable attribute '%s'\n", file, name);
+	return rc;
+}
+
 int main(int argc, char **argv)
 {
 	H5Eset_auto2(H5E_DEFAULT, NULL, NULL);
@@ -232,6 +283,9 @@ int main(int argc, char **argv)
 		return cmd_version(argv[2], strtoll(argv[3], NULL, 10));
 	if (argc == 4 && strcmp(argv[1], "int") == 0)
 		return cmd_int(argv[2], argv[3]);
-	fprintf(stderr, "usage: ckpt_util cmp A B | ckpt_util version FILE N | ckpt_util int FILE NAME\n");
+	if (argc == 4 && strcmp(argv[1], "attr") == 0)
+		return cmd_attr(argv[2], argv[3]);
+	fprintf(stderr, "usage: ckpt_util cmp A B | ckpt_util version FILE N | ckpt_util int FILE NAME | "
+	                "ckpt_util attr FILE NAME\n");
 	return 2;
 }

@@ -2,6 +2,8 @@
  * squares (float64, in storage order) of every float32 dataset of an HDF5
  * file, visited recursively, or of the named datasets only:
  *   h5sum FILE [DATASET...]    prints "<count> <sum> <sum of squares>" (%.17g)
+ *   h5sum --range FILE [DATASET...]   prints "<min> <max>" (%.9g) instead
+ *                              (tests/models/unet_sevir.sh: a forecast's range)
  * tools/ref/unet-train.py records the same figures for the files it was run
  * on, so that the test can tell generated inputs that changed (a new
  * generator or initialisation) from numerics that changed.
@@ -11,11 +13,13 @@
 #include <hdf5.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 struct acc {
 	long long n;
 	double s, q;
 	int rc;
+	float min, max;
 };
 
 static int add_dataset(hid_t ds, const char *name, struct acc *a)
@@ -47,6 +51,10 @@ static int add_dataset(hid_t ds, const char *name, struct acc *a)
 	for (hssize_t i = 0; i < n; i++) {
 		a->s += v[i];
 		a->q += (double)v[i] * v[i];
+		if (a->n + i == 0 || v[i] < a->min)
+			a->min = v[i];
+		if (a->n + i == 0 || v[i] > a->max)
+			a->max = v[i];
 	}
 	a->n += n;
 	free(v);
@@ -71,8 +79,10 @@ static herr_t visit(hid_t obj, const char *name, const H5O_info_t *info, void *d
 
 int main(int argc, char **argv)
 {
+	int range = argc > 1 && strcmp(argv[1], "--range") == 0;
+	argc -= range, argv += range;
 	if (argc < 2) {
-		fprintf(stderr, "usage: h5sum FILE [DATASET...]\n");
+		fprintf(stderr, "usage: h5sum [--range] FILE [DATASET...]\n");
 		return 1;
 	}
 	H5Eset_auto2(H5E_DEFAULT, NULL, NULL);
@@ -81,7 +91,7 @@ int main(int argc, char **argv)
 		fprintf(stderr, "h5sum: cannot open %s as HDF5\n", argv[1]);
 		return 1;
 	}
-	struct acc a = {0, 0, 0, 0};
+	struct acc a = {0, 0, 0, 0, 0, 0};
 	if (argc == 2) {
 		if (H5Ovisit(f, H5_INDEX_NAME, H5_ITER_INC, visit, &a) < 0)
 			a.rc = 1;
@@ -100,6 +110,9 @@ int main(int argc, char **argv)
 	H5Fclose(f);
 	if (a.rc)
 		return 1;
-	printf("%lld %.17g %.17g\n", a.n, a.s, a.q);
+	if (range)
+		printf("%.9g %.9g\n", (double)a.min, (double)a.max);
+	else
+		printf("%lld %.17g %.17g\n", a.n, a.s, a.q);
 	return 0;
 }

@@ -1,6 +1,7 @@
 /* Forecast outputs (models/sevir/output.c): the HDF5 `OUT` file read back
  * with the HDF5 API (shape N x H x W x lead, fp32, one chunk per sample,
- * raw values = denormalised NCHW input, to 1e-6 relative); abort, missing
+ * raw values = denormalised NCHW input clipped to [0, 254], to 1e-6
+ * relative, the clipped ones exactly 0 or 254); abort, missing
  * samples, too many samples, NaN and a missing directory leave no file and
  * an existing file untouched; the VIL colour map at and just below every
  * boundary; the layout of the picture at many sizes (boxes inside it, no
@@ -60,7 +61,8 @@ static void test_forecast_file(void)
 {
 	enum { N = 3, L = 4, H = 5, W = 7 };
 	const size_t per = (size_t)L * H * W;
-	float *pred = test_random(N * per, -0.7f, 4.6f);
+	/* raw -23.6 .. 309: both ends beyond the valid range [0, 254] */
+	float *pred = test_random(N * per, -1.2f, 5.8f);
 	const char *file = path_in("forecast.h5");
 	forecast_file *f;
 	TEST_OK(forecast_create(&f, file, N, L, H, W));
@@ -86,13 +88,22 @@ static void test_forecast_file(void)
 	            "one chunk per sample");
 	float *got = malloc(N * per * sizeof *got), *want = malloc(N * per * sizeof *want);
 	TEST_ASSERT(H5Dread(ds, H5T_NATIVE_FLOAT, H5S_ALL, H5S_ALL, H5P_DEFAULT, got) >= 0, "H5Dread");
+	int below = 0, above = 0, clipped = 1;
 	for (int n = 0; n < N; n++)
 		for (int t = 0; t < L; t++)
 			for (int i = 0; i < H; i++)
-				for (int j = 0; j < W; j++)
-					want[(((size_t)n * H + i) * W + j) * L + t] =
-						(float)((double)pred[(((size_t)n * L + t) * H + i) * W + j] * 47.54 + 33.44);
-	test_close("OUT = raw NHWC forecasts", got, want, N * per, 1e-6f, 1e-4f);
+				for (int j = 0; j < W; j++) {
+					size_t k = (((size_t)n * H + i) * W + j) * L + t;
+					double v = (double)pred[(((size_t)n * L + t) * H + i) * W + j] * 47.54 + 33.44;
+					below += v < 0, above += v > 254;
+					want[k] = (float)(v < 0 ? 0 : v > 254 ? 254 : v);
+					/* clipped values are exactly the bounds */
+					if (v < -1e-3 || v > 254 + 1e-3)
+						clipped &= got[k] == (v < 0 ? 0.0f : 254.0f);
+				}
+	TEST_ASSERT(below > 0 && above > 0 && clipped, "%d forecasts below 0 and %d above 254, each written as the bound: %d",
+	            below, above, clipped);
+	test_close("OUT = raw NHWC forecasts clipped to [0, 254]", got, want, N * per, 1e-6f, 1e-4f);
 	H5Pclose(pl), H5Tclose(ty), H5Sclose(sp), H5Dclose(ds), H5Fclose(fid);
 	free(got), free(want);
 

@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -379,7 +380,26 @@ static void test_synthetic_source(void)
 
 /* ------------------------------------------------------------ raw files and CATALOG.csv */
 
-/* An independent reading of the writer's catalog: expected rows of `base` per split. */
+/* Splits a catalog line in place on the commas outside quotes (quotes kept,
+ * the newline removed); the number of fields. */
+static int csv_fields(char *line, char **fld, int max)
+{
+	int nf = 0, q = 0;
+	line[strcspn(line, "\r\n")] = 0;
+	fld[nf++] = line;
+	for (char *p = line; *p; p++) {
+		if (*p == '"')
+			q = !q;
+		else if (*p == ',' && !q && nf < max) {
+			*p = 0;
+			fld[nf++] = p + 1;
+		}
+	}
+	return nf;
+}
+
+/* An independent reading of the writer's catalog: expected rows of `base` per
+ * split (training up to 2019-06-01 00:00:00 inclusive, test after). */
 static int expected_rows(const char *catalog, const char *base, int split, int64_t *rows)
 {
 	FILE *f = fopen(catalog, "r");
@@ -392,22 +412,11 @@ static int expected_rows(const char *catalog, const char *base, int split, int64
 		return -1;
 	}
 	while (fgets(line, sizeof line, f)) {
-		/* fields: split on commas outside quotes */
 		char *fld[32];
-		int nf = 0, q = 0;
-		fld[nf++] = line;
-		for (char *p = line; *p; p++) {
-			if (*p == '"')
-				q = !q;
-			else if (*p == ',' && !q && nf < 32) {
-				*p = 0;
-				fld[nf++] = p + 1;
-			}
-		}
-		if (nf < 21)
+		if (csv_fields(line, fld, 32) < 21)
 			continue;
 		const char *fname = strrchr(fld[1], '/') ? strrchr(fld[1], '/') + 1 : fld[1];
-		int train = strcmp(fld[4], "2019-06-01 00:00:00") < 0;
+		int train = strcmp(fld[4], "2019-06-01 00:00:00") <= 0;
 		if (!strcmp(fld[3], "vil") && !strcmp(fname, base) && atof(fld[20]) == 0 && train == (split == SEVIR_TRAIN))
 			rows[n++] = atoll(fld[2]);
 	}
@@ -427,18 +436,21 @@ static void test_raw(void)
 	{ /* the catalog exercises the filters */
 		FILE *f = fopen(cat, "r");
 		char line[4096];
-		int ir = 0, missing = 0, other = 0, quoted = 0;
+		int ir = 0, missing = 0, other = 0, quoted = 0, boundary = 0;
 		while (f && fgets(line, sizeof line, f)) {
 			ir += strstr(line, ",ir069,") != NULL;
 			missing += strstr(line, ",vil,") && !strstr(line, ",0.000000\n") && strstr(line, "STORMEVENTS");
-			other += strstr(line, "RANDOMEVENTS") != NULL;
+			other += strstr(line, ",vil,") && !strstr(line, "SEVIR_VIL_STORMEVENTS_2018_0101_0630.h5");
 			quoted += strchr(line, '"') != NULL;
+			boundary += strstr(line, ",vil,2019-06-01 00:00:00,") != NULL;
 		}
 		if (f)
 			fclose(f);
-		TEST_ASSERT(ir == NE && missing >= 1 && other >= 1 && quoted >= 1,
-		            "catalog rows: %d ir069, %d vil with missing data, %d of other files, %d quoted", ir, missing,
-		            other, quoted);
+		/* vil rows of other files would name files that do not exist (test_catalog_home) */
+		TEST_ASSERT(ir == NE && missing >= 1 && other == 0 && quoted >= 1 && boundary == 1,
+		            "catalog rows: %d ir069, %d vil with missing data, %d vil of other files, %d quoted, %d vil "
+		            "at 2019-06-01 00:00:00",
+		            ir, missing, other, quoted, boundary);
 	}
 	uint8_t *frames = xmalloc((size_t)T * N * N);
 	float *x = xmalloc((size_t)13 * N * N * sizeof *x), *y = xmalloc((size_t)12 * N * N * sizeof *y);
@@ -503,13 +515,18 @@ static void test_raw(void)
 	           "a,0.0,2019-05-31 23:59:59,vil,0,,SEVIR_VIL_STORMEVENTS_2018_0101_0630.h5,S800000\r\n"
 	           "\r\n"
 	           "a,0,2019-06-01 00:00:00,vil,5,,SEVIR_VIL_STORMEVENTS_2018_0101_0630.h5,S800005\r\n"
+	           "a,0,2019-06-01 00:00:00.250,vil,7,,SEVIR_VIL_STORMEVENTS_2018_0101_0630.h5,S800007\r\n"
 	           "a,0,2019-07-01 00:00:00,vil,6,\"multi\nline\",vil/SEVIR_VIL_STORMEVENTS_2018_0101_0630.h5,S800006\r\n"
 	           "a,0.5,2018-03-01 10:00:00,vil,4,,SEVIR_VIL_STORMEVENTS_2018_0101_0630.h5,S800004\r\n"
 	           "a,0,2018-03-01 10:00:00,ir069,7,,SEVIR_VIL_STORMEVENTS_2018_0101_0630.h5,S800007\r\n"
 	           "a,0,2018-03-01 10:00:00,vil,8,,SEVIR_VIL_OTHER.h5,S800008\r\n"
 	           "a,0,2018-03-01 10:00:00,vil,2,,SEVIR_VIL_STORMEVENTS_2018_0101_0630.h5,S800002\r\n");
 	fclose(f);
-	int64_t want[2][2] = {{0, 2}, {5, 6}};
+	/* 2019-06-01 00:00:00 itself is a training event (the reference code's
+	 * end_date <= 2019-06-01), 2019-05-31 23:59:59 too, and the test split
+	 * starts after it: 2019-06-01 00:00:00.250 is a test event */
+	int64_t want[2][3] = {{0, 2, 5}, {6, 7}};
+	int nwant[2] = {3, 2};
 	for (int split = 0; split < 2; split++) {
 		struct sevir_options o;
 		sevir_options_init(&o);
@@ -518,9 +535,9 @@ static void test_raw(void)
 		o.split = (enum sevir_split)split;
 		sevir_data *d;
 		TEST_OK(sevir_open(&d, &o));
-		TEST_ASSERT(sevir_count(d) == 6, "hand-written catalog, split %d: %d samples, expected 6", split,
-		            sevir_count(d));
-		for (int k = 0; k < 2 && sevir_count(d) == 6; k++) {
+		TEST_ASSERT(sevir_count(d) == 3 * nwant[split], "hand-written catalog, split %d: %d samples, expected %d",
+		            split, sevir_count(d), 3 * nwant[split]);
+		for (int k = 0; k < nwant[split] && sevir_count(d) == 3 * nwant[split]; k++) {
 			int64_t ev;
 			int ft;
 			TEST_OK(sevir_sample_source(d, 3 * k, &ev, &ft));
@@ -602,6 +619,272 @@ static void test_prepared(void)
 	/* a failing write leaves nothing */
 	EXPECT_ERROR(sevir_write_prepared(tpath("no/such/dir/p.h5"), 2, 16, 1), "temporary");
 	EXPECT_ERROR(sevir_write_prepared(tpath("p.h5"), 0, 16, 1), "samples");
+}
+
+/* ------------------------------------------------------------ the catalog's data home */
+
+/* A raw file written where SEVIR's tree puts it (HOME/vil/2018/NAME.h5,
+ * HOME/CATALOG.csv): every vil row's file opens as data_home + '/' +
+ * file_name (what the SEVIR authors' loaders do) and holds that row's id at
+ * file_index, each event is listed once as vil, the other rows are of
+ * other image types in their own folders; models/unet's reader takes the
+ * catalog and picks the rows an independent reading of it picks, the
+ * boundary event (exactly 2019-06-01 00:00:00) in training. */
+static void test_catalog_home(void)
+{
+	const int NE = 15, N = 16;
+	char home[512], sub[600], h5[700], cat[600];
+	snprintf(home, sizeof home, "%s", tpath("home"));
+	snprintf(sub, sizeof sub, "%s/vil", home);
+	TEST_ASSERT(mkdir(home, 0777) == 0 && mkdir(sub, 0777) == 0, "mkdir %s", sub);
+	snprintf(sub, sizeof sub, "%s/vil/2018", home);
+	TEST_ASSERT(mkdir(sub, 0777) == 0, "mkdir %s", sub);
+	snprintf(h5, sizeof h5, "%s/SEVIR_VIL_STORMEVENTS_2018_0101_0630.h5", sub);
+	snprintf(cat, sizeof cat, "%s/CATALOG.csv", home);
+	TEST_OK(sevir_write_raw(h5, cat, NE, N, 9));
+	FILE *f = fopen(cat, "r");
+	TEST_ASSERT(f != NULL, "no catalog %s", cat);
+	char line[4096];
+	int rows = 0, vil = 0, opened = 0, other = 0, listed[64] = {0};
+	while (f && fgets(line, sizeof line, f)) {
+		char *fld[32];
+		if (rows++ == 0 || csv_fields(line, fld, 32) < 21)
+			continue;
+		const char *type = fld[3];
+		if (strcmp(type, "vil")) { /* another image type, in its own folder */
+			char prefix[16];
+			snprintf(prefix, sizeof prefix, "%s/", type);
+			other += strncmp(fld[1], prefix, strlen(prefix)) == 0 &&
+			         (!strcmp(type, "ir069") || !strcmp(type, "ir107") || !strcmp(type, "lght"));
+			continue;
+		}
+		vil++;
+		char path[1024];
+		snprintf(path, sizeof path, "%s/%s", home, fld[1]);
+		hid_t fid;
+		H5E_BEGIN_TRY
+		{
+			fid = H5Fopen(path, H5F_ACC_RDONLY, H5P_DEFAULT);
+		}
+		H5E_END_TRY;
+		TEST_ASSERT(fid >= 0, "row %d: %s does not open", rows, path);
+		if (fid < 0)
+			continue;
+		/* the row's id at file_index of `id` */
+		hid_t ds = H5Dopen2(fid, "id", H5P_DEFAULT), ft = H5Dget_type(ds), mt = H5Tcopy(H5T_C_S1);
+		size_t w = H5Tget_size(ft);
+		H5Tset_size(mt, w + 1);
+		hsize_t n[1];
+		hid_t sp = H5Dget_space(ds);
+		H5Sget_simple_extent_dims(sp, n, NULL);
+		char *ids = calloc((size_t)n[0], w + 1);
+		H5Dread(ds, mt, H5S_ALL, H5S_ALL, H5P_DEFAULT, ids);
+		long idx = atol(fld[2]);
+		TEST_ASSERT(idx >= 0 && idx < (long)n[0] && !strcmp(ids + (size_t)idx * (w + 1), fld[0]),
+		            "row %d: id %s, file_index %ld of %s", rows, fld[0], idx, path);
+		opened++;
+		if (idx >= 0 && idx < 64)
+			listed[idx]++;
+		free(ids);
+		H5Sclose(sp);
+		H5Tclose(mt);
+		H5Tclose(ft);
+		H5Dclose(ds);
+		H5Fclose(fid);
+	}
+	if (f)
+		fclose(f);
+	int once = 1;
+	for (int e = 0; e < NE; e++)
+		once &= listed[e] == 1;
+	TEST_ASSERT(vil == NE && opened == NE && once, "%d vil rows for %d events, %d opened, each once: %d", vil, NE,
+	            opened, once);
+	TEST_ASSERT(other == rows - 1 - vil, "%d of the %d other rows name their own image type's folder", other,
+	            rows - 1 - vil);
+	int boundary_row = -1;
+	for (int split = 0; split < 2; split++) {
+		int64_t want[64];
+		int ne = expected_rows(cat, "SEVIR_VIL_STORMEVENTS_2018_0101_0630.h5", split, want);
+		struct sevir_options o;
+		sevir_options_init(&o);
+		o.path = h5;
+		o.catalog = cat;
+		o.split = (enum sevir_split)split;
+		sevir_data *d;
+		TEST_OK(sevir_open(&d, &o));
+		TEST_ASSERT(sevir_count(d) == 3 * ne, "data home, split %d: %d samples, the catalog has %d events", split,
+		            sevir_count(d), ne);
+		for (int i = 0; i < sevir_count(d) && sevir_count(d) == 3 * ne; i += 3) {
+			int64_t ev;
+			int ft;
+			TEST_OK(sevir_sample_source(d, i, &ev, &ft));
+			TEST_ASSERT(ev == want[i / 3], "data home, split %d event %d: row %lld, expected %lld", split, i / 3,
+			            (long long)ev, (long long)want[i / 3]);
+		}
+		sevir_close(d);
+	}
+	/* the boundary event is among the training rows */
+	f = fopen(cat, "r");
+	while (f && fgets(line, sizeof line, f))
+		if (strstr(line, ",vil,2019-06-01 00:00:00,"))
+			boundary_row = atoi(strchr(line, ',') + 1 + strcspn(strchr(line, ',') + 1, ",") + 1);
+	if (f)
+		fclose(f);
+	int64_t train[64];
+	int ntrain = expected_rows(cat, "SEVIR_VIL_STORMEVENTS_2018_0101_0630.h5", SEVIR_TRAIN, train), in_train = 0;
+	for (int k = 0; k < ntrain; k++)
+		in_train |= train[k] == boundary_row;
+	TEST_ASSERT(boundary_row >= 0 && in_train, "the event at 2019-06-01 00:00:00 (row %d) is not a training event",
+	            boundary_row);
+	/* a file outside the catalog's directory is refused before anything is written */
+	char outside[600];
+	snprintf(outside, sizeof outside, "%s/outside.h5", dir);
+	snprintf(cat, sizeof cat, "%s/vil/CATALOG.csv", home);
+	EXPECT_ERROR(sevir_write_raw(outside, cat, 2, 8, 1), "not in the directory");
+	TEST_ASSERT(access(outside, F_OK) != 0 && access(cat, F_OK) != 0, "a refused raw write left files");
+	unlink(h5);
+	snprintf(cat, sizeof cat, "%s/CATALOG.csv", home);
+	unlink(cat);
+	rmdir(sub);
+	snprintf(sub, sizeof sub, "%s/vil", home);
+	rmdir(sub);
+	rmdir(home);
+}
+
+/* ------------------------------------------------------------ prepared layouts */
+
+/* Every sample of two sources, whole images: the same values, bit for bit. */
+static void expect_same_samples(const char *what, sevir_data *a, sevir_data *b)
+{
+	int n = sevir_count(a), s = sevir_size(a);
+	TEST_ASSERT(n == sevir_count(b) && s == sevir_size(b), "%s: %d samples of %d against %d of %d", what, n, s,
+	            sevir_count(b), sevir_size(b));
+	if (n != sevir_count(b) || s != sevir_size(b))
+		return;
+	size_t nx = (size_t)13 * s * s, ny = (size_t)12 * s * s;
+	float *x1 = xmalloc(nx * 4), *y1 = xmalloc(ny * 4), *x2 = xmalloc(nx * 4), *y2 = xmalloc(ny * 4);
+	int same = 1;
+	for (int i = 0; i < n; i++) {
+		TEST_OK(sevir_read(a, &i, 1, 5, x1, y1));
+		TEST_OK(sevir_read(b, &i, 1, 5, x2, y2));
+		same &= !memcmp(x1, x2, nx * 4) && !memcmp(y1, y2, ny * 4);
+	}
+	TEST_ASSERT(same, "%s: the samples differ", what);
+	free(x1);
+	free(y1);
+	free(x2);
+	free(y2);
+}
+
+/* The prepared layouts the SEVIR authors' script and others write: uint8
+ * (their make_nowcast_dataset.py: chunks of h5py's choice, the first
+ * dimension unlimited), float32 and float64, chunked or contiguous, read
+ * as the float32 file of the same samples, bit for bit, from memory and
+ * from the file; the memory limit counts uint8 files as bytes; a raw
+ * file's split written as a prepared file reads as that split. */
+static void test_prepared_layouts(void)
+{
+	const int NS = 9, N = 32;
+	char *ref = tpath("ref.h5");
+	TEST_OK(sevir_write_prepared(ref, NS, N, 5));
+	const struct {
+		struct sevir_prepared_layout l;
+		hid_t type;
+		const char *name;
+	} layouts[] = {
+		{{SEVIR_UINT8, SEVIR_STORAGE_OFFICIAL}, H5T_STD_U8LE, "uint8, official"},
+		{{SEVIR_UINT8, SEVIR_STORAGE_CONTIGUOUS}, H5T_STD_U8LE, "uint8, contiguous"},
+		{{SEVIR_UINT8, SEVIR_STORAGE_TILES}, H5T_STD_U8LE, "uint8, tiles"},
+		{{SEVIR_FLOAT32, SEVIR_STORAGE_OFFICIAL}, H5T_IEEE_F32LE, "float32, official"},
+		{{SEVIR_FLOAT64, SEVIR_STORAGE_CONTIGUOUS}, H5T_IEEE_F64LE, "float64, contiguous"},
+	};
+	for (size_t k = 0; k < sizeof layouts / sizeof *layouts; k++) {
+		char *h5 = tpath("layout.h5");
+		TEST_OK(sevir_write_prepared_as(h5, NS, N, 5, &layouts[k].l));
+		/* the layout in the file */
+		hid_t f = H5Fopen(h5, H5F_ACC_RDONLY, H5P_DEFAULT), ds = H5Dopen2(f, "IN", H5P_DEFAULT);
+		hid_t t = H5Dget_type(ds), sp = H5Dget_space(ds), dcpl = H5Dget_create_plist(ds);
+		hsize_t dims[4], maxd[4], chunk[4] = {0};
+		H5Sget_simple_extent_dims(sp, dims, maxd);
+		H5D_layout_t lay = H5Pget_layout(dcpl);
+		if (lay == H5D_CHUNKED)
+			H5Pget_chunk(dcpl, 4, chunk);
+		int official = layouts[k].l.storage == SEVIR_STORAGE_OFFICIAL;
+		TEST_ASSERT(H5Tequal(t, layouts[k].type) > 0, "%s: `IN` has another type", layouts[k].name);
+		TEST_ASSERT((lay == H5D_CONTIGUOUS) == (layouts[k].l.storage == SEVIR_STORAGE_CONTIGUOUS) &&
+		                (maxd[0] == H5S_UNLIMITED) == official && dims[0] == (hsize_t)NS,
+		            "%s: layout %d, %llu samples, max %llu", layouts[k].name, (int)lay, (unsigned long long)dims[0],
+		            (unsigned long long)maxd[0]);
+		if (official) /* h5py's chunks for 9 x 32 x 32 x 13 (h5py 3.16: 5x16x16x7 uint8, 3x8x16x7 float32) */
+			TEST_ASSERT(chunk[0] == (layouts[k].l.type == SEVIR_UINT8 ? 5 : 3) &&
+			                chunk[1] == (layouts[k].l.type == SEVIR_UINT8 ? 16 : 8) && chunk[2] == 16 && chunk[3] == 7,
+			            "%s: chunks %llux%llux%llux%llu", layouts[k].name, (unsigned long long)chunk[0],
+			            (unsigned long long)chunk[1], (unsigned long long)chunk[2], (unsigned long long)chunk[3]);
+		H5Pclose(dcpl);
+		H5Sclose(sp);
+		H5Tclose(t);
+		H5Dclose(ds);
+		H5Fclose(f);
+		for (int mem = 0; mem < 2; mem++) {
+			if (!mem)
+				setenv("STARNN_DATA_MEMORY_MB", "0", 1);
+			for (int split = 0; split < 2; split++) {
+				sevir_data *a, *b;
+				TEST_OK(open_file(&a, h5, (enum sevir_split)split, split ? 24 : 0));
+				TEST_OK(open_file(&b, ref, (enum sevir_split)split, split ? 24 : 0));
+				TEST_ASSERT(!strstr(sevir_describe(a), "(in memory)") == !mem, "%s: %s", layouts[k].name,
+				            sevir_describe(a));
+				char what[96];
+				snprintf(what, sizeof what, "%s, %s, %s", layouts[k].name, mem ? "in memory" : "from the file",
+				         split ? "centre crops" : "whole");
+				expect_same_samples(what, a, b);
+				sevir_close(a);
+				sevir_close(b);
+			}
+			unsetenv("STARNN_DATA_MEMORY_MB");
+		}
+	}
+	/* the memory limit counts a uint8 file's bytes: 9 x 32 x 32 x 25 is
+	 * 225 KiB as uint8, 900 KiB as float32; a limit of 0.5 MiB keeps the
+	 * uint8 file in memory, not the float32 one */
+	{
+		char *h5 = tpath("u8.h5");
+		const struct sevir_prepared_layout u8 = {SEVIR_UINT8, SEVIR_STORAGE_OFFICIAL};
+		TEST_OK(sevir_write_prepared_as(h5, NS, N, 5, &u8));
+		setenv("STARNN_DATA_MEMORY_MB", "0.5", 1);
+		sevir_data *a, *b;
+		TEST_OK(open_file(&a, h5, SEVIR_TRAIN, 0));
+		TEST_OK(open_file(&b, ref, SEVIR_TRAIN, 0));
+		unsetenv("STARNN_DATA_MEMORY_MB");
+		TEST_ASSERT(strstr(sevir_describe(a), "(in memory)") && !strstr(sevir_describe(b), "(in memory)"),
+		            "limit 0.5 MiB: uint8 '%s', float32 '%s'", sevir_describe(a), sevir_describe(b));
+		expect_same_samples("uint8 in memory against float32 from the file", a, b);
+		sevir_close(a);
+		sevir_close(b);
+		unlink(h5);
+	}
+	/* a raw file's split as a prepared file: the split's samples, in order */
+	{
+		char *raw = tpath("SEVIR_VIL_RANDOMEVENTS_2019_0501_0831.h5"), *prep = tpath("from.h5");
+		TEST_OK(sevir_write_raw(raw, NULL, 10, 24, 3));
+		for (int split = 0; split < 2; split++) {
+			const struct sevir_prepared_layout u8 = {SEVIR_UINT8, SEVIR_STORAGE_OFFICIAL};
+			TEST_OK(sevir_write_prepared_from(prep, raw, NULL, (enum sevir_split)split, &u8));
+			sevir_data *a, *b;
+			TEST_OK(open_file(&a, raw, (enum sevir_split)split, 0));
+			TEST_OK(open_file(&b, prep, SEVIR_TEST, 0));
+			expect_same_samples(split ? "raw test split as a prepared file" : "raw training split as a prepared file",
+			                    a, b);
+			sevir_close(a);
+			sevir_close(b);
+		}
+		EXPECT_ERROR(sevir_write_prepared_from(prep, ref, NULL, SEVIR_TEST, &layouts[0].l), "not a raw");
+		unlink(raw);
+		unlink(prep);
+		unlink(tpath("CATALOG.csv"));
+	}
+	unlink(ref);
+	unlink(tpath("layout.h5"));
 }
 
 /* ------------------------------------------------------------ loader */
@@ -748,6 +1031,19 @@ static void test_errors(void)
 	struct dsdef ints[] = {{"IN", H5T_NATIVE_INT, 4, {3, N, N, 13}, NULL}, {"OUT", H5T_NATIVE_FLOAT, 4, {3, N, N, 12}, out}, {0}};
 	make_h5(tpath("e.h5"), ints);
 	EXPECT_ERROR(open_file(&d, tpath("e.h5"), SEVIR_TRAIN, 0), "float32 or float64");
+	/* the message names the type found and the three accepted */
+	EXPECT_ERROR(open_file(&d, tpath("e.h5"), SEVIR_TRAIN, 0), "`IN` holds int32 values; a prepared file holds uint8");
+	struct dsdef i8[] = {{"IN", H5T_NATIVE_FLOAT, 4, {3, N, N, 13}, in}, {"OUT", H5T_NATIVE_SCHAR, 4, {3, N, N, 12}, NULL}, {0}};
+	make_h5(tpath("e.h5"), i8);
+	EXPECT_ERROR(open_file(&d, tpath("e.h5"), SEVIR_TRAIN, 0), "`OUT` holds int8 values");
+	struct dsdef u16[] = {{"IN", H5T_NATIVE_USHORT, 4, {3, N, N, 13}, NULL}, {"OUT", H5T_NATIVE_UCHAR, 4, {3, N, N, 12}, NULL}, {0}};
+	make_h5(tpath("e.h5"), u16);
+	EXPECT_ERROR(open_file(&d, tpath("e.h5"), SEVIR_TRAIN, 0), "`IN` holds uint16 values");
+	/* uint8 is accepted, whatever its values (0..255 are all raw VIL) */
+	struct dsdef u8[] = {{"IN", H5T_NATIVE_UCHAR, 4, {3, N, N, 13}, NULL}, {"OUT", H5T_NATIVE_UCHAR, 4, {3, N, N, 12}, NULL}, {0}};
+	make_h5(tpath("e.h5"), u8);
+	TEST_OK(open_file(&d, tpath("e.h5"), SEVIR_TRAIN, 0));
+	sevir_close(d);
 	/* float64 is accepted */
 	double *in64 = calloc((size_t)3 * N * N * 13, 8);
 	struct dsdef f64[] = {{"IN", H5T_NATIVE_DOUBLE, 4, {3, N, N, 13}, in64}, {"OUT", H5T_NATIVE_FLOAT, 4, {3, N, N, 12}, out}, {0}};
@@ -891,6 +1187,8 @@ int main(void)
 	test_synthetic_source();
 	test_raw();
 	test_prepared();
+	test_catalog_home();
+	test_prepared_layouts();
 	test_loader();
 	test_errors();
 	remove_dir(dir);

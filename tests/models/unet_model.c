@@ -6,8 +6,9 @@
  *   - gradients of tiny UNets (depth 1: f 2, 8x8; depth 2: f 2, 16x16;
  *     batch 2 in 2 micro-batches) for every parameter tensor (conv weight /
  *     bias, BN gamma / beta, transposed conv weight / bias, output conv):
- *     against PyTorch float64 autograd of the same network (committed
- *     reference, 8 elements per tensor, 2e-4 relative + 2e-6), and against
+ *     against PyTorch float64 autograd of the same network in each
+ *     convention, keras and starnn-v1 (committed reference, 8 elements per
+ *     tensor, 2e-4 relative + 2e-6), and against
  *     central finite differences (3 elements per tensor, tolerance below);
  *   - micro-batch invariance: M = 1, 2 and batch give the same losses and
  *     weights over 3 Adam steps;
@@ -34,10 +35,11 @@ static struct unet_config config(int depth, int f, int in, int out, int size, in
 	                            .batch = batch, .micro = micro};
 }
 
-static unet *make(int depth, int f, int size, int batch, int micro, enum unet_optimizer kind, float lr,
-                  uint64_t seed)
+static unet *make_in(int convention, int depth, int f, int size, int batch, int micro, enum unet_optimizer kind,
+                     float lr, uint64_t seed)
 {
 	struct unet_config cfg = config(depth, f, 3, 2, size, batch, micro);
+	cfg.convention = convention;
 	struct unet_optim o;
 	unet_optim_defaults(&o);
 	o.kind = kind;
@@ -45,6 +47,13 @@ static unet *make(int depth, int f, int size, int batch, int micro, enum unet_op
 	unet *m;
 	TEST_OK(unet_create(&m, &cfg, &o, seed));
 	return m;
+}
+
+/* A model of the default convention (keras). */
+static unet *make(int depth, int f, int size, int batch, int micro, enum unet_optimizer kind, float lr,
+                  uint64_t seed)
+{
+	return make_in(UNET_KERAS, depth, f, size, batch, micro, kind, lr, seed);
 }
 
 /* Deterministic input and target of the model's batch. */
@@ -169,11 +178,13 @@ static double loss_of(const float *w, void *ctx_)
 }
 
 /* Writes the model's parameters, their gradients, x and y as raw fp32
- * files DIR/d<depth>.<path with '.'>.bin (for tests/models/unet_reference.py). */
-static void dump_tensor(const char *dir, int depth, const char *path, const char *suffix, starnn_tensor *t)
+ * files DIR/<convention>.d<depth>.<path with '.'>.bin (for
+ * tests/models/unet_reference.py). */
+static void dump_tensor(const char *dir, const char *conv, int depth, const char *path, const char *suffix,
+                        starnn_tensor *t)
 {
 	char file[512];
-	snprintf(file, sizeof file, "%s/d%d.%s%s.bin", dir, depth, path, suffix);
+	snprintf(file, sizeof file, "%s/%s.d%d.%s%s.bin", dir, conv, depth, path, suffix);
 	for (char *c = file + strlen(dir) + 1; *c; c++)
 		if (*c == '/')
 			*c = '.';
@@ -187,35 +198,38 @@ static void dump_tensor(const char *dir, int depth, const char *path, const char
 	free(v);
 }
 
-static void dump(unet *m, const char *dir, int depth)
+static void dump(unet *m, const char *dir, const char *conv, int depth)
 {
 	int nt;
 	const struct unet_tensor_ref *refs = unet_tensors(m, &nt);
 	for (int i = 0; i < nt; i++)
 		if (refs[i].is_parameter) {
-			dump_tensor(dir, depth, refs[i].path, "", refs[i].tensor);
-			dump_tensor(dir, depth, refs[i].path, ".grad", unet_gradient(m, i));
+			dump_tensor(dir, conv, depth, refs[i].path, "", refs[i].tensor);
+			dump_tensor(dir, conv, depth, refs[i].path, ".grad", unet_gradient(m, i));
 		}
-	dump_tensor(dir, depth, "x", "", unet_input(m));
-	dump_tensor(dir, depth, "y", "", unet_target(m));
-	dump_tensor(dir, depth, "pred", "", unet_prediction(m));
+	dump_tensor(dir, conv, depth, "x", "", unet_input(m));
+	dump_tensor(dir, conv, depth, "y", "", unet_target(m));
+	dump_tensor(dir, conv, depth, "pred", "", unet_prediction(m));
 }
 
 /* The gradients of the tiny UNets at their initialisation against PyTorch
- * (float64 autograd of the same network, the same weights and data):
- * tests/models/unet_model.ref holds the loss and 8 elements of every
- * parameter's gradient, written by tests/models/unet_reference.py from this
- * test's UNET_DUMP output. Tolerance: 2e-4 relative + 2e-6 absolute (fp32
- * against float64: the largest difference seen is 3e-6 relative). */
-static void test_reference(int depth, int f, int size)
+ * (float64 autograd of the same network, the same weights and data), in
+ * each convention (concatenation order and BatchNorm eps):
+ * tests/models/unet_model.ref holds per convention and depth the loss and 8
+ * elements of every parameter's gradient, written by
+ * tests/models/unet_reference.py from this test's UNET_DUMP output.
+ * Tolerance: 2e-4 relative + 2e-6 absolute (fp32 against float64: the
+ * largest difference seen is 3e-6 relative). */
+static void test_reference(int convention, int depth, int f, int size)
 {
-	unet *m = make(depth, f, size, 2, 2, UNET_SGD, 0.0f, 7 + (uint64_t)depth);
+	const char *conv = unet_convention_name(convention);
+	unet *m = make_in(convention, depth, f, size, 2, 2, UNET_SGD, 0.0f, 7 + (uint64_t)depth);
 	fill_batch(m, 11, NULL, NULL);
 	TEST_OK(unet_gradient_step(m));
 	double loss;
 	TEST_OK(unet_read_loss(m, &loss));
 	if (getenv("UNET_DUMP"))
-		dump(m, getenv("UNET_DUMP"), depth);
+		dump(m, getenv("UNET_DUMP"), conv, depth);
 	const char *file = STARNN_SRCDIR "/tests/models/unet_model.ref";
 	FILE *fh = fopen(file, "r");
 	TEST_ASSERT(fh != NULL, "cannot open %s", file);
@@ -226,19 +240,20 @@ static void test_reference(int depth, int f, int size)
 	int nt;
 	const struct unet_tensor_ref *refs = unet_tensors(m, &nt);
 	float *grads[256] = {0};
-	char line[512], path[128];
+	char line[512], path[128], lc[32];
 	int d, checked = 0, got_loss = 0;
 	long k;
 	double v, worst = 0;
 	while (fgets(line, sizeof line, fh)) {
-		if (sscanf(line, "depth %d loss %lf", &d, &v) == 2) {
-			if (d == depth) {
-				TEST_ASSERT(fabs(loss - v) <= 1e-6 * fabs(v), "depth %d: loss %.9g, PyTorch %.9g", depth, loss, v);
+		if (sscanf(line, "%31s depth %d loss %lf", lc, &d, &v) == 3) {
+			if (d == depth && !strcmp(lc, conv)) {
+				TEST_ASSERT(fabs(loss - v) <= 1e-6 * fabs(v), "%s depth %d: loss %.9g, PyTorch %.9g", conv, depth,
+				            loss, v);
 				got_loss = 1;
 			}
 			continue;
 		}
-		if (sscanf(line, "%d %127s %ld %lf", &d, path, &k, &v) != 4 || d != depth)
+		if (sscanf(line, "%31s %d %127s %ld %lf", lc, &d, path, &k, &v) != 5 || d != depth || strcmp(lc, conv))
 			continue;
 		int i = 0;
 		while (i < nt && strcmp(refs[i].path, path) != 0)
@@ -257,9 +272,10 @@ static void test_reference(int depth, int f, int size)
 		checked++;
 	}
 	fclose(fh);
-	TEST_ASSERT(got_loss && checked >= 100, "depth %d: only %d reference gradients in %s", depth, checked, file);
-	printf("PyTorch reference, depth %d: loss %.9f, %d gradient elements, worst error/tolerance %.3f\n", depth,
-	       loss, checked, worst);
+	TEST_ASSERT(got_loss && checked >= 100, "%s depth %d: only %d reference gradients in %s", conv, depth, checked,
+	            file);
+	printf("PyTorch reference, %s, depth %d: loss %.9f, %d gradient elements, worst error/tolerance %.3f\n", conv,
+	       depth, loss, checked, worst);
 	for (int i = 0; i < 256; i++)
 		free(grads[i]);
 	unet_destroy(m);
@@ -509,8 +525,10 @@ int main(int argc, char **argv)
 	starnn_blas_autoselect(argv);
 	test_init();
 	test_counts();
-	test_reference(1, 2, 8);
-	test_reference(2, 2, 16);
+	for (int c = 0; c < UNET_NCONVENTIONS; c++) {
+		test_reference(c, 1, 2, 8);
+		test_reference(c, 2, 2, 16);
+	}
 	test_gradients(1, 2, 8);
 	test_gradients(2, 2, 16);
 	test_micro_invariance();

@@ -19,14 +19,19 @@
 # The run is repeated with --micro-batches 1 (one part: no reduction), and
 # with every weight gradient on the im2col + sgemm route (see below).
 #
-# Measured (Debian python3-torch 1.13, float64 reference): max relative error
-# of starnn's float32 losses 1.3e-7 (torch in float32 itself: 2.4e-7 from the
-# float64 losses); the losses fall from 0.81 to 0.22, so a wrong momentum,
-# batch order or batch-norm statistic is far outside the bound.
+# The model is in the default convention (keras: the decoder concatenates
+# [skip, up], BatchNorm eps 1e-3), which the init checkpoint records and
+# the reference follows (tests/models/unet_model.c checks both conventions'
+# gradients against PyTorch).
+# Measured (PyTorch 2.15 from PyPI, float64 reference): max relative error
+# of starnn's float32 losses 2.8e-7 (1.0e-7 in 2 micro-batches); the losses
+# fall from 0.81 to 0.22, so a wrong momentum, batch order, concatenation
+# order or batch-norm statistic is far outside the bound.
 #
-# Regenerate the reference (needs torch and h5py, Debian's python3-torch and
-# python3-h5py): UNET_PARITY_WRITE=1 tests/models/unet_parity.sh (with
-# top_builddir set to the build directory when it is not the current one).
+# Regenerate the reference (needs torch and h5py; the Python is
+# STARNN_TORCH_PYTHON, default python3): UNET_PARITY_WRITE=1
+# tests/models/unet_parity.sh (with top_builddir set to the build directory
+# when it is not the current one).
 set -u
 B=${top_builddir:-.}
 src=${srcdir:-$(dirname "$0")/../..}
@@ -42,7 +47,11 @@ fail() { echo "FAIL: $*"; status=1; }
 ok() { echo "ok: $*"; }
 
 LR=0.05 MOMENTUM=0.9 BATCH=4 STEPS=20
-C="--depth 2 --filters 4 --batch $BATCH --optimizer sgd --lr $LR --momentum $MOMENTUM --shuffle off"
+# --seed 2: initial weights whose 20-step trajectory does not amplify
+# float32 rounding (from seed 1's, in the keras convention, PyTorch's own
+# float32 run drifts 7e-3 from its float64 one by step 20, and starnn's
+# as far: a chaotic path, not an error)
+C="--depth 2 --filters 4 --batch $BATCH --optimizer sgd --lr $LR --momentum $MOMENTUM --shuffle off --seed 2"
 C="$C --eval-every 0 --quiet"
 
 for p in "$unet" "$synth" "$h5sum"; do
@@ -63,7 +72,7 @@ i1=$("$h5sum" "$tmp/init1.h5") && i2=$("$h5sum" "$tmp/init2.h5") || fail "h5sum 
 prep=$tmp/prep1.h5 init=$tmp/init1.h5
 
 if [ "${UNET_PARITY_WRITE:-}" = 1 ]; then
-	/usr/bin/python3 "$src/tools/ref/unet-train.py" --init "$init" --data "$prep" --steps $STEPS --batch $BATCH \
+	"${STARNN_TORCH_PYTHON:-python3}" "$src/tools/ref/unet-train.py" --init "$init" --data "$prep" --steps $STEPS --batch $BATCH \
 		--lr $LR --momentum $MOMENTUM --write "$ref" \
 		--command "models/unet train --data PREP.h5 $C --micro-batches 2 --init INIT.h5 --steps $STEPS" ||
 		exit 1

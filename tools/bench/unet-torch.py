@@ -5,7 +5,7 @@ the CPU with Adam (lr 1e-3, PyTorch defaults) and prints its throughput.
 
   conv_block(c): [Conv2d 3x3 pad 1 -> BatchNorm2d -> ReLU] x 2
   encoder i: conv_block(f*2^i), MaxPool2d(2); centre: conv_block(32*f)
-  decoder i: ConvTranspose2d(k 2, s 2) to f*2^i, cat([up, skip]),
+  decoder i: ConvTranspose2d(k 2, s 2) to f*2^i, cat([skip, up]),
              BatchNorm2d -> ReLU, conv_block(f*2^i); out: Conv2d 1x1, linear
   loss: MSELoss (mean)
 
@@ -36,10 +36,12 @@ import time
 import torch
 import torch.nn as nn
 
+BN_EPS = 1e-3  # models/unet's default convention (keras): [skip, up], BatchNorm eps 1e-3
+
 
 def conv_block(cin, c):
-    return nn.Sequential(nn.Conv2d(cin, c, 3, padding=1), nn.BatchNorm2d(c), nn.ReLU(inplace=True),
-                         nn.Conv2d(c, c, 3, padding=1), nn.BatchNorm2d(c), nn.ReLU(inplace=True))
+    return nn.Sequential(nn.Conv2d(cin, c, 3, padding=1), nn.BatchNorm2d(c, eps=BN_EPS), nn.ReLU(inplace=True),
+                         nn.Conv2d(c, c, 3, padding=1), nn.BatchNorm2d(c, eps=BN_EPS), nn.ReLU(inplace=True))
 
 
 class UNet(nn.Module):
@@ -57,7 +59,7 @@ class UNet(nn.Module):
         for i in reversed(range(depth)):
             c = f << i
             self.up.append(nn.ConvTranspose2d(below, c, 2, stride=2))
-            self.bn0.append(nn.Sequential(nn.BatchNorm2d(2 * c), nn.ReLU(inplace=True)))
+            self.bn0.append(nn.Sequential(nn.BatchNorm2d(2 * c, eps=BN_EPS), nn.ReLU(inplace=True)))
             self.dec.append(conv_block(2 * c, c))
             below = c
         self.out = nn.Conv2d(f, out_frames, 1)
@@ -70,7 +72,7 @@ class UNet(nn.Module):
             x = self.pool(x)
         x = self.centre(x)
         for up, bn0, dec, skip in zip(self.up, self.bn0, self.dec, reversed(skips)):
-            x = dec(bn0(torch.cat([up(x), skip], 1)))
+            x = dec(bn0(torch.cat([skip, up(x)], 1)))
         return self.out(x)
 
 

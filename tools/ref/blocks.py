@@ -1,4 +1,4 @@
-#!/usr/bin/python3
+#!/usr/bin/env python3
 """Reference numerics of one UNet encoder block and one decoder block,
 forward and backward, from PyTorch, for tests/models/blocks.c.
 
@@ -6,11 +6,16 @@ forward and backward, from PyTorch, for tests/models/blocks.c.
             -> conv3x3(F->F, bias) -> BatchNorm2d -> ReLU = skip
             -> MaxPool2d(2) = pool
   decoder:  coarse [N,2F,h,w] -> ConvTranspose2d(2F->F, k2, s2, bias) = up
-            cat([up, skip], dim=1) -> BatchNorm2d(2F) -> ReLU
+            cat([skip, up], dim=1) -> BatchNorm2d(2F) -> ReLU
             -> conv3x3(2F->F, bias) -> BatchNorm2d -> ReLU
             -> conv3x3(F->F, bias) -> BatchNorm2d -> ReLU = out
 
-Training mode (batch statistics, momentum 0.1, eps 1e-5), float32, CPU,
+In the UNet's default convention, the study's Keras model's (the
+concatenation [skip, up], BatchNorm eps 1e-3); --convention starnn-v1 gives
+starnn's first models' ([up, skip], eps 1e-5). The files record it: the
+one-element tensors bn.eps and cat.skip_first (1: [skip, up], 0: [up,
+skip]), which tests/models/blocks.c follows.
+Training mode (batch statistics, momentum 0.1, eps as above), float32, CPU,
 deterministic algorithms. Weights: PyTorch's default initialisation; BN
 gamma / beta and the running statistics are drawn too (so that none is the
 trivial 1 / 0). One step: loss = sum(skip * g_skip) + sum(pool * g_pool) for
@@ -29,8 +34,9 @@ Names: inputs and parameters as they are called below; "d<name>" is the
 gradient of the loss with respect to <name>; "<bn>.rm1" / "<bn>.rv1" are the
 running statistics after the step (".rm0" / ".rv0" before). Intermediate
 forward activations (the input of each BN) are included to localise a
-disagreement. Run with Debian's python3-torch:
-  /usr/bin/python3 tools/ref/blocks.py [--fp64] [outdir]
+disagreement. Run with a Python that has torch (PyPI's, or Debian's
+python3-torch):
+  python3 tools/ref/blocks.py [--fp64] [--convention keras|starnn-v1] [outdir]
 With --fp64 the same weights and inputs (drawn in float32) go through the
 blocks in float64 and the results are rounded to float32 once: running the
 test against such files (tests/models/blocks DIR) measures how far both
@@ -48,6 +54,8 @@ N = 3
 ENC = dict(C=5, F=7, H=11, W=14)
 DEC = dict(F=7, h=6, w=5)  # coarse [N, 2F, h, w], skip [N, F, 2h, 2w]
 DTYPE = torch.float32  # --fp64: the same draws, computed in float64
+CONVENTIONS = {"keras": (1e-3, True), "starnn-v1": (1e-5, False)}  # (eps, skip first)
+BN_EPS, SKIP_FIRST = CONVENTIONS["keras"]
 
 
 def writer(path, comment):
@@ -72,7 +80,7 @@ def writer(path, comment):
 
 
 def bn_layer(channels):
-    bn = torch.nn.BatchNorm2d(channels, momentum=0.1, eps=1e-5)
+    bn = torch.nn.BatchNorm2d(channels, momentum=0.1, eps=BN_EPS)
     with torch.no_grad():
         bn.weight.uniform_(0.5, 1.5)
         bn.bias.uniform_(-0.3, 0.3)
@@ -113,6 +121,7 @@ def encoder(outdir, comment):
 
     add, close = writer(os.path.join(outdir, "encoder.bin"),
                         "%s; encoder N=%d C=%d F=%d H=%d W=%d" % (comment, N, C, F, H, W))
+    add("bn.eps", torch.tensor([BN_EPS]))
     add("x", x)
     add("conv1.w", conv1.weight)
     add("conv1.b", conv1.bias)
@@ -164,6 +173,8 @@ def decoder(outdir, comment):
 
     add, close = writer(os.path.join(outdir, "decoder.bin"),
                         "%s; decoder N=%d F=%d coarse %dx%d" % (comment, N, F, h, w))
+    add("bn.eps", torch.tensor([BN_EPS]))
+    add("cat.skip_first", torch.tensor([1.0 if SKIP_FIRST else 0.0]))
     add("coarse", coarse)
     add("skip", skip)
     add("up.w", upconv.weight)
@@ -178,7 +189,7 @@ def decoder(outdir, comment):
     add("g_out", g_out)
 
     up = upconv(coarse)
-    cat = torch.cat([up, skip], dim=1)
+    cat = torch.cat([skip, up] if SKIP_FIRST else [up, skip], dim=1)
     a0 = torch.relu(bn0(cat))
     h1 = conv1(a0)
     a1 = torch.relu(bn1(h1))
@@ -206,18 +217,26 @@ def decoder(outdir, comment):
 
 
 def main():
-    global DTYPE
+    global DTYPE, BN_EPS, SKIP_FIRST
     args = sys.argv[1:]
-    if args and args[0] == "--fp64":
-        DTYPE = torch.float64
-        args = args[1:]
+    convention = "keras"
+    while args and args[0].startswith("--"):
+        if args[0] == "--fp64":
+            DTYPE = torch.float64
+            args = args[1:]
+        elif args[0] == "--convention" and len(args) > 1 and args[1] in CONVENTIONS:
+            convention = args[1]
+            args = args[2:]
+        else:
+            sys.exit("usage: blocks.py [--fp64] [--convention keras|starnn-v1] [outdir]")
+    BN_EPS, SKIP_FIRST = CONVENTIONS[convention]
     outdir = args[0] if args else os.path.join(
         os.path.dirname(os.path.abspath(__file__)), "..", "..", "tests", "data", "blocks")
     os.makedirs(outdir, exist_ok=True)
     torch.use_deterministic_algorithms(True)
     torch.set_num_threads(1)
-    comment = "tools/ref/blocks.py, torch %s, %s CPU, seed 0" % (
-        torch.__version__, "float64 (stored as float32)" if DTYPE == torch.float64 else "float32")
+    comment = "tools/ref/blocks.py, torch %s, %s CPU, seed 0, convention %s" % (
+        torch.__version__, "float64 (stored as float32)" if DTYPE == torch.float64 else "float32", convention)
     torch.manual_seed(0)
     encoder(outdir, comment)
     torch.manual_seed(1)

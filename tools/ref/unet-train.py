@@ -1,4 +1,4 @@
-#!/usr/bin/python3
+#!/usr/bin/env python3
 """PyTorch reference of `models/unet train` with SGD, for tests/models/unet_parity.sh.
 
 Builds the UNet of models/unet_model.h in torch (torch.nn.functional, from
@@ -7,17 +7,20 @@ tools/ref/unet_ref.py):
   encoder i = 0..depth-1: conv_block(f*2^i) = skip_i, max-pool 2x2/2
   centre: conv_block(32*f)
   decoder i = depth-1..0: ConvTranspose2d 2x2/2 to f*2^i channels (bias),
-    cat([up, skip_i], channels) -> BatchNorm -> ReLU -> conv_block(f*2^i)
+    cat([skip_i, up], channels) -> BatchNorm -> ReLU -> conv_block(f*2^i)
   output: conv 1x1 to out_frames channels (bias), linear
   loss: MSE, the mean over all output elements (normalised values)
 Batch norm in training mode (statistics over the whole batch, biased
-variance, eps 1e-5, running statistics updated with momentum 0.1).
+variance, eps 1e-3, running statistics updated with momentum 0.1). That is
+the checkpoint's convention keras (the default); a checkpoint of
+convention starnn-v1 (or without the attribute) concatenates [up, skip]
+with eps 1e-5.
 
 The weights come from a starnn checkpoint (models/unet train --steps 0
 --checkpoint FILE): one dataset per tensor, named by its path (enc0/conv1/
 weight ...), conv weights OIHW, transposed conv IOHW, biases and batch-norm
 tensors 1-D; the architecture from the root attributes (depth, filters,
-in_frames, out_frames, size). The data are a prepared nowcast file
+in_frames, out_frames, size, convention). The data are a prepared nowcast file
 (tools/sevir-synth prepared): IN (N, H, W, 13) and OUT (N, H, W, 12) float32
 raw VIL values, transposed to NCHW and normalised as starnn's loader does, in
 float32: (v - 33.44) / 47.54. Samples are taken in file order as
@@ -36,7 +39,7 @@ as float32 values, widened), so that the reference is the exact trajectory;
 implementation drifts from it.
 
 Usage:
-  /usr/bin/python3 tools/ref/unet-train.py --init INIT.h5 --data PREP.h5 \\
+  python3 tools/ref/unet-train.py --init INIT.h5 --data PREP.h5 \\
       --steps 20 --batch 4 --lr 0.05 --momentum 0.9 \\
       [--dtype float64|float32] [--write tests/data/unet/sgd20.txt] \\
       [--compare LOG.json]
@@ -49,7 +52,7 @@ comment lines (#), then
 (the sums, in float64 over the float32 values, let the test tell a change of
 the generated init weights or data from a change of the numerics; the test
 computes them with tests/models/h5sum).
-Needs torch and h5py (Debian: python3-torch, python3-h5py); the test does not.
+Needs torch and h5py (PyPI's, or Debian's python3-torch and python3-h5py); the test does not.
 """
 import argparse
 import json
@@ -62,36 +65,10 @@ import torch
 import torch.nn.functional as F
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from unet_ref import forward, param_shapes  # noqa: E402  (tools/ref/unet_ref.py)
+from unet_ref import forward, load_checkpoint  # noqa: E402  (tools/ref/unet_ref.py)
 
 NORM_MEAN = np.float32(33.44)
 NORM_SCALE = np.float32(47.54)
-
-
-def load_model(path, dtype):
-    """Parameters (leaf tensors requiring grad, in model order), BN running
-    statistics and the architecture attributes of a starnn checkpoint; the
-    shapes must be those of the architecture (tools/ref/unet_ref.py)."""
-    params, buffers = {}, {}
-    with h5py.File(path, "r") as f:
-        arch = {k: int(f.attrs[k]) for k in ("depth", "filters", "in_frames", "out_frames", "size")}
-        fmt = f.attrs.get("format")
-        if isinstance(fmt, bytes):
-            fmt = fmt.decode()
-        if fmt != "starnn-unet":
-            sys.exit("%s: not a starnn UNet checkpoint (format attribute %r)" % (path, fmt))
-        shapes = param_shapes(arch["depth"], arch["filters"], arch["in_frames"], arch["out_frames"])
-        for name, shape, kind in shapes:
-            a = np.asarray(f[name][()], dtype=np.float32)
-            if tuple(a.shape) != shape:
-                sys.exit("checkpoint: %s has shape %s, expected %s" % (name, tuple(a.shape), shape))
-            params[name] = torch.tensor(a, dtype=dtype).requires_grad_(True)
-            if kind == "bn" and name.endswith("/weight"):
-                layer = name[:-len("/weight")]
-                for n in ("running_mean", "running_var"):
-                    a = np.asarray(f[layer + "/" + n][()], dtype=np.float32)
-                    buffers[layer + "/" + n] = torch.tensor(a, dtype=dtype)
-    return params, buffers, arch
 
 
 def load_data(path, in_frames, out_frames):
@@ -155,7 +132,7 @@ def main():
     torch.manual_seed(0)
     torch.use_deterministic_algorithms(True)
     dtype = torch.float64 if a.dtype == "float64" else torch.float32
-    p, buffers, arch = load_model(a.init, dtype)
+    p, buffers, arch = load_checkpoint(a.init, dtype, requires_grad=True)
     x, y, _, _ = load_data(a.data, arch["in_frames"], arch["out_frames"])
     n = x.shape[0]
     if x.shape[2] != arch["size"] or x.shape[3] != arch["size"]:
@@ -172,7 +149,7 @@ def main():
         xb = torch.tensor(x[first:first + a.batch], dtype=dtype)
         yb = torch.tensor(y[first:first + a.batch], dtype=dtype)
         opt.zero_grad()
-        loss = F.mse_loss(forward(p, xb, arch["depth"], buffers), yb)
+        loss = F.mse_loss(forward(p, xb, arch["depth"], buffers, arch["convention"]), yb)
         loss.backward()
         opt.step()
         losses.append(loss.item())
@@ -197,9 +174,9 @@ def main():
         with open(a.write, "w") as fh:
             fh.write("# tools/ref/unet-train.py: PyTorch %s, %s, SGD lr %g momentum %g, batch %d, %d steps\n" %
                      (torch.__version__, a.dtype, a.lr, a.momentum, a.batch, a.steps))
-            fh.write("# architecture: depth %d, filters %d, %d -> %d frames, %dx%d; %d samples in file order\n" %
-                     (arch["depth"], arch["filters"], arch["in_frames"], arch["out_frames"], arch["size"],
-                      arch["size"], n))
+            fh.write("# architecture: depth %d, filters %d, %d -> %d frames, %dx%d, convention %s; %d samples in "
+                     "file order\n" % (arch["depth"], arch["filters"], arch["in_frames"], arch["out_frames"],
+                                       arch["size"], arch["size"], arch["convention"], n))
             if a.command:
                 fh.write("# starnn: %s\n" % a.command)
             fh.write("init %d %.17g %.17g\n" % (ni, si, qi))

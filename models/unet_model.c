@@ -24,7 +24,11 @@
  * state and update, loss scaling) is runtime/train/params.h's; this file keeps
  * the layers' forward and backward graphs. Batch-norm parameter gradients
  * come out of the batch-norm backward already summed over the parts (one
- * slice). Nothing waits inside a step. */
+ * slice). Nothing waits inside a step.
+ *
+ * Length (about 1,000 lines): the forward and backward graphs of every
+ * layer kind, in fp32 and mixed precision, one function per block; the
+ * options are models/unet_options.c's, the program models/unet.c's. */
 #include <config.h>
 
 #include <math.h>

@@ -3,7 +3,7 @@
  * (db's) length and inner = y's cols / channels, so the shape footprint of
  * the buffers determines the cost. bias_grad has two codelets: db in
  * STARPU_W when beta == 0 (StarPU need not fetch db), STARPU_RW otherwise;
- * both use the model starnn_bias_grad_fp32. */
+ * both use the model starnn_bias_grad_fp32. CPU, CUDA and OpenCL. */
 #include "codelets/bias.h"
 #include "codelets/kernels/bias.h"
 #include "runtime/core/codelet.h"
@@ -29,6 +29,17 @@ static void bias_add_cuda(void *buffers[], void *cl_arg)
 }
 #endif
 
+#ifdef STARNN_USE_OPENCL
+static void bias_add_opencl(void *buffers[], void *cl_arg)
+{
+	struct starnn_clmat b = starnn_cl_buffer(buffers, 0), y = starnn_cl_buffer(buffers, 1);
+	struct starnn_opencl_ctx *ctx = STARNN_OPENCL_CTX(bias);
+	if (ctx)
+		STARNN_OPENCL_LAUNCHED(ctx, "bias_add", starnn_bias_add_opencl(ctx, y.rows, b.cols, y.cols / b.cols, b.mem,
+		                                                               b.off, y.mem, y.off, y.ld));
+}
+#endif
+
 static STARNN_PERFMODEL(bias_add, fp32);
 struct starpu_codelet starnn_bias_add_cl = {
 	.name = "bias_add",
@@ -38,6 +49,7 @@ struct starpu_codelet starnn_bias_add_cl = {
 	.cuda_funcs = {bias_add_cuda},
 	.cuda_flags = {STARPU_CUDA_ASYNC},
 #endif
+	STARNN_OPENCL_FUNCS(bias_add_opencl)
 	.nbuffers = 2,
 	.modes = {STARPU_R, STARPU_RW},
 	STARNN_MODELS(bias_add, fp32),
@@ -63,6 +75,19 @@ static void bias_grad_cuda(void *buffers[], void *cl_arg)
 }
 #endif
 
+#ifdef STARNN_USE_OPENCL
+static void bias_grad_opencl(void *buffers[], void *cl_arg)
+{
+	const struct bias_grad_args *g = cl_arg;
+	struct starnn_clmat dy = starnn_cl_buffer(buffers, 0), db = starnn_cl_buffer(buffers, 1);
+	struct starnn_opencl_ctx *ctx = STARNN_OPENCL_CTX(bias);
+	if (ctx)
+		STARNN_OPENCL_LAUNCHED(ctx, "bias_grad",
+		                       starnn_bias_grad_opencl(ctx, dy.rows, db.cols, dy.cols / db.cols, dy.mem, dy.off, dy.ld,
+		                                               g->beta, db.mem, db.off));
+}
+#endif
+
 static STARNN_PERFMODEL(bias_grad, fp32);
 struct starpu_codelet starnn_bias_grad_cl = {
 	.name = "bias_grad",
@@ -72,6 +97,7 @@ struct starpu_codelet starnn_bias_grad_cl = {
 	.cuda_funcs = {bias_grad_cuda},
 	.cuda_flags = {STARPU_CUDA_ASYNC},
 #endif
+	STARNN_OPENCL_FUNCS(bias_grad_opencl)
 	.nbuffers = 2,
 	.modes = {STARPU_R, STARPU_RW},
 	STARNN_MODELS(bias_grad, fp32),
@@ -85,6 +111,7 @@ struct starpu_codelet starnn_bias_grad_w_cl = {
 	.cuda_funcs = {bias_grad_cuda},
 	.cuda_flags = {STARPU_CUDA_ASYNC},
 #endif
+	STARNN_OPENCL_FUNCS(bias_grad_opencl)
 	.nbuffers = 2,
 	.modes = {STARPU_R, STARPU_W},
 	STARNN_MODELS(bias_grad, fp32),
@@ -170,6 +197,33 @@ int starnn_bias_grad(starnn_tensor *dy, float beta, starnn_tensor *db)
 #define BIAS_HALF_CUDA(dt, DT)
 #define BIAS_HALF_CUDA_FIELDS(fn)
 #endif
+#ifdef STARNN_USE_OPENCL
+#define BIAS_HALF_OPENCL(dt, DT)                                                                          \
+	static void bias_add_##dt##_opencl(void *buffers[], void *cl_arg)                                 \
+	{                                                                                                 \
+		struct starnn_clmat b = starnn_cl_buffer(buffers, 0), y = starnn_cl_buffer(buffers, 1);   \
+		struct starnn_opencl_ctx *ctx = STARNN_OPENCL_CTX(bias);                                  \
+		if (ctx)                                                                                  \
+			STARNN_OPENCL_LAUNCHED(ctx, "bias_add_" #dt,                                      \
+			                       starnn_bias_add_half_opencl(ctx, DT, y.rows, b.cols,       \
+			                                                   y.cols / b.cols, b.mem, b.off, \
+			                                                   y.mem, y.off, y.ld));          \
+	}                                                                                                 \
+	static void bias_grad_##dt##_opencl(void *buffers[], void *cl_arg)                                \
+	{                                                                                                 \
+		const struct bias_grad_args *g = cl_arg;                                                  \
+		struct starnn_clmat dy = starnn_cl_buffer(buffers, 0), db = starnn_cl_buffer(buffers, 1); \
+		struct starnn_opencl_ctx *ctx = STARNN_OPENCL_CTX(bias);                                  \
+		if (ctx)                                                                                  \
+			STARNN_OPENCL_LAUNCHED(ctx, "bias_grad_" #dt,                                     \
+			                       starnn_bias_grad_half_opencl(ctx, DT, dy.rows, db.cols,    \
+			                                                    dy.cols / db.cols, dy.mem,    \
+			                                                    dy.off, dy.ld, g->beta,       \
+			                                                    db.mem, db.off));             \
+	}
+#else
+#define BIAS_HALF_OPENCL(dt, DT)
+#endif
 
 #define BIAS_HALF_CODELETS(dt, DT)                                                                        \
 	static void bias_add_##dt##_cpu(void *buffers[], void *cl_arg)                                    \
@@ -185,6 +239,7 @@ int starnn_bias_grad(starnn_tensor *dy, float beta, starnn_tensor *db)
 		                          g->beta, db.ptr);                                               \
 	}                                                                                                 \
 	BIAS_HALF_CUDA(dt, DT)                                                                            \
+	BIAS_HALF_OPENCL(dt, DT)                                                                          \
 	static STARNN_PERFMODEL(bias_add, dt);                                                            \
 	static STARNN_PERFMODEL(bias_grad, dt);                                                           \
 	static struct starpu_codelet bias_add_##dt##_cl = {                                               \
@@ -192,6 +247,7 @@ int starnn_bias_grad(starnn_tensor *dy, float beta, starnn_tensor *db)
 		.cpu_funcs = {bias_add_##dt##_cpu},                                                       \
 		.cpu_funcs_name = {"bias_add_" #dt "_cpu"},                                               \
 		BIAS_HALF_CUDA_FIELDS(bias_add_##dt##_cuda)                                               \
+		STARNN_OPENCL_FUNCS(bias_add_##dt##_opencl)                                               \
 		.nbuffers = 2,                                                                            \
 		.modes = {STARPU_R, STARPU_RW},                                                           \
 		STARNN_MODELS(bias_add, dt),                                                              \
@@ -201,6 +257,7 @@ int starnn_bias_grad(starnn_tensor *dy, float beta, starnn_tensor *db)
 		.cpu_funcs = {bias_grad_##dt##_cpu},                                                      \
 		.cpu_funcs_name = {"bias_grad_" #dt "_cpu"},                                              \
 		BIAS_HALF_CUDA_FIELDS(bias_grad_##dt##_cuda)                                              \
+		STARNN_OPENCL_FUNCS(bias_grad_##dt##_opencl)                                              \
 		.nbuffers = 2,                                                                            \
 		.modes = {STARPU_R, STARPU_RW},                                                           \
 		STARNN_MODELS(bias_grad, dt),                                                             \
@@ -210,6 +267,7 @@ int starnn_bias_grad(starnn_tensor *dy, float beta, starnn_tensor *db)
 		.cpu_funcs = {bias_grad_##dt##_cpu},                                                      \
 		.cpu_funcs_name = {"bias_grad_" #dt "_cpu"},                                              \
 		BIAS_HALF_CUDA_FIELDS(bias_grad_##dt##_cuda)                                              \
+		STARNN_OPENCL_FUNCS(bias_grad_##dt##_opencl)                                              \
 		.nbuffers = 2,                                                                            \
 		.modes = {STARPU_R, STARPU_W},                                                            \
 		STARNN_MODELS(bias_grad, dt),                                                             \

@@ -1,4 +1,5 @@
-/* StarPU codelets of concat (fp32) and the no-copy channel views. */
+/* StarPU codelets of concat (fp32, fp16, bf16: CPU, CUDA and OpenCL) and the
+ * no-copy channel views. */
 #include "codelets/concat.h"
 #include "codelets/halfwrap.h"
 #include "codelets/kernels/concat.h"
@@ -12,6 +13,45 @@ struct concat_args {
 #define CUDA_IMPL(fn) .cuda_funcs = {fn}, .cuda_flags = {STARPU_CUDA_ASYNC},
 #else
 #define CUDA_IMPL(fn)
+#endif
+
+#ifdef STARNN_USE_OPENCL
+/* Both directions, any dtype: the OpenCL kernels take dt. */
+static void concat_fwd_opencl_dt(void *buffers[], starnn_dtype dt)
+{
+	struct starnn_clmat a = starnn_cl_buffer(buffers, 0), b = starnn_cl_buffer(buffers, 1),
+	                    c = starnn_cl_buffer(buffers, 2);
+	struct starnn_opencl_ctx *ctx = STARNN_OPENCL_CTX(concat);
+	if (ctx)
+		STARNN_OPENCL_LAUNCHED(ctx, "concat_fwd",
+		                       starnn_concat_fwd_opencl(ctx, dt, c.rows, a.cols, a.mem, a.off, a.ld, b.cols, b.mem,
+		                                                b.off, b.ld, c.mem, c.off, c.ld));
+}
+
+static void concat_bwd_opencl_dt(void *buffers[], void *cl_arg, starnn_dtype dt)
+{
+	const struct concat_args *a = cl_arg;
+	struct starnn_clmat dc = starnn_cl_buffer(buffers, 0), da = starnn_cl_buffer(buffers, 1),
+	                    db = starnn_cl_buffer(buffers, 2);
+	struct starnn_opencl_ctx *ctx = STARNN_OPENCL_CTX(concat);
+	if (ctx)
+		STARNN_OPENCL_LAUNCHED(ctx, "concat_bwd",
+		                       starnn_concat_bwd_opencl(ctx, dt, dc.rows, da.cols, db.cols, dc.mem, dc.off, dc.ld,
+		                                                a->beta_a, da.mem, da.off, da.ld, a->beta_b, db.mem,
+		                                                db.off, db.ld));
+}
+#define CC_OPENCL(dt, DT)                                                                                   \
+	static void concat_fwd_##dt##_opencl(void *buffers[], void *cl_arg)                                 \
+	{                                                                                                   \
+		(void)cl_arg;                                                                               \
+		concat_fwd_opencl_dt(buffers, DT);                                                          \
+	}                                                                                                   \
+	static void concat_bwd_##dt##_opencl(void *buffers[], void *cl_arg)                                 \
+	{                                                                                                   \
+		concat_bwd_opencl_dt(buffers, cl_arg, DT);                                                  \
+	}
+#else
+#define CC_OPENCL(dt, DT)
 #endif
 
 /* ---------------------------------------------------------------- forward */
@@ -33,12 +73,15 @@ static void concat_fwd_cuda(void *buffers[], void *cl_arg)
 }
 #endif
 
+CC_OPENCL(fp32, STARNN_FP32)
+
 static STARNN_PERFMODEL(concat_fwd, fp32);
 struct starpu_codelet starnn_concat_fwd_cl = {
 	.name = "concat_fwd",
 	.cpu_funcs = {concat_fwd_cpu},
 	.cpu_funcs_name = {"concat_fwd_cpu"},
 	CUDA_IMPL(concat_fwd_cuda)
+	STARNN_OPENCL_FUNCS(concat_fwd_fp32_opencl)
 	.nbuffers = 3,
 	.modes = {STARPU_R, STARPU_R, STARPU_W},
 	STARNN_MODELS(concat_fwd, fp32),
@@ -69,7 +112,8 @@ static STARNN_PERFMODEL(concat_bwd, fp32);
 #define CONCAT_BWD_CL(mode_a, mode_b)                                                                          \
 	{                                                                                                      \
 		.name = "concat_bwd", .cpu_funcs = {concat_bwd_cpu}, .cpu_funcs_name = {"concat_bwd_cpu"},     \
-		CUDA_IMPL(concat_bwd_cuda).nbuffers = 3, .modes = {STARPU_R, mode_a, mode_b},                  \
+		CUDA_IMPL(concat_bwd_cuda) STARNN_OPENCL_FUNCS(concat_bwd_fp32_opencl)                        \
+		.nbuffers = 3, .modes = {STARPU_R, mode_a, mode_b},                                            \
 		STARNN_MODELS(concat_bwd, fp32),                                                               \
 	}
 struct starpu_codelet starnn_concat_bwd_cl[2][2] = {
@@ -141,11 +185,13 @@ static void concat_bwd_half(void *buffers[], void *cl_arg, starnn_dtype dt, int 
 #define CC_HALF_CL(fn, dt, stem, ma, mb)                                                                    \
 	{                                                                                                   \
 		.name = #fn "_" #dt, .cpu_funcs = {fn##_##dt##_cpu}, .cpu_funcs_name = {#fn "_" #dt "_cpu"}, \
-		CUDA_IMPL(fn##_##dt##_cuda).nbuffers = 3, .modes = {STARPU_R, ma, mb}, STARNN_MODELS_OF(stem), \
+		CUDA_IMPL(fn##_##dt##_cuda) STARNN_OPENCL_FUNCS(fn##_##dt##_opencl)                        \
+		.nbuffers = 3, .modes = {STARPU_R, ma, mb}, STARNN_MODELS_OF(stem),                         \
 	}
 #define CC_HALF(dt, DT)                                                                                     \
 	CC_HALF_FNS(concat_fwd, dt, DT)                                                                     \
 	CC_HALF_FNS(concat_bwd, dt, DT)                                                                     \
+	CC_OPENCL(dt, DT)                                                                                   \
 	static STARNN_PERFMODEL(concat_fwd, dt);                                                            \
 	static STARNN_PERFMODEL(concat_bwd, dt);                                                            \
 	static struct starpu_codelet concat_fwd_##dt##_cl = {                                               \
@@ -153,6 +199,7 @@ static void concat_bwd_half(void *buffers[], void *cl_arg, starnn_dtype dt, int 
 		.cpu_funcs = {concat_fwd_##dt##_cpu},                                                       \
 		.cpu_funcs_name = {"concat_fwd_" #dt "_cpu"},                                               \
 		CUDA_IMPL(concat_fwd_##dt##_cuda)                                                           \
+		STARNN_OPENCL_FUNCS(concat_fwd_##dt##_opencl)                                               \
 		.nbuffers = 3,                                                                              \
 		.modes = {STARPU_R, STARPU_R, STARPU_W},                                                    \
 		STARNN_MODELS(concat_fwd, dt),                                                              \

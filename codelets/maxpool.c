@@ -1,4 +1,4 @@
-/* StarPU codelets of maxpool (fp32). */
+/* StarPU codelets of maxpool (fp32, fp16, bf16): CPU, CUDA and OpenCL. */
 #include <stddef.h>
 
 #include "codelets/halfwrap.h"
@@ -14,8 +14,9 @@ struct maxpool_args {
 	float beta;
 };
 
-#ifdef STARNN_USE_CUDA
-/* Blocked data runs on CPUs only (the CUDA kernels take NCHW). */
+#if defined(STARNN_USE_CUDA) || defined(STARNN_USE_OPENCL)
+#define MAXPOOL_DEVICE 1
+/* Blocked data runs on CPUs only (the CUDA and OpenCL kernels take NCHW). */
 static int maxpool_can_execute(unsigned workerid, struct starpu_task *task, unsigned nimpl)
 {
 	(void)nimpl;
@@ -56,6 +57,39 @@ static void maxpool_fwd_cuda(void *buffers[], void *cl_arg)
 }
 #endif
 
+#ifdef STARNN_USE_OPENCL
+static void maxpool_fwd_opencl_dt(void *buffers[], void *cl_arg, starnn_dtype dt)
+{
+	const struct maxpool_args *a = cl_arg;
+	struct starnn_clmat x = starnn_cl_buffer(buffers, 0), y = starnn_cl_buffer(buffers, 1);
+	struct starnn_opencl_ctx *ctx = STARNN_OPENCL_CTX(maxpool);
+	if (ctx)
+		STARNN_OPENCL_LAUNCHED(ctx, "maxpool_fwd",
+		                       starnn_maxpool_fwd_opencl(ctx, dt, x.rows, x.cols / (size_t)(a->h * a->w), (size_t)a->h,
+		                                                 (size_t)a->w, x.mem, x.off, x.ld, y.mem, y.off, y.ld));
+}
+
+static void maxpool_bwd_opencl_dt(void *buffers[], void *cl_arg, starnn_dtype dt)
+{
+	const struct maxpool_args *a = cl_arg;
+	struct starnn_clmat x = starnn_cl_buffer(buffers, 0), dy = starnn_cl_buffer(buffers, 1),
+	                    dx = starnn_cl_buffer(buffers, 2);
+	struct starnn_opencl_ctx *ctx = STARNN_OPENCL_CTX(maxpool);
+	if (ctx)
+		STARNN_OPENCL_LAUNCHED(ctx, "maxpool_bwd",
+		                       starnn_maxpool_bwd_opencl(ctx, dt, x.rows, x.cols / (size_t)(a->h * a->w), (size_t)a->h,
+		                                                 (size_t)a->w, x.mem, x.off, x.ld, dy.mem, dy.off, dy.ld,
+		                                                 a->beta, dx.mem, dx.off, dx.ld));
+}
+
+#define MP_OPENCL(fn, dt, DT)                                                                               \
+	static void fn##_##dt##_opencl(void *buffers[], void *cl_arg) { fn##_opencl_dt(buffers, cl_arg, DT); }
+#else
+#define MP_OPENCL(fn, dt, DT)
+#endif
+MP_OPENCL(maxpool_fwd, fp32, STARNN_FP32)
+MP_OPENCL(maxpool_bwd, fp32, STARNN_FP32)
+
 static STARNN_PERFMODEL_FP(maxpool_fwd, fp32, maxpool_footprint);
 struct starpu_codelet starnn_maxpool_fwd_cl = {
 	.name = "maxpool_fwd",
@@ -64,8 +98,11 @@ struct starpu_codelet starnn_maxpool_fwd_cl = {
 #ifdef STARNN_USE_CUDA
 	.cuda_funcs = {maxpool_fwd_cuda},
 	.cuda_flags = {STARPU_CUDA_ASYNC},
+#endif
+#ifdef MAXPOOL_DEVICE
 	.can_execute = maxpool_can_execute,
 #endif
+	STARNN_OPENCL_FUNCS(maxpool_fwd_fp32_opencl)
 	.nbuffers = 2,
 	.modes = {STARPU_R, STARPU_W},
 	STARNN_MODELS(maxpool_fwd, fp32),
@@ -100,8 +137,11 @@ struct starpu_codelet starnn_maxpool_bwd_cl = {
 #ifdef STARNN_USE_CUDA
 	.cuda_funcs = {maxpool_bwd_cuda},
 	.cuda_flags = {STARPU_CUDA_ASYNC},
+#endif
+#ifdef MAXPOOL_DEVICE
 	.can_execute = maxpool_can_execute,
 #endif
+	STARNN_OPENCL_FUNCS(maxpool_bwd_fp32_opencl)
 	.nbuffers = 3,
 	.modes = {STARPU_R, STARPU_R, STARPU_RW},
 	STARNN_MODELS(maxpool_bwd, fp32),
@@ -113,8 +153,11 @@ struct starpu_codelet starnn_maxpool_bwd_w_cl = {
 #ifdef STARNN_USE_CUDA
 	.cuda_funcs = {maxpool_bwd_cuda},
 	.cuda_flags = {STARPU_CUDA_ASYNC},
+#endif
+#ifdef MAXPOOL_DEVICE
 	.can_execute = maxpool_can_execute,
 #endif
+	STARNN_OPENCL_FUNCS(maxpool_bwd_fp32_opencl)
 	.nbuffers = 3,
 	.modes = {STARPU_R, STARPU_R, STARPU_W},
 	STARNN_MODELS(maxpool_bwd, fp32),
@@ -177,20 +220,28 @@ static void maxpool_bwd_half(void *buffers[], void *cl_arg, starnn_dtype dt, int
 #ifdef STARNN_USE_CUDA
 #define MP_HALF_CUDA(fn, dt, DT)                                                                            \
 	static void fn##_##dt##_cuda(void *buffers[], void *cl_arg) { fn##_half(buffers, cl_arg, DT, 1); }
-#define MP_CUDA_FIELDS(fn) .cuda_funcs = {fn}, .cuda_flags = {STARPU_CUDA_ASYNC}, .can_execute = maxpool_can_execute,
+#define MP_CUDA_FIELDS(fn) .cuda_funcs = {fn}, .cuda_flags = {STARPU_CUDA_ASYNC},
 #else
 #define MP_HALF_CUDA(fn, dt, DT)
 #define MP_CUDA_FIELDS(fn)
 #endif
+#ifdef MAXPOOL_DEVICE
+#define MP_CAN_EXECUTE .can_execute = maxpool_can_execute,
+#else
+#define MP_CAN_EXECUTE
+#endif
 #define MP_HALF_FNS(fn, dt, DT)                                                                             \
 	static void fn##_##dt##_cpu(void *buffers[], void *cl_arg) { fn##_half(buffers, cl_arg, DT, 0); }   \
-	MP_HALF_CUDA(fn, dt, DT)
+	MP_HALF_CUDA(fn, dt, DT)                                                                            \
+	MP_OPENCL(fn, dt, DT)
 #define MP_HALF_CL(var, fn, dt, stem, nb, ...)                                                              \
 	static struct starpu_codelet var = {                                                                \
 		.name = #fn "_" #dt,                                                                        \
 		.cpu_funcs = {fn##_##dt##_cpu},                                                             \
 		.cpu_funcs_name = {#fn "_" #dt "_cpu"},                                                     \
 		MP_CUDA_FIELDS(fn##_##dt##_cuda)                                                            \
+		MP_CAN_EXECUTE                                                                              \
+		STARNN_OPENCL_FUNCS(fn##_##dt##_opencl)                                                     \
 		.nbuffers = nb,                                                                             \
 		.modes = {__VA_ARGS__},                                                                     \
 		STARNN_MODELS_OF(stem),                                                                     \

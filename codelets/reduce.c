@@ -1,4 +1,4 @@
-/* StarPU codelets of sum / sumsq (fp32 in, one fp32 out). */
+/* StarPU codelets of sum / sumsq (fp32 in, one fp32 out): CPU, CUDA and OpenCL. */
 #include <math.h>
 
 #include "codelets/kernels/reduce.h"
@@ -49,6 +49,28 @@ static void sumsq_cuda(void *buffers[], void *cl_arg)
 }
 #endif
 
+#ifdef STARNN_USE_OPENCL
+static void sum_opencl(void *buffers[], void *cl_arg)
+{
+	const struct reduce_args *a = cl_arg;
+	struct starnn_clmat x = starnn_cl_buffer(buffers, 0), out = starnn_cl_buffer(buffers, 1);
+	struct starnn_opencl_ctx *ctx = STARNN_OPENCL_CTX(reduce);
+	if (ctx)
+		STARNN_OPENCL_LAUNCHED(ctx, "sum", starnn_sum_opencl(ctx, x.rows, x.cols, x.mem, x.off, x.ld, a->beta,
+		                                                     out.mem, out.off));
+}
+
+static void sumsq_opencl(void *buffers[], void *cl_arg)
+{
+	const struct reduce_args *a = cl_arg;
+	struct starnn_clmat x = starnn_cl_buffer(buffers, 0), out = starnn_cl_buffer(buffers, 1);
+	struct starnn_opencl_ctx *ctx = STARNN_OPENCL_CTX(reduce);
+	if (ctx)
+		STARNN_OPENCL_LAUNCHED(ctx, "sumsq", starnn_sumsq_opencl(ctx, x.rows, x.cols, x.mem, x.off, x.ld, a->beta,
+		                                                         out.mem, out.off));
+}
+#endif
+
 static STARNN_PERFMODEL(sum, fp32);
 struct starpu_codelet starnn_sum_cl = {
 	.name = "sum",
@@ -58,6 +80,7 @@ struct starpu_codelet starnn_sum_cl = {
 	.cuda_funcs = {sum_cuda},
 	.cuda_flags = {STARPU_CUDA_ASYNC},
 #endif
+	STARNN_OPENCL_FUNCS(sum_opencl)
 	.nbuffers = 2,
 	.modes = {STARPU_R, STARPU_RW},
 	STARNN_MODELS(sum, fp32),
@@ -72,6 +95,7 @@ struct starpu_codelet starnn_sumsq_cl = {
 	.cuda_funcs = {sumsq_cuda},
 	.cuda_flags = {STARPU_CUDA_ASYNC},
 #endif
+	STARNN_OPENCL_FUNCS(sumsq_opencl)
 	.nbuffers = 2,
 	.modes = {STARPU_R, STARPU_RW},
 	STARNN_MODELS(sumsq, fp32),

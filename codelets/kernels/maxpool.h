@@ -15,7 +15,11 @@
 
 #include <stddef.h>
 
+#include "runtime/base/features.h"
 #include "runtime/base/types.h"
+#ifdef STARNN_USE_OPENCL
+#include "runtime/base/opencl.h"
+#endif
 
 #ifdef __cplusplus
 extern "C" {
@@ -40,6 +44,21 @@ void starnn_maxpool_fwd_cuda(size_t n, size_t c, size_t h, size_t w, const float
                              size_t ldy, void *stream);
 void starnn_maxpool_bwd_cuda(size_t n, size_t c, size_t h, size_t w, const float *x, size_t ldx, const float *dy,
                              size_t lddy, float beta, float *dx, size_t lddx, void *stream);
+
+#ifdef STARNN_USE_OPENCL
+/* codelets/opencl/maxpool.c, on ctx->queue (runtime/base/opencl.h): the
+ * kernels of starnn_opencl_program_maxpool (codelets/opencl/maxpool.cl),
+ * NCHW data of dt (fp32, fp16 or bf16), the _mp CPU kernels' results bit
+ * for bit. Each operand is a cl_mem with the offset of its view's first
+ * element (elements); shapes as above. CL_SUCCESS, or the OpenCL error
+ * (ctx->failed_* say where). */
+extern const struct starnn_opencl_program starnn_opencl_program_maxpool;
+cl_int starnn_maxpool_fwd_opencl(struct starnn_opencl_ctx *ctx, starnn_dtype dt, size_t n, size_t c, size_t h,
+                                 size_t w, cl_mem x, size_t x_off, size_t ldx, cl_mem y, size_t y_off, size_t ldy);
+cl_int starnn_maxpool_bwd_opencl(struct starnn_opencl_ctx *ctx, starnn_dtype dt, size_t n, size_t c, size_t h,
+                                 size_t w, cl_mem x, size_t x_off, size_t ldx, cl_mem dy, size_t dy_off, size_t lddy,
+                                 float beta, cl_mem dx, size_t dx_off, size_t lddx);
+#endif
 
 #ifdef __cplusplus
 }

@@ -17,7 +17,11 @@
  * quotient is exact but for the rounding of each y0 + b (at most 2^-24 |y0
  * + b| each, deterministic) and the double sums, divided by the step taken
  * (fd_bound). 16-bit bias_add: the fp32 add, then one rounding to fp16 /
- * bf16 (plus 2^-25 absolute for fp16's subnormal spacing). */
+ * bf16 (plus 2^-25 absolute for fp16's subnormal spacing).
+ *
+ * Except on CUDA (which sums in another order), the codelets' results are
+ * also the CPU kernels' bit for bit (test_same_bits): the OpenCL kernels
+ * run the CPU kernels' loops in their order (docs/opencl.md). */
 #include "codelets/bias.h"
 #include "codelets/kernels/bias.h"
 #include "runtime/base/half.h"
@@ -40,6 +44,22 @@ static void channel_sums(size_t n, size_t ch, size_t inner, const float *dy, siz
 			}
 		r->val[c] = s, r->mag[c] = m;
 	}
+}
+
+/* got (ch values of db) against starnn_bias_grad_cpu on the host copy dy,
+ * from db's old values old (not read when beta == 0): bit for bit, except
+ * on CUDA. */
+static void same_as_grad_cpu(const char *what, const float *got, size_t n, size_t ch, size_t inner, const float *dy,
+                             size_t ld, float beta, const float *old)
+{
+	if (TEST_ON_CUDA)
+		return;
+	float *want = malloc(ch * sizeof *want);
+	for (size_t c = 0; c < ch; c++)
+		want[c] = beta == 0.0f ? NAN : old[c];
+	starnn_bias_grad_cpu(n, ch, inner, dy, ld, beta, want);
+	test_same_bits(what, got, want, ch, 4);
+	free(want);
 }
 
 static void kernels_vs_naive(size_t n, size_t ch, size_t inner)
@@ -110,6 +130,8 @@ static void codelets_vs_kernels(int ndim, int64_t n, int64_t ch, int64_t h, int6
 	snprintf(what, sizeof what, "bias_add codelet %dD [%lld,%lld,%lld,%lld]%s", ndim, (long long)n, (long long)ch,
 	         (long long)h, (long long)w, view ? " channel part" : "");
 	test_close(what, got, ref, len, 0, 0); /* same float add on CPU and GPU */
+	if (!TEST_ON_CUDA)
+		test_same_bits(what, got, ref, len, 4);
 
 	/* bias_grad of the new y: beta = 0 over db full of NaN (W mode). */
 	float *nan = malloc((size_t)ch * sizeof *nan);
@@ -124,6 +146,7 @@ static void codelets_vs_kernels(int ndim, int64_t n, int64_t ch, int64_t h, int6
 	snprintf(what, sizeof what, "bias_grad codelet beta 0 %dD [%lld,%lld,%lld,%lld]%s", ndim, (long long)n,
 	         (long long)ch, (long long)h, (long long)w, view ? " channel part" : "");
 	test_close_sum(what, gdb, dref.val, dref.mag, (size_t)ch, nterms, TEST_U32);
+	same_as_grad_cpu(what, gdb, (size_t)n, (size_t)ch, inner, ref + off, ld, 0.0f, NULL);
 
 	/* Micro-batch accumulation: db = 0.5 * db + grad(rows [0, n1)), then
 	 * db += grad(rows [n1, n)) through a batch split of y (of its parent
@@ -136,8 +159,16 @@ static void codelets_vs_kernels(int ndim, int64_t n, int64_t ch, int64_t h, int6
 		 * rows; the stored partial is one more rounded addition */
 		struct test_sums acc = test_sums_new((size_t)ch);
 		channel_sums((size_t)n, (size_t)ch, inner, ref, ld, 0.5f, gdb, &acc);
+		/* the CPU kernel on the same two parts, in the same order */
+		size_t n0 = py->parts[0]->rows;
+		float *want = malloc((size_t)ch * sizeof *want);
+		memcpy(want, gdb, (size_t)ch * sizeof *want);
+		starnn_bias_grad_cpu(n0, (size_t)ch, inner, ref, ld, 0.5f, want);
 		free(gdb);
 		gdb = test_read(db);
+		same_as_grad_cpu("bias_grad micro-batch accumulation vs the CPU kernel", gdb, (size_t)n - n0, (size_t)ch,
+		                 inner, ref + n0 * ld, ld, 1.0f, want);
+		free(want);
 		test_close_sum("bias_grad micro-batch accumulation vs 0.5 db + whole batch", gdb, acc.val, acc.mag,
 		               (size_t)ch, nterms, TEST_U32);
 		test_sums_free(&acc);
@@ -326,6 +357,23 @@ static void half_vs_fp32(starnn_dtype dt, int64_t n, int64_t c, int64_t h, int64
 	snprintf(what, sizeof what, "bias_grad_mp %s [%lld,%lld,%lld,%lld] beta %g%s", starnn_dtype_name(dt),
 	         (long long)n, (long long)c, (long long)h, (long long)w, beta, view ? " channel view" : "");
 	test_close_sum(what, ggot, gx.val, gx.mag, (size_t)c, (size_t)n * inner + 1, TEST_U32);
+	if (!TEST_ON_CUDA) { /* the CPU kernels' bits, on the 16-bit patterns of the same values */
+		uint16_t *h16 = malloc(numel * sizeof *h16);
+		for (size_t i = 0; i < numel; i++)
+			h16[i] = dt == STARNN_FP16 ? starnn_float_to_half(dense[i]) : starnn_float_to_bf16(dense[i]);
+		float *want = malloc((numel > (size_t)c ? numel : (size_t)c) * sizeof *want);
+		memcpy(want, db, (size_t)c * sizeof *want);
+		starnn_bias_grad_half_cpu(dt, (size_t)n, (size_t)c, inner, h16, row, beta, want);
+		test_same_bits(what, ggot, want, (size_t)c, 4);
+		starnn_bias_add_half_cpu(dt, (size_t)n, (size_t)c, inner, b, h16, row);
+		for (size_t i = 0; i < numel; i++)
+			want[i] = dt == STARNN_FP16 ? starnn_half_to_float(h16[i]) : starnn_bf16_to_float(h16[i]);
+		snprintf(what, sizeof what, "bias_add_mp %s [%lld,%lld,%lld,%lld]%s vs the CPU kernel",
+		         starnn_dtype_name(dt), (long long)n, (long long)c, (long long)h, (long long)w,
+		         view ? " channel view" : "");
+		test_same_bits(what, got, want, numel, 4);
+		free(h16), free(want);
+	}
 	snprintf(what, sizeof what, "bias_grad fp32 on the same %s values, beta %g", starnn_dtype_name(dt), beta);
 	test_close_sum(what, gref, gx.val, gx.mag, (size_t)c, (size_t)n * inner + 1, TEST_U32);
 	test_sums_free(&gx);
@@ -339,8 +387,51 @@ static void half_vs_fp32(starnn_dtype dt, int64_t n, int64_t c, int64_t h, int64
 	free(y), free(b), free(db), free(dense), free(ref), free(got), free(gref), free(ggot);
 }
 
+/* bias_grad_mp / bias_add_mp on 16-bit data of a wide range of magnitudes
+ * (2^-12 .. 2^12: the fp32 partial sums round, so the order of the sums
+ * shows) against the 16-bit CPU kernels, bit for bit (not on CUDA). */
+static void half_bits(starnn_dtype dt, int64_t n, int64_t c, int64_t h, int64_t w, float beta)
+{
+	if (TEST_ON_CUDA)
+		return;
+	int64_t shape[4] = {n, c, h, w}, bs = c;
+	size_t numel = (size_t)(n * c * h * w), inner = (size_t)(h * w), row = (size_t)c * inner;
+	uint16_t *y = malloc(numel * sizeof *y), *got = malloc(numel * sizeof *got);
+	for (size_t i = 0; i < numel; i++) {
+		float v = ldexpf(test_uniform(-1, 1), (int)test_uniform(-12, 12));
+		y[i] = dt == STARNN_FP16 ? starnn_float_to_half(v) : starnn_float_to_bf16(v);
+	}
+	float *b = test_random((size_t)c, -1, 1), *db = test_random((size_t)c, -1, 1);
+	float *want = malloc((size_t)c * sizeof *want);
+	memcpy(want, db, (size_t)c * sizeof *want);
+	starnn_tensor *ty, *tb = test_tensor("b", 1, &bs, b), *tdb = test_tensor("db", 1, &bs, db);
+	TEST_OK(starnn_tensor_create(&ty, "y", dt, 4, shape));
+	TEST_OK(starnn_tensor_write(ty, y));
+	TEST_OK(starnn_bias_grad_mp(ty, beta, tdb));
+	TEST_OK(starnn_bias_add_mp(tb, ty));
+	float *gdb = test_read(tdb);
+	TEST_OK(starnn_tensor_read(ty, got));
+	starnn_bias_grad_half_cpu(dt, (size_t)n, (size_t)c, inner, y, row, beta, want);
+	starnn_bias_add_half_cpu(dt, (size_t)n, (size_t)c, inner, b, y, row);
+	char what[128];
+	snprintf(what, sizeof what, "bias_grad_mp %s [%lld,%lld,%lld,%lld] beta %g, wide range, vs the CPU kernel",
+	         starnn_dtype_name(dt), (long long)n, (long long)c, (long long)h, (long long)w, beta);
+	test_same_bits(what, gdb, want, (size_t)c, 4);
+	snprintf(what, sizeof what, "bias_add_mp %s [%lld,%lld,%lld,%lld], wide range, vs the CPU kernel",
+	         starnn_dtype_name(dt), (long long)n, (long long)c, (long long)h, (long long)w);
+	test_same_bits(what, got, y, numel, 2);
+	starnn_tensor_destroy(ty), starnn_tensor_destroy(tb), starnn_tensor_destroy(tdb);
+	free(y), free(got), free(b), free(db), free(want), free(gdb);
+}
+
 static void half_variants(void)
 {
+	for (int d = 0; d < 2; d++) {
+		starnn_dtype dt = d ? STARNN_BF16 : STARNN_FP16;
+		half_bits(dt, 3, 4, 33, 31, 0.0f); /* inner > the CPU kernels' 512 chunk */
+		half_bits(dt, 2, 5, 40, 40, -0.7f);
+		half_bits(dt, 64, 3, 1, 1, 1.0f);
+	}
 	starnn_dtype dts[2] = {STARNN_FP16, STARNN_BF16};
 	for (int d = 0; d < 2; d++)
 		for (int view = 0; view < 2; view++) {

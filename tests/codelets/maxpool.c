@@ -14,7 +14,11 @@
  * once: exactly the fp32 result rounded to the type. Finite differences:
  * the objective is linear in each x between ties (values 1e-2 apart, step
  * 1e-3), so the difference quotient is exact but for the double sums of
- * the objective, bounded per element (fd_bound). */
+ * the objective, bounded per element (fd_bound).
+ *
+ * Bits: except on CUDA, the codelets' results are also the CPU kernels'
+ * bit for bit, in fp32, fp16 and bf16, on data with ties, NaN, +-Inf and
+ * -0, with betas that round (same_bits_as_cpu). */
 #include "codelets/axpy.h"
 #include "codelets/kernels/maxpool.h"
 #include "codelets/maxpool.h"
@@ -262,6 +266,49 @@ static void codelets_vs_naive(int64_t n, int64_t c, int64_t h, int64_t w)
 	free(x), free(dy), free(dx0), free(yref), free(dref);
 }
 
+/* The _mp codelets (fp32, fp16, bf16 data) against the _mp CPU kernels on
+ * the same bit patterns: the forward and the backward with beta, bit for
+ * bit (OpenCL runs the CPU kernels' selects and arithmetic; not CUDA). */
+static void same_bits_as_cpu(starnn_dtype dt, int64_t n, int64_t c, int64_t h, int64_t w, float beta)
+{
+	if (TEST_ON_CUDA)
+		return;
+	int64_t xs[4] = {n, c, h, w}, ys[4] = {n, c, h / 2, w / 2};
+	size_t nx = (size_t)(n * c * h * w), ny = (size_t)(n * c * (h / 2) * (w / 2)), es = sc_es(dt);
+	float *t = tie_data(nx);
+	void *x = sc_rounded(dt, t, nx), *dy = sc_random(dt, ny, -1, 1), *dx0 = sc_random(dt, nx, -1, 1);
+	if (nx > 10)
+		sc_put(dt, x, 1, -INFINITY), sc_put(dt, x, 3, NAN), sc_put(dt, x, 4, INFINITY), sc_put(dt, x, 9, -0.0f);
+	sc_put(dt, dy, 0, -0.0f), sc_put(dt, dx0, 0, -0.0f);
+	if (w & 1) /* in the odd last column: beta * -0 + 0 is +0 */
+		sc_put(dt, dx0, (size_t)w - 1, -0.0f);
+	starnn_tensor *tx, *ty, *tdy, *tdx;
+	TEST_OK(starnn_tensor_create(&tx, "x", dt, 4, xs));
+	TEST_OK(starnn_tensor_create(&ty, "y", dt, 4, ys));
+	TEST_OK(starnn_tensor_create(&tdy, "dy", dt, 4, ys));
+	TEST_OK(starnn_tensor_create(&tdx, "dx", dt, 4, xs));
+	TEST_OK(starnn_tensor_write(tx, x));
+	TEST_OK(starnn_tensor_write(tdy, dy));
+	TEST_OK(starnn_tensor_write(tdx, dx0));
+	TEST_OK(starnn_maxpool_fwd_mp(tx, ty));
+	TEST_OK(starnn_maxpool_bwd_mp(tx, tdy, beta, tdx));
+	void *gy = malloc(ny * es), *gdx = malloc(nx * es), *wy = sc_random(dt, ny, -1, 1), *wdx = sc_dup(dt, dx0, nx);
+	TEST_OK(starnn_tensor_read(ty, gy));
+	TEST_OK(starnn_tensor_read(tdx, gdx));
+	size_t lx = nx / (size_t)n, ly = ny / (size_t)n;
+	starnn_maxpool_fwd_mp_cpu(dt, (size_t)n, (size_t)c, (size_t)h, (size_t)w, x, lx, wy, ly);
+	starnn_maxpool_bwd_mp_cpu(dt, (size_t)n, (size_t)c, (size_t)h, (size_t)w, x, lx, dy, ly, beta, wdx, lx);
+	char what[128];
+	snprintf(what, sizeof what, "fwd codelet %s %lldx%lldx%lldx%lld vs the CPU kernel's bits", starnn_dtype_name(dt),
+	         (long long)n, (long long)c, (long long)h, (long long)w);
+	test_same_bits(what, gy, wy, ny, es);
+	snprintf(what, sizeof what, "bwd codelet %s %lldx%lldx%lldx%lld beta %g vs the CPU kernel's bits",
+	         starnn_dtype_name(dt), (long long)n, (long long)c, (long long)h, (long long)w, beta);
+	test_same_bits(what, gdx, wdx, nx, es);
+	starnn_tensor_destroy(tx), starnn_tensor_destroy(ty), starnn_tensor_destroy(tdy), starnn_tensor_destroy(tdx);
+	free(t), free(x), free(dy), free(dx0), free(gy), free(gdx), free(wy), free(wdx);
+}
+
 static void bad_shapes(void)
 {
 	starnn_tensor *x, *y, *yodd, *y2, *x1, *y1, *h16, *dxbad;
@@ -418,6 +465,15 @@ int main(void)
 	codelets_vs_naive(4, 5, 16, 10);
 	codelets_vs_naive(8, 16, 64, 64);
 	codelets_vs_naive(3, 32, 9, 33);
+	for (int t = 0; t < 3; t++) {
+		starnn_dtype dt = t == 0 ? STARNN_FP32 : t == 1 ? STARNN_FP16 : STARNN_BF16;
+		static const float betas[4] = {0.0f, 1.0f, 0.5f, -1.3f};
+		for (int b = 0; b < 4; b++) {
+			same_bits_as_cpu(dt, 2, 3, 5, 7, betas[b]); /* odd sizes */
+			same_bits_as_cpu(dt, 1, 2, 6, 8, betas[b]);
+			same_bits_as_cpu(dt, 3, 4, 9, 33, betas[b]);
+		}
+	}
 	bad_shapes();
 	for (int t = 0; t < 2; t++) {
 		starnn_dtype dt = t ? STARNN_BF16 : STARNN_FP16;

@@ -17,7 +17,11 @@
  * accumulated over several tasks (beta = 1: micro-batch or channel parts)
  * is rounded to float once per task; each stored partial adds 2^-24 of its
  * own magnitude (parts_bound). Exact cases (empty sums, the double
- * accumulation checks on exactly representable data) are compared with ==. */
+ * accumulation checks on exactly representable data) are compared with ==.
+ *
+ * Except on CUDA (another order), the codelets' results are also the CPU
+ * kernels' bit for bit (test_same_bits, same_as_cpu): the OpenCL kernels
+ * run the CPU kernels' loops in their order (docs/opencl.md). */
 #include "codelets/kernels/reduce.h"
 #include "codelets/reduce.h"
 #include "tests/testlib.h"
@@ -46,6 +50,27 @@ static double parts_bound(double mag, size_t nterms, const double *stored, int k
 	for (int j = 0; j < k; j++)
 		b += TEST_U32 * (fabs(stored[j]) + b);
 	return b;
+}
+
+/* The CPU kernel's steps on host data: each (x part, beta) in turn into
+ * one float starting from NaN (beta 0 first: not read); got must be its
+ * bits, except on CUDA. */
+struct cpu_step {
+	size_t rows, cols;
+	const float *x;
+	size_t ld;
+	float beta;
+};
+
+static void same_as_cpu(const char *what, const float *got, int square, const struct cpu_step *steps, int nsteps)
+{
+	if (TEST_ON_CUDA)
+		return;
+	float want = NAN;
+	for (int i = 0; i < nsteps; i++)
+		(square ? starnn_sumsq_cpu : starnn_sum_cpu)(steps[i].rows, steps[i].cols, steps[i].x, steps[i].ld,
+		                                             steps[i].beta, &want);
+	test_same_bits(what, got, &want, 1, 4);
 }
 
 static void kernels_vs_naive(void)
@@ -120,12 +145,15 @@ static void codelets_vs_naive(int64_t n, int64_t c, int64_t h, int64_t w)
 	snprintf(what, sizeof what, "sum codelet [%lld,%lld,%lld,%lld]", (long long)n, (long long)c, (long long)h,
 	         (long long)w);
 	test_close_sum_out(what, got, &s, &sumabs, 1, numel, TEST_U64, TEST_U32);
+	const struct cpu_step whole0 = {rows, cols, x, cols, 0.0f}, whole1 = {rows, cols, x, cols, 1.0f};
+	same_as_cpu(what, got, 0, &whole0, 1);
 	float first = *got;
 	free(got);
 	got = test_read(tq);
 	snprintf(what, sizeof what, "sumsq codelet [%lld,%lld,%lld,%lld]", (long long)n, (long long)c, (long long)h,
 	         (long long)w);
 	test_close_sum_out(what, got, &q, &sqabs, 1, numel, TEST_U64, TEST_U32);
+	same_as_cpu(what, got, 1, &whole0, 1);
 	free(got);
 
 	/* Accumulate: out = 1 * out + sum(x) on top of the stored result. */
@@ -133,6 +161,7 @@ static void codelets_vs_naive(int64_t n, int64_t c, int64_t h, int64_t w)
 	double ex = (double)first + s, mg = fabs((double)first) + sumabs;
 	got = test_read(ts);
 	test_close_sum_out("sum codelet beta=1", got, &ex, &mg, 1, numel + 1, TEST_U64, TEST_U32);
+	same_as_cpu("sum codelet beta=1", got, 0, (const struct cpu_step[]){whole0, whole1}, 2);
 	free(got);
 
 	if (n >= 2) {
@@ -146,6 +175,9 @@ static void codelets_vs_naive(int64_t n, int64_t c, int64_t h, int64_t w)
 		double bound = parts_bound(sqabs, numel, stored, 2);
 		got = test_read(tq);
 		test_close_bound("sumsq over batch parts, accumulated", got, &q, &bound, 1);
+		same_as_cpu("sumsq over batch parts, accumulated", got, 1,
+		            (const struct cpu_step[]){{r0, cols, x, cols, 0.0f}, {rows - r0, cols, x + r0 * cols, cols, 1.0f}},
+		            2);
 		free(got);
 		TEST_OK(starnn_tensor_gather(tx));
 	} else if (c >= 2) {
@@ -158,6 +190,9 @@ static void codelets_vs_naive(int64_t n, int64_t c, int64_t h, int64_t w)
 		double bound = parts_bound(sumabs, numel, stored, 2);
 		got = test_read(ts);
 		test_close_bound("sum over channel parts (strided), accumulated", got, &s, &bound, 1);
+		same_as_cpu("sum over channel parts (strided), accumulated", got, 0,
+		            (const struct cpu_step[]){{rows, cols - inner, x + inner, cols, 0.0f}, {rows, inner, x, cols, 1.0f}},
+		            2);
 		free(got);
 		TEST_OK(starnn_tensor_gather(tx));
 	}
@@ -180,9 +215,64 @@ static void channel_parts(void)
 	double bound = parts_bound(mag, numel, stored, 2);
 	float *got = test_read(tq);
 	test_close_bound("sumsq over channel parts (strided) vs double loop", got, &exact, &bound, 1);
+	same_as_cpu("sumsq over channel parts (strided) vs double loop", got, 1,
+	            (const struct cpu_step[]){{3, 3 * inner, x, cols, 0.0f}, {3, inner, x + 3 * inner, cols, 1.0f}}, 2);
 	free(got);
 	starnn_tensor_destroy(tx), starnn_tensor_destroy(tq);
 	free(x);
+}
+
+/* Data of a huge range (2^-60 .. 2^60, both signs): the double sums round
+ * and cancel, so any other order of the additions gives other bits. The
+ * codelets against the double sums' bound and, except on CUDA, the CPU
+ * kernels' bits. */
+static void order_sensitive(int64_t n, int64_t c, int64_t h, int64_t w)
+{
+	int64_t shape[4] = {n, c, h, w}, one = 1;
+	size_t numel = (size_t)(n * c * h * w), rows = (size_t)n, cols = numel / rows;
+	float *x = malloc(numel * sizeof *x);
+	for (size_t i = 0; i < numel; i++)
+		x[i] = ldexpf(test_uniform(-1, 1), (int)test_uniform(-60, 60));
+	starnn_tensor *tx = test_tensor("x", 4, shape, x);
+	starnn_tensor *ts = test_tensor("s", 1, &one, NULL), *tq = test_tensor("q", 1, &one, NULL);
+	TEST_OK(starnn_sum(tx, ts, 0.0f));
+	TEST_OK(starnn_sumsq(tx, tq, 0.0f));
+	double sumabs, sqabs, s = naive(rows, cols, x, cols, 0, &sumabs), q = naive(rows, cols, x, cols, 1, &sqabs);
+	const struct cpu_step whole = {rows, cols, x, cols, 0.0f};
+	char what[128];
+	float *got = test_read(ts);
+	snprintf(what, sizeof what, "sum codelet, huge range [%lld,%lld,%lld,%lld]", (long long)n, (long long)c,
+	         (long long)h, (long long)w);
+	test_close_sum_out(what, got, &s, &sumabs, 1, numel, TEST_U64, TEST_U32);
+	same_as_cpu(what, got, 0, &whole, 1);
+	free(got);
+	got = test_read(tq);
+	snprintf(what, sizeof what, "sumsq codelet, huge range [%lld,%lld,%lld,%lld]", (long long)n, (long long)c,
+	         (long long)h, (long long)w);
+	test_close_sum_out(what, got, &q, &sqabs, 1, numel, TEST_U64, TEST_U32);
+	same_as_cpu(what, got, 1, &whole, 1);
+	free(got);
+	starnn_tensor_destroy(tx), starnn_tensor_destroy(ts), starnn_tensor_destroy(tq);
+	free(x);
+}
+
+/* Cancellation that only the CPU kernel's order gives its result: per row,
+ * the tail (2^-10) summed first and then absorbed by lane 0 (2^60), lane 1
+ * (-2^60) cancelling it, lane 2 (1) added last: 1, not 0 (lanes in another
+ * order) or 1 + 2^-10 (the tail last); the second row's 3 after it. The sum
+ * codelet, except on CUDA, against the CPU kernel's bits. */
+static void fixed_order(void)
+{
+	int64_t shape[2] = {2, 19}, one = 1;
+	float x[38] = {0};
+	x[0] = 0x1p60f, x[1] = -0x1p60f, x[2] = 1.0f, x[16] = 0x1p-10f, x[19] = 3.0f;
+	starnn_tensor *tx = test_tensor("x", 2, shape, x), *ts = test_tensor("s", 1, &one, NULL);
+	TEST_OK(starnn_sum(tx, ts, 0.0f));
+	float *got = test_read(ts);
+	const struct cpu_step whole = {2, 19, x, 19, 0.0f};
+	same_as_cpu("sum codelet, cancellation in the CPU kernel's order", got, 0, &whole, 1);
+	free(got);
+	starnn_tensor_destroy(tx), starnn_tensor_destroy(ts);
 }
 
 static void bad_arguments(void)
@@ -211,6 +301,11 @@ int main(void)
 	codelets_vs_naive(3, 16, 32, 32);
 	codelets_vs_naive(2, 8, 128, 160); /* > 1024 blocks x 256 threads on CUDA */
 	channel_parts();
+	for (int k = 0; k < 8; k++) {
+		order_sensitive(3, 2, 3, 3); /* rows of 18: two groups of 8 and a tail */
+		order_sensitive(2, 5, 7, 11);
+	}
+	fixed_order();
 	bad_arguments();
 	return test_finish();
 }

@@ -5,7 +5,8 @@
  * _cuda build) through starnn_batchnorm_fwd / _bwd on whole batches and on
  * batches split into 2 and 3 micro-batches; the 16-bit layer; bn_slot_add;
  * the 16-bit kernels at every instruction-set level; bad shapes ->
- * STARNN_EINVAL. Data in [-2, 3) plus a per-channel offset, gamma in [0.5,
+ * STARNN_EINVAL. The _opencl build also compares the layer on OpenCL with
+ * the layer on the CPU bit for bit (opencl_bits). Data in [-2, 3) plus a per-channel offset, gamma in [0.5,
  * 1.5) with random signs.
  *
  * Tolerances: every result is checked against the double reference of its
@@ -1152,6 +1153,94 @@ static void mp_kernels(starnn_dtype dt, size_t n, size_t c, size_t inner, size_t
 	free(mean), free(invstd), free(gamma), free(bt), free(slots);
 }
 
+/* ------------------------------------------------- the OpenCL kernels' bits
+ * The _opencl build: the layer on the OpenCL worker against the same layer
+ * on the CPU workers (starnn_set_where), bit for bit: the training forward
+ * (y, mean, invstd, running statistics), the backward (dx blended with
+ * dx_beta 0.5 into an old dx, dgamma / dbeta with param_beta 1 into old
+ * values), the evaluation forward (invstd from the running variance), and,
+ * for fp32, the slots of bn_stats and bn_bwd_reduce accumulating a second
+ * time; fp32, fp16 and bf16 data, whole batches and micro-batches (slots
+ * added by bn_slot_add). The OpenCL kernels run the CPU kernels' loops in
+ * their order (the sums in double, lane by lane), so nothing may differ. */
+#define BIT_OUTS 11
+
+struct bit_run {
+	void *out[BIT_OUTS];
+	size_t len[BIT_OUTS], es[BIT_OUTS];
+};
+
+static void layer_run(uint32_t where, struct dims dm, int relu, starnn_dtype dt, int nparts, const struct data *t,
+                      const float *dx0, const float *old, struct bit_run *o)
+{
+	starnn_set_where(where);
+	int64_t shape[4] = {dm.n, dm.c, dm.h, dm.w}, cs[1] = {dm.c};
+	int nd = dm.h ? 4 : 2;
+	starnn_tensor *tx = hc_tensor("x", dt, nd, shape, t->x), *ty = hc_tensor("y", dt, nd, shape, NULL);
+	starnn_tensor *tdy = hc_tensor("dy", dt, nd, shape, t->dy), *tdx = hc_tensor("dx", dt, nd, shape, dx0);
+	starnn_tensor *tye = hc_tensor("ye", dt, nd, shape, NULL);
+	starnn_tensor *tdg = hc_tensor("dgamma", STARNN_FP32, 1, cs, old), *tdb = hc_tensor("dbeta", STARNN_FP32, 1, cs, old);
+	starnn_batchnorm bn;
+	TEST_OK(starnn_batchnorm_init(&bn, "bn", dm.c, nparts, relu));
+	reset_params(&bn, t);
+	starnn_tensor **px = &tx, **py = &ty, **pdy = &tdy, **pdx = &tdx, **pye = &tye;
+	if (nparts > 1) {
+		TEST_OK(starnn_tensor_split(tx, 0, nparts, NULL, &px));
+		TEST_OK(starnn_tensor_split(ty, 0, nparts, NULL, &py));
+		TEST_OK(starnn_tensor_split(tdy, 0, nparts, NULL, &pdy));
+		TEST_OK(starnn_tensor_split(tdx, 0, nparts, NULL, &pdx));
+		TEST_OK(starnn_tensor_split(tye, 0, nparts, NULL, &pye));
+	}
+	TEST_OK(starnn_batchnorm_fwd_mp(&bn, 1, nparts, px, py));
+	TEST_OK(starnn_batchnorm_bwd_mp(&bn, nparts, px, py, pdy, pdx, 0.5f, tdg, tdb, 1.0f));
+	TEST_OK(starnn_batchnorm_fwd_mp(&bn, 0, nparts, px, pye));
+	starnn_tensor *s1, *s2;
+	TEST_OK(starnn_batchnorm_work_create(&s1, "slot_stats", dm.c, 1));
+	TEST_OK(starnn_batchnorm_work_create(&s2, "slot_bwd", dm.c, 1));
+	if (dt == STARNN_FP32) {
+		for (int acc = 0; acc <= 1; acc++) {
+			TEST_OK(starnn_bn_stats(tx, s1, acc));
+			TEST_OK(starnn_bn_bwd_reduce(tx, tdy, relu ? ty : NULL, bn.mean, s2, acc));
+		}
+	}
+	starnn_tensor *outs[BIT_OUTS] = {ty, tdx, tye, bn.mean, bn.invstd, bn.running_mean, bn.running_var, tdg, tdb,
+	                                 s1, s2};
+	for (int i = 0; i < BIT_OUTS; i++) {
+		o->es[i] = i < 3 ? sc_es(dt) : 4;
+		o->len[i] = outs[i]->rows * outs[i]->cols;
+		o->out[i] = malloc(o->len[i] * o->es[i]);
+		TEST_OK(starnn_tensor_read(outs[i], o->out[i]));
+	}
+	starnn_batchnorm_destroy(&bn);
+	for (int i = 0; i < 3; i++)
+		starnn_tensor_destroy(outs[i]);
+	starnn_tensor_destroy(tdy), starnn_tensor_destroy(tdg), starnn_tensor_destroy(tdb);
+	starnn_tensor_destroy(s1), starnn_tensor_destroy(s2);
+	starnn_tensor_destroy(tx);
+	starnn_set_where(STARPU_OPENCL);
+}
+
+static void opencl_bits(struct dims dm, int relu, starnn_dtype dt, int nparts)
+{
+	static const char *const names[BIT_OUTS] = {"y", "dx", "eval y", "mean", "invstd", "running_mean",
+	                                            "running_var", "dgamma", "dbeta", "bn_stats slot",
+	                                            "bn_bwd_reduce slot"};
+	struct data t = data_make(dm, (uint64_t)(dm.n * 31 + dm.c * 7 + dm.h * 5 + dm.w + relu + 100 * (int)dt));
+	float *dx0 = test_random(t.numel, -1, 1), *old = test_random(t.c, -1, 1);
+	struct bit_run cl, cpu;
+	layer_run(STARPU_OPENCL, dm, relu, dt, nparts, &t, dx0, old, &cl);
+	layer_run(STARPU_CPU, dm, relu, dt, nparts, &t, dx0, old, &cpu);
+	for (int i = 0; i < BIT_OUTS; i++) {
+		char what[200];
+		snprintf(what, sizeof what, "%s of %s %s, %d part(s): OpenCL vs CPU", names[i], dims_str(dm, relu),
+		         starnn_dtype_name(dt), nparts);
+		test_same_bits(what, cl.out[i], cpu.out[i], cl.len[i], cl.es[i]);
+		free(cl.out[i]), free(cpu.out[i]);
+	}
+	free(dx0), free(old);
+	data_free(&t);
+}
+
 int main(void)
 {
 	/* N 1..16, odd C, images 1x1 .. 32x32, non-square, and 2-D [N, C]. */
@@ -1196,6 +1285,17 @@ int main(void)
 	 * odd channel counts: uneven blocks) */
 	codelets_vs_ref((struct dims){1, 7, 256, 256}, 0);
 	codelets_vs_ref((struct dims){2, 5, 256, 200}, 1);
+	if (TEST_ON_OPENCL) {
+		static const struct dims bit_shapes[] = {
+			{1, 3, 4, 5}, {3, 3, 7, 2}, {16, 5, 8, 6}, {5, 1, 32, 17}, {8, 3, 0, 0}, {6, 3, 9, 10}, {2, 5, 256, 200},
+		};
+		for (size_t s = 0; s < sizeof bit_shapes / sizeof *bit_shapes; s++)
+			for (int t = 0; t < 3; t++) {
+				starnn_dtype dt = t == 0 ? STARNN_FP32 : t == 1 ? STARNN_FP16 : STARNN_BF16;
+				int nparts = (int)(s % 3) + 1;
+				opencl_bits(bit_shapes[s], (int)(s + (size_t)t) % 2, dt, bit_shapes[s].n >= nparts ? nparts : 1);
+			}
+	}
 	for (int t = 0; t < 2; t++) {
 		starnn_dtype dt = t ? STARNN_BF16 : STARNN_FP16;
 		half_vs_fp32(4, 5, 8, 6, 2, 1, dt);

@@ -6,7 +6,7 @@
  * batches split into 2 and 3 micro-batches; the 16-bit layer; bn_slot_add;
  * the 16-bit kernels at every instruction-set level; bad shapes ->
  * STARNN_EINVAL. The _opencl build also compares the layer on OpenCL with
- * the layer on the CPU bit for bit (opencl_bits). Data in [-2, 3) plus a per-channel offset, gamma in [0.5,
+ * the CPU kernels bit for bit (opencl_bits). Data in [-2, 3) plus a per-channel offset, gamma in [0.5,
  * 1.5) with random signs.
  *
  * Tolerances: every result is checked against the double reference of its
@@ -1154,35 +1154,62 @@ static void mp_kernels(starnn_dtype dt, size_t n, size_t c, size_t inner, size_t
 }
 
 /* ------------------------------------------------- the OpenCL kernels' bits
- * The _opencl build: the layer on the OpenCL worker against the same layer
- * on the CPU workers (starnn_set_where), bit for bit: the training forward
- * (y, mean, invstd, running statistics), the backward (dx blended with
- * dx_beta 0.5 into an old dx, dgamma / dbeta with param_beta 1 into old
- * values), the evaluation forward (invstd from the running variance), and,
- * for fp32, the slots of bn_stats and bn_bwd_reduce accumulating a second
- * time; fp32, fp16 and bf16 data, whole batches and micro-batches (slots
- * added by bn_slot_add). The OpenCL kernels run the CPU kernels' loops in
- * their order (the sums in double, lane by lane), so nothing may differ. */
+ * The _opencl build: the layer on OpenCL against the CPU kernels called
+ * directly with the layer's decomposition (a slot per micro-batch, the
+ * slots added in part order by bn_slot_add, finalize / bwd_params over the
+ * total), bit for bit: the training forward (y, mean, invstd, running
+ * statistics), the backward (dx blended with dx_beta 0.5 into an old dx,
+ * dgamma / dbeta with param_beta 1 into old values), the evaluation
+ * forward (invstd from the running variance), and, for fp32, the slots of
+ * bn_stats and bn_bwd_reduce accumulating a second time; fp32, fp16 and
+ * bf16 data, whole batches and micro-batches. The OpenCL kernels run the
+ * CPU kernels' loops in their order (the sums in double, lane by lane), so
+ * nothing may differ. (Direct calls rather than the layer on CPU workers:
+ * tests/runtime/opencl.sh runs this test on two POCL devices, where no CPU
+ * worker is left.) */
 #define BIT_OUTS 11
+
+struct bit_in {
+	struct dims dm;
+	int relu, nparts;
+	starnn_dtype dt;
+	const struct data *t;
+	void *x, *dy, *dx0; /* of dt */
+	const float *old;   /* old dgamma and dbeta */
+};
 
 struct bit_run {
 	void *out[BIT_OUTS];
 	size_t len[BIT_OUTS], es[BIT_OUTS];
 };
 
-static void layer_run(uint32_t where, struct dims dm, int relu, starnn_dtype dt, int nparts, const struct data *t,
-                      const float *dx0, const float *old, struct bit_run *o)
+static void bit_alloc(const struct bit_in *in, struct bit_run *o)
 {
-	starnn_set_where(where);
+	for (int i = 0; i < BIT_OUTS; i++) {
+		o->es[i] = i < 3 ? sc_es(in->dt) : i < 9 ? 4 : 8;
+		o->len[i] = i < 3 ? in->t->numel : i < 9 ? in->t->c : in->dt == STARNN_FP32 ? 2 * in->t->c : 0;
+		o->out[i] = calloc(o->len[i] ? o->len[i] : 1, o->es[i]);
+	}
+}
+
+static void layer_opencl(const struct bit_in *in, struct bit_run *o)
+{
+	const struct dims dm = in->dm;
+	const starnn_dtype dt = in->dt;
 	int64_t shape[4] = {dm.n, dm.c, dm.h, dm.w}, cs[1] = {dm.c};
-	int nd = dm.h ? 4 : 2;
-	starnn_tensor *tx = hc_tensor("x", dt, nd, shape, t->x), *ty = hc_tensor("y", dt, nd, shape, NULL);
-	starnn_tensor *tdy = hc_tensor("dy", dt, nd, shape, t->dy), *tdx = hc_tensor("dx", dt, nd, shape, dx0);
+	int nd = dm.h ? 4 : 2, nparts = in->nparts;
+	starnn_tensor *tx = hc_tensor("x", dt, nd, shape, NULL), *ty = hc_tensor("y", dt, nd, shape, NULL);
+	starnn_tensor *tdy = hc_tensor("dy", dt, nd, shape, NULL), *tdx = hc_tensor("dx", dt, nd, shape, NULL);
 	starnn_tensor *tye = hc_tensor("ye", dt, nd, shape, NULL);
-	starnn_tensor *tdg = hc_tensor("dgamma", STARNN_FP32, 1, cs, old), *tdb = hc_tensor("dbeta", STARNN_FP32, 1, cs, old);
+	starnn_tensor *tdg = hc_tensor("dgamma", STARNN_FP32, 1, cs, in->old);
+	starnn_tensor *tdb = hc_tensor("dbeta", STARNN_FP32, 1, cs, in->old);
+	TEST_OK(starnn_tensor_write(tx, in->x));
+	TEST_OK(starnn_tensor_write(tdy, in->dy));
+	TEST_OK(starnn_tensor_write(tdx, in->dx0));
 	starnn_batchnorm bn;
-	TEST_OK(starnn_batchnorm_init(&bn, "bn", dm.c, nparts, relu));
-	reset_params(&bn, t);
+	TEST_OK(starnn_batchnorm_init(&bn, "bn", dm.c, nparts, in->relu));
+	TEST_ASSERT(bn.eps == STARNN_BN_EPS && bn.momentum == STARNN_BN_MOMENTUM, "the layer's eps and momentum");
+	reset_params(&bn, in->t);
 	starnn_tensor **px = &tx, **py = &ty, **pdy = &tdy, **pdx = &tdx, **pye = &tye;
 	if (nparts > 1) {
 		TEST_OK(starnn_tensor_split(tx, 0, nparts, NULL, &px));
@@ -1197,27 +1224,74 @@ static void layer_run(uint32_t where, struct dims dm, int relu, starnn_dtype dt,
 	starnn_tensor *s1, *s2;
 	TEST_OK(starnn_batchnorm_work_create(&s1, "slot_stats", dm.c, 1));
 	TEST_OK(starnn_batchnorm_work_create(&s2, "slot_bwd", dm.c, 1));
-	if (dt == STARNN_FP32) {
+	if (dt == STARNN_FP32)
 		for (int acc = 0; acc <= 1; acc++) {
 			TEST_OK(starnn_bn_stats(tx, s1, acc));
-			TEST_OK(starnn_bn_bwd_reduce(tx, tdy, relu ? ty : NULL, bn.mean, s2, acc));
+			TEST_OK(starnn_bn_bwd_reduce(tx, tdy, in->relu ? ty : NULL, bn.mean, s2, acc));
 		}
-	}
 	starnn_tensor *outs[BIT_OUTS] = {ty, tdx, tye, bn.mean, bn.invstd, bn.running_mean, bn.running_var, tdg, tdb,
 	                                 s1, s2};
-	for (int i = 0; i < BIT_OUTS; i++) {
-		o->es[i] = i < 3 ? sc_es(dt) : 4;
-		o->len[i] = outs[i]->rows * outs[i]->cols;
-		o->out[i] = malloc(o->len[i] * o->es[i]);
-		TEST_OK(starnn_tensor_read(outs[i], o->out[i]));
-	}
+	bit_alloc(in, o);
+	for (int i = 0; i < BIT_OUTS; i++)
+		if (o->len[i])
+			TEST_OK(starnn_tensor_read(outs[i], o->out[i]));
 	starnn_batchnorm_destroy(&bn);
 	for (int i = 0; i < 3; i++)
 		starnn_tensor_destroy(outs[i]);
 	starnn_tensor_destroy(tdy), starnn_tensor_destroy(tdg), starnn_tensor_destroy(tdb);
 	starnn_tensor_destroy(s1), starnn_tensor_destroy(s2);
 	starnn_tensor_destroy(tx);
-	starnn_set_where(STARPU_OPENCL);
+}
+
+/* The same by the CPU kernels: part p holds rows [r0, r1) as
+ * starnn_tensor_split makes them (n / P, the first n % P one more). */
+static void layer_cpu(const struct bit_in *in, struct bit_run *o)
+{
+	const starnn_dtype dt = in->dt;
+	const struct data *t = in->t;
+	const size_t n = t->n, c = t->c, inner = t->inner, cols = t->cols, es = sc_es(dt), lds = 2 * c;
+	const size_t P = (size_t)in->nparts;
+	const double count = (double)(n * inner);
+	const int relu = in->relu;
+	bit_alloc(in, o);
+	char *x = in->x, *dy = in->dy, *y = o->out[0], *dx = o->out[1], *ye = o->out[2];
+	float *mean = o->out[3], *invstd = o->out[4], *rm = o->out[5], *rv = o->out[6], *dg = o->out[7], *db = o->out[8];
+	memcpy(dx, in->dx0, t->numel * es);
+	memcpy(rm, t->rm0, c * sizeof *rm), memcpy(rv, t->rv0, c * sizeof *rv);
+	memcpy(dg, in->old, c * sizeof *dg), memcpy(db, in->old, c * sizeof *db);
+	double *slots = calloc(P * lds, sizeof *slots);
+	size_t r0[8], nr[8];
+	for (size_t p = 0, r = 0; p < P; p++)
+		r0[p] = r, nr[p] = n / P + (p < n % P), r += nr[p];
+#define ROW(a, p) ((a) + r0[p] * cols * es)
+	for (size_t p = 0; p < P; p++)
+		starnn_bn_stats_mp_cpu(dt, nr[p], c, inner, ROW(x, p), cols, slots + p * lds, 0);
+	for (size_t p = 1; p < P; p++)
+		starnn_bn_slot_add_cpu(lds, slots + p * lds, slots);
+	starnn_bn_finalize_cpu(c, 1, slots, lds, count, STARNN_BN_EPS, STARNN_BN_MOMENTUM, 1, mean, invstd, rm, rv);
+	for (size_t p = 0; p < P; p++)
+		starnn_bn_apply_mp_cpu(dt, nr[p], c, inner, ROW(x, p), cols, mean, invstd, 0, STARNN_BN_EPS, t->gamma,
+		                       t->beta, relu, ROW(y, p), cols);
+	for (size_t p = 0; p < P; p++)
+		starnn_bn_bwd_reduce_mp_cpu(dt, nr[p], c, inner, ROW(x, p), cols, ROW(dy, p), cols,
+		                            relu ? ROW(y, p) : NULL, cols, mean, slots + p * lds, 0);
+	for (size_t p = 1; p < P; p++)
+		starnn_bn_slot_add_cpu(lds, slots + p * lds, slots);
+	starnn_bn_bwd_params_cpu(c, 1, slots, lds, invstd, 1.0f, dg, db);
+	for (size_t p = 0; p < P; p++)
+		starnn_bn_bwd_apply_mp_cpu(dt, nr[p], c, inner, ROW(x, p), cols, ROW(dy, p), cols, relu ? ROW(y, p) : NULL,
+		                           cols, mean, invstd, t->gamma, 1, slots, lds, count, 0.5f, ROW(dx, p), cols);
+	for (size_t p = 0; p < P; p++)
+		starnn_bn_apply_mp_cpu(dt, nr[p], c, inner, ROW(x, p), cols, rm, rv, 1, STARNN_BN_EPS, t->gamma, t->beta,
+		                       relu, ROW(ye, p), cols);
+#undef ROW
+	if (dt == STARNN_FP32)
+		for (int acc = 0; acc <= 1; acc++) {
+			starnn_bn_stats_cpu(n, c, inner, in->x, cols, o->out[9], acc);
+			starnn_bn_bwd_reduce_cpu(n, c, inner, in->x, cols, in->dy, cols, relu ? o->out[0] : NULL, cols, mean,
+			                         o->out[10], acc);
+		}
+	free(slots);
 }
 
 static void opencl_bits(struct dims dm, int relu, starnn_dtype dt, int nparts)
@@ -1227,17 +1301,21 @@ static void opencl_bits(struct dims dm, int relu, starnn_dtype dt, int nparts)
 	                                            "bn_bwd_reduce slot"};
 	struct data t = data_make(dm, (uint64_t)(dm.n * 31 + dm.c * 7 + dm.h * 5 + dm.w + relu + 100 * (int)dt));
 	float *dx0 = test_random(t.numel, -1, 1), *old = test_random(t.c, -1, 1);
+	struct bit_in in = {.dm = dm, .relu = relu, .nparts = nparts, .dt = dt, .t = &t, .old = old,
+	                    .x = sc_rounded(dt, t.x, t.numel), .dy = sc_rounded(dt, t.dy, t.numel),
+	                    .dx0 = sc_rounded(dt, dx0, t.numel)};
 	struct bit_run cl, cpu;
-	layer_run(STARPU_OPENCL, dm, relu, dt, nparts, &t, dx0, old, &cl);
-	layer_run(STARPU_CPU, dm, relu, dt, nparts, &t, dx0, old, &cpu);
+	layer_opencl(&in, &cl);
+	layer_cpu(&in, &cpu);
 	for (int i = 0; i < BIT_OUTS; i++) {
 		char what[200];
-		snprintf(what, sizeof what, "%s of %s %s, %d part(s): OpenCL vs CPU", names[i], dims_str(dm, relu),
-		         starnn_dtype_name(dt), nparts);
-		test_same_bits(what, cl.out[i], cpu.out[i], cl.len[i], cl.es[i]);
+		snprintf(what, sizeof what, "%s of %s %s, %d part(s): OpenCL vs the CPU kernels", names[i],
+		         dims_str(dm, relu), starnn_dtype_name(dt), nparts);
+		if (cl.len[i])
+			test_same_bits(what, cl.out[i], cpu.out[i], cl.len[i], cl.es[i]);
 		free(cl.out[i]), free(cpu.out[i]);
 	}
-	free(dx0), free(old);
+	free(dx0), free(old), free(in.x), free(in.dy), free(in.dx0);
 	data_free(&t);
 }
 

@@ -6,7 +6,8 @@
  * batches split into 2 and 3 micro-batches; the 16-bit layer; bn_slot_add;
  * the 16-bit kernels at every instruction-set level; bad shapes ->
  * STARNN_EINVAL. The _opencl build also compares the layer on OpenCL with
- * the CPU kernels bit for bit (opencl_bits). Data in [-2, 3) plus a per-channel offset, gamma in [0.5,
+ * the CPU kernels bit for bit (opencl_bits), and the launchers on strided
+ * views at offsets (opencl_offsets). Data in [-2, 3) plus a per-channel offset, gamma in [0.5,
  * 1.5) with random signs.
  *
  * Tolerances: every result is checked against the double reference of its
@@ -37,6 +38,7 @@
  */
 #include "codelets/batchnorm.h"
 #include "codelets/kernels/batchnorm.h"
+#include "runtime/core/codelet.h"
 #include "tests/testlib.h"
 #include "tests/codelets/halfcheck.h"
 #include "tests/codelets/simdcheck.h"
@@ -1319,6 +1321,155 @@ static void opencl_bits(struct dims dm, int relu, starnn_dtype dt, int nparts)
 	data_free(&t);
 }
 
+#if TEST_ON_OPENCL && defined(STARNN_USE_OPENCL)
+/* The launchers on strided views at offsets: StarPU 1.3's asynchronous
+ * partitioning gives each part its own buffer on an OpenCL node (offset 0,
+ * packed), so a test codelet runs every launcher on whole buffers with the
+ * offsets and leading dimensions such views would have: the data (x, dy,
+ * y, dx, eval y) at odd offsets of one buffer, rows cols + 1 .. 5 apart;
+ * the per-channel vectors at offsets of another; two slots of doubles lds
+ * = 2c + 3 apart at an offset. The sequence: bn_stats of two row ranges
+ * into the slots (the second accumulating a third range), bn_finalize over
+ * both slots, bn_apply, bn_bwd_reduce twice (the second accumulating),
+ * bn_bwd_params with beta 1, bn_bwd_apply with beta 0.5, bn_slot_add,
+ * bn_apply in evaluation. The same calls of the CPU kernels on host copies
+ * give the three buffers bit for bit, padding included. */
+struct bn_at {
+	starnn_dtype dt;
+	size_t n, n1, c, inner, ld[5], off[5], voff[8], so, lds;
+	int relu;
+};
+enum { AT_X, AT_DY, AT_Y, AT_DX, AT_YE };
+enum { AT_MEAN, AT_INVSTD, AT_GAMMA, AT_BETA, AT_RM, AT_RV, AT_DG, AT_DB };
+#define AT_COUNT(a) ((double)((a)->n * (a)->inner))
+
+static void bn_at_opencl(void *buffers[], void *cl_arg)
+{
+	const struct bn_at *a = cl_arg;
+	struct starnn_clmat d = starnn_cl_buffer(buffers, 0), v = starnn_cl_buffer(buffers, 1),
+	                    sl = starnn_cl_buffer(buffers, 2);
+	struct starnn_opencl_ctx *ctx = STARNN_OPENCL_CTX(batchnorm);
+	if (!ctx)
+		return;
+	const size_t c = a->c, in = a->inner, *o = a->off, *ld = a->ld, *vo = a->voff;
+	const size_t so = sl.off / 2 + a->so, s1 = so + a->lds;
+	const cl_mem D = d.mem, V = v.mem, S = sl.mem;
+#define DO(p) (d.off + o[p])
+#define VO(p) (v.off + vo[p])
+#define RUN(call) STARNN_OPENCL_LAUNCHED(ctx, "test_bn_at", call)
+	RUN(starnn_bn_stats_opencl(ctx, a->dt, a->n1, c, in, D, DO(AT_X), ld[AT_X], S, so, 0));
+	RUN(starnn_bn_stats_opencl(ctx, a->dt, a->n - a->n1, c, in, D, DO(AT_X) + a->n1 * ld[AT_X], ld[AT_X], S, s1, 0));
+	RUN(starnn_bn_stats_opencl(ctx, a->dt, 1, c, in, D, DO(AT_X), ld[AT_X], S, s1, 1));
+	RUN(starnn_bn_finalize_opencl(ctx, c, 2, S, so, a->lds, AT_COUNT(a), 1e-3f, 0.25f, 1, V, VO(AT_MEAN), V,
+	                              VO(AT_INVSTD), V, VO(AT_RM), V, VO(AT_RV)));
+	RUN(starnn_bn_apply_opencl(ctx, a->dt, a->n, c, in, D, DO(AT_X), ld[AT_X], V, VO(AT_MEAN), V, VO(AT_INVSTD), 0,
+	                           1e-3f, V, VO(AT_GAMMA), V, VO(AT_BETA), a->relu, D, DO(AT_Y), ld[AT_Y]));
+	for (int acc = 0; acc <= 1; acc++)
+		RUN(starnn_bn_bwd_reduce_opencl(ctx, a->dt, a->n, c, in, D, DO(AT_X), ld[AT_X], D, DO(AT_DY), ld[AT_DY],
+		                                a->relu ? D : NULL, DO(AT_Y), ld[AT_Y], V, VO(AT_MEAN), S, acc ? s1 : so,
+		                                acc));
+	RUN(starnn_bn_bwd_params_opencl(ctx, c, 2, S, so, a->lds, V, VO(AT_INVSTD), 1.0f, V, VO(AT_DG), V, VO(AT_DB)));
+	RUN(starnn_bn_bwd_apply_opencl(ctx, a->dt, a->n, c, in, D, DO(AT_X), ld[AT_X], D, DO(AT_DY), ld[AT_DY],
+	                               a->relu ? D : NULL, DO(AT_Y), ld[AT_Y], V, VO(AT_MEAN), V, VO(AT_INVSTD), V,
+	                               VO(AT_GAMMA), 2, S, so, a->lds, AT_COUNT(a), 0.5f, D, DO(AT_DX), ld[AT_DX]));
+	RUN(starnn_bn_slot_add_opencl(ctx, 2 * c, S, so, S, s1));
+	RUN(starnn_bn_apply_opencl(ctx, a->dt, a->n, c, in, D, DO(AT_X), ld[AT_X], V, VO(AT_RM), V, VO(AT_RV), 1, 1e-3f,
+	                           V, VO(AT_GAMMA), V, VO(AT_BETA), a->relu, D, DO(AT_YE), ld[AT_YE]));
+#undef DO
+#undef VO
+#undef RUN
+}
+
+static struct starpu_codelet bn_at_cl = {.name = "test_bn_at", STARNN_OPENCL_FUNCS(bn_at_opencl) .nbuffers = 3,
+                                         .modes = {STARPU_RW, STARPU_RW, STARPU_RW}};
+
+static void bn_at_cpu(const struct bn_at *a, void *data, float *vec, double *slots)
+{
+	const starnn_dtype dt = a->dt;
+	const size_t c = a->c, in = a->inner, es = sc_es(dt), *o = a->off, *ld = a->ld;
+	char *d = data;
+	double *s0 = slots + a->so, *s1 = s0 + a->lds;
+	float *v[8];
+	for (int i = 0; i < 8; i++)
+		v[i] = vec + a->voff[i];
+#define DP(p) (d + o[p] * es)
+	starnn_bn_stats_mp_cpu(dt, a->n1, c, in, DP(AT_X), ld[AT_X], s0, 0);
+	starnn_bn_stats_mp_cpu(dt, a->n - a->n1, c, in, DP(AT_X) + a->n1 * ld[AT_X] * es, ld[AT_X], s1, 0);
+	starnn_bn_stats_mp_cpu(dt, 1, c, in, DP(AT_X), ld[AT_X], s1, 1);
+	starnn_bn_finalize_cpu(c, 2, s0, a->lds, AT_COUNT(a), 1e-3f, 0.25f, 1, v[AT_MEAN], v[AT_INVSTD], v[AT_RM],
+	                       v[AT_RV]);
+	starnn_bn_apply_mp_cpu(dt, a->n, c, in, DP(AT_X), ld[AT_X], v[AT_MEAN], v[AT_INVSTD], 0, 1e-3f, v[AT_GAMMA],
+	                       v[AT_BETA], a->relu, DP(AT_Y), ld[AT_Y]);
+	for (int acc = 0; acc <= 1; acc++)
+		starnn_bn_bwd_reduce_mp_cpu(dt, a->n, c, in, DP(AT_X), ld[AT_X], DP(AT_DY), ld[AT_DY],
+		                            a->relu ? DP(AT_Y) : NULL, ld[AT_Y], v[AT_MEAN], acc ? s1 : s0, acc);
+	starnn_bn_bwd_params_cpu(c, 2, s0, a->lds, v[AT_INVSTD], 1.0f, v[AT_DG], v[AT_DB]);
+	starnn_bn_bwd_apply_mp_cpu(dt, a->n, c, in, DP(AT_X), ld[AT_X], DP(AT_DY), ld[AT_DY], a->relu ? DP(AT_Y) : NULL,
+	                           ld[AT_Y], v[AT_MEAN], v[AT_INVSTD], v[AT_GAMMA], 2, s0, a->lds, AT_COUNT(a), 0.5f,
+	                           DP(AT_DX), ld[AT_DX]);
+	starnn_bn_slot_add_cpu(2 * c, s0, s1);
+	starnn_bn_apply_mp_cpu(dt, a->n, c, in, DP(AT_X), ld[AT_X], v[AT_RM], v[AT_RV], 1, 1e-3f, v[AT_GAMMA], v[AT_BETA],
+	                       a->relu, DP(AT_YE), ld[AT_YE]);
+#undef DP
+}
+
+static void opencl_offsets(starnn_dtype dt, size_t n, size_t c, size_t inner, int relu)
+{
+	struct bn_at a = {.dt = dt, .n = n, .n1 = n / 2, .c = c, .inner = inner, .relu = relu, .so = 1,
+	                  .lds = 2 * c + 3};
+	const size_t cols = c * inner, es = sc_es(dt);
+	size_t nd = 0, nv = 0;
+	for (int p = 0; p < 5; p++)
+		a.off[p] = nd + 2 * (size_t)p + 1, a.ld[p] = cols + 1 + (size_t)p, nd = a.off[p] + n * a.ld[p];
+	for (int i = 0; i < 8; i++)
+		a.voff[i] = nv + 1, nv = a.voff[i] + c;
+	size_t ns = a.so + 2 * a.lds + 1;
+	/* data: x in [-2, 3) plus a channel offset, the rest (old dx, padding)
+	 * in [-1, 1); vectors in [0.5, 1.5) (invstd, running variance > 0),
+	 * gamma with alternating signs; slots in [-50, 50) */
+	float *df = test_random(nd, -1, 1), *vec = test_random(nv, 0.5f, 1.5f);
+	for (size_t r = 0; r < n; r++)
+		for (size_t j = 0; j < cols; j++)
+			df[a.off[AT_X] + r * a.ld[AT_X] + j] = test_uniform(-2, 3) + 0.75f * (float)(j / inner);
+	for (size_t k = 0; k < c; k += 2)
+		vec[a.voff[AT_GAMMA] + k] = -vec[a.voff[AT_GAMMA] + k];
+	double *slots = malloc(ns * sizeof *slots), *sgot = malloc(ns * sizeof *sgot);
+	for (size_t i = 0; i < ns; i++)
+		slots[i] = test_uniform(-50, 50);
+	void *data = sc_rounded(dt, df, nd), *dgot = malloc(nd * es);
+	float *vgot = malloc(nv * sizeof *vgot);
+	starnn_tensor *td, *tv, *ts;
+	TEST_OK(starnn_tensor_new(&td, "bn_at_data", dt, 1, (int64_t)nd));
+	TEST_OK(starnn_tensor_new(&tv, "bn_at_vec", STARNN_FP32, 1, (int64_t)nv));
+	TEST_OK(starnn_tensor_new(&ts, "bn_at_slots", STARNN_FP32, 1, (int64_t)(2 * ns)));
+	TEST_OK(starnn_tensor_write(td, data));
+	TEST_OK(starnn_tensor_write(tv, vec));
+	TEST_OK(starnn_tensor_write(ts, slots));
+	struct starnn_task_desc d = {.cl = &bn_at_cl, .args = &a, .args_size = sizeof a, .tensors = {td, tv, ts}};
+	TEST_OK(starnn_submit(&d));
+	TEST_OK(starnn_tensor_read(td, dgot));
+	TEST_OK(starnn_tensor_read(tv, vgot));
+	TEST_OK(starnn_tensor_read(ts, sgot));
+	bn_at_cpu(&a, data, vec, slots);
+	char what[200];
+	const char *nm[3] = {"data (x, dy, y, dx, eval y)", "vectors", "slots"};
+	for (int i = 0; i < 3; i++) {
+		snprintf(what, sizeof what, "launchers at offsets, %s n %zu c %zu inner %zu relu %d: %s", starnn_dtype_name(dt),
+		         n, c, inner, relu, nm[i]);
+		test_same_bits(what, i == 0 ? dgot : i == 1 ? (void *)vgot : (void *)sgot,
+		               i == 0 ? data : i == 1 ? (void *)vec : (void *)slots, i == 0 ? nd : i == 1 ? nv : ns,
+		               i == 0 ? es : i == 1 ? 4 : 8);
+	}
+	starnn_tensor_destroy(td), starnn_tensor_destroy(tv), starnn_tensor_destroy(ts);
+	free(df), free(vec), free(slots), free(sgot), free(data), free(dgot), free(vgot);
+}
+#else
+static void opencl_offsets(starnn_dtype dt, size_t n, size_t c, size_t inner, int relu)
+{
+	(void)dt, (void)n, (void)c, (void)inner, (void)relu;
+}
+#endif
+
 int main(void)
 {
 	/* N 1..16, odd C, images 1x1 .. 32x32, non-square, and 2-D [N, C]. */
@@ -1373,6 +1524,11 @@ int main(void)
 				int nparts = (int)(s % 3) + 1;
 				opencl_bits(bit_shapes[s], (int)(s + (size_t)t) % 2, dt, bit_shapes[s].n >= nparts ? nparts : 1);
 			}
+		for (int t = 0; t < 3; t++) {
+			starnn_dtype dt = t == 0 ? STARNN_FP32 : t == 1 ? STARNN_FP16 : STARNN_BF16;
+			opencl_offsets(dt, 3, 3, 37, t % 2);
+			opencl_offsets(dt, 4, 5, 1, 1 - t % 2);
+		}
 	}
 	for (int t = 0; t < 2; t++) {
 		starnn_dtype dt = t ? STARNN_BF16 : STARNN_FP16;

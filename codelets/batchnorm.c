@@ -1,5 +1,6 @@
-/* StarPU codelets of batch normalisation (fp32) and the whole-operation
- * submit functions over the parts of a batch (see codelets/batchnorm.h).
+/* StarPU codelets of batch normalisation (CPU, CUDA, OpenCL) and the
+ * whole-operation submit functions over the parts of a batch (see
+ * codelets/batchnorm.h).
  *
  * Length (about 1,000 lines): the fp32 and 16-bit codelets and the
  * submit functions that split a batch into micro-batch tasks and reduce
@@ -26,14 +27,17 @@ struct bn_args {
 	int cby;                 /* that of the output side, y and dy: cb or a multiple of it */
 };
 
-#ifdef STARNN_USE_CUDA
-/* Blocked data runs on CPUs only (the CUDA kernels take NCHW). */
+#if defined(STARNN_USE_CUDA) || defined(STARNN_USE_OPENCL)
+/* Blocked data runs on CPUs only (the CUDA and OpenCL kernels take NCHW). */
 static int bn_can_execute(unsigned workerid, struct starpu_task *task, unsigned nimpl)
 {
 	(void)nimpl;
 	const struct bn_args *a = task->cl_arg;
 	return starnn_worker_takes(workerid, a && (a->cb > 1 || a->cby > 1));
 }
+#define BN_CAN_EXECUTE .can_execute = bn_can_execute,
+#else
+#define BN_CAN_EXECUTE
 #endif
 
 /* The data codelets' footprint: their buffers' sizes and, for blocked
@@ -59,29 +63,22 @@ static uint32_t bn_footprint(struct starpu_task *task)
  * of STEM (starnn_<op>_<dt>: time and energy), which variants of one step
  * share (e.g. W / RW on the output). */
 #ifdef STARNN_USE_CUDA
-#define BN_CODELET(var, cname, fn, stem, n, ...)                                         \
-	static struct starpu_codelet var = {                                             \
-		.name = cname,                                                           \
-		.cpu_funcs = {fn##_cpu},                                                 \
-		.cpu_funcs_name = {#fn "_cpu"},                                          \
-		.cuda_funcs = {fn##_cuda},                                               \
-		.cuda_flags = {STARPU_CUDA_ASYNC},                                       \
-		.can_execute = bn_can_execute,                                           \
-		.nbuffers = n,                                                           \
-		.modes = {__VA_ARGS__},                                                  \
-		STARNN_MODELS_OF(stem),                                                  \
-	}
+#define BN_CUDA_FIELDS(fn) .cuda_funcs = {fn##_cuda}, .cuda_flags = {STARPU_CUDA_ASYNC},
 #else
+#define BN_CUDA_FIELDS(fn)
+#endif
 #define BN_CODELET(var, cname, fn, stem, n, ...)                                         \
 	static struct starpu_codelet var = {                                             \
 		.name = cname,                                                           \
 		.cpu_funcs = {fn##_cpu},                                                 \
 		.cpu_funcs_name = {#fn "_cpu"},                                          \
+		BN_CUDA_FIELDS(fn)                                                       \
+		STARNN_OPENCL_FUNCS(fn##_opencl)                                         \
+		BN_CAN_EXECUTE                                                           \
 		.nbuffers = n,                                                           \
 		.modes = {__VA_ARGS__},                                                  \
 		STARNN_MODELS_OF(stem),                                                  \
 	}
-#endif
 
 /* One function per pass runs it on a CPU (cuda == 0) or on the worker's
  * CUDA stream, for every dtype of the data (x, y, dy, dx: fp32, fp16 or
@@ -255,6 +252,120 @@ static void bn_bwd_params_run(void *buffers[], void *cl_arg, int cuda)
 	STARNN_CUDA_LAUNCHED("bn_bwd_params");
 #endif
 }
+#ifdef STARNN_USE_OPENCL
+/* The OpenCL functions (codelets/opencl/batchnorm.cl): NCHW data of every
+ * dtype, 16-bit widened and rounded inside the kernels (no scratch), the
+ * CPU kernels' results bit for bit. Slots are fp32 rows of 4C floats read
+ * as 2C doubles: offset and leading dimension halved. */
+#define CL_SLOT_OFF(m) ((m).off / 2)
+#define CL_SLOT_LD(m) ((m).ld / 2)
+
+static void bn_stats_opencl(void *buffers[], void *cl_arg, starnn_dtype dt)
+{
+	const struct bn_args *a = cl_arg;
+	struct starnn_clmat x = starnn_cl_buffer(buffers, 0), s = starnn_cl_buffer(buffers, 1);
+	size_t c = s.cols / 4;
+	struct starnn_opencl_ctx *ctx = STARNN_OPENCL_CTX(batchnorm);
+	if (ctx)
+		STARNN_OPENCL_LAUNCHED(ctx, "bn_stats", starnn_bn_stats_opencl(ctx, dt, x.rows, c, x.cols / c, x.mem, x.off,
+		                                                               x.ld, s.mem, CL_SLOT_OFF(s), a->accumulate));
+}
+
+static void bn_apply_opencl(void *buffers[], void *cl_arg, starnn_dtype dt)
+{
+	const struct bn_args *a = cl_arg;
+	struct starnn_clmat x = starnn_cl_buffer(buffers, 0), m = starnn_cl_buffer(buffers, 1),
+	                    st = starnn_cl_buffer(buffers, 2), g = starnn_cl_buffer(buffers, 3),
+	                    b = starnn_cl_buffer(buffers, 4), y = starnn_cl_buffer(buffers, 5);
+	size_t c = m.cols;
+	struct starnn_opencl_ctx *ctx = STARNN_OPENCL_CTX(batchnorm);
+	if (ctx)
+		STARNN_OPENCL_LAUNCHED(ctx, "bn_apply",
+		                       starnn_bn_apply_opencl(ctx, dt, x.rows, c, x.cols / c, x.mem, x.off, x.ld, m.mem, m.off,
+		                                              st.mem, st.off, a->var_given, a->eps, g.mem, g.off, b.mem,
+		                                              b.off, a->relu, y.mem, y.off, y.ld));
+}
+
+static void bn_bwd_reduce_opencl(void *buffers[], void *cl_arg, starnn_dtype dt)
+{
+	const struct bn_args *a = cl_arg;
+	int i = 0;
+	struct starnn_clmat x = starnn_cl_buffer(buffers, i++), dy = starnn_cl_buffer(buffers, i++);
+	struct starnn_clmat y = a->relu ? starnn_cl_buffer(buffers, i++) : (struct starnn_clmat){0};
+	struct starnn_clmat m = starnn_cl_buffer(buffers, i++), s = starnn_cl_buffer(buffers, i++);
+	size_t c = m.cols;
+	struct starnn_opencl_ctx *ctx = STARNN_OPENCL_CTX(batchnorm);
+	if (ctx)
+		STARNN_OPENCL_LAUNCHED(ctx, "bn_bwd_reduce",
+		                       starnn_bn_bwd_reduce_opencl(ctx, dt, x.rows, c, x.cols / c, x.mem, x.off, x.ld, dy.mem,
+		                                                   dy.off, dy.ld, y.mem, y.off, y.ld, m.mem, m.off, s.mem,
+		                                                   CL_SLOT_OFF(s), a->accumulate));
+}
+
+static void bn_bwd_apply_opencl(void *buffers[], void *cl_arg, starnn_dtype dt)
+{
+	const struct bn_args *a = cl_arg;
+	int i = 0;
+	struct starnn_clmat x = starnn_cl_buffer(buffers, i++), dy = starnn_cl_buffer(buffers, i++);
+	struct starnn_clmat y = a->relu ? starnn_cl_buffer(buffers, i++) : (struct starnn_clmat){0};
+	struct starnn_clmat m = starnn_cl_buffer(buffers, i++), is = starnn_cl_buffer(buffers, i++),
+	                    g = starnn_cl_buffer(buffers, i++);
+	struct starnn_clmat w = starnn_cl_buffer(buffers, i++), dx = starnn_cl_buffer(buffers, i++);
+	size_t c = m.cols;
+	struct starnn_opencl_ctx *ctx = STARNN_OPENCL_CTX(batchnorm);
+	if (ctx)
+		STARNN_OPENCL_LAUNCHED(ctx, "bn_bwd_apply",
+		                       starnn_bn_bwd_apply_opencl(ctx, dt, x.rows, c, x.cols / c, x.mem, x.off, x.ld, dy.mem,
+		                                                  dy.off, dy.ld, y.mem, y.off, y.ld, m.mem, m.off, is.mem,
+		                                                  is.off, g.mem, g.off, (size_t)a->nslots, w.mem,
+		                                                  CL_SLOT_OFF(w), CL_SLOT_LD(w), a->count, a->beta, dx.mem,
+		                                                  dx.off, dx.ld));
+}
+
+static void bn_finalize_run_opencl(void *buffers[], void *cl_arg)
+{
+	const struct bn_args *a = cl_arg;
+	struct starnn_clmat w = starnn_cl_buffer(buffers, 0), m = starnn_cl_buffer(buffers, 1),
+	                    is = starnn_cl_buffer(buffers, 2), rm = starnn_cl_buffer(buffers, 3),
+	                    rv = starnn_cl_buffer(buffers, 4);
+	struct starnn_opencl_ctx *ctx = STARNN_OPENCL_CTX(batchnorm);
+	if (ctx)
+		STARNN_OPENCL_LAUNCHED(ctx, "bn_finalize",
+		                       starnn_bn_finalize_opencl(ctx, m.cols, (size_t)a->nslots, w.mem, CL_SLOT_OFF(w),
+		                                                 CL_SLOT_LD(w), a->count, a->eps, a->momentum,
+		                                                 a->update_running, m.mem, m.off, is.mem, is.off, rm.mem,
+		                                                 rm.off, rv.mem, rv.off));
+}
+
+static void bn_bwd_params_run_opencl(void *buffers[], void *cl_arg)
+{
+	const struct bn_args *a = cl_arg;
+	struct starnn_clmat w = starnn_cl_buffer(buffers, 0), is = starnn_cl_buffer(buffers, 1),
+	                    dg = starnn_cl_buffer(buffers, 2), db = starnn_cl_buffer(buffers, 3);
+	struct starnn_opencl_ctx *ctx = STARNN_OPENCL_CTX(batchnorm);
+	if (ctx)
+		STARNN_OPENCL_LAUNCHED(ctx, "bn_bwd_params",
+		                       starnn_bn_bwd_params_opencl(ctx, is.cols, (size_t)a->nslots, w.mem, CL_SLOT_OFF(w),
+		                                                   CL_SLOT_LD(w), is.mem, is.off, a->beta, dg.mem, dg.off,
+		                                                   db.mem, db.off));
+}
+
+static void bn_slot_add_run_opencl(void *buffers[], void *cl_arg)
+{
+	(void)cl_arg;
+	struct starnn_clmat sl = starnn_cl_buffer(buffers, 0), t = starnn_cl_buffer(buffers, 1);
+	struct starnn_opencl_ctx *ctx = STARNN_OPENCL_CTX(batchnorm);
+	if (ctx)
+		STARNN_OPENCL_LAUNCHED(ctx, "bn_slot_add", starnn_bn_slot_add_opencl(ctx, sl.cols / 2, sl.mem, CL_SLOT_OFF(sl),
+		                                                                     t.mem, CL_SLOT_OFF(t)));
+}
+
+#define BN_DT_OPENCL(fn, dt, DT)                                                                            \
+	static void fn##_##dt##_opencl(void *buffers[], void *cl_arg) { fn##_opencl(buffers, cl_arg, DT); }
+#else
+#define BN_DT_OPENCL(fn, dt, DT)
+#endif
+
 /* The worker entry points: fn_cpu / fn_cuda of a pass without data
  * (BN_FNS), fn_<dt>_cpu / fn_<dt>_cuda of a data pass in one dtype. */
 #ifdef STARNN_USE_CUDA
@@ -270,7 +381,8 @@ static void bn_bwd_params_run(void *buffers[], void *cl_arg, int cuda)
 #endif
 #define BN_DT_FNS(fn, dt, DT)                                                                               \
 	static void fn##_##dt##_cpu(void *buffers[], void *cl_arg) { fn##_run(buffers, cl_arg, DT, 0); }    \
-	BN_DT_CUDA(fn, dt, DT)
+	BN_DT_CUDA(fn, dt, DT)                                                                              \
+	BN_DT_OPENCL(fn, dt, DT)
 
 /* bn_slot_add: buffers slot (R), total (RW), one row of 4C floats each */
 static void bn_slot_add_run(void *buffers[], void *cl_arg, int cuda)

@@ -1,9 +1,10 @@
-/* StarPU codelets of wire: a compress and a decompress codelet per format,
- * each with its performance model starnn_compress_<format> /
- * starnn_decompress_<format> keyed by the buffers' shapes (the naming of
- * codelets/wire.h). compress: x (R, rows x cols fp32) -> wire (W, bytes);
- * decompress: wire (R) -> y (W). The kernels take no arguments besides the
- * buffers: the format is the codelet's. */
+/* StarPU codelets of wire (CPU, CUDA, OpenCL): a compress and a
+ * decompress codelet per format, each with its performance model
+ * starnn_compress_<format> / starnn_decompress_<format> keyed by the
+ * buffers' shapes (the naming of codelets/wire.h). compress: x (R, rows x
+ * cols fp32) -> wire (W, bytes); decompress: wire (R) -> y (W). The
+ * kernels take no arguments besides the buffers: the format is the
+ * codelet's. */
 #include "codelets/wire.h" /* and its kernels, codelets/kernels/wire.h */
 #include "runtime/core/codelet.h"
 
@@ -29,7 +30,33 @@
 #define WIRE_CUDA_FIELDS(fn)
 #endif
 
-/* The CPU and CUDA functions, perfmodels and codelets of one format. */
+#ifdef STARNN_USE_OPENCL
+#define WIRE_OPENCL_FUNCS(fmt, F)                                                                           \
+	static void compress_##fmt##_opencl(void *buffers[], void *cl_arg)                                \
+	{                                                                                                  \
+		(void)cl_arg;                                                                              \
+		struct starnn_clmat x = starnn_cl_buffer(buffers, 0), w = starnn_cl_buffer(buffers, 1);    \
+		struct starnn_opencl_ctx *ctx = STARNN_OPENCL_CTX(wire);                                   \
+		if (ctx)                                                                                   \
+			STARNN_OPENCL_LAUNCHED(ctx, "compress_" #fmt,                                     \
+			                       starnn_compress_opencl(ctx, F, x.rows, x.cols, x.mem, x.off, x.ld, \
+			                                              w.mem, w.off));                    \
+	}                                                                                                  \
+	static void decompress_##fmt##_opencl(void *buffers[], void *cl_arg)                              \
+	{                                                                                                  \
+		(void)cl_arg;                                                                              \
+		struct starnn_clmat w = starnn_cl_buffer(buffers, 0), y = starnn_cl_buffer(buffers, 1);    \
+		struct starnn_opencl_ctx *ctx = STARNN_OPENCL_CTX(wire);                                   \
+		if (ctx)                                                                                   \
+			STARNN_OPENCL_LAUNCHED(ctx, "decompress_" #fmt,                                   \
+			                       starnn_decompress_opencl(ctx, F, y.rows, y.cols, w.mem, w.off,     \
+			                                                y.mem, y.off, y.ld));            \
+	}
+#else
+#define WIRE_OPENCL_FUNCS(fmt, F)
+#endif
+
+/* The CPU, CUDA and OpenCL functions, perfmodels and codelets of one format. */
 #define WIRE_CODELETS(fmt, F)                                                                               \
 	static void compress_##fmt##_cpu(void *buffers[], void *cl_arg)                                   \
 	{                                                                                                  \
@@ -44,6 +71,7 @@
 		starnn_decompress_cpu(F, y.rows, y.cols, w.ptr, y.ptr, y.ld);                              \
 	}                                                                                                  \
 	WIRE_CUDA_FUNCS(fmt, F)                                                                           \
+	WIRE_OPENCL_FUNCS(fmt, F)                                                                         \
 	static STARNN_PERFMODEL(compress, fmt);                                                           \
 	static STARNN_PERFMODEL(decompress, fmt);                                                         \
 	static struct starpu_codelet compress_##fmt##_cl = {                                              \
@@ -51,6 +79,7 @@
 		.cpu_funcs = {compress_##fmt##_cpu},                                                      \
 		.cpu_funcs_name = {"compress_" #fmt "_cpu"},                                              \
 		WIRE_CUDA_FIELDS(compress_##fmt##_cuda)                                                   \
+		STARNN_OPENCL_FUNCS(compress_##fmt##_opencl)                                              \
 		.nbuffers = 2,                                                                             \
 		.modes = {STARPU_R, STARPU_W},                                                             \
 		STARNN_MODELS(compress, fmt),                                                             \
@@ -60,6 +89,7 @@
 		.cpu_funcs = {decompress_##fmt##_cpu},                                                    \
 		.cpu_funcs_name = {"decompress_" #fmt "_cpu"},                                            \
 		WIRE_CUDA_FIELDS(decompress_##fmt##_cuda)                                                 \
+		STARNN_OPENCL_FUNCS(decompress_##fmt##_opencl)                                            \
 		.nbuffers = 2,                                                                             \
 		.modes = {STARPU_R, STARPU_W},                                                             \
 		STARNN_MODELS(decompress, fmt),                                                           \

@@ -14,13 +14,18 @@
  * starnn_chan_offset; cb a multiple of 8 dividing c, NHWC when cb = c), the
  * output side (y, dy) in blocks of cby, a multiple of cb dividing c. The
  * CUDA kernels are asynchronous on stream (a cudaStream_t); their sums use
- * atomics in double (not bitwise reproducible from run to run). */
+ * atomics in double (not bitwise reproducible from run to run). The
+ * OpenCL kernels (NCHW, every dtype) are the CPU kernels' bits. */
 #ifndef STARNN_KERNELS_BATCHNORM_H
 #define STARNN_KERNELS_BATCHNORM_H
 
 #include <stddef.h>
 
+#include "runtime/base/features.h"
 #include "runtime/base/types.h"
+#ifdef STARNN_USE_OPENCL
+#include "runtime/base/opencl.h"
+#endif
 
 #ifdef __cplusplus
 extern "C" {
@@ -117,6 +122,46 @@ void starnn_bn_bwd_apply_cuda(size_t n, size_t c, size_t inner, const float *x, 
                               size_t lddy, const float *y, size_t ldy, const float *mean, const float *invstd,
                               const float *gamma, size_t nslots, const double *slots, size_t lds, double count,
                               float beta, float *dx, size_t lddx, void *stream);
+
+#ifdef STARNN_USE_OPENCL
+/* codelets/opencl/batchnorm.c, on ctx->queue (runtime/base/opencl.h): the
+ * kernels of the program starnn_opencl_program_batchnorm
+ * (codelets/opencl/batchnorm.cl), NCHW data of dtype dt (fp32, fp16, bf16,
+ * as the _mp kernels: 16-bit widened exactly, y / dx rounded once), the
+ * CPU kernels' results bit for bit: each reduction runs the CPU's loops
+ * for its channel in one work-item. Each operand is a cl_mem with the
+ * offset of its view's first element (elements); slots (doubles) with
+ * their offset and leading dimension in doubles; y NULL: no fused ReLU.
+ * Shapes and arguments otherwise as the CPU kernels'. Needs a device with
+ * cl_khr_fp64 (the program does not build elsewhere). CL_SUCCESS, or the
+ * OpenCL error (ctx->failed_* say where). */
+extern const struct starnn_opencl_program starnn_opencl_program_batchnorm;
+cl_int starnn_bn_stats_opencl(struct starnn_opencl_ctx *ctx, starnn_dtype dt, size_t n, size_t c, size_t inner,
+                              cl_mem x, size_t x_off, size_t ldx, cl_mem sums, size_t sums_off, int accumulate);
+cl_int starnn_bn_finalize_opencl(struct starnn_opencl_ctx *ctx, size_t c, size_t nslots, cl_mem slots,
+                                 size_t slots_off, size_t lds, double count, float eps, float momentum,
+                                 int update_running, cl_mem mean, size_t mean_off, cl_mem invstd, size_t invstd_off,
+                                 cl_mem running_mean, size_t rm_off, cl_mem running_var, size_t rv_off);
+cl_int starnn_bn_apply_opencl(struct starnn_opencl_ctx *ctx, starnn_dtype dt, size_t n, size_t c, size_t inner,
+                              cl_mem x, size_t x_off, size_t ldx, cl_mem mean, size_t mean_off, cl_mem stat,
+                              size_t stat_off, int var_given, float eps, cl_mem gamma, size_t gamma_off, cl_mem beta,
+                              size_t beta_off, int relu, cl_mem y, size_t y_off, size_t ldy);
+cl_int starnn_bn_bwd_reduce_opencl(struct starnn_opencl_ctx *ctx, starnn_dtype dt, size_t n, size_t c, size_t inner,
+                                   cl_mem x, size_t x_off, size_t ldx, cl_mem dy, size_t dy_off, size_t lddy, cl_mem y,
+                                   size_t y_off, size_t ldy, cl_mem mean, size_t mean_off, cl_mem sums,
+                                   size_t sums_off, int accumulate);
+cl_int starnn_bn_bwd_params_opencl(struct starnn_opencl_ctx *ctx, size_t c, size_t nslots, cl_mem slots,
+                                   size_t slots_off, size_t lds, cl_mem invstd, size_t invstd_off, float beta,
+                                   cl_mem dgamma, size_t dgamma_off, cl_mem dbeta, size_t dbeta_off);
+cl_int starnn_bn_bwd_apply_opencl(struct starnn_opencl_ctx *ctx, starnn_dtype dt, size_t n, size_t c, size_t inner,
+                                  cl_mem x, size_t x_off, size_t ldx, cl_mem dy, size_t dy_off, size_t lddy, cl_mem y,
+                                  size_t y_off, size_t ldy, cl_mem mean, size_t mean_off, cl_mem invstd,
+                                  size_t invstd_off, cl_mem gamma, size_t gamma_off, size_t nslots, cl_mem slots,
+                                  size_t slots_off, size_t lds, double count, float beta, cl_mem dx, size_t dx_off,
+                                  size_t lddx);
+cl_int starnn_bn_slot_add_opencl(struct starnn_opencl_ctx *ctx, size_t n, cl_mem slot, size_t slot_off, cl_mem total,
+                                 size_t total_off);
+#endif
 
 #ifdef __cplusplus
 }

@@ -6,7 +6,8 @@
  * nothing. The CUDA kernels are asynchronous on stream (a cudaStream_t),
  * the same results as the CPU ones bit for bit (NaN payloads included);
  * block formats run one thread block per block of 256 values, the max
- * found by a shared-memory reduction.
+ * found by a shared-memory reduction. The OpenCL kernels (enqueued on an
+ * OpenCL queue) give the same bits too.
  *
  * Formats (n values; multi-byte fields little-endian, the host order of
  * every machine starnn runs on):
@@ -69,6 +70,11 @@
 
 #include <stddef.h>
 #include <stdint.h>
+
+#include "runtime/base/features.h"
+#ifdef STARNN_USE_OPENCL
+#include "runtime/base/opencl.h"
+#endif
 
 #ifdef __cplusplus
 extern "C" {
@@ -142,6 +148,22 @@ int starnn_compress_cuda(starnn_wire_format f, size_t rows, size_t cols, const f
                          void *stream);
 int starnn_decompress_cuda(starnn_wire_format f, size_t rows, size_t cols, const uint8_t *wire, float *y, size_t ldy,
                            void *stream);
+
+#ifdef STARNN_USE_OPENCL
+/* codelets/opencl/wire.c, on ctx->queue (runtime/base/opencl.h): the
+ * kernels of the program starnn_opencl_program_wire
+ * (codelets/opencl/wire.cl), the CPU kernels' bytes and values bit for
+ * bit. x / y: a cl_mem with the offset of the view's first element and its
+ * leading dimension (elements); wire: a cl_mem and the byte offset of the
+ * dense wire. The block formats enqueue two kernels (the scales, then the
+ * codes). CL_SUCCESS, or the OpenCL error (ctx->failed_* say where;
+ * CL_INVALID_VALUE for an unknown format). */
+extern const struct starnn_opencl_program starnn_opencl_program_wire;
+cl_int starnn_compress_opencl(struct starnn_opencl_ctx *ctx, starnn_wire_format f, size_t rows, size_t cols,
+                              cl_mem x, size_t x_off, size_t ldx, cl_mem wire, size_t wire_off);
+cl_int starnn_decompress_opencl(struct starnn_opencl_ctx *ctx, starnn_wire_format f, size_t rows, size_t cols,
+                                cl_mem wire, size_t wire_off, cl_mem y, size_t y_off, size_t ldy);
+#endif
 
 #ifdef __cplusplus
 }

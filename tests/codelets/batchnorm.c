@@ -5,7 +5,9 @@
  * _cuda build) through starnn_batchnorm_fwd / _bwd on whole batches and on
  * batches split into 2 and 3 micro-batches; the 16-bit layer; bn_slot_add;
  * the 16-bit kernels at every instruction-set level; bad shapes ->
- * STARNN_EINVAL. Data in [-2, 3) plus a per-channel offset, gamma in [0.5,
+ * STARNN_EINVAL. The _opencl build also compares the layer on OpenCL with
+ * the CPU kernels bit for bit (opencl_bits), and the launchers on strided
+ * views at offsets (opencl_offsets). Data in [-2, 3) plus a per-channel offset, gamma in [0.5,
  * 1.5) with random signs.
  *
  * Tolerances: every result is checked against the double reference of its
@@ -36,6 +38,7 @@
  */
 #include "codelets/batchnorm.h"
 #include "codelets/kernels/batchnorm.h"
+#include "runtime/core/codelet.h"
 #include "tests/testlib.h"
 #include "tests/codelets/halfcheck.h"
 #include "tests/codelets/simdcheck.h"
@@ -1152,6 +1155,321 @@ static void mp_kernels(starnn_dtype dt, size_t n, size_t c, size_t inner, size_t
 	free(mean), free(invstd), free(gamma), free(bt), free(slots);
 }
 
+/* ------------------------------------------------- the OpenCL kernels' bits
+ * The _opencl build: the layer on OpenCL against the CPU kernels called
+ * directly with the layer's decomposition (a slot per micro-batch, the
+ * slots added in part order by bn_slot_add, finalize / bwd_params over the
+ * total), bit for bit: the training forward (y, mean, invstd, running
+ * statistics), the backward (dx blended with dx_beta 0.5 into an old dx,
+ * dgamma / dbeta with param_beta 1 into old values), the evaluation
+ * forward (invstd from the running variance), and, for fp32, the slots of
+ * bn_stats and bn_bwd_reduce accumulating a second time; fp32, fp16 and
+ * bf16 data, whole batches and micro-batches. The OpenCL kernels run the
+ * CPU kernels' loops in their order (the sums in double, lane by lane), so
+ * nothing may differ. (Direct calls rather than the layer on CPU workers:
+ * tests/runtime/opencl.sh runs this test on two POCL devices, where no CPU
+ * worker is left.) */
+#define BIT_OUTS 11
+
+struct bit_in {
+	struct dims dm;
+	int relu, nparts;
+	starnn_dtype dt;
+	const struct data *t;
+	void *x, *dy, *dx0; /* of dt */
+	const float *old;   /* old dgamma and dbeta */
+};
+
+struct bit_run {
+	void *out[BIT_OUTS];
+	size_t len[BIT_OUTS], es[BIT_OUTS];
+};
+
+static void bit_alloc(const struct bit_in *in, struct bit_run *o)
+{
+	for (int i = 0; i < BIT_OUTS; i++) {
+		o->es[i] = i < 3 ? sc_es(in->dt) : i < 9 ? 4 : 8;
+		o->len[i] = i < 3 ? in->t->numel : i < 9 ? in->t->c : in->dt == STARNN_FP32 ? 2 * in->t->c : 0;
+		o->out[i] = calloc(o->len[i] ? o->len[i] : 1, o->es[i]);
+	}
+}
+
+static void layer_opencl(const struct bit_in *in, struct bit_run *o)
+{
+	const struct dims dm = in->dm;
+	const starnn_dtype dt = in->dt;
+	int64_t shape[4] = {dm.n, dm.c, dm.h, dm.w}, cs[1] = {dm.c};
+	int nd = dm.h ? 4 : 2, nparts = in->nparts;
+	starnn_tensor *tx = hc_tensor("x", dt, nd, shape, NULL), *ty = hc_tensor("y", dt, nd, shape, NULL);
+	starnn_tensor *tdy = hc_tensor("dy", dt, nd, shape, NULL), *tdx = hc_tensor("dx", dt, nd, shape, NULL);
+	starnn_tensor *tye = hc_tensor("ye", dt, nd, shape, NULL);
+	starnn_tensor *tdg = hc_tensor("dgamma", STARNN_FP32, 1, cs, in->old);
+	starnn_tensor *tdb = hc_tensor("dbeta", STARNN_FP32, 1, cs, in->old);
+	TEST_OK(starnn_tensor_write(tx, in->x));
+	TEST_OK(starnn_tensor_write(tdy, in->dy));
+	TEST_OK(starnn_tensor_write(tdx, in->dx0));
+	starnn_batchnorm bn;
+	TEST_OK(starnn_batchnorm_init(&bn, "bn", dm.c, nparts, in->relu));
+	TEST_ASSERT(bn.eps == STARNN_BN_EPS && bn.momentum == STARNN_BN_MOMENTUM, "the layer's eps and momentum");
+	reset_params(&bn, in->t);
+	starnn_tensor **px = &tx, **py = &ty, **pdy = &tdy, **pdx = &tdx, **pye = &tye;
+	if (nparts > 1) {
+		TEST_OK(starnn_tensor_split(tx, 0, nparts, NULL, &px));
+		TEST_OK(starnn_tensor_split(ty, 0, nparts, NULL, &py));
+		TEST_OK(starnn_tensor_split(tdy, 0, nparts, NULL, &pdy));
+		TEST_OK(starnn_tensor_split(tdx, 0, nparts, NULL, &pdx));
+		TEST_OK(starnn_tensor_split(tye, 0, nparts, NULL, &pye));
+	}
+	TEST_OK(starnn_batchnorm_fwd_mp(&bn, 1, nparts, px, py));
+	TEST_OK(starnn_batchnorm_bwd_mp(&bn, nparts, px, py, pdy, pdx, 0.5f, tdg, tdb, 1.0f));
+	TEST_OK(starnn_batchnorm_fwd_mp(&bn, 0, nparts, px, pye));
+	starnn_tensor *s1, *s2;
+	TEST_OK(starnn_batchnorm_work_create(&s1, "slot_stats", dm.c, 1));
+	TEST_OK(starnn_batchnorm_work_create(&s2, "slot_bwd", dm.c, 1));
+	if (dt == STARNN_FP32)
+		for (int acc = 0; acc <= 1; acc++) {
+			TEST_OK(starnn_bn_stats(tx, s1, acc));
+			TEST_OK(starnn_bn_bwd_reduce(tx, tdy, in->relu ? ty : NULL, bn.mean, s2, acc));
+		}
+	starnn_tensor *outs[BIT_OUTS] = {ty, tdx, tye, bn.mean, bn.invstd, bn.running_mean, bn.running_var, tdg, tdb,
+	                                 s1, s2};
+	bit_alloc(in, o);
+	for (int i = 0; i < BIT_OUTS; i++)
+		if (o->len[i])
+			TEST_OK(starnn_tensor_read(outs[i], o->out[i]));
+	starnn_batchnorm_destroy(&bn);
+	for (int i = 0; i < 3; i++)
+		starnn_tensor_destroy(outs[i]);
+	starnn_tensor_destroy(tdy), starnn_tensor_destroy(tdg), starnn_tensor_destroy(tdb);
+	starnn_tensor_destroy(s1), starnn_tensor_destroy(s2);
+	starnn_tensor_destroy(tx);
+}
+
+/* The same by the CPU kernels: part p holds rows [r0, r1) as
+ * starnn_tensor_split makes them (n / P, the first n % P one more). */
+static void layer_cpu(const struct bit_in *in, struct bit_run *o)
+{
+	const starnn_dtype dt = in->dt;
+	const struct data *t = in->t;
+	const size_t n = t->n, c = t->c, inner = t->inner, cols = t->cols, es = sc_es(dt), lds = 2 * c;
+	const size_t P = (size_t)in->nparts;
+	const double count = (double)(n * inner);
+	const int relu = in->relu;
+	bit_alloc(in, o);
+	char *x = in->x, *dy = in->dy, *y = o->out[0], *dx = o->out[1], *ye = o->out[2];
+	float *mean = o->out[3], *invstd = o->out[4], *rm = o->out[5], *rv = o->out[6], *dg = o->out[7], *db = o->out[8];
+	memcpy(dx, in->dx0, t->numel * es);
+	memcpy(rm, t->rm0, c * sizeof *rm), memcpy(rv, t->rv0, c * sizeof *rv);
+	memcpy(dg, in->old, c * sizeof *dg), memcpy(db, in->old, c * sizeof *db);
+	double *slots = calloc(P * lds, sizeof *slots);
+	size_t r0[8], nr[8];
+	for (size_t p = 0, r = 0; p < P; p++)
+		r0[p] = r, nr[p] = n / P + (p < n % P), r += nr[p];
+#define ROW(a, p) ((a) + r0[p] * cols * es)
+	for (size_t p = 0; p < P; p++)
+		starnn_bn_stats_mp_cpu(dt, nr[p], c, inner, ROW(x, p), cols, slots + p * lds, 0);
+	for (size_t p = 1; p < P; p++)
+		starnn_bn_slot_add_cpu(lds, slots + p * lds, slots);
+	starnn_bn_finalize_cpu(c, 1, slots, lds, count, STARNN_BN_EPS, STARNN_BN_MOMENTUM, 1, mean, invstd, rm, rv);
+	for (size_t p = 0; p < P; p++)
+		starnn_bn_apply_mp_cpu(dt, nr[p], c, inner, ROW(x, p), cols, mean, invstd, 0, STARNN_BN_EPS, t->gamma,
+		                       t->beta, relu, ROW(y, p), cols);
+	for (size_t p = 0; p < P; p++)
+		starnn_bn_bwd_reduce_mp_cpu(dt, nr[p], c, inner, ROW(x, p), cols, ROW(dy, p), cols,
+		                            relu ? ROW(y, p) : NULL, cols, mean, slots + p * lds, 0);
+	for (size_t p = 1; p < P; p++)
+		starnn_bn_slot_add_cpu(lds, slots + p * lds, slots);
+	starnn_bn_bwd_params_cpu(c, 1, slots, lds, invstd, 1.0f, dg, db);
+	for (size_t p = 0; p < P; p++)
+		starnn_bn_bwd_apply_mp_cpu(dt, nr[p], c, inner, ROW(x, p), cols, ROW(dy, p), cols, relu ? ROW(y, p) : NULL,
+		                           cols, mean, invstd, t->gamma, 1, slots, lds, count, 0.5f, ROW(dx, p), cols);
+	for (size_t p = 0; p < P; p++)
+		starnn_bn_apply_mp_cpu(dt, nr[p], c, inner, ROW(x, p), cols, rm, rv, 1, STARNN_BN_EPS, t->gamma, t->beta,
+		                       relu, ROW(ye, p), cols);
+#undef ROW
+	if (dt == STARNN_FP32)
+		for (int acc = 0; acc <= 1; acc++) {
+			starnn_bn_stats_cpu(n, c, inner, in->x, cols, o->out[9], acc);
+			starnn_bn_bwd_reduce_cpu(n, c, inner, in->x, cols, in->dy, cols, relu ? o->out[0] : NULL, cols, mean,
+			                         o->out[10], acc);
+		}
+	free(slots);
+}
+
+static void opencl_bits(struct dims dm, int relu, starnn_dtype dt, int nparts)
+{
+	static const char *const names[BIT_OUTS] = {"y", "dx", "eval y", "mean", "invstd", "running_mean",
+	                                            "running_var", "dgamma", "dbeta", "bn_stats slot",
+	                                            "bn_bwd_reduce slot"};
+	struct data t = data_make(dm, (uint64_t)(dm.n * 31 + dm.c * 7 + dm.h * 5 + dm.w + relu + 100 * (int)dt));
+	float *dx0 = test_random(t.numel, -1, 1), *old = test_random(t.c, -1, 1);
+	struct bit_in in = {.dm = dm, .relu = relu, .nparts = nparts, .dt = dt, .t = &t, .old = old,
+	                    .x = sc_rounded(dt, t.x, t.numel), .dy = sc_rounded(dt, t.dy, t.numel),
+	                    .dx0 = sc_rounded(dt, dx0, t.numel)};
+	struct bit_run cl, cpu;
+	layer_opencl(&in, &cl);
+	layer_cpu(&in, &cpu);
+	for (int i = 0; i < BIT_OUTS; i++) {
+		char what[200];
+		snprintf(what, sizeof what, "%s of %s %s, %d part(s): OpenCL vs the CPU kernels", names[i],
+		         dims_str(dm, relu), starnn_dtype_name(dt), nparts);
+		if (cl.len[i])
+			test_same_bits(what, cl.out[i], cpu.out[i], cl.len[i], cl.es[i]);
+		free(cl.out[i]), free(cpu.out[i]);
+	}
+	free(dx0), free(old), free(in.x), free(in.dy), free(in.dx0);
+	data_free(&t);
+}
+
+#if TEST_ON_OPENCL && defined(STARNN_USE_OPENCL)
+/* The launchers on strided views at offsets: StarPU 1.3's asynchronous
+ * partitioning gives each part its own buffer on an OpenCL node (offset 0,
+ * packed), so a test codelet runs every launcher on whole buffers with the
+ * offsets and leading dimensions such views would have: the data (x, dy,
+ * y, dx, eval y) at odd offsets of one buffer, rows cols + 1 .. 5 apart;
+ * the per-channel vectors at offsets of another; two slots of doubles lds
+ * = 2c + 3 apart at an offset. The sequence: bn_stats of two row ranges
+ * into the slots (the second accumulating a third range), bn_finalize over
+ * both slots, bn_apply, bn_bwd_reduce twice (the second accumulating),
+ * bn_bwd_params with beta 1, bn_bwd_apply with beta 0.5, bn_slot_add,
+ * bn_apply in evaluation. The same calls of the CPU kernels on host copies
+ * give the three buffers bit for bit, padding included. */
+struct bn_at {
+	starnn_dtype dt;
+	size_t n, n1, c, inner, ld[5], off[5], voff[8], so, lds;
+	int relu;
+};
+enum { AT_X, AT_DY, AT_Y, AT_DX, AT_YE };
+enum { AT_MEAN, AT_INVSTD, AT_GAMMA, AT_BETA, AT_RM, AT_RV, AT_DG, AT_DB };
+#define AT_COUNT(a) ((double)((a)->n * (a)->inner))
+
+static void bn_at_opencl(void *buffers[], void *cl_arg)
+{
+	const struct bn_at *a = cl_arg;
+	struct starnn_clmat d = starnn_cl_buffer(buffers, 0), v = starnn_cl_buffer(buffers, 1),
+	                    sl = starnn_cl_buffer(buffers, 2);
+	struct starnn_opencl_ctx *ctx = STARNN_OPENCL_CTX(batchnorm);
+	if (!ctx)
+		return;
+	const size_t c = a->c, in = a->inner, *o = a->off, *ld = a->ld, *vo = a->voff;
+	const size_t so = sl.off / 2 + a->so, s1 = so + a->lds;
+	const cl_mem D = d.mem, V = v.mem, S = sl.mem;
+#define DO(p) (d.off + o[p])
+#define VO(p) (v.off + vo[p])
+#define RUN(call) STARNN_OPENCL_LAUNCHED(ctx, "test_bn_at", call)
+	RUN(starnn_bn_stats_opencl(ctx, a->dt, a->n1, c, in, D, DO(AT_X), ld[AT_X], S, so, 0));
+	RUN(starnn_bn_stats_opencl(ctx, a->dt, a->n - a->n1, c, in, D, DO(AT_X) + a->n1 * ld[AT_X], ld[AT_X], S, s1, 0));
+	RUN(starnn_bn_stats_opencl(ctx, a->dt, 1, c, in, D, DO(AT_X), ld[AT_X], S, s1, 1));
+	RUN(starnn_bn_finalize_opencl(ctx, c, 2, S, so, a->lds, AT_COUNT(a), 1e-3f, 0.25f, 1, V, VO(AT_MEAN), V,
+	                              VO(AT_INVSTD), V, VO(AT_RM), V, VO(AT_RV)));
+	RUN(starnn_bn_apply_opencl(ctx, a->dt, a->n, c, in, D, DO(AT_X), ld[AT_X], V, VO(AT_MEAN), V, VO(AT_INVSTD), 0,
+	                           1e-3f, V, VO(AT_GAMMA), V, VO(AT_BETA), a->relu, D, DO(AT_Y), ld[AT_Y]));
+	for (int acc = 0; acc <= 1; acc++)
+		RUN(starnn_bn_bwd_reduce_opencl(ctx, a->dt, a->n, c, in, D, DO(AT_X), ld[AT_X], D, DO(AT_DY), ld[AT_DY],
+		                                a->relu ? D : NULL, DO(AT_Y), ld[AT_Y], V, VO(AT_MEAN), S, acc ? s1 : so,
+		                                acc));
+	RUN(starnn_bn_bwd_params_opencl(ctx, c, 2, S, so, a->lds, V, VO(AT_INVSTD), 1.0f, V, VO(AT_DG), V, VO(AT_DB)));
+	RUN(starnn_bn_bwd_apply_opencl(ctx, a->dt, a->n, c, in, D, DO(AT_X), ld[AT_X], D, DO(AT_DY), ld[AT_DY],
+	                               a->relu ? D : NULL, DO(AT_Y), ld[AT_Y], V, VO(AT_MEAN), V, VO(AT_INVSTD), V,
+	                               VO(AT_GAMMA), 2, S, so, a->lds, AT_COUNT(a), 0.5f, D, DO(AT_DX), ld[AT_DX]));
+	RUN(starnn_bn_slot_add_opencl(ctx, 2 * c, S, so, S, s1));
+	RUN(starnn_bn_apply_opencl(ctx, a->dt, a->n, c, in, D, DO(AT_X), ld[AT_X], V, VO(AT_RM), V, VO(AT_RV), 1, 1e-3f,
+	                           V, VO(AT_GAMMA), V, VO(AT_BETA), a->relu, D, DO(AT_YE), ld[AT_YE]));
+#undef DO
+#undef VO
+#undef RUN
+}
+
+static struct starpu_codelet bn_at_cl = {.name = "test_bn_at", STARNN_OPENCL_FUNCS(bn_at_opencl) .nbuffers = 3,
+                                         .modes = {STARPU_RW, STARPU_RW, STARPU_RW}};
+
+static void bn_at_cpu(const struct bn_at *a, void *data, float *vec, double *slots)
+{
+	const starnn_dtype dt = a->dt;
+	const size_t c = a->c, in = a->inner, es = sc_es(dt), *o = a->off, *ld = a->ld;
+	char *d = data;
+	double *s0 = slots + a->so, *s1 = s0 + a->lds;
+	float *v[8];
+	for (int i = 0; i < 8; i++)
+		v[i] = vec + a->voff[i];
+#define DP(p) (d + o[p] * es)
+	starnn_bn_stats_mp_cpu(dt, a->n1, c, in, DP(AT_X), ld[AT_X], s0, 0);
+	starnn_bn_stats_mp_cpu(dt, a->n - a->n1, c, in, DP(AT_X) + a->n1 * ld[AT_X] * es, ld[AT_X], s1, 0);
+	starnn_bn_stats_mp_cpu(dt, 1, c, in, DP(AT_X), ld[AT_X], s1, 1);
+	starnn_bn_finalize_cpu(c, 2, s0, a->lds, AT_COUNT(a), 1e-3f, 0.25f, 1, v[AT_MEAN], v[AT_INVSTD], v[AT_RM],
+	                       v[AT_RV]);
+	starnn_bn_apply_mp_cpu(dt, a->n, c, in, DP(AT_X), ld[AT_X], v[AT_MEAN], v[AT_INVSTD], 0, 1e-3f, v[AT_GAMMA],
+	                       v[AT_BETA], a->relu, DP(AT_Y), ld[AT_Y]);
+	for (int acc = 0; acc <= 1; acc++)
+		starnn_bn_bwd_reduce_mp_cpu(dt, a->n, c, in, DP(AT_X), ld[AT_X], DP(AT_DY), ld[AT_DY],
+		                            a->relu ? DP(AT_Y) : NULL, ld[AT_Y], v[AT_MEAN], acc ? s1 : s0, acc);
+	starnn_bn_bwd_params_cpu(c, 2, s0, a->lds, v[AT_INVSTD], 1.0f, v[AT_DG], v[AT_DB]);
+	starnn_bn_bwd_apply_mp_cpu(dt, a->n, c, in, DP(AT_X), ld[AT_X], DP(AT_DY), ld[AT_DY], a->relu ? DP(AT_Y) : NULL,
+	                           ld[AT_Y], v[AT_MEAN], v[AT_INVSTD], v[AT_GAMMA], 2, s0, a->lds, AT_COUNT(a), 0.5f,
+	                           DP(AT_DX), ld[AT_DX]);
+	starnn_bn_slot_add_cpu(2 * c, s0, s1);
+	starnn_bn_apply_mp_cpu(dt, a->n, c, in, DP(AT_X), ld[AT_X], v[AT_RM], v[AT_RV], 1, 1e-3f, v[AT_GAMMA], v[AT_BETA],
+	                       a->relu, DP(AT_YE), ld[AT_YE]);
+#undef DP
+}
+
+static void opencl_offsets(starnn_dtype dt, size_t n, size_t c, size_t inner, int relu)
+{
+	struct bn_at a = {.dt = dt, .n = n, .n1 = n / 2, .c = c, .inner = inner, .relu = relu, .so = 1,
+	                  .lds = 2 * c + 3};
+	const size_t cols = c * inner, es = sc_es(dt);
+	size_t nd = 0, nv = 0;
+	for (int p = 0; p < 5; p++)
+		a.off[p] = nd + 2 * (size_t)p + 1, a.ld[p] = cols + 1 + (size_t)p, nd = a.off[p] + n * a.ld[p];
+	for (int i = 0; i < 8; i++)
+		a.voff[i] = nv + 1, nv = a.voff[i] + c;
+	size_t ns = a.so + 2 * a.lds + 1;
+	/* data: x in [-2, 3) plus a channel offset, the rest (old dx, padding)
+	 * in [-1, 1); vectors in [0.5, 1.5) (invstd, running variance > 0),
+	 * gamma with alternating signs; slots in [-50, 50) */
+	float *df = test_random(nd, -1, 1), *vec = test_random(nv, 0.5f, 1.5f);
+	for (size_t r = 0; r < n; r++)
+		for (size_t j = 0; j < cols; j++)
+			df[a.off[AT_X] + r * a.ld[AT_X] + j] = test_uniform(-2, 3) + 0.75f * (float)(j / inner);
+	for (size_t k = 0; k < c; k += 2)
+		vec[a.voff[AT_GAMMA] + k] = -vec[a.voff[AT_GAMMA] + k];
+	double *slots = malloc(ns * sizeof *slots), *sgot = malloc(ns * sizeof *sgot);
+	for (size_t i = 0; i < ns; i++)
+		slots[i] = test_uniform(-50, 50);
+	void *data = sc_rounded(dt, df, nd), *dgot = malloc(nd * es);
+	float *vgot = malloc(nv * sizeof *vgot);
+	starnn_tensor *td, *tv, *ts;
+	TEST_OK(starnn_tensor_new(&td, "bn_at_data", dt, 1, (int64_t)nd));
+	TEST_OK(starnn_tensor_new(&tv, "bn_at_vec", STARNN_FP32, 1, (int64_t)nv));
+	TEST_OK(starnn_tensor_new(&ts, "bn_at_slots", STARNN_FP32, 1, (int64_t)(2 * ns)));
+	TEST_OK(starnn_tensor_write(td, data));
+	TEST_OK(starnn_tensor_write(tv, vec));
+	TEST_OK(starnn_tensor_write(ts, slots));
+	struct starnn_task_desc d = {.cl = &bn_at_cl, .args = &a, .args_size = sizeof a, .tensors = {td, tv, ts}};
+	TEST_OK(starnn_submit(&d));
+	TEST_OK(starnn_tensor_read(td, dgot));
+	TEST_OK(starnn_tensor_read(tv, vgot));
+	TEST_OK(starnn_tensor_read(ts, sgot));
+	bn_at_cpu(&a, data, vec, slots);
+	char what[200];
+	const char *nm[3] = {"data (x, dy, y, dx, eval y)", "vectors", "slots"};
+	for (int i = 0; i < 3; i++) {
+		snprintf(what, sizeof what, "launchers at offsets, %s n %zu c %zu inner %zu relu %d: %s", starnn_dtype_name(dt),
+		         n, c, inner, relu, nm[i]);
+		test_same_bits(what, i == 0 ? dgot : i == 1 ? (void *)vgot : (void *)sgot,
+		               i == 0 ? data : i == 1 ? (void *)vec : (void *)slots, i == 0 ? nd : i == 1 ? nv : ns,
+		               i == 0 ? es : i == 1 ? 4 : 8);
+	}
+	starnn_tensor_destroy(td), starnn_tensor_destroy(tv), starnn_tensor_destroy(ts);
+	free(df), free(vec), free(slots), free(sgot), free(data), free(dgot), free(vgot);
+}
+#else
+static void opencl_offsets(starnn_dtype dt, size_t n, size_t c, size_t inner, int relu)
+{
+	(void)dt, (void)n, (void)c, (void)inner, (void)relu;
+}
+#endif
+
 int main(void)
 {
 	/* N 1..16, odd C, images 1x1 .. 32x32, non-square, and 2-D [N, C]. */
@@ -1196,6 +1514,22 @@ int main(void)
 	 * odd channel counts: uneven blocks) */
 	codelets_vs_ref((struct dims){1, 7, 256, 256}, 0);
 	codelets_vs_ref((struct dims){2, 5, 256, 200}, 1);
+	if (TEST_ON_OPENCL) {
+		static const struct dims bit_shapes[] = {
+			{1, 3, 4, 5}, {3, 3, 7, 2}, {16, 5, 8, 6}, {5, 1, 32, 17}, {8, 3, 0, 0}, {6, 3, 9, 10}, {2, 5, 256, 200},
+		};
+		for (size_t s = 0; s < sizeof bit_shapes / sizeof *bit_shapes; s++)
+			for (int t = 0; t < 3; t++) {
+				starnn_dtype dt = t == 0 ? STARNN_FP32 : t == 1 ? STARNN_FP16 : STARNN_BF16;
+				int nparts = (int)(s % 3) + 1;
+				opencl_bits(bit_shapes[s], (int)(s + (size_t)t) % 2, dt, bit_shapes[s].n >= nparts ? nparts : 1);
+			}
+		for (int t = 0; t < 3; t++) {
+			starnn_dtype dt = t == 0 ? STARNN_FP32 : t == 1 ? STARNN_FP16 : STARNN_BF16;
+			opencl_offsets(dt, 3, 3, 37, t % 2);
+			opencl_offsets(dt, 4, 5, 1, 1 - t % 2);
+		}
+	}
 	for (int t = 0; t < 2; t++) {
 		starnn_dtype dt = t ? STARNN_BF16 : STARNN_FP16;
 		half_vs_fp32(4, 5, 8, 6, 2, 1, dt);

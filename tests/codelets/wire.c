@@ -12,11 +12,16 @@
  * Codelets: compress / decompress tasks (CPU; CUDA in the _cuda build, and
  * in this build too when a CUDA worker exists) equal to the CPU kernels bit
  * for bit, on whole tensors and channel views; bad arguments ->
- * STARNN_EINVAL. */
+ * STARNN_EINVAL. The _opencl build also runs the kernel checks' data
+ * (65537 values with specials, rows across blocks, the rounding ties, Inf /
+ * NaN / subnormal blocks) through the OpenCL tasks, and the launchers on
+ * views at offsets (a wire at an odd byte), bit for bit against the CPU
+ * kernels. */
 #include <float.h>
 
 #include "codelets/wire.h"
 #include "runtime/base/half.h"
+#include "runtime/core/codelet.h"
 #include "tests/codelets/simdcheck.h"
 #include "tests/testlib.h"
 
@@ -481,9 +486,8 @@ static void known_values(void)
  * the fp32 values either side of it, go through the kernel's rounding
  * (ties to even) against the reference's search. Each block starts with
  * the anchor (+-top), then 255 values of the list. */
-static void ties(int fp8)
+static float *ties_data(int fp8, size_t *n_out, size_t *nl_out)
 {
-	starnn_wire_format f = fp8 ? STARNN_WIRE_FP8 : STARNN_WIRE_INT8;
 	float list[3 * 256];
 	size_t nl = 0;
 	if (fp8)
@@ -497,13 +501,23 @@ static void ties(int fp8)
 			list[nl++] = nextafterf(m, -INFINITY), list[nl++] = m, list[nl++] = nextafterf(m, INFINITY);
 		}
 	size_t nb = (nl + 254) / 255, n = nb * 256;
-	float *x = calloc(n, sizeof *x), *y = malloc(n * sizeof *y), *yref = malloc(n * sizeof *yref);
+	float *x = calloc(n, sizeof *x);
 	for (size_t b = 0, j = 0; b < nb; b++) {
 		float sign = b & 1 ? -1.0f : 1.0f;
 		x[b * 256] = sign * (fp8 ? 448.0f : 127.0f);
 		for (size_t i = 1; i < 256 && j < nl; i++)
 			x[b * 256 + i] = sign * list[j++];
 	}
+	*n_out = n, *nl_out = nl;
+	return x;
+}
+
+static void ties(int fp8)
+{
+	starnn_wire_format f = fp8 ? STARNN_WIRE_FP8 : STARNN_WIRE_INT8;
+	size_t n, nl;
+	float *x = ties_data(fp8, &n, &nl), *y = malloc(n * sizeof *y), *yref = malloc(n * sizeof *yref);
+	size_t nb = n / 256;
 	size_t bytes = starnn_wire_bytes(f, n);
 	uint8_t *w = malloc(bytes), *wref = malloc(bytes);
 	ref_compress(f, n, x, wref);
@@ -538,17 +552,23 @@ static void ties(int fp8)
 /* Rounding ties of the top-bytes formats: random patterns whose dropped
  * bits are exactly half an ulp of the kept ones, and one below / above,
  * against the reference (odd and even kept values alike). */
-static void ties_top(starnn_wire_format f)
+static float *ties_top_data(starnn_wire_format f, size_t n)
 {
 	int drop = starnn_wire_bits(f) == 24 ? 8 : 16;
 	uint32_t half = 1u << (drop - 1), mask = (1u << drop) - 1;
-	size_t n = 3000;
-	float *x = malloc(n * 4), *y = malloc(n * 4), *yref = malloc(n * 4);
+	float *x = malloc(n * 4);
 	for (size_t i = 0; i < n; i++) {
 		uint32_t u = (random_u32() & ~mask) | half;
 		u += (uint32_t)(i % 3) - 1; /* half - 1, half, half + 1 */
 		x[i] = flt(u);
 	}
+	return x;
+}
+
+static void ties_top(starnn_wire_format f)
+{
+	size_t n = 3000;
+	float *x = ties_top_data(f, n), *y = malloc(n * 4), *yref = malloc(n * 4);
 	size_t bytes = starnn_wire_bytes(f, n);
 	uint8_t *w = malloc(bytes), *wref = malloc(bytes);
 	ref_compress(f, n, x, wref);
@@ -692,6 +712,153 @@ static void codelets(starnn_wire_format f, const char *where)
 	free(x), free(got), free(ref), free(wgot), free(wref), free(vgot), free(vref);
 }
 
+/* ------------------------------------------------ the device's bits */
+
+/* x (rows x cols, dense) compressed by a task and the CPU kernel's wire of
+ * it decompressed by a task, on the test's workers (OpenCL in the _opencl
+ * build): the CPU kernels' bytes and values bit for bit. */
+static void tasks_vs_cpu(starnn_wire_format f, const float *x, size_t rows, size_t cols, const char *data)
+{
+	size_t n = rows * cols, bytes = starnn_wire_bytes(f, n);
+	float *y = malloc(n * 4), *yref = malloc(n * 4);
+	uint8_t *w = malloc(bytes), *wref = malloc(bytes);
+	starnn_tensor *tx, *ty, *tw, *tc;
+	TEST_OK(starnn_tensor_new(&tx, "x", STARNN_FP32, 2, (int64_t)rows, (int64_t)cols));
+	TEST_OK(starnn_tensor_new(&ty, "y", STARNN_FP32, 2, (int64_t)rows, (int64_t)cols));
+	TEST_OK(starnn_tensor_new(&tw, "wire", STARNN_U8, 1, (int64_t)bytes));
+	TEST_OK(starnn_tensor_new(&tc, "wire_cpu", STARNN_U8, 1, (int64_t)bytes));
+	TEST_OK(starnn_compress_cpu(f, rows, cols, x, cols, wref));
+	TEST_OK(starnn_decompress_cpu(f, rows, cols, wref, yref, cols));
+	TEST_OK(starnn_tensor_write(tx, x));
+	TEST_OK(starnn_tensor_write(tc, wref));
+	TEST_OK(starnn_compress(tx, f, tw));
+	TEST_OK(starnn_decompress(tc, f, ty));
+	TEST_OK(starnn_tensor_read(tw, w));
+	TEST_OK(starnn_tensor_read(ty, y));
+	char what[160];
+	snprintf(what, sizeof what, "compress_%s task (%s) of %s, %zu x %zu, vs the CPU kernel", starnn_wire_name(f),
+	         TEST_WORKERS, data, rows, cols);
+	test_same_bits(what, w, wref, bytes, 1);
+	snprintf(what, sizeof what, "decompress_%s task (%s) of %s, %zu x %zu, vs the CPU kernel", starnn_wire_name(f),
+	         TEST_WORKERS, data, rows, cols);
+	test_same_bits(what, y, yref, n, 4);
+	starnn_tensor_destroy(tx), starnn_tensor_destroy(ty), starnn_tensor_destroy(tw), starnn_tensor_destroy(tc);
+	free(y), free(yref), free(w), free(wref);
+}
+
+/* The data of the kernel checks above, through the tasks: many blocks
+ * with specials (one row, and rows whose blocks run across them), random
+ * finite data, the rounding ties, blocks with NaN / Inf / subnormals, a
+ * block of tiny subnormals and one of zeros. */
+static void tasks_data(starnn_wire_format f)
+{
+	float *x = make_data(65537, 1);
+	tasks_vs_cpu(f, x, 1, 65537, "65537 values with specials");
+	free(x);
+	x = make_data(255 * 257, 1);
+	tasks_vs_cpu(f, x, 255, 257, "values with specials");
+	free(x);
+	x = make_data(1000, 0);
+	tasks_vs_cpu(f, x, 1, 1000, "random values");
+	free(x);
+	if (is_block(f)) {
+		size_t n, nl;
+		x = ties_data(f == STARNN_WIRE_FP8, &n, &nl);
+		tasks_vs_cpu(f, x, 1, n, "rounding ties");
+		free(x);
+	} else if (starnn_wire_bits(f) != 32 && f != STARNN_WIRE_FP16) {
+		x = ties_top_data(f, 3000);
+		tasks_vs_cpu(f, x, 1, 3000, "rounding ties");
+		free(x);
+	}
+	float b[300];
+	for (int i = 0; i < 300; i++)
+		b[i] = (float)(i % 50) - 25.0f;
+	b[10] = 63.0f, b[11] = NAN, b[12] = INFINITY, b[13] = -INFINITY, b[14] = -0.0f, b[15] = 1e-40f, b[270] = NAN;
+	tasks_vs_cpu(f, b, 1, 300, "a block with NaN, Inf, -0, a subnormal");
+	float t[3] = {0x1p-149f, -0x3p-149f, 0x1.8p-147f}, z[5] = {0.0f, -0.0f, 0.0f, 0.0f, 0.0f};
+	tasks_vs_cpu(f, t, 1, 3, "tiny subnormals");
+	tasks_vs_cpu(f, z, 1, 5, "zeros");
+}
+
+#if TEST_ON_OPENCL && defined(STARNN_USE_OPENCL)
+/* The launchers at offsets: StarPU 1.3's asynchronous partitioning gives
+ * each part its own buffer on an OpenCL node (offset 0), so a test codelet
+ * calls them on whole buffers with the offsets a view at an odd place would
+ * have: x from element xoff with rows ldx apart, the wire from byte woff
+ * (odd: no field aligned). */
+struct wire_at {
+	starnn_wire_format f;
+	size_t rows, cols, xoff, ldx, woff;
+	int decompress;
+};
+
+static void wire_at_opencl(void *buffers[], void *cl_arg)
+{
+	const struct wire_at *a = cl_arg;
+	struct starnn_clmat x = starnn_cl_buffer(buffers, 0), w = starnn_cl_buffer(buffers, 1);
+	struct starnn_opencl_ctx *ctx = STARNN_OPENCL_CTX(wire);
+	if (!ctx)
+		return;
+	if (a->decompress)
+		STARNN_OPENCL_LAUNCHED(ctx, "test_wire_at", starnn_decompress_opencl(ctx, a->f, a->rows, a->cols, w.mem,
+		                                                                     w.off + a->woff, x.mem, x.off + a->xoff,
+		                                                                     a->ldx));
+	else
+		STARNN_OPENCL_LAUNCHED(ctx, "test_wire_at", starnn_compress_opencl(ctx, a->f, a->rows, a->cols, x.mem,
+		                                                                   x.off + a->xoff, a->ldx, w.mem,
+		                                                                   w.off + a->woff));
+}
+
+static struct starpu_codelet wire_at_cl = {.name = "test_wire_at", STARNN_OPENCL_FUNCS(wire_at_opencl) .nbuffers = 2,
+                                           .modes = {STARPU_RW, STARPU_RW}};
+
+/* compress from and decompress into a 3 x 100 view (ld 113, from element
+ * 5; blocks across rows), the wire from byte 3: the CPU kernels' bytes and
+ * values, nothing outside them touched. */
+static void wire_offsets(starnn_wire_format f)
+{
+	struct wire_at a = {.f = f, .rows = 3, .cols = 100, .xoff = 5, .ldx = 113, .woff = 3};
+	size_t n = a.rows * a.cols, bytes = starnn_wire_bytes(f, n), nx = a.xoff + a.rows * a.ldx, nw = a.woff + bytes + 4;
+	float *x = make_data(nx, 1), *y = malloc(nx * 4), *yref = malloc(nx * 4);
+	uint8_t *w = malloc(nw), *wref = malloc(nw);
+	memset(wref, 0xa5, nw);
+	TEST_OK(starnn_compress_cpu(f, a.rows, a.cols, x + a.xoff, a.ldx, wref + a.woff));
+	starnn_tensor *tx, *tw;
+	TEST_OK(starnn_tensor_new(&tx, "x_at", STARNN_FP32, 1, (int64_t)nx));
+	TEST_OK(starnn_tensor_new(&tw, "wire_at", STARNN_U8, 1, (int64_t)nw));
+	memset(w, 0xa5, nw);
+	TEST_OK(starnn_tensor_write(tx, x));
+	TEST_OK(starnn_tensor_write(tw, w));
+	struct starnn_task_desc d = {.cl = &wire_at_cl, .args = &a, .args_size = sizeof a, .tensors = {tx, tw}};
+	TEST_OK(starnn_submit(&d));
+	TEST_OK(starnn_tensor_read(tw, w));
+	char what[128];
+	snprintf(what, sizeof what, "compress_%s (OpenCL) from element %zu, ld %zu, into byte %zu", starnn_wire_name(f),
+	         a.xoff, a.ldx, a.woff);
+	test_same_bits(what, w, wref, nw, 1);
+
+	for (size_t i = 0; i < nx; i++)
+		y[i] = yref[i] = -7.0f;
+	TEST_OK(starnn_decompress_cpu(f, a.rows, a.cols, wref + a.woff, yref + a.xoff, a.ldx));
+	TEST_OK(starnn_tensor_write(tx, y));
+	TEST_OK(starnn_tensor_write(tw, wref));
+	a.decompress = 1;
+	TEST_OK(starnn_submit(&d));
+	TEST_OK(starnn_tensor_read(tx, y));
+	snprintf(what, sizeof what, "decompress_%s (OpenCL) from byte %zu into element %zu, ld %zu", starnn_wire_name(f),
+	         a.woff, a.xoff, a.ldx);
+	test_same_bits(what, y, yref, nx, 4);
+	starnn_tensor_destroy(tx), starnn_tensor_destroy(tw);
+	free(x), free(y), free(yref), free(w), free(wref);
+}
+#else
+static void wire_offsets(starnn_wire_format f)
+{
+	(void)f;
+}
+#endif
+
 static void bad_arguments(void)
 {
 	starnn_tensor *x, *h, *w, *wbad, *wf, *w2;
@@ -748,8 +915,13 @@ int main(void)
 		}
 		sc_level_done();
 	}
-	for (size_t i = 0; i < NF; i++)
+	for (size_t i = 0; i < NF; i++) {
 		codelets(all_formats[i], TEST_WORKERS);
+		if (TEST_ON_OPENCL) {
+			tasks_data(all_formats[i]);
+			wire_offsets(all_formats[i]);
+		}
+	}
 	if (!TEST_ON_DEVICE) {
 		/* The CUDA kernels against the CPU ones, when this build has a GPU
 		 * worker (the _cuda build runs the same checks on CUDA only). */

@@ -1,4 +1,5 @@
-/* StarPU codelet of the Adam / AdamW update (fp32). The step's bias
+/* StarPU codelets of the Adam / AdamW update (fp32; CPU, CUDA and OpenCL,
+ * the variants that keep packed copies CPU only). The step's bias
  * corrections travel in the args but are not part of the footprint: the
  * cost depends on the shapes only (default shape footprint). */
 #include <math.h>
@@ -33,6 +34,19 @@ static void adam_cuda(void *buffers[], void *cl_arg)
 }
 #endif
 
+#ifdef STARNN_USE_OPENCL
+static void adam_opencl(void *buffers[], void *cl_arg)
+{
+	const struct starnn_adam_step *s = cl_arg;
+	struct starnn_clmat w = starnn_cl_buffer(buffers, 0), g = starnn_cl_buffer(buffers, 1);
+	struct starnn_clmat m = starnn_cl_buffer(buffers, 2), v = starnn_cl_buffer(buffers, 3);
+	struct starnn_opencl_ctx *ctx = STARNN_OPENCL_CTX(adam);
+	if (ctx)
+		STARNN_OPENCL_LAUNCHED(ctx, "adam", starnn_adam_opencl(ctx, w.rows, w.cols, s, w.mem, w.off, w.ld, g.mem,
+		                                                       g.off, g.ld, m.mem, m.off, m.ld, v.mem, v.off, v.ld));
+}
+#endif
+
 static STARNN_PERFMODEL(adam, fp32);
 struct starpu_codelet starnn_adam_cl = {
 	.name = "adam",
@@ -42,6 +56,7 @@ struct starpu_codelet starnn_adam_cl = {
 	.cuda_funcs = {adam_cuda},
 	.cuda_flags = {STARPU_CUDA_ASYNC},
 #endif
+	STARNN_OPENCL_FUNCS(adam_opencl)
 	.nbuffers = 4,
 	.modes = {STARPU_RW, STARPU_R, STARPU_RW, STARPU_RW},
 	STARNN_MODELS(adam, fp32),
@@ -211,6 +226,22 @@ static void adam_amp_cuda(void *buffers[], void *cl_arg)
 }
 #endif
 
+#ifdef STARNN_USE_OPENCL
+static void adam_amp_opencl(void *buffers[], void *cl_arg)
+{
+	const struct starnn_adam_params *p = cl_arg;
+	struct starnn_clmat w = starnn_cl_buffer(buffers, 0), g = starnn_cl_buffer(buffers, 1);
+	struct starnn_clmat m = starnn_cl_buffer(buffers, 2), v = starnn_cl_buffer(buffers, 3);
+	struct starnn_clmat st = starnn_cl_buffer(buffers, 4), f = starnn_cl_buffer(buffers, 5);
+	struct starnn_opencl_ctx *ctx = STARNN_OPENCL_CTX(adam);
+	if (ctx)
+		STARNN_OPENCL_LAUNCHED(ctx, "adam_amp",
+		                       starnn_adam_amp_opencl(ctx, w.rows, w.cols, p, st.mem, st.off, f.mem, f.off, w.mem,
+		                                              w.off, w.ld, g.mem, g.off, g.ld, m.mem, m.off, m.ld, v.mem,
+		                                              v.off, v.ld));
+}
+#endif
+
 static STARNN_PERFMODEL(adam_amp, fp32);
 static struct starpu_codelet adam_amp_cl = {
 	.name = "adam_amp",
@@ -220,6 +251,7 @@ static struct starpu_codelet adam_amp_cl = {
 	.cuda_funcs = {adam_amp_cuda},
 	.cuda_flags = {STARPU_CUDA_ASYNC},
 #endif
+	STARNN_OPENCL_FUNCS(adam_amp_opencl)
 	.nbuffers = 6,
 	.modes = {STARPU_RW, STARPU_R, STARPU_RW, STARPU_RW, STARPU_R, STARPU_R},
 	STARNN_MODELS(adam_amp, fp32),
@@ -308,6 +340,38 @@ static void adam_amp_cast_cuda(void *buffers[], void *cl_arg)
 #define CAST_CUDA(fn)
 #endif
 
+#ifdef STARNN_USE_OPENCL
+static void adam_cast_opencl(void *buffers[], void *cl_arg)
+{
+	const struct cast_args *a = cl_arg;
+	struct starnn_clmat w = starnn_cl_buffer(buffers, 0), g = starnn_cl_buffer(buffers, 1);
+	struct starnn_clmat m = starnn_cl_buffer(buffers, 2), v = starnn_cl_buffer(buffers, 3),
+	                    h = starnn_cl_buffer(buffers, 4);
+	struct starnn_opencl_ctx *ctx = STARNN_OPENCL_CTX(adam);
+	if (ctx)
+		STARNN_OPENCL_LAUNCHED(ctx, "adam_cast",
+		                       starnn_adam_cast_opencl(ctx, w.rows, w.cols, &a->s, w.mem, w.off, w.ld, g.mem, g.off,
+		                                               g.ld, m.mem, m.off, m.ld, v.mem, v.off, v.ld,
+		                                               (starnn_dtype)a->hdt, h.mem, h.off, h.ld));
+}
+
+static void adam_amp_cast_opencl(void *buffers[], void *cl_arg)
+{
+	const struct cast_args *a = cl_arg;
+	struct starnn_clmat w = starnn_cl_buffer(buffers, 0), g = starnn_cl_buffer(buffers, 1);
+	struct starnn_clmat m = starnn_cl_buffer(buffers, 2), v = starnn_cl_buffer(buffers, 3);
+	struct starnn_clmat st = starnn_cl_buffer(buffers, 4), f = starnn_cl_buffer(buffers, 5),
+	                    h = starnn_cl_buffer(buffers, 6);
+	struct starnn_opencl_ctx *ctx = STARNN_OPENCL_CTX(adam);
+	if (ctx)
+		STARNN_OPENCL_LAUNCHED(ctx, "adam_amp_cast",
+		                       starnn_adam_amp_cast_opencl(ctx, w.rows, w.cols, &a->p, st.mem, st.off, f.mem, f.off,
+		                                                   w.mem, w.off, w.ld, g.mem, g.off, g.ld, m.mem, m.off, m.ld,
+		                                                   v.mem, v.off, v.ld, (starnn_dtype)a->hdt, h.mem, h.off,
+		                                                   h.ld));
+}
+#endif
+
 /* One codelet per dtype of h (its perfmodel starnn_<op>_<dtype>). */
 #define CAST_CL(op, dt, nb, ...)                                                                              \
 	static STARNN_PERFMODEL(op, dt);                                                                    \
@@ -315,7 +379,7 @@ static void adam_amp_cast_cuda(void *buffers[], void *cl_arg)
 		.name = #op "_" #dt,                                                                        \
 		.cpu_funcs = {op##_cpu},                                                                    \
 		.cpu_funcs_name = {#op "_cpu"},                                                             \
-		CAST_CUDA(op##_cuda).nbuffers = nb,                                                         \
+		CAST_CUDA(op##_cuda) STARNN_OPENCL_FUNCS(op##_opencl).nbuffers = nb,                        \
 		.modes = {__VA_ARGS__},                                                                     \
 		STARNN_MODELS(op, dt),                                                                      \
 	};

@@ -1,5 +1,5 @@
 /* StarPU codelets of amp: nonfinite (x R, flag RW) per dtype, and
- * scale_update (state RW, flag R). */
+ * scale_update (state RW, flag R); CPU, CUDA and OpenCL. */
 #include <math.h>
 
 #include "codelets/amp.h"
@@ -33,6 +33,21 @@ void starnn_amp_policy_default(struct starnn_amp_policy *p)
 #define NONFINITE_CUDA_FIELDS(dt)
 #endif
 
+#ifdef STARNN_USE_OPENCL
+#define NONFINITE_OPENCL(dt, DT)                                                                          \
+	static void nonfinite_##dt##_opencl(void *buffers[], void *cl_arg)                                \
+	{                                                                                                 \
+		struct starnn_clmat x = starnn_cl_buffer(buffers, 0), f = starnn_cl_buffer(buffers, 1);   \
+		struct starnn_opencl_ctx *ctx = STARNN_OPENCL_CTX(amp);                                   \
+		if (ctx)                                                                                  \
+			STARNN_OPENCL_LAUNCHED(ctx, "amp_nonfinite",                                      \
+			                       starnn_amp_nonfinite_opencl(ctx, DT, x.rows, x.cols, x.mem, x.off, \
+			                                                   x.ld, f.mem, f.off));          \
+	}
+#else
+#define NONFINITE_OPENCL(dt, DT)
+#endif
+
 #define NONFINITE_CODELET(dt, DT)                                                                         \
 	static void nonfinite_##dt##_cpu(void *buffers[], void *cl_arg)                                   \
 	{                                                                                                 \
@@ -41,12 +56,14 @@ void starnn_amp_policy_default(struct starnn_amp_policy *p)
 			*(float *)f.ptr = 1.0f;                                                           \
 	}                                                                                                 \
 	NONFINITE_CUDA(dt, DT)                                                                            \
+	NONFINITE_OPENCL(dt, DT)                                                                          \
 	static STARNN_PERFMODEL(amp_nonfinite, dt);                                                       \
 	static struct starpu_codelet nonfinite_##dt##_cl = {                                              \
 		.name = "amp_nonfinite",                                                                  \
 		.cpu_funcs = {nonfinite_##dt##_cpu},                                                      \
 		.cpu_funcs_name = {"nonfinite_" #dt "_cpu"},                                              \
 		NONFINITE_CUDA_FIELDS(dt)                                                                 \
+		STARNN_OPENCL_FUNCS(nonfinite_##dt##_opencl)                                              \
 		.nbuffers = 2,                                                                            \
 		.modes = {STARPU_R, STARPU_RW},                                                           \
 		STARNN_MODELS(amp_nonfinite, dt),                                                         \
@@ -76,6 +93,17 @@ static void scale_update_cuda(void *buffers[], void *cl_arg)
 }
 #endif
 
+#ifdef STARNN_USE_OPENCL
+static void scale_update_opencl(void *buffers[], void *cl_arg)
+{
+	struct starnn_clmat s = starnn_cl_buffer(buffers, 0), f = starnn_cl_buffer(buffers, 1);
+	struct starnn_opencl_ctx *ctx = STARNN_OPENCL_CTX(amp);
+	if (ctx)
+		STARNN_OPENCL_LAUNCHED(ctx, "amp_scale_update",
+		                       starnn_amp_scale_update_opencl(ctx, cl_arg, s.mem, s.off, f.mem, f.off));
+}
+#endif
+
 static STARNN_PERFMODEL(amp_scale_update, fp32);
 static struct starpu_codelet scale_update_cl = {
 	.name = "amp_scale_update",
@@ -85,6 +113,7 @@ static struct starpu_codelet scale_update_cl = {
 	.cuda_funcs = {scale_update_cuda},
 	.cuda_flags = {STARPU_CUDA_ASYNC},
 #endif
+	STARNN_OPENCL_FUNCS(scale_update_opencl)
 	.nbuffers = 2,
 	.modes = {STARPU_RW, STARPU_R},
 	STARNN_MODELS(amp_scale_update, fp32),

@@ -1,4 +1,5 @@
-/* StarPU codelets of mse_fwd / mse_bwd (fp32). */
+/* StarPU codelets of mse_fwd / mse_bwd (fp32, fp16 / bf16 pred): CPU, CUDA
+ * and OpenCL. */
 #include <math.h>
 
 #include "codelets/amp.h"
@@ -36,6 +37,19 @@ static void mse_fwd_cuda(void *buffers[], void *cl_arg)
 }
 #endif
 
+#ifdef STARNN_USE_OPENCL
+static void mse_fwd_opencl(void *buffers[], void *cl_arg)
+{
+	const struct mse_args *a = cl_arg;
+	struct starnn_clmat p = starnn_cl_buffer(buffers, 0), t = starnn_cl_buffer(buffers, 1),
+	                    l = starnn_cl_buffer(buffers, 2);
+	struct starnn_opencl_ctx *ctx = STARNN_OPENCL_CTX(mse);
+	if (ctx)
+		STARNN_OPENCL_LAUNCHED(ctx, "mse_fwd", starnn_mse_fwd_opencl(ctx, p.rows, p.cols, p.mem, p.off, p.ld, t.mem,
+		                                                             t.off, t.ld, a->scale, a->beta, l.mem, l.off));
+}
+#endif
+
 static STARNN_PERFMODEL(mse_fwd, fp32);
 struct starpu_codelet starnn_mse_fwd_cl = {
 	.name = "mse_fwd",
@@ -45,6 +59,7 @@ struct starpu_codelet starnn_mse_fwd_cl = {
 	.cuda_funcs = {mse_fwd_cuda},
 	.cuda_flags = {STARPU_CUDA_ASYNC},
 #endif
+	STARNN_OPENCL_FUNCS(mse_fwd_opencl)
 	.nbuffers = 3,
 	.modes = {STARPU_R, STARPU_R, STARPU_RW},
 	STARNN_MODELS(mse_fwd, fp32),
@@ -69,6 +84,19 @@ static void mse_bwd_cuda(void *buffers[], void *cl_arg)
 }
 #endif
 
+#ifdef STARNN_USE_OPENCL
+static void mse_bwd_opencl(void *buffers[], void *cl_arg)
+{
+	const struct mse_args *a = cl_arg;
+	struct starnn_clmat p = starnn_cl_buffer(buffers, 0), t = starnn_cl_buffer(buffers, 1),
+	                    d = starnn_cl_buffer(buffers, 2);
+	struct starnn_opencl_ctx *ctx = STARNN_OPENCL_CTX(mse);
+	if (ctx)
+		STARNN_OPENCL_LAUNCHED(ctx, "mse_bwd", starnn_mse_bwd_opencl(ctx, p.rows, p.cols, p.mem, p.off, p.ld, t.mem,
+		                                                             t.off, t.ld, a->scale, d.mem, d.off, d.ld));
+}
+#endif
+
 static STARNN_PERFMODEL(mse_bwd, fp32);
 struct starpu_codelet starnn_mse_bwd_cl = {
 	.name = "mse_bwd",
@@ -78,6 +106,7 @@ struct starpu_codelet starnn_mse_bwd_cl = {
 	.cuda_funcs = {mse_bwd_cuda},
 	.cuda_flags = {STARPU_CUDA_ASYNC},
 #endif
+	STARNN_OPENCL_FUNCS(mse_bwd_opencl)
 	.nbuffers = 3,
 	.modes = {STARPU_R, STARPU_R, STARPU_W},
 	STARNN_MODELS(mse_bwd, fp32),
@@ -161,6 +190,42 @@ int starnn_mse_bwd(starnn_tensor *pred, starnn_tensor *target, starnn_tensor *dp
 #define MSE_CUDA_FIELDS(fn)
 #endif
 
+#ifdef STARNN_USE_OPENCL
+#define MSE_OPENCL_FWD(dt, DT)                                                                             \
+	static void mse_fwd_##dt##_opencl(void *buffers[], void *cl_arg)                                   \
+	{                                                                                                  \
+		const struct mse_args *a = cl_arg;                                                         \
+		struct starnn_clmat p = starnn_cl_buffer(buffers, 0), t = starnn_cl_buffer(buffers, 1);    \
+		struct starnn_clmat l = starnn_cl_buffer(buffers, 2);                                      \
+		struct starnn_opencl_ctx *ctx = STARNN_OPENCL_CTX(mse);                                    \
+		if (ctx)                                                                                   \
+			STARNN_OPENCL_LAUNCHED(ctx, "mse_fwd_" #dt,                                        \
+			                       starnn_mse_fwd_half_opencl(ctx, DT, p.rows, p.cols, p.mem, p.off, \
+			                                                  p.ld, t.mem, t.off, t.ld, a->scale, \
+			                                                  a->beta, l.mem, l.off));         \
+	}
+/* Buffers pred, target, dpred (, state when scaled). */
+#define MSE_OPENCL_BWD(name, DT, scaled)                                                                   \
+	static void name##_opencl(void *buffers[], void *cl_arg)                                           \
+	{                                                                                                  \
+		const struct mse_args *a = cl_arg;                                                         \
+		struct starnn_clmat p = starnn_cl_buffer(buffers, 0), t = starnn_cl_buffer(buffers, 1);    \
+		struct starnn_clmat d = starnn_cl_buffer(buffers, 2);                                      \
+		struct starnn_clmat st = {0};                                                              \
+		if (scaled)                                                                                \
+			st = starnn_cl_buffer(buffers, 3);                                                 \
+		struct starnn_opencl_ctx *ctx = STARNN_OPENCL_CTX(mse);                                    \
+		if (ctx)                                                                                   \
+			STARNN_OPENCL_LAUNCHED(ctx, #name,                                                 \
+			                       starnn_mse_bwd_half_opencl(ctx, DT, p.rows, p.cols, p.mem, p.off, \
+			                                                  p.ld, t.mem, t.off, t.ld, a->scale, \
+			                                                  st.mem, st.off, d.mem, d.off, d.ld)); \
+	}
+#else
+#define MSE_OPENCL_FWD(dt, DT)
+#define MSE_OPENCL_BWD(name, DT, scaled)
+#endif
+
 #define MSE_FWD_HALF(dt, DT)                                                                               \
 	static void mse_fwd_##dt##_cpu(void *buffers[], void *cl_arg)                                      \
 	{                                                                                                  \
@@ -171,12 +236,14 @@ int starnn_mse_bwd(starnn_tensor *pred, starnn_tensor *target, starnn_tensor *dp
 		                        l.ptr);                                                            \
 	}                                                                                                  \
 	MSE_CUDA_FWD(dt, DT)                                                                               \
+	MSE_OPENCL_FWD(dt, DT)                                                                             \
 	static STARNN_PERFMODEL(mse_fwd, dt);                                                              \
 	static struct starpu_codelet mse_fwd_##dt##_cl = {                                                 \
 		.name = "mse_fwd_" #dt,                                                                    \
 		.cpu_funcs = {mse_fwd_##dt##_cpu},                                                         \
 		.cpu_funcs_name = {"mse_fwd_" #dt "_cpu"},                                                 \
 		MSE_CUDA_FIELDS(mse_fwd_##dt##_cuda)                                                       \
+		STARNN_OPENCL_FUNCS(mse_fwd_##dt##_opencl)                                                 \
 		.nbuffers = 3,                                                                             \
 		.modes = {STARPU_R, STARPU_R, STARPU_RW},                                                  \
 		STARNN_MODELS(mse_fwd, dt),                                                                \
@@ -194,12 +261,14 @@ int starnn_mse_bwd(starnn_tensor *pred, starnn_tensor *target, starnn_tensor *dp
 		                        d.ptr, d.ld);                                                      \
 	}                                                                                                  \
 	MSE_CUDA_BWD(op##_##dt, DT, scaled)                                                                \
+	MSE_OPENCL_BWD(op##_##dt, DT, scaled)                                                              \
 	static STARNN_PERFMODEL(op, dt);                                                                   \
 	static struct starpu_codelet op##_##dt##_cl = {                                                    \
 		.name = #op "_" #dt,                                                                       \
 		.cpu_funcs = {op##_##dt##_cpu},                                                            \
 		.cpu_funcs_name = {#op "_" #dt "_cpu"},                                                    \
 		MSE_CUDA_FIELDS(op##_##dt##_cuda)                                                          \
+		STARNN_OPENCL_FUNCS(op##_##dt##_opencl)                                                    \
 		.nbuffers = scaled ? 4 : 3,                                                                \
 		.modes = {STARPU_R, STARPU_R, STARPU_W, STARPU_R},                                         \
 		STARNN_MODELS(op, dt),                                                                     \

@@ -1,4 +1,5 @@
-/* StarPU codelets of relu_fwd / relu_bwd (fp32), with in-place forms: StarPU
+/* StarPU codelets of relu_fwd / relu_bwd (fp32, fp16, bf16; CPU, CUDA and
+ * OpenCL), with in-place forms: StarPU
  * does not accept one handle twice in a task when one access writes, so
  * y == x (and dx == dy) get a codelet with a single RW buffer. */
 #include "codelets/kernels/relu.h"
@@ -35,6 +36,26 @@ static void relu_fwd_inplace_cuda(void *buffers[], void *cl_arg)
 }
 #endif
 
+#ifdef STARNN_USE_OPENCL
+static void relu_fwd_opencl(void *buffers[], void *cl_arg)
+{
+	struct starnn_clmat x = starnn_cl_buffer(buffers, 0), y = starnn_cl_buffer(buffers, 1);
+	struct starnn_opencl_ctx *ctx = STARNN_OPENCL_CTX(relu);
+	if (ctx)
+		STARNN_OPENCL_LAUNCHED(ctx, "relu_fwd", starnn_relu_fwd_opencl(ctx, y.rows, y.cols, x.mem, x.off, x.ld,
+		                                                               y.mem, y.off, y.ld));
+}
+
+static void relu_fwd_inplace_opencl(void *buffers[], void *cl_arg)
+{
+	struct starnn_clmat y = starnn_cl_buffer(buffers, 0);
+	struct starnn_opencl_ctx *ctx = STARNN_OPENCL_CTX(relu);
+	if (ctx)
+		STARNN_OPENCL_LAUNCHED(ctx, "relu_fwd_inplace", starnn_relu_fwd_opencl(ctx, y.rows, y.cols, y.mem, y.off,
+		                                                                       y.ld, y.mem, y.off, y.ld));
+}
+#endif
+
 static STARNN_PERFMODEL(relu_fwd, fp32);
 struct starpu_codelet starnn_relu_fwd_cl = {
 	.name = "relu_fwd",
@@ -44,6 +65,7 @@ struct starpu_codelet starnn_relu_fwd_cl = {
 	.cuda_funcs = {relu_fwd_cuda},
 	.cuda_flags = {STARPU_CUDA_ASYNC},
 #endif
+	STARNN_OPENCL_FUNCS(relu_fwd_opencl)
 	.nbuffers = 2,
 	.modes = {STARPU_R, STARPU_W},
 	STARNN_MODELS(relu_fwd, fp32),
@@ -58,6 +80,7 @@ struct starpu_codelet starnn_relu_fwd_inplace_cl = {
 	.cuda_funcs = {relu_fwd_inplace_cuda},
 	.cuda_flags = {STARPU_CUDA_ASYNC},
 #endif
+	STARNN_OPENCL_FUNCS(relu_fwd_inplace_opencl)
 	.nbuffers = 1,
 	.modes = {STARPU_RW},
 	STARNN_MODELS(relu_fwd_inplace, fp32),
@@ -93,6 +116,28 @@ static void relu_bwd_inplace_cuda(void *buffers[], void *cl_arg)
 }
 #endif
 
+#ifdef STARNN_USE_OPENCL
+static void relu_bwd_opencl(void *buffers[], void *cl_arg)
+{
+	struct starnn_clmat x = starnn_cl_buffer(buffers, 0), dy = starnn_cl_buffer(buffers, 1),
+	                    dx = starnn_cl_buffer(buffers, 2);
+	struct starnn_opencl_ctx *ctx = STARNN_OPENCL_CTX(relu);
+	if (ctx)
+		STARNN_OPENCL_LAUNCHED(ctx, "relu_bwd", starnn_relu_bwd_opencl(ctx, dx.rows, dx.cols, x.mem, x.off, x.ld,
+		                                                               dy.mem, dy.off, dy.ld, dx.mem, dx.off, dx.ld));
+}
+
+static void relu_bwd_inplace_opencl(void *buffers[], void *cl_arg)
+{
+	struct starnn_clmat x = starnn_cl_buffer(buffers, 0), g = starnn_cl_buffer(buffers, 1);
+	struct starnn_opencl_ctx *ctx = STARNN_OPENCL_CTX(relu);
+	if (ctx)
+		STARNN_OPENCL_LAUNCHED(ctx, "relu_bwd_inplace",
+		                       starnn_relu_bwd_opencl(ctx, g.rows, g.cols, x.mem, x.off, x.ld, g.mem, g.off, g.ld,
+		                                              g.mem, g.off, g.ld));
+}
+#endif
+
 static STARNN_PERFMODEL(relu_bwd, fp32);
 struct starpu_codelet starnn_relu_bwd_cl = {
 	.name = "relu_bwd",
@@ -102,6 +147,7 @@ struct starpu_codelet starnn_relu_bwd_cl = {
 	.cuda_funcs = {relu_bwd_cuda},
 	.cuda_flags = {STARPU_CUDA_ASYNC},
 #endif
+	STARNN_OPENCL_FUNCS(relu_bwd_opencl)
 	.nbuffers = 3,
 	.modes = {STARPU_R, STARPU_R, STARPU_W},
 	STARNN_MODELS(relu_bwd, fp32),
@@ -116,6 +162,7 @@ struct starpu_codelet starnn_relu_bwd_inplace_cl = {
 	.cuda_funcs = {relu_bwd_inplace_cuda},
 	.cuda_flags = {STARPU_CUDA_ASYNC},
 #endif
+	STARNN_OPENCL_FUNCS(relu_bwd_inplace_opencl)
 	.nbuffers = 2,
 	.modes = {STARPU_R, STARPU_RW},
 	STARNN_MODELS(relu_bwd_inplace, fp32),
@@ -173,6 +220,32 @@ int starnn_relu_bwd(starnn_tensor *x, starnn_tensor *dy, starnn_tensor *dx)
 #define RELU_HALF_CUDA_FIELDS(fn)
 #endif
 
+#ifdef STARNN_USE_OPENCL
+#define RELU_HALF_OPENCL(dt, DT)                                                                            \
+	static void relu_fwd_##dt##_opencl(void *buffers[], void *cl_arg)                                   \
+	{                                                                                                   \
+		struct starnn_clmat x = starnn_cl_buffer(buffers, 0), y = starnn_cl_buffer(buffers, 1);     \
+		struct starnn_opencl_ctx *ctx = STARNN_OPENCL_CTX(relu);                                    \
+		if (ctx)                                                                                    \
+			STARNN_OPENCL_LAUNCHED(ctx, "relu_fwd_" #dt,                                        \
+			                       starnn_relu_fwd_half_opencl(ctx, DT, y.rows, y.cols, x.mem, x.off, \
+			                                                   x.ld, y.mem, y.off, y.ld));      \
+	}                                                                                                   \
+	static void relu_bwd_##dt##_opencl(void *buffers[], void *cl_arg)                                   \
+	{                                                                                                   \
+		struct starnn_clmat x = starnn_cl_buffer(buffers, 0), dy = starnn_cl_buffer(buffers, 1);    \
+		struct starnn_clmat dx = starnn_cl_buffer(buffers, 2);                                      \
+		struct starnn_opencl_ctx *ctx = STARNN_OPENCL_CTX(relu);                                    \
+		if (ctx)                                                                                    \
+			STARNN_OPENCL_LAUNCHED(ctx, "relu_bwd_" #dt,                                        \
+			                       starnn_relu_bwd_half_opencl(ctx, DT, dx.rows, dx.cols, x.mem, x.off, \
+			                                                   x.ld, dy.mem, dy.off, dy.ld, dx.mem, \
+			                                                   dx.off, dx.ld));                 \
+	}
+#else
+#define RELU_HALF_OPENCL(dt, DT)
+#endif
+
 #define RELU_HALF_CODELETS(dt, DT)                                                                          \
 	static void relu_fwd_##dt##_cpu(void *buffers[], void *cl_arg)                                      \
 	{                                                                                                   \
@@ -186,6 +259,7 @@ int starnn_relu_bwd(starnn_tensor *x, starnn_tensor *dy, starnn_tensor *dx)
 		starnn_relu_bwd_half_cpu(DT, dx.rows, dx.cols, x.ptr, x.ld, dy.ptr, dy.ld, dx.ptr, dx.ld);  \
 	}                                                                                                   \
 	RELU_HALF_CUDA(dt, DT)                                                                              \
+	RELU_HALF_OPENCL(dt, DT)                                                                            \
 	static STARNN_PERFMODEL(relu_fwd, dt);                                                              \
 	static STARNN_PERFMODEL(relu_bwd, dt);                                                              \
 	static struct starpu_codelet relu_fwd_##dt##_cl = {                                                 \
@@ -193,6 +267,7 @@ int starnn_relu_bwd(starnn_tensor *x, starnn_tensor *dy, starnn_tensor *dx)
 		.cpu_funcs = {relu_fwd_##dt##_cpu},                                                         \
 		.cpu_funcs_name = {"relu_fwd_" #dt "_cpu"},                                                 \
 		RELU_HALF_CUDA_FIELDS(relu_fwd_##dt##_cuda)                                                 \
+		STARNN_OPENCL_FUNCS(relu_fwd_##dt##_opencl)                                                 \
 		.nbuffers = 2,                                                                              \
 		.modes = {STARPU_R, STARPU_W},                                                              \
 		STARNN_MODELS(relu_fwd, dt),                                                                \
@@ -202,6 +277,7 @@ int starnn_relu_bwd(starnn_tensor *x, starnn_tensor *dy, starnn_tensor *dx)
 		.cpu_funcs = {relu_bwd_##dt##_cpu},                                                         \
 		.cpu_funcs_name = {"relu_bwd_" #dt "_cpu"},                                                 \
 		RELU_HALF_CUDA_FIELDS(relu_bwd_##dt##_cuda)                                                 \
+		STARNN_OPENCL_FUNCS(relu_bwd_##dt##_opencl)                                                 \
 		.nbuffers = 3,                                                                              \
 		.modes = {STARPU_R, STARPU_R, STARPU_W},                                                    \
 		STARNN_MODELS(relu_bwd, dt),                                                                \

@@ -1,4 +1,5 @@
-/* StarPU codelet of the SGD update (fp32). */
+/* StarPU codelets of the SGD update (fp32): CPU, CUDA and OpenCL (the
+ * variants that keep packed copies: CPU only). */
 #include <math.h>
 #include <string.h>
 
@@ -25,6 +26,19 @@ static void sgd_cuda(void *buffers[], void *cl_arg)
 }
 #endif
 
+#ifdef STARNN_USE_OPENCL
+static void sgd_opencl(void *buffers[], void *cl_arg)
+{
+	const struct starnn_sgd_step *s = cl_arg;
+	struct starnn_clmat w = starnn_cl_buffer(buffers, 0), g = starnn_cl_buffer(buffers, 1),
+	                    b = starnn_cl_buffer(buffers, 2);
+	struct starnn_opencl_ctx *ctx = STARNN_OPENCL_CTX(sgd);
+	if (ctx)
+		STARNN_OPENCL_LAUNCHED(ctx, "sgd", starnn_sgd_opencl(ctx, w.rows, w.cols, s, w.mem, w.off, w.ld, g.mem, g.off,
+		                                                     g.ld, b.mem, b.off, b.ld));
+}
+#endif
+
 static STARNN_PERFMODEL(sgd, fp32);
 struct starpu_codelet starnn_sgd_cl = {
 	.name = "sgd",
@@ -34,6 +48,7 @@ struct starpu_codelet starnn_sgd_cl = {
 	.cuda_funcs = {sgd_cuda},
 	.cuda_flags = {STARPU_CUDA_ASYNC},
 #endif
+	STARNN_OPENCL_FUNCS(sgd_opencl)
 	.nbuffers = 3,
 	.modes = {STARPU_RW, STARPU_R, STARPU_RW},
 	STARNN_MODELS(sgd, fp32),
@@ -188,6 +203,21 @@ static void sgd_amp_cuda(void *buffers[], void *cl_arg)
 }
 #endif
 
+#ifdef STARNN_USE_OPENCL
+static void sgd_amp_opencl(void *buffers[], void *cl_arg)
+{
+	const struct starnn_sgd_params *p = cl_arg;
+	struct starnn_clmat w = starnn_cl_buffer(buffers, 0), g = starnn_cl_buffer(buffers, 1),
+	                    b = starnn_cl_buffer(buffers, 2);
+	struct starnn_clmat st = starnn_cl_buffer(buffers, 3), f = starnn_cl_buffer(buffers, 4);
+	struct starnn_opencl_ctx *ctx = STARNN_OPENCL_CTX(sgd);
+	if (ctx)
+		STARNN_OPENCL_LAUNCHED(ctx, "sgd_amp",
+		                       starnn_sgd_amp_opencl(ctx, w.rows, w.cols, p, st.mem, st.off, f.mem, f.off, w.mem,
+		                                             w.off, w.ld, g.mem, g.off, g.ld, b.mem, b.off, b.ld));
+}
+#endif
+
 static STARNN_PERFMODEL(sgd_amp, fp32);
 static struct starpu_codelet sgd_amp_cl = {
 	.name = "sgd_amp",
@@ -197,6 +227,7 @@ static struct starpu_codelet sgd_amp_cl = {
 	.cuda_funcs = {sgd_amp_cuda},
 	.cuda_flags = {STARPU_CUDA_ASYNC},
 #endif
+	STARNN_OPENCL_FUNCS(sgd_amp_opencl)
 	.nbuffers = 5,
 	.modes = {STARPU_RW, STARPU_R, STARPU_RW, STARPU_R, STARPU_R},
 	STARNN_MODELS(sgd_amp, fp32),

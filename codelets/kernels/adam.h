@@ -15,7 +15,11 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "runtime/base/features.h"
 #include "runtime/base/types.h"
+#ifdef STARNN_USE_OPENCL
+#include "runtime/base/opencl.h"
+#endif
 
 #ifdef __cplusplus
 extern "C" {
@@ -60,6 +64,33 @@ void starnn_adam_cuda(size_t rows, size_t cols, const struct starnn_adam_step *s
 void starnn_adam_amp_cuda(size_t rows, size_t cols, const struct starnn_adam_params *p, const float *state,
                           const float *flag, float *w, size_t ldw, const float *grad, size_t ldg, float *m,
                           size_t ldm, float *v, size_t ldv, void *stream);
+
+#ifdef STARNN_USE_OPENCL
+/* codelets/opencl/adam.c, on ctx->queue (runtime/base/opencl.h): the
+ * kernels of the program starnn_opencl_program_adam (codelets/opencl/adam.cl).
+ * Each operand is a cl_mem with the offset of its view's first element
+ * (state and flag: of their first float); shapes as above. The _amp ones
+ * read the flag and the state back first (blocking) and compute the step
+ * on the host, as the CPU kernel does. CL_SUCCESS, or the OpenCL error
+ * (ctx->failed_* say where). */
+extern const struct starnn_opencl_program starnn_opencl_program_adam;
+cl_int starnn_adam_opencl(struct starnn_opencl_ctx *ctx, size_t rows, size_t cols, const struct starnn_adam_step *s,
+                          cl_mem w, size_t w_off, size_t ldw, cl_mem grad, size_t g_off, size_t ldg, cl_mem m,
+                          size_t m_off, size_t ldm, cl_mem v, size_t v_off, size_t ldv);
+cl_int starnn_adam_amp_opencl(struct starnn_opencl_ctx *ctx, size_t rows, size_t cols,
+                              const struct starnn_adam_params *p, cl_mem state, size_t state_off, cl_mem flag,
+                              size_t flag_off, cl_mem w, size_t w_off, size_t ldw, cl_mem grad, size_t g_off,
+                              size_t ldg, cl_mem m, size_t m_off, size_t ldm, cl_mem v, size_t v_off, size_t ldv);
+cl_int starnn_adam_cast_opencl(struct starnn_opencl_ctx *ctx, size_t rows, size_t cols,
+                               const struct starnn_adam_step *s, cl_mem w, size_t w_off, size_t ldw, cl_mem grad,
+                               size_t g_off, size_t ldg, cl_mem m, size_t m_off, size_t ldm, cl_mem v, size_t v_off,
+                               size_t ldv, starnn_dtype hdt, cl_mem h, size_t h_off, size_t ldh);
+cl_int starnn_adam_amp_cast_opencl(struct starnn_opencl_ctx *ctx, size_t rows, size_t cols,
+                                   const struct starnn_adam_params *p, cl_mem state, size_t state_off, cl_mem flag,
+                                   size_t flag_off, cl_mem w, size_t w_off, size_t ldw, cl_mem grad, size_t g_off,
+                                   size_t ldg, cl_mem m, size_t m_off, size_t ldm, cl_mem v, size_t v_off, size_t ldv,
+                                   starnn_dtype hdt, cl_mem h, size_t h_off, size_t ldh);
+#endif
 
 #ifdef __cplusplus
 }

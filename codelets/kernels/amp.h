@@ -12,7 +12,11 @@
 
 #include <stddef.h>
 
+#include "runtime/base/features.h"
 #include "runtime/base/types.h"
+#ifdef STARNN_USE_OPENCL
+#include "runtime/base/opencl.h"
+#endif
 
 #ifdef __cplusplus
 extern "C" {
@@ -35,6 +39,19 @@ void starnn_amp_scale_update_cpu(const struct starnn_amp_policy *p, float *state
 void starnn_amp_nonfinite_cuda(starnn_dtype dtype, size_t rows, size_t cols, const void *x, size_t ld, float *flag,
                                void *stream);
 void starnn_amp_scale_update_cuda(const struct starnn_amp_policy *p, float *state, const float *flag, void *stream);
+
+#ifdef STARNN_USE_OPENCL
+/* codelets/opencl/amp.c, on ctx->queue (runtime/base/opencl.h): the
+ * kernels of the program starnn_opencl_program_amp (codelets/opencl/amp.cl).
+ * x, state and flag are cl_mem buffers with the offset (elements) of their
+ * first element; nonfinite sets the flag to 1.0f as the CUDA one does.
+ * CL_SUCCESS, or the OpenCL error (ctx->failed_* say where). */
+extern const struct starnn_opencl_program starnn_opencl_program_amp;
+cl_int starnn_amp_nonfinite_opencl(struct starnn_opencl_ctx *ctx, starnn_dtype dtype, size_t rows, size_t cols,
+                                   cl_mem x, size_t x_off, size_t ld, cl_mem flag, size_t flag_off);
+cl_int starnn_amp_scale_update_opencl(struct starnn_opencl_ctx *ctx, const struct starnn_amp_policy *p, cl_mem state,
+                                      size_t state_off, cl_mem flag, size_t flag_off);
+#endif
 
 #ifdef __cplusplus
 }

@@ -14,7 +14,11 @@
 
 #include <stddef.h>
 
+#include "runtime/base/features.h"
 #include "runtime/base/types.h"
+#ifdef STARNN_USE_OPENCL
+#include "runtime/base/opencl.h"
+#endif
 
 #ifdef __cplusplus
 extern "C" {
@@ -41,6 +45,28 @@ int starnn_mse_fwd_half_cuda(starnn_dtype dt, size_t rows, size_t cols, const vo
 void starnn_mse_bwd_half_cuda(starnn_dtype dt, size_t rows, size_t cols, const void *pred, size_t ldp,
                               const float *target, size_t ldt, float scale, const float *state, void *dpred,
                               size_t ldd, void *stream);
+
+#ifdef STARNN_USE_OPENCL
+/* codelets/opencl/mse.c, on ctx->queue (runtime/base/opencl.h): the
+ * kernels of the program starnn_opencl_program_mse (codelets/opencl/mse.cl).
+ * Each operand is a cl_mem with the offset of its view's first element
+ * (loss, state: of their first float; state NULL: no loss scaling); shapes
+ * as above. The forward kernels need cl_khr_fp64. CL_SUCCESS, or the
+ * OpenCL error (ctx->failed_* say where). */
+extern const struct starnn_opencl_program starnn_opencl_program_mse;
+cl_int starnn_mse_fwd_opencl(struct starnn_opencl_ctx *ctx, size_t rows, size_t cols, cl_mem pred, size_t p_off,
+                             size_t ldp, cl_mem target, size_t t_off, size_t ldt, float scale, float beta, cl_mem loss,
+                             size_t loss_off);
+cl_int starnn_mse_bwd_opencl(struct starnn_opencl_ctx *ctx, size_t rows, size_t cols, cl_mem pred, size_t p_off,
+                             size_t ldp, cl_mem target, size_t t_off, size_t ldt, float scale, cl_mem dpred,
+                             size_t d_off, size_t ldd);
+cl_int starnn_mse_fwd_half_opencl(struct starnn_opencl_ctx *ctx, starnn_dtype dt, size_t rows, size_t cols,
+                                  cl_mem pred, size_t p_off, size_t ldp, cl_mem target, size_t t_off, size_t ldt,
+                                  float scale, float beta, cl_mem loss, size_t loss_off);
+cl_int starnn_mse_bwd_half_opencl(struct starnn_opencl_ctx *ctx, starnn_dtype dt, size_t rows, size_t cols,
+                                  cl_mem pred, size_t p_off, size_t ldp, cl_mem target, size_t t_off, size_t ldt,
+                                  float scale, cl_mem state, size_t state_off, cl_mem dpred, size_t d_off, size_t ldd);
+#endif
 
 #ifdef __cplusplus
 }

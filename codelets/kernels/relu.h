@@ -11,7 +11,11 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "runtime/base/features.h"
 #include "runtime/base/types.h"
+#ifdef STARNN_USE_OPENCL
+#include "runtime/base/opencl.h"
+#endif
 
 #ifdef __cplusplus
 extern "C" {
@@ -34,6 +38,24 @@ void starnn_relu_fwd_half_cuda(starnn_dtype dt, size_t rows, size_t cols, const 
                                size_t ldy, void *stream);
 void starnn_relu_bwd_half_cuda(starnn_dtype dt, size_t rows, size_t cols, const uint16_t *x, size_t ldx,
                                const uint16_t *dy, size_t lddy, uint16_t *dx, size_t lddx, void *stream);
+
+#ifdef STARNN_USE_OPENCL
+/* codelets/opencl/relu.c, on ctx->queue (runtime/base/opencl.h): the
+ * kernels of the program starnn_opencl_program_relu (codelets/opencl/relu.cl).
+ * Each operand is a cl_mem with the offset of its view's first element;
+ * shapes and in-place rules as above. CL_SUCCESS, or the OpenCL error
+ * (ctx->failed_* say where). */
+extern const struct starnn_opencl_program starnn_opencl_program_relu;
+cl_int starnn_relu_fwd_opencl(struct starnn_opencl_ctx *ctx, size_t rows, size_t cols, cl_mem x, size_t x_off,
+                              size_t ldx, cl_mem y, size_t y_off, size_t ldy);
+cl_int starnn_relu_bwd_opencl(struct starnn_opencl_ctx *ctx, size_t rows, size_t cols, cl_mem x, size_t x_off,
+                              size_t ldx, cl_mem dy, size_t dy_off, size_t lddy, cl_mem dx, size_t dx_off, size_t lddx);
+cl_int starnn_relu_fwd_half_opencl(struct starnn_opencl_ctx *ctx, starnn_dtype dt, size_t rows, size_t cols, cl_mem x,
+                                   size_t x_off, size_t ldx, cl_mem y, size_t y_off, size_t ldy);
+cl_int starnn_relu_bwd_half_opencl(struct starnn_opencl_ctx *ctx, starnn_dtype dt, size_t rows, size_t cols, cl_mem x,
+                                   size_t x_off, size_t ldx, cl_mem dy, size_t dy_off, size_t lddy, cl_mem dx,
+                                   size_t dx_off, size_t lddx);
+#endif
 
 #ifdef __cplusplus
 }

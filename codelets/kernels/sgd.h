@@ -11,6 +11,11 @@
 
 #include <stddef.h>
 
+#include "runtime/base/features.h"
+#ifdef STARNN_USE_OPENCL
+#include "runtime/base/opencl.h"
+#endif
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -42,6 +47,22 @@ void starnn_sgd_cuda(size_t rows, size_t cols, const struct starnn_sgd_step *s, 
 void starnn_sgd_amp_cuda(size_t rows, size_t cols, const struct starnn_sgd_params *p, const float *state,
                          const float *flag, float *w, size_t ldw, const float *grad, size_t ldg, float *buf,
                          size_t ldb, void *stream);
+
+#ifdef STARNN_USE_OPENCL
+/* codelets/opencl/sgd.c, on ctx->queue (runtime/base/opencl.h): the
+ * kernels of the program starnn_opencl_program_sgd (codelets/opencl/sgd.cl).
+ * Each operand is a cl_mem with the offset of its view's first element
+ * (state and flag: of their first float); shapes as above. CL_SUCCESS, or
+ * the OpenCL error (ctx->failed_* say where). */
+extern const struct starnn_opencl_program starnn_opencl_program_sgd;
+cl_int starnn_sgd_opencl(struct starnn_opencl_ctx *ctx, size_t rows, size_t cols, const struct starnn_sgd_step *s,
+                         cl_mem w, size_t w_off, size_t ldw, cl_mem grad, size_t g_off, size_t ldg, cl_mem buf,
+                         size_t b_off, size_t ldb);
+cl_int starnn_sgd_amp_opencl(struct starnn_opencl_ctx *ctx, size_t rows, size_t cols,
+                             const struct starnn_sgd_params *p, cl_mem state, size_t state_off, cl_mem flag,
+                             size_t flag_off, cl_mem w, size_t w_off, size_t ldw, cl_mem grad, size_t g_off,
+                             size_t ldg, cl_mem buf, size_t b_off, size_t ldb);
+#endif
 
 #ifdef __cplusplus
 }

@@ -8,7 +8,9 @@
  * bf16 compute copy): the same bits as adam / adam_amp followed by a
  * convert task, and the copy those of runtime/base/half.h's rounding of the
  * updated weights (rows of 4500: whole chunks and a tail); skipped amp
- * steps leave the copy as it was.
+ * steps leave the copy as it was. Except on CUDA (which contracts and
+ * computes adam_amp's constants itself), the codelets' results are also
+ * the CPU kernels' bit for bit (OpenCL: docs/opencl.md).
  *
  * Tolerances: the reference carries, next to the exact w, m, v in double,
  * a first-order bound of the kernels' error on each (ref_step): the fp32
@@ -173,6 +175,14 @@ static void step_init(void)
 }
 
 /* STEPS codelet updates against the double reference. */
+/* A codelet's result against the CPU kernel's on host copies, bit for bit
+ * (not on CUDA). */
+static void same_as_cpu(const char *what, const void *got, const void *want, size_t n, size_t es)
+{
+	if (!TEST_ON_CUDA)
+		test_same_bits(what, got, want, n, es);
+}
+
 static void codelet_vs_reference(const struct variant *vr, int64_t n, int64_t c, int64_t h, int64_t wd)
 {
 	int64_t shape[4] = {n, c, h, wd};
@@ -181,11 +191,17 @@ static void codelet_vs_reference(const struct variant *vr, int64_t n, int64_t c,
 	starnn_tensor *tw = test_tensor("w", 4, shape, w), *tg = test_tensor("grad", 4, shape, NULL);
 	starnn_tensor *tm = test_tensor("m", 4, shape, NULL), *tv = test_tensor("v", 4, shape, NULL);
 	struct adam_ref ref = ref_new(numel, w);
+	/* the CPU kernel on host copies (m and v start at 0, as the tensors) */
+	float *wc = malloc(numel * sizeof *wc), *mc = calloc(numel, sizeof *mc), *vc = calloc(numel, sizeof *vc);
+	memcpy(wc, w, numel * sizeof *w);
+	struct starnn_adam_step s;
 	for (int t = 1; t <= STEPS; t++) {
 		float *g = test_random(numel, -1, 1);
 		TEST_OK(starnn_tensor_write(tg, g));
 		TEST_OK(starnn_adam(tw, tg, tm, tv, &vr->p, t, vr->grad_scale));
 		ref_step(&ref, &vr->p, vr->grad_scale, t, g);
+		starnn_adam_step_init(&s, &vr->p, t, vr->grad_scale);
+		starnn_adam_cpu(1, numel, &s, wc, numel, g, numel, mc, numel, vc, numel);
 		free(g);
 	}
 	float *gw = test_read(tw), *gm = test_read(tm), *gv = test_read(tv);
@@ -197,6 +213,11 @@ static void codelet_vs_reference(const struct variant *vr, int64_t n, int64_t c,
 	test_close_bound(what, gm, ref.m, ref.em, numel);
 	snprintf(what, sizeof what, "adam codelet %s: v", vr->name);
 	test_close_bound(what, gv, ref.v, ref.ev, numel);
+	snprintf(what, sizeof what, "adam codelet %s [%lld,%lld,%lld,%lld]: w, m, v, the CPU kernel's bits", vr->name,
+	         (long long)n, (long long)c, (long long)h, (long long)wd);
+	same_as_cpu(what, gw, wc, numel, 4);
+	same_as_cpu(what, gm, mc, numel, 4);
+	same_as_cpu(what, gv, vc, numel, 4);
 	free(gw), free(gm), free(gv);
 
 	if (c >= 2) {
@@ -211,8 +232,13 @@ static void codelet_vs_reference(const struct variant *vr, int64_t n, int64_t c,
 			TEST_OK(starnn_adam(tw->parts[k], tg->parts[k], tm->parts[k], tv->parts[k], &vr->p, STEPS + 1,
 			                    vr->grad_scale));
 		ref_step(&ref, &vr->p, vr->grad_scale, STEPS + 1, g);
+		starnn_adam_step_init(&s, &vr->p, STEPS + 1, vr->grad_scale);
+		starnn_adam_cpu(1, numel, &s, wc, numel, g, numel, mc, numel, vc, numel);
 		gw = test_read(tw);
 		gv = test_read(tv);
+		snprintf(what, sizeof what, "adam codelet %s on channel parts: w, v, the CPU kernel's bits", vr->name);
+		same_as_cpu(what, gw, wc, numel, 4);
+		same_as_cpu(what, gv, vc, numel, 4);
 		snprintf(what, sizeof what, "adam codelet %s on channel parts: w", vr->name);
 		test_close_bound(what, gw, ref.w, ref.ew, numel);
 		snprintf(what, sizeof what, "adam codelet %s on channel parts: v", vr->name);
@@ -221,7 +247,7 @@ static void codelet_vs_reference(const struct variant *vr, int64_t n, int64_t c,
 	}
 	starnn_tensor_destroy(tw), starnn_tensor_destroy(tg), starnn_tensor_destroy(tm), starnn_tensor_destroy(tv);
 	ref_free(&ref);
-	free(w);
+	free(w), free(wc), free(mc), free(vc);
 }
 
 static void bad_arguments(void)
@@ -272,6 +298,8 @@ static void amp_variant(const struct variant *v)
 	TEST_OK(starnn_tensor_create(&flag, "flag", STARNN_FP32, 1, &one));
 	struct adam_ref ref = ref_new(n, w0);
 	float *wprev = test_read(w1), *vprev = test_read(v1);
+	float *wc = malloc(n * sizeof *wc), *mc = calloc(n, sizeof *mc), *vc = calloc(n, sizeof *vc);
+	memcpy(wc, w0, n * sizeof *wc); /* adam_amp's CPU kernel on host copies */
 	int64_t applied = 0;
 	for (int step = 1; step <= 5; step++) {
 		int overflow = step == 2 || step == 4;
@@ -281,6 +309,8 @@ static void amp_variant(const struct variant *v)
 		TEST_OK(starnn_tensor_write(state, st));
 		TEST_OK(starnn_fill(overflow ? 1.0f : 0.0f, flag));
 		TEST_OK(starnn_adam_amp(w1, g, m1, v1, &v->p, state, flag));
+		const float fl = overflow ? 1.0f : 0.0f;
+		starnn_adam_amp_cpu(1, n, &v->p, st, &fl, wc, n, gv, n, mc, n, vc, n);
 		if (!overflow) {
 			TEST_OK(starnn_adam(w2, g, m2, v2, &v->p, applied + 1, v->grad_scale));
 			applied++;
@@ -299,6 +329,10 @@ static void amp_variant(const struct variant *v)
 		test_close_bound(what, a, ref.w, ref.ew, n);
 		snprintf(what, sizeof what, "adam_amp '%s' step %d%s: second moment", v->name, step, sk);
 		test_close_bound(what, c, ref.v, ref.ev, n);
+		snprintf(what, sizeof what, "adam_amp '%s' step %d%s: weights, second moment, the CPU kernel's bits",
+		         v->name, step, sk);
+		same_as_cpu(what, a, wc, n, 4);
+		same_as_cpu(what, c, vc, n, 4);
 		snprintf(what, sizeof what, "adam '%s' with the same values, step %d: weights", v->name, step);
 		test_close_bound(what, b, ref.w, ref.ew, n);
 		snprintf(what, sizeof what, "adam '%s' with the same values, step %d: second moment", v->name, step);
@@ -313,7 +347,7 @@ static void amp_variant(const struct variant *v)
 	starnn_tensor_destroy(state), starnn_tensor_destroy(flag);
 	starnn_tensor_destroy(m1), starnn_tensor_destroy(m2), starnn_tensor_destroy(v1), starnn_tensor_destroy(v2);
 	ref_free(&ref);
-	free(w0), free(wprev), free(vprev);
+	free(w0), free(wprev), free(vprev), free(wc), free(mc), free(vc);
 }
 
 /* Every instruction-set level gives the generic level's results bit for
@@ -378,6 +412,10 @@ static void cast_variant(const struct variant *v, starnn_dtype hdt, int amp)
 	TEST_OK(starnn_convert(w2, h2));
 	TEST_OK(starnn_tensor_create(&state, "state", STARNN_FP32, 1, &four));
 	TEST_OK(starnn_tensor_create(&flag, "flag", STARNN_FP32, 1, &one));
+	/* the CPU kernels (_cast, _amp_cast) on host copies */
+	float *wc = malloc(n * sizeof *wc), *mc = calloc(n, sizeof *mc), *vc = calloc(n, sizeof *vc);
+	memcpy(wc, w0, n * sizeof *wc);
+	uint16_t *hc = narrowed(hdt, w0, n);
 	int64_t applied = 0;
 	for (int step = 1; step <= 5; step++) {
 		const int skip = amp && (step == 2 || step == 4);
@@ -390,9 +428,15 @@ static void cast_variant(const struct variant *v, starnn_dtype hdt, int amp)
 			TEST_OK(starnn_fill(skip ? 1.0f : 0.0f, flag));
 			TEST_OK(starnn_adam_amp_cast(w1, g, m1, v1, &v->p, state, flag, h1));
 			TEST_OK(starnn_adam_amp(w2, g, m2, v2, &v->p, state, flag));
+			const float fl = skip ? 1.0f : 0.0f;
+			starnn_adam_amp_cast_cpu(3, 4500, &v->p, st, &fl, wc, 4500, gv, 4500, mc, 4500, vc, 4500, hdt, hc,
+			                         4500);
 		} else {
 			TEST_OK(starnn_adam_cast(w1, g, m1, v1, &v->p, step, v->grad_scale, h1));
 			TEST_OK(starnn_adam(w2, g, m2, v2, &v->p, step, v->grad_scale));
+			struct starnn_adam_step s;
+			starnn_adam_step_init(&s, &v->p, step, v->grad_scale);
+			starnn_adam_cast_cpu(3, 4500, &s, wc, 4500, gv, 4500, mc, 4500, vc, 4500, hdt, hc, 4500);
 		}
 		TEST_OK(starnn_convert(w2, h2));
 		applied += !skip;
@@ -415,6 +459,10 @@ static void cast_variant(const struct variant *v, starnn_dtype hdt, int amp)
 			snprintf(what, sizeof what, "adam_amp_cast '%s' step %d (skipped): h unchanged", v->name, step);
 			sc_same(what, hb, hprev, n, sizeof *hb);
 		}
+		snprintf(what, sizeof what, "adam%s_cast '%s' %s step %d: w and h, the CPU kernel's bits", amp ? "_amp" : "",
+		         v->name, starnn_dtype_name(hdt), step);
+		same_as_cpu(what, wv, wc, n, 4);
+		same_as_cpu(what, hb, hc, n, 2);
 		free(wv), free(hb), free(ref), free(hprev), free(gv);
 	}
 	starnn_tensor *t32;
@@ -432,7 +480,7 @@ static void cast_variant(const struct variant *v, starnn_dtype hdt, int amp)
 	starnn_tensor *all[] = {w1, w2, g, state, flag, h1, h2, m1, m2, v1, v2, t32};
 	for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
 		starnn_tensor_destroy(all[i]);
-	free(w0);
+	free(w0), free(wc), free(mc), free(vc), free(hc);
 }
 
 int main(void)

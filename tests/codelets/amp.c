@@ -3,7 +3,10 @@
  * ORs into the flag), the loss-scale state machine (backoff, growth after
  * the interval, bounds, static scale, counters) against a host model, one
  * whole scaled step as a task graph (fill flag, nonfinite, adam_amp,
- * scale_update) with and without an injected Inf, and bad arguments.
+ * scale_update) with and without an injected Inf, and bad arguments; the
+ * codelets (CPU, CUDA or OpenCL) against the CPU kernels on host copies:
+ * the flag on Inf / NaN patterns of every payload (signalling NaNs too)
+ * and the largest finite and subnormal ones, the state bit for bit.
  * Everything here is exact (bit patterns, powers of two). */
 #include "codelets/adam.h"
 #include "codelets/amp.h"
@@ -109,6 +112,40 @@ static void codelet_nonfinite(starnn_dtype dt)
 	free(v);
 }
 
+/* The nonfinite codelet on one pattern (bits of dtype dt) put at element
+ * 1234 of a finite tensor, read through a channel view (ld > cols) that
+ * holds it: the flag as the CPU kernel finds it on the same data. */
+static void codelet_patterns(starnn_dtype dt)
+{
+	static const uint32_t p32[] = {0x7f800000u, 0xff800000u, 0x7f800001u, 0xff800001u, 0x7fc00000u, 0x7fffffffu,
+	                               0x7f7fffffu, 0xff7fffffu, 0x00000001u, 0x80000000u, 0x3f800000u};
+	static const uint16_t p16[] = {0x7c00u, 0xfc00u, 0x7c01u, 0xfc01u, 0x7e00u, 0x7fffu, 0x7bffu, 0xfbffu, 0x0001u,
+	                               0x8000u, 0x3c00u};
+	static const uint16_t pbf[] = {0x7f80u, 0xff80u, 0x7f81u, 0xff81u, 0x7fc0u, 0x7fffu, 0x7f7fu, 0xff7fu, 0x0001u,
+	                               0x8000u, 0x3f80u};
+	const char *n = starnn_dtype_name(dt);
+	const size_t es = starnn_dtype_size(dt), np = sizeof p32 / sizeof *p32;
+	int64_t shape[4] = {3, 2, 10, 50}, one = 1, sizes[2] = {1, 1};
+	char *x = make(dt, 3, 1000, 1000, 0);
+	starnn_tensor *tx, *flag, **parts;
+	TEST_OK(starnn_tensor_create(&tx, "x", dt, 4, shape));
+	TEST_OK(starnn_tensor_create(&flag, "flag", STARNN_FP32, 1, &one));
+	TEST_OK(starnn_tensor_split(tx, 1, 2, sizes, &parts));
+	for (size_t k = 0; k < np; k++) {
+		uint32_t b = dt == STARNN_FP32 ? p32[k] : dt == STARNN_FP16 ? p16[k] : pbf[k];
+		uint16_t h = (uint16_t)b;
+		memcpy(x + 1234 * es, es == 4 ? (const void *)&b : (const void *)&h, es); /* sample 1, channel 0 */
+		TEST_OK(starnn_tensor_write(tx, x));
+		TEST_OK(starnn_fill(0.0f, flag));
+		TEST_OK(starnn_amp_nonfinite(parts[0], flag));
+		float want = starnn_amp_nonfinite_cpu(dt, 3, 500, x, 1000) ? 1.0f : 0.0f, got = read1(flag);
+		TEST_ASSERT(memcmp(&got, &want, 4) == 0, "%s codelet on the pattern %0*x: flag %g, the CPU kernel's %g", n,
+		            (int)(2 * es), b, (double)got, (double)want);
+	}
+	starnn_tensor_destroy(tx), starnn_tensor_destroy(flag);
+	free(x);
+}
+
 /* Host model of the state machine. */
 static void model_update(const struct starnn_amp_policy *p, float *s, int overflow)
 {
@@ -136,7 +173,7 @@ static void scale_update(int dynamic)
 	TEST_OK(starnn_tensor_create(&state, "state", STARNN_FP32, 1, &four));
 	TEST_OK(starnn_tensor_create(&flag, "flag", STARNN_FP32, 1, &one));
 	TEST_OK(starnn_amp_state_init(state, 2.0f));
-	float model[4] = {2.0f, 0, 0, 0};
+	float model[4] = {2.0f, 0, 0, 0}, cpu[4] = {2.0f, 0, 0, 0}; /* cpu: the CPU kernel on a host copy */
 	/* clean x7 (grows 2 -> 4 -> 8 and stays at the 8 ceiling), overflow x5
 	 * (8 -> 4 -> 2 -> 1 -> 0.5 -> stays at the 0.5 floor), clean x2,
 	 * overflow x2 (reset the counter), clean x4 (grows once). */
@@ -146,8 +183,14 @@ static void scale_update(int dynamic)
 		TEST_OK(starnn_fill(of ? 1.0f : 0.0f, flag));
 		TEST_OK(starnn_amp_scale_update(state, flag, &p));
 		model_update(&p, model, of);
+		const float fl = of ? 1.0f : 0.0f;
+		starnn_amp_scale_update_cpu(&p, cpu, &fl);
 		float got[4];
 		TEST_OK(starnn_tensor_read(state, got));
+		char what[96];
+		snprintf(what, sizeof what, "scale_update (dynamic %d) after step %d: the CPU kernel's bits", dynamic,
+		         (int)(c - pattern) + 1);
+		test_same_bits(what, got, cpu, 4, 4);
 		TEST_ASSERT(memcmp(got, model, sizeof got) == 0,
 		            "scale_update (dynamic %d) after step %d: state [%g %g %g %g], expected [%g %g %g %g]",
 		            dynamic, (int)(c - pattern) + 1, got[0], got[1], got[2], got[3], model[0], model[1],
@@ -271,6 +314,9 @@ int main(void)
 	codelet_nonfinite(STARNN_FP32);
 	codelet_nonfinite(STARNN_FP16);
 	codelet_nonfinite(STARNN_BF16);
+	codelet_patterns(STARNN_FP32);
+	codelet_patterns(STARNN_FP16);
+	codelet_patterns(STARNN_BF16);
 	scale_update(1);
 	scale_update(0);
 	scaled_step();

@@ -3,7 +3,9 @@
  * mse_fwd, the codelets (CPU, or CUDA in the _cuda build) on whole tensors
  * and on batch / channel parts (micro-batch losses accumulated with beta =
  * 1 add up to the batch loss), the 16-bit variants, and bad arguments ->
- * STARNN_EINVAL.
+ * STARNN_EINVAL. Except on CUDA (another summation order, a contracting
+ * compiler), the codelets' results are also the CPU kernels' bit for bit,
+ * the losses included (OpenCL: docs/opencl.md).
  *
  * Tolerances, all against references in double from the definitions:
  * - the loss: both the CPU and the CUDA kernels accumulate (p - t)^2 in
@@ -147,6 +149,14 @@ static void kernels_vs_naive(void)
 }
 
 /* The codelets against the double references. */
+/* A codelet's result against the CPU kernel's on host copies, bit for bit
+ * (not on CUDA). */
+static void same_as_cpu(const char *what, const void *got, const void *want, size_t n, size_t es)
+{
+	if (!TEST_ON_CUDA)
+		test_same_bits(what, got, want, n, es);
+}
+
 static void codelets_vs_naive(int64_t n, int64_t c, int64_t h, int64_t w)
 {
 	int64_t shape[4] = {n, c, h, w}, one = 1;
@@ -166,6 +176,10 @@ static void codelets_vs_naive(int64_t n, int64_t c, int64_t h, int64_t w)
 	snprintf(what, sizeof what, "mse_fwd codelet [%lld,%lld,%lld,%lld]", (long long)n, (long long)c, (long long)h,
 	         (long long)w);
 	test_close_sum_out(what, got, &loss, &loss, 1, nt, TEST_U64, TEST_U32);
+	/* the CPU kernels' results on host copies */
+	float lc = 0.0f, *dc = malloc(numel * sizeof *dc);
+	starnn_mse_fwd_cpu(rows, cols, p, cols, t, cols, scale, 0.0f, &lc);
+	same_as_cpu("mse_fwd codelet, the CPU kernel's bits", got, &lc, 1, 4);
 	free(got);
 
 	naive_grad(rows, cols, p, cols, t, cols, 0.5f * scale, NULL, cols, 0, 0, dex, dbd);
@@ -174,6 +188,8 @@ static void codelets_vs_naive(int64_t n, int64_t c, int64_t h, int64_t w)
 	snprintf(what, sizeof what, "mse_bwd codelet [%lld,%lld,%lld,%lld]", (long long)n, (long long)c, (long long)h,
 	         (long long)w);
 	test_close_bound(what, got, dex, dbd, numel);
+	starnn_mse_bwd_cpu(rows, cols, p, cols, t, cols, 0.5f * scale, dc, cols);
+	same_as_cpu("mse_bwd codelet, the CPU kernel's bits", got, dc, numel, 4);
 	free(got);
 
 	if (n >= 2) {
@@ -190,10 +206,15 @@ static void codelets_vs_naive(int64_t n, int64_t c, int64_t h, int64_t w)
 		double bound = parts_bound(loss, nt + 1, stored, 2);
 		got = test_read(tl);
 		test_close_bound("mse_fwd over batch parts, accumulated, vs the whole batch", got, &loss, &bound, 1);
+		starnn_mse_fwd_cpu(r0, cols, p, cols, t, cols, scale, 0.0f, &lc);
+		starnn_mse_fwd_cpu(rows - r0, cols, p + r0 * cols, cols, t + r0 * cols, cols, scale, 1.0f, &lc);
+		same_as_cpu("mse_fwd over batch parts, accumulated, the CPU kernel's bits", got, &lc, 1, 4);
 		free(got);
 		naive_grad(rows, cols, p, cols, t, cols, scale, NULL, cols, 0, 0, dex, dbd);
 		got = test_read(td);
 		test_close_bound("mse_bwd over batch parts", got, dex, dbd, numel);
+		starnn_mse_bwd_cpu(rows, cols, p, cols, t, cols, scale, dc, cols);
+		same_as_cpu("mse_bwd over batch parts, the CPU kernel's bits", got, dc, numel, 4);
 		free(got);
 	}
 	if (c >= 2) {
@@ -216,17 +237,23 @@ static void codelets_vs_naive(int64_t n, int64_t c, int64_t h, int64_t w)
 		double bound = parts_bound(loss, nt + 1, stored, 2);
 		got = test_read(tl);
 		test_close_bound("mse_fwd over channel parts (strided), accumulated", got, &loss, &bound, 1);
+		starnn_mse_fwd_cpu(rows, cols - inner, p + inner, cols, t + inner, cols, scale, 0.0f, &lc);
+		starnn_mse_fwd_cpu(rows, inner, p, cols, t, cols, scale, 1.0f, &lc);
+		same_as_cpu("mse_fwd over channel parts (strided), accumulated, the CPU kernel's bits", got, &lc, 1, 4);
 		free(got);
 		naive_grad(rows, inner, p, cols, t, cols, scale, NULL, cols, 0, 0, dex, dbd);
 		naive_grad(rows, cols - inner, p + inner, cols, t + inner, cols, 2.0f * scale, NULL, cols, 0, 0, dex + inner,
 		           dbd + inner);
 		got = test_read(td2);
 		test_close_bound("mse_bwd over channel parts (strided)", got, dex, dbd, numel);
+		starnn_mse_bwd_cpu(rows, inner, p, cols, t, cols, scale, dc, cols);
+		starnn_mse_bwd_cpu(rows, cols - inner, p + inner, cols, t + inner, cols, 2.0f * scale, dc + inner, cols);
+		same_as_cpu("mse_bwd over channel parts (strided), the CPU kernel's bits", got, dc, numel, 4);
 		free(got);
 		starnn_tensor_destroy(tp2), starnn_tensor_destroy(tt2), starnn_tensor_destroy(td2);
 	}
 	starnn_tensor_destroy(tp), starnn_tensor_destroy(tt), starnn_tensor_destroy(tl), starnn_tensor_destroy(td);
-	free(p), free(t), free(dex), free(dbd);
+	free(p), free(t), free(dex), free(dbd), free(dc);
 }
 
 static void bad_arguments(void)
@@ -342,6 +369,35 @@ static void half_vs_fp32(starnn_dtype dt, int64_t n, int64_t c, int64_t h, int64
 	TEST_OK(starnn_mse_bwd_mp(pred32, tt, d32s, scale, state));
 	float *d32g = test_read(d32s);
 	test_close("mse_bwd_mp fp32 scaled by the state", d32g, dr, numel, 0, 0);
+	if (!TEST_ON_CUDA) {
+		/* The CPU kernels on host copies (pred's dt bits: the values are dt's), bit for bit. */
+		const size_t es = dt == STARNN_FP32 ? 4 : 2;
+		uint16_t *hb = malloc(numel * sizeof *hb), *dhc = malloc(numel * sizeof *dhc), *dsc = malloc(numel * sizeof *dsc);
+		for (size_t i = 0; i < numel; i++)
+			hb[i] = dt == STARNN_FP16 ? starnn_float_to_half(dense[i]) : starnn_float_to_bf16(dense[i]);
+		float lc32 = 0.0f, lch = 0.0f, *st = test_read(state), *d32c = malloc(numel * sizeof *d32c);
+		float *d32sc = malloc(numel * sizeof *d32sc);
+		uint16_t *dhb = malloc(numel * sizeof *dhb), *dsb = malloc(numel * sizeof *dsb);
+		float *d32b = test_read(d32);
+		TEST_OK(starnn_tensor_read(dh, dhb));
+		TEST_OK(starnn_tensor_read(ds, dsb));
+		starnn_mse_fwd_cpu((size_t)n, row, dense, row, t, row, scale, 0.0f, &lc32);
+		starnn_mse_fwd_half_cpu(dt, (size_t)n, row, hb, row, t, row, scale, 0.0f, &lch);
+		starnn_mse_bwd_cpu((size_t)n, row, dense, row, t, row, scale, d32c, row);
+		starnn_mse_bwd_half_cpu(dt, (size_t)n, row, hb, row, t, row, scale, NULL, dhc, row);
+		starnn_mse_bwd_half_cpu(dt, (size_t)n, row, hb, row, t, row, scale, st, dsc, row);
+		starnn_mse_bwd_half_cpu(STARNN_FP32, (size_t)n, row, dense, row, t, row, scale, st, d32sc, row);
+		snprintf(what, sizeof what, "mse_fwd_mp %s%s: the CPU kernel's bits", dn, view ? " view" : "");
+		test_same_bits(what, lg, &lch, 1, 4);
+		test_same_bits("mse_fwd fp32 (same values): the CPU kernel's bits", lr, &lc32, 1, 4);
+		test_same_bits("mse_bwd fp32 (same values): the CPU kernel's bits", d32b, d32c, numel, 4);
+		snprintf(what, sizeof what, "mse_bwd_mp %s%s: the CPU kernel's bits", dn, view ? " view" : "");
+		test_same_bits(what, dhb, dhc, numel, es);
+		snprintf(what, sizeof what, "mse_bwd_mp %s scaled%s: the CPU kernel's bits", dn, view ? " view" : "");
+		test_same_bits(what, dsb, dsc, numel, es);
+		test_same_bits("mse_bwd_mp fp32 scaled: the CPU kernel's bits", d32g, d32sc, numel, 4);
+		free(hb), free(dhc), free(dsc), free(st), free(d32c), free(d32sc), free(dhb), free(dsb), free(d32b);
+	}
 	starnn_tensor *all[] = {pred32, tt, l32, lh, d32, dh, ds, state, d32s};
 	for (size_t i = 0; i < sizeof all / sizeof *all; i++)
 		starnn_tensor_destroy(all[i]);

@@ -4,7 +4,9 @@
  * relu_bwd against finite differences of L = sum(w .* relu(x)), bad
  * arguments -> STARNN_EINVAL, and the codelets of every dtype against the
  * rule in double (tests/testlib.h: test_elementwise). ReLU is a select, so
- * every comparison is exact. */
+ * every comparison is exact; on CPU and OpenCL workers the codelets of
+ * every dtype also give the CPU kernels' bits on random bit patterns (NaN
+ * payloads, -0, Inf, subnormals), whole and on channel views. */
 #include "codelets/kernels/relu.h"
 #include "codelets/relu.h"
 #include "runtime/base/half.h"
@@ -322,6 +324,108 @@ static void half_levels(starnn_dtype dt)
 	free(x), free(dy), free(y), free(dx), free(yref), free(dxref);
 }
 
+/* A random bit pattern of es bytes (4 or 2); specials every few elements. */
+static uint32_t random_bits(size_t es, size_t i)
+{
+	static const uint32_t sp32[] = {0x00000000u, 0x80000000u, 0x7f800000u, 0xff800000u, 0x7fc00001u,
+	                                0xffa00002u, 0x7f800001u, 0x00000001u, 0x80000001u, 0x3f800000u};
+	static const uint32_t sp16[] = {0x0000u, 0x8000u, 0x7c00u, 0xfc00u, 0x7e01u, 0xfd02u,
+	                                0x7f80u, 0xff80u, 0x7fc1u, 0x0001u, 0x8001u, 0x3c00u};
+	if (i % 7 == 3)
+		return es == 4 ? sp32[(i / 7) % 10] : sp16[(i / 7) % 12];
+	uint32_t hi = (uint32_t)test_uniform(0, 65536), lo = (uint32_t)test_uniform(0, 65536);
+	return es == 4 ? hi << 16 | lo : lo;
+}
+
+static void *random_patterns(size_t es, size_t n)
+{
+	char *p = malloc(n * es);
+	for (size_t i = 0; i < n; i++) {
+		uint32_t b = random_bits(es, i);
+		uint16_t h = (uint16_t)b;
+		memcpy(p + i * es, es == 4 ? (const void *)&b : (const void *)&h, es);
+	}
+	return p;
+}
+
+static starnn_tensor *bits_tensor(const char *name, starnn_dtype dt, const int64_t *shape, const void *data)
+{
+	starnn_tensor *t;
+	TEST_OK(starnn_tensor_create(&t, name, dt, 4, shape));
+	if (data)
+		TEST_OK(starnn_tensor_write(t, data));
+	return t;
+}
+
+static void *read_bits(starnn_tensor *t, size_t es)
+{
+	void *p = malloc(starnn_tensor_numel(t) * es);
+	TEST_OK(starnn_tensor_read(t, p));
+	return p;
+}
+
+/* The codelets of dtype dt on random bit patterns against the CPU kernels
+ * on the same patterns, bit for bit: whole tensors (fp32: in place too),
+ * then on channel views (ld > cols) into tensors holding stale values.
+ * Not on CUDA (whose codelets are checked by value above). */
+static void bits_vs_kernels(starnn_dtype dt)
+{
+	if (TEST_ON_CUDA)
+		return;
+	const char *dn = starnn_dtype_name(dt);
+	const size_t es = dt == STARNN_FP32 ? 4 : 2, rows = 3, cols = 1000, n = rows * cols;
+	const int64_t shape[4] = {3, 2, 10, 50};
+	void *x = random_patterns(es, n), *dy = random_patterns(es, n), *stale = random_patterns(es, n);
+	void *yref = malloc(n * es), *dxref = malloc(n * es);
+	if (dt == STARNN_FP32) {
+		starnn_relu_fwd_cpu(rows, cols, x, cols, yref, cols);
+		starnn_relu_bwd_cpu(rows, cols, x, cols, dy, cols, dxref, cols);
+	} else {
+		starnn_relu_fwd_half_cpu(dt, rows, cols, x, cols, yref, cols);
+		starnn_relu_bwd_half_cpu(dt, rows, cols, x, cols, dy, cols, dxref, cols);
+	}
+	starnn_tensor *tx = bits_tensor("x", dt, shape, x), *tdy = bits_tensor("dy", dt, shape, dy);
+	starnn_tensor *ty = bits_tensor("y", dt, shape, stale), *tdx = bits_tensor("dx", dt, shape, stale);
+	char what[96];
+	for (int view = 0; view < 2; view++) {
+		if (view) {
+			int64_t sizes[2] = {1, 1};
+			starnn_tensor **px, **py, **pdy, **pdx;
+			TEST_OK(starnn_tensor_write(ty, stale));
+			TEST_OK(starnn_tensor_write(tdx, stale));
+			TEST_OK(starnn_tensor_split(tx, 1, 2, sizes, &px));
+			TEST_OK(starnn_tensor_split(ty, 1, 2, sizes, &py));
+			TEST_OK(starnn_tensor_split(tdy, 1, 2, sizes, &pdy));
+			TEST_OK(starnn_tensor_split(tdx, 1, 2, sizes, &pdx));
+			for (int p = 0; p < 2; p++) {
+				TEST_OK(starnn_relu_fwd_mp(px[p], py[p]));
+				TEST_OK(starnn_relu_bwd_mp(px[p], pdy[p], pdx[p]));
+			}
+		} else {
+			TEST_OK(starnn_relu_fwd_mp(tx, ty));
+			TEST_OK(starnn_relu_bwd_mp(tx, tdy, tdx));
+		}
+		void *gy = read_bits(ty, es), *gdx = read_bits(tdx, es);
+		snprintf(what, sizeof what, "relu_fwd %s codelet%s, bits", dn, view ? " on channel views" : "");
+		test_same_bits(what, gy, yref, n, es);
+		snprintf(what, sizeof what, "relu_bwd %s codelet%s, bits", dn, view ? " on channel views" : "");
+		test_same_bits(what, gdx, dxref, n, es);
+		free(gy), free(gdx);
+	}
+	if (dt == STARNN_FP32) { /* the in-place codelets */
+		starnn_tensor *tz = bits_tensor("z", dt, shape, x), *tg = bits_tensor("g", dt, shape, dy);
+		TEST_OK(starnn_relu_fwd(tz, tz));
+		TEST_OK(starnn_relu_bwd(tx, tg, tg));
+		void *gz = read_bits(tz, es), *gg = read_bits(tg, es);
+		test_same_bits("relu_fwd fp32 codelet in place, bits", gz, yref, n, es);
+		test_same_bits("relu_bwd fp32 codelet in place, bits", gg, dxref, n, es);
+		free(gz), free(gg);
+		starnn_tensor_destroy(tz), starnn_tensor_destroy(tg);
+	}
+	starnn_tensor_destroy(tx), starnn_tensor_destroy(tdy), starnn_tensor_destroy(ty), starnn_tensor_destroy(tdx);
+	free(x), free(dy), free(stale), free(yref), free(dxref);
+}
+
 /* The codelets of every dtype against the rule in double, through the
  * element-wise helper (tests/testlib.h): shapes, strided channel views,
  * fp32 / fp16 / bf16; a select, so exact. */
@@ -376,5 +480,7 @@ int main(void)
 	half_variants_dt(STARNN_FP16);
 	half_variants_dt(STARNN_BF16);
 	elementwise();
+	for (int dt = STARNN_FP32; dt <= STARNN_BF16; dt++)
+		bits_vs_kernels((starnn_dtype)dt);
 	return test_finish();
 }

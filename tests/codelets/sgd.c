@@ -3,7 +3,8 @@
  * variants; strided views), the codelet (CPU, or CUDA in the _cuda build)
  * on whole tensors and channel parts against the same reference, sgd_amp,
  * every instruction-set level bitwise equal, and bad arguments ->
- * STARNN_EINVAL.
+ * STARNN_EINVAL. Except on CUDA (which contracts), the codelets' results
+ * are also the CPU kernels' bit for bit (OpenCL: docs/opencl.md).
  *
  * Tolerances: the reference carries, next to the exact w and momentum
  * buffer in double, a first-order bound of the fp32 kernels' error on each
@@ -136,7 +137,16 @@ static void kernel_vs_reference(const struct variant *v, size_t cols)
 	free(w), free(buf), free(w0), free(b0), free(wd), free(bd);
 }
 
-/* STEPS codelet updates against the double reference. */
+/* A codelet's result against the CPU kernel's on host copies, bit for bit
+ * (not on CUDA, which contracts). */
+static void same_as_cpu(const char *what, const float *got, const float *want, size_t n)
+{
+	if (!TEST_ON_CUDA)
+		test_same_bits(what, got, want, n, sizeof(float));
+}
+
+/* STEPS codelet updates against the double reference (and the CPU
+ * kernel's bits on host copies: wc, bc). */
 static void codelet_vs_reference(const struct variant *v, int64_t n, int64_t c, int64_t h, int64_t wd)
 {
 	int64_t shape[4] = {n, c, h, wd};
@@ -145,11 +155,15 @@ static void codelet_vs_reference(const struct variant *v, int64_t n, int64_t c, 
 	starnn_tensor *tw = test_tensor("w", 4, shape, w), *tg = test_tensor("grad", 4, shape, NULL);
 	starnn_tensor *tb = test_tensor("buf", 4, shape, b);
 	struct sgd_ref ref = ref_new(numel, w, b);
+	float *wc = malloc(numel * sizeof *wc), *bc = malloc(numel * sizeof *bc);
+	memcpy(wc, w, numel * sizeof *w), memcpy(bc, b, numel * sizeof *b);
 	for (int step = 1; step <= STEPS; step++) {
 		float *g = test_random(numel, -1, 1);
 		TEST_OK(starnn_tensor_write(tg, g));
 		TEST_OK(starnn_sgd(tw, tg, tb, &v->p, step, v->grad_scale));
 		ref_step(&ref, &v->p, v->grad_scale, step, g, rows, cols, 0, cols);
+		struct starnn_sgd_step s = {v->p, v->grad_scale, step == 1};
+		starnn_sgd_cpu(rows, cols, &s, wc, cols, g, cols, bc, cols);
 		free(g);
 	}
 	float *gw = test_read(tw), *gb = test_read(tb);
@@ -159,6 +173,11 @@ static void codelet_vs_reference(const struct variant *v, int64_t n, int64_t c, 
 	test_close_bound(what, gw, ref.w, ref.ew, numel);
 	snprintf(what, sizeof what, "sgd codelet %s: buf", v->name);
 	test_close_bound(what, gb, ref.b, ref.eb, numel);
+	snprintf(what, sizeof what, "sgd codelet %s [%lld,%lld,%lld,%lld]: w, the CPU kernel's bits", v->name,
+	         (long long)n, (long long)c, (long long)h, (long long)wd);
+	same_as_cpu(what, gw, wc, numel);
+	snprintf(what, sizeof what, "sgd codelet %s: buf, the CPU kernel's bits", v->name);
+	same_as_cpu(what, gb, bc, numel);
 	free(gw), free(gb);
 
 	if (c >= 2) {
@@ -176,17 +195,24 @@ static void codelet_vs_reference(const struct variant *v, int64_t n, int64_t c, 
 		TEST_OK(starnn_sgd(tw->parts[1], tg->parts[1], tb->parts[1], &p1, STEPS + 1, v->grad_scale));
 		ref_step(&ref, &v->p, v->grad_scale, STEPS + 1, g, rows, cols, 0, inner);
 		ref_step(&ref, &p1, v->grad_scale, STEPS + 1, g, rows, cols, inner, cols);
+		struct starnn_sgd_step s0 = {v->p, v->grad_scale, 0}, s1 = {p1, v->grad_scale, 0};
+		starnn_sgd_cpu(rows, inner, &s0, wc, cols, g, cols, bc, cols);
+		starnn_sgd_cpu(rows, cols - inner, &s1, wc + inner, cols, g + inner, cols, bc + inner, cols);
 		gw = test_read(tw);
 		gb = test_read(tb);
 		snprintf(what, sizeof what, "sgd codelet %s on channel parts: w", v->name);
 		test_close_bound(what, gw, ref.w, ref.ew, numel);
 		snprintf(what, sizeof what, "sgd codelet %s on channel parts: buf", v->name);
 		test_close_bound(what, gb, ref.b, ref.eb, numel);
+		snprintf(what, sizeof what, "sgd codelet %s on channel parts: w, the CPU kernel's bits", v->name);
+		same_as_cpu(what, gw, wc, numel);
+		snprintf(what, sizeof what, "sgd codelet %s on channel parts: buf, the CPU kernel's bits", v->name);
+		same_as_cpu(what, gb, bc, numel);
 		free(gw), free(gb), free(g);
 	}
 	starnn_tensor_destroy(tw), starnn_tensor_destroy(tg), starnn_tensor_destroy(tb);
 	ref_free(&ref);
-	free(w), free(b);
+	free(w), free(b), free(wc), free(bc);
 }
 
 static void bad_arguments(void)
@@ -234,6 +260,8 @@ static void amp_variant(const struct variant *v)
 	TEST_OK(starnn_tensor_create(&flag, "flag", STARNN_FP32, 1, &one));
 	struct sgd_ref ref = ref_new(n, w0, z);
 	float *wprev = test_read(w1), *bprev = test_read(b1);
+	float *wc = malloc(n * sizeof *wc), *bc = malloc(n * sizeof *bc); /* sgd_amp's CPU kernel on host copies */
+	memcpy(wc, w0, n * sizeof *wc), memcpy(bc, z, n * sizeof *bc);
 	int64_t applied = 0;
 	for (int step = 1; step <= 5; step++) {
 		int overflow = step == 2 || step == 4;
@@ -243,6 +271,8 @@ static void amp_variant(const struct variant *v)
 		TEST_OK(starnn_tensor_write(state, st));
 		TEST_OK(starnn_fill(overflow ? 1.0f : 0.0f, flag));
 		TEST_OK(starnn_sgd_amp(w1, g, b1, &v->p, state, flag));
+		const float fl = overflow ? 1.0f : 0.0f;
+		starnn_sgd_amp_cpu(1, n, &v->p, st, &fl, wc, n, gv, n, bc, n);
 		if (!overflow) {
 			TEST_OK(starnn_sgd(w2, g, b2, &v->p, applied + 1, v->grad_scale));
 			applied++;
@@ -261,6 +291,11 @@ static void amp_variant(const struct variant *v)
 		test_close_bound(what, a, ref.w, ref.ew, n);
 		snprintf(what, sizeof what, "sgd_amp '%s' step %d%s: momentum buffer", v->name, step, sk);
 		test_close_bound(what, c, ref.b, ref.eb, n);
+		snprintf(what, sizeof what, "sgd_amp '%s' step %d%s: weights, the CPU kernel's bits", v->name, step, sk);
+		same_as_cpu(what, a, wc, n);
+		snprintf(what, sizeof what, "sgd_amp '%s' step %d%s: momentum buffer, the CPU kernel's bits", v->name, step,
+		         sk);
+		same_as_cpu(what, c, bc, n);
 		snprintf(what, sizeof what, "sgd '%s' with the same values, step %d: weights", v->name, step);
 		test_close_bound(what, b, ref.w, ref.ew, n);
 		snprintf(what, sizeof what, "sgd '%s' with the same values, step %d: momentum buffer", v->name, step);
@@ -275,7 +310,7 @@ static void amp_variant(const struct variant *v)
 	starnn_tensor_destroy(state), starnn_tensor_destroy(flag);
 	starnn_tensor_destroy(b1), starnn_tensor_destroy(b2);
 	ref_free(&ref);
-	free(w0), free(z), free(wprev), free(bprev);
+	free(w0), free(z), free(wprev), free(bprev), free(wc), free(bc);
 }
 
 /* Every instruction-set level gives the generic level's results bit for

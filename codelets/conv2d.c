@@ -235,7 +235,8 @@ static void bwd_weight_bias_cuda(void *buffers[], void *cl_arg)
 
 /* OpenCL: the kernels of codelets/opencl/conv2d.cl on NCHW data (the
  * codelets' can_execute keeps blocked data on CPUs), dt the activations'
- * dtype; the bias gradient (db not NULL) after the weight gradient. */
+ * dtype; the _bias codelets' bias gradient (buffer 3) after the weight
+ * gradient. */
 #ifdef STARNN_USE_OPENCL
 #define CLBUF(i) starnn_cl_buffer(buffers, i)
 

@@ -53,14 +53,18 @@ static struct starnn_conv2d_geom geom_of(const struct conv_args *a)
 	return g;
 }
 
-/* Blocked data runs on CPUs only (cuDNN takes NCHW here). */
-#if defined(STARNN_USE_CUDA) && defined(STARNN_USE_CUDNN)
+/* Blocked data runs on CPUs only (cuDNN and the OpenCL kernels take NCHW
+ * here). */
+#if (defined(STARNN_USE_CUDA) && defined(STARNN_USE_CUDNN)) || defined(STARNN_USE_OPENCL)
+#define CONV_CAN_EXECUTE .can_execute = conv_can_execute,
 static int conv_can_execute(unsigned workerid, struct starpu_task *task, unsigned nimpl)
 {
 	(void)nimpl;
 	const struct conv_args *a = task->cl_arg;
 	return starnn_worker_takes(workerid, a && (a->xb > 1 || a->yb > 1));
 }
+#else
+#define CONV_CAN_EXECUTE
 #endif
 
 static uint32_t conv_footprint(struct starpu_task *task)
@@ -224,9 +228,76 @@ static void bwd_weight_bias_cuda(void *buffers[], void *cl_arg)
 {
 	bwd_weight_run(cl_arg, STARNN_FP32, 1, starnn_cuda_stream(), BUF(0), BUF(1), BUF(2), BUF(3).ptr);
 }
-#define CONV_CUDA_FIELDS(fn) .cuda_funcs = {fn}, .cuda_flags = {STARPU_CUDA_ASYNC}, .can_execute = conv_can_execute,
+#define CONV_CUDA_FIELDS(fn) .cuda_funcs = {fn}, .cuda_flags = {STARPU_CUDA_ASYNC},
 #else
 #define CONV_CUDA_FIELDS(fn)
+#endif
+
+/* OpenCL: the kernels of codelets/opencl/conv2d.cl on NCHW data (the
+ * codelets' can_execute keeps blocked data on CPUs), dt the activations'
+ * dtype; the _bias codelets' bias gradient (buffer 3) after the weight
+ * gradient. */
+#ifdef STARNN_USE_OPENCL
+#define CLBUF(i) starnn_cl_buffer(buffers, i)
+
+static void fwd_opencl_run(void *buffers[], const struct conv_args *a, starnn_dtype dt)
+{
+	struct starnn_conv2d_geom g = geom_of(a);
+	struct starnn_clmat x = CLBUF(0), w = CLBUF(1), b = CLBUF(2), y = CLBUF(3);
+	struct starnn_opencl_ctx *ctx = STARNN_OPENCL_CTX(conv2d);
+	if (ctx)
+		STARNN_OPENCL_LAUNCHED(ctx, "conv2d_fwd",
+		                       starnn_conv2d_fwd_opencl(ctx, &g, dt, x.mem, x.off, x.ld, w.mem, w.off, w.ld, b.mem,
+		                                                b.off + a->o0, y.mem, y.off, y.ld));
+}
+
+static void bwd_data_opencl_run(void *buffers[], const struct conv_args *a, starnn_dtype dt)
+{
+	struct starnn_conv2d_geom g = geom_of(a);
+	struct starnn_clmat dy = CLBUF(0), w = CLBUF(1), dx = CLBUF(2);
+	struct starnn_opencl_ctx *ctx = STARNN_OPENCL_CTX(conv2d);
+	if (ctx)
+		STARNN_OPENCL_LAUNCHED(ctx, "conv2d_bwd_data",
+		                       starnn_conv2d_bwd_data_opencl(ctx, &g, dt, dy.mem, dy.off, dy.ld, w.mem, w.off, w.ld,
+		                                                     a->beta, dx.mem, dx.off, dx.ld));
+}
+
+static void bwd_weight_opencl_run(void *buffers[], const struct conv_args *a, starnn_dtype dt, int bias)
+{
+	struct starnn_conv2d_geom g = geom_of(a);
+	struct starnn_clmat x = CLBUF(0), dy = CLBUF(1), dw = CLBUF(2);
+	struct starnn_opencl_ctx *ctx = STARNN_OPENCL_CTX(conv2d);
+	if (!ctx)
+		return;
+	cl_int err = starnn_conv2d_bwd_weight_opencl(ctx, &g, dt, x.mem, x.off, x.ld, dy.mem, dy.off, dy.ld, a->beta,
+	                                             dw.mem, dw.off, dw.ld);
+	if (err == CL_SUCCESS && bias) {
+		struct starnn_clmat db = CLBUF(3);
+		err = starnn_conv2d_bwd_bias_opencl(ctx, g.n, g.o, g.h * g.w, dt, dy.mem, dy.off, dy.ld, a->beta, db.mem,
+		                                    db.off);
+	}
+	STARNN_OPENCL_LAUNCHED(ctx, bias ? "conv2d_bwd_weight_bias" : "conv2d_bwd_weight", err);
+}
+
+static void fwd_opencl(void *buffers[], void *cl_arg)
+{
+	fwd_opencl_run(buffers, cl_arg, STARNN_FP32);
+}
+
+static void bwd_data_opencl(void *buffers[], void *cl_arg)
+{
+	bwd_data_opencl_run(buffers, cl_arg, STARNN_FP32);
+}
+
+static void bwd_weight_opencl(void *buffers[], void *cl_arg)
+{
+	bwd_weight_opencl_run(buffers, cl_arg, STARNN_FP32, 0);
+}
+
+static void bwd_weight_bias_opencl(void *buffers[], void *cl_arg)
+{
+	bwd_weight_opencl_run(buffers, cl_arg, STARNN_FP32, 1);
+}
 #endif
 
 static STARNN_PERFMODEL_FP(conv2d_fwd, fp32, conv_footprint);
@@ -235,6 +306,8 @@ static struct starpu_codelet starnn_conv2d_fwd_cl = {
 	.cpu_funcs = {fwd_cpu},
 	.cpu_funcs_name = {"fwd_cpu"},
 	CONV_CUDA_FIELDS(fwd_cuda)
+	STARNN_OPENCL_FUNCS(fwd_opencl)
+	CONV_CAN_EXECUTE
 	.nbuffers = 4,
 	.modes = {STARPU_R, STARPU_R, STARPU_R, STARPU_W},
 	STARNN_MODELS(conv2d_fwd, fp32),
@@ -246,6 +319,8 @@ static struct starpu_codelet starnn_conv2d_bwd_data_cl = {
 	.cpu_funcs = {bwd_data_cpu},
 	.cpu_funcs_name = {"bwd_data_cpu"},
 	CONV_CUDA_FIELDS(bwd_data_cuda)
+	STARNN_OPENCL_FUNCS(bwd_data_opencl)
+	CONV_CAN_EXECUTE
 	.nbuffers = 3,
 	.modes = {STARPU_R, STARPU_R, STARPU_RW},
 	STARNN_MODELS(conv2d_bwd_data, fp32),
@@ -257,6 +332,8 @@ static struct starpu_codelet starnn_conv2d_bwd_weight_cl = {
 	.cpu_funcs = {bwd_weight_cpu},
 	.cpu_funcs_name = {"bwd_weight_cpu"},
 	CONV_CUDA_FIELDS(bwd_weight_cuda)
+	STARNN_OPENCL_FUNCS(bwd_weight_opencl)
+	CONV_CAN_EXECUTE
 	.nbuffers = 3,
 	.modes = {STARPU_R, STARPU_R, STARPU_RW},
 	STARNN_MODELS(conv2d_bwd_weight, fp32),
@@ -268,6 +345,8 @@ static struct starpu_codelet starnn_conv2d_bwd_weight_bias_cl = {
 	.cpu_funcs = {bwd_weight_bias_cpu},
 	.cpu_funcs_name = {"bwd_weight_bias_cpu"},
 	CONV_CUDA_FIELDS(bwd_weight_bias_cuda)
+	STARNN_OPENCL_FUNCS(bwd_weight_bias_opencl)
+	CONV_CAN_EXECUTE
 	.nbuffers = 4,
 	.modes = {STARPU_R, STARPU_R, STARPU_RW, STARPU_RW},
 	STARNN_MODELS(conv2d_bwd_weight_bias, fp32),
@@ -407,22 +486,51 @@ static void bwd_weight_bias_half(void *buffers[], void *cl_arg, starnn_dtype dt,
 #ifdef CONV_CUDA
 #define CONV_HALF_CUDA(fn, dt, DT)                                                                          \
 	static void fn##_##dt##_cuda(void *buffers[], void *cl_arg) { fn##_half(buffers, cl_arg, DT, 1); }
-#define CONV_HALF_CUDA_FIELDS(fn) .cuda_funcs = {fn}, .cuda_flags = {STARPU_CUDA_ASYNC}, .can_execute = conv_can_execute,
+#define CONV_HALF_CUDA_FIELDS(fn) .cuda_funcs = {fn}, .cuda_flags = {STARPU_CUDA_ASYNC},
 #else
 #define CONV_HALF_CUDA(fn, dt, DT)
 #define CONV_HALF_CUDA_FIELDS(fn)
+#endif
+
+#ifdef STARNN_USE_OPENCL
+static void fwd_half_opencl(void *buffers[], void *cl_arg, starnn_dtype dt)
+{
+	fwd_opencl_run(buffers, cl_arg, dt);
+}
+
+static void bwd_data_half_opencl(void *buffers[], void *cl_arg, starnn_dtype dt)
+{
+	bwd_data_opencl_run(buffers, cl_arg, dt);
+}
+
+static void bwd_weight_half_opencl(void *buffers[], void *cl_arg, starnn_dtype dt)
+{
+	bwd_weight_opencl_run(buffers, cl_arg, dt, 0);
+}
+
+static void bwd_weight_bias_half_opencl(void *buffers[], void *cl_arg, starnn_dtype dt)
+{
+	bwd_weight_opencl_run(buffers, cl_arg, dt, 1);
+}
+#define CONV_HALF_OPENCL(fn, dt, DT)                                                                        \
+	static void fn##_##dt##_opencl(void *buffers[], void *cl_arg) { fn##_half_opencl(buffers, cl_arg, DT); }
+#else
+#define CONV_HALF_OPENCL(fn, dt, DT)
 #endif
 
 /* One codelet NAME_DT (perfmodel starnn_conv2d_NAME_DT) running fn##_half. */
 #define CONV_HALF_CL(fn, pass, dt, DT, nb, ...)                                                             \
 	static void fn##_##dt##_cpu(void *buffers[], void *cl_arg) { fn##_half(buffers, cl_arg, DT, 0); }   \
 	CONV_HALF_CUDA(fn, dt, DT)                                                                          \
+	CONV_HALF_OPENCL(fn, dt, DT)                                                                        \
 	static STARNN_PERFMODEL_FP(conv2d_##pass, dt, conv_half_footprint);                                 \
 	static struct starpu_codelet fn##_##dt##_cl = {                                                     \
 		.name = "conv2d_" #pass "_" #dt,                                                            \
 		.cpu_funcs = {fn##_##dt##_cpu},                                                             \
 		.cpu_funcs_name = {#fn "_" #dt "_cpu"},                                                     \
 		CONV_HALF_CUDA_FIELDS(fn##_##dt##_cuda)                                                     \
+		STARNN_OPENCL_FUNCS(fn##_##dt##_opencl)                                                     \
+		CONV_CAN_EXECUTE                                                                            \
 		.nbuffers = nb,                                                                             \
 		.modes = {__VA_ARGS__},                                                                     \
 		STARNN_MODELS(conv2d_##pass, dt),                                                           \

@@ -202,8 +202,8 @@ static int wanted_block(starnn_dtype dt, int nparts, const char **why)
 		*why = "the im2col convolutions take NCHW";
 		return 0;
 	}
-	if (starpu_cuda_worker_get_count() > 0) {
-		*why = "CUDA workers take NCHW";
+	if (starpu_cuda_worker_get_count() + starpu_opencl_worker_get_count() > 0) {
+		*why = "CUDA and OpenCL workers take NCHW";
 		return 0;
 	}
 	if (mode == STARNN_LAYOUT_NHWC)

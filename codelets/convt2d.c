@@ -29,14 +29,17 @@ struct convt2d_args {
 	struct starnn_conv2d_routes routes; /* the oneDNN backend's routes, taken at submission */
 };
 
-/* Blocked data runs on CPUs only (the CUDA kernels take NCHW). */
-#ifdef STARNN_USE_CUDA
+/* Blocked data runs on CPUs only (the CUDA and OpenCL kernels take NCHW). */
+#if defined(STARNN_USE_CUDA) || defined(STARNN_USE_OPENCL)
+#define CT_CAN_EXECUTE .can_execute = convt2d_can_execute,
 static int convt2d_can_execute(unsigned workerid, struct starpu_task *task, unsigned nimpl)
 {
 	(void)nimpl;
 	const struct convt2d_args *a = task->cl_arg;
 	return starnn_worker_takes(workerid, a && (a->xb > 1 || a->yb > 1));
 }
+#else
+#define CT_CAN_EXECUTE
 #endif
 
 static uint32_t convt2d_footprint(struct starpu_task *task)
@@ -127,9 +130,66 @@ static void bwd_weight_run(const struct convt2d_args *a, starnn_dtype dt, int cu
 #define BUF(i) starnn_buffer(buffers, i)
 
 #ifdef STARNN_USE_CUDA
-#define CUDA_IMPL(fn) .cuda_funcs = {fn}, .cuda_flags = {STARPU_CUDA_ASYNC}, .can_execute = convt2d_can_execute,
+#define CUDA_IMPL(fn) .cuda_funcs = {fn}, .cuda_flags = {STARPU_CUDA_ASYNC},
 #else
 #define CUDA_IMPL(fn)
+#endif
+
+/* OpenCL: the kernels of codelets/opencl/convt2d.cl on NCHW data (the
+ * codelets' can_execute keeps blocked data on CPUs), dt the activations'
+ * dtype, whatever the CPU backend and CUDA mode. Buffers as the CPU
+ * functions'. */
+#ifdef STARNN_USE_OPENCL
+#define CLBUF(i) starnn_cl_buffer(buffers, i)
+
+static void fwd_opencl_run(void *buffers[], const struct convt2d_args *a, starnn_dtype dt)
+{
+	struct starnn_clmat x = CLBUF(0), w = CLBUF(1), b = CLBUF(2), y = CLBUF(3);
+	struct starnn_opencl_ctx *ctx = STARNN_OPENCL_CTX(convt2d);
+	if (ctx)
+		STARNN_OPENCL_LAUNCHED(ctx, "convt2d_fwd",
+		                       starnn_convt2d_fwd_opencl(ctx, x.rows, w.rows, w.cols / 4, (size_t)a->h, (size_t)a->w,
+		                                                 dt, x.mem, x.off, x.ld, w.mem, w.off, w.ld, b.mem, b.off,
+		                                                 y.mem, y.off, y.ld));
+}
+
+static void bwd_data_opencl_run(void *buffers[], const struct convt2d_args *a, starnn_dtype dt)
+{
+	struct starnn_clmat w = CLBUF(0), dy = CLBUF(1), dx = CLBUF(2);
+	struct starnn_opencl_ctx *ctx = STARNN_OPENCL_CTX(convt2d);
+	if (ctx)
+		STARNN_OPENCL_LAUNCHED(ctx, "convt2d_bwd_data",
+		                       starnn_convt2d_bwd_data_opencl(ctx, dx.rows, w.rows, w.cols / 4, (size_t)a->h,
+		                                                      (size_t)a->w, dt, w.mem, w.off, w.ld, dy.mem, dy.off,
+		                                                      dy.ld, a->beta, dx.mem, dx.off, dx.ld));
+}
+
+static void bwd_weight_opencl_run(void *buffers[], const struct convt2d_args *a, starnn_dtype dt)
+{
+	struct starnn_clmat x = CLBUF(0), dy = CLBUF(1), dw = CLBUF(2), db = CLBUF(3);
+	struct starnn_opencl_ctx *ctx = STARNN_OPENCL_CTX(convt2d);
+	if (ctx)
+		STARNN_OPENCL_LAUNCHED(ctx, "convt2d_bwd_weight",
+		                       starnn_convt2d_bwd_weight_opencl(ctx, x.rows, dw.rows, dw.cols / 4, (size_t)a->h,
+		                                                        (size_t)a->w, dt, x.mem, x.off, x.ld, dy.mem, dy.off,
+		                                                        dy.ld, a->beta, dw.mem, dw.off, dw.ld, db.mem,
+		                                                        db.off));
+}
+
+static void convt2d_fwd_opencl(void *buffers[], void *cl_arg)
+{
+	fwd_opencl_run(buffers, cl_arg, STARNN_FP32);
+}
+
+static void convt2d_bwd_data_opencl(void *buffers[], void *cl_arg)
+{
+	bwd_data_opencl_run(buffers, cl_arg, STARNN_FP32);
+}
+
+static void convt2d_bwd_weight_opencl(void *buffers[], void *cl_arg)
+{
+	bwd_weight_opencl_run(buffers, cl_arg, STARNN_FP32);
+}
 #endif
 
 /* ---------------------------------------------------------------- forward */
@@ -152,6 +212,8 @@ static struct starpu_codelet starnn_convt2d_fwd_cl = {
 	.cpu_funcs = {convt2d_fwd_cpu},
 	.cpu_funcs_name = {"convt2d_fwd_cpu"},
 	CUDA_IMPL(convt2d_fwd_cuda)
+	STARNN_OPENCL_FUNCS(convt2d_fwd_opencl)
+	CT_CAN_EXECUTE
 	.nbuffers = 4,
 	.modes = {STARPU_R, STARPU_R, STARPU_R, STARPU_W},
 	STARNN_MODELS(convt2d_fwd, fp32),
@@ -177,6 +239,8 @@ static struct starpu_codelet starnn_convt2d_bwd_data_cl = {
 	.cpu_funcs = {convt2d_bwd_data_cpu},
 	.cpu_funcs_name = {"convt2d_bwd_data_cpu"},
 	CUDA_IMPL(convt2d_bwd_data_cuda)
+	STARNN_OPENCL_FUNCS(convt2d_bwd_data_opencl)
+	CT_CAN_EXECUTE
 	.nbuffers = 3,
 	.modes = {STARPU_R, STARPU_R, STARPU_RW},
 	STARNN_MODELS(convt2d_bwd_data, fp32),
@@ -186,6 +250,8 @@ static struct starpu_codelet starnn_convt2d_bwd_data_w_cl = {
 	.cpu_funcs = {convt2d_bwd_data_cpu},
 	.cpu_funcs_name = {"convt2d_bwd_data_cpu"},
 	CUDA_IMPL(convt2d_bwd_data_cuda)
+	STARNN_OPENCL_FUNCS(convt2d_bwd_data_opencl)
+	CT_CAN_EXECUTE
 	.nbuffers = 3,
 	.modes = {STARPU_R, STARPU_R, STARPU_W},
 	STARNN_MODELS(convt2d_bwd_data, fp32),
@@ -211,6 +277,8 @@ static struct starpu_codelet starnn_convt2d_bwd_weight_cl = {
 	.cpu_funcs = {convt2d_bwd_weight_cpu},
 	.cpu_funcs_name = {"convt2d_bwd_weight_cpu"},
 	CUDA_IMPL(convt2d_bwd_weight_cuda)
+	STARNN_OPENCL_FUNCS(convt2d_bwd_weight_opencl)
+	CT_CAN_EXECUTE
 	.nbuffers = 4,
 	.modes = {STARPU_R, STARPU_R, STARPU_RW, STARPU_RW},
 	STARNN_MODELS(convt2d_bwd_weight, fp32),
@@ -220,6 +288,8 @@ static struct starpu_codelet starnn_convt2d_bwd_weight_w_cl = {
 	.cpu_funcs = {convt2d_bwd_weight_cpu},
 	.cpu_funcs_name = {"convt2d_bwd_weight_cpu"},
 	CUDA_IMPL(convt2d_bwd_weight_cuda)
+	STARNN_OPENCL_FUNCS(convt2d_bwd_weight_opencl)
+	CT_CAN_EXECUTE
 	.nbuffers = 4,
 	.modes = {STARPU_R, STARPU_R, STARPU_W, STARPU_W},
 	STARNN_MODELS(convt2d_bwd_weight, fp32),
@@ -342,15 +412,38 @@ static void convt2d_bwd_weight_half(void *buffers[], void *cl_arg, starnn_dtype 
 #else
 #define CT_HALF_CUDA(fn, dt, DT)
 #endif
+#ifdef STARNN_USE_OPENCL
+static void convt2d_fwd_half_opencl(void *buffers[], void *cl_arg, starnn_dtype dt)
+{
+	fwd_opencl_run(buffers, cl_arg, dt);
+}
+
+static void convt2d_bwd_data_half_opencl(void *buffers[], void *cl_arg, starnn_dtype dt)
+{
+	bwd_data_opencl_run(buffers, cl_arg, dt);
+}
+
+static void convt2d_bwd_weight_half_opencl(void *buffers[], void *cl_arg, starnn_dtype dt)
+{
+	bwd_weight_opencl_run(buffers, cl_arg, dt);
+}
+#define CT_HALF_OPENCL(fn, dt, DT)                                                                          \
+	static void fn##_##dt##_opencl(void *buffers[], void *cl_arg) { fn##_half_opencl(buffers, cl_arg, DT); }
+#else
+#define CT_HALF_OPENCL(fn, dt, DT)
+#endif
 #define CT_HALF_FNS(fn, dt, DT)                                                                             \
 	static void fn##_##dt##_cpu(void *buffers[], void *cl_arg) { fn##_half(buffers, cl_arg, DT, 0); }   \
-	CT_HALF_CUDA(fn, dt, DT)
+	CT_HALF_CUDA(fn, dt, DT)                                                                            \
+	CT_HALF_OPENCL(fn, dt, DT)
 #define CT_HALF_CL(var, fn, dt, stem, nb, ...)                                                              \
 	static struct starpu_codelet var = {                                                                \
 		.name = #fn "_" #dt,                                                                        \
 		.cpu_funcs = {fn##_##dt##_cpu},                                                             \
 		.cpu_funcs_name = {#fn "_" #dt "_cpu"},                                                     \
 		CUDA_IMPL(fn##_##dt##_cuda)                                                                 \
+		STARNN_OPENCL_FUNCS(fn##_##dt##_opencl)                                                     \
+		CT_CAN_EXECUTE                                                                              \
 		.nbuffers = nb,                                                                             \
 		.modes = {__VA_ARGS__},                                                                     \
 		STARNN_MODELS_OF(stem),                                                                     \
@@ -561,8 +654,8 @@ static int task_count(const starnn_tensor *x, int64_t o, int max_parts)
  * its 1x1 convolution [4o, c]) or backward-data pass (its deconvolution)
  * (codelets/conv2d_internal.h: starnn_conv2d_blocked_copy), which the
  * optimizers keep current as they write w, so that no task reorders w;
- * NULL where that does not apply: packing not on, not oneDNN, CUDA
- * workers, w a part, the direct kernels, a layout runtime/base/types.h
+ * NULL where that does not apply: packing not on, not oneDNN, CUDA or
+ * OpenCL workers, w a part, the direct kernels, a layout runtime/base/types.h
  * does not describe (routes r: the tasks'). 16-bit
  * passes widened to fp32 get an fp32 copy of the widened weights. x0: the
  * first task's x (forward) or dx (backward data), whose geometry with y's
@@ -573,7 +666,8 @@ static int w_copy(int fwd, starnn_tensor *w, const starnn_tensor *x0, const star
 	*copy = NULL;
 	struct starnn_blocked_weights L;
 	if (starnn_conv2d_pack() != STARNN_CONV2D_PACK_ON || starnn_conv2d_cpu_backend() != STARNN_CONV2D_DNNL ||
-	    starpu_cuda_worker_get_count() > 0 || w->parent || w->dtype != dt || (unsigned)dt >= STARNN_NDTYPES)
+	    starpu_cuda_worker_get_count() + starpu_opencl_worker_get_count() > 0 || w->parent || w->dtype != dt ||
+	    (unsigned)dt >= STARNN_NDTYPES)
 		return 0;
 	/* the primitive's dtype: 16-bit passes that are not native bf16 run
 	 * the fp32 one on widened activations, with an fp32 copy of the

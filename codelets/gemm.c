@@ -1,4 +1,4 @@
-/* StarPU codelets of gemm (fp32): C = alpha * op(A) * op(B) + beta * C.
+/* StarPU codelets of gemm (fp32; CPU, CUDA and OpenCL): C = alpha * op(A) * op(B) + beta * C.
  *
  * Two codelets share the kernels and the performance model: with beta == 0
  * the result does not depend on C, so C is accessed in STARPU_W mode and
@@ -46,6 +46,21 @@ static void gemm_cuda(void *buffers[], void *cl_arg)
 }
 #endif
 
+#ifdef STARNN_USE_OPENCL
+static void gemm_opencl(void *buffers[], void *cl_arg)
+{
+	const struct gemm_args *g = cl_arg;
+	struct starnn_clmat a = starnn_cl_buffer(buffers, 0), b = starnn_cl_buffer(buffers, 1);
+	struct starnn_clmat c = starnn_cl_buffer(buffers, 2);
+	size_t k = g->transA ? a.rows : a.cols;
+	struct starnn_opencl_ctx *ctx = STARNN_OPENCL_CTX(gemm);
+	if (ctx)
+		STARNN_OPENCL_LAUNCHED(ctx, "gemm",
+		                       starnn_gemm_opencl(ctx, g->transA, g->transB, c.rows, c.cols, k, g->alpha, a.mem, a.off,
+		                                          a.ld, b.mem, b.off, b.ld, g->beta, c.mem, c.off, c.ld));
+}
+#endif
+
 static STARNN_PERFMODEL_FP(gemm, fp32, gemm_footprint);
 
 struct starpu_codelet starnn_gemm_cl = {
@@ -56,6 +71,7 @@ struct starpu_codelet starnn_gemm_cl = {
 	.cuda_funcs = {gemm_cuda},
 	.cuda_flags = {STARPU_CUDA_ASYNC},
 #endif
+	STARNN_OPENCL_FUNCS(gemm_opencl)
 	.nbuffers = 3,
 	.modes = {STARPU_R, STARPU_R, STARPU_RW},
 	STARNN_MODELS(gemm, fp32),
@@ -69,6 +85,7 @@ struct starpu_codelet starnn_gemm_w_cl = {
 	.cuda_funcs = {gemm_cuda},
 	.cuda_flags = {STARPU_CUDA_ASYNC},
 #endif
+	STARNN_OPENCL_FUNCS(gemm_opencl)
 	.nbuffers = 3,
 	.modes = {STARPU_R, STARPU_R, STARPU_W},
 	STARNN_MODELS(gemm, fp32),
@@ -163,6 +180,26 @@ static uint32_t gemm_half_footprint(struct starpu_task *task)
 #define GEMM_HALF_CUDA_FIELDS(dt)
 #endif
 
+#ifdef STARNN_USE_OPENCL
+#define GEMM_HALF_OPENCL(dt, DT)                                                                           \
+	static void gemm_##dt##_opencl(void *buffers[], void *cl_arg)                                      \
+	{                                                                                                  \
+		const struct gemm_half_args *g = cl_arg;                                                   \
+		struct starnn_clmat a = starnn_cl_buffer(buffers, 0), b = starnn_cl_buffer(buffers, 1);    \
+		struct starnn_clmat c = starnn_cl_buffer(buffers, 2);                                      \
+		size_t k = g->transA ? a.rows : a.cols;                                                    \
+		struct starnn_opencl_ctx *ctx = STARNN_OPENCL_CTX(gemm);                                   \
+		if (ctx)                                                                                   \
+			STARNN_OPENCL_LAUNCHED(ctx, "gemm_" #dt,                                           \
+			                       starnn_gemm_half_opencl(ctx, DT, (starnn_dtype)g->cdt, g->transA, \
+			                                               g->transB, c.rows, c.cols, k, g->alpha,   \
+			                                               a.mem, a.off, a.ld, b.mem, b.off, b.ld,   \
+			                                               g->beta, c.mem, c.off, c.ld));            \
+	}
+#else
+#define GEMM_HALF_OPENCL(dt, DT)
+#endif
+
 /* For input dtype dt: CPU / CUDA functions, the model starnn_gemm_<dt>, and
  * the codelets with C in RW (beta != 0) and W (beta == 0). */
 #define GEMM_HALF_CODELETS(dt, DT)                                                                         \
@@ -176,12 +213,14 @@ static uint32_t gemm_half_footprint(struct starpu_task *task)
 		                     g->alpha, a.ptr, a.ld, b.ptr, b.ld, g->beta, c.ptr, c.ld);            \
 	}                                                                                                  \
 	GEMM_HALF_CUDA(dt, DT)                                                                             \
+	GEMM_HALF_OPENCL(dt, DT)                                                                           \
 	static STARNN_PERFMODEL_FP(gemm, dt, gemm_half_footprint);                                         \
 	static struct starpu_codelet gemm_##dt##_cl = {                                                    \
 		.name = "gemm_" #dt,                                                                       \
 		.cpu_funcs = {gemm_##dt##_cpu},                                                            \
 		.cpu_funcs_name = {"gemm_" #dt "_cpu"},                                                    \
 		GEMM_HALF_CUDA_FIELDS(dt)                                                                  \
+		STARNN_OPENCL_FUNCS(gemm_##dt##_opencl)                                                    \
 		.nbuffers = 3,                                                                             \
 		.modes = {STARPU_R, STARPU_R, STARPU_RW},                                                  \
 		STARNN_MODELS(gemm, dt),                                                                   \
@@ -191,6 +230,7 @@ static uint32_t gemm_half_footprint(struct starpu_task *task)
 		.cpu_funcs = {gemm_##dt##_cpu},                                                            \
 		.cpu_funcs_name = {"gemm_" #dt "_cpu"},                                                    \
 		GEMM_HALF_CUDA_FIELDS(dt)                                                                  \
+		STARNN_OPENCL_FUNCS(gemm_##dt##_opencl)                                                    \
 		.nbuffers = 3,                                                                             \
 		.modes = {STARPU_R, STARPU_R, STARPU_W},                                                   \
 		STARNN_MODELS(gemm, dt),                                                                   \

@@ -32,7 +32,11 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "runtime/base/features.h"
 #include "runtime/base/types.h"
+#ifdef STARNN_USE_OPENCL
+#include "runtime/base/opencl.h"
+#endif
 
 #ifdef __cplusplus
 extern "C" {
@@ -367,6 +371,31 @@ int starnn_conv2d_bwd_data_cuda_half(const struct starnn_conv2d_geom *g, starnn_
 int starnn_conv2d_bwd_weight_cuda_tf32(const struct starnn_conv2d_geom *g, const float *x, size_t ldx,
                                        const float *dy, size_t ldy, float beta, float *dw, size_t ldw, void *cudnn,
                                        void *stream);
+
+#ifdef STARNN_USE_OPENCL
+/* ------------------------------------------------------------- OpenCL
+ * (codelets/opencl/conv2d.c, the program starnn_opencl_program_conv2d:
+ * codelets/opencl/conv2d.cl) on ctx->queue: direct kernels, one work-item
+ * per output element, fp32 sums; NCHW only. dt is the type of x, w, y
+ * (dy, dx): fp32, or fp16 / bf16 widened element by element, a 16-bit
+ * output rounded once; b, dw, db fp32. Each operand a cl_mem with the
+ * offset of its view's first element (elements) and its stride as above;
+ * b from b_off (the part's first output channel). bwd_bias: db = beta db +
+ * the sum of dy (n x o*hw, ldy) over n and hw. CL_SUCCESS, or the OpenCL
+ * error (ctx->failed_* say where). */
+extern const struct starnn_opencl_program starnn_opencl_program_conv2d;
+cl_int starnn_conv2d_fwd_opencl(struct starnn_opencl_ctx *ctx, const struct starnn_conv2d_geom *g, starnn_dtype dt,
+                                cl_mem x, size_t x_off, size_t ldx, cl_mem w, size_t w_off, size_t ldw, cl_mem b,
+                                size_t b_off, cl_mem y, size_t y_off, size_t ldy);
+cl_int starnn_conv2d_bwd_data_opencl(struct starnn_opencl_ctx *ctx, const struct starnn_conv2d_geom *g,
+                                     starnn_dtype dt, cl_mem dy, size_t dy_off, size_t ldy, cl_mem w, size_t w_off,
+                                     size_t ldw, float beta, cl_mem dx, size_t dx_off, size_t ldx);
+cl_int starnn_conv2d_bwd_weight_opencl(struct starnn_opencl_ctx *ctx, const struct starnn_conv2d_geom *g,
+                                       starnn_dtype dt, cl_mem x, size_t x_off, size_t ldx, cl_mem dy, size_t dy_off,
+                                       size_t ldy, float beta, cl_mem dw, size_t dw_off, size_t ldw);
+cl_int starnn_conv2d_bwd_bias_opencl(struct starnn_opencl_ctx *ctx, size_t n, size_t o, size_t hw, starnn_dtype dt,
+                                     cl_mem dy, size_t dy_off, size_t ldy, float beta, cl_mem db, size_t db_off);
+#endif
 
 #ifdef __cplusplus
 }

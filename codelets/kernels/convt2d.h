@@ -29,7 +29,11 @@
 #include <stddef.h>
 
 #include "codelets/kernels/conv2d.h"
+#include "runtime/base/features.h"
 #include "runtime/base/types.h"
+#ifdef STARNN_USE_OPENCL
+#include "runtime/base/opencl.h"
+#endif
 
 #ifdef __cplusplus
 extern "C" {
@@ -186,6 +190,29 @@ int starnn_convt2d_bwd_data_cuda_half(size_t n, size_t c, size_t o, size_t h, si
 int starnn_convt2d_bwd_weight_cuda_half(size_t n, size_t c, size_t o, size_t h, size_t w, starnn_dtype dt,
                                         const void *x, size_t ldx, const void *dy, size_t lddy, float beta, float *dw,
                                         size_t lddw, float *db, void *cublas_handle, void *stream);
+
+#ifdef STARNN_USE_OPENCL
+/* OpenCL (codelets/opencl/convt2d.c, the program
+ * starnn_opencl_program_convt2d: codelets/opencl/convt2d.cl) on
+ * ctx->queue: direct kernels, one work-item per output element, fp32
+ * sums; NCHW. dt is the type of x, w, y (dy, dx): fp32, or fp16 / bf16
+ * widened element by element, a 16-bit output rounded once; bias, dw, db
+ * fp32. Each operand a cl_mem with the offset of its view's first element
+ * (elements) and its stride as above. The weight pass computes the bias
+ * gradient too (db = beta db + the sum of dy). CL_SUCCESS, or the OpenCL
+ * error (ctx->failed_* say where). */
+extern const struct starnn_opencl_program starnn_opencl_program_convt2d;
+cl_int starnn_convt2d_fwd_opencl(struct starnn_opencl_ctx *ctx, size_t n, size_t c, size_t o, size_t h, size_t w,
+                                 starnn_dtype dt, cl_mem x, size_t x_off, size_t ldx, cl_mem wt, size_t w_off,
+                                 size_t ldw, cl_mem b, size_t b_off, cl_mem y, size_t y_off, size_t ldy);
+cl_int starnn_convt2d_bwd_data_opencl(struct starnn_opencl_ctx *ctx, size_t n, size_t c, size_t o, size_t h, size_t w,
+                                      starnn_dtype dt, cl_mem wt, size_t w_off, size_t ldw, cl_mem dy, size_t dy_off,
+                                      size_t lddy, float beta, cl_mem dx, size_t dx_off, size_t lddx);
+cl_int starnn_convt2d_bwd_weight_opencl(struct starnn_opencl_ctx *ctx, size_t n, size_t c, size_t o, size_t h,
+                                        size_t w, starnn_dtype dt, cl_mem x, size_t x_off, size_t ldx, cl_mem dy,
+                                        size_t dy_off, size_t lddy, float beta, cl_mem dw, size_t dw_off, size_t lddw,
+                                        cl_mem db, size_t db_off);
+#endif
 
 #ifdef __cplusplus
 }

@@ -14,7 +14,11 @@
 
 #include <stddef.h>
 
+#include "runtime/base/features.h"
 #include "runtime/base/types.h"
+#ifdef STARNN_USE_OPENCL
+#include "runtime/base/opencl.h"
+#endif
 
 #ifdef __cplusplus
 extern "C" {
@@ -41,6 +45,24 @@ void starnn_gemm_cuda(int transA, int transB, size_t m, size_t n, size_t k, floa
 void starnn_gemm_half_cuda(starnn_dtype ab, starnn_dtype cdt, int transA, int transB, size_t m, size_t n, size_t k,
                            float alpha, const void *a, size_t lda, const void *b, size_t ldb, float beta, void *c,
                            size_t ldc, void *cublas_handle);
+
+#ifdef STARNN_USE_OPENCL
+/* codelets/opencl/gemm.c, on ctx->queue (runtime/base/opencl.h), each
+ * operand a cl_mem with the offset of its view's first element (elements),
+ * shapes as above. fp32: CLBlastSgemm (k == 0: C = beta C on the program
+ * starnn_opencl_program_gemm); _half: the kernels of that program
+ * (codelets/opencl/gemm.cl), the 16-bit operands widened element by
+ * element, fp32 sums, a 16-bit C rounded once. CL_SUCCESS, or the OpenCL
+ * (or CLBlast) error, ctx->failed_* saying where. */
+extern const struct starnn_opencl_program starnn_opencl_program_gemm;
+cl_int starnn_gemm_opencl(struct starnn_opencl_ctx *ctx, int transA, int transB, size_t m, size_t n, size_t k,
+                          float alpha, cl_mem a, size_t a_off, size_t lda, cl_mem b, size_t b_off, size_t ldb,
+                          float beta, cl_mem c, size_t c_off, size_t ldc);
+cl_int starnn_gemm_half_opencl(struct starnn_opencl_ctx *ctx, starnn_dtype ab, starnn_dtype cdt, int transA,
+                               int transB, size_t m, size_t n, size_t k, float alpha, cl_mem a, size_t a_off,
+                               size_t lda, cl_mem b, size_t b_off, size_t ldb, float beta, cl_mem c, size_t c_off,
+                               size_t ldc);
+#endif
 
 #ifdef __cplusplus
 }

@@ -1,6 +1,7 @@
 /* conv2d: the CPU kernels against naive loops (double accumulation) on
  * strided views, the backward passes against central finite differences,
- * the codelets (CPU, or CUDA in the _cuda build) against direct CPU kernel
+ * the codelets (CPU, CUDA in the _cuda build, OpenCL in the _opencl build)
+ * against direct CPU kernel
  * calls on whole tensors, on tensors the submit function splits itself
  * (batch, output channels, input channels), and on tensors the caller
  * split (micro-batches, channel parts of a concatenation), and bad shapes;
@@ -37,6 +38,8 @@
 #include "codelets/copy.h"
 #include "codelets/sgd.h"
 #include "codelets/cpu/simd.h"
+#include "codelets/kernels/convert.h"
+#include "codelets/kernels/copy.h"
 #include "runtime/base/half.h"
 #include "runtime/core/choice.h"
 #include "tests/testlib.h"

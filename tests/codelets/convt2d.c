@@ -2,7 +2,8 @@
  * against loops written from the definition (double accumulation) on dense
  * and strided operands, including shapes that take several row tiles; the
  * backward kernels against central finite differences of
- * L = sum(R * y); the codelets (CPU, or CUDA in the _cuda build) against
+ * L = sum(R * y); the codelets (CPU, CUDA in the _cuda build, OpenCL in the
+ * _opencl build) against
  * direct kernel calls on shapes across the UNet's range, on channel views
  * (the decoder writes into half of a concatenation) and on micro-batches
  * accumulating the weight gradient; the shape checks; the fp16 / bf16

@@ -1,7 +1,7 @@
 /* gemm: the CPU kernel against a naive triple loop (all four transpose
  * combinations, odd sizes, several alpha / beta, strided operands, padding
  * left untouched, beta == 0 ignoring NaN in C); the codelet (CPU, or CUDA in
- * the _cuda build) on dense tensors and on channel partitions of 4-D
+ * the _cuda build, OpenCL in the _opencl build: CLBlast) on dense tensors and on channel partitions of 4-D
  * tensors (ld > cols); the 16-bit variants; bad shapes -> EINVAL. Every
  * result is checked against the product in double, each element within the
  * rounding bound of its own sum (tests/testlib.h, test_close_sum). */
@@ -125,8 +125,8 @@ static void codelet_vs_kernel(int ta, int tb, size_t m, size_t n, size_t k, floa
 	char what[160];
 	snprintf(what, sizeof what, "gemm codelet %c%c m %zu n %zu k %zu alpha %g beta %g%s", ta ? 'T' : 'N',
 	         tb ? 'T' : 'N', m, n, k, alpha, beta, view ? " on channel parts" : "");
-	/* OpenBLAS (CPU) or cuBLAS (CUDA, fp32 FMA math), each in its own
-	 * order: within the rounding bound of each sum */
+	/* OpenBLAS (CPU), cuBLAS (CUDA, fp32 FMA math) or CLBlast (OpenCL),
+	 * each in its own order: within the rounding bound of each sum */
 	test_close_sum(what, got, ref.val, ref.mag, nc, k + 1, TEST_U32);
 	test_sums_free(&ref);
 

@@ -13,9 +13,13 @@
 #     devices ran tasks: the scheduler decides);
 #   - models/mlp (fp32, amp-bf16, amp-fp16; 30 steps, 2 micro-batches)
 #     with one OpenCL worker on POCL's CPU device: the losses equal the
-#     CPU-only run's bit for bit (the tasks with an OpenCL implementation
-#     may run on the device: axpy, fill, copy, convert, all bit for bit the
-#     CPU kernels').
+#     CPU-only run's bit for bit where the device ran only operations whose
+#     OpenCL kernels are the CPU kernels' bits (axpy, fill, copy, convert);
+#     gemm's are not (CLBlast sums in another order than OpenBLAS), so each
+#     printed loss must be within a relative 1e-5 of the CPU run's, or one
+#     unit of its last printed digit (the runs seen differ in the 8th
+#     digit; a wrong kernel moves the loss by far more), and the line says
+#     whether they were bit for bit.
 # Each run has its own StarPU home (their buses differ from the suite's).
 # Skips (77) the POCL parts where there is no OpenCL CPU device.
 set -u
@@ -84,6 +88,22 @@ if [ $pocl = yes ]; then
 	[ $both -gt 0 ] || fail "on two OpenCL devices, no test had both run tasks"
 
 	losses() { grep -E '^step .*loss|^final' <<< "$1" | sed 's/ *[0-9.]* samples\/s.*//; s/ in [0-9.]* s .*//'; }
+	# close_losses CPU DEV: the same lines, word for word, but numbers within a relative 1e-5 (or one
+	# unit of their last printed digit)
+	close_losses() {
+		awk -v tol=1e-5 'NR == FNR { a[FNR] = $0; n = FNR; next }
+			{ m = FNR; na = split(a[FNR], x, " "); nb = split($0, y, " "); if (na != nb) bad = 1
+			  for (i = 1; i <= na && !bad; i++) {
+				if (x[i] == y[i]) continue
+				u = x[i]; v = y[i]; gsub(/[,()]/, "", u); gsub(/[,()]/, "", v)
+				if (u !~ /^-?[0-9.]+(e[-+]?[0-9]+)?$/ || v !~ /^-?[0-9.]+(e[-+]?[0-9]+)?$/) { bad = 1; break }
+				d = u - v; if (d < 0) d = -d; r = u < 0 ? -u : u
+				# (a number printed with few digits may round either way: one unit of its last digit)
+				q = u; sub(/e.*/, "", q); dec = index(q, ".") ? length(q) - index(q, ".") : 0
+				if (d > tol * r && d > 10 ^ -dec * 1.0000001) bad = 1
+			  } }
+			END { exit (bad || n != m) }' <(echo "$1") <(echo "$2")
+	}
 	for p in fp32 amp-bf16 amp-fp16; do
 		common=(--steps 30 --micro-batches 2 --log-every 10 --precision "$p" --seed 5)
 		cpu=$(STARPU_HOME="$tmp/home-cpu" STARNN_MLP_EXACT=1 "$mlp" "${common[@]}" 2>&1) || fail "$p: the CPU run failed: $cpu"
@@ -93,8 +113,14 @@ if [ $pocl = yes ]; then
 		echo "[$p] CPU:"; losses "$cpu"
 		echo "[$p] CPU + OpenCL:"; losses "$dev"
 		grep -A1 '^OpenCL 0' <<< "$dev"
-		if [ -z "$(losses "$cpu")" ] || [ "$(losses "$cpu")" != "$(losses "$dev")" ]; then
-			fail "$p: the losses with an OpenCL worker differ from the CPU-only run's"
+		if [ -z "$(losses "$cpu")" ]; then
+			fail "$p: the CPU run printed no losses"
+		elif [ "$(losses "$cpu")" = "$(losses "$dev")" ]; then
+			echo "[$p] the losses with an OpenCL worker: the CPU-only run's bit for bit"
+		elif close_losses "$(losses "$cpu")" "$(losses "$dev")"; then
+			echo "[$p] the losses with an OpenCL worker: within a relative 1e-5 of the CPU-only run's, not bit for bit"
+		else
+			fail "$p: the losses with an OpenCL worker differ from the CPU-only run's by more than a relative 1e-5"
 		fi
 	done
 fi

@@ -2,9 +2,10 @@
  * whole-operation submit functions over the parts of a batch (see
  * codelets/batchnorm.h).
  *
- * Length (about 1,000 lines): the fp32 and 16-bit codelets and the
- * submit functions that split a batch into micro-batch tasks and reduce
- * their statistics; one glue file per operation (codelets/ops.list). */
+ * Length (about 1,150 lines): the fp32 and 16-bit codelets with their CPU,
+ * CUDA and OpenCL functions, and the submit functions that split a batch
+ * into micro-batch tasks and reduce their statistics; one glue file per
+ * operation (codelets/ops.list). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>

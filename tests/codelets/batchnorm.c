@@ -31,10 +31,11 @@
  * kernels against the fp32 kernels on the same values (the same sums in
  * the same order, and 16-bit outputs rounded once). STARNN_TEST_VERBOSE=1
  * prints how far into its bound each check lands. *
- * Length (about 1,200 lines): one test program per operation
+ * Length (about 1,550 lines): one test program per operation
  * (codelets/ops.list); batch norm's forward, backward, evaluation and
  * fused-ReLU passes in three dtypes, blocked layouts and micro-batches,
- * each against its derived bound.
+ * each against its derived bound, and on OpenCL the layer against the CPU
+ * kernels bit for bit.
  */
 #include "codelets/batchnorm.h"
 #include "codelets/kernels/batchnorm.h"

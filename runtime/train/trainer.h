@@ -21,7 +21,10 @@
  *     (--checkpoint, --checkpoint-every; atomic files, rank 0 writes),
  *     progress (a bar on a terminal, else a line every --log-every steps),
  *     the --log-json records (per step, evaluations, the exchange, the
- *     summary), the energy of the run, a loss that is not finite (the run
+ *     transfers, the summary), the energy of the run, with device workers
+ *     (CUDA, OpenCL) the bytes StarPU moved between each pair of memory
+ *     nodes per step (the first step, finished before the second is
+ *     submitted, apart: it uploads the weights), a loss that is not finite (the run
  *     stops naming the step), SIGINT / SIGTERM (the steps in flight
  *     finish, --checkpoint is saved, exit 128 + the signal; a second
  *     signal exits at once).

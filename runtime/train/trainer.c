@@ -122,7 +122,7 @@ int starnn_program_end(const struct starnn_program *p, int rc)
 
 int starnn_default_micro(int batch)
 {
-	int workers = starnn_ncpu_workers() + starnn_ncuda_workers();
+	int workers = starnn_ncpu_workers() + starnn_ndevice_workers(); /* CPU, CUDA and OpenCL */
 	int m = workers < 1 ? 1 : workers > 8 ? 8 : workers;
 	return m > batch ? batch : m;
 }

@@ -73,8 +73,8 @@ int starnn_program_end(const struct starnn_program *p, int rc);
  * next step boundary. A second one exits at once without saving. */
 int starnn_interrupted(void);
 const char *starnn_signal_name(int sig);
-/* Micro-batches of a batch when none is asked for: one per worker, at most
- * 8 and the batch. After starnn_init. */
+/* Micro-batches of a batch when none is asked for: one per worker (CPU,
+ * CUDA or OpenCL), at most 8 and the batch. After starnn_init. */
 int starnn_default_micro(int batch);
 /* Seconds on a monotonic clock (for the time of a program's phases). */
 double starnn_now(void);

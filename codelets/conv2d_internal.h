@@ -48,12 +48,12 @@ int starnn_conv2d_widened_cpu(const struct starnn_conv2d_geom *g, starnn_dtype d
  * is not its primitive's). With packing on, a copy in a layout that
  * runtime/base/types.h describes is also offered to the tasks that update
  * w (the optimizers, codelets/copy.h), which keep it current. CPU only
- * (no CUDA worker), oneDNN backend only. */
+ * (no device worker: CUDA or OpenCL), oneDNN backend only. */
 
 /* The packed copy of w for one pass of geometry g (x / dy rows lda apart,
  * y / dx rows ldout apart, routes r: the task's), packed again first if w
  * has been written since it was last packed; NULL where the pass takes w
- * as it is: packing off, not the oneDNN backend, CUDA workers, w a part of
+ * as it is: packing off, not the oneDNN backend, device workers, w a part of
  * a larger tensor, or a primitive that reads OIHW itself. 16-bit w that
  * the passes widen gets an fp32 copy of its widened values. *rc: 0 or the
  * error. */
@@ -65,7 +65,7 @@ starnn_tensor *starnn_conv2d_packed_copy(starnn_tensor *w, enum starnn_conv2d_pa
  * channel-split task): a whole copy of the root tensor in the blocked
  * layout the part's primitive reads (the same for every part), whose
  * slice the part's task reads (conv2d_fwd_sliced); NULL where that does
- * not apply (packing not on, not oneDNN, CUDA workers, not a part of
+ * not apply (packing not on, not oneDNN, device workers, not a part of
  * whole blocks of rows, a layout runtime/base/types.h does not describe). */
 starnn_tensor *starnn_conv2d_sliced_copy(starnn_tensor *w, const struct starnn_conv2d_geom *g, starnn_dtype dt,
                                          const struct starnn_conv2d_routes *r, size_t lda, size_t ldout, int *rc);
@@ -88,7 +88,7 @@ uint64_t starnn_conv2d_pack_count(void);
  * blocked layout where its first writer finds one.
  * starnn_dw_layout_open: whether dw's layout is still to be chosen and may
  * be blocked (one task writes all of it, as yet unwritten, whole and
- * dense; the oneDNN backend, no CUDA worker, packing not off; the tensor
+ * dense; the oneDNN backend, no device worker, packing not off; the tensor
  * layer allows it: one rank): then the caller asks its kernel and sets the
  * answer, OIHW otherwise, with starnn_tensor_set_wlayout.
  * starnn_dw_layout_check: STARNN_EINVAL with a message where dw is blocked

@@ -13,6 +13,7 @@
 #include "codelets/copy.h"
 #include "codelets/kernels/copy.h"
 #include "codelets/halfwrap.h"
+#include "runtime/core/init.h" /* (starnn_ndevice_workers) */
 
 #define BUF(i) starnn_buffer(buffers, i)
 
@@ -157,8 +158,7 @@ starnn_tensor *starnn_conv2d_packed_copy(starnn_tensor *w, enum starnn_conv2d_pa
 {
 	*rc = 0;
 	if (!starnn_conv2d_pack() || starnn_conv2d_cpu_backend() != STARNN_CONV2D_DNNL || w->parent ||
-	    starpu_cuda_worker_get_count() + starpu_opencl_worker_get_count() > 0 ||
-	    (unsigned)dt >= STARNN_NDTYPES)
+	    starnn_ndevice_workers() > 0 || (unsigned)dt >= STARNN_NDTYPES)
 		return NULL;
 	/* 16-bit weights widened in the passes: an fp32 copy of the widened
 	 * values, for the fp32 primitive on the tasks' dense widened
@@ -208,8 +208,8 @@ starnn_tensor *starnn_conv2d_sliced_copy(starnn_tensor *w, const struct starnn_c
 	starnn_tensor *root;
 	size_t row0;
 	if (starnn_conv2d_pack() != STARNN_CONV2D_PACK_ON || starnn_conv2d_cpu_backend() != STARNN_CONV2D_DNNL ||
-	    (unsigned)dt >= STARNN_NDTYPES || starpu_cuda_worker_get_count() + starpu_opencl_worker_get_count() > 0 ||
-	    !w->parent || !starnn_tensor_row_part(w, &root, &row0) || root->dtype != dt)
+	    (unsigned)dt >= STARNN_NDTYPES || starnn_ndevice_workers() > 0 || !w->parent ||
+	    !starnn_tensor_row_part(w, &root, &row0) || root->dtype != dt)
 		return NULL;
 	/* fp32, 16-bit widened (an fp32 copy of the widened values), or native
 	 * bf16 (a copy in the bf16 kernels' pairs) */
@@ -256,7 +256,7 @@ starnn_tensor *starnn_conv2d_blocked_copy(starnn_tensor *root, const struct star
  * The layout the weight-gradient tasks write dw in, chosen by its first
  * writer (runtime/core/tensor.h: wl): where one task writes all of dw, as
  * yet unwritten, on oneDNN's primitive for the whole image (a CPU with no
- * CUDA or OpenCL worker; packing not off), whose dw layout is a blocked one that the
+ * device worker, CUDA or OpenCL; packing not off), whose dw layout is a blocked one that the
  * optimizers read, that layout: no reorder after the primitive, and the
  * optimizer reads the gradient's tiles through it (codelets/copy.h:
  * starnn_copies_grad); else OIHW. A tensor can take them only where
@@ -265,8 +265,7 @@ int starnn_dw_layout_open(const starnn_tensor *dw, int one_task)
 {
 	return !dw->wl_fixed && one_task && dw->version == 0 && !dw->parent && !dw->nplans && dw->ld == dw->cols &&
 	       starnn_tensor_wlayouts_allowed() && starnn_conv2d_pack() != STARNN_CONV2D_PACK_OFF &&
-	       starnn_conv2d_cpu_backend() == STARNN_CONV2D_DNNL &&
-	       starpu_cuda_worker_get_count() + starpu_opencl_worker_get_count() == 0;
+	       starnn_conv2d_cpu_backend() == STARNN_CONV2D_DNNL && starnn_ndevice_workers() == 0;
 }
 
 int starnn_dw_layout_check(const char *op, const starnn_tensor *dw, int one_task)

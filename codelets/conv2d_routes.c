@@ -9,6 +9,7 @@
 
 #include "codelets/conv2d_internal.h"
 #include "runtime/core/choice.h"
+#include "runtime/core/init.h" /* (starnn_ndevice_workers) */
 
 /* The table's values are these enums' (runtime/core/choice.h). */
 _Static_assert(STARNN_CONV2D_IM2COL == 0 && STARNN_CONV2D_DNNL == 1, "STARNN_CONV2D_CPU's values");
@@ -202,7 +203,7 @@ static int wanted_block(starnn_dtype dt, int nparts, const char **why)
 		*why = "the im2col convolutions take NCHW";
 		return 0;
 	}
-	if (starpu_cuda_worker_get_count() + starpu_opencl_worker_get_count() > 0) {
+	if (starnn_ndevice_workers() > 0) {
 		*why = "CUDA and OpenCL workers take NCHW";
 		return 0;
 	}

@@ -105,11 +105,12 @@ void starnn_conv2d_pack_set(int mode);
 /* The layout (runtime/base/types.h cblock) for activations of `channels`
  * channels in dt between the convolutions: the layout oneDNN picks
  * (starnn_conv2d_dnnl_block; cblock = channels for NHWC) when the CPU
- * backend is oneDNN, no CUDA worker runs (they take NCHW) and channels is a
- * multiple of the block (NHWC: of 8, at most STARNN_CBLOCK_MAX, and nparts,
- * the batch parts each operation on them is submitted as, at least the
- * CPU workers: NHWC has no channel-split tasks, so with fewer parts the
- * fp32 block, cut by channels and reordered around each AMX call); else 1.
+ * backend is oneDNN, no device worker (CUDA, OpenCL) runs (they take
+ * NCHW) and channels is a multiple of the block (NHWC: of 8, at most
+ * STARNN_CBLOCK_MAX, and nparts, the batch parts each operation on them
+ * is submitted as, at least the CPU workers: NHWC has no channel-split
+ * tasks, so with fewer parts the fp32 block, cut by channels and
+ * reordered around each AMX call); else 1.
  * The layout setting overrides oneDNN's pick: auto, blocked (nChw16c /
  * nChw8c, the fp32 pick), nhwc, nchw. STARNN_EINVAL for a bad
  * STARNN_LAYOUT. */

@@ -12,7 +12,7 @@
 #include "codelets/convt2d.h"
 #include "codelets/halfwrap.h"
 #include "runtime/core/codelet.h"
-#include "runtime/core/init.h" /* (starnn_split_width) */
+#include "runtime/core/init.h" /* (starnn_split_width, starnn_ndevice_workers) */
 
 /* Leading fields (input H, W) are the footprint key: the buffers' matrix
  * shapes give C*H*W and 4*O*H*W but not H and W. The fp32 codelets' key
@@ -654,8 +654,8 @@ static int task_count(const starnn_tensor *x, int64_t o, int max_parts)
  * its 1x1 convolution [4o, c]) or backward-data pass (its deconvolution)
  * (codelets/conv2d_internal.h: starnn_conv2d_blocked_copy), which the
  * optimizers keep current as they write w, so that no task reorders w;
- * NULL where that does not apply: packing not on, not oneDNN, CUDA or
- * OpenCL workers, w a part, the direct kernels, a layout runtime/base/types.h
+ * NULL where that does not apply: packing not on, not oneDNN, device
+ * workers (CUDA, OpenCL), w a part, the direct kernels, a layout runtime/base/types.h
  * does not describe (routes r: the tasks'). 16-bit
  * passes widened to fp32 get an fp32 copy of the widened weights. x0: the
  * first task's x (forward) or dx (backward data), whose geometry with y's
@@ -666,8 +666,7 @@ static int w_copy(int fwd, starnn_tensor *w, const starnn_tensor *x0, const star
 	*copy = NULL;
 	struct starnn_blocked_weights L;
 	if (starnn_conv2d_pack() != STARNN_CONV2D_PACK_ON || starnn_conv2d_cpu_backend() != STARNN_CONV2D_DNNL ||
-	    starpu_cuda_worker_get_count() + starpu_opencl_worker_get_count() > 0 || w->parent || w->dtype != dt ||
-	    (unsigned)dt >= STARNN_NDTYPES)
+	    starnn_ndevice_workers() > 0 || w->parent || w->dtype != dt || (unsigned)dt >= STARNN_NDTYPES)
 		return 0;
 	/* the primitive's dtype: 16-bit passes that are not native bf16 run
 	 * the fp32 one on widened activations, with an fp32 copy of the

@@ -25,7 +25,7 @@ int starnn_copy(starnn_tensor *x, starnn_tensor *y);
  * the task that updates w writes each chunk of updated rows into those
  * copies while it is in cache, instead of a packing task reading w again
  * before the next pass that reads them. CPU only: the copies exist only
- * where no CUDA worker does.
+ * where no device worker (CUDA, OpenCL) does.
  *
  * starnn_submit_with_copies submits d, a task that writes all of w, whose
  * first `base` tensors are set and whose args (args_size bytes, copied at

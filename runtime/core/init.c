@@ -19,6 +19,10 @@ static char summary[256];
 
 static int split_streams = 1;
 
+/* What starnn_transfers_read took from StarPU's counters since starnn_init
+ * (reset there). */
+static struct starnn_transfers transfers_taken;
+
 void starnn_set_streams(int streams)
 {
 	split_streams = streams < 1 ? 1 : streams;
@@ -59,6 +63,7 @@ int starnn_init(const struct starnn_config *user_cfg)
 	else
 		starnn_config_init(&cfg);
 	split_streams = 1;
+	memset(&transfers_taken, 0, sizeof transfers_taken);
 	/* STARNN_QUIET: no start-up line (as cfg.quiet); STARNN_KEEP_BLAS_CORE
 	 * (starnn_blas_autoselect, before) checked here, where an error can
 	 * be returned */
@@ -195,6 +200,34 @@ int starnn_ncuda_workers(void)
 int starnn_nopencl_workers(void)
 {
 	return (int)starpu_opencl_worker_get_count();
+}
+
+int starnn_ndevice_workers(void)
+{
+	return (int)(starpu_cuda_worker_get_count() + starpu_opencl_worker_get_count());
+}
+
+void starnn_transfers_read(struct starnn_transfers *t)
+{
+	int nodes = (int)starpu_memory_nodes_get_count();
+	transfers_taken.nodes = nodes < STARNN_MAX_MEMORY_NODES ? nodes : STARNN_MAX_MEMORY_NODES;
+	int buses = starpu_bus_get_count();
+	for (int b = 0; b < buses; b++) {
+		int src = starpu_bus_get_src(b), dst = starpu_bus_get_dst(b);
+		struct starpu_profiling_bus_info info;
+		if (src < 0 || dst < 0 || src >= STARNN_MAX_MEMORY_NODES || dst >= STARNN_MAX_MEMORY_NODES ||
+		    starpu_bus_get_profiling_info(b, &info) != 0)
+			continue;
+		transfers_taken.bytes[src][dst] += info.transferred_bytes;
+		transfers_taken.count[src][dst] += info.transfer_count;
+	}
+	*t = transfers_taken;
+}
+
+void starnn_memory_node_name(int node, char *name, size_t size)
+{
+	if (starpu_memory_node_get_name((unsigned)node, name, size) < 0 && size)
+		snprintf(name, size, "node %d", node);
 }
 
 const char *starnn_runtime_summary(void)

@@ -4,6 +4,7 @@
 #ifndef STARNN_CORE_INIT_H
 #define STARNN_CORE_INIT_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #ifdef __cplusplus
@@ -59,6 +60,31 @@ void starnn_blas_autoselect(char **argv);
 int starnn_ncpu_workers(void);
 int starnn_ncuda_workers(void);
 int starnn_nopencl_workers(void);
+/* CUDA and OpenCL workers together: the workers with a memory node of
+ * their own (a device), whose data StarPU moves to and from RAM. */
+int starnn_ndevice_workers(void);
+
+/* Bytes StarPU moved between memory nodes: its bus statistics, which count
+ * every transfer of a data copy (StarPU 1.3 counts them whether or not its
+ * profiling is on). [src][dst] by memory node; node 0 is RAM. */
+#define STARNN_MAX_MEMORY_NODES 16
+struct starnn_transfers {
+	int nodes; /* memory nodes: StarPU's */
+	long long bytes[STARNN_MAX_MEMORY_NODES][STARNN_MAX_MEMORY_NODES];
+	long long count[STARNN_MAX_MEMORY_NODES][STARNN_MAX_MEMORY_NODES];
+};
+/* The totals since starnn_init into *t. StarPU 1.3 resets a bus's counters
+ * when they are read (starpu_bus_get_profiling_info) and when its profiling
+ * is turned on (starpu_profiling_status_set); starnn adds what each call
+ * reads to its own totals, so calls see everything since the previous one,
+ * but STARPU_BUS_STATS=1's table at exit shows only what moved after the
+ * last call, and a profiling switch-on drops what moved since the last
+ * call. Differences of two calls give what moved in between. */
+void starnn_transfers_read(struct starnn_transfers *t);
+/* A memory node's name as StarPU's tables give it ("NUMA 0", "OpenCL 0",
+ * "CUDA 0"). */
+void starnn_memory_node_name(int node, char *name, size_t size);
+
 /* How many tasks one operation is cut into so that every worker has work.
  * A caller that submits S independent streams of operations side by side
  * (micro-batches of one step) says so with starnn_set_streams(S); each

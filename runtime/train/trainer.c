@@ -122,7 +122,7 @@ int starnn_program_end(const struct starnn_program *p, int rc)
 
 int starnn_default_micro(int batch)
 {
-	int workers = starnn_ncpu_workers() + starnn_ncuda_workers();
+	int workers = starnn_ncpu_workers() + starnn_ndevice_workers(); /* CPU, CUDA and OpenCL */
 	int m = workers < 1 ? 1 : workers > 8 ? 8 : workers;
 	return m > batch ? batch : m;
 }
@@ -367,6 +367,10 @@ static int barrier_after(const starnn_trainer *tr, int64_t step)
 		return 1;
 	if (tr->evaluating && o->eval_every > 0 && step % o->eval_every == 0)
 		return 1;
+	/* with devices: the first step alone, so that the bytes it moves
+	 * (the weights' first upload) are counted apart */
+	if (tr->devices && step == tr->info.first_step + 1)
+		return 1;
 	return o->inject_inf_step == step;
 }
 
@@ -552,6 +556,14 @@ static int loop(starnn_trainer *tr, int64_t *last_epoch, int64_t *saved_step)
 		if (rc < 0)
 			break;
 		tr->info.step = s;
+		if (tr->devices && s == tr->info.first_step + 1 && s < total) {
+			/* nothing of step s + 1 is submitted yet (barrier_after) */
+			rc = starnn_wait();
+			if (rc < 0)
+				break;
+			starnn_transfers_read(&tr->moved[1]);
+			tr->moved_after = s;
+		}
 		tr->epoch = s / tr->info.steps_per_epoch; /* epochs completed */
 		starnn_memory_sample();
 		*last_epoch = epoch;
@@ -572,6 +584,89 @@ static int loop(starnn_trainer *tr, int64_t *last_epoch, int64_t *saved_step)
 	}
 	free(snap.v);
 	return rc;
+}
+
+/* " 1.23 MiB", " 5.4 KiB", " 12 B" */
+static void print_bytes(FILE *out, double b)
+{
+	if (b >= 1024.0 * 1024.0)
+		fprintf(out, " %.2f MiB", b / (1024.0 * 1024.0));
+	else if (b >= 1024.0)
+		fprintf(out, " %.1f KiB", b / 1024.0);
+	else
+		fprintf(out, " %.0f B", b);
+}
+
+/* Runs with device workers: the bytes StarPU moved between each pair of
+ * memory nodes per step, on stdout (out; NULL: none) and as a log record.
+ * Steady state: the mean over the steps after the first, which moves the
+ * weights to the devices for the first time; the first step apart. With
+ * one step, that step. */
+static void transfer_report(const starnn_trainer *tr, FILE *out, FILE *json)
+{
+	const int64_t steps = tr->info.step - tr->info.first_step;
+	if (!tr->moved || steps < 1 || starnn_launch_rank() != 0)
+		return;
+	const struct starnn_transfers *t0 = &tr->moved[0], *t1 = &tr->moved[1], *tn = &tr->moved[2];
+	const int split = tr->moved_after > 0; /* first step apart from the rest */
+	const int64_t later = split ? steps - 1 : steps;
+	const struct starnn_transfers *mid = split ? t1 : t0;
+	const int nodes = tn->nodes;
+	char names[STARNN_MAX_MEMORY_NODES][32];
+	for (int n = 0; n < nodes; n++)
+		starnn_memory_node_name(n, names[n], sizeof names[n]);
+	if (out) {
+		if (split && later == 1)
+			fprintf(out, "transfers per step (step %lld):", (long long)tr->info.step);
+		else if (split)
+			fprintf(out, "transfers per step (mean of steps %lld-%lld):", (long long)tr->moved_after + 1,
+			        (long long)tr->info.step);
+		else
+			fprintf(out, "transfers per step (mean of %lld step(s)):", (long long)steps);
+		for (int pass = 0; pass < 1 + split; pass++) {
+			const struct starnn_transfers *a = pass ? t0 : mid, *b = pass ? t1 : tn;
+			const double div = pass ? 1.0 : (double)later;
+			int named[STARNN_MAX_MEMORY_NODES] = {0}, any = 0;
+			if (pass)
+				fprintf(out, "; step %lld:", (long long)tr->moved_after);
+			for (int s = 0; s < nodes; s++)
+				for (int d = 0; d < nodes; d++) {
+					if (tn->count[s][d] == t0->count[s][d]) /* nothing moved on this bus in the run */
+						continue;
+					fprintf(out, "%s node %d", any ? "," : "", s);
+					if (!named[s]++)
+						fprintf(out, " (%s)", names[s]);
+					fprintf(out, " -> node %d", d);
+					if (!named[d]++)
+						fprintf(out, " (%s)", names[d]);
+					print_bytes(out, (double)(b->bytes[s][d] - a->bytes[s][d]) / div);
+					any = 1;
+				}
+			if (!any)
+				fprintf(out, " none");
+		}
+		fprintf(out, "\n");
+	}
+	if (json) {
+		fprintf(json, "{\"transfers\":{\"steps\":%lld,\"first_step_apart\":%s,\"mean_over_steps\":%lld,\"buses\":[",
+		        (long long)steps, split ? "true" : "false", (long long)later);
+		int any = 0;
+		for (int s = 0; s < nodes; s++)
+			for (int d = 0; d < nodes; d++) {
+				if (tn->count[s][d] == t0->count[s][d])
+					continue;
+				long long all = tn->bytes[s][d] - t0->bytes[s][d], rest = tn->bytes[s][d] - mid->bytes[s][d];
+				fprintf(json,
+				        "%s{\"src\":%d,\"src_name\":\"%s\",\"dst\":%d,\"dst_name\":\"%s\",\"bytes\":%lld,"
+				        "\"transfers\":%lld,\"first_step_bytes\":%lld,\"bytes_per_step\":%.1f,"
+				        "\"since_start_bytes\":%lld,\"since_start_transfers\":%lld}",
+				        any ? "," : "", s, names[s], d, names[d], all, tn->count[s][d] - t0->count[s][d],
+				        split ? t1->bytes[s][d] - t0->bytes[s][d] : all, (double)rest / (double)later,
+				        tn->bytes[s][d], tn->count[s][d]);
+				any = 1;
+			}
+		fprintf(json, "]}}\n");
+	}
 }
 
 /* After the loop: the interruption, the last checkpoint, the model's
@@ -605,6 +700,8 @@ static int conclude(starnn_trainer *tr, starnn_energy_meter *meter, int64_t last
 		starnn_memory_report(stdout);
 	if (reports)
 		STARNN_CHECK(starnn_dist_report(loud ? stdout : NULL, tr->log, step - first));
+	if (reports)
+		transfer_report(tr, loud ? stdout : NULL, tr->log);
 	double epochs_done = (double)(step - first) / (double)tr->info.steps_per_epoch;
 	int64_t samples_done = (step - first) * o->batch;
 	struct starnn_energy_reading energy;
@@ -642,9 +739,24 @@ int starnn_trainer_run(const struct starnn_model_ops *ops, void *self, struct st
 		rc = starnn_energy_start(&meter, &eo);
 	}
 	int64_t last_epoch = tr.epoch, saved_step = -1;
+	/* Devices: what moves between memory nodes during the steps, from the
+	 * state prepare left (its tasks finished). */
+	struct starnn_transfers moved[3];
+	if (rc == 0 && starnn_ndevice_workers() > 0) {
+		tr.devices = 1;
+		tr.moved = moved;
+		rc = starnn_wait();
+		starnn_transfers_read(&moved[0]);
+	}
 	tr.t_start = now();
 	if (rc == 0)
 		rc = loop(&tr, &last_epoch, &saved_step);
+	if (tr.moved) { /* the steps' tasks finished (an error: counted all the same) */
+		int rcw = starnn_wait();
+		starnn_transfers_read(&moved[2]);
+		if (rc == 0 && rcw < 0)
+			rc = rcw;
+	}
 	if (tr.tty && tr.info.step > tr.info.first_step)
 		printf("\n");
 	tr.bar = 0;

@@ -21,7 +21,10 @@
  *     (--checkpoint, --checkpoint-every; atomic files, rank 0 writes),
  *     progress (a bar on a terminal, else a line every --log-every steps),
  *     the --log-json records (per step, evaluations, the exchange, the
- *     summary), the energy of the run, a loss that is not finite (the run
+ *     transfers, the summary), the energy of the run, with device workers
+ *     (CUDA, OpenCL) the bytes StarPU moved between each pair of memory
+ *     nodes per step (the first step, finished before the second is
+ *     submitted, apart: it uploads the weights), a loss that is not finite (the run
  *     stops naming the step), SIGINT / SIGTERM (the steps in flight
  *     finish, --checkpoint is saved, exit 128 + the signal; a second
  *     signal exits at once).
@@ -70,8 +73,8 @@ int starnn_program_end(const struct starnn_program *p, int rc);
  * next step boundary. A second one exits at once without saving. */
 int starnn_interrupted(void);
 const char *starnn_signal_name(int sig);
-/* Micro-batches of a batch when none is asked for: one per worker, at most
- * 8 and the batch. After starnn_init. */
+/* Micro-batches of a batch when none is asked for: one per worker (CPU,
+ * CUDA or OpenCL), at most 8 and the batch. After starnn_init. */
 int starnn_default_micro(int batch);
 /* Seconds on a monotonic clock (for the time of a program's phases). */
 double starnn_now(void);

@@ -3,6 +3,7 @@
 #ifndef STARNN_TRAINER_INTERNAL_H
 #define STARNN_TRAINER_INTERNAL_H
 
+#include "runtime/core/init.h"
 #include "runtime/train/trainer.h"
 
 struct starnn_trainer {
@@ -20,6 +21,12 @@ struct starnn_trainer {
 	double t_start;
 	struct ckpt_amp amp; /* --resume: the checkpoint's precision and loss-scale state */
 	char *awp_state;     /* --resume: the adaptive wire state (o->awp_state points here) */
+	/* Runs with device workers: StarPU's transfer totals at the first
+	 * step's start, at its end (taken only when the run has a second
+	 * step), and at the last step's end (transfer_report). */
+	int devices;
+	struct starnn_transfers *moved; /* [3], NULL without devices */
+	int64_t moved_after;            /* the step moved[1] was taken after; 0: none */
 };
 
 /* The program's name in messages. */

@@ -12,14 +12,14 @@
 #     nodes; they pass as on one (and in one of them at least, both
 #     devices ran tasks: the scheduler decides);
 #   - models/mlp (fp32, amp-bf16, amp-fp16; 30 steps, 2 micro-batches)
-#     with one OpenCL worker on POCL's CPU device: the losses equal the
-#     CPU-only run's bit for bit where the device ran only operations whose
-#     OpenCL kernels are the CPU kernels' bits (axpy, fill, copy, convert);
-#     gemm's are not (CLBlast sums in another order than OpenBLAS), so each
-#     printed loss must be within a relative 1e-5 of the CPU run's, or one
-#     unit of its last printed digit (the runs seen differ in the 8th
-#     digit; a wrong kernel moves the loss by far more), and the line says
-#     whether they were bit for bit.
+#     with one OpenCL worker on POCL's CPU device beside a CPU worker: the
+#     device runs tasks, and the losses equal the CPU-only run's bit for
+#     bit, or, since gemm and the 16-bit roundings after it are not the CPU's
+#     bits on the device (CLBlast sums in another order than OpenBLAS),
+#     each step's loss lies within 8 times the envelope that the CPU-only
+#     run with 1 micro-batch instead of 2 (a legitimate reordering of the
+#     same sums) opens by that step, plus 4 ulps of fp32
+#     (tests/models/unet_opencl.sh says why that bound); the line says which.
 # Each run has its own StarPU home (their buses differ from the suite's).
 # Skips (77) the POCL parts where there is no OpenCL CPU device.
 set -u
@@ -87,40 +87,41 @@ if [ $pocl = yes ]; then
 	done
 	[ $both -gt 0 ] || fail "on two OpenCL devices, no test had both run tasks"
 
-	losses() { grep -E '^step .*loss|^final' <<< "$1" | sed 's/ *[0-9.]* samples\/s.*//; s/ in [0-9.]* s .*//'; }
-	# close_losses CPU DEV: the same lines, word for word, but numbers within a relative 1e-5 (or one
-	# unit of their last printed digit)
-	close_losses() {
-		awk -v tol=1e-5 'NR == FNR { a[FNR] = $0; n = FNR; next }
-			{ m = FNR; na = split(a[FNR], x, " "); nb = split($0, y, " "); if (na != nb) bad = 1
-			  for (i = 1; i <= na && !bad; i++) {
-				if (x[i] == y[i]) continue
-				u = x[i]; v = y[i]; gsub(/[,()]/, "", u); gsub(/[,()]/, "", v)
-				if (u !~ /^-?[0-9.]+(e[-+]?[0-9]+)?$/ || v !~ /^-?[0-9.]+(e[-+]?[0-9]+)?$/) { bad = 1; break }
-				d = u - v; if (d < 0) d = -d; r = u < 0 ? -u : u
-				# (a number printed with few digits may round either way: one unit of its last digit)
-				q = u; sub(/e.*/, "", q); dec = index(q, ".") ? length(q) - index(q, ".") : 0
-				if (d > tol * r && d > 10 ^ -dec * 1.0000001) bad = 1
-			  } }
-			END { exit (bad || n != m) }' <(echo "$1") <(echo "$2")
+	# the losses of every step, all their digits (STARNN_MLP_EXACT)
+	losses() { grep -E '^step .*loss' <<< "$1" | sed 's/.*loss //; s/ .*//'; }
+	# envelope CPU CPU1MB DEV: each step's DEV loss within 8 times the envelope that the CPU run
+	# with 1 micro-batch opens by that step (max |1 mb - 2 mb| over the steps so far) plus 4 ulps
+	# of fp32; prints the worst share of the bound (tests/models/unet_opencl.sh says why)
+	envelope() {
+		paste <(echo "$1") <(echo "$2") <(echo "$3") | awk '
+			function abs(x) { return x < 0 ? -x : x }
+			{ e = abs($2 - $1); if (e > env) env = e
+			  b = 8 * env + abs($1) * 4.76837158203125e-07; d = abs($3 - $1)
+			  if (d > b) bad = 1; if (b > 0 && d / b > worst) worst = d / b; n++ }
+			END { printf "%d steps, at most %.3f of the bound\n", n, worst; exit (bad || n == 0) }'
 	}
 	for p in fp32 amp-bf16 amp-fp16; do
-		common=(--steps 30 --micro-batches 2 --log-every 10 --precision "$p" --seed 5)
-		cpu=$(STARPU_HOME="$tmp/home-cpu" STARNN_MLP_EXACT=1 "$mlp" "${common[@]}" 2>&1) || fail "$p: the CPU run failed: $cpu"
+		common=(--steps 30 --log-every 1 --precision "$p" --seed 5)
+		cpu=$(STARPU_HOME="$tmp/home-cpu" STARNN_MLP_EXACT=1 "$mlp" "${common[@]}" --micro-batches 2 2>&1) ||
+			fail "$p: the CPU run failed: $cpu"
+		cpu1=$(STARPU_HOME="$tmp/home-cpu" STARNN_MLP_EXACT=1 "$mlp" "${common[@]}" --micro-batches 1 2>&1) ||
+			fail "$p: the CPU run with 1 micro-batch failed: $cpu1"
 		dev=$(STARPU_HOME="$tmp/home-dev" STARNN_MLP_EXACT=1 STARPU_NOPENCL=1 STARPU_OPENCL_ON_CPUS=1 \
-			STARPU_OPENCL_ONLY_ON_CPUS=1 STARPU_WORKER_STATS=1 "$mlp" "${common[@]}" 2>&1) ||
+			STARPU_OPENCL_ONLY_ON_CPUS=1 STARPU_WORKER_STATS=1 "$mlp" "${common[@]}" --micro-batches 2 2>&1) ||
 			fail "$p: the run with an OpenCL worker failed: $dev"
-		echo "[$p] CPU:"; losses "$cpu"
-		echo "[$p] CPU + OpenCL:"; losses "$dev"
+		echo "[$p] CPU, CPU with 1 micro-batch, CPU + OpenCL (every 10th step):"
+		paste <(losses "$cpu") <(losses "$cpu1") <(losses "$dev") | awk 'NR % 10 == 0'
 		grep -A1 '^OpenCL 0' <<< "$dev"
+		grep -A1 '^OpenCL 0' <<< "$dev" | grep -qE '^[[:space:]]*[1-9][0-9]* task' ||
+			fail "$p: the OpenCL worker ran no task"
 		if [ -z "$(losses "$cpu")" ]; then
 			fail "$p: the CPU run printed no losses"
 		elif [ "$(losses "$cpu")" = "$(losses "$dev")" ]; then
 			echo "[$p] the losses with an OpenCL worker: the CPU-only run's bit for bit"
-		elif close_losses "$(losses "$cpu")" "$(losses "$dev")"; then
-			echo "[$p] the losses with an OpenCL worker: within a relative 1e-5 of the CPU-only run's, not bit for bit"
+		elif v=$(envelope "$(losses "$cpu")" "$(losses "$cpu1")" "$(losses "$dev")"); then
+			echo "[$p] the losses with an OpenCL worker: within the envelope, not bit for bit ($v)"
 		else
-			fail "$p: the losses with an OpenCL worker differ from the CPU-only run's by more than a relative 1e-5"
+			fail "$p: the losses with an OpenCL worker lie outside the envelope of the CPU's reordering ($v)"
 		fi
 	done
 fi

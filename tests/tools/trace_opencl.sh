@@ -69,7 +69,9 @@ for w in OPENCL0 OPENCL1; do
 	thread=$(awk -F'\t' -v w="$w" '$4 == "W" && $6 == w { print $5; exit }' <<< "$containers")
 	node=$(awk -F'\t' -v t="$thread" '$4 == "T" && $3 == t { print $5; exit }' <<< "$containers")
 	echo "$w: thread $thread on node $node"
-	[ -n "$node" ] && [ "$node" != mn0 ] || fail "$w is not on a device's memory node (thread '$thread', node '$node')"
+	if [ -z "$node" ] || [ "$node" = mn0 ]; then
+		fail "$w is not on a device's memory node (thread '$thread', node '$node')"
+	fi
 	# Its tasks: PajeSetState 20 (a task's state, with its codelet and sizes).
 	alias=$(awk -F'\t' -v w="$w" '$4 == "W" && $6 == w { print $3; exit }' <<< "$containers")
 	tasks=$(awk -F'\t' -v a="$alias" '$1 == 20 && $3 == a' "$trace" | wc -l)

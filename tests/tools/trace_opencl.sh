@@ -6,12 +6,13 @@
 # container OPENCL0 and OPENCL1 (each under a memory node of its own), a
 # memory node per device beside the RAM's, tasks on both devices, and
 # transfers between memory nodes (Paje links F / PF / IF, each start matched
-# by its end, to or from each device's node).
+# by its end, to or from each device's node); and tools/trace's per-codelet
+# table has its column of tasks run on a device.
 # STARPU_SCHED=random: with lws (the default) the devices may run nothing in
 # a short run (of 3 runs of 10 steps, one had no transfer at all); random
 # hands each task whose codelet has an OpenCL implementation (bias, axpy,
 # ...) to a device most of the time (devices rated faster than a CPU): about
-# 50 tasks on each device and 240 transfers in 10 steps, every time.
+# 50 tasks on each device and 240 transfers in 10 steps, in each of 7 runs.
 # Skips (77) without a StarPU with FxT (starnn configured against Debian's
 # StarPU: config.summary's "StarPU FxT"), without the OpenCL kernels, or
 # where two OpenCL workers do not start on POCL. (grep reads here-strings,
@@ -49,6 +50,8 @@ out=$("${devices[@]}" "$SRC/tools/trace" -o "$tmp/tr" "$mlp" --steps 10 2>&1)
 rc=$?
 echo "$out" | tail -n 25
 [ $rc = 0 ] || fail "tools/trace exited with $rc (3: paje.trace would not load cleanly)"
+# tools/trace's per-codelet table counts the tasks the devices ran.
+grep -qE '^  codelet +tasks +on device' <<< "$out" || fail "tools/trace's per-codelet table has no 'on device' column"
 trace=$tmp/tr/paje.trace
 [ -s "$trace" ] || { echo "FAIL: no $trace"; exit 1; }
 "$SRC/tools/paje-check" "$trace" || fail "tools/paje-check reports problems"

@@ -4,7 +4,8 @@
 # (or possible) in StarPU's output is reported with its line and a failing
 # status: a task name with a space in an unquoted field (what made ViTE
 # report thousands of errors), a missing field, an unclosed quote, a date
-# that is not a number, an unknown type or container. (grep reads
+# that is not a number, an unknown type or container, a transfer (link)
+# to an unknown memory manager. (grep reads
 # here-strings, not pipes: under pipefail, grep -q closing a pipe early
 # would fail the echo feeding it.)
 set -uo pipefail
@@ -77,6 +78,26 @@ expect_bad "an unknown container" "unknown container 'w9'" "$tmp/container.trace
 
 { header; printf '99\t0.5\n'; } > "$tmp/event.trace"
 expect_bad "an undeclared event" "event 99 has no %EventDef" "$tmp/event.trace"
+
+# A transfer between memory nodes (a link from RAM's memory manager to a
+# device's, as on a run with OpenCL workers): clean when both ends exist,
+# reported when an end does not.
+links() {
+	printf '%s\n' \
+		'%EventDef	PajeDefineLinkType	4' '%	Alias	string' '%	Type	string' '%	StartContainerType	string' \
+		'%	EndContainerType	string' '%	Name	string' '%EndEventDef' \
+		'%EventDef	PajeStartLink	18' '%	Time	date' '%	Type	string' '%	Container	string' '%	Value	string' \
+		'%	StartContainer	string' '%	Key	string' '%EndEventDef' \
+		'%EventDef	PajeEndLink	19' '%	Time	date' '%	Type	string' '%	Container	string' '%	Value	string' \
+		'%	EndContainer	string' '%	Key	string' '%EndEventDef' \
+		'1	Mn	P	"Memory Node"' '1	Mm	Mn	"Memory Manager"' '4	F	P	Mm	Mm	"Intra-node data Fetch"' \
+		'7	0.1	mn0	Mn	p	MEMNODE0' '7	0.1	mm0	Mm	mn0	MEMMANAGER0' \
+		'7	0.1	mn1	Mn	p	MEMNODE1' '7	0.1	mm1	Mm	mn1	MEMMANAGER1'
+}
+{ header; links; printf '18\t0.5\tF\tp\t4096\tmm0\tcom_0\n19\t0.6\tF\tp\t4096\tmm1\tcom_0\n'; } > "$tmp/link.trace"
+out=$("$CHECK" "$tmp/link.trace" 2>&1) || fail "a trace with a transfer between memory nodes is reported: $out"
+{ header; links; printf '18\t0.5\tF\tp\t4096\tmm0\tcom_0\n19\t0.6\tF\tp\t4096\tmm2\tcom_0\n'; } > "$tmp/linkend.trace"
+expect_bad "a link to an unknown memory manager" "unknown EndContainer 'mm2'" "$tmp/linkend.trace"
 
 # Not a Paje trace at all: status 2.
 echo "hello" > "$tmp/plain.txt"

@@ -1,7 +1,7 @@
 #!/bin/bash
 # models/unet train with OpenCL devices beside the CPU (docs/opencl.md):
 # one and two POCL devices (POCL_DEVICES="pthread pthread"), one CPU
-# worker, 2 micro-batches, 10 SGD steps at 32x32, fp32. StarPU places the
+# worker, 2 micro-batches, 20 SGD steps at 32x32, fp32. StarPU places the
 # tasks; the weights are replicated to the devices by StarPU and the
 # gradients reduced in starnn's fixed order, so the only differences from
 # the CPU-only run are the summation orders of the kernels that are not
@@ -36,7 +36,7 @@ if ! out=$(env STARPU_HOME="$tmp/home-probe" STARPU_NOPENCL=1 STARPU_OPENCL_ON_C
 	exit 77
 fi
 
-common=(train --size 32 --depth 2 --filters 4 --batch 4 --samples 32 --steps 10 --optimizer sgd --lr 0.01
+common=(train --size 32 --depth 2 --filters 4 --batch 4 --samples 32 --steps 20 --optimizer sgd --lr 0.01
 	--eval-every 0 --progress off --log-every 1)
 # run NAME ENV... -- ARGS...: the losses of every step (9 digits, from --log-json) into $tmp/NAME.loss
 run() {
@@ -48,7 +48,7 @@ run() {
 		--log-json "$tmp/$name.jsonl" "$@" 2>&1) || { echo "$out" | tail -n 20; fail "$name: exit $?"; return 1; }
 	grep -o '"step":[0-9]*,"epoch":[0-9]*,"loss":[^,]*' "$tmp/$name.jsonl" | sed 's/.*"loss"://' > "$tmp/$name.loss"
 	echo "$out" > "$tmp/$name.out"
-	[ "$(wc -l < "$tmp/$name.loss")" = 10 ] || fail "$name: $(wc -l < "$tmp/$name.loss") losses, expected 10"
+	[ "$(wc -l < "$tmp/$name.loss")" = 20 ] || fail "$name: $(wc -l < "$tmp/$name.loss") losses, expected 20"
 }
 run cpu STARPU_NCPU=2 -- --micro-batches 2 || exit 1
 run cpu1mb STARPU_NCPU=2 -- --micro-batches 1 || exit 1

@@ -12,8 +12,8 @@
 #     nodes; they pass as on one (and in one of them at least, both
 #     devices ran tasks: the scheduler decides);
 #   - models/mlp (fp32, amp-bf16, amp-fp16; 30 steps, 2 micro-batches)
-#     with one OpenCL worker on POCL's CPU device beside a CPU worker: the
-#     device runs tasks, and the losses equal the CPU-only run's bit for
+#     with one OpenCL worker on POCL's CPU device beside a CPU worker (the
+#     device must run tasks), and with two beside one CPU worker: the losses equal the CPU-only run's bit for
 #     bit, or, since gemm and the 16-bit roundings after it are not the CPU's
 #     bits on the device (CLBlast sums in another order than OpenBLAS),
 #     each step's loss lies within 8 times the envelope that the CPU-only
@@ -113,20 +113,27 @@ if [ $pocl = yes ]; then
 		dev=$(STARPU_HOME="$tmp/home-dev" STARNN_MLP_EXACT=1 STARPU_NOPENCL=1 STARPU_OPENCL_ON_CPUS=1 \
 			STARPU_OPENCL_ONLY_ON_CPUS=1 STARPU_WORKER_STATS=1 "$mlp" "${common[@]}" --micro-batches 2 2>&1) ||
 			fail "$p: the run with an OpenCL worker failed: $dev"
+		dev2=$(STARPU_HOME="$tmp/home-dev2" STARNN_MLP_EXACT=1 STARPU_NOPENCL=2 STARPU_OPENCL_ON_CPUS=1 \
+			STARPU_OPENCL_ONLY_ON_CPUS=1 POCL_DEVICES="pthread pthread" STARPU_NCPU=1 STARPU_WORKER_STATS=1 \
+			"$mlp" "${common[@]}" --micro-batches 2 2>&1) || fail "$p: the run with two OpenCL workers failed: $dev2"
 		echo "[$p] CPU, CPU with 1 micro-batch, CPU + OpenCL (every 10th step):"
 		paste <(losses "$cpu") <(losses "$cpu1") <(losses "$dev") | awk 'NR % 10 == 0'
 		grep -A1 '^OpenCL 0' <<< "$dev"
 		grep -A1 '^OpenCL 0' <<< "$dev" | grep -qE '^[[:space:]]*[1-9][0-9]* task' ||
 			fail "$p: the OpenCL worker ran no task"
-		if [ -z "$(losses "$cpu")" ]; then
-			fail "$p: the CPU run printed no losses"
-		elif [ "$(losses "$cpu")" = "$(losses "$dev")" ]; then
-			echo "[$p] the losses with an OpenCL worker: the CPU-only run's bit for bit"
-		elif v=$(envelope "$(losses "$cpu")" "$(losses "$cpu1")" "$(losses "$dev")"); then
-			echo "[$p] the losses with an OpenCL worker: within the envelope, not bit for bit ($v)"
-		else
-			fail "$p: the losses with an OpenCL worker lie outside the envelope of the CPU's reordering ($v)"
-		fi
+		[ -n "$(losses "$cpu")" ] || fail "$p: the CPU run printed no losses"
+		for run in dev dev2; do
+			what="an OpenCL worker"; [ $run = dev2 ] && what="two OpenCL workers"
+			if [ "$(losses "$cpu")" = "$(losses "${!run}")" ]; then
+				echo "[$p] the losses with $what: the CPU-only run's bit for bit"
+			elif v=$(envelope "$(losses "$cpu")" "$(losses "$cpu1")" "$(losses "${!run}")"); then
+				echo "[$p] the losses with $what: within the envelope, not bit for bit ($v)"
+			else
+				fail "$p: the losses with $what lie outside the envelope of the CPU's reordering ($v)"
+			fi
+		done
+		busy=$(grep -A1 '^OpenCL [01] ' <<< "$dev2" | grep -cE '^[[:space:]]*[1-9][0-9]* task')
+		echo "[$p] two OpenCL workers: $busy of 2 ran tasks"
 	done
 fi
 [ $status = 0 ] && echo "PASS"

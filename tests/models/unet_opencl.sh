@@ -44,8 +44,11 @@ run() {
 	shift
 	while [ "$1" != -- ]; do env+=("$1"); shift; done
 	shift
+	local rc
 	out=$(env STARPU_HOME="$tmp/home-$name" STARPU_WORKER_STATS=1 "${env[@]}" "$unet" "${common[@]}" \
-		--log-json "$tmp/$name.jsonl" "$@" 2>&1) || { echo "$out" | tail -n 20; fail "$name: exit $?"; return 1; }
+		--log-json "$tmp/$name.jsonl" "$@" 2>&1)
+	rc=$?
+	[ $rc = 0 ] || { echo "$out" | tail -n 20; fail "$name: exit $rc"; return 1; }
 	grep -o '"step":[0-9]*,"epoch":[0-9]*,"loss":[^,]*' "$tmp/$name.jsonl" | sed 's/.*"loss"://' > "$tmp/$name.loss"
 	echo "$out" > "$tmp/$name.out"
 	[ "$(wc -l < "$tmp/$name.loss")" = 20 ] || fail "$name: $(wc -l < "$tmp/$name.loss") losses, expected 20"

@@ -96,3 +96,24 @@ ushort starnn_float_to_bf16(float f)
 {
 	return starnn_f32_bits_to_bf16(as_uint(f));
 }
+
+/* The bias gradient of a convolution pass (conv2d, convt2d), one work-item
+ * per channel: db[oc] = beta db[oc] + the sum, in float, over the n samples
+ * (ldy apart) and then the len values of channel oc of dy, in that order;
+ * LD widens an element of type T to float. */
+#define STARNN_BIAS_GRAD_KERNEL(name, T, LD)                                                              \
+	kernel void name(ulong n, ulong o, ulong len, global const T *dy, ulong dyo, ulong ldy, float beta,  \
+	                 global float *db, ulong dbo)                                                         \
+	{                                                                                                     \
+		const ulong oc = get_global_id(0);                                                            \
+		if (oc >= o)                                                                                  \
+			return;                                                                               \
+		float acc = 0.0f;                                                                             \
+		for (ulong s = 0; s < n; s++) {                                                               \
+			global const T *d = dy + dyo + s * ldy + oc * len;                                    \
+			for (ulong p = 0; p < len; p++)                                                       \
+				acc += LD(d[p]);                                                              \
+		}                                                                                             \
+		global float *out = db + dbo + oc;                                                            \
+		*out = beta == 0.0f ? acc : beta * *out + acc;                                                \
+	}

@@ -113,22 +113,8 @@
 		*d = beta == 0.0f ? acc : beta * *d + acc;                                                     \
 	}                                                                                                      \
                                                                                                                \
-	/* db[oc] = beta db + sum_{s, p} dy[s, oc, p] */                                                     \
-	kernel void conv2d_bwd_bias_##dt(ulong n, ulong o, ulong hw, global const T *dy, ulong dyo, ulong ldy,  \
-	                                 float beta, global float *db, ulong dbo)                              \
-	{                                                                                                      \
-		const ulong oc = get_global_id(0);                                                             \
-		if (oc >= o)                                                                                   \
-			return;                                                                                \
-		float acc = 0.0f;                                                                              \
-		for (ulong s = 0; s < n; s++) {                                                                \
-			global const T *dyc = dy + dyo + s * ldy + oc * hw;                                    \
-			for (ulong p = 0; p < hw; p++)                                                         \
-				acc += CONV2D_LD_##dt(dyc[p]);                                                 \
-		}                                                                                              \
-		global float *d = db + dbo + oc;                                                               \
-		*d = beta == 0.0f ? acc : beta * *d + acc;                                                     \
-	}
+	/* db[oc] = beta db + sum_{s, p} dy[s, oc, p] */          \
+	STARNN_BIAS_GRAD_KERNEL(conv2d_bwd_bias_##dt, T, CONV2D_LD_##dt)
 
 CONV2D_KERNELS(fp32, float)
 CONV2D_KERNELS(fp16, ushort)

@@ -89,22 +89,8 @@
 		*out = beta == 0.0f ? acc : beta * *out + acc;                                                 \
 	}                                                                                                      \
                                                                                                                \
-	/* db[oc] = beta db + sum_{s, p} dy[s, oc, p] */                                                     \
-	kernel void convt2d_bwd_bias_##dt(ulong n, ulong o, ulong hw4, global const T *dy, ulong dyo,           \
-	                                  ulong ldy, float beta, global float *db, ulong dbo)                  \
-	{                                                                                                      \
-		const ulong oc = get_global_id(0);                                                             \
-		if (oc >= o)                                                                                   \
-			return;                                                                                \
-		float acc = 0.0f;                                                                              \
-		for (ulong s = 0; s < n; s++) {                                                                \
-			global const T *d = dy + dyo + s * ldy + oc * hw4;                                     \
-			for (ulong p = 0; p < hw4; p++)                                                        \
-				acc += CONVT2D_LD_##dt(d[p]);                                                  \
-		}                                                                                              \
-		global float *out = db + dbo + oc;                                                             \
-		*out = beta == 0.0f ? acc : beta * *out + acc;                                                 \
-	}
+	/* db[oc] = beta db + sum_{s, p} dy[s, oc, p] */          \
+	STARNN_BIAS_GRAD_KERNEL(convt2d_bwd_bias_##dt, T, CONVT2D_LD_##dt)
 
 CONVT2D_KERNELS(fp32, float)
 CONVT2D_KERNELS(fp16, ushort)

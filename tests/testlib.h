@@ -74,13 +74,24 @@ static int test_checks;
  * STARNN_TEST_STARPU_HOME_OPENCL (set by make check) for StarPU's files,
  * whose bus calibration differs from the CPU tests' (sharing one home,
  * each kind of run would recalibrate and rewrite it under the other).
- * Skips in a build without OpenCL. */
+ * Skips in a build without OpenCL, and with STARNN_TEST_OPENCL_OPS=off
+ * (.ci/run's second StarPU build and distcheck: the same kernels and
+ * launchers already passed on POCL in its first stage). */
 static inline void test_opencl_setup(void)
 {
 #ifndef STARNN_USE_OPENCL
 	printf("SKIP: this starnn was built without OpenCL (config.summary: OpenCL kernels)\n");
 	exit(TEST_SKIP);
 #endif
+	const char *ops = getenv("STARNN_TEST_OPENCL_OPS");
+	if (ops && strcmp(ops, "off") == 0) {
+		printf("SKIP: STARNN_TEST_OPENCL_OPS=off\n");
+		exit(TEST_SKIP);
+	}
+	if (ops && *ops && strcmp(ops, "all") != 0 && strcmp(ops, "one-device") != 0) {
+		fprintf(stderr, "STARNN_TEST_OPENCL_OPS='%s': expected all, one-device or off\n", ops);
+		exit(1);
+	}
 	setenv("STARPU_NOPENCL", "1", 0);
 	setenv("STARPU_OPENCL_ON_CPUS", "1", 0);
 	const char *home = getenv("STARNN_TEST_STARPU_HOME_OPENCL");

@@ -18,17 +18,24 @@ starnn reads each step's loss).
 torch.autocast("cpu", dtype) (fp32 master weights, as models/unet's AMP);
 fp16 autocast on the CPU needs a recent torch.
 
+--device cuda: the same on the GPU (tools/dev/device-check's benchmark):
+model and batch on the GPU, cuDNN's autotuner on
+(torch.backends.cudnn.benchmark), torch.autocast("cuda", dtype) for the
+amp precisions, with a GradScaler for amp-fp16 (as models/unet scales
+the loss); --threads is then the CPU threads torch may use, and the warm-up
+steps also run the autotuner.
+
 --channels-last: the model and the batch in torch.channels_last (NHWC), the
 layout oneDNN's CPU convolutions take without reorders: PyTorch's best CPU
 setting (with bf16 autocast for amp-bf16) on processors where it pays.
 
 Output, one line: torch=<version> threads=<n> params=<count> size=<S>
-filters=<f> batch=<b> layout=<nchw|channels_last> steps=<n> seconds=<t>
-samples_per_s=<x>
+filters=<f> batch=<b> layout=<nchw|channels_last> device=<cpu|cuda:NAME>
+steps=<n> seconds=<t> samples_per_s=<x>
 
 Usage: python3 tools/bench/unet-torch.py --size 128 --filters 16 --batch 4
        [--depth 4] [--steps 10] [--warmup 3] [--threads 2] [--precision fp32]
-       [--channels-last]
+       [--channels-last] [--device cpu|cuda]
 """
 import argparse
 import time
@@ -89,35 +96,47 @@ def main():
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--precision", choices=("fp32", "amp-bf16", "amp-fp16"), default="fp32")
     ap.add_argument("--channels-last", action="store_true")
+    ap.add_argument("--device", choices=("cpu", "cuda"), default="cpu")
     a = ap.parse_args()
+    if a.device == "cuda":
+        if not torch.cuda.is_available():
+            raise SystemExit("unet-torch.py: --device cuda: torch %s sees no GPU" % torch.__version__)
+        torch.backends.cudnn.benchmark = True
+    dev = torch.device(a.device)
 
     torch.set_num_threads(a.threads)
     torch.manual_seed(1)
-    model = UNet(a.depth, a.filters, a.in_frames, a.out_frames)
+    model = UNet(a.depth, a.filters, a.in_frames, a.out_frames).to(dev)
     model.train()
     nparams = sum(p.numel() for p in model.parameters() if p.requires_grad)
     if a.channels_last:
         model = model.to(memory_format=torch.channels_last)
     opt = torch.optim.Adam(model.parameters(), lr=1e-3)
     loss_fn = nn.MSELoss()
-    x = torch.randn(a.batch, a.in_frames, a.size, a.size)
-    y = torch.randn(a.batch, a.out_frames, a.size, a.size)
+    x = torch.randn(a.batch, a.in_frames, a.size, a.size).to(dev)
+    y = torch.randn(a.batch, a.out_frames, a.size, a.size).to(dev)
     if a.channels_last:
         x = x.contiguous(memory_format=torch.channels_last)
         y = y.contiguous(memory_format=torch.channels_last)
 
     dtype = {"amp-bf16": torch.bfloat16, "amp-fp16": torch.float16}.get(a.precision)
+    scaler = torch.amp.GradScaler("cuda") if a.device == "cuda" and a.precision == "amp-fp16" else None
 
     def step():
         opt.zero_grad(set_to_none=True)
         if dtype is None:
             loss = loss_fn(model(x), y)
         else:
-            with torch.autocast("cpu", dtype=dtype):
+            with torch.autocast(a.device, dtype=dtype):
                 loss = loss_fn(model(x).float(), y)
-        loss.backward()
-        opt.step()
-        return loss.item()
+        if scaler is None:
+            loss.backward()
+            opt.step()
+        else:
+            scaler.scale(loss).backward()
+            scaler.step(opt)
+            scaler.update()
+        return loss.item()  # (waits for the GPU: each step is timed whole)
 
     for _ in range(a.warmup):
         step()
@@ -125,10 +144,11 @@ def main():
     for _ in range(a.steps):
         step()
     dt = time.perf_counter() - t0
-    print("torch=%s threads=%d precision=%s params=%d size=%d filters=%d batch=%d layout=%s steps=%d seconds=%.3f "
-          "samples_per_s=%.4g" %
+    where = "cuda:" + torch.cuda.get_device_name().replace(" ", "_") if a.device == "cuda" else "cpu"
+    print("torch=%s threads=%d precision=%s params=%d size=%d filters=%d batch=%d layout=%s device=%s steps=%d "
+          "seconds=%.3f samples_per_s=%.4g" %
           (torch.__version__, torch.get_num_threads(), a.precision, nparams, a.size, a.filters, a.batch,
-           "channels_last" if a.channels_last else "nchw", a.steps, dt, a.steps * a.batch / dt), flush=True)
+           "channels_last" if a.channels_last else "nchw", where, a.steps, dt, a.steps * a.batch / dt), flush=True)
 
 
 if __name__ == "__main__":

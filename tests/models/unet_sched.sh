@@ -3,7 +3,8 @@
 # list StarPU prints for STARPU_SCHED=help): a tiny UNet, 4 steps, 2 CPU
 # workers, 2 micro-batches; every policy must give the same losses as the
 # default one, bit for bit (same graph, same kernels, same summation order);
-# so must the default policy with priorities off (STARNN_PRIORITIES).
+# so must the default policy with priorities off (STARNN_PRIORITIES). In a
+# sanitizer build, seven representative policies (below).
 # modular-heteroprio-heft runs where StarPU has the fix of
 # tools/dev/starpu-patches/0002 (see below), on uncalibrated models too.
 set -u
@@ -86,6 +87,18 @@ heteroprio_fixed=0
 echo "$help" | grep -q '^modular-heteroprio-heft.*schedules uncalibrated tasks' && heteroprio_fixed=1
 # no models: the calibrated directory without the codelets' (the bus's kept)
 cp -r "$home/calibrated" "$home/none" && rm -rf "$home/none/sampling/codelets"
+# In a sanitizer build the loop runs a subset of the policies (the list
+# below that this StarPU has): each run costs seconds under ASan, and what
+# the sanitizers check is starnn's code under different task orders, which
+# these cover (a work-stealing, a greedy, a history-model, a random, a
+# priority and the two heteroprio policies); the plain builds run them all.
+if grep -q '^ *sanitizers *: *yes' "$B/config.summary" 2> /dev/null; then
+	all=$policies policies=
+	for p in lws eager dmdas random prio heteroprio modular-heteroprio-heft; do
+		echo "$all" | grep -qx "$p" && policies="$policies $p"
+	done
+	echo "sanitizer build: $(echo $policies | wc -w) of the $n policies:$policies"
+fi
 status=0
 for p in $policies; do
 	if [ "$p" = modular-heteroprio-heft ] && [ $heteroprio_fixed = 0 ]; then

@@ -20,7 +20,6 @@
 # names are left alone.
 set -u
 B=${top_builddir:-.}
-unet=$B/models/unet
 # STARNN_TEST_WRITE_PAUSE_MS is a test hook (configure --enable-test-hooks,
 # on in tools/setup's builds): without it the writes are too quick to be
 # killed in the middle, and the test skips (77).
@@ -28,12 +27,7 @@ grep -q '^ *test hooks *: *yes' "$B/config.summary" 2> /dev/null ||
 	{ echo "SKIP: this build has no test hooks (STARNN_TEST_WRITE_PAUSE_MS): configure --enable-test-hooks"; exit 77; }
 h5sum=$B/tests/models/h5sum
 ckutil=$B/tests/models/ckpt_util
-export STARPU_NCPU=${STARPU_NCPU:-2} STARPU_NCUDA=${STARPU_NCUDA:-0} STARPU_SILENT=1
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-status=0
-fail() { echo "FAIL: $*"; status=1; }
-ok() { echo "ok: $*"; }
+. "$(dirname "$0")/unet_common.sh" # $unet, $synth, $tmp, fail, ok, expect, losses
 
 S=240
 EVERY=5

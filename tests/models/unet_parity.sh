@@ -35,16 +35,9 @@
 set -u
 B=${top_builddir:-.}
 src=${srcdir:-$(dirname "$0")/../..}
-unet=$B/models/unet
-synth=$B/tools/sevir-synth
 h5sum=$B/tests/models/h5sum
 ref=$src/tests/data/unet/sgd20.txt
-export STARPU_NCPU=${STARPU_NCPU:-2} STARPU_NCUDA=${STARPU_NCUDA:-0} STARPU_SILENT=1
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-status=0
-fail() { echo "FAIL: $*"; status=1; }
-ok() { echo "ok: $*"; }
+. "$(dirname "$0")/unet_common.sh" # $unet, $synth, $tmp, fail, ok, expect, losses
 
 LR=0.05 MOMENTUM=0.9 BATCH=4 STEPS=20
 # --seed 2: initial weights whose 20-step trajectory does not amplify
@@ -96,7 +89,6 @@ same_sums "$i1" "$ri" && ok "init weights are those of the reference" ||
 [ $status = 0 ] || exit 1
 
 # ------------------------------------------------------------ training
-losses() { sed -n 's/^{"step":\([0-9]*\),"epoch":[0-9]*,"loss":\([^,]*\),.*/\1 \2/p' "$1"; }
 sed -n 's/^\([0-9][0-9]*\) \([^ ]*\)$/\1 \2/p' "$ref" > "$tmp/ref.loss"
 [ "$(wc -l < "$tmp/ref.loss")" = $STEPS ] || fail "$ref holds $(wc -l < "$tmp/ref.loss") losses, $STEPS expected"
 

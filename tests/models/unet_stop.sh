@@ -16,17 +16,10 @@
 #    file byte for byte as it was and no temporary beside it.
 set -u
 B=${top_builddir:-.}
-unet=$B/models/unet
 ckutil=$B/tests/models/ckpt_util
-export STARPU_NCPU=${STARPU_NCPU:-2} STARPU_NCUDA=${STARPU_NCUDA:-0} STARPU_SILENT=1
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-status=0
-fail() { echo "FAIL: $*"; status=1; }
-ok() { echo "ok: $*"; }
+. "$(dirname "$0")/unet_common.sh" # $unet, $synth, $tmp, fail, ok, expect, losses
 
 C="--size 16 --depth 1 --filters 2 --batch 2 --micro-batches 1 --samples 32 --val-samples 4 --eval-every 0 --quiet"
-losses() { sed -n 's/^{"step":\([0-9]*\),"epoch":[0-9]*,"loss":\([^,]*\),.*/\1 \2/p' "$1"; }
 nsteps() { losses "$1" 2> /dev/null | wc -l; }
 # Waits (at most 20 s) until command "$2..." succeeds, while process $1 lives.
 wait_for() {

@@ -44,7 +44,7 @@ if sorted(runs) != ["amp-bf16-s1", "amp-bf16-s2", "fp32-s1", "fp32-s2"]:
 for n, r in runs.items():
     if r["status"] != "ok" or r["exit_status"] != 0 or "models/unet train" not in r["command"]:
         bad.append("%s: status %s exit %s command %s" % (n, r["status"], r["exit_status"], r["command"]))
-    for k in ("mse_norm", "mae", "mean_csi"):
+    for k in ("mse_norm", "mae", "mean_csi", "train_tail"):
         if not (isinstance(r.get(k), float) and math.isfinite(r[k]) and r[k] >= 0):
             bad.append("%s: %s = %r" % (n, k, r.get(k)))
     if "--seed %d" % r["seed"] not in r["command"] or "--precision %s" % r["precision"] not in r["command"]:
@@ -55,7 +55,7 @@ rows = {row["precision"]: row for row in res["table"]}
 if sorted(rows) != ["amp-bf16", "fp32"]:
     bad.append("table rows %s" % sorted(rows))
 close = lambda a, b: abs(a - b) <= 1e-12 * max(1.0, abs(b))
-for k in ("mse_norm", "mae", "mean_csi"):
+for k in ("mse_norm", "mae", "mean_csi", "train_tail"):
     f = [runs["fp32-s1"][k], runs["fp32-s2"][k]]
     b = [runs["amp-bf16-s1"][k], runs["amp-bf16-s2"][k]]
     mf, mb = (f[0] + f[1]) / 2, (b[0] + b[1]) / 2

@@ -109,6 +109,7 @@ def main():
     scale, good, skipped = (65536.0 if a.precision == "fp16" else 1.0), 0, 0
     order = None
     loss_v = None
+    losses = []
     for step in range(1, a.steps + 1):
         g = (step - 1) % bpe
         if g == 0:
@@ -124,6 +125,7 @@ def main():
                 pred = forward(p, x[idx], arch["depth"], buffers, conv)
                 loss = F.mse_loss(pred, y[idx])  # autocast runs mse_loss in fp32
         loss_v = loss.item()
+        losses.append(loss_v)
         if not math.isfinite(loss_v):
             sys.exit("step %d: the loss is %g" % (step, loss_v))
         if a.precision != "fp16":
@@ -167,7 +169,8 @@ def main():
     csi = [h / (h + m + f) if h + m + f else None for h, m, f in hmf]
     got = [c for c in csi if c is not None]
     r = {"torch": torch.__version__, "precision": a.precision, "seed": a.seed, "steps": a.steps,
-         "final_loss": loss_v, "mse_norm": sse / count, "mse": sse / count * NORM_SCALE ** 2,
+         "final_loss": loss_v, "train_tail": sum(losses[-max(1, a.steps // 10):]) / max(1, a.steps // 10),
+         "mse_norm": sse / count, "mse": sse / count * NORM_SCALE ** 2,
          "mae": sae / count * NORM_SCALE, "csi": csi, "mean_csi": sum(got) / len(got) if got else None,
          "skipped_steps": skipped, "loss_scale": scale}
     print(json.dumps(r))

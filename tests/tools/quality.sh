@@ -8,6 +8,7 @@
 #     differences, their standard errors and relative figures recomputed
 #     here from the run records, and the table's cells match them;
 #   - resume: the same command runs 0 runs; another recipe reruns them;
+#   - --eval-every: the last evaluation unchanged, the late evaluations' column;
 #   - failed runs (UNET=/bin/false): exit 1, recorded as failed;
 #   - bad arguments: exit 2 with a message, nothing run.
 set -uo pipefail
@@ -97,6 +98,17 @@ out=$(STARPU_NCPU=1 "$Q" -o "$D" "${RECIPE[@]}" --steps 3 --dry-run 2>&1)
 rc=$?
 [ $rc = 0 ] && [ "$(grep -c 'models/unet train .*--steps 3 ' <<< "$out")" = 4 ] &&
 	ok "another recipe: every run again (dry run)" || fail "another recipe --dry-run: exit $rc: $out"
+
+# --eval-every: the evaluations in between change nothing (the last one's scores are the same bits) and
+# add the column of the second half's evaluations.
+out=$(STARPU_NCPU=1 "$Q" -o "$tmp/e" "${RECIPE[@]}" --seeds 1 --eval-every 1 2>&1)
+rc=$?
+late=$(python3 -c 'import json, sys
+a, b = (json.load(open(f)) for f in sys.argv[1:])
+print(a["mse_norm"] == b["mse_norm"] and a["mae"] == b["mae"] and b["late_evals"] == 2 and
+      abs(b["mse_late"] - b["mse_norm"]) < 1)' "$D/runs/amp-bf16-s1.json" "$tmp/e/runs/amp-bf16-s1.json" 2>&1)
+[ $rc = 0 ] && [ "$late" = True ] && grep -q 'MSE, evals of the 2nd half mean' <<< "$out" &&
+	ok "--eval-every: the same last evaluation, a column of the late ones" || fail "--eval-every: exit $rc, $late: $out"
 
 # Failed runs: recorded, exit 1.
 out=$(UNET=/bin/false "$Q" -o "$tmp/f" "${RECIPE[@]}" --seeds 1 --precision fp32 2>&1)

@@ -616,7 +616,7 @@ static int update(starnn_params *ps, int64_t step);
 static int edge_awp(starnn_params *ps, starnn_param *p)
 {
 	struct starnn_param_edge *e = p->edge;
-	if (!e || !e->used || ps->cfg.wire_weights != STARNN_WIRE_ADAPTIVE)
+	if (!e || ps->cfg.wire_weights != STARNN_WIRE_ADAPTIVE)
 		return 0;
 	if (e->norm_pending) {
 		float sq = 0.0f;
@@ -627,6 +627,86 @@ static int edge_awp(starnn_params *ps, starnn_param *p)
 	STARNN_CHECK(starnn_sumsq(p->master, e->norm, 0.0f));
 	e->norm_pending = 1;
 	return 0;
+}
+
+int starnn_params_edge_begin(starnn_params *ps)
+{
+	if (!ps->edge_on || ps->cfg.wire_weights != STARNN_WIRE_ADAPTIVE)
+		return 0;
+	starnn_set_placement(STARPU_MAIN_RAM);
+	int rc = 0;
+	for (int i = 0; i < ps->nparams && rc == 0; i++) {
+		struct starnn_param_edge *e = ps->params[i]->edge;
+		rc = starnn_sumsq(ps->params[i]->master, e->norm, 0.0f);
+		e->norm_pending = 1;
+	}
+	starnn_set_placement(STARNN_ANYWHERE);
+	return rc;
+}
+
+int starnn_params_edge_awp_state(const starnn_params *ps, char **text)
+{
+	*text = NULL;
+	size_t size = 1, off = 0;
+	for (int i = 0; i < ps->nparams; i++)
+		size += strlen(ps->params[i]->name) + 64;
+	char *buf = malloc(size);
+	if (!buf)
+		return starnn_error(STARNN_ENOMEM, "params: out of memory");
+	buf[0] = '\0';
+	for (int i = 0; ps->edge_on && i < ps->nparams; i++) {
+		char st[64];
+		int rc = starnn_awp_layer_format(&ps->params[i]->edge->awp, st, sizeof st);
+		if (rc < 0) {
+			free(buf);
+			return rc;
+		}
+		off += (size_t)snprintf(buf + off, size - off, "%s %s\n", ps->params[i]->name, st);
+	}
+	*text = buf;
+	return 0;
+}
+
+int starnn_params_edge_set_awp_state(starnn_params *ps, const char *text)
+{
+	if (!ps->edge_on || ps->cfg.wire_weights != STARNN_WIRE_ADAPTIVE)
+		return starnn_error(STARNN_EINVAL, "params: an adaptive state without --master host and awp weights");
+	int *seen = calloc((size_t)(ps->nparams > 0 ? ps->nparams : 1), sizeof *seen);
+	if (!seen)
+		return starnn_error(STARNN_ENOMEM, "params: out of memory");
+	int rc = 0;
+	for (const char *line = text; *line && rc == 0;) {
+		const char *end = strchr(line, '\n');
+		size_t len = end ? (size_t)(end - line) : strlen(line);
+		char buf[STARNN_PARAM_NAME_MAX + 96];
+		if (len >= sizeof buf) {
+			rc = starnn_error(STARNN_EINVAL, "adaptive wire state: line too long");
+			break;
+		}
+		memcpy(buf, line, len);
+		buf[len] = '\0';
+		char *sp = strchr(buf, ' ');
+		int idx = -1;
+		if (sp) {
+			*sp = '\0';
+			for (int i = 0; i < ps->nparams; i++)
+				if (strcmp(ps->params[i]->name, buf) == 0)
+					idx = i;
+		}
+		struct starnn_param_edge *e = idx >= 0 ? ps->params[idx]->edge : NULL;
+		if (!e)
+			rc = starnn_error(STARNN_EINVAL, "adaptive wire state: '%s' is not a parameter of this model", buf);
+		else if ((rc = starnn_awp_layer_parse(sp + 1, &e->awp)) == 0) {
+			seen[idx] = 1;
+			e->fmt = (int)starnn_awp_format(&ps->cfg.awp, &e->awp);
+		}
+		line = end ? end + 1 : line + len;
+	}
+	for (int i = 0; i < ps->nparams && rc == 0; i++)
+		if (!seen[i])
+			rc = starnn_error(STARNN_EINVAL, "adaptive wire state: no state for parameter %s", ps->params[i]->name);
+	free(seen);
+	return rc;
 }
 
 int starnn_params_update(starnn_params *ps, int64_t step)

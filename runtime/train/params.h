@@ -238,6 +238,15 @@ struct starnn_edge_stats {
 	uint64_t down_messages[STARNN_EDGE_MAX_DEVICES], up_messages[STARNN_EDGE_MAX_DEVICES];
 };
 void starnn_params_edge_stats(const starnn_params *ps, struct starnn_edge_stats *st);
+/* Adaptive weights (wire_weights STARNN_WIRE_ADAPTIVE): before the first
+ * step, the masters' norms (the first observation, as on the rank edge:
+ * runtime/train/shard.c); the layers' states as text, one line "<name>
+ * <starnn_awp_layer_format>" per parameter (*text malloc'ed), and back (a
+ * resumed run: before starnn_params_edge_begin). Without the adaptive
+ * edge: begin does nothing, the text is empty, set is STARNN_EINVAL. */
+int starnn_params_edge_begin(starnn_params *ps);
+int starnn_params_edge_awp_state(const starnn_params *ps, char **text);
+int starnn_params_edge_set_awp_state(starnn_params *ps, const char *text);
 /* The weights' wire formats now (adaptive: "int8 x3, trunc16 x2"; a fixed
  * format: its name), into buf. */
 void starnn_params_edge_formats(const starnn_params *ps, char *buf, size_t size);

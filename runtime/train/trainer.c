@@ -412,8 +412,11 @@ static int prepare(starnn_trainer *tr)
 		rc = make_model(tr, ck);
 	if (rc == 0 && o->resume)
 		rc = starnn_trainer_resume_precision(tr, o->resume);
-	if (rc == 0 && o->awp_state)
-		rc = starnn_dist_weights_set_state(o->awp_state);
+	if (rc == 0 && o->awp_state) /* (--master host: the device edge's) */
+		rc = o->master_host ? starnn_params_edge_set_awp_state(tr->ps, o->awp_state)
+		                    : starnn_dist_weights_set_state(o->awp_state);
+	if (rc == 0)
+		rc = starnn_params_edge_begin(tr->ps);
 	if (rc == 0) /* --shard-optimizer: the weights in their wire format */
 		rc = starnn_dist_weights_begin(tr->ps, tr->info.step);
 	if (ck)

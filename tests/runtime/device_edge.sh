@@ -6,11 +6,14 @@
 #     --master host, unet predict --master host);
 #   - CPU only: models/mlp with --master host and no compression gives the
 #     default run's losses bit for bit (the same values through one more
-#     copy), and the edge line names main memory;
+#     copy), and the edge line names main memory; --resume of an awp run
+#     gives the uninterrupted run's losses bit for bit (the layers' states
+#     in the checkpoint);
 #   - models/mlp, amp-bf16 (every kernel of it is the CPU's bits on
-#     OpenCL: docs/opencl.md), --wire-weights bf16, and int8 with bf16
-#     gradients: one device and two give the CPU-only run's losses (same
-#     options) bit for bit; on two, both devices ran tasks;
+#     OpenCL: docs/opencl.md), --wire-weights bf16 (one device and two),
+#     int8 with bf16 gradients and awp (one device) give the CPU-only
+#     run's losses (same options) bit for bit; on two, both devices ran
+#     tasks;
 #   - models/mlp fp32 with trunc16 weights and bf16 gradients, and a small
 #     models/unet (32x32, depth 2, f 4, 5 SGD steps) fp32 with bf16
 #     weights, on one device (and the mlp on two): each step's loss within
@@ -127,6 +130,18 @@ same cpu-default cpu-none
 grep -q '^edge per step .*host -> node 0 (.*no device: the same tasks within main memory' "$tmp/cpu-none.out" ||
 	fail "the CPU-only run's edge line: $(grep '^edge' "$tmp/cpu-none.out")"
 grep -q '^edge' "$tmp/cpu-default.out" && fail "a run without --master host printed an edge line"
+# --resume continues an awp run bit for bit, taking --master host, the
+# format and the layers' adaptive states from the checkpoint
+awp=(--steps 12 --micro-batches 2 --log-every 1 --seed 5 --precision amp-bf16 --master host --wire-weights awp
+	--awp-interval 2 --awp-rel-res 1e-2)
+run cpu-awp STARPU_NCPU=2 -- "$mlp" "${awp[@]}"
+run cpu-awp6 STARPU_NCPU=2 -- "$mlp" "${awp[@]}" --steps 6 --checkpoint "$tmp/awp.h5"
+run cpu-resume STARPU_NCPU=2 -- "$mlp" --resume "$tmp/awp.h5" --steps 12 --log-every 1
+cat "$tmp/cpu-awp6.loss" "$tmp/cpu-resume.loss" > "$tmp/cpu-awp-resumed.loss"
+same cpu-awp cpu-awp-resumed
+grep '^edge' "$tmp/cpu-awp.out" "$tmp/cpu-resume.out" | sed 's/^[^:]*://'
+grep -q '^edge.*weights as fp32 x6' "$tmp/cpu-resume.out" ||
+	fail "the resumed awp run did not end with every layer at fp32: $(grep '^edge' "$tmp/cpu-resume.out")"
 
 grep -q '^  OpenCL kernels: yes' "$top/config.summary" 2>/dev/null || { echo "SKIP: built without OpenCL"; exit $((status ? 1 : 77)); }
 if ! out=$(env STARPU_HOME="$tmp/home-probe" STARPU_NOPENCL=1 STARPU_OPENCL_ON_CPUS=1 STARPU_OPENCL_ONLY_ON_CPUS=1 \
@@ -141,6 +156,7 @@ two=(STARPU_NCPU=1 STARPU_NOPENCL=2 STARPU_OPENCL_ON_CPUS=1 STARPU_OPENCL_ONLY_O
 run cpu-bf16 STARPU_NCPU=2 -- "$mlp" "${amp_bf16[@]}"
 run one-bf16 "${one[@]}" -- "$mlp" "${amp_bf16[@]}" && same cpu-bf16 one-bf16 && busy one-bf16 1
 run two-bf16 "${two[@]}" -- "$mlp" "${amp_bf16[@]}" && same cpu-bf16 two-bf16 && busy two-bf16 2
+run one-awp "${one[@]}" -- "$mlp" "${awp[@]}" && same cpu-awp one-awp
 run cpu-int8 STARPU_NCPU=2 -- "$mlp" "${amp_int8[@]}"
 run one-int8 "${one[@]}" -- "$mlp" "${amp_int8[@]}" && same cpu-int8 one-int8
 

@@ -302,7 +302,8 @@ static int param_tensors(starnn_params *ps, starnn_param *p)
 	p->grad = calloc((size_t)p->nslices, sizeof *p->grad);
 	if (!p->grad)
 		return starnn_error(STARNN_ENOMEM, "params: out of memory");
-	if ((p->flags & STARNN_PARAM_COMPUTE_COPY) && ps->cfg.compute != STARNN_FP32)
+	/* (with the edge, the devices' copies are the compute copies) */
+	if ((p->flags & STARNN_PARAM_COMPUTE_COPY) && ps->cfg.compute != STARNN_FP32 && !ps->edge_on)
 		STARNN_CHECK(make_like(&p->compute, p->master, ps->cfg.compute, p->name, "h", 0));
 	else
 		p->compute = p->master;

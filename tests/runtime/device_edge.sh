@@ -4,8 +4,9 @@
 #   - bad combinations exit 2 with a message (--master bogus, --master host
 #     with --shard-optimizer, --wire-weights without --shard-optimizer or
 #     --master host, unet predict --master host);
-#   - CPU only: models/mlp with --master host and no compression gives the
-#     default run's losses bit for bit (the same values through one more
+#   - CPU only: models/mlp (fp32) and models/unet (amp-bf16) with --master
+#     host and no compression give the default run's losses bit for bit
+#     (the unet's to the 9 digits of its log) (the same values through one more
 #     copy), and the edge line names main memory; --resume of an awp run
 #     gives the uninterrupted run's losses bit for bit (the layers' states
 #     in the checkpoint);
@@ -130,6 +131,11 @@ same cpu-default cpu-none
 grep -q '^edge per step .*host -> node 0 (.*no device: the same tasks within main memory' "$tmp/cpu-none.out" ||
 	fail "the CPU-only run's edge line: $(grep '^edge' "$tmp/cpu-none.out")"
 grep -q '^edge' "$tmp/cpu-default.out" && fail "a run without --master host printed an edge line"
+uc=(train --size 32 --depth 2 --filters 4 --batch 4 --samples 32 --steps 4 --optimizer sgd --lr 0.01 --eval-every 0
+	--progress off --log-every 1 --micro-batches 2 --precision amp-bf16)
+run unetcpu-default STARPU_NCPU=2 -- "$unet" "${uc[@]}"
+run unetcpu-none STARPU_NCPU=2 -- "$unet" "${uc[@]}" --master host
+same unetcpu-default unetcpu-none
 # --resume continues an awp run bit for bit, taking --master host, the
 # format and the layers' adaptive states from the checkpoint
 awp=(--steps 12 --micro-batches 2 --log-every 1 --seed 5 --precision amp-bf16 --master host --wire-weights awp

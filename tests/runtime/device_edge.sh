@@ -6,8 +6,8 @@
 #     --master host, unet predict --master host);
 #   - CPU only: models/mlp (fp32) and models/unet (amp-bf16) with --master
 #     host and no compression give the default run's losses bit for bit
-#     (the unet's to the 9 digits of its log) (the same values through one more
-#     copy), and the edge line names main memory; --resume of an awp run
+#     (the same values through one more copy; the unet's to the 9 digits
+#     of its log), and the edge line names main memory; --resume of an awp run
 #     gives the uninterrupted run's losses bit for bit (the layers' states
 #     in the checkpoint);
 #   - models/mlp, amp-bf16 (every kernel of it is the CPU's bits on

@@ -386,6 +386,26 @@ static int barrier_after(const starnn_trainer *tr, int64_t step)
 	return o->inject_inf_step == step;
 }
 
+/* --master host: where the masters are and what crosses to the devices. */
+static void describe_edge(const starnn_trainer *tr, FILE *out)
+{
+	const struct starnn_train_opts *o = tr->o;
+	struct starnn_edge_stats st;
+	starnn_params_edge_stats(tr->ps, &st);
+	if (!o->master_host || st.ndevices == 0)
+		return;
+	fprintf(out, "master: host (fp32 masters, optimizer on CPU workers); each step the weights go as %s to",
+	        wire_weights_name(o->wire_weights));
+	for (int d = 0; d < st.ndevices; d++) {
+		char name[32];
+		starnn_memory_node_name(st.node[d], name, sizeof name);
+		fprintf(out, "%s node %d (%s)", d ? "," : "", st.node[d], name);
+	}
+	fprintf(out, ", the gradients come back as %s; micro-batch p on device p mod %d%s\n",
+	        o->wire_grads < 0 ? "fp32" : starnn_wire_name((starnn_wire_format)o->wire_grads), st.ndevices,
+	        st.node[0] == STARPU_MAIN_RAM ? " (no device: main memory)" : "");
+}
+
 /* Prepares the run up to its first step: checkpoint, data, model, total
  * steps, evaluation data, log, the lines saying what runs. */
 static int prepare(starnn_trainer *tr)
@@ -451,6 +471,7 @@ static int prepare(starnn_trainer *tr)
 	if (!o->quiet) {
 		if (ops->describe)
 			ops->describe(tr->self, tr, stdout);
+		describe_edge(tr, stdout);
 		struct starnn_amp_state s;
 		if (o->resume && o->loss_scale && (rc = starnn_params_get_amp_state(tr->ps, &s)) == 0)
 			printf("loss scale resumed: %g, %lld clean steps toward doubling, %lld skipped, %lld applied\n",

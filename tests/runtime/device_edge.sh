@@ -17,7 +17,7 @@
 #     tasks;
 #   - models/mlp fp32 with trunc16 weights and bf16 gradients, and a small
 #     models/unet (32x32, depth 2, f 4, 5 SGD steps) fp32 with bf16
-#     weights, on one device (and the mlp on two): each step's loss within
+#     weights, on one device and two: each step's loss within
 #     8 times the envelope that the CPU-only run with 1 micro-batch instead
 #     of 2 opens, plus 4 ulps (tests/models/unet_opencl.sh says why; fp32
 #     gemm on CLBlast and the direct convolutions are not the CPU's bits);
@@ -175,7 +175,9 @@ run unetcpu-bf16 STARPU_NCPU=2 -- "$unet" "${u[@]}" --micro-batches 2
 run unetcpu1-bf16 STARPU_NCPU=2 -- "$unet" "${u[@]}" --micro-batches 1
 run unetone-bf16 "${one[@]}" -- "$unet" "${u[@]}" --micro-batches 2 &&
 	within unetcpu-bf16 unetcpu1-bf16 unetone-bf16 && busy unetone-bf16 1
-grep '^edge' "$tmp/unetone-bf16.out"
+run unettwo-bf16 "${two[@]}" -- "$unet" "${u[@]}" --micro-batches 2 &&
+	within unetcpu-bf16 unetcpu1-bf16 unettwo-bf16 && busy unettwo-bf16 2
+grep -h '^edge' "$tmp/unetone-bf16.out" "$tmp/unettwo-bf16.out"
 
 # bytes: the edge's against the buses'
 run one-none "${one[@]}" -- "$mlp" "${fp32_none[@]}"

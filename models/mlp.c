@@ -281,8 +281,8 @@ static int forward(struct mlp *m, int p, float scale, starnn_tensor *loss)
 	starnn_tensor *a = m->xc->parts[p];
 	for (int l = 0; l < m->nlayers; l++) {
 		struct layer *L = &m->layers[l];
-		STARNN_CHECK(starnn_gemm_mp(0, 1, 1.0f, a, L->w->compute, 0.0f, L->z->parts[p]));
-		STARNN_CHECK(starnn_bias_add_mp(L->b->master, L->z->parts[p]));
+		STARNN_CHECK(starnn_gemm_mp(0, 1, 1.0f, a, starnn_param_in(L->w, p), 0.0f, L->z->parts[p]));
+		STARNN_CHECK(starnn_bias_add_mp(starnn_param_in(L->b, p), L->z->parts[p]));
 		if (L->a) {
 			STARNN_CHECK(starnn_relu_fwd_mp(L->z->parts[p], L->a->parts[p]));
 			a = L->a->parts[p];
@@ -306,7 +306,8 @@ static int backward(struct mlp *m, int p, float scale)
 		STARNN_CHECK(starnn_bias_grad_mp(L->dz->parts[p], 0.0f, L->b->grad[p]));
 		if (l) {
 			struct layer *prev = &m->layers[l - 1];
-			STARNN_CHECK(starnn_gemm_mp(0, 0, 1.0f, L->dz->parts[p], L->w->compute, 0.0f, prev->da->parts[p]));
+			STARNN_CHECK(
+			        starnn_gemm_mp(0, 0, 1.0f, L->dz->parts[p], starnn_param_in(L->w, p), 0.0f, prev->da->parts[p]));
 			STARNN_CHECK(starnn_relu_bwd_mp(prev->z->parts[p], prev->da->parts[p], prev->dz->parts[p]));
 		}
 	}
@@ -398,13 +399,19 @@ static void usage(FILE *f)
 	        "                     default dynamic for amp-fp16, none otherwise\n"
 	        "  --wire-grads F     under mpirun: the gradients' all-reduce sends compressed\n"
 	        "                     chunks: none (default), bf16, fp16, trunc16, rne16,\n"
-	        "                     trunc24, rne24, int8 or fp8\n"
+	        "                     trunc24, rne24, int8 or fp8; with --master host, the\n"
+	        "                     format of the gradients sent to the host\n"
 	        "  --shard-optimizer  under mpirun: each parameter is updated by its owner rank\n"
 	        "                     alone (optimizer state 1/N per rank); gradients are\n"
 	        "                     reduced to it, the weights sent back from it\n"
-	        "  --wire-weights F   with --shard-optimizer: the weights travel as none\n"
-	        "                     (default, fp32), awp (adaptive per layer) or a format\n"
-	        "                     of --wire-grads\n"
+	        "  --master host|auto host: fp32 masters and their update on the host; each\n"
+	        "                     step the weights go to every device as --wire-weights,\n"
+	        "                     the gradients come back as --wire-grads\n"
+	        "                     (docs/device-edge.md); auto (default): StarPU places\n"
+	        "                     the update\n"
+	        "  --wire-weights F   with --shard-optimizer or --master host: the weights\n"
+	        "                     travel as none (default, fp32), awp (adaptive per\n"
+	        "                     layer) or a format of --wire-grads\n"
 	        "  --awp-start-bits N, --awp-stride N, --awp-interval N, --awp-rel-res X,\n"
 	        "  --awp-rounding trunc|rne\n"
 	        "                     the adaptive policy (models/unet --help, README)\n"

@@ -356,7 +356,7 @@ static int create(void *self, const struct starnn_model_config *mc, starnn_param
 	struct unet_config c = {o->depth,     o->filters, o->in_frames,        o->out_frames,
 	                        o->size,      mc->batch,  mc->micro,           (int)mc->params.compute,
 	                        (int)mc->params.loss_scaling, mc->params.static_scale, mc->global_batch, o->bn_local,
-	                        o->convention};
+	                        o->convention, &mc->params};
 	struct unet_optim opt = {.kind = p->kind == STARNN_OPTIM_SGD ? UNET_SGD : UNET_ADAM, .lr = p->lr,
 	                         .warmup = p->warmup, .momentum = p->momentum, .beta1 = p->beta1, .beta2 = p->beta2,
 	                         .eps = p->eps, .weight_decay = p->weight_decay};
@@ -569,7 +569,8 @@ static int cmd_info(struct options *o)
 		STARNN_CHECK(rc);
 	}
 	struct unet_config c = {o->depth, o->filters, o->in_frames, o->out_frames,
-	                        o->size ? o->size : SEVIR_NATIVE_SIZE, o->train.batch, 1, 0, 0, 0, 0, 0, o->convention};
+	                        o->size ? o->size : SEVIR_NATIVE_SIZE, o->train.batch, 1, 0, 0, 0, 0, 0, o->convention,
+	                        NULL};
 	if (c.size % (1 << c.depth) != 0) {
 		fail("the image size %d is not a multiple of 2^depth = %d (see --size)", c.size, 1 << c.depth);
 		return STARNN_TRAIN_USAGE;
@@ -617,7 +618,7 @@ static int open_for_inference(struct run *r, ckpt_file **ck)
 	}
 	struct unet_config c = {o->depth,       o->filters,       o->in_frames, o->out_frames, o->size,
 	                        o->train.batch, o->train.micro, o->train.compute, 0, 0, o->train.batch, o->bn_local,
-	                        o->convention};
+	                        o->convention, NULL};
 	struct unet_optim opt;
 	unet_optim_defaults(&opt);
 	STARNN_CHECK(unet_create(&r->m, &c, &opt, o->train.seed));

@@ -666,6 +666,12 @@ int unet_create(unet **out, const struct unet_config *cfg, const struct unet_opt
 		.loss_scaling = (enum starnn_loss_scaling)cfg->loss_scale,
 		.static_scale = cfg->static_scale,
 	};
+	if (cfg->edge) {
+		pc.master_host = cfg->edge->master_host;
+		pc.wire_weights = cfg->edge->wire_weights;
+		pc.wire_grads = cfg->edge->wire_grads;
+		pc.awp = cfg->edge->awp;
+	}
 	starnn_params *ps;
 	STARNN_CHECK(starnn_params_new(&ps, &pc));
 	unet *m = calloc(1, sizeof *m);
@@ -772,7 +778,8 @@ starnn_tensor *unet_gradient(unet *m, int i)
 static int conv_fwd(unet *m, struct conv *c, struct act *in, struct act *out)
 {
 	for (int p = 0; p < m->cfg.micro; p++)
-		STARNN_CHECK(starnn_conv2d_fwd_mp(in->p[p], c->w->compute, c->b->master, out->p[p]));
+		STARNN_CHECK(
+		        starnn_conv2d_fwd_mp(in->p[p], starnn_param_in(c->w, p), starnn_param_in(c->b, p), out->p[p]));
 	return 0;
 }
 
@@ -814,7 +821,8 @@ static int forward(unet *m, int training)
 	for (int i = d - 1; i >= 0; i--) {
 		struct level *L = &m->lv[i];
 		for (int p = 0; p < M; p++)
-			STARNN_CHECK(starnn_convt2d_fwd_mp(below->p[p], L->upc.w->compute, L->upc.b->master, L->up.p[p]));
+			STARNN_CHECK(starnn_convt2d_fwd_mp(below->p[p], starnn_param_in(L->upc.w, p),
+			                                   starnn_param_in(L->upc.b, p), L->up.p[p]));
 		STARNN_CHECK(bn_fwd(m, &L->n0, training, &L->catb, &L->a0));
 		STARNN_CHECK(block_fwd(m, &L->dec, training, &L->a0, &L->out));
 		below = &L->out;
@@ -836,12 +844,13 @@ static int conv_bwd(unet *m, struct conv *c, struct act *in, struct act *dout, s
 	if (c->whole) { /* the data gradients per part, then the whole batch's weight gradient */
 		if (din)
 			for (int p = 0; p < m->cfg.micro; p++)
-				STARNN_CHECK(starnn_conv2d_bwd_data_mp(dout->p[p], c->w->compute, 0.0f, din->p[p]));
+				STARNN_CHECK(
+				        starnn_conv2d_bwd_data_mp(dout->p[p], starnn_param_in(c->w, p), 0.0f, din->p[p]));
 		return starnn_conv2d_bwd_weight_mp(in->t, dout->t, 0.0f, c->w->grad[0], c->b->grad[0]);
 	}
 	for (int p = 0; p < m->cfg.micro; p++)
-		STARNN_CHECK(starnn_conv2d_bwd_mp(in->p[p], dout->p[p], c->w->compute, 0.0f, din ? din->p[p] : NULL, 0.0f,
-		                                  c->w->grad[p], c->b->grad[p]));
+		STARNN_CHECK(starnn_conv2d_bwd_mp(in->p[p], dout->p[p], starnn_param_in(c->w, p), 0.0f, din ? din->p[p] : NULL,
+		                                  0.0f, c->w->grad[p], c->b->grad[p]));
 	return 0;
 }
 
@@ -876,8 +885,8 @@ static int backward(unet *m, starnn_tensor *state)
 		 * max-pool's gradient added later (beta 1). */
 		STARNN_CHECK(bn_bwd(m, &L->n0, &L->catb, &L->a0, &L->da0, &L->dcatb));
 		for (int p = 0; p < M; p++)
-			STARNN_CHECK(starnn_convt2d_bwd_mp(below->p[p], L->dup.p[p], L->upc.w->compute, 0.0f, dbelow->p[p], 0.0f,
-			                                   L->upc.w->grad[p], L->upc.b->grad[p]));
+			STARNN_CHECK(starnn_convt2d_bwd_mp(below->p[p], L->dup.p[p], starnn_param_in(L->upc.w, p), 0.0f,
+			                                   dbelow->p[p], 0.0f, L->upc.w->grad[p], L->upc.b->grad[p]));
 	}
 	struct act *din = d ? &m->lv[d - 1].dpool : NULL;
 	STARNN_CHECK(block_bwd(m, &m->centre, &m->lv[d - 1].pool, &m->centre_out, &m->dcentre_out, din));

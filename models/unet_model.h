@@ -62,6 +62,9 @@ struct unet_config {
 	int bn_local;
 	/* enum unet_convention (models/unet_convention.h; 0: UNET_KERAS, the default) */
 	int convention;
+	/* The host <-> device edge (runtime/train/params.h: master_host,
+	 * wire_weights, wire_grads, awp are taken from it), NULL: none. */
+	const struct starnn_params_config *edge;
 };
 
 enum unet_optimizer { UNET_ADAM = 0, UNET_SGD = 1 };

@@ -64,14 +64,21 @@ static void usage(FILE *f)
 	        "  --wire-grads F          under mpirun: the gradients' all-reduce sends its chunks\n"
 	        "                          compressed: none (default, fp32), bf16, fp16, trunc16,\n"
 	        "                          rne16, trunc24, rne24, int8 or fp8 (codelets/wire.h);\n"
-	        "                          every rank gets the same rounded sum\n"
+	        "                          every rank gets the same rounded sum; with --master\n"
+	        "                          host, the format of the gradients sent to the host\n"
 	        "  --shard-optimizer       under mpirun: each parameter is updated by one rank, its\n"
 	        "                          owner, which alone keeps its optimizer state; gradients\n"
 	        "                          are reduced to the owner, weights sent back from it\n"
-	        "  --wire-weights F        with --shard-optimizer: the weights travel as F: none\n"
-	        "                          (default, fp32), awp (adaptive per layer, 8 -> 16 -> 24\n"
-	        "                          -> 32 bits), or a format of --wire-grads; every rank\n"
-	        "                          computes with the weights as they arrived\n"
+	        "  --master host|auto      host: fp32 masters and their update on the host (CPU\n"
+	        "                          workers); each step the weights go to every device\n"
+	        "                          in --wire-weights' format, gradients come back in\n"
+	        "                          --wire-grads' (docs/device-edge.md); auto (default):\n"
+	        "                          the update where StarPU places it\n"
+	        "  --wire-weights F        with --shard-optimizer or --master host: the weights\n"
+	        "                          travel as F: none (default, fp32), awp (adaptive per\n"
+	        "                          layer, 8 -> 16 -> 24 -> 32 bits), or a format of\n"
+	        "                          --wire-grads; every rank / device computes with the\n"
+	        "                          weights as they arrived\n"
 	        "  --awp-start-bits N      awp: bits per value to start with, 8 16 24 32 (default 8)\n"
 	        "  --awp-stride N          awp: bits gained at a time, 8 16 24 (default 8)\n"
 	        "  --awp-interval N        awp: small steps in a row before a layer gains bits\n"
@@ -324,6 +331,7 @@ int parse_options(int argc, char **argv, struct options *o)
 		{STARNN_TOPT_IDLE_WATTS, "--idle-watts", (1 << CMD_TRAIN) | (1 << CMD_EVAL)},
 		{STARNN_TOPT_SHARD, "--shard-optimizer", 1 << CMD_TRAIN},
 		{STARNN_TOPT_WIRE_WEIGHTS, "--wire-weights", 1 << CMD_TRAIN},
+		{STARNN_TOPT_MASTER, "--master", 1 << CMD_TRAIN},
 		{STARNN_TOPT_WIRE_GRADS, "--wire-grads", 1 << CMD_TRAIN},
 		{STARNN_TOPT_AWP_REL_RES, "--awp-rel-res", 1 << CMD_TRAIN},
 		{STARNN_TOPT_AWP_INTERVAL, "--awp-interval", 1 << CMD_TRAIN},

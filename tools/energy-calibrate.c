@@ -474,7 +474,7 @@ int main(int argc, char **argv)
 		micro = micro > to->batch ? to->batch : micro;
 		struct unet_config uc = {o->depth, o->filters,  o->in_frames,   o->out_frames,    size,      to->batch,
 		                         micro,    to->compute, to->loss_scale, to->static_scale, to->batch, o->bn_local,
-		                         o->convention};
+		                         o->convention, NULL};
 		struct unet_optim opt;
 		unet_optim_defaults(&opt);
 		opt.kind = to->optimizer == STARNN_TOPT_SGD ? UNET_SGD : UNET_ADAM;

@@ -235,6 +235,12 @@ int starnn_get_placement(void)
 	return placement;
 }
 
+void starnn_tensor_pin(starnn_tensor *t, int node)
+{
+	t->pinned = node >= 0;
+	t->pin_node = node >= 0 ? node : 0;
+}
+
 int starnn_memory_nodes(int *nodes, int max)
 {
 	int n = 0;
@@ -416,6 +422,44 @@ static int written_priority(const starnn_tensor *t)
 	return t->priority;
 }
 
+/* Where a task goes (see starnn_tensor_pin): this thread's placement;
+ * else the one node its pinned tensors name; else the one node its near
+ * inputs name; else anywhere. *followed: placed by a pin or near data (a
+ * fallback is allowed then). */
+static int pinned_place(const struct starnn_task_desc *d, int *place, int *followed)
+{
+	const struct starpu_codelet *cl = d->cl;
+	*place = placement;
+	*followed = 0;
+	if (placement != STARNN_ANYWHERE)
+		return 0;
+	int pin = -1, near = -1, near_agree = 1;
+	for (int i = 0; i < cl->nbuffers; i++) {
+		const starnn_tensor *t = d->tensors[i], *root = t;
+		if (!t)
+			continue;
+		while (root->parent)
+			root = root->parent;
+		const starnn_tensor *p = t->pinned ? t : root->pinned ? root : NULL;
+		if (p && pin >= 0 && p->pin_node != pin)
+			return starnn_error(STARNN_EINVAL,
+			                    "%s: '%s' is pinned to memory node %d, another of its tensors to %d", cl->name,
+			                    p->name, p->pin_node, pin);
+		if (p)
+			pin = p->pin_node;
+		if ((cl->modes[i] & STARPU_R) && t->near) {
+			if (near >= 0 && near != t->near - 1)
+				near_agree = 0;
+			near = t->near - 1;
+		}
+	}
+	if (pin >= 0 || (near >= 0 && near_agree)) {
+		*place = pin >= 0 ? pin : near;
+		*followed = 1;
+	}
+	return 0;
+}
+
 static void free_workerids(void *arg)
 {
 	free(arg);
@@ -433,6 +477,8 @@ int starnn_submit(const struct starnn_task_desc *d)
 	starnn_tensor *tensors[STARNN_MAX_BUFFERS];
 	const starnn_tensor *written = NULL;
 	STARNN_CHECK(check_where(cl));
+	int place, followed;
+	STARNN_CHECK(pinned_place(d, &place, &followed));
 
 	for (int i = 0; i < nbuffers; i++) {
 		starnn_tensor *t = d->tensors[i];
@@ -440,10 +486,9 @@ int starnn_submit(const struct starnn_task_desc *d)
 			return starnn_error(STARNN_EINVAL, "%s: buffer %d is NULL", cl->name, i);
 		enum starpu_data_access_mode mode = cl->modes[i];
 		/* A placed consumer of data produced on another node: the edge. */
-		if (edge_hook && placement != STARNN_ANYWHERE && (mode & STARPU_R) && t->node >= 0 &&
-		    t->node != placement) {
+		if (edge_hook && place != STARNN_ANYWHERE && (mode & STARPU_R) && t->node >= 0 && t->node != place) {
 			starnn_tensor *repl = t;
-			int rc = edge_hook(edge_ctx, t, t->node, placement, &repl);
+			int rc = edge_hook(edge_ctx, t, t->node, place, &repl);
 			if (rc < 0)
 				return rc;
 			if (!repl || !starnn_tensor_same_shape(repl, t) || repl->dtype != t->dtype)
@@ -461,13 +506,25 @@ int starnn_submit(const struct starnn_task_desc *d)
 	uint32_t *mask = NULL;
 	unsigned words = 0;
 	size_t bytes = device_mem_min == SIZE_MAX ? 0 : task_bytes(tensors, nbuffers);
-	if (placement != STARNN_ANYWHERE || bytes > device_mem_min) {
+	if (place != STARNN_ANYWHERE || bytes > device_mem_min) {
 		words = (starpu_worker_get_count() + 31) / 32;
 		mask = calloc(words ? words : 1, sizeof *mask);
 		if (!mask)
 			return starnn_error(STARNN_ENOMEM, "%s: out of memory", cl->name);
 		int nomem;
-		if (worker_mask(cl, placement, bytes, mask, words, &nomem) == 0) {
+		int n = worker_mask(cl, place, bytes, mask, words, &nomem);
+		if (n == 0 && followed && !nomem) {
+			/* no worker of the pinned node has an implementation: StarPU
+			 * places it (the data move to it) */
+			place = STARNN_ANYWHERE;
+			followed = 0;
+			n = worker_mask(cl, place, bytes, mask, words, &nomem);
+			if (n > 0 && bytes <= device_mem_min) { /* no restriction left */
+				free(mask);
+				mask = NULL;
+			}
+		}
+		if (n == 0) {
 			free(mask);
 			if (nomem)
 				return starnn_error(STARNN_ENOMEM,
@@ -475,9 +532,9 @@ int starnn_submit(const struct starnn_task_desc *d)
 				                    "may run it (the smallest: %.1f MiB; STARPU_LIMIT_OPENCL_MEM and "
 				                    "STARPU_LIMIT_CUDA_MEM cap it): StarPU would wait for room forever",
 				                    cl->name, (double)bytes / 1048576.0, (double)device_mem_min / 1048576.0);
-			if (placement != STARNN_ANYWHERE)
+			if (place != STARNN_ANYWHERE)
 				return starnn_error(STARNN_ENODEV, "%s: no worker of memory node %d can run it", cl->name,
-				                    placement);
+				                    place);
 			return starnn_error(STARNN_ENODEV, "%s: no worker can run it", cl->name);
 		}
 	}
@@ -540,8 +597,10 @@ int starnn_submit(const struct starnn_task_desc *d)
 		return starnn_error(STARNN_ESTARPU, "%s: starpu_task_submit failed (%d)", cl->name, rc);
 	}
 	for (int i = 0; i < nbuffers; i++)
-		if (cl->modes[i] & STARPU_W)
-			tensors[i]->node = placement;
+		if (cl->modes[i] & STARPU_W) {
+			tensors[i]->node = place;
+			tensors[i]->near = followed ? place + 1 : 0;
+		}
 	pthread_mutex_lock(&flops_lock);
 	submitted_flops += flops;
 	pthread_mutex_unlock(&flops_lock);

@@ -88,6 +88,17 @@ int starnn_wait(void);
 
 void starnn_set_placement(int memory_node);
 int starnn_get_placement(void);
+/* Pins: a tensor pinned to memory node `node` has every task that reads or
+ * writes it (submitted while this thread has no placement) run on that
+ * node's workers; the tensors such a task writes are then "near" that node
+ * (starnn_tensor.near), and a task without a pin whose near inputs all lie
+ * on one node runs there too, so the tasks that follow a device's copy of
+ * a parameter stay on that device (runtime/train/params.h, --master host).
+ * Where no worker of the node can run a task (no implementation there), it
+ * goes where StarPU places it. Two pins on different nodes in one task are
+ * STARNN_EINVAL. A placement (starnn_set_placement) comes first. node < 0
+ * lifts the pin. Without pins, nothing changes. */
+void starnn_tensor_pin(starnn_tensor *t, int node);
 /* Number of memory nodes that have compute workers, and their ids. */
 int starnn_memory_nodes(int *nodes, int max);
 

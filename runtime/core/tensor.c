@@ -266,8 +266,10 @@ static void set_geometry(starnn_tensor *t, int ndim, const int64_t *shape)
 	t->ld = t->cols;
 }
 
-int starnn_tensor_create(starnn_tensor **out, const char *name, starnn_dtype dtype,
-                         int ndim, const int64_t *shape)
+/* home: register the storage in main memory (starnn_tensor_create), or
+ * no storage and home node -1 (starnn_tensor_create_nohome). */
+static int tensor_create(starnn_tensor **out, const char *name, starnn_dtype dtype, int ndim, const int64_t *shape,
+                         int home)
 {
 	*out = NULL;
 	if (ndim < 1 || ndim > STARNN_MAX_DIMS)
@@ -297,6 +299,15 @@ int starnn_tensor_create(starnn_tensor **out, const char *name, starnn_dtype dty
 		free(t);
 		return rc;
 	}
+	if (!home) {
+		/* StarPU allocates it where its first writer runs; nothing is
+		 * ever copied to or from a home copy. */
+		starpu_matrix_data_register(&t->handle, -1, 0, (uint32_t)t->cols, (uint32_t)t->cols, (uint32_t)t->rows,
+		                            starnn_dtype_size(dtype));
+		starpu_data_set_name(t->handle, t->name);
+		*out = t;
+		return 0;
+	}
 	size_t bytes = numel * starnn_dtype_size(dtype);
 	/* starpu_malloc pins the memory when CUDA workers exist: faster and
 	 * asynchronous host <-> GPU copies. */
@@ -311,6 +322,17 @@ int starnn_tensor_create(starnn_tensor **out, const char *name, starnn_dtype dty
 	starpu_data_set_name(t->handle, t->name);
 	*out = t;
 	return 0;
+}
+
+int starnn_tensor_create(starnn_tensor **out, const char *name, starnn_dtype dtype, int ndim, const int64_t *shape)
+{
+	return tensor_create(out, name, dtype, ndim, shape, 1);
+}
+
+int starnn_tensor_create_nohome(starnn_tensor **out, const char *name, starnn_dtype dtype, int ndim,
+                                const int64_t *shape)
+{
+	return tensor_create(out, name, dtype, ndim, shape, 0);
 }
 
 int starnn_tensor_new(starnn_tensor **out, const char *name, starnn_dtype dtype, int ndim, ...)
@@ -372,8 +394,10 @@ void starnn_tensor_destroy(starnn_tensor *t)
 	free(t->derived);
 	free_plans(t);
 	starpu_data_unregister(t->handle);
-	starpu_free(t->host);
-	mem_add(starnn_tensor_numel(t) * starnn_dtype_size(t->dtype), -1);
+	if (t->host) { /* (a tensor without a home copy has none) */
+		starpu_free(t->host);
+		mem_add(starnn_tensor_numel(t) * starnn_dtype_size(t->dtype), -1);
+	}
 	free(t);
 }
 

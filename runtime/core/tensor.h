@@ -87,6 +87,13 @@ struct starnn_tensor {
 	/* Memory node of the last placed task that wrote it, -1 if unknown;
 	 * see starnn_set_edge_hook(). */
 	int node;
+	/* Pinned (starnn_tensor_pin): every task that reads or writes it runs
+	 * on the workers of memory node pin_node (runtime/core/submit.h). near:
+	 * 1 + the memory node of its last writer when that task was placed by
+	 * a pin or by near data, else 0; the tasks that read it follow it
+	 * there. Both are 0 unless something was pinned. */
+	int pinned, pin_node;
+	int near;
 
 	/* Incremented at every submission that writes t or one of its parts
 	 * (tasks, MPI receives, starnn_tensor_write: starnn_tensor_prepare),
@@ -131,6 +138,13 @@ struct starnn_derived {
  * shape has ndim (1..4) positive entries. */
 int starnn_tensor_create(starnn_tensor **out, const char *name, starnn_dtype dtype,
                          int ndim, const int64_t *shape);
+/* A tensor without host storage, registered with home node -1: StarPU
+ * allocates it on the memory node of its first writer and never copies it
+ * to main memory (a device's own copy of a parameter, runtime/train/params.h).
+ * Only tasks read it (not starnn_tensor_read); not on a device-free
+ * machine either: there StarPU allocates it in main memory. */
+int starnn_tensor_create_nohome(starnn_tensor **out, const char *name, starnn_dtype dtype, int ndim,
+                                const int64_t *shape);
 /* Same, shape given as arguments: starnn_tensor_new(&t, "x", STARNN_FP32, 2, 8, 16). */
 int starnn_tensor_new(starnn_tensor **out, const char *name, starnn_dtype dtype, int ndim, ...);
 /* Waits for the tasks using it, then unregisters and frees it (and its

@@ -130,6 +130,7 @@ static const struct option common[] = {
 	{"cpu-watts", required_argument, 0, STARNN_TOPT_CPU_WATTS},
 	{"gpu-watts", required_argument, 0, STARNN_TOPT_GPU_WATTS},
 	{"idle-watts", required_argument, 0, STARNN_TOPT_IDLE_WATTS},
+	{"master", required_argument, 0, STARNN_TOPT_MASTER},
 };
 _Static_assert(sizeof common / sizeof *common == STARNN_TOPT_COUNT, "one entry per common option");
 
@@ -238,6 +239,19 @@ int starnn_train_opts_parse(struct starnn_train_opts *o, int id, const char *arg
 	case STARNN_TOPT_GPU_WATTS: return starnn_parse_float(prog, "--gpu-watts", arg, 0.0f, 100000.0f, &o->gpu_watts);
 	case STARNN_TOPT_IDLE_WATTS:
 		return starnn_parse_float(prog, "--idle-watts", arg, 0.0f, 100000.0f, &o->idle_watts);
+	case STARNN_TOPT_MASTER:
+		if (strcmp(arg, "host") == 0)
+			o->master_host = 1;
+		else if (strcmp(arg, "auto") == 0)
+			o->master_host = 0;
+		else {
+			starnn_fail(prog,
+			            "--master is host (fp32 masters and their update on the host, weights sent to the "
+			            "devices) or auto (the update where StarPU places it), not '%s'",
+			            arg);
+			return -1;
+		}
+		return 0;
 	case STARNN_TOPT_END: break;
 	}
 	return 1;
@@ -261,9 +275,15 @@ int starnn_train_opts_check(struct starnn_train_opts *o, int training)
 	 * checkpoint (the trainer finishes them then). */
 	if (!(training && o->resume) && starnn_train_opts_finish_loss_scale(o) < 0)
 		return -1;
-	if (o->wire_weights != -1 && !o->shard) {
-		starnn_fail(o->prog, "--wire-weights needs --shard-optimizer: weights cross the rank edge only when each "
-		                     "rank updates its own share of them");
+	if (o->master_host && o->shard) {
+		starnn_fail(o->prog, "--master host and --shard-optimizer exclude each other: --master host keeps "
+		                     "every master on this process's host, --shard-optimizer spreads them over the ranks");
+		return -1;
+	}
+	if (o->wire_weights != -1 && !o->shard && !o->master_host) {
+		starnn_fail(o->prog, "--wire-weights needs --shard-optimizer or --master host: weights cross the rank edge "
+		                     "only when each rank updates its own share of them, the device edge only when the "
+		                     "masters stay on the host");
 		return -1;
 	}
 	for (int id = STARNN_TOPT_AWP_REL_RES; id <= STARNN_TOPT_AWP_ROUNDING; id++)

@@ -61,6 +61,7 @@ enum starnn_topt {
 	STARNN_TOPT_CPU_WATTS,                 /* --cpu-watts W */
 	STARNN_TOPT_GPU_WATTS,                 /* --gpu-watts W */
 	STARNN_TOPT_IDLE_WATTS,                /* --idle-watts W */
+	STARNN_TOPT_MASTER,                    /* --master host|auto */
 	STARNN_TOPT_END
 };
 #define STARNN_TOPT_COUNT (STARNN_TOPT_END - STARNN_TOPT_FIRST)
@@ -85,6 +86,7 @@ struct starnn_train_opts {
 	int wire_grads;           /* a starnn_wire_format, -1 none */
 	int shard;                /* --shard-optimizer */
 	int wire_weights;         /* a starnn_wire_format, -1 none, STARNN_WIRE_ADAPTIVE */
+	int master_host;          /* --master host: masters and update on the host, the device edge */
 	struct starnn_awp_config awp;
 	const char *awp_state;    /* a resumed run's adaptive state (set by the trainer) */
 	const char *log_json;
@@ -119,7 +121,8 @@ size_t starnn_train_longopts(struct option *table, size_t n, uint64_t skip);
 int starnn_train_opts_parse(struct starnn_train_opts *o, int id, const char *arg);
 
 /* Once the command line is read: the checks between common options
- * (--wire-weights without --shard-optimizer, --awp-* without awp, --resume
+ * (--wire-weights without --shard-optimizer or --master host, --master host
+ * with --shard-optimizer, --awp-* without awp, --resume
  * with --init, --micro-batches over --batch), and the default loss
  * scaling unless a training run resumes (the checkpoint's then). 0, or -1
  * with the message. */

@@ -30,6 +30,28 @@
  * levels, the tasks of a level independent). Then the gradient hook (the
  * cross-rank reduction's place) is called for that parameter.
  *
+ * The host <-> device edge (master_host in the configuration, --master
+ * host; docs/device-edge.md): the masters and their update stay on the
+ * host (the update's tasks on CPU workers), and the models read each
+ * parameter through starnn_param_in(p, slice), the copy on the device that
+ * micro-batch `slice` runs on: device slice % ndevices of the set's
+ * devices (the memory nodes of CUDA / OpenCL workers, in StarPU's order;
+ * none: main memory alone, with the same tasks). The first read of a
+ * device's copy after an update submits, once per master version: on a
+ * CPU worker, compress(master) into the wire (one per version, whatever
+ * the number of devices); on the device, decompress(wire) into the
+ * device's fp32 copy (registered without a home copy: StarPU allocates it
+ * there, and only the wire crosses); with a 16-bit compute dtype and
+ * STARNN_PARAM_COMPUTE_COPY, a conversion on the device into its 16-bit
+ * copy. The copies are pinned to their device (runtime/core/submit.h:
+ * starnn_tensor_pin), and so is grad[slice]: the tasks that read a copy or
+ * write a gradient slice run there, and those that read their outputs
+ * follow. The reduction sends each gradient slice of such a parameter to
+ * the host (compress on its device in wire_grads' format, decompress on a
+ * CPU worker into a host slice) and runs the tree there; the update reads
+ * the host sum. Parameters the models never read through starnn_param_in
+ * (the batch norms' own, read by their layer) keep today's path.
+ *
  * Names: the parameter's name is its path in checkpoints (e.g.
  * "enc0/conv1/weight", PyTorch's state_dict key with '/' for '.'); the
  * StarPU tensors are named "<name>.grad<i>", "<name>.exp_avg",
@@ -41,6 +63,7 @@
 #include <stdint.h>
 
 #include "runtime/core/tensor.h"
+#include "runtime/train/awp.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -71,6 +94,11 @@ struct starnn_params_config {
 	starnn_dtype compute;                  /* dtype of the compute copies */
 	enum starnn_loss_scaling loss_scaling;
 	float static_scale;                    /* STARNN_LOSS_SCALE_STATIC */
+	/* The host <-> device edge (above); the rest is read only with it. */
+	int master_host;
+	int wire_weights;                      /* a starnn_wire_format, -1 fp32, STARNN_WIRE_ADAPTIVE */
+	int wire_grads;                        /* a starnn_wire_format, -1 fp32 */
+	struct starnn_awp_config awp;          /* wire_weights STARNN_WIRE_ADAPTIVE */
 };
 
 #define STARNN_PARAM_NAME_MAX 64
@@ -103,7 +131,16 @@ typedef struct starnn_param {
 	 * starnn_adam_cast); starnn_params_convert submits a conversion only
 	 * where it is not. */
 	uint64_t compute_made;
+	/* The host <-> device edge (params.c), NULL without it. */
+	struct starnn_param_edge *edge;
 } starnn_param;
+
+/* The tensor that the tasks of micro-batch `slice` compute with: with the
+ * host <-> device edge, the copy on slice's device in the compute dtype
+ * (submitting its transfer when it is older than master); otherwise
+ * compute (master when there is no compute copy). NULL on an error (its
+ * message deferred to the next starnn_wait, runtime/base/error.h). */
+starnn_tensor *starnn_param_in(starnn_param *p, int slice);
 
 typedef struct starnn_params starnn_params;
 
@@ -186,6 +223,33 @@ int starnn_params_set_amp_state(starnn_params *ps, const struct starnn_amp_state
  * gradient is overwritten with +Inf before the overflow checks (with loss
  * scaling), so that the step is skipped. */
 void starnn_params_set_inject_inf_step(starnn_params *ps, int64_t step);
+
+/* The host <-> device edge's bytes since the set was made: per device
+ * (STARNN_EDGE_MAX_DEVICES at most), what crossed to it (weights) and from
+ * it (gradient slices), as sent (wire bytes) and as fp32. ndevices 0
+ * without the edge. node: each device's StarPU memory node (main memory's
+ * when there is no device: the same tasks on CPU workers). */
+#define STARNN_EDGE_MAX_DEVICES 8
+struct starnn_edge_stats {
+	int ndevices;
+	int node[STARNN_EDGE_MAX_DEVICES];
+	uint64_t down[STARNN_EDGE_MAX_DEVICES], down_raw[STARNN_EDGE_MAX_DEVICES];
+	uint64_t up[STARNN_EDGE_MAX_DEVICES], up_raw[STARNN_EDGE_MAX_DEVICES];
+	uint64_t down_messages[STARNN_EDGE_MAX_DEVICES], up_messages[STARNN_EDGE_MAX_DEVICES];
+};
+void starnn_params_edge_stats(const starnn_params *ps, struct starnn_edge_stats *st);
+/* Adaptive weights (wire_weights STARNN_WIRE_ADAPTIVE): before the first
+ * step, the masters' norms (the first observation, as on the rank edge:
+ * runtime/train/shard.c); the layers' states as text, one line "<name>
+ * <starnn_awp_layer_format>" per parameter (*text malloc'ed), and back (a
+ * resumed run: before starnn_params_edge_begin). Without the adaptive
+ * edge: begin does nothing, the text is empty, set is STARNN_EINVAL. */
+int starnn_params_edge_begin(starnn_params *ps);
+int starnn_params_edge_awp_state(const starnn_params *ps, char **text);
+int starnn_params_edge_set_awp_state(starnn_params *ps, const char *text);
+/* The weights' wire formats now (adaptive: "int8 x3, trunc16 x2"; a fixed
+ * format: its name), into buf. */
+void starnn_params_edge_formats(const starnn_params *ps, char *buf, size_t size);
 
 /* What a checkpoint saves besides the masters: the optimizer state slots,
  * state[k] for k < starnn_params_nslots(), named as PyTorch's optimizer

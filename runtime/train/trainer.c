@@ -321,8 +321,16 @@ static int make_model(starnn_trainer *tr, ckpt_file *ck)
 			starnn_fail(prog, "--micro-batches (%d) cannot exceed --batch (%d)", o->micro, o->batch);
 		return STARNN_TRAIN_USAGE;
 	}
+	if (o->master_host && replicas > 1) {
+		starnn_fail(prog, "--master host runs on one rank: the edge between ranks with the masters on each host is "
+		                  "not built (docs/device-edge.md); %d ranks here",
+		            replicas);
+		return STARNN_TRAIN_USAGE;
+	}
 	tr->info.replicas = replicas, tr->info.batch = (int)local, tr->info.micro = o->micro;
-	struct starnn_dist_weights w = {.shard = o->shard, .wire = o->wire_weights, .awp = o->awp};
+	/* (with --master host, --wire-weights is the device edge's) */
+	struct starnn_dist_weights w = {.shard = o->shard, .wire = o->master_host ? STARNN_DIST_WIRE_NONE : o->wire_weights,
+	                                .awp = o->awp};
 	STARNN_CHECK(starnn_dist_set_weights(&w));
 	struct starnn_model_config c = {
 		.batch = (int)local,
@@ -339,7 +347,11 @@ static int make_model(starnn_trainer *tr, ckpt_file *ck)
 		                     .weight_decay = o->weight_decay},
 		           .compute = (starnn_dtype)o->compute,
 		           .loss_scaling = (enum starnn_loss_scaling)o->loss_scale,
-		           .static_scale = o->static_scale},
+		           .static_scale = o->static_scale,
+		           .master_host = o->master_host,
+		           .wire_weights = o->wire_weights,
+		           .wire_grads = o->wire_grads,
+		           .awp = o->awp},
 		.seed = o->seed,
 	};
 	STARNN_CHECK(tr->ops->create(tr->self, &c, &tr->ps));
@@ -374,6 +386,26 @@ static int barrier_after(const starnn_trainer *tr, int64_t step)
 	return o->inject_inf_step == step;
 }
 
+/* --master host: where the masters are and what crosses to the devices. */
+static void describe_edge(const starnn_trainer *tr, FILE *out)
+{
+	const struct starnn_train_opts *o = tr->o;
+	struct starnn_edge_stats st;
+	starnn_params_edge_stats(tr->ps, &st);
+	if (!o->master_host || st.ndevices == 0)
+		return;
+	fprintf(out, "master: host (fp32 masters, optimizer on CPU workers); each step the weights go as %s to",
+	        wire_weights_name(o->wire_weights));
+	for (int d = 0; d < st.ndevices; d++) {
+		char name[32];
+		starnn_memory_node_name(st.node[d], name, sizeof name);
+		fprintf(out, "%s node %d (%s)", d ? "," : "", st.node[d], name);
+	}
+	fprintf(out, ", the gradients come back as %s; micro-batch p on device p mod %d%s\n",
+	        o->wire_grads < 0 ? "fp32" : starnn_wire_name((starnn_wire_format)o->wire_grads), st.ndevices,
+	        st.node[0] == STARPU_MAIN_RAM ? " (no device: main memory)" : "");
+}
+
 /* Prepares the run up to its first step: checkpoint, data, model, total
  * steps, evaluation data, log, the lines saying what runs. */
 static int prepare(starnn_trainer *tr)
@@ -400,8 +432,11 @@ static int prepare(starnn_trainer *tr)
 		rc = make_model(tr, ck);
 	if (rc == 0 && o->resume)
 		rc = starnn_trainer_resume_precision(tr, o->resume);
-	if (rc == 0 && o->awp_state)
-		rc = starnn_dist_weights_set_state(o->awp_state);
+	if (rc == 0 && o->awp_state) /* (--master host: the device edge's) */
+		rc = o->master_host ? starnn_params_edge_set_awp_state(tr->ps, o->awp_state)
+		                    : starnn_dist_weights_set_state(o->awp_state);
+	if (rc == 0)
+		rc = starnn_params_edge_begin(tr->ps);
 	if (rc == 0) /* --shard-optimizer: the weights in their wire format */
 		rc = starnn_dist_weights_begin(tr->ps, tr->info.step);
 	if (ck)
@@ -436,6 +471,7 @@ static int prepare(starnn_trainer *tr)
 	if (!o->quiet) {
 		if (ops->describe)
 			ops->describe(tr->self, tr, stdout);
+		describe_edge(tr, stdout);
 		struct starnn_amp_state s;
 		if (o->resume && o->loss_scale && (rc = starnn_params_get_amp_state(tr->ps, &s)) == 0)
 			printf("loss scale resumed: %g, %lld clean steps toward doubling, %lld skipped, %lld applied\n",
@@ -563,6 +599,7 @@ static int loop(starnn_trainer *tr, int64_t *last_epoch, int64_t *saved_step)
 				break;
 			starnn_transfers_read(&tr->moved[1]);
 			tr->moved_after = s;
+			starnn_params_edge_stats(tr->ps, &tr->edge_at[1]);
 		}
 		tr->epoch = s / tr->info.steps_per_epoch; /* epochs completed */
 		starnn_memory_sample();
@@ -669,6 +706,82 @@ static void transfer_report(const starnn_trainer *tr, FILE *out, FILE *json)
 	}
 }
 
+/* --master host: the bytes that crossed the host <-> device edge per step
+ * (the weights to each device, the gradient slices back), as sent and as
+ * fp32, on stdout (out; NULL: none) and as a log record; the steady state
+ * over the same steps as the transfers line (after the first step when it
+ * was counted apart), the first step apart. */
+static void edge_report(const starnn_trainer *tr, FILE *out, FILE *json)
+{
+	const struct starnn_edge_stats *e0 = &tr->edge_at[0], *e1 = &tr->edge_at[1], *en = &tr->edge_at[2];
+	const int64_t steps = tr->info.step - tr->info.first_step;
+	if (en->ndevices == 0 || steps < 1 || starnn_launch_rank() != 0)
+		return;
+	const int split = tr->moved_after > 0;
+	const int64_t later = split ? steps - 1 : steps;
+	const struct starnn_edge_stats *mid = split ? e1 : e0;
+	const struct starnn_train_opts *o = tr->o;
+	char formats[128], grads[32];
+	starnn_params_edge_formats(tr->ps, formats, sizeof formats);
+	snprintf(grads, sizeof grads, "%s",
+	         o->wire_grads < 0 ? "fp32" : starnn_wire_name((starnn_wire_format)o->wire_grads));
+	const double n = (double)later;
+	if (out) {
+		if (split)
+			fprintf(out, "edge per step (mean of steps %lld-%lld), weights as %s, gradients as %s:",
+			        (long long)tr->moved_after + 1, (long long)tr->info.step, formats, grads);
+		else
+			fprintf(out, "edge per step (mean of %lld step(s)), weights as %s, gradients as %s:", (long long)steps,
+			        formats, grads);
+		for (int d = 0; d < en->ndevices; d++) {
+			char name[32];
+			starnn_memory_node_name(en->node[d], name, sizeof name);
+			fprintf(out, "%s host -> node %d (%s)", d ? ";" : "", en->node[d], name);
+			print_bytes(out, (double)(en->down[d] - mid->down[d]) / n);
+			fprintf(out, " (fp32");
+			print_bytes(out, (double)(en->down_raw[d] - mid->down_raw[d]) / n);
+			fprintf(out, "), back");
+			print_bytes(out, (double)(en->up[d] - mid->up[d]) / n);
+			fprintf(out, " (fp32");
+			print_bytes(out, (double)(en->up_raw[d] - mid->up_raw[d]) / n);
+			fprintf(out, ")");
+		}
+		if (en->ndevices == 1 && en->node[0] == STARPU_MAIN_RAM)
+			fprintf(out, " (no device: the same tasks within main memory)");
+		fprintf(out, "\n");
+	}
+	if (json) {
+		fprintf(json,
+		        "{\"edge\":{\"steps\":%lld,\"first_step_apart\":%s,\"mean_over_steps\":%lld,\"weights\":\"%s\","
+		        "\"gradients\":\"%s\",\"devices\":[",
+		        (long long)steps, split ? "true" : "false", (long long)later, formats, grads);
+		for (int d = 0; d < en->ndevices; d++) {
+			char name[32];
+			starnn_memory_node_name(en->node[d], name, sizeof name);
+			/* the first step: counted apart, or (not) the mean */
+			unsigned long long first_down, first_up;
+			if (split)
+				first_down = e1->down[d] - e0->down[d], first_up = e1->up[d] - e0->up[d];
+			else
+				first_down = (en->down[d] - e0->down[d]) / (uint64_t)steps,
+				first_up = (en->up[d] - e0->up[d]) / (uint64_t)steps;
+			fprintf(json,
+			        "%s{\"node\":%d,\"name\":\"%s\",\"down_bytes\":%llu,\"down_raw_bytes\":%llu,\"down_messages\":%llu,"
+			        "\"up_bytes\":%llu,\"up_raw_bytes\":%llu,\"up_messages\":%llu,\"first_step_down_bytes\":%llu,"
+			        "\"first_step_up_bytes\":%llu,\"down_bytes_per_step\":%.1f,\"down_raw_bytes_per_step\":%.1f,"
+			        "\"up_bytes_per_step\":%.1f,\"up_raw_bytes_per_step\":%.1f}",
+			        d ? "," : "", en->node[d], name, (unsigned long long)(en->down[d] - e0->down[d]),
+			        (unsigned long long)(en->down_raw[d] - e0->down_raw[d]),
+			        (unsigned long long)(en->down_messages[d] - e0->down_messages[d]),
+			        (unsigned long long)(en->up[d] - e0->up[d]), (unsigned long long)(en->up_raw[d] - e0->up_raw[d]),
+			        (unsigned long long)(en->up_messages[d] - e0->up_messages[d]), first_down, first_up,
+			        (double)(en->down[d] - mid->down[d]) / n, (double)(en->down_raw[d] - mid->down_raw[d]) / n,
+			        (double)(en->up[d] - mid->up[d]) / n, (double)(en->up_raw[d] - mid->up_raw[d]) / n);
+		}
+		fprintf(json, "]}}\n");
+	}
+}
+
 /* After the loop: the interruption, the last checkpoint, the model's
  * lines, the memory, exchange and energy figures, the final evaluation,
  * the summary record. */
@@ -702,6 +815,8 @@ static int conclude(starnn_trainer *tr, starnn_energy_meter *meter, int64_t last
 		STARNN_CHECK(starnn_dist_report(loud ? stdout : NULL, tr->log, step - first));
 	if (reports)
 		transfer_report(tr, loud ? stdout : NULL, tr->log);
+	if (reports)
+		edge_report(tr, loud ? stdout : NULL, tr->log);
 	double epochs_done = (double)(step - first) / (double)tr->info.steps_per_epoch;
 	int64_t samples_done = (step - first) * o->batch;
 	struct starnn_energy_reading energy;
@@ -748,9 +863,13 @@ int starnn_trainer_run(const struct starnn_model_ops *ops, void *self, struct st
 		rc = starnn_wait();
 		starnn_transfers_read(&moved[0]);
 	}
+	if (rc == 0)
+		starnn_params_edge_stats(tr.ps, &tr.edge_at[0]);
 	tr.t_start = now();
 	if (rc == 0)
 		rc = loop(&tr, &last_epoch, &saved_step);
+	if (tr.ps)
+		starnn_params_edge_stats(tr.ps, &tr.edge_at[2]);
 	if (tr.moved) { /* the steps' tasks finished (an error: counted all the same) */
 		int rcw = starnn_wait();
 		starnn_transfers_read(&moved[2]);

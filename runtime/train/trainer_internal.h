@@ -27,6 +27,9 @@ struct starnn_trainer {
 	int devices;
 	struct starnn_transfers *moved; /* [3], NULL without devices */
 	int64_t moved_after;            /* the step moved[1] was taken after; 0: none */
+	/* --master host: the edge's counts at the same three points (before
+	 * the first step, after it with devices, after the last step). */
+	struct starnn_edge_stats edge_at[3];
 };
 
 /* The program's name in messages. */

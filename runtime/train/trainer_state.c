@@ -8,7 +8,8 @@
  * momentum_buffer). Root attributes of the run: parameters (the count),
  * batch (global), micro_batches, step, epoch (completed), total_steps,
  * optimizer, lr, warmup, momentum, weight_decay, beta1, beta2, eps, seed;
- * with --shard-optimizer shard_optimizer and wire_weights; with
+ * with --shard-optimizer shard_optimizer and wire_weights; with --master
+ * host master ("host") and wire_weights; with
  * --wire-weights awp its settings (awp_rel_res, awp_interval,
  * awp_start_bits, awp_stride, awp_rounding) and each parameter's state
  * (awp_state); the precision and the loss-scale state (ckpt_amp_attrs). */
@@ -65,6 +66,12 @@ static int read_exchange(starnn_trainer *tr, ckpt_file *f, const char *file)
 	if (!starnn_train_opts_given(o, STARNN_TOPT_SHARD) && ckpt_has_attr(f, "shard_optimizer")) {
 		STARNN_CHECK(ckpt_get_int(f, "shard_optimizer", &v));
 		o->shard = v != 0;
+	}
+	if (!starnn_train_opts_given(o, STARNN_TOPT_MASTER) && ckpt_has_attr(f, "master")) {
+		STARNN_CHECK(ckpt_get_string(f, "master", s, sizeof s));
+		if (strcmp(s, "host") != 0)
+			return starnn_error(STARNN_EINVAL, "%s: attribute master '%s' is not 'host'", file, s);
+		o->master_host = 1;
 	}
 	if (!starnn_train_opts_given(o, STARNN_TOPT_WIRE_WEIGHTS) && ckpt_has_attr(f, "wire_weights")) {
 		STARNN_CHECK(ckpt_get_string(f, "wire_weights", s, sizeof s));
@@ -321,8 +328,15 @@ static int run_attrs(starnn_trainer *tr, struct ckpt_attr *a, int n, char **awp_
 		a[n++] = (struct ckpt_attr){.name = "shard_optimizer", .type = CKPT_INT, .i = 1};
 		a[n++] = (struct ckpt_attr){.name = "wire_weights", .type = CKPT_STRING, .s = wire_weights_name(o->wire_weights)};
 	}
+	if (o->master_host) {
+		a[n++] = (struct ckpt_attr){.name = "master", .type = CKPT_STRING, .s = "host"};
+		a[n++] = (struct ckpt_attr){.name = "wire_weights", .type = CKPT_STRING, .s = wire_weights_name(o->wire_weights)};
+	}
 	if (o->wire_weights == STARNN_WIRE_ADAPTIVE) {
-		STARNN_CHECK(starnn_dist_weights_state(awp_state));
+		if (o->master_host)
+			STARNN_CHECK(starnn_params_edge_awp_state(tr->ps, awp_state));
+		else
+			STARNN_CHECK(starnn_dist_weights_state(awp_state));
 		a[n++] = (struct ckpt_attr){.name = "awp_state", .type = CKPT_STRING, .s = *awp_state};
 		a[n++] = (struct ckpt_attr){.name = "awp_rel_res", .type = CKPT_DOUBLE, .d = o->awp.rel_res};
 		a[n++] = (struct ckpt_attr){.name = "awp_interval", .type = CKPT_INT, .i = o->awp.interval};

@@ -11,10 +11,10 @@
 #     gives the uninterrupted run's losses bit for bit (the layers' states
 #     in the checkpoint);
 #   - models/mlp, amp-bf16 (every kernel of it is the CPU's bits on
-#     OpenCL: docs/opencl.md), --wire-weights bf16 (one device and two),
-#     int8 with bf16 gradients and awp (one device) give the CPU-only
-#     run's losses (same options) bit for bit; on two, both devices ran
-#     tasks;
+#     OpenCL: docs/opencl.md), --wire-weights bf16, int8 with bf16
+#     gradients and awp (one device and two), trunc24, rne16, rne24, fp8
+#     and fp16 (one device) give the CPU-only run's losses (same options)
+#     bit for bit; on two, both devices ran tasks;
 #   - models/mlp fp32 with trunc16 weights and bf16 gradients, and a small
 #     models/unet (32x32, depth 2, f 4, 5 SGD steps) fp32 with bf16
 #     weights, on one device and two: each step's loss within
@@ -165,6 +165,13 @@ run two-bf16 "${two[@]}" -- "$mlp" "${amp_bf16[@]}" && same cpu-bf16 two-bf16 &&
 run one-awp "${one[@]}" -- "$mlp" "${awp[@]}" && same cpu-awp one-awp
 run cpu-int8 STARPU_NCPU=2 -- "$mlp" "${amp_int8[@]}"
 run one-int8 "${one[@]}" -- "$mlp" "${amp_int8[@]}" && same cpu-int8 one-int8
+run two-int8 "${two[@]}" -- "$mlp" "${amp_int8[@]}" && same cpu-int8 two-int8 && busy two-int8 2
+run two-awp "${two[@]}" -- "$mlp" "${awp[@]}" && same cpu-awp two-awp && busy two-awp 2
+# the other wire formats of the weights (bf16, int8, trunc16 above), one device
+for f in trunc24 rne16 rne24 fp8 fp16; do
+	run cpu-$f STARPU_NCPU=2 -- "$mlp" "${m[@]}" --precision amp-bf16 --master host --wire-weights $f
+	run one-$f "${one[@]}" -- "$mlp" "${m[@]}" --precision amp-bf16 --master host --wire-weights $f && same cpu-$f one-$f
+done
 
 # losses: fp32 within the envelope
 run cpu-t16 STARPU_NCPU=2 -- "$mlp" "${fp32_t16[@]}"

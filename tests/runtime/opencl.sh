@@ -10,8 +10,10 @@
 #     convolutions': see below) on two POCL devices (POCL_DEVICES="pthread pthread", STARPU_NOPENCL=2): their
 #     tasks spread over both, the data moving between the two device
 #     nodes; they pass as on one (and in one of them at least, both
-#     devices ran tasks: the scheduler decides); left out with
-#     STARNN_TEST_OPENCL_OPS=one-device or off;
+#     devices ran tasks: the scheduler decides); only with
+#     STARNN_TEST_OPENCL_OPS=all (the default, one-device, leaves this
+#     repeat out: the models below, tests/models/unet_opencl.sh and
+#     tests/runtime/device_edge.sh run a training step's operations on two);
 #   - models/mlp (fp32, amp-bf16, amp-fp16; 30 steps, 2 micro-batches)
 #     with one OpenCL worker on POCL's CPU device beside a CPU worker (the
 #     device must run tasks), and with two beside one CPU worker: the losses equal the CPU-only run's bit for
@@ -74,10 +76,9 @@ if [ $pocl = yes ]; then
 	refused toomany "asks for 9 OpenCL worker(s), StarPU started" STARPU_NOPENCL=9 STARPU_OPENCL_ON_CPUS=1 \
 		STARPU_OPENCL_ONLY_ON_CPUS=1
 
-	# STARNN_TEST_OPENCL_OPS=one-device or off (.ci/run's later stages: the
-	# same kernels ran on two devices in its first stage) leaves this repeat out
+	# only with STARNN_TEST_OPENCL_OPS=all (not by default: see the header)
 	both=0
-	ops=${STARNN_TEST_OPENCL_OPS:-all}
+	ops=${STARNN_TEST_OPENCL_OPS:-one-device}
 	case $ops in all | one-device | off) ;; *) fail "STARNN_TEST_OPENCL_OPS='$ops': expected all, one-device or off"; ops=all ;; esac
 	[ "$ops" = all ] || echo "STARNN_TEST_OPENCL_OPS=$ops: the operations' tests on two devices left out"
 	for t in "$top"/tests/codelets/*_opencl; do

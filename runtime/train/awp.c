@@ -93,6 +93,68 @@ int starnn_awp_layer_parse(const char *text, struct starnn_awp_layer *l)
 	return 0;
 }
 
+int starnn_awp_states_format(int n, starnn_awp_layer_at at, void *ctx, char **text)
+{
+	*text = NULL;
+	size_t size = 1, off = 0;
+	for (int i = 0; i < n; i++)
+		size += strlen(at(ctx, i).name) + 64;
+	char *buf = malloc(size);
+	if (!buf)
+		return starnn_error(STARNN_ENOMEM, "awp: out of memory");
+	buf[0] = '\0';
+	for (int i = 0; i < n; i++) {
+		struct starnn_awp_named l = at(ctx, i);
+		char st[64];
+		int rc = starnn_awp_layer_format(l.layer, st, sizeof st);
+		if (rc < 0) {
+			free(buf);
+			return rc;
+		}
+		off += (size_t)snprintf(buf + off, size - off, "%s %s\n", l.name, st);
+	}
+	*text = buf;
+	return 0;
+}
+
+int starnn_awp_states_parse(const char *text, int n, starnn_awp_layer_at at, void *ctx)
+{
+	int *seen = calloc((size_t)(n > 0 ? n : 1), sizeof *seen);
+	if (!seen)
+		return starnn_error(STARNN_ENOMEM, "awp: out of memory");
+	int rc = 0;
+	for (const char *line = text; *line && rc == 0;) {
+		const char *end = strchr(line, '\n');
+		size_t len = end ? (size_t)(end - line) : strlen(line);
+		char *buf = malloc(len + 1);
+		if (!buf) {
+			rc = starnn_error(STARNN_ENOMEM, "awp: out of memory");
+			break;
+		}
+		memcpy(buf, line, len);
+		buf[len] = '\0';
+		char *sp = strchr(buf, ' ');
+		int idx = -1;
+		if (sp) {
+			*sp = '\0';
+			for (int i = 0; i < n; i++)
+				if (strcmp(at(ctx, i).name, buf) == 0)
+					idx = i;
+		}
+		if (idx < 0)
+			rc = starnn_error(STARNN_EINVAL, "adaptive wire state: '%s' is not a parameter of this model", buf);
+		else if ((rc = starnn_awp_layer_parse(sp + 1, at(ctx, idx).layer)) == 0)
+			seen[idx] = 1;
+		free(buf);
+		line = end ? end + 1 : line + len;
+	}
+	for (int i = 0; i < n && rc == 0; i++)
+		if (!seen[i])
+			rc = starnn_error(STARNN_EINVAL, "adaptive wire state: no state for parameter %s", at(ctx, i).name);
+	free(seen);
+	return rc;
+}
+
 const char *const starnn_awp_options[STARNN_AWP_NOPTIONS] = {"--awp-rel-res", "--awp-interval", "--awp-start-bits",
                                                               "--awp-stride", "--awp-rounding"};
 

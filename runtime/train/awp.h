@@ -70,6 +70,19 @@ int starnn_awp_wire_option(const char *option, const char *arg, int *wire);
  * n_ref" with n_ref in %.17g (exact). STARNN_EINVAL for malformed text. */
 int starnn_awp_layer_format(const struct starnn_awp_layer *l, char *buf, size_t size);
 int starnn_awp_layer_parse(const char *text, struct starnn_awp_layer *l);
+/* Many layers' states as text, one line "<name> <state>" per layer (what a
+ * checkpoint keeps: the rank edge's, runtime/train/shard.c, and the device
+ * edge's, runtime/train/params.c), and back: at(ctx, i) names layer i of
+ * n and gives its state. Parsing sets the state of each layer a line names;
+ * a name that is not one of the n, a malformed line or a layer left without
+ * a line is STARNN_EINVAL with a message. *text is malloc'ed. */
+struct starnn_awp_named {
+	const char *name;
+	struct starnn_awp_layer *layer;
+};
+typedef struct starnn_awp_named (*starnn_awp_layer_at)(void *ctx, int i);
+int starnn_awp_states_format(int n, starnn_awp_layer_at at, void *ctx, char **text);
+int starnn_awp_states_parse(const char *text, int n, starnn_awp_layer_at at, void *ctx);
 
 #ifdef __cplusplus
 }

@@ -645,69 +645,28 @@ int starnn_params_edge_begin(starnn_params *ps)
 	return rc;
 }
 
+/* (starnn_awp_states_format / _parse: the edge's layer i) */
+static struct starnn_awp_named edge_layer_at(void *ctx, int i)
+{
+	starnn_params *ps = ctx;
+	return (struct starnn_awp_named){ps->params[i]->name, &ps->params[i]->edge->awp};
+}
+
 int starnn_params_edge_awp_state(const starnn_params *ps, char **text)
 {
-	*text = NULL;
-	size_t size = 1, off = 0;
-	for (int i = 0; i < ps->nparams; i++)
-		size += strlen(ps->params[i]->name) + 64;
-	char *buf = malloc(size);
-	if (!buf)
-		return starnn_error(STARNN_ENOMEM, "params: out of memory");
-	buf[0] = '\0';
-	for (int i = 0; ps->edge_on && i < ps->nparams; i++) {
-		char st[64];
-		int rc = starnn_awp_layer_format(&ps->params[i]->edge->awp, st, sizeof st);
-		if (rc < 0) {
-			free(buf);
-			return rc;
-		}
-		off += (size_t)snprintf(buf + off, size - off, "%s %s\n", ps->params[i]->name, st);
-	}
-	*text = buf;
-	return 0;
+	return starnn_awp_states_format(ps->edge_on ? ps->nparams : 0, edge_layer_at, (void *)ps, text);
 }
 
 int starnn_params_edge_set_awp_state(starnn_params *ps, const char *text)
 {
 	if (!ps->edge_on || ps->cfg.wire_weights != STARNN_WIRE_ADAPTIVE)
 		return starnn_error(STARNN_EINVAL, "params: an adaptive state without --master host and awp weights");
-	int *seen = calloc((size_t)(ps->nparams > 0 ? ps->nparams : 1), sizeof *seen);
-	if (!seen)
-		return starnn_error(STARNN_ENOMEM, "params: out of memory");
-	int rc = 0;
-	for (const char *line = text; *line && rc == 0;) {
-		const char *end = strchr(line, '\n');
-		size_t len = end ? (size_t)(end - line) : strlen(line);
-		char buf[STARNN_PARAM_NAME_MAX + 96];
-		if (len >= sizeof buf) {
-			rc = starnn_error(STARNN_EINVAL, "adaptive wire state: line too long");
-			break;
-		}
-		memcpy(buf, line, len);
-		buf[len] = '\0';
-		char *sp = strchr(buf, ' ');
-		int idx = -1;
-		if (sp) {
-			*sp = '\0';
-			for (int i = 0; i < ps->nparams; i++)
-				if (strcmp(ps->params[i]->name, buf) == 0)
-					idx = i;
-		}
-		struct starnn_param_edge *e = idx >= 0 ? ps->params[idx]->edge : NULL;
-		if (!e)
-			rc = starnn_error(STARNN_EINVAL, "adaptive wire state: '%s' is not a parameter of this model", buf);
-		else if ((rc = starnn_awp_layer_parse(sp + 1, &e->awp)) == 0) {
-			seen[idx] = 1;
-			e->fmt = (int)starnn_awp_format(&ps->cfg.awp, &e->awp);
-		}
-		line = end ? end + 1 : line + len;
+	STARNN_CHECK(starnn_awp_states_parse(text, ps->nparams, edge_layer_at, ps));
+	for (int i = 0; i < ps->nparams; i++) {
+		struct starnn_param_edge *e = ps->params[i]->edge;
+		e->fmt = (int)starnn_awp_format(&ps->cfg.awp, &e->awp);
 	}
-	for (int i = 0; i < ps->nparams && rc == 0; i++)
-		if (!seen[i])
-			rc = starnn_error(STARNN_EINVAL, "adaptive wire state: no state for parameter %s", ps->params[i]->name);
-	free(seen);
-	return rc;
+	return 0;
 }
 
 int starnn_params_update(starnn_params *ps, int64_t step)

@@ -310,27 +310,16 @@ int starnn_dist_checkpoint_end(starnn_params *ps)
 	return 0;
 }
 
+/* (starnn_awp_states_format / _parse: the rank edge's layer i) */
+static struct starnn_awp_named weights_layer_at(void *ctx, int i)
+{
+	(void)ctx;
+	return (struct starnn_awp_named){starnn_params_at(wps, i)->name, &wp[i].awp};
+}
+
 int starnn_dist_weights_state(char **text)
 {
-	*text = NULL;
-	size_t size = 1, off = 0;
-	for (int i = 0; i < nwp; i++)
-		size += strlen(starnn_params_at(wps, i)->name) + 64;
-	char *buf = malloc(size);
-	if (!buf)
-		return starnn_error(STARNN_ENOMEM, "dist: out of memory");
-	buf[0] = '\0';
-	for (int i = 0; i < nwp; i++) {
-		char st[64];
-		int rc = starnn_awp_layer_format(&wp[i].awp, st, sizeof st);
-		if (rc < 0) {
-			free(buf);
-			return rc;
-		}
-		off += (size_t)snprintf(buf + off, size - off, "%s %s\n", starnn_params_at(wps, i)->name, st);
-	}
-	*text = buf;
-	return 0;
+	return starnn_awp_states_format(nwp, weights_layer_at, NULL, text);
 }
 
 int starnn_dist_weights_set_state(const char *text)
@@ -342,43 +331,10 @@ int starnn_dist_weights_set_state(const char *text)
 	}
 	if (wcfg.wire != STARNN_DIST_WIRE_AWP)
 		return 0;
-	int *seen = calloc((size_t)(nwp > 0 ? nwp : 1), sizeof *seen);
-	if (!seen)
-		return starnn_error(STARNN_ENOMEM, "dist: out of memory");
-	int rc = 0;
-	const char *line = text;
-	while (*line && !rc) {
-		const char *end = strchr(line, '\n');
-		size_t len = end ? (size_t)(end - line) : strlen(line);
-		char buf[STARNN_PARAM_NAME_MAX + 96];
-		if (len >= sizeof buf) {
-			rc = starnn_error(STARNN_EINVAL, "adaptive wire state: line too long");
-			break;
-		}
-		memcpy(buf, line, len);
-		buf[len] = '\0';
-		char *sp = strchr(buf, ' ');
-		int idx = -1;
-		if (sp) {
-			*sp = '\0';
-			for (int i = 0; i < nwp; i++)
-				if (strcmp(starnn_params_at(wps, i)->name, buf) == 0)
-					idx = i;
-		}
-		if (idx < 0)
-			rc = starnn_error(STARNN_EINVAL, "adaptive wire state: '%s' is not a parameter of this model", buf);
-		else if ((rc = starnn_awp_layer_parse(sp + 1, &wp[idx].awp)) == 0) {
-			seen[idx] = 1;
-			wp[idx].fmt = (int)starnn_awp_format(&wcfg.awp, &wp[idx].awp);
-		}
-		line = end ? end + 1 : line + len;
-	}
-	for (int i = 0; i < nwp && !rc; i++)
-		if (!seen[i])
-			rc = starnn_error(STARNN_EINVAL, "adaptive wire state: no state for parameter %s",
-			                  starnn_params_at(wps, i)->name);
-	free(seen);
-	return rc;
+	STARNN_CHECK(starnn_awp_states_parse(text, nwp, weights_layer_at, NULL));
+	for (int i = 0; i < nwp; i++)
+		wp[i].fmt = (int)starnn_awp_format(&wcfg.awp, &wp[i].awp);
+	return 0;
 }
 
 static const char *wformat_name(int fmt)

@@ -123,6 +123,47 @@ static void text(void)
 		TEST_ASSERT(starnn_awp_layer_parse(bad[i], &back) == STARNN_EINVAL, "state text '%s' refused", bad[i]);
 }
 
+/* Many layers' states (starnn_awp_states_format / _parse): a round trip
+ * of three named layers, and the texts refused. */
+static struct starnn_awp_layer layers[3];
+static const char *const layer_names[3] = {"enc0/conv1/weight", "enc0/conv1/bias", "head/weight"};
+static struct starnn_awp_named layer_at(void *ctx, int i)
+{
+	(void)ctx;
+	return (struct starnn_awp_named){layer_names[i], &layers[i]};
+}
+
+static void states(void)
+{
+	const struct starnn_awp_layer want[3] = {{.bits = 8, .counter = 0, .seen = 0, .n_ref = 0},
+	                                         {.bits = 16, .counter = 3, .seen = 1, .n_ref = 2.5},
+	                                         {.bits = 32, .counter = 9, .seen = 1, .n_ref = 1.0 / 3}};
+	memcpy(layers, want, sizeof layers);
+	char *txt = NULL;
+	TEST_OK(starnn_awp_states_format(3, layer_at, NULL, &txt));
+	TEST_ASSERT(txt && strncmp(txt, "enc0/conv1/weight 8 0 0 ", 24) == 0 && strchr(txt, '\n'),
+	            "the states as lines '<name> <state>': %s", txt ? txt : "(null)");
+	memset(layers, 0, sizeof layers);
+	TEST_OK(starnn_awp_states_parse(txt, 3, layer_at, NULL));
+	int same = 1;
+	for (int i = 0; i < 3; i++)
+		same &= layers[i].bits == want[i].bits && layers[i].counter == want[i].counter &&
+		        layers[i].seen == want[i].seen && layers[i].n_ref == want[i].n_ref;
+	TEST_ASSERT(same, "three layers' states round-trip exactly");
+	free(txt);
+	const char *bad[] = {
+	    "enc0/conv1/weight 8 0 0 0\nenc0/conv1/bias 16 3 1 2.5\n",                                 /* one missing */
+	    "enc0/conv1/weight 8 0 0 0\nenc0/conv1/bias 16 3 1 2.5\nhead/weight 32 9 1 1\nnope 8 0 0 0\n", /* not a layer */
+	    "enc0/conv1/weight 8 0 0 0\nenc0/conv1/bias 12 3 1 2.5\nhead/weight 32 9 1 1\n",               /* bits 12 */
+	    "enc0/conv1/weight\n",                                                                      /* no state */
+	    ""};
+	for (size_t i = 0; i < sizeof bad / sizeof *bad; i++)
+		TEST_ASSERT(starnn_awp_states_parse(bad[i], 3, layer_at, NULL) == STARNN_EINVAL, "states text %zu refused", i);
+	TEST_OK(starnn_awp_states_format(0, layer_at, NULL, &txt));
+	TEST_ASSERT(txt && !*txt, "no layers: an empty text");
+	free(txt);
+}
+
 static void options(void)
 {
 	struct starnn_awp_config c;
@@ -173,6 +214,7 @@ int main(void)
 	test_init();
 	rule();
 	text();
+	states();
 	options();
 	return test_finish();
 }

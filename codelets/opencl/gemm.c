@@ -6,6 +6,19 @@
 #include "codelets/kernels/gemm.h"
 
 #include <clblast_c.h>
+#include <pthread.h>
+
+/* CLBlast 1.5 (Debian 12's) is not safe to call from two threads at once:
+ * its first call for a device builds the routine's program and fills
+ * process-wide caches (its database, programs, binaries) without a lock
+ * that covers them (CLBlast issue 486, fixed upstream in July 2023 by pull
+ * request 495, after the 1.5 releases). Two OpenCL workers calling it
+ * together crashed in Database::Database (a SEGV copying a half-written
+ * entry) or failed with its -2039 (a std::string exception). Every call
+ * goes through this lock: a call enqueues the product on ctx->queue and
+ * returns (the wait is the launcher's caller's, outside it), so the lock
+ * covers host-side work only. */
+static pthread_mutex_t clblast_lock = PTHREAD_MUTEX_INITIALIZER;
 
 cl_int starnn_gemm_opencl(struct starnn_opencl_ctx *ctx, int transA, int transB, size_t m, size_t n, size_t k,
                           float alpha, cl_mem a, size_t a_off, size_t lda, cl_mem b, size_t b_off, size_t ldb,
@@ -21,9 +34,11 @@ cl_int starnn_gemm_opencl(struct starnn_opencl_ctx *ctx, int transA, int transB,
 	/* CLBlast's kernels do not read C when beta == 0 (its IsZero(beta)
 	 * branches), as BLAS; its status codes are OpenCL's or its own
 	 * (below -1000), which the error message shows as numbers. */
+	pthread_mutex_lock(&clblast_lock);
 	CLBlastStatusCode st = CLBlastSgemm(CLBlastLayoutRowMajor, transA ? CLBlastTransposeYes : CLBlastTransposeNo,
 	                                    transB ? CLBlastTransposeYes : CLBlastTransposeNo, m, n, k, alpha, a, a_off,
 	                                    lda, b, b_off, ldb, beta, c, c_off, ldc, &ctx->queue, NULL);
+	pthread_mutex_unlock(&clblast_lock);
 	if (st != CLBlastSuccess) {
 		ctx->failed_call = "CLBlastSgemm";
 		ctx->failed_kernel = "sgemm (CLBlast)";

@@ -38,13 +38,12 @@ ${t}_SOURCES = tests/codelets/$op.c tests/testlib.h
 if STARNN_CUDA
 check_PROGRAMS += tests/codelets/${op}_cuda
 ${t}_cuda_SOURCES = tests/codelets/$op.c tests/testlib.h
-${t}_cuda_CPPFLAGS = \$(AM_CPPFLAGS) -DSTARNN_TEST_CUDA
 endif
 check_PROGRAMS += tests/codelets/${op}_opencl
-${t}_opencl_CPPFLAGS = \$(AM_CPPFLAGS) -DSTARNN_TEST_OPENCL -DSTARNN_TEST_OP='"$op"'
 AM
     if [ $opencl = 0 ]; then
       echo "${t}_opencl_SOURCES = tests/codelets/opencl_pending.c"
+      echo "${t}_opencl_CPPFLAGS = \$(AM_CPPFLAGS) -DSTARNN_TEST_OP='\"$op\"'"
     else
       cat <<AM
 ${t}_opencl_SOURCES = tests/codelets/$op.c tests/testlib.h

@@ -1,17 +1,21 @@
 /* A small test harness for starnn's tests (header only).
  *
- * A test file is built up to three times: as tests/codelets/NAME (the CPU
- * implementations, the kernels against naive loops, finite differences);
- * in CUDA builds, as tests/codelets/NAME_cuda with STARNN_TEST_CUDA
- * defined: the same codelet checks run on CUDA workers against the CPU
- * kernels, and the program exits 77 (automake's SKIP) without a GPU; and
- * as tests/codelets/NAME_opencl with STARNN_TEST_OPENCL defined (in every
- * build, once the operation has codelets/opencl/NAME.cl: autogen.sh):
- * the codelet checks on an OpenCL worker, which the test asks StarPU for
- * (STARPU_NOPENCL=1 and STARPU_OPENCL_ON_CPUS=1 unless set: POCL's CPU
- * device will do), skipping (77) in a build without OpenCL or where no
- * OpenCL worker starts. TEST_ON_DEVICE is either device build: where a
- * test checks the CPU kernels directly, it does so when !TEST_ON_DEVICE. */
+ * A codelet test file is one object linked up to three times (ops.am): as
+ * tests/codelets/NAME (the CPU implementations, the kernels against naive
+ * loops, finite differences); in CUDA builds, as tests/codelets/NAME_cuda:
+ * the same codelet checks run on CUDA workers against the CPU kernels, and
+ * the program exits 77 (automake's SKIP) without a GPU; and as
+ * tests/codelets/NAME_opencl (in every build, once the operation has
+ * codelets/opencl/NAME.cl: autogen.sh): the codelet checks on an OpenCL
+ * worker, which the test asks StarPU for (STARPU_NOPENCL=1 and
+ * STARPU_OPENCL_ON_CPUS=1 unless set: POCL's CPU device will do), skipping
+ * (77) in a build without OpenCL or where no OpenCL worker starts. The name
+ * a program runs under picks its backend (TEST_BACKEND, from
+ * /proc/self/exe: "_cuda" or "_opencl" at its end); a test compiled with
+ * STARNN_TEST_CUDA or STARNN_TEST_OPENCL defined has that backend whatever
+ * its name (tests/runtime/opencl). TEST_ON_DEVICE is either device backend:
+ * where a test checks the CPU kernels directly, it does so when
+ * !TEST_ON_DEVICE. */
 #ifndef STARNN_TESTLIB_H
 #define STARNN_TESTLIB_H
 
@@ -21,6 +25,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "runtime/base/features.h"
 #include "runtime/base/half.h"
@@ -29,16 +34,42 @@
 static int test_failures;
 static int test_checks;
 
-#ifdef STARNN_TEST_CUDA
-#define TEST_ON_CUDA 1
+enum { TEST_BACKEND_CPU = 0, TEST_BACKEND_CUDA = 1, TEST_BACKEND_OPENCL = 2 };
+#if defined(STARNN_TEST_CUDA)
+#define TEST_BACKEND TEST_BACKEND_CUDA
+#elif defined(STARNN_TEST_OPENCL)
+#define TEST_BACKEND TEST_BACKEND_OPENCL
 #else
-#define TEST_ON_CUDA 0
+#define TEST_BACKEND test_backend_of_name()
+/* The backend the program's name asks for: the file /proc/self/exe names
+ * (libtool runs .libs/NAME or .libs/lt-NAME), by its end. A name that
+ * cannot be read stops the test: a device build run as the CPU one would
+ * pass without checking its device. */
+static int test_backend_of_name(void)
+{
+	static int backend = -1;
+	if (backend < 0) {
+		char path[4096];
+		ssize_t n = readlink("/proc/self/exe", path, sizeof path - 1);
+		if (n <= 0) {
+			fprintf(stderr, "FAIL: cannot read /proc/self/exe: the test's name picks its backend\n");
+			exit(1);
+		}
+		path[n] = '\0';
+		size_t len = (size_t)n;
+		const char *cuda = "_cuda", *opencl = "_opencl";
+		if (len > strlen(cuda) && strcmp(path + len - strlen(cuda), cuda) == 0)
+			backend = TEST_BACKEND_CUDA;
+		else if (len > strlen(opencl) && strcmp(path + len - strlen(opencl), opencl) == 0)
+			backend = TEST_BACKEND_OPENCL;
+		else
+			backend = TEST_BACKEND_CPU;
+	}
+	return backend;
+}
 #endif
-#ifdef STARNN_TEST_OPENCL
-#define TEST_ON_OPENCL 1
-#else
-#define TEST_ON_OPENCL 0
-#endif
+#define TEST_ON_CUDA (TEST_BACKEND == TEST_BACKEND_CUDA)
+#define TEST_ON_OPENCL (TEST_BACKEND == TEST_BACKEND_OPENCL)
 #define TEST_ON_DEVICE (TEST_ON_CUDA || TEST_ON_OPENCL)
 /* The workers of this test's codelet checks, for messages. */
 #define TEST_WORKERS (TEST_ON_CUDA ? "CUDA" : TEST_ON_OPENCL ? "OpenCL" : "CPU")

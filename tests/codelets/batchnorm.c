@@ -1322,7 +1322,7 @@ static void opencl_bits(struct dims dm, int relu, starnn_dtype dt, int nparts)
 	data_free(&t);
 }
 
-#if TEST_ON_OPENCL && defined(STARNN_USE_OPENCL)
+#ifdef STARNN_USE_OPENCL
 /* The launchers on strided views at offsets: StarPU 1.3's asynchronous
  * partitioning gives each part its own buffer on an OpenCL node (offset 0,
  * packed), so a test codelet runs every launcher on whole buffers with the
@@ -1416,6 +1416,8 @@ static void bn_at_cpu(const struct bn_at *a, void *data, float *vec, double *slo
 
 static void opencl_offsets(starnn_dtype dt, size_t n, size_t c, size_t inner, int relu)
 {
+	if (!TEST_ON_OPENCL)
+		return;
 	struct bn_at a = {.dt = dt, .n = n, .n1 = n / 2, .c = c, .inner = inner, .relu = relu, .so = 1,
 	                  .lds = 2 * c + 3};
 	const size_t cols = c * inner, es = sc_es(dt);

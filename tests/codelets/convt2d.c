@@ -1126,7 +1126,7 @@ int main(void)
 		kernels = sets[set];
 		if (!TEST_ON_DEVICE) {
 			TEST_OK(starnn_conv2d_cpu_backend_set(kernels));
-			hc_exact = kernels == STARNN_CONV2D_IM2COL;
+			hc_exact_cpu = kernels == STARNN_CONV2D_IM2COL;
 			printf("CPU kernels: %s\n", KNAME);
 		}
 		if (!TEST_ON_DEVICE) {

@@ -781,7 +781,7 @@ static void tasks_data(starnn_wire_format f)
 	tasks_vs_cpu(f, z, 1, 5, "zeros");
 }
 
-#if TEST_ON_OPENCL && defined(STARNN_USE_OPENCL)
+#ifdef STARNN_USE_OPENCL
 /* The launchers at offsets: StarPU 1.3's asynchronous partitioning gives
  * each part its own buffer on an OpenCL node (offset 0), so a test codelet
  * calls them on whole buffers with the offsets a view at an odd place would
@@ -818,6 +818,8 @@ static struct starpu_codelet wire_at_cl = {.name = "test_wire_at", STARNN_OPENCL
  * values, nothing outside them touched. */
 static void wire_offsets(starnn_wire_format f)
 {
+	if (!TEST_ON_OPENCL)
+		return;
 	struct wire_at a = {.f = f, .rows = 3, .cols = 100, .xoff = 5, .ldx = 113, .woff = 3};
 	size_t n = a.rows * a.cols, bytes = starnn_wire_bytes(f, n), nx = a.xoff + a.rows * a.ldx, nw = a.woff + bytes + 4;
 	float *x = make_data(nx, 1), *y = malloc(nx * 4), *yref = malloc(nx * 4);

@@ -107,10 +107,10 @@ sample() {
 
 # growth NAME LO1 HI1 LO2 HI2 BOUND_KB WHAT: max RSS of the samples with
 # progress in [LO2, HI2] minus that of [LO1, HI1], below BOUND_KB; at least 3
-# samples in each window.
+# samples in each window. The verdict's line goes to $tmp/growth.
 growth() {
 	name=$1
-	if awk -v lo1="$2" -v hi1="$3" -v lo2="$4" -v hi2="$5" -v bound="$6" -v what="$7" -v name="$name" '
+	awk -v lo1="$2" -v hi1="$3" -v lo2="$4" -v hi2="$5" -v bound="$6" -v what="$7" -v name="$name" '
 		$1 >= lo1 && $1 <= hi1 { n1++; if ($2 > a) a = $2 }
 		$1 >= lo2 && $1 <= hi2 { n2++; if ($2 > b) b = $2 }
 		END {
@@ -121,31 +121,51 @@ growth() {
 			printf "%s: max RSS %d kB over %s %d-%d (%d samples), %d kB over %s %d-%d (%d samples): growth %d kB (bound %d kB)\n",
 				name, a, what, lo1, hi1, n1, b, what, lo2, hi2, n2, b - a, bound
 			exit !(b - a < bound)
-		}' "$tmp/$name.rss" > "$tmp/growth"; then
-		ok "$(cat "$tmp/growth")"
-	else
-		fail "$(cat "$tmp/growth")"
+		}' "$tmp/$name.rss" > "$tmp/growth"
+}
+
+# check NAME KIND LO1 HI1 LO2 HI2 BOUND_KB WHAT CMD...: runs CMD (sample) and
+# checks its growth (growth). Over the bound, CMD runs once more, and the
+# part fails only when that run is over the bound too: a leak grows in
+# every run by the same amount, while the rare jump of a run without one
+# does not repeat (a CI run, 7 Dec 2026, machine loaded by the suite's other
+# tests: part 2 at 240 kB, its RSS after the first evaluation 400 kB below
+# that of other runs and level from evaluation 42 on; 0-12 kB in the 6 runs
+# here since, 3 of them beside two busy loops).
+check() {
+	local name=$1 kind=$2 lo1=$3 hi1=$4 lo2=$5 hi2=$6 bound=$7 what=$8 try
+	shift 8
+	for try in 1 2; do
+		sample "$name" "$kind" "$@" || return 1
+		if [ "$name" = eval ]; then
+			n=$(grep -c '"eval":' "$tmp/run.json")
+			[ "$n" = 50 ] || { fail "eval: $n evaluations, 50 expected"; return 1; }
+		fi
+		if growth "$name" "$lo1" "$hi1" "$lo2" "$hi2" "$bound" "$what"; then
+			[ $try = 1 ] && ok "$(cat "$tmp/growth")" || ok "$(cat "$tmp/growth") (the second run)"
+			return 0
+		fi
+		echo "run $try: $(cat "$tmp/growth")"
 		awk 'NR % 10 == 1' "$tmp/$name.rss" | tr '\n' ' '
 		echo
-	fi
+	done
+	fail "$name: over the bound in two runs"
 }
 
 U="--size 16 --depth 2 --filters 4 --batch 2 --micro-batches 2 --samples 64 --quiet --progress off"
 
 # 1. 2000 training steps.
-sample train step "$unet" train $U --steps 2000 --eval-every 0 --log-json "$tmp/run.json" &&
-	growth train 200 400 1800 1999 "$UNET_BOUND_KB" steps
+check train step 200 400 1800 1999 "$UNET_BOUND_KB" steps \
+	"$unet" train $U --steps 2000 --eval-every 0 --log-json "$tmp/run.json"
 
 # 2. 50 evaluations (after steps 1-49 and at the end).
-sample eval eval "$unet" train $U --val-samples 32 --steps 50 --eval-every 1 --log-json "$tmp/run.json" &&
-	{ n=$(grep -c '"eval":' "$tmp/run.json"); [ "$n" = 50 ] || fail "eval: $n evaluations, 50 expected"; } &&
-	growth eval 5 12 41 48 "$EVAL_BOUND_KB" evaluations
+check eval eval 5 12 41 48 "$EVAL_BOUND_KB" evaluations \
+	"$unet" train $U --val-samples 32 --steps 50 --eval-every 1 --log-json "$tmp/run.json"
 
 # 3. models/mlp, 6000 steps (its loss printed every 10: the step waits for
 # it). Its output is a file here, so stdio would buffer it in 4 KiB blocks
 # (70 lines): stdbuf makes it line-buffered.
 linebuf=
 command -v stdbuf > /dev/null && linebuf="stdbuf -oL"
-sample mlp mlp $linebuf "$mlp" --steps 6000 --log-every 10 &&
-	growth mlp 600 1200 5400 5999 "$MLP_BOUND_KB" steps
+check mlp mlp 600 1200 5400 5999 "$MLP_BOUND_KB" steps $linebuf "$mlp" --steps 6000 --log-every 10
 exit $status

@@ -413,7 +413,7 @@ static void usage(FILE *f)
 	        "                     travel as none (default, fp32), awp (adaptive per\n"
 	        "                     layer) or a format of --wire-grads\n"
 	        "  --awp-start-bits N, --awp-stride N, --awp-interval N, --awp-rel-res X,\n"
-	        "  --awp-rounding trunc|rne\n"
+	        "  --awp-rounding trunc|rne, --awp-rule paper|resolution, --awp-res-factor K\n"
 	        "                     the adaptive policy (models/unet --help, README)\n"
 	        "  --train-size N     training samples (default 8192)\n"
 	        "  --val-size N       validation samples (default 1024; rounded down to a\n"

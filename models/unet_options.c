@@ -83,8 +83,13 @@ static void usage(FILE *f)
 	        "  --awp-stride N          awp: bits gained at a time, 8 16 24 (default 8)\n"
 	        "  --awp-interval N        awp: small steps in a row before a layer gains bits\n"
 	        "                          (default 10)\n"
-	        "  --awp-rel-res X         awp: a step is small when its layer's weight norm grew\n"
-	        "                          by at most X relatively (default 8e-5)\n"
+	        "  --awp-rule R            awp: when a step is small: paper (default: its layer's\n"
+	        "                          weight norm grew by at most --awp-rel-res relatively)\n"
+	        "                          or resolution (the step's norm is at most\n"
+	        "                          --awp-res-factor times what the layer's format\n"
+	        "                          resolves of the weights' norm)\n"
+	        "  --awp-rel-res X         awp paper rule: the threshold (default 8e-5)\n"
+	        "  --awp-res-factor K      awp resolution rule: the factor (default 0.25)\n"
 	        "  --awp-rounding R        awp: trunc (the paper's: drop the low bytes) or rne\n"
 	        "  --epochs N              passes over the training data (default 1)\n"
 	        "  --steps N               total steps instead of epochs (a resumed run continues\n"
@@ -338,6 +343,8 @@ int parse_options(int argc, char **argv, struct options *o)
 		{STARNN_TOPT_AWP_START_BITS, "--awp-start-bits", 1 << CMD_TRAIN},
 		{STARNN_TOPT_AWP_STRIDE, "--awp-stride", 1 << CMD_TRAIN},
 		{STARNN_TOPT_AWP_ROUNDING, "--awp-rounding", 1 << CMD_TRAIN},
+		{STARNN_TOPT_AWP_RULE, "--awp-rule", 1 << CMD_TRAIN},
+		{STARNN_TOPT_AWP_RES_FACTOR, "--awp-res-factor", 1 << CMD_TRAIN},
 	};
 	for (size_t i = 0; i < sizeof only / sizeof *only; i++)
 		if (unet_given(o, only[i].id) && !(only[i].allowed & (1 << o->cmd))) {

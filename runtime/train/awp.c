@@ -13,7 +13,7 @@
 void starnn_awp_defaults(struct starnn_awp_config *c)
 {
 	*c = (struct starnn_awp_config){.rel_res = 8e-5, .interval = 10, .start_bits = 8, .stride = 8,
-	                                .family = STARNN_WIRE_LADDER_TRUNC};
+	                                .family = STARNN_WIRE_LADDER_TRUNC, .rule = STARNN_AWP_RULE_PAPER, .res_factor = 0.25};
 }
 
 int starnn_awp_check(const struct starnn_awp_config *c)
@@ -30,12 +30,17 @@ int starnn_awp_check(const struct starnn_awp_config *c)
 		                    c->stride);
 	if (c->family != STARNN_WIRE_LADDER_TRUNC && c->family != STARNN_WIRE_LADDER_RNE)
 		return starnn_error(STARNN_EINVAL, "awp: unknown rounding family %d", (int)c->family);
+	if (c->rule != STARNN_AWP_RULE_PAPER && c->rule != STARNN_AWP_RULE_RESOLUTION)
+		return starnn_error(STARNN_EINVAL, "awp: unknown rule %d", c->rule);
+	if (!(c->res_factor > 0) || !isfinite(c->res_factor))
+		return starnn_error(STARNN_EINVAL, "--awp-res-factor %g: expected a finite value > 0", c->res_factor);
 	return 0;
 }
 
 void starnn_awp_layer_init(const struct starnn_awp_config *c, struct starnn_awp_layer *l)
 {
-	*l = (struct starnn_awp_layer){.bits = c->start_bits, .counter = 0, .seen = 0, .n_ref = 0.0};
+	*l = (struct starnn_awp_layer){.bits = c->start_bits, .counter = 0, .seen = 0, .n_ref = 0.0,
+	                               .step_sq_pending = -1.0};
 }
 
 int starnn_awp_observe(const struct starnn_awp_config *c, struct starnn_awp_layer *l, double n)
@@ -65,6 +70,60 @@ int starnn_awp_observe(const struct starnn_awp_config *c, struct starnn_awp_laye
 	return 0;
 }
 
+double starnn_awp_resolution(starnn_wire_format f)
+{
+	switch (f) {
+	case STARNN_WIRE_INT8: return 1.0 / 254.0;
+	case STARNN_WIRE_FP8: return 1.0 / 16.0;
+	case STARNN_WIRE_TRUNC16: return 0x1p-7;
+	case STARNN_WIRE_RNE16:
+	case STARNN_WIRE_BF16: return 0x1p-8;
+	case STARNN_WIRE_FP16: return 0x1p-11;
+	case STARNN_WIRE_TRUNC24: return 0x1p-15;
+	case STARNN_WIRE_RNE24: return 0x1p-16;
+	default: return 0.0;
+	}
+}
+
+/* Gains stride bits (at most 32); under the resolution rule, also past a
+ * width that resolves no finer than the one the layer had. */
+static void gain_bits(const struct starnn_awp_config *c, struct starnn_awp_layer *l)
+{
+	double before = starnn_awp_resolution(starnn_awp_format(c, l));
+	do
+		l->bits = l->bits + c->stride > 32 ? 32 : l->bits + c->stride;
+	while (c->rule == STARNN_AWP_RULE_RESOLUTION && l->bits < 32 &&
+	       starnn_awp_resolution(starnn_awp_format(c, l)) >= before);
+}
+
+int starnn_awp_observe_step(const struct starnn_awp_config *c, struct starnn_awp_layer *l, double n, double u)
+{
+	if (c->rule == STARNN_AWP_RULE_PAPER)
+		return starnn_awp_observe(c, l, n);
+	if (!isfinite(n) || n < 0 || !isfinite(u) || u < 0)
+		return 0;
+	if (!l->seen) {
+		l->seen = 1;
+		l->n_ref = n;
+		l->counter = 0;
+		return 0;
+	}
+	if (u == 0)
+		return 0; /* no step (skipped): nothing to observe */
+	const double rho = starnn_awp_resolution(starnn_awp_format(c, l));
+	const int large = u > c->res_factor * rho * n;
+	l->counter = large ? 0 : l->counter + 1;
+	l->n_ref = n;
+	if (l->counter >= c->interval) {
+		l->counter = 0;
+		if (l->bits < 32) {
+			gain_bits(c, l);
+			return 1;
+		}
+	}
+	return 0;
+}
+
 starnn_wire_format starnn_awp_format(const struct starnn_awp_config *c, const struct starnn_awp_layer *l)
 {
 	starnn_wire_format f = STARNN_WIRE_FP32; /* bits and family are valid (starnn_awp_check) */
@@ -74,7 +133,10 @@ starnn_wire_format starnn_awp_format(const struct starnn_awp_config *c, const st
 
 int starnn_awp_layer_format(const struct starnn_awp_layer *l, char *buf, size_t size)
 {
-	int w = snprintf(buf, size, "%d %d %d %.17g", l->bits, l->counter, l->seen, l->n_ref);
+	int w = l->step_sq_pending >= 0
+	            ? snprintf(buf, size, "%d %d %d %.17g %.17g", l->bits, l->counter, l->seen, l->n_ref,
+	                       l->step_sq_pending)
+	            : snprintf(buf, size, "%d %d %d %.17g", l->bits, l->counter, l->seen, l->n_ref);
 	if (w < 0 || (size_t)w >= size)
 		return starnn_error(STARNN_EINVAL, "awp: state text too long");
 	return 0;
@@ -82,13 +144,18 @@ int starnn_awp_layer_format(const struct starnn_awp_layer *l, char *buf, size_t 
 
 int starnn_awp_layer_parse(const char *text, struct starnn_awp_layer *l)
 {
-	struct starnn_awp_layer v;
-	int used = 0;
-	if (sscanf(text, "%d %d %d %lg%n", &v.bits, &v.counter, &v.seen, &v.n_ref, &used) != 4 || text[used] != '\0' ||
-	    (v.bits != 8 && v.bits != 16 && v.bits != 24 && v.bits != 32) || v.counter < 0 || (v.seen != 0 && v.seen != 1) ||
-	    !(v.n_ref >= 0) || !isfinite(v.n_ref))
-		return starnn_error(STARNN_EINVAL, "awp: malformed layer state '%s' (expected 'bits counter seen n_ref')",
-		                    text);
+	struct starnn_awp_layer v = {.step_sq_pending = -1.0};
+	int used = 0, more = 0;
+	int ok = sscanf(text, "%d %d %d %lg%n", &v.bits, &v.counter, &v.seen, &v.n_ref, &used) == 4;
+	if (ok && text[used] == ' ' &&
+	    (sscanf(text + used, " %lg%n", &v.step_sq_pending, &more) != 1 || !(v.step_sq_pending >= 0) ||
+	     !isfinite(v.step_sq_pending)))
+		ok = 0;
+	used += more;
+	if (!ok || text[used] != '\0' || (v.bits != 8 && v.bits != 16 && v.bits != 24 && v.bits != 32) || v.counter < 0 ||
+	    (v.seen != 0 && v.seen != 1) || !(v.n_ref >= 0) || !isfinite(v.n_ref))
+		return starnn_error(STARNN_EINVAL,
+		                    "awp: malformed layer state '%s' (expected 'bits counter seen n_ref [step_sq]')", text);
 	*l = v;
 	return 0;
 }
@@ -98,14 +165,14 @@ int starnn_awp_states_format(int n, starnn_awp_layer_at at, void *ctx, char **te
 	*text = NULL;
 	size_t size = 1, off = 0;
 	for (int i = 0; i < n; i++)
-		size += strlen(at(ctx, i).name) + 64;
+		size += strlen(at(ctx, i).name) + 96;
 	char *buf = malloc(size);
 	if (!buf)
 		return starnn_error(STARNN_ENOMEM, "awp: out of memory");
 	buf[0] = '\0';
 	for (int i = 0; i < n; i++) {
 		struct starnn_awp_named l = at(ctx, i);
-		char st[64];
+		char st[96];
 		int rc = starnn_awp_layer_format(l.layer, st, sizeof st);
 		if (rc < 0) {
 			free(buf);
@@ -156,7 +223,8 @@ int starnn_awp_states_parse(const char *text, int n, starnn_awp_layer_at at, voi
 }
 
 const char *const starnn_awp_options[STARNN_AWP_NOPTIONS] = {"--awp-rel-res", "--awp-interval", "--awp-start-bits",
-                                                              "--awp-stride", "--awp-rounding"};
+                                                              "--awp-stride", "--awp-rounding", "--awp-rule",
+                                                              "--awp-res-factor"};
 
 static int parse_long(const char *option, const char *arg, long lo, long hi, long *out)
 {
@@ -179,6 +247,23 @@ int starnn_awp_option(const char *option, const char *arg, struct starnn_awp_con
 		if (errno || end == arg || *end || !(d >= 0) || !isfinite(d))
 			return starnn_error(STARNN_EINVAL, "%s '%s': expected a finite number >= 0 (e.g. 8e-5)", option, arg);
 		c->rel_res = d;
+	} else if (strcmp(option, "--awp-res-factor") == 0) {
+		char *end;
+		errno = 0;
+		double d = strtod(arg, &end);
+		if (errno || end == arg || *end || !(d > 0) || !isfinite(d))
+			return starnn_error(STARNN_EINVAL, "%s '%s': expected a finite number > 0 (e.g. 1)", option, arg);
+		c->res_factor = d;
+	} else if (strcmp(option, "--awp-rule") == 0) {
+		if (strcmp(arg, "paper") == 0)
+			c->rule = STARNN_AWP_RULE_PAPER;
+		else if (strcmp(arg, "resolution") == 0)
+			c->rule = STARNN_AWP_RULE_RESOLUTION;
+		else
+			return starnn_error(STARNN_EINVAL,
+			                    "%s '%s': expected paper (the norm's relative growth against --awp-rel-res) or "
+			                    "resolution (the step against what the format resolves)",
+			                    option, arg);
 	} else if (strcmp(option, "--awp-interval") == 0) {
 		STARNN_CHECK(parse_long(option, arg, 1, 1000000000L, &v));
 		c->interval = (int)v;

@@ -495,10 +495,11 @@ int starnn_dist_allreduce_with(starnn_tensor *t, starnn_dist_add_fn add)
 /* The parameter-owner mode's messages (see the weights section below). */
 
 /* The owner's weights down its tree: w (format f) when compressed, else x
- * (fp32); src is the owner's exact master (x when there is none); norm,
- * when not NULL, is the owner's 1-element norm tensor, sent the same way. */
+ * (fp32); src is the owner's exact master (x when there is none); norm
+ * and step, when not NULL, are the owner's 1-element tensors of the
+ * adaptive rule, sent the same way. */
 int starnn_dist_weights_down(starnn_tensor *x, starnn_tensor *src, starnn_tensor *w, int f, starnn_tensor *norm,
-                             int owner)
+                             starnn_tensor *step, int owner)
 {
 	STARNN_CHECK(coll_begin(STARNN_DIST_WEIGHTS));
 	int rc = coll_ready(dist_rank == owner ? src : x);
@@ -506,6 +507,8 @@ int starnn_dist_weights_down(starnn_tensor *x, starnn_tensor *src, starnn_tensor
 		rc = tree_down(x, src, w, f, coll_seq++, 0, owner);
 	if (!rc && norm)
 		rc = tree_down(norm, norm, NULL, -1, coll_seq++, 0, owner);
+	if (!rc && step)
+		rc = tree_down(step, step, NULL, -1, coll_seq++, 0, owner);
 	coll_end();
 	return rc;
 }
@@ -537,9 +540,9 @@ int starnn_dist_to_rank0(starnn_tensor *t, int from)
 #else /* no StarPU-MPI: one rank */
 
 int starnn_dist_weights_down(starnn_tensor *x, starnn_tensor *src, starnn_tensor *w, int f, starnn_tensor *norm,
-                             int owner)
+                             starnn_tensor *step, int owner)
 {
-	(void)x, (void)src, (void)w, (void)f, (void)norm, (void)owner;
+	(void)x, (void)src, (void)w, (void)f, (void)norm, (void)step, (void)owner;
 	return 0;
 }
 

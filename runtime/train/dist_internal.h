@@ -6,10 +6,11 @@
 #include "runtime/train/params.h"
 
 /* The owner's weights down its tree: w (format f) when compressed, else x
- * (fp32); src is the owner's exact master (x when there is none); norm,
- * when not NULL, is the owner's 1-element norm tensor, sent the same way. */
+ * (fp32); src is the owner's exact master (x when there is none); norm
+ * and step, when not NULL, are the owner's 1-element tensors of the
+ * adaptive rule, sent the same way. */
 int starnn_dist_weights_down(starnn_tensor *x, starnn_tensor *src, starnn_tensor *w, int f, starnn_tensor *norm,
-                             int owner);
+                             starnn_tensor *step, int owner);
 /* The gradient's sum over the ranks into the owner's t only. */
 int starnn_dist_reduce_to(starnn_tensor *t, int wire, int owner);
 /* t of rank `from` into t of rank 0 (a checkpoint's gathering). Every

@@ -118,6 +118,8 @@ static const struct option common[] = {
 	{"awp-start-bits", required_argument, 0, STARNN_TOPT_AWP_START_BITS},
 	{"awp-stride", required_argument, 0, STARNN_TOPT_AWP_STRIDE},
 	{"awp-rounding", required_argument, 0, STARNN_TOPT_AWP_ROUNDING},
+	{"awp-rule", required_argument, 0, STARNN_TOPT_AWP_RULE},
+	{"awp-res-factor", required_argument, 0, STARNN_TOPT_AWP_RES_FACTOR},
 	{"log-json", required_argument, 0, STARNN_TOPT_LOG_JSON},
 	{"log-every", required_argument, 0, STARNN_TOPT_LOG_EVERY},
 	{"progress", required_argument, 0, STARNN_TOPT_PROGRESS},
@@ -224,6 +226,8 @@ int starnn_train_opts_parse(struct starnn_train_opts *o, int id, const char *arg
 	case STARNN_TOPT_AWP_START_BITS:
 	case STARNN_TOPT_AWP_STRIDE:
 	case STARNN_TOPT_AWP_ROUNDING:
+	case STARNN_TOPT_AWP_RULE:
+	case STARNN_TOPT_AWP_RES_FACTOR:
 		return said(o, starnn_awp_option(starnn_awp_options[id - STARNN_TOPT_AWP_REL_RES], arg, &o->awp));
 	case STARNN_TOPT_LOG_JSON: o->log_json = arg; return 0;
 	case STARNN_TOPT_LOG_EVERY: return starnn_parse_int(prog, "--log-every", arg, 1, 1000000000, &o->log_every);
@@ -286,7 +290,7 @@ int starnn_train_opts_check(struct starnn_train_opts *o, int training)
 		                     "masters stay on the host");
 		return -1;
 	}
-	for (int id = STARNN_TOPT_AWP_REL_RES; id <= STARNN_TOPT_AWP_ROUNDING; id++)
+	for (int id = STARNN_TOPT_AWP_REL_RES; id <= STARNN_TOPT_AWP_RES_FACTOR; id++)
 		if (starnn_train_opts_given(o, id) && o->wire_weights != STARNN_WIRE_ADAPTIVE) {
 			starnn_fail(o->prog, "the --awp-* options set the adaptive policy: they need --wire-weights awp");
 			return -1;

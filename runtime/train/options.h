@@ -49,6 +49,8 @@ enum starnn_topt {
 	STARNN_TOPT_AWP_START_BITS,
 	STARNN_TOPT_AWP_STRIDE,
 	STARNN_TOPT_AWP_ROUNDING,
+	STARNN_TOPT_AWP_RULE,
+	STARNN_TOPT_AWP_RES_FACTOR,
 	STARNN_TOPT_LOG_JSON,                  /* --log-json FILE */
 	STARNN_TOPT_LOG_EVERY,                 /* --log-every N */
 	STARNN_TOPT_PROGRESS,                  /* --progress on|off */

@@ -11,6 +11,7 @@
 #include "codelets/amp.h"
 #include "codelets/axpy.h"
 #include "codelets/convert.h"
+#include "codelets/copy.h"
 #include "codelets/fill.h"
 #include "codelets/reduce.h"
 #include "codelets/sgd.h"
@@ -43,6 +44,8 @@ struct starnn_param_edge {
 	int fmt;                                    /* the weights' wire format now */
 	struct starnn_awp_layer awp;                /* adaptive: the layer's state */
 	starnn_tensor *norm;                        /* adaptive: ||master||^2 after the last update */
+	starnn_tensor *prev;                        /* resolution rule: the master of the previous step */
+	starnn_tensor *step;                        /* resolution rule: ||the update's step||^2 */
 	int norm_pending;
 	starnn_tensor *wire[STARNN_WIRE_NFORMATS];  /* the weights' wire in each format used */
 	uint64_t wire_made;                         /* master's version the wire holds (UINT64_MAX: none) */
@@ -174,6 +177,8 @@ static void edge_free(starnn_param *p)
 	free(e->host);
 	free(e->gwire);
 	starnn_tensor_destroy(e->norm);
+	starnn_tensor_destroy(e->step);
+	starnn_tensor_destroy(e->prev);
 	free(e);
 	p->edge = NULL;
 }
@@ -263,6 +268,11 @@ static int edge_tensors(starnn_params *ps, starnn_param *p)
 		char buf[STARNN_NAME_MAX];
 		tensor_name(buf, sizeof buf, p->name, "norm");
 		STARNN_CHECK(starnn_tensor_create(&e->norm, buf, STARNN_FP32, 1, &one));
+		if (starnn_awp_uses_steps(&c->awp)) {
+			tensor_name(buf, sizeof buf, p->name, "step");
+			STARNN_CHECK(starnn_tensor_create(&e->step, buf, STARNN_FP32, 1, &one));
+			STARNN_CHECK(make_like(&e->prev, p->master, STARNN_FP32, p->name, "prev", 1));
+		}
 	} else {
 		e->fmt = wire_format_of(c->wire_weights);
 	}
@@ -620,12 +630,19 @@ static int edge_awp(starnn_params *ps, starnn_param *p)
 	if (!e || ps->cfg.wire_weights != STARNN_WIRE_ADAPTIVE)
 		return 0;
 	if (e->norm_pending) {
-		float sq = 0.0f;
+		float sq = 0.0f, usq = 0.0f;
 		STARNN_CHECK(starnn_tensor_read(e->norm, &sq));
-		if (starnn_awp_observe(&ps->cfg.awp, &e->awp, sqrt((double)sq)))
+		if (e->step)
+			STARNN_CHECK(starnn_tensor_read(e->step, &usq));
+		if (starnn_awp_observe_step(&ps->cfg.awp, &e->awp, sqrt((double)sq), sqrt((double)usq)))
 			e->fmt = (int)starnn_awp_format(&ps->cfg.awp, &e->awp);
 	}
 	STARNN_CHECK(starnn_sumsq(p->master, e->norm, 0.0f));
+	if (e->prev) { /* the previous master minus this one: minus the step */
+		STARNN_CHECK(starnn_axpy(-1.0f, p->master, e->prev));
+		STARNN_CHECK(starnn_sumsq(e->prev, e->step, 0.0f));
+		STARNN_CHECK(starnn_copy(p->master, e->prev));
+	}
 	e->norm_pending = 1;
 	return 0;
 }
@@ -639,6 +656,12 @@ int starnn_params_edge_begin(starnn_params *ps)
 	for (int i = 0; i < ps->nparams && rc == 0; i++) {
 		struct starnn_param_edge *e = ps->params[i]->edge;
 		rc = starnn_sumsq(ps->params[i]->master, e->norm, 0.0f);
+		/* (a fresh run's first observation only sets the reference; a
+		 * resumed one observes the step saved with its state) */
+		if (!rc && e->prev)
+			rc = starnn_copy(ps->params[i]->master, e->prev);
+		if (!rc && e->step)
+			rc = starnn_fill(e->awp.step_sq_pending >= 0 ? (float)e->awp.step_sq_pending : 0.0f, e->step);
 		e->norm_pending = 1;
 	}
 	starnn_set_placement(STARNN_ANYWHERE);
@@ -654,6 +677,15 @@ static struct starnn_awp_named edge_layer_at(void *ctx, int i)
 
 int starnn_params_edge_awp_state(const starnn_params *ps, char **text)
 {
+	/* the resolution rule's pending step goes with the state (a resumed
+	 * run observes it as the uninterrupted one does) */
+	for (int i = 0; ps->edge_on && i < ps->nparams; i++) {
+		struct starnn_param_edge *e = ps->params[i]->edge;
+		float usq = -1.0f;
+		if (e->step && e->norm_pending)
+			STARNN_CHECK(starnn_tensor_read(e->step, &usq));
+		e->awp.step_sq_pending = usq;
+	}
 	return starnn_awp_states_format(ps->edge_on ? ps->nparams : 0, edge_layer_at, (void *)ps, text);
 }
 

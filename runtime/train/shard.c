@@ -9,7 +9,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "codelets/axpy.h"
 #include "codelets/copy.h"
+#include "codelets/fill.h"
 #include "codelets/reduce.h"
 #include "codelets/wire.h"
 #include "runtime/core/launch.h"
@@ -29,6 +31,8 @@ struct wparam {
 	int64_t changed_at;       /* at the update of this step */
 	starnn_tensor *wire;      /* the compressed weights, sized for fmt */
 	starnn_tensor *norm;      /* ||exact||^2 (1 element), adaptive mode only */
+	starnn_tensor *step;      /* resolution rule: ||the update's step||^2 (1 element) */
+	starnn_tensor *prev;      /* resolution rule, on the owner: the exact master of the previous step */
 };
 static struct starnn_dist_weights wcfg = {.shard = 0, .wire = STARNN_DIST_WIRE_NONE};
 static struct wparam *wp;
@@ -64,6 +68,8 @@ static void wparams_free(void)
 	for (int i = 0; i < nwp; i++) {
 		starnn_tensor_destroy(wp[i].wire);
 		starnn_tensor_destroy(wp[i].norm);
+		starnn_tensor_destroy(wp[i].step);
+		starnn_tensor_destroy(wp[i].prev);
 	}
 	free(wp);
 	wp = NULL, nwp = 0, wps = NULL;
@@ -116,7 +122,8 @@ static int publish(starnn_param *p, struct wparam *w)
 	int lossy = w->fmt != STARNN_WIRE_FP32;
 	starnn_tensor *src = p->exact ? p->exact : p->master;
 	if (dist_on)
-		return starnn_dist_weights_down(p->master, src, lossy ? w->wire : NULL, w->fmt, w->norm, w->owner);
+		return starnn_dist_weights_down(p->master, src, lossy ? w->wire : NULL, w->fmt, w->norm, w->step,
+		                                w->owner);
 	if (lossy) {
 		STARNN_CHECK(starnn_compress(src, (starnn_wire_format)w->fmt, w->wire));
 		return starnn_decompress(w->wire, (starnn_wire_format)w->fmt, p->master);
@@ -132,16 +139,25 @@ static int awp_step(starnn_param *p, struct wparam *w)
 	if (wcfg.wire != STARNN_DIST_WIRE_AWP)
 		return 0;
 	if (w->norm_pending) {
-		float sq = 0.0f;
+		float sq = 0.0f, usq = 0.0f;
 		STARNN_CHECK(starnn_tensor_read(w->norm, &sq));
-		if (starnn_awp_observe(&wcfg.awp, &w->awp, sqrt((double)sq))) {
+		if (w->step)
+			STARNN_CHECK(starnn_tensor_read(w->step, &usq));
+		if (starnn_awp_observe_step(&wcfg.awp, &w->awp, sqrt((double)sq), sqrt((double)usq))) {
 			w->fmt = (int)starnn_awp_format(&wcfg.awp, &w->awp);
 			w->changed = 1;
 			w->changed_at = wstep;
 		}
 	}
-	if (dist_rank == w->owner)
-		STARNN_CHECK(starnn_sumsq(p->exact ? p->exact : p->master, w->norm, 0.0f));
+	if (dist_rank == w->owner) {
+		starnn_tensor *x = p->exact ? p->exact : p->master;
+		STARNN_CHECK(starnn_sumsq(x, w->norm, 0.0f));
+		if (w->prev) { /* the previous master minus this one: minus the step */
+			STARNN_CHECK(starnn_axpy(-1.0f, x, w->prev));
+			STARNN_CHECK(starnn_sumsq(w->prev, w->step, 0.0f));
+			STARNN_CHECK(starnn_copy(x, w->prev));
+		}
+	}
 	w->norm_pending = 1;
 	return 0;
 }
@@ -214,6 +230,14 @@ int starnn_dist_attach(starnn_params *ps)
 			char name[STARNN_NAME_MAX];
 			snprintf(name, sizeof name, "%.40s.norm", p->master->name);
 			rc = starnn_tensor_create(&w->norm, name, STARNN_FP32, 1, &one);
+			if (!rc && starnn_awp_uses_steps(&wcfg.awp)) {
+				snprintf(name, sizeof name, "%.40s.step", p->master->name);
+				rc = starnn_tensor_create(&w->step, name, STARNN_FP32, 1, &one);
+				if (!rc && w->owner == dist_rank) {
+					snprintf(name, sizeof name, "%.40s.prev", p->master->name);
+					rc = starnn_tensor_create(&w->prev, name, STARNN_FP32, p->master->ndim, p->master->shape);
+				}
+			}
 		} else if (wcfg.wire >= 0) {
 			w->fmt = wcfg.wire;
 		}
@@ -261,8 +285,17 @@ int starnn_dist_weights_begin(starnn_params *ps, int64_t step)
 			STARNN_CHECK(starnn_tensor_create(&p->exact, name, STARNN_FP32, p->master->ndim, p->master->shape));
 			STARNN_CHECK(starnn_copy(p->master, p->exact));
 		}
-		if (wcfg.wire == STARNN_DIST_WIRE_AWP && dist_rank == w->owner)
-			STARNN_CHECK(starnn_sumsq(p->exact ? p->exact : p->master, w->norm, 0.0f));
+		if (wcfg.wire == STARNN_DIST_WIRE_AWP && dist_rank == w->owner) {
+			starnn_tensor *x = p->exact ? p->exact : p->master;
+			STARNN_CHECK(starnn_sumsq(x, w->norm, 0.0f));
+			/* (a fresh run's first observation only sets the reference; a
+			 * resumed one observes the step saved with its state) */
+			if (w->prev)
+				STARNN_CHECK(starnn_copy(x, w->prev));
+			if (w->step)
+				STARNN_CHECK(starnn_fill(w->awp.step_sq_pending >= 0 ? (float)w->awp.step_sq_pending : 0.0f,
+				                         w->step));
+		}
 		w->norm_pending = wcfg.wire == STARNN_DIST_WIRE_AWP;
 		STARNN_CHECK(publish(p, w));
 	}
@@ -319,6 +352,14 @@ static struct starnn_awp_named weights_layer_at(void *ctx, int i)
 
 int starnn_dist_weights_state(char **text)
 {
+	/* the resolution rule's pending step goes with the state (a resumed
+	 * run observes it as the uninterrupted one does) */
+	for (int i = 0; i < nwp; i++) {
+		float usq = -1.0f;
+		if (wp[i].step && wp[i].norm_pending)
+			STARNN_CHECK(starnn_tensor_read(wp[i].step, &usq));
+		wp[i].awp.step_sq_pending = usq;
+	}
 	return starnn_awp_states_format(nwp, weights_layer_at, NULL, text);
 }
 

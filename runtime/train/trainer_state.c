@@ -11,7 +11,8 @@
  * with --shard-optimizer shard_optimizer and wire_weights; with --master
  * host master ("host") and wire_weights; with
  * --wire-weights awp its settings (awp_rel_res, awp_interval,
- * awp_start_bits, awp_stride, awp_rounding) and each parameter's state
+ * awp_start_bits, awp_stride, awp_rounding, awp_rule, awp_res_factor: a
+ * checkpoint without the last two used the paper's rule) and each parameter's state
  * (awp_state); the precision and the loss-scale state (ckpt_amp_attrs). */
 #include <config.h>
 
@@ -87,16 +88,22 @@ static int read_exchange(starnn_trainer *tr, ckpt_file *f, const char *file)
 	           {"awp_interval", "--awp-interval", STARNN_TOPT_AWP_INTERVAL},
 	           {"awp_start_bits", "--awp-start-bits", STARNN_TOPT_AWP_START_BITS},
 	           {"awp_stride", "--awp-stride", STARNN_TOPT_AWP_STRIDE},
-	           {"awp_rounding", "--awp-rounding", STARNN_TOPT_AWP_ROUNDING}};
+	           {"awp_rounding", "--awp-rounding", STARNN_TOPT_AWP_ROUNDING},
+	           {"awp_rule", "--awp-rule", STARNN_TOPT_AWP_RULE},
+	           {"awp_res_factor", "--awp-res-factor", STARNN_TOPT_AWP_RES_FACTOR}};
 	for (size_t i = 0; i < sizeof awp / sizeof *awp; i++) {
 		if (starnn_train_opts_given(o, awp[i].id))
 			continue;
+		/* (the rule came later: a checkpoint without it used the paper's) */
+		if ((awp[i].id == STARNN_TOPT_AWP_RULE || awp[i].id == STARNN_TOPT_AWP_RES_FACTOR) &&
+		    !ckpt_has_attr(f, awp[i].attr))
+			continue;
 		char text[64];
-		if (awp[i].id == STARNN_TOPT_AWP_REL_RES) {
+		if (awp[i].id == STARNN_TOPT_AWP_REL_RES || awp[i].id == STARNN_TOPT_AWP_RES_FACTOR) {
 			double d;
 			STARNN_CHECK(ckpt_get_double(f, awp[i].attr, &d));
 			snprintf(text, sizeof text, "%.17g", d);
-		} else if (awp[i].id == STARNN_TOPT_AWP_ROUNDING) {
+		} else if (awp[i].id == STARNN_TOPT_AWP_ROUNDING || awp[i].id == STARNN_TOPT_AWP_RULE) {
 			STARNN_CHECK(ckpt_get_string(f, awp[i].attr, text, sizeof text));
 		} else {
 			STARNN_CHECK(ckpt_get_int(f, awp[i].attr, &v));
@@ -320,7 +327,7 @@ static int run_attrs(starnn_trainer *tr, struct ckpt_attr *a, int n, char **awp_
 		{.name = "eps", .type = CKPT_DOUBLE, .d = opt->eps},
 		{.name = "seed", .type = CKPT_INT, .i = (int64_t)o->seed},
 	};
-	if (n + (int)(sizeof run / sizeof *run) + 8 + CKPT_AMP_MAX_ATTRS > MAX_ATTRS)
+	if (n + (int)(sizeof run / sizeof *run) + 12 + CKPT_AMP_MAX_ATTRS > MAX_ATTRS)
 		return starnn_error(STARNN_EINVAL, "checkpoint: too many attributes for the table");
 	for (size_t i = 0; i < sizeof run / sizeof *run; i++)
 		a[n++] = run[i];
@@ -344,6 +351,9 @@ static int run_attrs(starnn_trainer *tr, struct ckpt_attr *a, int n, char **awp_
 		a[n++] = (struct ckpt_attr){.name = "awp_stride", .type = CKPT_INT, .i = o->awp.stride};
 		a[n++] = (struct ckpt_attr){.name = "awp_rounding", .type = CKPT_STRING,
 		                            .s = o->awp.family == STARNN_WIRE_LADDER_RNE ? "rne" : "trunc"};
+		a[n++] = (struct ckpt_attr){.name = "awp_rule", .type = CKPT_STRING,
+		                            .s = o->awp.rule == STARNN_AWP_RULE_RESOLUTION ? "resolution" : "paper"};
+		a[n++] = (struct ckpt_attr){.name = "awp_res_factor", .type = CKPT_DOUBLE, .d = o->awp.res_factor};
 	}
 	const struct starnn_params_config *pc = starnn_params_get_config(tr->ps);
 	struct ckpt_amp amp = {.compute = pc->compute, .loss_scaling = (int)pc->loss_scaling};

@@ -13,6 +13,7 @@
 #     uninterrupted 30 steps: losses, format log and final checkpoint;
 #   - each rank keeps the optimizer state of its share only: lower peak
 #     memory than the plain all-reduce;
+#   - --awp-rule resolution: 2 ranks = 1 rank, resumed = uninterrupted;
 #   - usage errors: --wire-weights without --shard-optimizer, --awp-*
 #     without awp.
 # Skips (77) without StarPU-MPI or without mpirun.
@@ -89,6 +90,27 @@ fi
 if ! cmp -s <(grep wire_weights "$tmp/a2.jsonl" | awk -F'[:,]' '$2 > 14') \
 	<(grep wire_weights "$tmp/r.jsonl" | awk -F'[:,]' '$2 > 14'); then
 	echo "FAIL: the resumed run's format changes after step 14 differ"; status=1
+fi
+
+# The resolution rule (runtime/train/awp.h): the owner's step norms go with
+# the weights; 2 ranks = 1 rank, and resumed at step 20 = uninterrupted:
+# a layer changes format at step 21 on the observation pending at the save
+# (a resumed run that did not restore it from the checkpoint differs).
+A="--shard-optimizer --wire-weights awp --awp-rule resolution --awp-interval 3 --awp-res-factor 1"
+"$unet" $U --steps 30 --micro-batches 2 $A --log-json "$tmp/s1.jsonl" > "$tmp/s1.txt" 2>&1 ||
+	{ echo "FAIL: one rank with the resolution rule exited $?"; cat "$tmp/s1.txt"; exit 1; }
+run2 $U --steps 30 --micro-batches 1 $A --log-json s2.jsonl
+run2 $U --steps 20 --micro-batches 1 $A --log-json sr.jsonl --checkpoint sr.h5
+run2 train --resume sr.h5 --steps 30 --log-json sr.jsonl --quiet
+losses "$tmp/s1.jsonl" > "$tmp/s1.l"; losses "$tmp/s2.jsonl" > "$tmp/s2.l"; losses "$tmp/sr.jsonl" > "$tmp/sr.l"
+same "--awp-rule resolution: 2 ranks = one rank" "$tmp/s1.l" "$tmp/s2.l"
+same "--awp-rule resolution: resumed at step 20 = uninterrupted" "$tmp/s2.l" "$tmp/sr.l"
+late=$(grep wire_weights "$tmp/s2.jsonl" | awk -F'[:,]' '$2 > 20' | wc -l)
+if [ "$late" -lt 1 ] || ! cmp -s <(grep wire_weights "$tmp/s2.jsonl" | awk -F'[:,]' '$2 > 20') \
+	<(grep wire_weights "$tmp/sr.jsonl" | awk -F'[:,]' '$2 > 20'); then
+	echo "FAIL: the resolution rule's format changes after step 20: $late, or the resumed run's differ"; status=1
+else
+	echo "ok: the resolution rule's $late format change(s) after step 20, the same in the resumed run"
 fi
 
 # Usage errors.

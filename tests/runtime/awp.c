@@ -110,15 +110,100 @@ static void rule(void)
 	}
 }
 
+/* The resolution rule (awp.h), worked by hand: (norm, step) pairs. */
+static void resolution_rule(void)
+{
+	struct starnn_awp_config c;
+	starnn_awp_defaults(&c);
+	TEST_ASSERT(c.rule == STARNN_AWP_RULE_PAPER && c.res_factor == 0.25, "defaults: the paper's rule, factor 0.25");
+	c.rule = STARNN_AWP_RULE_RESOLUTION;
+	c.res_factor = 1.0;
+	c.interval = 3;
+	c.family = STARNN_WIRE_LADDER_RNE;
+	TEST_OK(starnn_awp_check(&c));
+	TEST_ASSERT(starnn_awp_uses_steps(&c), "the resolution rule reads the steps");
+	TEST_ASSERT(starnn_awp_resolution(STARNN_WIRE_INT8) == 1.0 / 254 &&
+	                starnn_awp_resolution(STARNN_WIRE_RNE16) == 0x1p-8 &&
+	                starnn_awp_resolution(STARNN_WIRE_TRUNC16) == 0x1p-7 &&
+	                starnn_awp_resolution(STARNN_WIRE_RNE24) == 0x1p-16 && starnn_awp_resolution(STARNN_WIRE_FP32) == 0,
+	            "resolutions: int8 1/254, rne16 2^-8, trunc16 2^-7, rne24 2^-16, fp32 0");
+	/* norm 10: the threshold is 10/254 = 0.03937 at 8 bits, 10 * 2^-8 =
+	 * 0.0390625 at 16, 10 * 2^-16 = 1.53e-4 at 24 */
+	static const double obs[][2] = {
+		{10, 0},      /* 0: the reference */
+		{10, 0.03},   /* 1: small (1) */
+		{10, 0.05},   /* 2: large (0) */
+		{10, 0.039},  /* 3: small (1) */
+		{10, 0.039},  /* 4: small (2) */
+		{10, 0},      /* 5: no step: not observed (2) */
+		{10, 0.0393}, /* 6: small (3): 8 -> 16 */
+		{10, 0.0393}, /* 7: large at 16 bits (0) */
+		{10, 0.01},   {10, 0.01}, {10, 0.01}, /* 8-10: small: 16 -> 24 at 10 */
+		{10, 1e-4},   {10, 1e-4}, {10, 1e-4}, /* 11-13: small: 24 -> 32 at 13 */
+		{10, 1e-4},   {10, 1e-4}, {10, 1e-4}, /* 14-16: 32 stays */
+	};
+	static const int want[] = {8, 8, 8, 8, 8, 8, 16, 16, 16, 16, 24, 24, 24, 32, 32, 32, 32};
+	struct starnn_awp_layer l;
+	starnn_awp_layer_init(&c, &l);
+	for (int i = 0; i < (int)(sizeof want / sizeof *want); i++) {
+		int before = l.bits;
+		int gained = starnn_awp_observe_step(&c, &l, obs[i][0], obs[i][1]);
+		TEST_ASSERT(gained == (l.bits != before) && l.bits == want[i],
+		            "resolution rule, observation %d: %d bits (gained %d), expected %d", i, l.bits, gained, want[i]);
+	}
+	/* the trunc ladder: trunc16 resolves no finer than int8, so 8 -> 24 */
+	c.family = STARNN_WIRE_LADDER_TRUNC;
+	c.interval = 1;
+	starnn_awp_layer_init(&c, &l);
+	starnn_awp_observe_step(&c, &l, 1, 0);
+	TEST_ASSERT(starnn_awp_observe_step(&c, &l, 1, 1e-3) == 1 && l.bits == 24 &&
+	                starnn_awp_format(&c, &l) == STARNN_WIRE_TRUNC24,
+	            "trunc ladder: int8 goes to trunc24 past trunc16 (%d bits)", l.bits);
+	/* the factor scales the threshold; zero weights with a step, NaN */
+	c.family = STARNN_WIRE_LADDER_RNE;
+	c.res_factor = 0.5;
+	starnn_awp_layer_init(&c, &l);
+	starnn_awp_observe_step(&c, &l, 10, 0);
+	TEST_ASSERT(starnn_awp_observe_step(&c, &l, 10, 0.03) == 0 && l.counter == 0,
+	            "factor 0.5: a step of 0.03 against 0.0197 is large");
+	TEST_ASSERT(starnn_awp_observe_step(&c, &l, 10, 0.019) == 1 && l.bits == 16, "factor 0.5: 0.019 is small");
+	starnn_awp_layer_init(&c, &l);
+	starnn_awp_observe_step(&c, &l, 0, 0);
+	TEST_ASSERT(starnn_awp_observe_step(&c, &l, 0, 1e-30) == 0 && l.counter == 0,
+	            "zero weights that moved: a large step");
+	TEST_ASSERT(starnn_awp_observe_step(&c, &l, 1, NAN) == 0 && l.n_ref == 0, "a NaN step is not observed");
+	/* the paper's rule ignores the step */
+	struct starnn_awp_config p;
+	starnn_awp_defaults(&p);
+	struct starnn_awp_layer a, b;
+	starnn_awp_layer_init(&p, &a);
+	starnn_awp_layer_init(&p, &b);
+	for (int i = 0; i < 25; i++) {
+		starnn_awp_observe(&p, &a, 1.0);
+		starnn_awp_observe_step(&p, &b, 1.0, 1e9);
+	}
+	TEST_ASSERT(a.bits == b.bits && a.counter == b.counter && a.bits == 24,
+	            "the paper's rule through observe_step: as observe (%d bits)", b.bits);
+}
+
 static void text(void)
 {
-	struct starnn_awp_layer l = {.bits = 24, .counter = 7, .seen = 1, .n_ref = 0.1 + 1e-17}, back;
-	char buf[64];
+	struct starnn_awp_layer l = {.bits = 24, .counter = 7, .seen = 1, .n_ref = 0.1 + 1e-17, .step_sq_pending = -1},
+	                        back;
+	char buf[96];
 	TEST_OK(starnn_awp_layer_format(&l, buf, sizeof buf));
 	TEST_OK(starnn_awp_layer_parse(buf, &back));
 	TEST_ASSERT(back.bits == l.bits && back.counter == l.counter && back.seen == l.seen && back.n_ref == l.n_ref,
 	            "state text '%s' round-trips exactly", buf);
-	const char *bad[] = {"", "24 7 1", "12 0 0 1.0", "8 -1 0 1", "8 0 2 1", "8 0 1 nan", "8 0 1 -1", "8 0 1 1 x"};
+	TEST_ASSERT(back.step_sq_pending == -1, "no pending step: -1");
+	l.step_sq_pending = 0.25 + 1e-16;
+	TEST_OK(starnn_awp_layer_format(&l, buf, sizeof buf));
+	TEST_OK(starnn_awp_layer_parse(buf, &back));
+	TEST_ASSERT(back.step_sq_pending == l.step_sq_pending && back.n_ref == l.n_ref,
+	            "state text with a pending step '%s' round-trips exactly", buf);
+	const char *bad[] = {"",          "24 7 1",      "12 0 0 1.0",  "8 -1 0 1",   "8 0 2 1",
+	                     "8 0 1 nan", "8 0 1 -1",    "8 0 1 1 x",   "8 0 1 1 -1", "8 0 1 1 nan",
+	                     "8 0 1 1 2 3"};
 	for (size_t i = 0; i < sizeof bad / sizeof *bad; i++)
 		TEST_ASSERT(starnn_awp_layer_parse(bad[i], &back) == STARNN_EINVAL, "state text '%s' refused", bad[i]);
 }
@@ -176,12 +261,18 @@ static void options(void)
 	TEST_ASSERT(c.rel_res == 1e-4 && c.interval == 25 && c.start_bits == 16 && c.stride == 16 &&
 	                c.family == STARNN_WIRE_LADDER_RNE,
 	            "options set the configuration");
+	TEST_OK(starnn_awp_option("--awp-rule", "resolution", &c));
+	TEST_OK(starnn_awp_option("--awp-res-factor", "0.5", &c));
+	TEST_ASSERT(c.rule == STARNN_AWP_RULE_RESOLUTION && c.res_factor == 0.5, "--awp-rule, --awp-res-factor");
+	TEST_OK(starnn_awp_option("--awp-rule", "paper", &c));
+	TEST_ASSERT(c.rule == STARNN_AWP_RULE_PAPER, "--awp-rule paper");
 	struct {
 		const char *opt, *arg;
 	} bad[] = {{"--awp-rel-res", "-1"},   {"--awp-rel-res", "inf"},   {"--awp-rel-res", "x"},
 	           {"--awp-interval", "0"},   {"--awp-interval", "2.5"},  {"--awp-start-bits", "12"},
 	           {"--awp-start-bits", "0"}, {"--awp-stride", "32"},     {"--awp-stride", "4"},
-	           {"--awp-rounding", "up"},  {"--awp-unknown", "1"}};
+	           {"--awp-rounding", "up"},  {"--awp-unknown", "1"},     {"--awp-rule", "norm"},
+	           {"--awp-res-factor", "0"}, {"--awp-res-factor", "-1"}, {"--awp-res-factor", "inf"}};
 	for (size_t i = 0; i < sizeof bad / sizeof *bad; i++)
 		TEST_ASSERT(starnn_awp_option(bad[i].opt, bad[i].arg, &c) == STARNN_EINVAL &&
 		                strstr(starnn_last_error(), bad[i].opt),
@@ -213,6 +304,7 @@ int main(void)
 {
 	test_init();
 	rule();
+	resolution_rule();
 	text();
 	states();
 	options();

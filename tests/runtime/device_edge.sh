@@ -9,10 +9,10 @@
 #     (the same values through one more copy; the unet's to the 9 digits
 #     of its log), and the edge line names main memory; --resume of an awp run
 #     gives the uninterrupted run's losses bit for bit (the layers' states
-#     in the checkpoint);
+#     in the checkpoint), with the paper's rule and the resolution rule;
 #   - models/mlp, amp-bf16 (every kernel of it is the CPU's bits on
 #     OpenCL: docs/opencl.md), --wire-weights bf16, int8 with bf16
-#     gradients and awp (one device and two), trunc24, rne16, rne24, fp8
+#     gradients and awp (one device and two; the resolution rule on one), trunc24, rne16, rne24, fp8
 #     and fp16 (one device; fp16 alone in a sanitizer build) give the
 #     CPU-only run's losses (same options)
 #     bit for bit; on two, both devices ran tasks;
@@ -149,6 +149,20 @@ same cpu-awp cpu-awp-resumed
 grep '^edge' "$tmp/cpu-awp.out" "$tmp/cpu-resume.out" | sed 's/^[^:]*://'
 grep -q '^edge.*weights as fp32 x6' "$tmp/cpu-resume.out" ||
 	fail "the resumed awp run did not end with every layer at fp32: $(grep '^edge' "$tmp/cpu-resume.out")"
+# the same with the resolution rule, whose observation pending at the save
+# (the step of step 6) goes into the checkpoint; one layer gains bits
+# before step 6 (int8 -> trunc24), one after it
+awpr=(--steps 12 --micro-batches 2 --log-every 1 --seed 5 --precision amp-bf16 --master host --wire-weights awp
+	--awp-rule resolution --awp-interval 2 --awp-res-factor 4)
+run cpu-awpr STARPU_NCPU=2 -- "$mlp" "${awpr[@]}"
+run cpu-awpr6 STARPU_NCPU=2 -- "$mlp" "${awpr[@]}" --steps 6 --checkpoint "$tmp/awpr.h5"
+run cpu-resumer STARPU_NCPU=2 -- "$mlp" --resume "$tmp/awpr.h5" --steps 12 --log-every 1
+cat "$tmp/cpu-awpr6.loss" "$tmp/cpu-resumer.loss" > "$tmp/cpu-awpr-resumed.loss"
+same cpu-awpr cpu-awpr-resumed
+grep '^edge' "$tmp/cpu-awpr6.out" "$tmp/cpu-resumer.out" | sed 's/^[^:]*://'
+grep -q '^edge.*weights as trunc24 x1, int8 x5' "$tmp/cpu-awpr6.out" &&
+	grep -q '^edge.*weights as trunc24 x2, int8 x4' "$tmp/cpu-resumer.out" ||
+	fail "the resolution rule's layers: not 1 then 2 at trunc24: $(grep -h '^edge' "$tmp/cpu-awpr6.out" "$tmp/cpu-resumer.out")"
 
 grep -q '^  OpenCL kernels: yes' "$top/config.summary" 2>/dev/null || { echo "SKIP: built without OpenCL"; exit $((status ? 1 : 77)); }
 if ! out=$(env STARPU_HOME="$tmp/home-probe" STARPU_NOPENCL=1 STARPU_OPENCL_ON_CPUS=1 STARPU_OPENCL_ONLY_ON_CPUS=1 \
@@ -168,6 +182,7 @@ run cpu-int8 STARPU_NCPU=2 -- "$mlp" "${amp_int8[@]}"
 run one-int8 "${one[@]}" -- "$mlp" "${amp_int8[@]}" && same cpu-int8 one-int8
 run two-int8 "${two[@]}" -- "$mlp" "${amp_int8[@]}" && same cpu-int8 two-int8 && busy two-int8 2
 run two-awp "${two[@]}" -- "$mlp" "${awp[@]}" && same cpu-awp two-awp && busy two-awp 2
+run one-awpr "${one[@]}" -- "$mlp" "${awpr[@]}" && same cpu-awpr one-awpr
 # the other wire formats of the weights (bf16, int8, trunc16 above), one
 # device; in a sanitizer build only fp16 (their kernels run under the
 # sanitizers in tests/codelets/wire and wire_opencl, and the edge's path is

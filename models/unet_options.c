@@ -89,7 +89,7 @@ static void usage(FILE *f)
 	        "                          --awp-res-factor times what the layer's format\n"
 	        "                          resolves of the weights' norm)\n"
 	        "  --awp-rel-res X         awp paper rule: the threshold (default 8e-5)\n"
-	        "  --awp-res-factor K      awp resolution rule: the factor (default 0.25)\n"
+	        "  --awp-res-factor K      awp resolution rule: the factor (default 0.0625)\n"
 	        "  --awp-rounding R        awp: trunc (the paper's: drop the low bytes) or rne\n"
 	        "  --epochs N              passes over the training data (default 1)\n"
 	        "  --steps N               total steps instead of epochs (a resumed run continues\n"

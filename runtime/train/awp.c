@@ -13,7 +13,7 @@
 void starnn_awp_defaults(struct starnn_awp_config *c)
 {
 	*c = (struct starnn_awp_config){.rel_res = 8e-5, .interval = 10, .start_bits = 8, .stride = 8,
-	                                .family = STARNN_WIRE_LADDER_TRUNC, .rule = STARNN_AWP_RULE_PAPER, .res_factor = 0.25};
+	                                .family = STARNN_WIRE_LADDER_TRUNC, .rule = STARNN_AWP_RULE_PAPER, .res_factor = 0.0625};
 }
 
 int starnn_awp_check(const struct starnn_awp_config *c)

@@ -20,7 +20,7 @@
  * A second rule, --awp-rule resolution (ours, not the paper's), looks at
  * the update itself: u = ||w_t - w_{t-1}||_2, the layer's step, against
  * what the layer's current wire format resolves:
- *   a step is small when u <= K rho(format) n  (K: --awp-res-factor, 0.25),
+ *   a step is small when u <= K rho(format) n  (K: --awp-res-factor, 1/16),
  * rho being the format's rounding error relative to the values it rounds
  * (starnn_awp_resolution: int8 1/254 of its block's largest value, rne16
  * 2^-8, trunc16 2^-7, rne24 2^-16, trunc24 2^-15). A layer whose steps stay
@@ -48,7 +48,7 @@ struct starnn_awp_config {
 	int stride;                /* --awp-stride: 8, 16 or 24 (default 8) */
 	starnn_wire_family family; /* --awp-rounding trunc (the paper's) | rne */
 	int rule;                  /* --awp-rule: STARNN_AWP_RULE_PAPER (default) | _RESOLUTION */
-	double res_factor;         /* --awp-res-factor K of the resolution rule (default 0.25) */
+	double res_factor;         /* --awp-res-factor K of the resolution rule (default 1/16) */
 };
 #define STARNN_AWP_RULE_PAPER 0
 #define STARNN_AWP_RULE_RESOLUTION 1

@@ -115,7 +115,7 @@ static void resolution_rule(void)
 {
 	struct starnn_awp_config c;
 	starnn_awp_defaults(&c);
-	TEST_ASSERT(c.rule == STARNN_AWP_RULE_PAPER && c.res_factor == 0.25, "defaults: the paper's rule, factor 0.25");
+	TEST_ASSERT(c.rule == STARNN_AWP_RULE_PAPER && c.res_factor == 0.0625, "defaults: the paper's rule, factor 1/16");
 	c.rule = STARNN_AWP_RULE_RESOLUTION;
 	c.res_factor = 1.0;
 	c.interval = 3;

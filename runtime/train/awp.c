@@ -43,32 +43,6 @@ void starnn_awp_layer_init(const struct starnn_awp_config *c, struct starnn_awp_
 	                               .step_sq_pending = -1.0};
 }
 
-int starnn_awp_observe(const struct starnn_awp_config *c, struct starnn_awp_layer *l, double n)
-{
-	if (!isfinite(n) || n < 0)
-		return 0;
-	if (!l->seen) {
-		l->seen = 1;
-		l->n_ref = n;
-		l->counter = 0;
-		return 0;
-	}
-	int large;
-	if (l->n_ref > 0)
-		large = (n - l->n_ref) / l->n_ref > c->rel_res;
-	else
-		large = n > 0;
-	l->counter = large ? 0 : l->counter + 1;
-	l->n_ref = n;
-	if (l->counter >= c->interval && l->bits < 32) {
-		l->bits = l->bits + c->stride > 32 ? 32 : l->bits + c->stride;
-		l->counter = 0;
-		return 1;
-	}
-	if (l->counter >= c->interval)
-		l->counter = 0;
-	return 0;
-}
 
 double starnn_awp_resolution(starnn_wire_format f)
 {
@@ -87,20 +61,20 @@ double starnn_awp_resolution(starnn_wire_format f)
 
 /* Gains stride bits (at most 32); under the resolution rule, also past a
  * width that resolves no finer than the one the layer had. */
-static void gain_bits(const struct starnn_awp_config *c, struct starnn_awp_layer *l)
+static void gain_bits(const struct starnn_awp_config *c, int rule, struct starnn_awp_layer *l)
 {
 	double before = starnn_awp_resolution(starnn_awp_format(c, l));
 	do
 		l->bits = l->bits + c->stride > 32 ? 32 : l->bits + c->stride;
-	while (c->rule == STARNN_AWP_RULE_RESOLUTION && l->bits < 32 &&
+	while (rule == STARNN_AWP_RULE_RESOLUTION && l->bits < 32 &&
 	       starnn_awp_resolution(starnn_awp_format(c, l)) >= before);
 }
 
-int starnn_awp_observe_step(const struct starnn_awp_config *c, struct starnn_awp_layer *l, double n, double u)
+/* One observation by `rule` (u: the step, the resolution rule's only). */
+static int observe(const struct starnn_awp_config *c, int rule, struct starnn_awp_layer *l, double n, double u)
 {
-	if (c->rule == STARNN_AWP_RULE_PAPER)
-		return starnn_awp_observe(c, l, n);
-	if (!isfinite(n) || n < 0 || !isfinite(u) || u < 0)
+	const int resolution = rule == STARNN_AWP_RULE_RESOLUTION;
+	if (!isfinite(n) || n < 0 || (resolution && (!isfinite(u) || u < 0)))
 		return 0;
 	if (!l->seen) {
 		l->seen = 1;
@@ -108,20 +82,33 @@ int starnn_awp_observe_step(const struct starnn_awp_config *c, struct starnn_awp
 		l->counter = 0;
 		return 0;
 	}
-	if (u == 0)
-		return 0; /* no step (skipped): nothing to observe */
-	const double rho = starnn_awp_resolution(starnn_awp_format(c, l));
-	const int large = u > c->res_factor * rho * n;
+	int large;
+	if (resolution) {
+		if (u == 0)
+			return 0; /* no step (skipped): nothing to observe */
+		large = u > c->res_factor * starnn_awp_resolution(starnn_awp_format(c, l)) * n;
+	} else {
+		large = l->n_ref > 0 ? (n - l->n_ref) / l->n_ref > c->rel_res : n > 0;
+	}
 	l->counter = large ? 0 : l->counter + 1;
 	l->n_ref = n;
-	if (l->counter >= c->interval) {
-		l->counter = 0;
-		if (l->bits < 32) {
-			gain_bits(c, l);
-			return 1;
-		}
-	}
-	return 0;
+	if (l->counter < c->interval)
+		return 0;
+	l->counter = 0;
+	if (l->bits >= 32)
+		return 0;
+	gain_bits(c, rule, l);
+	return 1;
+}
+
+int starnn_awp_observe(const struct starnn_awp_config *c, struct starnn_awp_layer *l, double n)
+{
+	return observe(c, STARNN_AWP_RULE_PAPER, l, n, 0.0);
+}
+
+int starnn_awp_observe_step(const struct starnn_awp_config *c, struct starnn_awp_layer *l, double n, double u)
+{
+	return observe(c, c->rule, l, n, u);
 }
 
 starnn_wire_format starnn_awp_format(const struct starnn_awp_config *c, const struct starnn_awp_layer *l)
@@ -237,33 +224,43 @@ static int parse_long(const char *option, const char *arg, long lo, long hi, lon
 	return 0;
 }
 
+/* A finite number >= 0 (> 0 when positive) */
+static int parse_number(const char *option, const char *arg, int positive, const char *example, double *out)
+{
+	char *end;
+	errno = 0;
+	double d = strtod(arg, &end);
+	if (errno || end == arg || *end || !(positive ? d > 0 : d >= 0) || !isfinite(d))
+		return starnn_error(STARNN_EINVAL, "%s '%s': expected a finite number %s 0 (e.g. %s)", option, arg,
+		                    positive ? ">" : ">=", example);
+	*out = d;
+	return 0;
+}
+
+/* arg is a (*second = 0) or b (*second = 1) */
+static int parse_choice(const char *option, const char *arg, const char *a, const char *b, const char *expected,
+                        int *second)
+{
+	if (strcmp(arg, a) != 0 && strcmp(arg, b) != 0)
+		return starnn_error(STARNN_EINVAL, "%s '%s': expected %s", option, arg, expected);
+	*second = strcmp(arg, b) == 0;
+	return 0;
+}
+
 int starnn_awp_option(const char *option, const char *arg, struct starnn_awp_config *c)
 {
 	long v = 0;
 	if (strcmp(option, "--awp-rel-res") == 0) {
-		char *end;
-		errno = 0;
-		double d = strtod(arg, &end);
-		if (errno || end == arg || *end || !(d >= 0) || !isfinite(d))
-			return starnn_error(STARNN_EINVAL, "%s '%s': expected a finite number >= 0 (e.g. 8e-5)", option, arg);
-		c->rel_res = d;
+		STARNN_CHECK(parse_number(option, arg, 0, "8e-5", &c->rel_res));
 	} else if (strcmp(option, "--awp-res-factor") == 0) {
-		char *end;
-		errno = 0;
-		double d = strtod(arg, &end);
-		if (errno || end == arg || *end || !(d > 0) || !isfinite(d))
-			return starnn_error(STARNN_EINVAL, "%s '%s': expected a finite number > 0 (e.g. 1)", option, arg);
-		c->res_factor = d;
+		STARNN_CHECK(parse_number(option, arg, 1, "0.0625", &c->res_factor));
 	} else if (strcmp(option, "--awp-rule") == 0) {
-		if (strcmp(arg, "paper") == 0)
-			c->rule = STARNN_AWP_RULE_PAPER;
-		else if (strcmp(arg, "resolution") == 0)
-			c->rule = STARNN_AWP_RULE_RESOLUTION;
-		else
-			return starnn_error(STARNN_EINVAL,
-			                    "%s '%s': expected paper (the norm's relative growth against --awp-rel-res) or "
-			                    "resolution (the step against what the format resolves)",
-			                    option, arg);
+		int resolution = 0;
+		STARNN_CHECK(parse_choice(option, arg, "paper", "resolution",
+		                          "paper (the norm's relative growth against --awp-rel-res) or resolution (the "
+		                          "step against what the format resolves)",
+		                          &resolution));
+		c->rule = resolution ? STARNN_AWP_RULE_RESOLUTION : STARNN_AWP_RULE_PAPER;
 	} else if (strcmp(option, "--awp-interval") == 0) {
 		STARNN_CHECK(parse_long(option, arg, 1, 1000000000L, &v));
 		c->interval = (int)v;
@@ -278,15 +275,10 @@ int starnn_awp_option(const char *option, const char *arg, struct starnn_awp_con
 		else
 			c->stride = (int)v;
 	} else if (strcmp(option, "--awp-rounding") == 0) {
-		if (strcmp(arg, "trunc") == 0)
-			c->family = STARNN_WIRE_LADDER_TRUNC;
-		else if (strcmp(arg, "rne") == 0)
-			c->family = STARNN_WIRE_LADDER_RNE;
-		else
-			return starnn_error(STARNN_EINVAL,
-			                    "%s '%s': expected trunc (drop the low bytes, the paper's) or rne (round to "
-			                    "nearest even)",
-			                    option, arg);
+		int rne = 0;
+		STARNN_CHECK(parse_choice(option, arg, "trunc", "rne",
+		                          "trunc (drop the low bytes, the paper's) or rne (round to nearest even)", &rne));
+		c->family = rne ? STARNN_WIRE_LADDER_RNE : STARNN_WIRE_LADDER_TRUNC;
 	} else {
 		return starnn_error(STARNN_EINVAL, "awp: unknown option %s", option);
 	}

@@ -137,32 +137,35 @@ uc=(train --size 32 --depth 2 --filters 4 --batch 4 --samples 32 --steps 4 --opt
 run unetcpu-default STARPU_NCPU=2 -- "$unet" "${uc[@]}"
 run unetcpu-none STARPU_NCPU=2 -- "$unet" "${uc[@]}" --master host
 same unetcpu-default unetcpu-none
+# resumed NAME ARGS...: models/mlp ARGS for 12 steps (NAME), for 6 with a
+# checkpoint (NAME6), resumed from it up to 12 (NAME-resume): the losses of
+# the 6 and the resumed 6 are NAME's bit for bit
+resumed() {
+	local name=$1
+	shift
+	run "$name" STARPU_NCPU=2 -- "$mlp" "$@"
+	run "${name}6" STARPU_NCPU=2 -- "$mlp" "$@" --steps 6 --checkpoint "$tmp/$name.h5"
+	run "$name-resume" STARPU_NCPU=2 -- "$mlp" --resume "$tmp/$name.h5" --steps 12 --log-every 1
+	cat "$tmp/${name}6.loss" "$tmp/$name-resume.loss" > "$tmp/$name-resumed.loss"
+	same "$name" "$name-resumed"
+	grep '^edge' "$tmp/${name}6.out" "$tmp/$name-resume.out" | sed 's/^[^:]*://'
+}
 # --resume continues an awp run bit for bit, taking --master host, the
 # format and the layers' adaptive states from the checkpoint
 awp=(--steps 12 --micro-batches 2 --log-every 1 --seed 5 --precision amp-bf16 --master host --wire-weights awp
 	--awp-interval 2 --awp-rel-res 1e-2)
-run cpu-awp STARPU_NCPU=2 -- "$mlp" "${awp[@]}"
-run cpu-awp6 STARPU_NCPU=2 -- "$mlp" "${awp[@]}" --steps 6 --checkpoint "$tmp/awp.h5"
-run cpu-resume STARPU_NCPU=2 -- "$mlp" --resume "$tmp/awp.h5" --steps 12 --log-every 1
-cat "$tmp/cpu-awp6.loss" "$tmp/cpu-resume.loss" > "$tmp/cpu-awp-resumed.loss"
-same cpu-awp cpu-awp-resumed
-grep '^edge' "$tmp/cpu-awp.out" "$tmp/cpu-resume.out" | sed 's/^[^:]*://'
-grep -q '^edge.*weights as fp32 x6' "$tmp/cpu-resume.out" ||
-	fail "the resumed awp run did not end with every layer at fp32: $(grep '^edge' "$tmp/cpu-resume.out")"
+resumed cpu-awp "${awp[@]}"
+grep -q '^edge.*weights as fp32 x6' "$tmp/cpu-awp-resume.out" ||
+	fail "the resumed awp run did not end with every layer at fp32: $(grep '^edge' "$tmp/cpu-awp-resume.out")"
 # the same with the resolution rule, whose observation pending at the save
 # (the step of step 6) goes into the checkpoint; one layer gains bits
 # before step 6 (int8 -> trunc24), one after it
 awpr=(--steps 12 --micro-batches 2 --log-every 1 --seed 5 --precision amp-bf16 --master host --wire-weights awp
 	--awp-rule resolution --awp-interval 2 --awp-res-factor 4)
-run cpu-awpr STARPU_NCPU=2 -- "$mlp" "${awpr[@]}"
-run cpu-awpr6 STARPU_NCPU=2 -- "$mlp" "${awpr[@]}" --steps 6 --checkpoint "$tmp/awpr.h5"
-run cpu-resumer STARPU_NCPU=2 -- "$mlp" --resume "$tmp/awpr.h5" --steps 12 --log-every 1
-cat "$tmp/cpu-awpr6.loss" "$tmp/cpu-resumer.loss" > "$tmp/cpu-awpr-resumed.loss"
-same cpu-awpr cpu-awpr-resumed
-grep '^edge' "$tmp/cpu-awpr6.out" "$tmp/cpu-resumer.out" | sed 's/^[^:]*://'
+resumed cpu-awpr "${awpr[@]}"
 grep -q '^edge.*weights as trunc24 x1, int8 x5' "$tmp/cpu-awpr6.out" &&
-	grep -q '^edge.*weights as trunc24 x2, int8 x4' "$tmp/cpu-resumer.out" ||
-	fail "the resolution rule's layers: not 1 then 2 at trunc24: $(grep -h '^edge' "$tmp/cpu-awpr6.out" "$tmp/cpu-resumer.out")"
+	grep -q '^edge.*weights as trunc24 x2, int8 x4' "$tmp/cpu-awpr-resume.out" ||
+	fail "the resolution rule's layers: not 1 then 2 at trunc24: $(grep -h '^edge' "$tmp/cpu-awpr6.out" "$tmp/cpu-awpr-resume.out")"
 
 grep -q '^  OpenCL kernels: yes' "$top/config.summary" 2>/dev/null || { echo "SKIP: built without OpenCL"; exit $((status ? 1 : 77)); }
 if ! out=$(env STARPU_HOME="$tmp/home-probe" STARPU_NOPENCL=1 STARPU_OPENCL_ON_CPUS=1 STARPU_OPENCL_ONLY_ON_CPUS=1 \

@@ -627,7 +627,9 @@ static int update(starnn_params *ps, int64_t step);
 static int edge_awp(starnn_params *ps, starnn_param *p)
 {
 	struct starnn_param_edge *e = p->edge;
-	if (!e || ps->cfg.wire_weights != STARNN_WIRE_ADAPTIVE)
+	/* (a parameter no forward reads through the edge, a batch norm's, has
+	 * no format to adapt: its state stays as it started) */
+	if (!e || !e->used || ps->cfg.wire_weights != STARNN_WIRE_ADAPTIVE)
 		return 0;
 	if (e->norm_pending) {
 		float sq = 0.0f, usq = 0.0f;

@@ -621,6 +621,47 @@ static int cast_done(starnn_param *p, int rc)
 
 static int update(starnn_params *ps, int64_t step);
 
+int starnn_awp_tensors_observe(const struct starnn_awp_config *c, struct starnn_awp_layer *l, starnn_tensor *norm,
+                               starnn_tensor *step)
+{
+	float sq = 0.0f, usq = 0.0f;
+	STARNN_CHECK(starnn_tensor_read(norm, &sq));
+	if (step)
+		STARNN_CHECK(starnn_tensor_read(step, &usq));
+	return starnn_awp_observe_step(c, l, sqrt((double)sq), sqrt((double)usq));
+}
+
+int starnn_awp_tensors_submit(starnn_tensor *x, starnn_tensor *norm, starnn_tensor *prev, starnn_tensor *step)
+{
+	STARNN_CHECK(starnn_sumsq(x, norm, 0.0f));
+	if (!prev)
+		return 0;
+	STARNN_CHECK(starnn_axpy(-1.0f, x, prev)); /* the previous x minus this one: minus the step */
+	STARNN_CHECK(starnn_sumsq(prev, step, 0.0f));
+	return starnn_copy(x, prev);
+}
+
+int starnn_awp_tensors_begin(starnn_tensor *x, const struct starnn_awp_layer *l, starnn_tensor *norm,
+                             starnn_tensor *prev, starnn_tensor *step)
+{
+	STARNN_CHECK(starnn_sumsq(x, norm, 0.0f));
+	if (!prev)
+		return 0;
+	/* (a fresh run's first observation only sets the reference; a resumed
+	 * one observes the step saved with its state) */
+	STARNN_CHECK(starnn_copy(x, prev));
+	return starnn_fill(l->step_sq_pending >= 0 ? (float)l->step_sq_pending : 0.0f, step);
+}
+
+int starnn_awp_tensors_pending(starnn_tensor *step, int pending, double *sq)
+{
+	float usq = -1.0f;
+	if (step && pending)
+		STARNN_CHECK(starnn_tensor_read(step, &usq));
+	*sq = usq;
+	return 0;
+}
+
 /* Adaptive weights: observes the norm of the previous update (waiting for
  * it, one step late as on the rank edge: runtime/train/shard.c), then
  * submits this one's; the next transfer uses the format that follows. */
@@ -632,19 +673,12 @@ static int edge_awp(starnn_params *ps, starnn_param *p)
 	if (!e || !e->used || ps->cfg.wire_weights != STARNN_WIRE_ADAPTIVE)
 		return 0;
 	if (e->norm_pending) {
-		float sq = 0.0f, usq = 0.0f;
-		STARNN_CHECK(starnn_tensor_read(e->norm, &sq));
-		if (e->step)
-			STARNN_CHECK(starnn_tensor_read(e->step, &usq));
-		if (starnn_awp_observe_step(&ps->cfg.awp, &e->awp, sqrt((double)sq), sqrt((double)usq)))
+		int gained = starnn_awp_tensors_observe(&ps->cfg.awp, &e->awp, e->norm, e->step);
+		STARNN_CHECK(gained);
+		if (gained)
 			e->fmt = (int)starnn_awp_format(&ps->cfg.awp, &e->awp);
 	}
-	STARNN_CHECK(starnn_sumsq(p->master, e->norm, 0.0f));
-	if (e->prev) { /* the previous master minus this one: minus the step */
-		STARNN_CHECK(starnn_axpy(-1.0f, p->master, e->prev));
-		STARNN_CHECK(starnn_sumsq(e->prev, e->step, 0.0f));
-		STARNN_CHECK(starnn_copy(p->master, e->prev));
-	}
+	STARNN_CHECK(starnn_awp_tensors_submit(p->master, e->norm, e->prev, e->step));
 	e->norm_pending = 1;
 	return 0;
 }
@@ -657,13 +691,7 @@ int starnn_params_edge_begin(starnn_params *ps)
 	int rc = 0;
 	for (int i = 0; i < ps->nparams && rc == 0; i++) {
 		struct starnn_param_edge *e = ps->params[i]->edge;
-		rc = starnn_sumsq(ps->params[i]->master, e->norm, 0.0f);
-		/* (a fresh run's first observation only sets the reference; a
-		 * resumed one observes the step saved with its state) */
-		if (!rc && e->prev)
-			rc = starnn_copy(ps->params[i]->master, e->prev);
-		if (!rc && e->step)
-			rc = starnn_fill(e->awp.step_sq_pending >= 0 ? (float)e->awp.step_sq_pending : 0.0f, e->step);
+		rc = starnn_awp_tensors_begin(ps->params[i]->master, &e->awp, e->norm, e->prev, e->step);
 		e->norm_pending = 1;
 	}
 	starnn_set_placement(STARNN_ANYWHERE);
@@ -683,10 +711,7 @@ int starnn_params_edge_awp_state(const starnn_params *ps, char **text)
 	 * run observes it as the uninterrupted one does) */
 	for (int i = 0; ps->edge_on && i < ps->nparams; i++) {
 		struct starnn_param_edge *e = ps->params[i]->edge;
-		float usq = -1.0f;
-		if (e->step && e->norm_pending)
-			STARNN_CHECK(starnn_tensor_read(e->step, &usq));
-		e->awp.step_sq_pending = usq;
+		STARNN_CHECK(starnn_awp_tensors_pending(e->step, e->norm_pending, &e->awp.step_sq_pending));
 	}
 	return starnn_awp_states_format(ps->edge_on ? ps->nparams : 0, edge_layer_at, (void *)ps, text);
 }

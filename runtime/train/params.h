@@ -247,6 +247,20 @@ void starnn_params_edge_stats(const starnn_params *ps, struct starnn_edge_stats 
 int starnn_params_edge_begin(starnn_params *ps);
 int starnn_params_edge_awp_state(const starnn_params *ps, char **text);
 int starnn_params_edge_set_awp_state(starnn_params *ps, const char *text);
+/* The adaptive rule's tensors of one parameter, for both edges (here and
+ * runtime/train/shard.c): norm ||x||^2 and, for a rule that reads steps
+ * (starnn_awp_uses_steps; else prev and step are NULL), step ||x -
+ * prev||^2 with prev the x of the previous call (1-element norm and step).
+ * _observe reads the pending norm and step (the previous call's) into the
+ * layer's state: 1 when it gained bits; _submit submits this call's; _begin
+ * those of a run's start (the step saved with a resumed state, else 0);
+ * _pending the squared step of the observation pending (-1: none). */
+int starnn_awp_tensors_observe(const struct starnn_awp_config *c, struct starnn_awp_layer *l, starnn_tensor *norm,
+                               starnn_tensor *step);
+int starnn_awp_tensors_submit(starnn_tensor *x, starnn_tensor *norm, starnn_tensor *prev, starnn_tensor *step);
+int starnn_awp_tensors_begin(starnn_tensor *x, const struct starnn_awp_layer *l, starnn_tensor *norm,
+                             starnn_tensor *prev, starnn_tensor *step);
+int starnn_awp_tensors_pending(starnn_tensor *step, int pending, double *sq);
 /* The weights' wire formats now (adaptive: "int8 x3, trunc16 x2"; a fixed
  * format: its name), into buf. */
 void starnn_params_edge_formats(const starnn_params *ps, char *buf, size_t size);

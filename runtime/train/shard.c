@@ -4,14 +4,11 @@
  * collectives rooted at each parameter's owner. */
 #include <config.h>
 
-#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "codelets/axpy.h"
 #include "codelets/copy.h"
-#include "codelets/fill.h"
 #include "codelets/reduce.h"
 #include "codelets/wire.h"
 #include "runtime/core/launch.h"
@@ -139,25 +136,16 @@ static int awp_step(starnn_param *p, struct wparam *w)
 	if (wcfg.wire != STARNN_DIST_WIRE_AWP)
 		return 0;
 	if (w->norm_pending) {
-		float sq = 0.0f, usq = 0.0f;
-		STARNN_CHECK(starnn_tensor_read(w->norm, &sq));
-		if (w->step)
-			STARNN_CHECK(starnn_tensor_read(w->step, &usq));
-		if (starnn_awp_observe_step(&wcfg.awp, &w->awp, sqrt((double)sq), sqrt((double)usq))) {
+		int gained = starnn_awp_tensors_observe(&wcfg.awp, &w->awp, w->norm, w->step);
+		STARNN_CHECK(gained);
+		if (gained) {
 			w->fmt = (int)starnn_awp_format(&wcfg.awp, &w->awp);
 			w->changed = 1;
 			w->changed_at = wstep;
 		}
 	}
-	if (dist_rank == w->owner) {
-		starnn_tensor *x = p->exact ? p->exact : p->master;
-		STARNN_CHECK(starnn_sumsq(x, w->norm, 0.0f));
-		if (w->prev) { /* the previous master minus this one: minus the step */
-			STARNN_CHECK(starnn_axpy(-1.0f, x, w->prev));
-			STARNN_CHECK(starnn_sumsq(w->prev, w->step, 0.0f));
-			STARNN_CHECK(starnn_copy(x, w->prev));
-		}
-	}
+	if (dist_rank == w->owner)
+		STARNN_CHECK(starnn_awp_tensors_submit(p->exact ? p->exact : p->master, w->norm, w->prev, w->step));
 	w->norm_pending = 1;
 	return 0;
 }
@@ -285,17 +273,9 @@ int starnn_dist_weights_begin(starnn_params *ps, int64_t step)
 			STARNN_CHECK(starnn_tensor_create(&p->exact, name, STARNN_FP32, p->master->ndim, p->master->shape));
 			STARNN_CHECK(starnn_copy(p->master, p->exact));
 		}
-		if (wcfg.wire == STARNN_DIST_WIRE_AWP && dist_rank == w->owner) {
-			starnn_tensor *x = p->exact ? p->exact : p->master;
-			STARNN_CHECK(starnn_sumsq(x, w->norm, 0.0f));
-			/* (a fresh run's first observation only sets the reference; a
-			 * resumed one observes the step saved with its state) */
-			if (w->prev)
-				STARNN_CHECK(starnn_copy(x, w->prev));
-			if (w->step)
-				STARNN_CHECK(starnn_fill(w->awp.step_sq_pending >= 0 ? (float)w->awp.step_sq_pending : 0.0f,
-				                         w->step));
-		}
+		if (wcfg.wire == STARNN_DIST_WIRE_AWP && dist_rank == w->owner)
+			STARNN_CHECK(starnn_awp_tensors_begin(p->exact ? p->exact : p->master, &w->awp, w->norm, w->prev,
+			                                      w->step));
 		w->norm_pending = wcfg.wire == STARNN_DIST_WIRE_AWP;
 		STARNN_CHECK(publish(p, w));
 	}
@@ -354,12 +334,8 @@ int starnn_dist_weights_state(char **text)
 {
 	/* the resolution rule's pending step goes with the state (a resumed
 	 * run observes it as the uninterrupted one does) */
-	for (int i = 0; i < nwp; i++) {
-		float usq = -1.0f;
-		if (wp[i].step && wp[i].norm_pending)
-			STARNN_CHECK(starnn_tensor_read(wp[i].step, &usq));
-		wp[i].awp.step_sq_pending = usq;
-	}
+	for (int i = 0; i < nwp; i++)
+		STARNN_CHECK(starnn_awp_tensors_pending(wp[i].step, wp[i].norm_pending, &wp[i].awp.step_sq_pending));
 	return starnn_awp_states_format(nwp, weights_layer_at, NULL, text);
 }
 
